@@ -1,0 +1,51 @@
+/**
+ * The commander program: global options, one subcommand per admin task.
+ * Heavy modules (lmdb, helia, x402) are imported only inside actions, after
+ * the configuration is known, so `--help` and `--version` stay instant and
+ * the native-addon cache path is set before lmdb loads.
+ */
+import { Command, Option } from 'commander'
+import { SETTINGS } from '../config/settings.js'
+import { VERSION } from '../version.js'
+import { configFromCli, loggerFor } from './config-from-cli.js'
+
+export function buildProgram (): Command {
+  const program = new Command('pind')
+    .description('A paid IPFS pinning service in one binary: Helia node, LMDB ledger, x402 payments.')
+    .version(VERSION, '-V, --version', 'print the version')
+    .option('--config <file>', 'JSON config file (env PIND_CONFIG); flags > environment > file > defaults')
+    .showHelpAfterError()
+  for (const s of SETTINGS.filter(s => s.global === true && s.flag != null)) {
+    program.addOption(new Option(s.flag as string, `${s.description} (env ${s.env})`))
+  }
+
+  const serveCmd = program.command('serve')
+    .description('run the pinning service (HTTP API, gateway, libp2p node)')
+    .addHelpText('after', '\nExamples:\n  pind serve --data-dir /var/lib/pind --host 0.0.0.0 --port 8080\n  PIND_PAY_TO=0x... PIND_RPC_URL=https://rpc.mainnet.taiko.xyz PIND_SETTLER_KEY_FILE=/etc/pind/settler.key pind serve\n')
+  for (const s of SETTINGS.filter(s => s.global !== true && s.flag != null)) {
+    serveCmd.addOption(new Option(s.flag as string, `${s.description} (env ${s.env})`))
+  }
+  serveCmd.action(async (_opts, cmd: Command) => {
+    const config = configFromCli(cmd, 'serve')
+    const { serve } = await import('./serve.js')
+    await serve(config, loggerFor(config))
+  })
+
+  notYet(program, 'gc', 'remove blocks no live pin references (mark from the ledger, sweep the blockstore)')
+  notYet(program, 'export-ledger', 'stream the ledger (pins, payments) as JSON Lines or CSV')
+  notYet(program, 'keys', 'manage token signing keys, operator tokens and the libp2p identity')
+
+  program.exitOverride()
+  return program
+}
+
+function notYet (program: Command, name: string, description: string): void {
+  program.command(name)
+    .description(`${description} [not yet available]`)
+    .allowUnknownOption()
+    .allowExcessArguments()
+    .action(() => {
+      process.stderr.write(`pind ${name}: not yet available in pind ${VERSION}\n`)
+      process.exitCode = 1
+    })
+}

@@ -1,0 +1,97 @@
+/**
+ * Builds the frozen Config from flags > environment > config file > defaults,
+ * and reports one clear message per bad value.
+ */
+import { readFileSync, statSync } from 'node:fs'
+import { resolve } from 'node:path'
+import { type Config, SETTINGS, type Setting } from './settings.js'
+
+export interface ConfigSources {
+  /** values from commander, keyed by setting key; undefined when the flag was not given */
+  flags: Partial<Record<keyof Config, unknown>>
+  env: Record<string, string | undefined>
+  /** path of a JSON config file (from --config or PIND_CONFIG) */
+  configFile?: string
+  /** only global settings are read for admin subcommands */
+  scope: 'serve' | 'admin'
+}
+
+export interface ConfigResult {
+  config?: Readonly<Config>
+  errors: string[]
+}
+
+export function loadConfig (sources: ConfigSources): ConfigResult {
+  const errors: string[] = []
+  const settings = SETTINGS.filter(s => sources.scope === 'serve' || s.global === true)
+  const file = readConfigFile(sources.configFile, errors)
+  const known = new Set(SETTINGS.map(s => s.key as string))
+  for (const k of Object.keys(file)) {
+    if (!known.has(k)) errors.push(`config file ${sources.configFile}: unknown setting "${k}"`)
+    else if (SETTINGS.some(s => s.key === k && s.secret === true)) errors.push(`config file ${sources.configFile}: "${k}" is a secret and is read from the environment only (or use a key file)`)
+  }
+  const out: Record<string, unknown> = {}
+  for (const s of settings) {
+    const picked = pick(s, sources, file)
+    if (picked == null) {
+      if (s.default !== undefined) out[s.key] = s.default
+      continue
+    }
+    try {
+      out[s.key] = s.parse(picked.raw)
+    } catch (err) {
+      const shown = s.secret === true ? '(hidden)' : JSON.stringify(picked.raw)
+      errors.push(`invalid ${picked.where}: ${shown}: ${(err as Error).message}`)
+    }
+  }
+  if (typeof out.dataDir === 'string') out.dataDir = resolve(out.dataDir)
+  if (sources.scope === 'serve') crossCheck(out as unknown as Config, errors)
+  if (errors.length > 0) return { errors }
+  return { config: Object.freeze(out as unknown as Config), errors }
+}
+
+function pick (s: Setting, sources: ConfigSources, file: Record<string, unknown>): { raw: unknown, where: string } | undefined {
+  const flagName = s.flag?.split(' ')[0]
+  const fromFlag = sources.flags[s.key]
+  if (fromFlag !== undefined && flagName != null) return { raw: fromFlag, where: `${flagName}` }
+  const fromEnv = sources.env[s.env]
+  if (fromEnv !== undefined && fromEnv !== '') return { raw: fromEnv, where: `${s.env}` }
+  if (s.key in file && s.secret !== true) {
+    return { raw: file[s.key], where: `"${s.key}" in ${sources.configFile}` }
+  }
+  return undefined
+}
+
+function readConfigFile (path: string | undefined, errors: string[]): Record<string, unknown> {
+  if (path == null) return {}
+  let text: string
+  try {
+    text = readFileSync(path, 'utf8')
+  } catch (err) {
+    errors.push(`cannot read config file ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+    return {}
+  }
+  try {
+    const parsed: unknown = JSON.parse(text)
+    if (parsed == null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not a JSON object')
+    return parsed as Record<string, unknown>
+  } catch (err) {
+    errors.push(`config file ${path} is not valid JSON: ${(err as Error).message}`)
+    return {}
+  }
+}
+
+function crossCheck (c: Config, errors: string[]): void {
+  if (c.priceMin > c.priceMax) errors.push(`invalid prices: --price-min (${c.priceMin}) is above --price-max (${c.priceMax})`)
+  if (c.settlerKey != null && c.settlerKeyFile != null) errors.push('set either PIND_SETTLER_KEY or --settler-key-file, not both')
+  if (c.settlerKeyFile != null) {
+    try {
+      const st = statSync(c.settlerKeyFile)
+      if ((st.mode & 0o077) !== 0) errors.push(`settler key file ${c.settlerKeyFile} must not be readable by group or others (chmod 600)`)
+    } catch (err) {
+      errors.push(`cannot read settler key file ${c.settlerKeyFile}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`)
+    }
+  }
+  const embedded = c.settlerKey != null || c.settlerKeyFile != null
+  if (embedded && c.rpcUrl == null) errors.push('the embedded facilitator (settler key) needs --rpc-url')
+}

@@ -1,0 +1,103 @@
+/**
+ * Every operator setting, in one table: its key, flag, environment variable,
+ * default and parser. Precedence: flags > environment (PIND_*) > config file > defaults.
+ * The README's configuration table is kept in step with this file by a test.
+ */
+import { multiaddr } from '@multiformats/multiaddr'
+import { LOG_LEVELS, type LogLevel } from '../log.js'
+import {
+  address, atomic, caip2, ConfigValueError, duration, httpUrl, int, list, oneOf, privateKeyHex, str, type Parser
+} from './parse.js'
+
+/** Taiko Alethia USDC (bridged FiatToken), the production default asset. */
+export const TAIKO_USDC = '0x07d83526730c7438048D55A4fc0b850e2aaB6f0b'
+export const DEFAULT_UPLOAD_MAX_BYTES = 104_857_600
+
+export const GATEWAY_POLICIES = ['pinned', 'blockstore'] as const
+export type GatewayPolicy = typeof GATEWAY_POLICIES[number]
+
+const multiaddrString: Parser<string> = (raw) => {
+  const s = str(raw)
+  try { multiaddr(s) } catch { throw new ConfigValueError('expected a multiaddr such as /ip4/127.0.0.1/tcp/4001') }
+  return s
+}
+
+const host: Parser<string> = (raw) => {
+  const s = str(raw)
+  if (!/^[0-9A-Za-z.:-]+$/.test(s)) throw new ConfigValueError('expected a host name or IP address')
+  return s
+}
+
+export interface Config {
+  dataDir: string
+  logLevel: LogLevel
+  host: string
+  port: number
+  publicUrl?: string
+  p2pListen: string[]
+  p2pAnnounce: string[]
+  p2pPeers: string[]
+  network: string
+  rpcUrl?: string
+  asset: `0x${string}`
+  assetName: string
+  assetVersion: string
+  payTo?: `0x${string}`
+  settlerKey?: `0x${string}`
+  settlerKeyFile?: string
+  facilitatorUrl?: string
+  priceRate: bigint
+  priceMin: bigint
+  priceMax: bigint
+  maxMonths: number
+  paymentTimeout: number
+  tokenTtl: number
+  tokenIssuer?: string
+  uploadMaxBytes: number
+  gatewayPolicy: GatewayPolicy
+  shutdownTimeout: number
+}
+
+export interface Setting {
+  key: keyof Config
+  /** commander flag spelling, e.g. `--port <n>`; absent for settings that are env/file only (secrets). */
+  flag?: string
+  env: string
+  description: string
+  default?: unknown
+  parse: Parser<unknown>
+  /** never printed, logged or echoed */
+  secret?: boolean
+  /** global settings apply to every subcommand; the rest only to `serve` */
+  global?: boolean
+}
+
+export const SETTINGS: readonly Setting[] = [
+  { key: 'dataDir', flag: '--data-dir <dir>', env: 'PIND_DATA_DIR', global: true, default: './pind-data', parse: str, description: 'where the ledger, blocks, keys and identity live' },
+  { key: 'logLevel', flag: '--log-level <level>', env: 'PIND_LOG_LEVEL', global: true, default: 'warn', parse: oneOf(LOG_LEVELS), description: 'error, warn, info (one line per request) or debug' },
+  { key: 'host', flag: '--host <host>', env: 'PIND_HOST', default: '127.0.0.1', parse: host, description: 'HTTP listen address' },
+  { key: 'port', flag: '--port <port>', env: 'PIND_PORT', default: 8080, parse: int(0, 65535), description: 'HTTP listen port (0 = any free port)' },
+  { key: 'publicUrl', flag: '--public-url <url>', env: 'PIND_PUBLIC_URL', parse: httpUrl, description: 'the URL clients use to reach this service (agent card, gateway links, x402 resource); default http://<host>:<port>' },
+  { key: 'p2pListen', flag: '--p2p-listen <multiaddrs>', env: 'PIND_P2P_LISTEN', default: ['/ip4/127.0.0.1/tcp/4001'], parse: list(multiaddrString), description: 'libp2p TCP listen multiaddrs, comma-separated' },
+  { key: 'p2pAnnounce', flag: '--p2p-announce <multiaddrs>', env: 'PIND_P2P_ANNOUNCE', default: [], parse: list(multiaddrString), description: 'multiaddrs to announce (delegates in PinStatus); default: the listen addresses' },
+  { key: 'p2pPeers', flag: '--p2p-peers <multiaddrs>', env: 'PIND_P2P_PEERS', default: [], parse: list(multiaddrString), description: 'peers to dial at start; nothing else is dialled unless a pin request names origins' },
+  { key: 'network', flag: '--network <caip2>', env: 'PIND_NETWORK', default: 'eip155:167000', parse: caip2, description: 'x402 payment network' },
+  { key: 'rpcUrl', flag: '--rpc-url <url>', env: 'PIND_RPC_URL', parse: httpUrl, description: 'EVM JSON-RPC URL (asset check at start, embedded facilitator)' },
+  { key: 'asset', flag: '--asset <address>', env: 'PIND_ASSET', default: TAIKO_USDC, parse: address, description: 'EIP-3009 token accepted as payment (USDC)' },
+  { key: 'assetName', flag: '--asset-name <name>', env: 'PIND_ASSET_NAME', default: 'USD Coin', parse: str, description: 'EIP-712 domain name of the asset' },
+  { key: 'assetVersion', flag: '--asset-version <version>', env: 'PIND_ASSET_VERSION', default: '2', parse: str, description: 'EIP-712 domain version of the asset' },
+  { key: 'payTo', flag: '--pay-to <address>', env: 'PIND_PAY_TO', parse: address, description: 'address that receives payments; without it, paid writes answer 503' },
+  { key: 'settlerKey', env: 'PIND_SETTLER_KEY', secret: true, parse: privateKeyHex, description: 'embedded facilitator: settler private key (environment only; prefer the key file)' },
+  { key: 'settlerKeyFile', flag: '--settler-key-file <file>', env: 'PIND_SETTLER_KEY_FILE', parse: str, description: 'embedded facilitator: file holding the settler private key (mode 0600)' },
+  { key: 'facilitatorUrl', flag: '--facilitator-url <url>', env: 'PIND_FACILITATOR_URL', parse: httpUrl, description: 'remote x402 facilitator (used when no settler key is set)' },
+  { key: 'priceRate', flag: '--price-rate <atomic>', env: 'PIND_PRICE_RATE', default: 100_000n, parse: atomic(), description: 'price per GB (10^9 bytes) per month, in atomic USDC units (100000 = 0.10 USD)' },
+  { key: 'priceMin', flag: '--price-min <atomic>', env: 'PIND_PRICE_MIN', default: 1_000n, parse: atomic(), description: 'minimum charge per paid write, atomic units (1000 = 0.001 USD)' },
+  { key: 'priceMax', flag: '--price-max <atomic>', env: 'PIND_PRICE_MAX', default: 100_000_000n, parse: atomic(), description: 'largest price ever quoted, atomic units (100000000 = 100 USD); larger requests are refused' },
+  { key: 'maxMonths', flag: '--max-months <n>', env: 'PIND_MAX_MONTHS', default: 24, parse: int(1, 120), description: 'longest pin duration a request may buy' },
+  { key: 'paymentTimeout', flag: '--payment-timeout <duration>', env: 'PIND_PAYMENT_TIMEOUT', default: 900, parse: duration(60, 86400), description: 'x402 maxTimeoutSeconds: how long a signed payment stays valid' },
+  { key: 'tokenTtl', flag: '--token-ttl <duration>', env: 'PIND_TOKEN_TTL', default: 30 * 86400, parse: duration(60, 400 * 86400), description: 'lifetime of wallet auth tokens' },
+  { key: 'tokenIssuer', flag: '--token-issuer <string>', env: 'PIND_TOKEN_ISSUER', parse: str, description: 'iss/aud of wallet tokens; default the public URL' },
+  { key: 'uploadMaxBytes', flag: '--upload-max-bytes <n>', env: 'PIND_UPLOAD_MAX_BYTES', default: DEFAULT_UPLOAD_MAX_BYTES, parse: int(1, 2 ** 40), description: 'largest file accepted by POST /upload' },
+  { key: 'gatewayPolicy', flag: '--gateway-policy <policy>', env: 'PIND_GATEWAY_POLICY', default: 'pinned', parse: oneOf(GATEWAY_POLICIES), description: 'pinned: serve only content of live pins; blockstore: anything held locally' },
+  { key: 'shutdownTimeout', flag: '--shutdown-timeout <duration>', env: 'PIND_SHUTDOWN_TIMEOUT', default: 10, parse: duration(0, 3600), description: 'how long in-flight requests may finish after SIGTERM' }
+]

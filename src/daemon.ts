@@ -1,0 +1,98 @@
+/**
+ * The composition root of `pind serve`: opens the data dir (locked), the
+ * ledger, the IPFS node and the HTTP server, in that order, and stops them in
+ * reverse. Nothing else wires components together.
+ */
+import { mkdirSync } from 'node:fs'
+import type { Config } from './config/settings.js'
+import { acquireLock } from './datadir/lock.js'
+import { layout } from './datadir/layout.js'
+import { agentCardRoutes } from './http/routes/agent-card.js'
+import { healthRoutes } from './http/routes/health.js'
+import { Router } from './http/router.js'
+import { createHttpServer } from './http/server.js'
+import { loadOrCreateIdentity } from './ipfs/identity.js'
+import { startIpfsNode } from './ipfs/node.js'
+import { LmdbDatastore } from './ledger/datastore.js'
+import { openLedgerEnv } from './ledger/open.js'
+import type { Logger } from './log.js'
+import { buildAgentCard } from './service/agent-card.js'
+import { checkHealth } from './service/health.js'
+
+export interface Daemon {
+  url: string
+  publicUrl: string
+  peerId: string
+  multiaddrs: string[]
+  dataDir: string
+  stop(deadlineMs: number): Promise<void>
+}
+
+export async function startDaemon (config: Readonly<Config>, log: Logger): Promise<Daemon> {
+  const paths = layout(config.dataDir)
+  mkdirSync(paths.root, { recursive: true, mode: 0o700 })
+  const lock = acquireLock(paths.lock, paths.root, 'pind serve')
+  const cleanups: Array<() => Promise<void> | void> = [() => { lock.release() }]
+  const cleanup = async (): Promise<void> => {
+    for (const fn of cleanups.reverse()) {
+      try { await fn() } catch (err) { log.error('error while stopping', { error: err }) }
+    }
+  }
+  try {
+    const startedAt = Date.now()
+    const ledger = await openLedgerEnv(paths.ledger)
+    cleanups.push(() => ledger.close())
+
+    const privateKey = await loadOrCreateIdentity(paths.identity)
+    const ipfs = await startIpfsNode({
+      blocksDir: paths.blocks,
+      datastore: new LmdbDatastore(ledger.datastore),
+      privateKey,
+      listen: config.p2pListen,
+      announce: config.p2pAnnounce,
+      peers: config.p2pPeers,
+      log
+    })
+    cleanups.push(() => ipfs.stop())
+
+    const router = new Router()
+    const http = createHttpServer(router, log)
+    const bound = await http.listen(config.host, config.port)
+    const url = `http://${bound.host.includes(':') ? `[${bound.host}]` : bound.host}:${bound.port}`
+    const publicUrl = config.publicUrl ?? url
+    cleanups.push(() => http.close(0))
+
+    healthRoutes(router, async () => await checkHealth({
+      readLedger: () => ledger.meta.get('schemaVersion'),
+      blocksDir: paths.blocks,
+      libp2pStatus: () => ipfs.helia.libp2p.status,
+      startedAt
+    }))
+    agentCardRoutes(router, buildAgentCard({
+      publicUrl,
+      network: config.network,
+      asset: config.asset,
+      assetName: config.assetName,
+      assetVersion: config.assetVersion,
+      payTo: config.payTo,
+      prices: { rate: config.priceRate, minimum: config.priceMin, maximum: config.priceMax, maxMonths: config.maxMonths },
+      uploadMaxBytes: config.uploadMaxBytes
+    }))
+
+    return {
+      url,
+      publicUrl,
+      peerId: ipfs.peerId,
+      multiaddrs: ipfs.multiaddrs(),
+      dataDir: paths.root,
+      stop: async (deadlineMs) => {
+        await http.close(deadlineMs)
+        cleanups.pop() // http already closed
+        await cleanup()
+      }
+    }
+  } catch (err) {
+    await cleanup()
+    throw err
+  }
+}

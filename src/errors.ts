@@ -1,0 +1,36 @@
+/**
+ * Shared error classes. Each failure has its own class with a `name`; errors
+ * that reach HTTP carry a status and a machine `reason` (the Pinning Service
+ * API error shape: {"error":{"reason","details"}}). Mapping to responses
+ * happens in one place: src/http/error-response.ts.
+ */
+export class PindError extends Error {
+  override name = 'PindError'
+}
+
+export type Reason =
+  | 'BAD_REQUEST' | 'UNAUTHORIZED' | 'NOT_FOUND' | 'INSUFFICIENT_FUNDS' | 'INTERNAL_SERVER_ERROR'
+  | 'PAYMENT_REQUIRED' | 'PAYLOAD_TOO_LARGE' | 'METHOD_NOT_ALLOWED' | 'NOT_ACCEPTABLE'
+  | 'RANGE_NOT_SATISFIABLE' | 'UNSUPPORTED_MEDIA_TYPE' | 'SERVICE_UNAVAILABLE' | 'TOO_MANY_REQUESTS'
+  | 'SHUTTING_DOWN' | 'CONFLICT' | 'REQUEST_TIMEOUT'
+
+/** An error that becomes an HTTP response with the spec's error body. */
+export class HttpError extends PindError {
+  override name = 'HttpError'
+  constructor (
+    readonly status: number,
+    readonly reason: Reason,
+    readonly details: string,
+    readonly headers: Record<string, string> = {}
+  ) {
+    super(`${reason}: ${details}`)
+  }
+}
+
+export const badRequest = (details: string): HttpError => new HttpError(400, 'BAD_REQUEST', details)
+export const notFound = (details: string): HttpError => new HttpError(404, 'NOT_FOUND', details)
+export const unauthorized = (details: string): HttpError =>
+  new HttpError(401, 'UNAUTHORIZED', details, { 'www-authenticate': 'Bearer' })
+export const tooLarge = (details: string): HttpError => new HttpError(413, 'PAYLOAD_TOO_LARGE', details)
+export const unavailable = (details: string, retryAfterSeconds = 30): HttpError =>
+  new HttpError(503, 'SERVICE_UNAVAILABLE', details, { 'retry-after': String(retryAfterSeconds) })

@@ -1,0 +1,72 @@
+/**
+ * A minimal method + path router. Patterns are literal segments, `:name`
+ * parameters, or a trailing `*` that captures the rest of the path.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { HttpError } from '../errors.js'
+import type { Logger } from '../log.js'
+
+export interface RequestContext {
+  req: IncomingMessage
+  res: ServerResponse
+  url: URL
+  params: Record<string, string>
+  log: Logger
+  /** set by the route for the request log line (e.g. '/pins/:requestid') */
+  route: string
+}
+
+export type Handler = (ctx: RequestContext) => Promise<void> | void
+
+interface Route { method: string, pattern: string, segments: string[], handler: Handler }
+
+export class Router {
+  private readonly routes: Route[] = []
+
+  add (method: string, pattern: string, handler: Handler): this {
+    this.routes.push({ method, pattern, segments: split(pattern), handler })
+    if (method === 'GET') this.routes.push({ method: 'HEAD', pattern, segments: split(pattern), handler })
+    return this
+  }
+
+  /** Finds the handler; throws 404 or 405 (with Allow) when none fits. */
+  match (method: string, pathname: string): { handler: Handler, params: Record<string, string>, pattern: string } {
+    const parts = split(pathname)
+    const allowed: string[] = []
+    for (const r of this.routes) {
+      const params = matchSegments(r.segments, parts)
+      if (params == null) continue
+      if (r.method === method) return { handler: r.handler, params, pattern: r.pattern }
+      allowed.push(r.method)
+    }
+    if (allowed.length > 0) {
+      const allow = [...new Set([...allowed, 'OPTIONS'])].join(', ')
+      throw new HttpError(405, 'METHOD_NOT_ALLOWED', `${method} is not supported here; use ${allow}`, { allow })
+    }
+    throw new HttpError(404, 'NOT_FOUND', `no such endpoint: ${pathname}`)
+  }
+}
+
+function split (path: string): string[] {
+  return path.split('/').filter(s => s !== '')
+}
+
+function matchSegments (pattern: string[], parts: string[]): Record<string, string> | undefined {
+  const params: Record<string, string> = {}
+  for (let i = 0; i < pattern.length; i++) {
+    const p = pattern[i] as string
+    if (p === '*') {
+      params['*'] = parts.slice(i).join('/')
+      return params
+    }
+    const part = parts[i]
+    if (part == null) return undefined
+    if (p.startsWith(':')) {
+      if (part === '') return undefined
+      params[p.slice(1)] = part
+    } else if (p !== part) {
+      return undefined
+    }
+  }
+  return parts.length === pattern.length ? params : undefined
+}

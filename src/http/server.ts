@@ -1,0 +1,107 @@
+/**
+ * The node:http server: routing, the request log line, error mapping and a
+ * graceful close (stop accepting, let in-flight requests finish up to a
+ * deadline, then cut what is left).
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { HttpError } from '../errors.js'
+import type { Logger } from '../log.js'
+import { sendError } from './error-response.js'
+import type { RequestContext, Router } from './router.js'
+
+export interface HttpServer {
+  server: Server
+  listen(host: string, port: number): Promise<{ host: string, port: number }>
+  /** stop accepting; wait for in-flight requests up to `deadlineMs`, then close the rest */
+  close(deadlineMs: number): Promise<void>
+  inFlight(): number
+}
+
+export function createHttpServer (router: Router, log: Logger): HttpServer {
+  let closing = false
+  let inFlight = 0
+  let idleWaiters: Array<() => void> = []
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const started = process.hrtime.bigint()
+    inFlight++
+    const ctx: RequestContext = { req, res, url: new URL('http://x/'), params: {}, log, route: '' }
+    res.on('close', () => {
+      inFlight--
+      const ms = Number(process.hrtime.bigint() - started) / 1e6
+      log.info('request', {
+        method: req.method,
+        path: ctx.url.pathname,
+        route: ctx.route,
+        status: res.statusCode,
+        ms: Math.round(ms * 10) / 10,
+        ...(res.writableFinished ? {} : { aborted: true })
+      })
+      if (inFlight === 0 && idleWaiters.length > 0) {
+        const waiters = idleWaiters
+        idleWaiters = []
+        for (const w of waiters) w()
+      }
+    })
+    try {
+      if (closing) {
+        res.setHeader('connection', 'close')
+        throw new HttpError(503, 'SHUTTING_DOWN', 'the server is shutting down; retry shortly', { 'retry-after': '5' })
+      }
+      ctx.url = parseUrl(req.url)
+      const { handler, params, pattern } = router.match(req.method ?? 'GET', ctx.url.pathname)
+      ctx.params = params
+      ctx.route = pattern
+      await handler(ctx)
+    } catch (err) {
+      sendError(res, err, log)
+    }
+  }
+
+  const server = createServer({ requestTimeout: 0, keepAliveTimeout: 5000 }, (req, res) => {
+    void handle(req, res)
+  })
+  server.on('clientError', (err, socket) => {
+    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-type: application/json\r\n\r\n{"error":{"reason":"BAD_REQUEST","details":"malformed HTTP request"}}')
+    else socket.destroy()
+    log.debug('client error', { error: err.message })
+  })
+
+  return {
+    server,
+    inFlight: () => inFlight,
+    listen: async (host, port) => {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject)
+        server.listen(port, host, () => { server.off('error', reject); resolve() })
+      })
+      const addr = server.address() as AddressInfo
+      return { host: addr.address, port: addr.port }
+    },
+    close: async (deadlineMs) => {
+      closing = true
+      const closed = new Promise<void>(resolve => { server.close(() => { resolve() }) })
+      server.closeIdleConnections()
+      if (inFlight > 0) {
+        const drained = new Promise<void>(resolve => { idleWaiters.push(resolve) })
+        let timer: NodeJS.Timeout | undefined
+        const deadline = new Promise<void>(resolve => { timer = setTimeout(resolve, deadlineMs) })
+        await Promise.race([drained, deadline])
+        clearTimeout(timer)
+        if (inFlight > 0) log.warn('shutdown deadline reached; closing in-flight requests', { inFlight })
+      }
+      server.closeAllConnections()
+      await closed
+    }
+  }
+}
+
+function parseUrl (raw: string | undefined): URL {
+  if (raw == null || !raw.startsWith('/')) throw new HttpError(400, 'BAD_REQUEST', 'the request target must be an absolute path')
+  try {
+    return new URL(raw, 'http://localhost')
+  } catch {
+    throw new HttpError(400, 'BAD_REQUEST', 'the request target is not a valid URL path')
+  }
+}
