@@ -3,19 +3,30 @@
  * ledger, the IPFS node and the HTTP server, in that order, and stops them in
  * reverse. Nothing else wires components together.
  */
-import { mkdirSync } from 'node:fs'
+import { mkdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { KeyStore } from './auth/keystore.js'
+import { TokenService } from './auth/tokens.js'
+import { privateKeyHex } from './config/parse.js'
 import type { Config } from './config/settings.js'
 import { acquireLock } from './datadir/lock.js'
 import { layout } from './datadir/layout.js'
 import { agentCardRoutes } from './http/routes/agent-card.js'
 import { healthRoutes } from './http/routes/health.js'
+import { uploadRoutes } from './http/routes/upload.js'
 import { Router } from './http/router.js'
 import { createHttpServer } from './http/server.js'
 import { loadOrCreateIdentity } from './ipfs/identity.js'
 import { startIpfsNode } from './ipfs/node.js'
+import { BlockStaging } from './ipfs/staging.js'
 import { LmdbDatastore } from './ledger/datastore.js'
 import { openLedgerEnv } from './ledger/open.js'
+import { PinLedger } from './ledger/pins.js'
 import type { Logger } from './log.js'
+import type { FacilitatorChoice } from './payment/facilitator.js'
+import { PaymentGate } from './payment/gate.js'
+import type { PriceSettings } from './payment/pricing.js'
+import { PaymentOnce } from './service/paid-once.js'
 import { buildAgentCard } from './service/agent-card.js'
 import { checkHealth } from './service/health.js'
 
@@ -55,12 +66,26 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     })
     cleanups.push(() => ipfs.stop())
 
+    const staging = new BlockStaging(paths.blocks, paths.staging)
+    const leftovers = await staging.sweepLeftovers()
+    if (leftovers > 0) log.warn('removed unfinished imports left by a previous run', { count: leftovers })
+    const pins = new PinLedger(ledger)
+
     const router = new Router()
     const http = createHttpServer(router, log)
     const bound = await http.listen(config.host, config.port)
     const url = `http://${bound.host.includes(':') ? `[${bound.host}]` : bound.host}:${bound.port}`
     const publicUrl = config.publicUrl ?? url
     cleanups.push(() => http.close(0))
+
+    const prices: PriceSettings = { rate: config.priceRate, minimum: config.priceMin, maximum: config.priceMax, maxMonths: config.maxMonths }
+    const gate = paymentGate(config, prices, log)
+    if (gate != null) {
+      await gate.start()
+      cleanups.push(() => { gate.stop() })
+    }
+    const keystore = await KeyStore.open(paths.keys)
+    const tokens = new TokenService({ keystore, issuer: config.tokenIssuer ?? publicUrl, audience: config.tokenIssuer ?? publicUrl, ttlSeconds: config.tokenTtl })
 
     healthRoutes(router, async () => await checkHealth({
       readLedger: () => ledger.meta.get('schemaVersion'),
@@ -75,9 +100,22 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       assetName: config.assetName,
       assetVersion: config.assetVersion,
       payTo: config.payTo,
-      prices: { rate: config.priceRate, minimum: config.priceMin, maximum: config.priceMax, maxMonths: config.maxMonths },
+      prices,
       uploadMaxBytes: config.uploadMaxBytes
     }))
+    uploadRoutes(router, {
+      ledger: pins,
+      staging,
+      gate,
+      tokens,
+      once: new PaymentOnce(),
+      prices,
+      uploadMaxBytes: config.uploadMaxBytes,
+      publicUrl,
+      network: config.network,
+      asset: config.asset,
+      log
+    })
 
     return {
       url,
@@ -95,4 +133,31 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     await cleanup()
     throw err
   }
+}
+
+/** The payment gate, when this server can take payments (a pay-to address and a facilitator). */
+function paymentGate (config: Readonly<Config>, prices: PriceSettings, log: Logger): PaymentGate | undefined {
+  if (config.payTo == null) {
+    log.warn('no --pay-to address: paid writes are disabled')
+    return undefined
+  }
+  const settlerKey = config.settlerKey ?? (config.settlerKeyFile != null ? privateKeyHex(readFileSync(config.settlerKeyFile, 'utf8')) : undefined)
+  let facilitator: FacilitatorChoice
+  if (settlerKey != null && config.rpcUrl != null) facilitator = { kind: 'embedded', network: config.network, rpcUrl: config.rpcUrl, settlerKey }
+  else if (config.facilitatorUrl != null) facilitator = { kind: 'remote', url: config.facilitatorUrl }
+  else {
+    log.warn('no facilitator (settler key + RPC URL, or --facilitator-url): paid writes are disabled')
+    return undefined
+  }
+  return new PaymentGate({
+    network: config.network,
+    asset: config.asset,
+    assetName: config.assetName,
+    assetVersion: config.assetVersion,
+    payTo: config.payTo,
+    maxTimeoutSeconds: config.paymentTimeout,
+    prices,
+    rpcUrl: config.rpcUrl,
+    facilitator
+  }, log.child({ component: 'payment' }))
 }

@@ -21,7 +21,9 @@ export class HttpError extends PindError {
     readonly status: number,
     readonly reason: Reason,
     readonly details: string,
-    readonly headers: Record<string, string> = {}
+    readonly headers: Record<string, string> = {},
+    /** extra top-level fields of the body, beside `error` (e.g. a 402's readable terms) */
+    readonly extra?: Record<string, unknown>
   ) {
     super(`${reason}: ${details}`)
   }

@@ -7,6 +7,8 @@ export interface DataDirLayout {
   root: string
   ledger: string
   blocks: string
+  /** per-import staging folders; committed blocks are renamed into `blocks` */
+  staging: string
   keys: string
   identity: string
   lock: string
@@ -19,6 +21,7 @@ export function layout (root: string): DataDirLayout {
     root,
     ledger: join(root, 'ledger.mdb'),
     blocks: join(root, 'blocks'),
+    staging: join(root, 'staging'),
     keys: join(root, 'keys'),
     identity: join(root, 'identity.key'),
     lock: join(root, 'serve.lock'),

@@ -56,6 +56,7 @@ export function createHttpServer (router: Router, log: Logger): HttpServer {
       await handler(ctx)
     } catch (err) {
       sendError(res, err, log)
+      discardBody(req, res)
     }
   }
 
@@ -95,6 +96,26 @@ export function createHttpServer (router: Router, log: Logger): HttpServer {
       await closed
     }
   }
+}
+
+/** Largest unread request body drained (so the client reads our answer) rather than cut off. */
+const MAX_DRAIN_BYTES = 128 * 1024 * 1024
+
+/**
+ * After an early answer (402, 400, 413…) the client may still be sending its
+ * body (x402 clients send it with the unpaid request too). Drain a bounded
+ * amount so the client reads the answer; past that, close the connection.
+ */
+function discardBody (req: IncomingMessage, res: ServerResponse): void {
+  if (req.complete || req.readableEnded) return
+  let seen = 0
+  req.on('data', (chunk: Buffer) => {
+    seen += chunk.length
+    if (seen > MAX_DRAIN_BYTES) req.destroy()
+  })
+  req.on('error', () => {})
+  req.resume()
+  res.on('finish', () => { if (!req.complete && seen > MAX_DRAIN_BYTES) req.socket?.destroy() })
 }
 
 function parseUrl (raw: string | undefined): URL {

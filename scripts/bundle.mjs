@@ -1,0 +1,127 @@
+#!/usr/bin/env node
+// Bundle the app into one CommonJS file for `node dist/pind.cjs` and for pkg --sea.
+//
+//   node scripts/bundle.mjs [entry=src/main.ts] [outfile=dist/pind.cjs] [--sourcemap]
+//
+// ESM-only dependencies (helia, libp2p, jose, viem, @x402/*) are bundled into CJS.
+// Packages with native addons are NOT bundled: they locate their `.node` file relative
+// to their own package folder at run time (node-gyp-build-optional-packages), which a
+// bundle would break. They stay `require('lmdb')` calls, resolved from node_modules
+// when run as `node dist/pind.cjs`, and from pkg's snapshot inside the binary
+// (scripts/package-binary.mjs ships their JS and the addon files there).
+import { existsSync, statSync } from 'node:fs'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
+const args = process.argv.slice(2)
+const sourcemap = args.includes('--sourcemap')
+const [entryArg = 'src/main.ts', outArg = 'dist/pind.cjs'] = args.filter((a) => !a.startsWith('--'))
+const entry = path.resolve(root, entryArg)
+const outfile = path.resolve(root, outArg)
+
+// Keep in sync with NATIVE_ASSETS in scripts/package-binary.mjs.
+const NATIVE_EXTERNALS = ['lmdb', 'msgpackr-extract']
+
+// Runs first in the bundle, inside a pkg binary only (process.pkg is set by pkg's
+// bootstrap); stringified into the banner below. Both fixes are no-ops elsewhere.
+function pkgRuntimeFixes () {
+  if (!process.pkg || process.__pindPkgFixes) return
+  process.__pindPkgFixes = true
+  const fs = require('fs')
+  const path = require('path')
+  const crypto = require('crypto')
+  const url = require('url')
+  // 1. pkg's process.dlopen hook copies an addon out of the snapshot to
+  //    $PKG_NATIVE_CACHE_PATH (default ~/.cache) but reads that variable once, at process
+  //    start-up, before app code runs. This wrapper re-reads it at each dlopen, so the app
+  //    may set process.env.PKG_NATIVE_CACHE_PATH (a writable dir: its data dir) any time
+  //    before it first requires lmdb. When unset, pkg's own hook does the work.
+  const pkgDlopen = process.dlopen
+  process.dlopen = function (mod, file, ...rest) {
+    const dir = process.env.PKG_NATIVE_CACHE_PATH
+    if (dir && typeof file === 'string' && file.startsWith('/snapshot/')) {
+      const bytes = fs.readFileSync(file)
+      const hash = crypto.createHash('sha256').update(bytes).digest('hex').slice(0, 32)
+      const out = path.join(path.resolve(dir), 'pkg', hash, path.basename(file))
+      let same = false
+      try { same = fs.readFileSync(out).equals(bytes) } catch {}
+      if (!same) {
+        fs.mkdirSync(path.dirname(out), { recursive: true })
+        const tmp = `${out}.${process.pid}.tmp`
+        fs.writeFileSync(tmp, bytes, { mode: 0o755 })
+        fs.renameSync(tmp, out) // atomic: a concurrent start never dlopens a partial file
+      }
+      file = out
+    }
+    return pkgDlopen.call(this, mod, file, ...rest)
+  }
+  // 2. pkg's virtual fs serves string paths only; lmdb reads its compression dictionary
+  //    with fs.readFileSync(new URL('./dict/dict.txt', ...)), which then misses the
+  //    snapshot (ENOENT). Turn file: URLs into paths.
+  const readFileSync = fs.readFileSync
+  fs.readFileSync = function (p, ...rest) {
+    if (p instanceof URL && p.protocol === 'file:') p = url.fileURLToPath(p)
+    return readFileSync.call(this, p, ...rest)
+  }
+}
+// ESM code reads import.meta.url; `define` below rewrites it to __import_meta_url.
+const banner = `var __import_meta_url = require('url').pathToFileURL(__filename).href;
+(${pkgRuntimeFixes})();`
+
+if (!existsSync(entry)) {
+  console.error(`bundle: entry not found: ${entry}`)
+  process.exit(1)
+}
+
+let build
+try {
+  ({ build } = await import('esbuild'))
+} catch (err) {
+  console.error(`bundle: cannot load esbuild (${err.message}): install the devDependency esbuild`)
+  process.exit(1)
+}
+
+const started = performance.now()
+try {
+  await build({
+    entryPoints: [entry],
+    outfile,
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node24',
+    minify: false,
+    sourcemap: sourcemap ? 'linked' : false,
+    legalComments: 'eof', // keep the dependencies' license notices in what we ship
+    external: NATIVE_EXTERNALS,
+    // lets an entry outside the repo (a probe in /tmp) resolve the repo's dependencies
+    nodePaths: [path.join(root, 'node_modules')],
+    define: {
+      'import.meta.url': '__import_meta_url',
+      'import.meta.filename': '__filename',
+      'import.meta.dirname': '__dirname'
+    },
+    // turn `await import('lmdb')` into require('lmdb'): one (CJS) copy of lmdb, which is
+    // the form pkg's walker follows and that loads from pkg's snapshot
+    supported: { 'dynamic-import': false },
+    banner: { js: banner },
+    logLevel: 'warning',
+    // a native addon must never be inlined: fail loudly instead (add it to NATIVE_EXTERNALS)
+    plugins: [{
+      name: 'no-native-addons',
+      setup (b) {
+        b.onResolve({ filter: /\.node$/ }, (a) => ({
+          errors: [{ text: `native addon ${a.path} (from ${a.importer}) cannot be bundled: mark its package external in scripts/bundle.mjs and ship it as a pkg asset` }]
+        }))
+      }
+    }]
+  })
+} catch {
+  // esbuild has already printed the errors
+  console.error('bundle: failed')
+  process.exit(1)
+}
+const ms = performance.now() - started
+const mib = statSync(outfile).size / 2 ** 20
+console.log(`bundle: ${path.relative(process.cwd(), outfile)} ${mib.toFixed(1)} MiB in ${ms.toFixed(0)} ms`)

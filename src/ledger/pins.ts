@@ -1,0 +1,101 @@
+/**
+ * Pins and payments in the ledger. Every write is one LMDB transaction that
+ * updates the record and its indexes together:
+ *   pins      requestid → PinRecord
+ *   byOwner   [owner, createdUs, requestid] → requestid   (newest-first listing)
+ *   byCid     [cid, requestid] → owner                    (liveness of a CID)
+ *   payments  paymentId → PaymentRecord                   (idempotent retries, no double use)
+ * The ledger decides what is live; helia's pin refcounts are not used.
+ */
+import type { Database } from 'lmdb'
+import { CID } from 'multiformats/cid'
+import { seedClock } from './clock.js'
+import type { LedgerEnv } from './open.js'
+import { isLive, type PaymentRecord, type PinRecord } from './records.js'
+
+type OwnerKey = [string, number, string]
+type CidKey = [string, string]
+
+export class PinLedger {
+  private readonly pins: Database<PinRecord, string>
+  private readonly byOwner: Database<string, OwnerKey>
+  private readonly byCid: Database<string, CidKey>
+  private readonly payments: Database<PaymentRecord, string>
+
+  constructor (private readonly env: LedgerEnv) {
+    this.pins = env.db<PinRecord>('pins')
+    this.byOwner = env.db<string>('pins-by-owner')
+    this.byCid = env.db<string>('pins-by-cid')
+    this.payments = env.db<PaymentRecord>('payments')
+    let maxUs = 0
+    for (const { key } of this.byOwner.getRange({ reverse: true, limit: 1 })) maxUs = Math.max(maxUs, (key)[1])
+    seedClock(maxUs)
+  }
+
+  get (requestid: string): PinRecord | undefined {
+    return this.pins.get(requestid)
+  }
+
+  payment (id: string): PaymentRecord | undefined {
+    return this.payments.get(id)
+  }
+
+  /** Writes a new pin, its indexes and (when paid) its payment record in one transaction. */
+  async create (pin: PinRecord, payment?: PaymentRecord): Promise<void> {
+    await this.env.root.transaction(() => {
+      if (this.pins.doesExist(pin.requestid)) throw new Error(`pin ${pin.requestid} exists already`)
+      if (payment != null && this.payments.doesExist(payment.id)) throw new PaymentReusedError(payment.id)
+      this.pins.put(pin.requestid, pin)
+      this.byOwner.put([pin.owner, pin.createdUs, pin.requestid], pin.requestid)
+      this.byCid.put([cidKey(pin.cid), pin.requestid], pin.owner)
+      if (payment != null) this.payments.put(payment.id, payment)
+    })
+  }
+
+  /** Updates fields of an existing pin (status, sizes, removal) in one transaction. */
+  async update (requestid: string, change: (pin: PinRecord) => PinRecord): Promise<PinRecord | undefined> {
+    let updated: PinRecord | undefined
+    await this.env.root.transaction(() => {
+      const current = this.pins.get(requestid)
+      if (current == null) return
+      updated = change(structuredClone(current))
+      this.pins.put(requestid, updated)
+    })
+    return updated
+  }
+
+  /** Is any live pin holding this CID as its root? */
+  hasLivePin (cid: string | CID, now: Date = new Date()): boolean {
+    const k = cidKey(cid)
+    for (const { key } of this.byCid.getRange({ start: [k], end: [k, '\uffff'] })) {
+      const pin = this.pins.get(key[1])
+      if (pin != null && pin.status === 'pinned' && isLive(pin, now)) return true
+    }
+    return false
+  }
+
+  /** Pins of one owner, newest first. */
+  * byOwnerNewestFirst (owner: string): Generator<PinRecord> {
+    for (const { value } of this.byOwner.getRange({ start: [owner, Number.MAX_SAFE_INTEGER], end: [owner, -1], reverse: true })) {
+      const pin = this.pins.get(value)
+      if (pin != null) yield pin
+    }
+  }
+
+  /** Every pin (export, gc marking). */
+  * all (): Generator<PinRecord> {
+    for (const { value } of this.pins.getRange()) yield value
+  }
+}
+
+/** CIDv0 and CIDv1 of the same content index alike. */
+function cidKey (cid: string | CID): string {
+  return (typeof cid === 'string' ? CID.parse(cid) : cid).toV1().toString()
+}
+
+export class PaymentReusedError extends Error {
+  override name = 'PaymentReusedError'
+  constructor (readonly paymentId: string) {
+    super('this payment was already used')
+  }
+}

@@ -1,0 +1,66 @@
+/**
+ * The ledger's record types. Amounts are decimal strings of atomic units
+ * (bigint on the way in and out); times are RFC 3339 UTC strings.
+ */
+export type PinState = 'queued' | 'pinning' | 'pinned' | 'failed'
+
+export interface PaymentInfo {
+  /** `${payer}:${nonce}` — unique per x402 authorization */
+  id: string
+  payer: string
+  amount: string
+  network: string
+  asset: string
+  /** settlement transaction hash */
+  tx?: string
+  settledAt?: string
+  /** 'x402' for paid writes; 'operator-token' for writes allowed by an operator-issued token */
+  method: 'x402' | 'operator-token'
+}
+
+export interface PinRecord {
+  requestid: string
+  /** lowercase 0x address of the owner (the payer) */
+  owner: string
+  cid: string
+  name?: string
+  origins: string[]
+  meta: Record<string, string>
+  status: PinState
+  statusDetails?: string
+  /** RFC 3339 UTC with microseconds; unique and strictly increasing across the ledger */
+  created: string
+  /** microseconds since the epoch of `created` (sort key) */
+  createdUs: number
+  months: number
+  pinnedUntil: string
+  /** bytes of the whole DAG (blocks) when known */
+  dagSize?: number
+  /** bytes of file content (UnixFS) when known */
+  fileSize?: number
+  /** the most DAG bytes the payment covers (pins by CID) */
+  maxBytes?: number
+  source: 'upload' | 'pin'
+  payment: PaymentInfo
+  /** set when the owner unpinned or the pin was replaced/expired: the record stays for accounting */
+  removed?: { at: string, why: 'unpinned' | 'replaced' | 'expired' }
+}
+
+/** What a settled payment produced, so an honest retry gets the same answer. */
+export interface PaymentRecord {
+  id: string
+  requestid: string
+  /** what the payment was for (route + subject), so it cannot be replayed on another request */
+  purpose: string
+  payer: string
+  amount: string
+  network: string
+  tx?: string
+  at: string
+  /** sha256 of the signed authorization */
+  proof: string
+}
+
+export function isLive (pin: PinRecord, now: Date = new Date()): boolean {
+  return pin.removed == null && pin.status !== 'failed' && Date.parse(pin.pinnedUntil) > now.getTime()
+}

@@ -1,0 +1,226 @@
+/**
+ * The x402 v2 payment gate for write calls. It returns decisions as values
+ * (x402-style) and the HTTP route writes them:
+ *   - no or unusable payment → a 402 challenge (PAYMENT-REQUIRED header + readable JSON body)
+ *   - a verified payment → who pays, the payment id (payer:nonce) and what to settle later
+ * Verification happens before the work, settlement after it. Requirements are
+ * always rebuilt from the server's own quote, never taken from the client's echo.
+ * This folder is the only importer of @x402/* and viem.
+ */
+import { createHash } from 'node:crypto'
+import {
+  decodePaymentSignatureHeader, encodePaymentRequiredHeader, encodePaymentResponseHeader
+} from '@x402/core/http'
+import { x402ResourceServer } from '@x402/core/server'
+import type { PaymentPayload, PaymentRequirements } from '@x402/core/types'
+import { ExactEvmScheme } from '@x402/evm/exact/server'
+import { HttpError } from '../errors.js'
+import type { Logger } from '../log.js'
+import { AssetMismatchError, checkAsset } from './asset-check.js'
+import { buildFacilitator, type FacilitatorChoice } from './facilitator.js'
+import { describeFormula, formatUsdc, type PriceSettings } from './pricing.js'
+
+export interface PaymentSettings {
+  network: string
+  asset: `0x${string}`
+  assetName: string
+  assetVersion: string
+  payTo: `0x${string}`
+  maxTimeoutSeconds: number
+  prices: PriceSettings
+  rpcUrl?: string
+  facilitator: FacilitatorChoice
+}
+
+export interface Quote {
+  amount: bigint
+  months: number
+  /** the size the price was computed on */
+  bytes: bigint
+  /** absolute URL of the resource being paid for */
+  resourceUrl: string
+  description: string
+  /** extra readable facts for the 402 body (e.g. how the size was determined) */
+  notes?: Record<string, unknown>
+}
+
+export interface VerifiedPayment {
+  payer: string
+  /** `${payer}:${nonce}`: unique per signed authorization */
+  id: string
+  amount: bigint
+  /** sha256 of the signed authorization: tells an honest retry from a forged one */
+  proof: string
+  payload: PaymentPayload
+  requirements: PaymentRequirements
+}
+
+export type GateDecision =
+  | { type: 'payment-required', error: HttpError }
+  | { type: 'verified', payment: VerifiedPayment }
+  /** a payment already settled by this server (an honest retry, or a replay): not verified again */
+  | { type: 'settled-before', payment: VerifiedPayment }
+
+export type SettleOutcome =
+  | { ok: true, tx: string, network: string, header: string }
+  | { ok: false, reason: string }
+
+export const PAYMENT_HEADER = 'payment-signature'
+
+export class PaymentGate {
+  private readonly rs: x402ResourceServer
+  private ready = false
+  private lastError = 'payment backend starting'
+  private retry: NodeJS.Timeout | undefined
+  private stopped = false
+  readonly settler?: string
+
+  constructor (private readonly s: PaymentSettings, private readonly log: Logger) {
+    const built = buildFacilitator(s.facilitator)
+    this.settler = built.settler
+    this.rs = new x402ResourceServer(built.client).register(s.network as `${string}:${string}`, new ExactEvmScheme())
+  }
+
+  /**
+   * Checks the asset (fatal when it is wrong) and initialises the resource
+   * server. An unreachable RPC or facilitator is retried in the background;
+   * writes answer 503 until then.
+   */
+  async start (): Promise<void> {
+    try {
+      await this.init()
+    } catch (err) {
+      if (err instanceof AssetMismatchError) throw err
+      this.lastError = 'payment backend unreachable'
+      this.log.warn('payments not ready; retrying in the background', { error: (err as Error).message })
+      this.scheduleRetry(2000)
+    }
+  }
+
+  stop (): void {
+    this.stopped = true
+    clearTimeout(this.retry)
+  }
+
+  isReady (): boolean {
+    return this.ready
+  }
+
+  private async init (): Promise<void> {
+    if (this.s.rpcUrl != null) {
+      await checkAsset({ network: this.s.network, rpcUrl: this.s.rpcUrl, asset: this.s.asset, assetName: this.s.assetName, assetVersion: this.s.assetVersion })
+    }
+    await this.rs.initialize()
+    this.ready = true
+    this.log.info('payments ready', { network: this.s.network, facilitator: this.s.facilitator.kind })
+  }
+
+  private scheduleRetry (ms: number): void {
+    if (this.stopped) return
+    this.retry = setTimeout(() => {
+      this.init().catch((err: Error) => {
+        if (err instanceof AssetMismatchError) {
+          this.lastError = 'payment asset misconfigured'
+          this.log.error('payment asset check failed; paid writes are disabled', { error: err.message })
+          return
+        }
+        this.scheduleRetry(Math.min(ms * 2, 60_000))
+      })
+    }, ms)
+    this.retry.unref()
+  }
+
+  private async requirementsFor (q: Quote): Promise<PaymentRequirements> {
+    const [req] = await this.rs.buildPaymentRequirements({
+      scheme: 'exact',
+      network: this.s.network as `${string}:${string}`,
+      payTo: this.s.payTo,
+      price: { amount: q.amount.toString(), asset: this.s.asset, extra: { name: this.s.assetName, version: this.s.assetVersion } },
+      maxTimeoutSeconds: this.s.maxTimeoutSeconds
+    })
+    if (req == null) throw new Error('no payment requirements could be built')
+    return req
+  }
+
+  /** A 402 challenge for this quote, with a readable reason. */
+  async challenge (q: Quote, reason: string, details: string): Promise<HttpError> {
+    this.assertReady()
+    const req = await this.requirementsFor(q)
+    const pr = await this.rs.createPaymentRequiredResponse([req], { url: q.resourceUrl, description: q.description, mimeType: 'application/json' }, details)
+    return new HttpError(402, reason as 'PAYMENT_REQUIRED', details, { 'payment-required': encodePaymentRequiredHeader(pr) }, this.readableTerms(q, req))
+  }
+
+  private readableTerms (q: Quote, req: PaymentRequirements): Record<string, unknown> {
+    return {
+      x402Version: 2,
+      price: { amount: q.amount.toString(), usdc: formatUsdc(q.amount), asset: this.s.asset, network: this.s.network, payTo: this.s.payTo },
+      size: q.bytes.toString(),
+      months: q.months,
+      formula: describeFormula(this.s.prices),
+      ...q.notes,
+      howToPay: 'Use an x402 v2 client (e.g. @x402/fetch): decode the base64 JSON in the PAYMENT-REQUIRED header, sign an EIP-3009 transferWithAuthorization of exactly `amount` of `asset` to `payTo` (no gas needed), and retry the same request with the PAYMENT-SIGNATURE header.',
+      accepts: [req]
+    }
+  }
+
+  /** Reads PAYMENT-SIGNATURE and verifies it against the server's own requirements for this quote. */
+  async decide (header: string | undefined, q: Quote, settledBefore: (paymentId: string) => boolean = () => false): Promise<GateDecision> {
+    this.assertReady()
+    if (header == null || header === '') {
+      return { type: 'payment-required', error: await this.challenge(q, 'PAYMENT_REQUIRED', 'this write must be paid: see the PAYMENT-REQUIRED header') }
+    }
+    let payload: PaymentPayload
+    try {
+      payload = decodePaymentSignatureHeader(header)
+    } catch {
+      return { type: 'payment-required', error: await this.challenge(q, 'PAYMENT_REQUIRED', 'the PAYMENT-SIGNATURE header is not a valid base64 x402 payment payload') }
+    }
+    const req = await this.requirementsFor(q)
+    const match = payload?.x402Version === 2 ? this.rs.findMatchingRequirements([req], payload) : undefined
+    if (match == null) {
+      return { type: 'payment-required', error: await this.challenge(q, 'PAYMENT_REQUIRED', `the payment does not match this request's terms (amount ${q.amount} of ${this.s.asset} to ${this.s.payTo} on ${this.s.network})`) }
+    }
+    const auth = (payload.payload as { authorization?: { from?: string, nonce?: string } }).authorization
+    if (typeof auth?.from !== 'string' || typeof auth.nonce !== 'string') {
+      return { type: 'payment-required', error: await this.challenge(q, 'PAYMENT_REQUIRED', 'only EIP-3009 (transferWithAuthorization) payments are accepted') }
+    }
+    const from = auth.from.toLowerCase()
+    const proof = createHash('sha256').update(JSON.stringify(payload.payload)).digest('hex')
+    const id = `${from}:${auth.nonce.toLowerCase()}`
+    if (settledBefore(id)) {
+      return { type: 'settled-before', payment: { payer: from, id, amount: q.amount, proof, payload, requirements: match } }
+    }
+    let verify
+    try {
+      verify = await this.rs.verifyPayment(payload, match)
+    } catch (err) {
+      this.log.warn('payment verification failed to run', { error: (err as Error).message })
+      throw new HttpError(503, 'SERVICE_UNAVAILABLE', 'the payment could not be verified right now; retry shortly', { 'retry-after': '10' })
+    }
+    if (!verify.isValid) {
+      const code = verify.invalidReason ?? 'invalid_payment'
+      const insufficient = /insufficient/i.test(code)
+      return { type: 'payment-required', error: await this.challenge(q, insufficient ? 'INSUFFICIENT_FUNDS' : 'PAYMENT_REQUIRED', `the payment was refused: ${code}`) }
+    }
+    return { type: 'verified', payment: { payer: from, id, amount: q.amount, proof, payload, requirements: match } }
+  }
+
+  /** Settles a verified payment after the work is done. Never throws; facilitator text is logged, not returned. */
+  async settle (p: VerifiedPayment): Promise<SettleOutcome> {
+    try {
+      const r = await this.rs.settlePayment(p.payload, p.requirements)
+      if (!r.success) {
+        this.log.warn('settlement refused', { payment: p.id, reason: r.errorReason })
+        return { ok: false, reason: r.errorReason ?? 'settlement_failed' }
+      }
+      return { ok: true, tx: r.transaction, network: r.network, header: encodePaymentResponseHeader(r) }
+    } catch (err) {
+      this.log.warn('settlement failed', { payment: p.id, error: (err as Error).message.split('\n')[0] })
+      return { ok: false, reason: 'settlement_failed' }
+    }
+  }
+
+  private assertReady (): void {
+    if (!this.ready) throw new HttpError(503, 'SERVICE_UNAVAILABLE', `payments are temporarily unavailable (${this.lastError}); retry shortly`, { 'retry-after': '15' })
+  }
+}

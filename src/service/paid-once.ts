@@ -1,0 +1,23 @@
+/**
+ * Each payment (payer:nonce) does its work once. A second request carrying the
+ * same payment while the first is still running waits for it, then is treated
+ * as a retry of a settled payment.
+ */
+export class PaymentOnce {
+  private readonly running = new Map<string, Promise<unknown>>()
+
+  async run<T> (paymentId: string, fn: () => Promise<T>): Promise<{ first: true, value: T } | { first: false }> {
+    const existing = this.running.get(paymentId)
+    if (existing != null) {
+      await existing.catch(() => {})
+      return { first: false }
+    }
+    const p = fn()
+    this.running.set(paymentId, p)
+    try {
+      return { first: true, value: await p }
+    } finally {
+      this.running.delete(paymentId)
+    }
+  }
+}

@@ -1,0 +1,208 @@
+/**
+ * POST /upload as a use case: quote on the declared size, verify the payment,
+ * stream the file into a staging area with the byte cap, settle, then commit
+ * the blocks and write the pin + payment in one ledger transaction, and issue
+ * the owner's wallet token. Unpaid or refused work leaves nothing behind.
+ */
+import { randomUUID } from 'node:crypto'
+import type { IncomingMessage } from 'node:http'
+import type { TokenService } from '../auth/tokens.js'
+import { HttpError, tooLarge } from '../errors.js'
+import { readSingleFile } from '../http/multipart.js'
+import { importFile, TooLargeError } from '../ipfs/import.js'
+import type { BlockStaging } from '../ipfs/staging.js'
+import { addMonths, nextCreated } from '../ledger/clock.js'
+import type { PinLedger } from '../ledger/pins.js'
+import type { PaymentRecord, PinRecord } from '../ledger/records.js'
+import type { Logger } from '../log.js'
+import type { CID } from 'multiformats/cid'
+import type { PaymentGate, Quote, VerifiedPayment } from '../payment/gate.js'
+import { formatUsdc, priceFor, PriceTooHighError, type PriceSettings } from '../payment/pricing.js'
+import type { PaymentOnce } from './paid-once.js'
+
+/** multipart framing allowed on top of the file limit before a declared length is refused outright */
+export const MULTIPART_SLACK = 64 * 1024
+export const UPLOAD_SIZE_HEADER = 'x-upload-size'
+
+export interface UploadDeps {
+  ledger: PinLedger
+  staging: BlockStaging
+  gate: PaymentGate
+  tokens: TokenService
+  once: PaymentOnce
+  prices: PriceSettings
+  uploadMaxBytes: number
+  publicUrl: string
+  network: string
+  asset: string
+  log: Logger
+}
+
+export interface UploadResponse {
+  status: number
+  body: Record<string, unknown>
+  headers: Record<string, string>
+}
+
+export async function upload (req: IncomingMessage, months: number, paymentHeader: string | undefined, d: UploadDeps): Promise<UploadResponse> {
+  const declared = declaredSize(req, d.uploadMaxBytes)
+  let amount: bigint
+  try {
+    amount = priceFor(BigInt(declared), months, d.prices)
+  } catch (err) {
+    if (err instanceof PriceTooHighError) throw new HttpError(400, 'BAD_REQUEST', err.message)
+    throw err
+  }
+  const quote: Quote = {
+    amount,
+    months,
+    bytes: BigInt(declared),
+    resourceUrl: `${d.publicUrl}/upload`,
+    description: `Pin an uploaded file of up to ${declared} bytes for ${months} month(s)`,
+    notes: { sizeSource: req.headers[UPLOAD_SIZE_HEADER] != null ? 'X-Upload-Size header' : 'Content-Length of the request' }
+  }
+  const decision = await d.gate.decide(paymentHeader, quote, (id) => d.ledger.payment(id) != null)
+  if (decision.type === 'payment-required') throw decision.error
+  const payment = decision.payment
+  // the file may not exceed what was declared (and paid for), nor the service limit
+  const maxFileBytes = Math.min(d.uploadMaxBytes, declared)
+
+  if (decision.type === 'settled-before') return await replay(req, payment, maxFileBytes, d)
+  const outcome = await d.once.run(payment.id, async () => {
+    if (d.ledger.payment(payment.id) != null) return undefined
+    return await paidUpload(req, payment, months, maxFileBytes, d)
+  })
+  if (outcome.first && outcome.value != null) return outcome.value
+  return await replay(req, payment, maxFileBytes, d)
+}
+
+async function paidUpload (req: IncomingMessage, payment: VerifiedPayment, months: number, maxFileBytes: number, d: UploadDeps): Promise<UploadResponse> {
+  const staged = await d.staging.begin()
+  try {
+    const imported = await importBody(req, staged.blockstore, maxFileBytes)
+    const settled = await d.gate.settle(payment)
+    if (!settled.ok) {
+      throw await d.gate.challenge(quoteOf(payment, months, d), /insufficient/i.test(settled.reason) ? 'INSUFFICIENT_FUNDS' : 'PAYMENT_REQUIRED',
+        `the payment could not be settled (${settled.reason}); nothing was pinned`)
+    }
+    await d.staging.commit(staged)
+    const created = nextCreated()
+    const createdAt = new Date(Math.floor(created.us / 1000))
+    const cid = imported.cid.toString()
+    const pin: PinRecord = {
+      requestid: randomUUID(),
+      owner: payment.payer,
+      cid,
+      name: imported.name,
+      origins: [],
+      meta: {},
+      status: 'pinned',
+      created: created.iso,
+      createdUs: created.us,
+      months,
+      pinnedUntil: addMonths(createdAt, months).toISOString(),
+      dagSize: staged.bytes,
+      fileSize: imported.fileSize,
+      source: 'upload',
+      payment: { id: payment.id, payer: payment.payer, amount: payment.amount.toString(), network: settled.network, asset: d.asset, tx: settled.tx, settledAt: new Date().toISOString(), method: 'x402' }
+    }
+    const record: PaymentRecord = {
+      id: payment.id, requestid: pin.requestid, purpose: `upload:${cid}`, payer: payment.payer, amount: pin.payment.amount,
+      network: settled.network, tx: settled.tx, at: pin.payment.settledAt as string, proof: payment.proof
+    }
+    await d.ledger.create(pin, record)
+    d.log.info('upload pinned', { requestid: pin.requestid, cid, bytes: imported.fileSize, payer: payment.payer, tx: settled.tx })
+    const token = await d.tokens.issue(payment.payer)
+    return {
+      status: 201,
+      body: uploadBody(pin, d),
+      headers: {
+        'payment-response': settled.header,
+        'x-wallet-auth-token': token.token,
+        'x-wallet-auth-token-expires': token.expiresAt.toISOString(),
+        location: `${d.publicUrl}/pins/${pin.requestid}`
+      }
+    }
+  } finally {
+    await d.staging.discard(staged)
+  }
+}
+
+/**
+ * The same payment presented again. If it paid for this very content, answer
+ * with the original pin (an honest retry). The wallet token is not sent again:
+ * a settled authorization is public on chain, so it proves nothing about the
+ * sender; the owner gets a fresh token with Sign-In with Ethereum instead.
+ */
+async function replay (req: IncomingMessage, payment: VerifiedPayment, maxFileBytes: number, d: UploadDeps): Promise<UploadResponse> {
+  const record = d.ledger.payment(payment.id)
+  const pin = record != null ? d.ledger.get(record.requestid) : undefined
+  const staged = await d.staging.begin()
+  let cid: string
+  try {
+    cid = (await importBody(req, staged.blockstore, maxFileBytes)).cid.toString()
+  } finally {
+    await d.staging.discard(staged)
+  }
+  if (record == null || pin == null || record.proof !== payment.proof || record.purpose !== `upload:${cid}`) {
+    throw new HttpError(402, 'PAYMENT_REQUIRED', 'this payment was already used for another request; sign a new payment')
+  }
+  return { status: 200, body: { ...uploadBody(pin, d), replayed: true, token_hint: 'this payment was already settled for this upload; get a new wallet token with POST /auth/challenge and POST /auth/token' }, headers: {} }
+}
+
+async function importBody (req: IncomingMessage, blockstore: Parameters<typeof importFile>[1]['blockstore'], maxFileBytes: number): Promise<{ cid: CID, fileSize: number, name?: string }> {
+  try {
+    return await readSingleFile(req, async (file) => {
+      const r = await importFile(file.stream, { blockstore, maxBytes: maxFileBytes })
+      return { ...r, name: sanitizeName(file.filename) }
+    })
+  } catch (err) {
+    if (err instanceof TooLargeError || (err as Error)?.name === 'TooLargeError') {
+      throw tooLarge(`the file is larger than ${maxFileBytes} bytes (the upload limit or the size declared and paid for); nothing was kept`)
+    }
+    throw err
+  }
+}
+
+function quoteOf (p: VerifiedPayment, months: number, d: UploadDeps): Quote {
+  return { amount: p.amount, months, bytes: 0n, resourceUrl: `${d.publicUrl}/upload`, description: 'Pin an uploaded file' }
+}
+
+function uploadBody (pin: PinRecord, d: UploadDeps): Record<string, unknown> {
+  return {
+    requestid: pin.requestid,
+    cid: pin.cid,
+    name: pin.name,
+    size: pin.fileSize,
+    dag_size: pin.dagSize,
+    status: pin.status,
+    created: pin.created,
+    pinned_until: pin.pinnedUntil,
+    months: pin.months,
+    owner: pin.owner,
+    price: { amount: pin.payment.amount, usdc: formatUsdc(BigInt(pin.payment.amount)), asset: pin.payment.asset, network: pin.payment.network, transaction: pin.payment.tx },
+    gateway_url: `${d.publicUrl}/ipfs/${pin.cid}`
+  }
+}
+
+/** The size a quote is based on: X-Upload-Size (file bytes) or the request's Content-Length. */
+function declaredSize (req: IncomingMessage, max: number): number {
+  const explicit = req.headers[UPLOAD_SIZE_HEADER]
+  const raw = typeof explicit === 'string' ? explicit : req.headers['content-length']
+  if (raw == null) {
+    throw new HttpError(411, 'BAD_REQUEST', 'send Content-Length (or X-Upload-Size with the file size in bytes) so the upload can be priced')
+  }
+  if (!/^\d{1,16}$/.test(raw.trim())) throw new HttpError(400, 'BAD_REQUEST', `${typeof explicit === 'string' ? 'X-Upload-Size' : 'Content-Length'} must be a whole number of bytes`)
+  const n = Number(raw.trim())
+  const limit = typeof explicit === 'string' ? max : max + MULTIPART_SLACK
+  if (n > limit) throw tooLarge(`uploads are limited to ${max} bytes of file content; this request declares ${n} bytes`)
+  return n
+}
+
+/** Keeps a file name printable and short; it is metadata, never a path. */
+function sanitizeName (name: string | undefined): string | undefined {
+  if (name == null) return undefined
+  // eslint-disable-next-line no-control-regex
+  const clean = name.replace(/[\u0000-\u001f\u007f]/g, '').split(/[\\/]/).pop()?.slice(0, 255)
+  return clean === '' ? undefined : clean
+}

@@ -1,0 +1,52 @@
+/**
+ * The real x402 client agents use (@x402/fetch) with a viem account, allowed
+ * to spend the dev chain's USDC.
+ */
+import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from '@x402/core/http'
+import { wrapFetchWithPayment, x402Client } from '@x402/fetch'
+import { toClientEvmSigner } from '@x402/evm'
+import { ExactEvmScheme } from '@x402/evm/exact/client'
+import { privateKeyToAccount } from 'viem/accounts'
+import type { DevChain } from '../../scripts/devchain/index.mjs'
+
+function clientFor (chain: DevChain, privateKey: `0x${string}`): x402Client {
+  return x402Client.fromConfig({
+    schemes: [{ network: 'eip155:167000', client: new ExactEvmScheme(toClientEvmSigner(privateKeyToAccount(privateKey))) }],
+    spendControls: { allowedAssets: [{ network: 'eip155:167000', asset: chain.usdc }] }
+  })
+}
+
+export function payingFetch (chain: DevChain, privateKey: `0x${string}`): typeof fetch {
+  return wrapFetchWithPayment(fetch, clientFor(chain, privateKey)) as typeof fetch
+}
+
+/** Signs the challenge of a 402 response by hand (for tests that replay or tamper with payments). */
+export async function signChallenge (chain: DevChain, privateKey: `0x${string}`, res: Response): Promise<string> {
+  const header = res.headers.get('payment-required')
+  if (res.status !== 402 || header == null) throw new Error(`expected a 402 challenge, got ${res.status}`)
+  const payload = await clientFor(chain, privateKey).createPaymentPayload(decodePaymentRequiredHeader(header))
+  return encodePaymentSignatureHeader(payload)
+}
+
+/** A 402 challenge for an upload of `size` bytes, without sending any file. */
+export async function uploadChallenge (url: string, size: number, months = 1): Promise<Response> {
+  return await fetch(`${url}/upload`, {
+    method: 'POST',
+    headers: { 'x-upload-size': String(size), 'x-pin-duration-months': String(months), 'content-type': 'multipart/form-data; boundary=x' },
+    body: '--x--\r\n'
+  })
+}
+
+/** The flags that point pind at a dev chain with the embedded facilitator. */
+export function chainArgs (chain: DevChain): { args: string[], env: Record<string, string> } {
+  return {
+    args: ['--rpc-url', chain.rpcUrl, '--asset', chain.usdc, '--pay-to', chain.payTo],
+    env: { PIND_SETTLER_KEY: chain.settlerKey }
+  }
+}
+
+export function uploadForm (bytes: Uint8Array, name = 'file.bin'): FormData {
+  const form = new FormData()
+  form.append('file', new Blob([bytes]), name)
+  return form
+}

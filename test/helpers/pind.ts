@@ -1,0 +1,90 @@
+/**
+ * Runs the real `pind serve` as a child process — the esbuild bundle on the
+ * pinned Node, or the packaged binary — waits until it answers /health, and
+ * kills it by pid in teardown.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { waitFor } from './ports.js'
+
+export const ROOT = resolve(import.meta.dirname, '../..')
+export const BUNDLE = join(ROOT, 'dist/pind.cjs')
+export const BINARY = join(ROOT, 'dist/pind')
+
+export interface PindProcess {
+  url: string
+  peerId: string
+  multiaddrs: string[]
+  dataDir: string
+  proc: ChildProcess
+  pid: number
+  stdout(): string
+  stderr(): string
+  /** SIGTERM (or the given signal) and wait for the exit code */
+  stop(signal?: NodeJS.Signals): Promise<number | null>
+}
+
+export interface StartOptions {
+  dataDir?: string
+  args?: string[]
+  env?: Record<string, string | undefined>
+  binary?: string
+  cwd?: string
+}
+
+const live = new Set<ChildProcess>()
+process.on('exit', () => { for (const p of live) p.kill('SIGKILL') })
+
+export function tempDir (prefix = 'pind-test-'): string {
+  return mkdtempSync(join(tmpdir(), prefix))
+}
+
+export function spawnPind (args: string[], opts: { env?: Record<string, string | undefined>, binary?: string, cwd?: string } = {}): ChildProcess {
+  const cmd = opts.binary ?? process.execPath
+  const argv = opts.binary != null ? args : [BUNDLE, ...args]
+  const proc = spawn(cmd, argv, { cwd: opts.cwd ?? ROOT, env: { ...process.env, PIND_LOG_LEVEL: 'warn', ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  live.add(proc)
+  proc.on('exit', () => live.delete(proc))
+  return proc
+}
+
+export async function startPind (opts: StartOptions = {}): Promise<PindProcess> {
+  const dataDir = opts.dataDir ?? tempDir()
+  const args = ['serve', '--data-dir', dataDir, '--port', '0', '--p2p-listen', '/ip4/127.0.0.1/tcp/0', ...(opts.args ?? [])]
+  const proc = spawnPind(args, opts)
+  let out = ''
+  let err = ''
+  proc.stdout?.on('data', (b: Buffer) => { out += b.toString() })
+  proc.stderr?.on('data', (b: Buffer) => { err += b.toString() })
+  let exited: number | null | undefined
+  const exit = new Promise<number | null>(resolve => proc.on('exit', (code) => { exited = code; resolve(code) }))
+  const url = await waitFor(() => {
+    if (exited !== undefined) throw new Error(`pind exited (${exited}) before it was ready:\n${err}`)
+    return /^\s+http:\s+(\S+)$/m.exec(out)?.[1]
+  }, 'pind start-up summary')
+  await waitFor(async () => {
+    try {
+      const r = await fetch(`${url}/health`)
+      return r.status === 200 ? true : undefined
+    } catch { return undefined }
+  }, 'pind /health')
+  const peerId = /peer id:\s+(\S+)/.exec(out)?.[1] ?? ''
+  const multiaddrs = [...out.matchAll(/(\/ip4\/\S+\/p2p\/\S+)/g)].map(m => m[1] as string)
+  return {
+    url,
+    peerId,
+    multiaddrs,
+    dataDir,
+    proc,
+    pid: proc.pid as number,
+    stdout: () => out,
+    stderr: () => err,
+    stop: async (signal = 'SIGTERM') => {
+      if (exited !== undefined) return exited
+      proc.kill(signal)
+      return await exit
+    }
+  }
+}
