@@ -12,6 +12,7 @@ import type { Config } from './config/settings.js'
 import { acquireLock } from './datadir/lock.js'
 import { layout } from './datadir/layout.js'
 import { agentCardRoutes } from './http/routes/agent-card.js'
+import { gatewayRoutes } from './http/routes/gateway.js'
 import { healthRoutes } from './http/routes/health.js'
 import { uploadRoutes } from './http/routes/upload.js'
 import { Router } from './http/router.js'
@@ -103,6 +104,11 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       prices,
       uploadMaxBytes: config.uploadMaxBytes
     }))
+    gatewayRoutes(router, {
+      blockstore: ipfs.blockstore,
+      // the ledger decides what is served: by default only roots of live pins
+      isServable: (cid) => config.gatewayPolicy === 'blockstore' || pins.hasLivePin(cid)
+    })
     uploadRoutes(router, {
       ledger: pins,
       staging,

@@ -1,0 +1,34 @@
+/**
+ * Writing a streamed body: respects `res.write()` backpressure (waits for
+ * 'drain', so a slow client never makes us buffer), stops when the client
+ * goes away (the signal from responseSignal), and always closes the source
+ * iterator (for await … calls its return() on every early exit).
+ */
+import { once } from 'node:events'
+import type { ServerResponse } from 'node:http'
+
+/** An AbortSignal that fires when the response closes (client gone, or done). */
+export function responseSignal (res: ServerResponse): AbortSignal {
+  const controller = new AbortController()
+  if (res.closed || res.destroyed) controller.abort()
+  else res.once('close', () => { controller.abort() })
+  return controller.signal
+}
+
+/**
+ * Pumps `source` into `res` and ends it. Returns quietly if the client went
+ * away; rethrows other errors (the caller's error mapping then cuts the
+ * connection, since headers are already out).
+ */
+export async function pump (res: ServerResponse, source: AsyncIterable<Uint8Array | string>, signal: AbortSignal): Promise<void> {
+  try {
+    for await (const chunk of source) {
+      if (signal.aborted) return
+      if (!res.write(chunk)) await once(res, 'drain', { signal })
+    }
+    if (!signal.aborted) res.end()
+  } catch (err) {
+    if (signal.aborted) return
+    throw err
+  }
+}

@@ -1,0 +1,332 @@
+/**
+ * The HTTP gateway for content this node holds: GET/HEAD /ipfs/{cid}[/{path}]
+ * (path gateway: deserialized UnixFS files and directories, raw blocks) and
+ * the trustless gateway (?format=raw, ?format=car with dag-scope and
+ * entity-bytes). Local only: nothing here ever reaches the network.
+ *
+ * Supported response formats: deserialized (UnixFS files/directories, raw and
+ * identity blocks as bytes; dag-json/dag-cbor/json/cbor blocks as their bytes
+ * with their media type), application/vnd.ipld.raw, application/vnd.ipld.car
+ * (version=1; order=dfs, unk accepted; dups=y|n), and
+ * application/vnd.ipld.dag-json / dag-cbor, application/json / cbor for blocks
+ * of that very codec (no conversion; 406 otherwise). Not supported: TAR (406),
+ * IPNS records (400: /ipfs only).
+ *
+ * Multi-range requests get the whole entity with 200 (see gateway/range.ts).
+ * A 206 carries the same ETag as the 200 (RFC 9110: the ETag names the
+ * selected representation, of which the 206 is a part).
+ */
+import type { ServerResponse } from 'node:http'
+import type { CID } from 'multiformats/cid'
+import type { Blockstore } from 'interface-blockstore'
+import { HttpError } from '../../errors.js'
+import {
+  CODEC_CBOR, CODEC_DAG_CBOR, CODEC_DAG_JSON, CODEC_DAG_PB, CODEC_JSON, CODEC_RAW,
+  ContentNotFoundError, InvalidContentError, UnsupportedContentError,
+  findChild, hasBlock, isIdentity, listDirectory, loadEntry, readBlock, readFile, resolvePath,
+  type DirectoryEntry, type FileEntry, type LocalBlockstore
+} from '../../ipfs/content.js'
+import { carStream, resolveEntityBytes, type CarPlan } from '../../ipfs/content-car.js'
+import { SNIFF_BYTES, contentDisposition, detectContentType, isPassiveType } from '../gateway/content-type.js'
+import { DIR_LISTING_CSP, DIR_LISTING_VERSION, renderListing } from '../gateway/dir-listing.js'
+import { pump, responseSignal } from '../gateway/pump.js'
+import { notAcceptable, parseGatewayRequest, truncate, type GatewayRequest } from '../gateway/request.js'
+import {
+  baseHeaders, contentLocation, decideBytes, etagMatches, mediaTypeOf, paramsHash, sendBytes, sendNotModified,
+  type Headers
+} from '../gateway/respond.js'
+import type { RequestContext, Router } from '../router.js'
+
+export interface GatewayDeps {
+  /** the node's LOCAL blockstore (FsBlockstore), never helia.blockstore */
+  blockstore: Pick<Blockstore, 'get' | 'has'>
+  /** may this root CID be served? (policy: live pin / anything local); false → 404 fast */
+  isServable(root: CID): boolean | Promise<boolean>
+  /** serve HTML/SVG/JS/XML etc. inline instead of as attachment (operator opt-in); default false */
+  allowActiveContent?: boolean
+}
+
+export function gatewayRoutes (router: Router, deps: GatewayDeps): void {
+  router.add('GET', '/ipfs/*', async (ctx) => {
+    await serveGateway(ctx, deps)
+  })
+}
+
+/** codecs whose blocks a deserialized response returns as-is, with this media type */
+const TYPED_BLOCKS: Record<number, string> = {
+  [CODEC_DAG_JSON]: 'application/vnd.ipld.dag-json',
+  [CODEC_DAG_CBOR]: 'application/vnd.ipld.dag-cbor',
+  [CODEC_JSON]: 'application/json',
+  [CODEC_CBOR]: 'application/cbor'
+}
+
+const FORMAT_CODECS: Record<'dag-json' | 'dag-cbor' | 'json' | 'cbor', number> = {
+  'dag-json': CODEC_DAG_JSON,
+  'dag-cbor': CODEC_DAG_CBOR,
+  json: CODEC_JSON,
+  cbor: CODEC_CBOR
+}
+
+/** codecs whose links we can follow for dag-scope=all */
+const TRAVERSABLE = new Set([CODEC_DAG_PB, CODEC_RAW, CODEC_DAG_CBOR, CODEC_DAG_JSON, CODEC_JSON, CODEC_CBOR])
+
+interface Ctx {
+  rc: RequestContext
+  deps: GatewayDeps
+  bs: LocalBlockstore
+  gw: GatewayRequest
+  signal: AbortSignal
+  headers: Headers
+  head: boolean
+}
+
+async function serveGateway (rc: RequestContext, deps: GatewayDeps): Promise<void> {
+  const { req, res, url } = rc
+  const gw = parseGatewayRequest(url, req.headers.accept)
+  const bs = deps.blockstore
+
+  if (req.headers['service-worker'] === 'script' && (gw.segments.length === 0 || deps.allowActiveContent !== true)) {
+    throw new HttpError(400, 'BAD_REQUEST', 'service worker registration is not allowed here')
+  }
+
+  // policy first, with no I/O beyond the caller's own check; the raw-codec
+  // identity CID (e.g. the bafkqaaa probe) carries its bytes and links nowhere
+  const selfContained = isIdentity(gw.root) && gw.root.code === CODEC_RAW
+  if (!selfContained && !(await deps.isServable(gw.root))) {
+    throw new HttpError(404, 'NOT_FOUND', `${gw.root} is not served by this gateway`)
+  }
+  if (!(await hasBlock(bs, gw.root))) {
+    if (/\bonly-if-cached\b/i.test(req.headers['cache-control'] ?? '')) {
+      throw new HttpError(412, 'NOT_FOUND', `${gw.root} is not held by this node`)
+    }
+    throw new HttpError(404, 'NOT_FOUND', `${gw.root} is not held by this node`)
+  }
+
+  const signal = responseSignal(res)
+  const headers = baseHeaders(url)
+  const location = contentLocation(gw, url)
+  if (location != null) headers['content-location'] = location
+  const ctx: Ctx = { rc, deps, bs, gw, signal, headers, head: req.method === 'HEAD' }
+
+  try {
+    switch (gw.format) {
+      case 'raw': await serveRawBlock(ctx); return
+      case 'car': await serveCar(ctx); return
+      case 'dag-json': case 'dag-cbor': case 'json': case 'cbor': await serveTypedBlock(ctx, gw.format); return
+      default: await serveDeserialized(ctx)
+    }
+  } catch (err) {
+    if (signal.aborted && !(err instanceof HttpError)) return // the client left; nothing to answer
+    throw toHttpError(err, res)
+  }
+}
+
+function toHttpError (err: unknown, res: ServerResponse): unknown {
+  if (res.headersSent) return err // too late for a status: the server cuts the connection
+  if (err instanceof ContentNotFoundError) return new HttpError(404, 'NOT_FOUND', err.message)
+  if (err instanceof UnsupportedContentError) return new HttpError(400, 'BAD_REQUEST', err.message)
+  if (err instanceof InvalidContentError) {
+    return new HttpError(406, 'NOT_ACCEPTABLE', `${err.message}; it cannot be deserialized, ask for ?format=raw or ?format=car`)
+  }
+  return err
+}
+
+// ---- trustless: raw block -------------------------------------------------
+
+async function serveRawBlock (ctx: Ctx): Promise<void> {
+  const { gw, rc } = ctx
+  if (gw.segments.length > 0) {
+    throw new HttpError(400, 'BAD_REQUEST', 'a raw block is requested by CID alone: /ipfs/{cid}?format=raw (use ?format=car for paths)')
+  }
+  // any codec will do: the block's bytes are the answer
+  const bytes = await readBlock(ctx.bs, gw.root, { signal: ctx.signal })
+  sendBytes(rc.req, rc.res, bytes, {
+    ...ctx.headers,
+    'x-ipfs-roots': gw.root.toString(),
+    etag: `"${gw.root}.raw"`,
+    'content-type': 'application/vnd.ipld.raw',
+    'content-disposition': contentDisposition(true, gw.filename ?? `${gw.root}.bin`) as string
+  })
+}
+
+// ---- typed blocks (?format=dag-json|dag-cbor|json|cbor) -------------------
+
+async function serveTypedBlock (ctx: Ctx, format: 'dag-json' | 'dag-cbor' | 'json' | 'cbor'): Promise<void> {
+  const { gw, rc } = ctx
+  const resolved = await resolvePath(ctx.bs, gw.root, gw.segments, { signal: ctx.signal })
+  if (resolved.cid.code !== FORMAT_CODECS[format]) {
+    throw notAcceptable(`${resolved.cid} has codec 0x${resolved.cid.code.toString(16)}, not ${format}; this gateway does not convert between codecs (ask for ?format=raw)`)
+  }
+  const entry = await loadEntry(ctx.bs, resolved.cid, { signal: ctx.signal })
+  const type = mediaTypeOf(format)
+  const name = `${resolved.cid}.${format === 'dag-json' || format === 'json' ? 'json' : 'cbor'}`
+  sendBytes(rc.req, rc.res, entry.block, {
+    ...ctx.headers,
+    'x-ipfs-roots': resolved.roots.join(','),
+    etag: `"${resolved.cid}.${format}"`,
+    'content-type': type,
+    ...dispositionHeader(gw.download, gw.filename ?? (gw.download ? name : undefined))
+  })
+}
+
+// ---- trustless: CAR -------------------------------------------------------
+
+async function serveCar (ctx: Ctx): Promise<void> {
+  const { gw, rc } = ctx
+  const resolved = await resolvePath(ctx.bs, gw.root, gw.segments, { signal: ctx.signal })
+  if (!(await hasBlock(ctx.bs, resolved.cid))) {
+    throw new HttpError(404, 'NOT_FOUND', `${resolved.cid} (end of the path) is not held by this node`)
+  }
+  const plan: CarPlan = {
+    roots: [gw.root],
+    pathBlocks: resolved.traversed,
+    terminus: resolved.cid,
+    scope: gw.car.scope,
+    dups: gw.car.dups
+  }
+  if (plan.scope === 'all' && !TRAVERSABLE.has(resolved.cid.code)) {
+    throw notAcceptable(`cannot walk the links of codec 0x${resolved.cid.code.toString(16)}; ask for dag-scope=block`)
+  }
+  if (gw.car.entityBytes != null) {
+    const entry = await loadEntry(ctx.bs, resolved.cid, { signal: ctx.signal }).catch((err: unknown) => {
+      if (err instanceof InvalidContentError) return undefined // not UnixFS: entity-bytes is ignored
+      throw err
+    })
+    if (entry?.kind === 'file') {
+      const range = resolveEntityBytes(entry.size, gw.car.entityBytes)
+      if (range === 'outside') {
+        throw new HttpError(400, 'BAD_REQUEST', `entity-bytes=${gw.car.entityBytesText ?? ''} is entirely outside the ${entry.size} bytes of ${entry.cid}`)
+      }
+      if (range === 'empty') plan.scope = 'block'
+      else plan.range = range
+    }
+  }
+  const etag = `"${gw.root}.car.${paramsHash([1, 'dfs', gw.car.dups, gw.car.scope, gw.car.entityBytesText ?? null, gw.segments])}"`
+  const headers: Headers = {
+    ...ctx.headers,
+    'x-ipfs-roots': resolved.roots.join(','),
+    etag,
+    'content-type': `application/vnd.ipld.car; version=1; order=dfs; dups=${gw.car.dups ? 'y' : 'n'}`,
+    'content-disposition': contentDisposition(true, gw.filename ?? `${gw.root}.car`) as string,
+    'accept-ranges': 'none'
+  }
+  if (etagMatches(rc.req, etag)) { sendNotModified(rc.res, headers); return }
+  rc.res.writeHead(200, headers)
+  if (ctx.head) { rc.res.end(); return }
+  await pump(rc.res, carStream(ctx.bs, plan, { signal: ctx.signal }), ctx.signal)
+}
+
+// ---- deserialized ---------------------------------------------------------
+
+async function serveDeserialized (ctx: Ctx): Promise<void> {
+  const { gw, rc } = ctx
+  const resolved = await resolvePath(ctx.bs, gw.root, gw.segments, { signal: ctx.signal })
+  ctx.headers['x-ipfs-roots'] = resolved.roots.join(',')
+  const entry = await loadEntry(ctx.bs, resolved.cid, { signal: ctx.signal })
+  switch (entry.kind) {
+    case 'file':
+      await serveFile(ctx, entry, gw.filename ?? gw.segments[gw.segments.length - 1])
+      return
+    case 'directory':
+      await serveDirectory(ctx, entry)
+      return
+    case 'symlink':
+      throw notAcceptable(`${entry.cid} is a UnixFS symlink to ${truncate(entry.target)}; symlinks are not followed (ask for ?format=raw)`)
+    case 'block': {
+      const type = TYPED_BLOCKS[entry.codec]
+      if (type == null) {
+        if (entry.codec === CODEC_DAG_PB) throw notAcceptable(`${entry.cid} is UnixFS metadata, not a file or directory`)
+        throw new HttpError(400, 'BAD_REQUEST', `codec 0x${entry.codec.toString(16)} of ${entry.cid} is not supported for deserialized responses; ask for ?format=raw`)
+      }
+      sendBytes(rc.req, rc.res, entry.block, {
+        ...ctx.headers,
+        etag: `"${entry.cid}"`,
+        'content-type': type,
+        ...dispositionHeader(gw.download, gw.filename)
+      })
+    }
+  }
+}
+
+function dispositionHeader (attachment: boolean, filename: string | undefined): Headers {
+  const value = contentDisposition(attachment, filename)
+  return value == null ? {} : { 'content-disposition': value }
+}
+
+async function serveFile (ctx: Ctx, file: FileEntry, name: string | undefined): Promise<void> {
+  const { gw, rc, deps } = ctx
+  const etag = `"${file.cid}"`
+  const size = Number(file.size)
+  // the first bytes decide the type (and prove the first block is here)
+  const headChunks: Uint8Array[] = []
+  for await (const chunk of readFile(ctx.bs, file, { offset: 0n, length: BigInt(SNIFF_BYTES) }, { signal: ctx.signal })) headChunks.push(chunk)
+  const contentType = await detectContentType(name, Buffer.concat(headChunks))
+  const active = !isPassiveType(contentType)
+  const attachment = gw.download || (active && deps.allowActiveContent !== true)
+  const headers: Headers = {
+    ...ctx.headers,
+    etag,
+    'content-type': contentType,
+    ...dispositionHeader(attachment, gw.filename ?? (attachment ? name : undefined))
+  }
+  if (active && deps.allowActiveContent !== true) headers['content-security-policy'] = 'sandbox'
+  const d = decideBytes(rc.req, size, headers)
+  if (d.status === 304) { sendNotModified(rc.res, headers); return }
+  if (ctx.head || d.end === d.start) {
+    rc.res.writeHead(d.status, d.headers)
+    rc.res.end()
+    return
+  }
+  const body = readFile(ctx.bs, file, { offset: BigInt(d.start), length: BigInt(d.end - d.start) }, { signal: ctx.signal })
+  try {
+    // the first block of the range is read before the status goes out, so a
+    // range that starts in a missing block is still a clean 404
+    const first = await body.next()
+    rc.res.writeHead(d.status, d.headers)
+    await pump(rc.res, prepend(first, body), ctx.signal)
+  } finally {
+    await body.return(undefined)
+  }
+}
+
+/** `first` (already pulled from `rest`), then the rest of `rest` */
+async function * prepend<T> (first: IteratorResult<T, void>, rest: AsyncGenerator<T, void, undefined>): AsyncGenerator<T, void, undefined> {
+  if (first.done === true) return
+  yield first.value
+  yield * rest
+}
+
+async function serveDirectory (ctx: Ctx, dir: DirectoryEntry): Promise<void> {
+  const { gw, rc } = ctx
+  if (!gw.trailingSlash) {
+    // directories live at the trailing-slash URL (relative links, SW scopes)
+    rc.res.writeHead(301, { ...ctx.headers, location: `${rc.url.pathname}/${rc.url.search}` })
+    rc.res.end()
+    return
+  }
+  const index = await findChild(ctx.bs, dir, 'index.html', { signal: ctx.signal })
+  if (index != null) {
+    const indexEntry = await loadEntry(ctx.bs, index, { signal: ctx.signal })
+    if (indexEntry.kind === 'file') {
+      await serveFile(ctx, indexEntry, gw.filename ?? 'index.html')
+      return
+    }
+  }
+  const etag = `"DirIndex-${DIR_LISTING_VERSION}_CID-${dir.cid}"`
+  const headers: Headers = {
+    ...ctx.headers,
+    etag,
+    'content-type': 'text/html; charset=utf-8',
+    'content-security-policy': DIR_LISTING_CSP,
+    'accept-ranges': 'none'
+  }
+  if (etagMatches(rc.req, etag)) { sendNotModified(rc.res, headers); return }
+  rc.res.writeHead(200, headers)
+  if (ctx.head) { rc.res.end(); return }
+  const page = renderListing({
+    displayPath: `/ipfs/${[gw.root.toString(), ...gw.segments].join('/')}/`,
+    cid: dir.cid,
+    hasParent: gw.segments.length > 0
+  }, listDirectory(ctx.bs, dir, { signal: ctx.signal }))
+  await pump(rc.res, page, ctx.signal)
+}

@@ -1,0 +1,453 @@
+/**
+ * Read-side helpers over the node's LOCAL blockstore: resolve `cid + path`,
+ * stat, stream a file's bytes (or a byte range) with bounded memory, list a
+ * directory, and (in content-car.ts) stream a CAR.
+ *
+ * Rules that every function here keeps:
+ * - Local only. The store must be the node's own FsBlockstore, never
+ *   `helia.blockstore` (that one would go to the network on a miss). A missing
+ *   block fails at once with ContentNotFoundError.
+ * - No iterator is ever left open: a block is read by draining the store's
+ *   `get()` generator completely before anyone sees its bytes (see readBlock),
+ *   and read-ahead promises are settled before a generator finishes, however
+ *   it finishes (end, error, consumer's `return()`).
+ * - The AbortSignal is checked between block reads. It is deliberately NOT
+ *   handed to `blockstore.get()`: blockstore-fs races `fs.open` against the
+ *   signal and, when the signal wins, the file handle opened afterwards is
+ *   never closed. Local block reads are short, so checking between them is
+ *   enough to stop promptly.
+ * - Memory is bounded by DAG depth x read-ahead window x block size, never by
+ *   the size of a file: file bytes are pulled on demand (the caller's
+ *   backpressure stops the walk), unlike ipfs-unixfs-exporter's file reader,
+ *   which pushes every block into an unbounded queue.
+ */
+import * as dagPb from '@ipld/dag-pb'
+import { UnixFS } from 'ipfs-unixfs'
+import { exporter, resolvers, type ReadableStorage } from 'ipfs-unixfs-exporter'
+import type { CID } from 'multiformats/cid'
+import * as raw from 'multiformats/codecs/raw'
+import { identity } from 'multiformats/hashes/identity'
+import type { Blockstore } from 'interface-blockstore'
+import { PindError } from '../errors.js'
+
+/** What the gateway may read from: the node's local blockstore. */
+export type LocalBlockstore = Pick<Blockstore, 'get' | 'has'>
+
+export interface ReadOptions {
+  signal?: AbortSignal
+  /** blocks read ahead of the consumer at each DAG level (default 2, min 1) */
+  readAhead?: number
+}
+
+/** A block (or a path entry) is not held locally. */
+export class ContentNotFoundError extends PindError {
+  override name = 'ContentNotFoundError'
+}
+
+/** A block needed to answer is not in the local store. */
+export class BlockMissingError extends ContentNotFoundError {
+  override name = 'BlockMissingError'
+}
+
+/** Content we cannot interpret: an unsupported codec or a path into a block. */
+export class UnsupportedContentError extends PindError {
+  override name = 'UnsupportedContentError'
+}
+
+/** Content that is not what it claims to be (not UnixFS, inconsistent sizes). */
+export class InvalidContentError extends PindError {
+  override name = 'InvalidContentError'
+}
+
+export const CODEC_DAG_PB = dagPb.code
+export const CODEC_RAW = raw.code
+export const CODEC_DAG_CBOR = 0x71
+export const CODEC_DAG_JSON = 0x0129
+export const CODEC_JSON = 0x0200
+export const CODEC_CBOR = 0x51
+
+/** A block larger than this is refused (the ecosystem's limit is 2 MiB). */
+export const MAX_BLOCK_BYTES = 8 * 1024 * 1024
+/** File DAGs deeper than this are refused (balanced/trickle DAGs are shallow). */
+const MAX_FILE_DEPTH = 64
+const DEFAULT_READ_AHEAD = 2
+
+export function isIdentity (cid: CID): boolean {
+  return cid.multihash.code === identity.code
+}
+
+/** Is the block present locally? Identity CIDs always are. */
+export async function hasBlock (bs: LocalBlockstore, cid: CID): Promise<boolean> {
+  if (isIdentity(cid)) return true
+  return await bs.has(cid)
+}
+
+/**
+ * Reads one whole block. The store's generator is drained to the end (or has
+ * thrown) before this returns, so nothing stays open whatever the caller does.
+ */
+export async function readBlock (bs: LocalBlockstore, cid: CID, options: ReadOptions = {}): Promise<Uint8Array> {
+  if (isIdentity(cid)) return cid.multihash.digest
+  options.signal?.throwIfAborted()
+  const chunks: Uint8Array[] = []
+  let length = 0
+  try {
+    for await (const chunk of bs.get(cid)) {
+      length += chunk.byteLength
+      if (length > MAX_BLOCK_BYTES) throw new InvalidContentError(`block ${cid} is larger than ${MAX_BLOCK_BYTES} bytes`)
+      chunks.push(chunk)
+    }
+  } catch (err) {
+    if (isNotFound(err)) throw new BlockMissingError(`block ${cid} is not held by this node`)
+    throw err
+  }
+  options.signal?.throwIfAborted()
+  if (chunks.length === 1) return chunks[0] as Uint8Array
+  const out = new Uint8Array(length)
+  let at = 0
+  for (const c of chunks) { out.set(c, at); at += c.byteLength }
+  return out
+}
+
+function isNotFound (err: unknown): boolean {
+  return err instanceof Error && (err.name === 'NotFoundError' || (err as { code?: unknown }).code === 'ERR_NOT_FOUND')
+}
+
+/**
+ * A ReadableStorage for ipfs-unixfs-exporter on top of readBlock: strips the
+ * signal (see the header), checks it between blocks, optionally records the
+ * CIDs read (the blocks needed to verify a path).
+ */
+export function exporterStorage (bs: LocalBlockstore, options: ReadOptions = {}, record?: CID[]): ReadableStorage {
+  return {
+    get: async function * (cid: CID) {
+      record?.push(cid)
+      yield await readBlock(bs, cid, options)
+    }
+  }
+}
+
+/** Maps ipfs-unixfs-exporter errors (matched by name) to ours. */
+export function mapContentError (err: unknown): unknown {
+  if (!(err instanceof Error)) return err
+  if (err instanceof PindError) return err
+  switch (err.name) {
+    case 'NotFoundError':
+    case 'BadPathError':
+      return new ContentNotFoundError(err.message)
+    case 'NotUnixFSError':
+    case 'OverReadError':
+    case 'UnderReadError':
+      return new InvalidContentError(err.message)
+    case 'NoResolverError':
+      return new UnsupportedContentError(err.message)
+    default:
+      return err
+  }
+}
+
+export interface ResolvedPath {
+  /** the CID the request started from */
+  root: CID
+  /** the CID at the end of the path */
+  cid: CID
+  /** one CID per logical path step, root first (X-Ipfs-Roots) */
+  roots: CID[]
+  /** every block read to walk the path, in order: what a verifier needs (CAR) */
+  traversed: CID[]
+}
+
+/**
+ * Walks `segments` (already URL-decoded names) from `root` through UnixFS
+ * directories (plain and HAMT-sharded) and dag-cbor/dag-json links. Reads
+ * only the blocks along the path.
+ */
+export async function resolvePath (bs: LocalBlockstore, root: CID, segments: string[], options: ReadOptions = {}): Promise<ResolvedPath> {
+  const traversed: CID[] = []
+  const store = exporterStorage(bs, options, traversed)
+  const roots: CID[] = [root]
+  let cid = root
+  let rest = [...segments]
+  while (rest.length > 0) {
+    const resolver = resolvers[cid.code]
+    if (resolver == null) throw new UnsupportedContentError(`cannot walk a path through codec 0x${cid.code.toString(16)}`)
+    let next: { cid: CID, rest: string[] } | undefined
+    try {
+      for await (const result of resolver(cid, rest, store, {})) {
+        next = { cid: result.cid, rest: result.rest }
+        break
+      }
+    } catch (err) {
+      throw mapContentError(err)
+    }
+    if (next == null) throw new ContentNotFoundError(`no "${rest[0] ?? ''}" under ${cid}`)
+    if (next.cid.equals(cid)) {
+      if (cid.code === CODEC_DAG_PB || cid.code === CODEC_RAW || next.rest.length > 0) {
+        throw new ContentNotFoundError(`${cid} has no entry "${rest[0] ?? ''}"`)
+      }
+      throw new UnsupportedContentError(`the path /${rest.join('/')} addresses data inside block ${cid}; only links can be followed`)
+    }
+    cid = next.cid
+    rest = next.rest
+    roots.push(cid)
+  }
+  options.signal?.throwIfAborted()
+  return { root, cid, roots, traversed }
+}
+
+export interface FileEntry {
+  kind: 'file'
+  cid: CID
+  /** file size in bytes */
+  size: bigint
+  /** the root block (a raw block is its own content) */
+  block: Uint8Array
+}
+
+export interface DirectoryEntry {
+  kind: 'directory'
+  cid: CID
+  sharded: boolean
+  block: Uint8Array
+  node: dagPb.PBNode
+}
+
+export interface SymlinkEntry {
+  kind: 'symlink'
+  cid: CID
+  target: string
+  block: Uint8Array
+}
+
+/** Any other block: dag-cbor, dag-json, json, cbor, UnixFS metadata, unknown codecs. */
+export interface BlockEntry {
+  kind: 'block'
+  cid: CID
+  codec: number
+  block: Uint8Array
+}
+
+export type Entry = FileEntry | DirectoryEntry | SymlinkEntry | BlockEntry
+
+/** Loads the root block of `cid` and says what it is. */
+export async function loadEntry (bs: LocalBlockstore, cid: CID, options: ReadOptions = {}): Promise<Entry> {
+  const block = await readBlock(bs, cid, options)
+  if (cid.code === CODEC_RAW) return { kind: 'file', cid, size: BigInt(block.byteLength), block }
+  if (cid.code !== CODEC_DAG_PB) return { kind: 'block', cid, codec: cid.code, block }
+  const { node, unixfs } = decodeUnixFS(cid, block)
+  switch (unixfs.type) {
+    case 'file':
+    case 'raw':
+      return { kind: 'file', cid, size: unixfs.fileSize(), block }
+    case 'directory':
+      return { kind: 'directory', cid, sharded: false, block, node }
+    case 'hamt-sharded-directory':
+      return { kind: 'directory', cid, sharded: true, block, node }
+    case 'symlink':
+      return { kind: 'symlink', cid, block, target: new TextDecoder().decode(unixfs.data ?? new Uint8Array()) }
+    default:
+      return { kind: 'block', cid, codec: cid.code, block }
+  }
+}
+
+/** Size in bytes of what a deserialized response would carry (files, blocks). */
+export function entrySize (entry: Entry): bigint {
+  switch (entry.kind) {
+    case 'file': return entry.size
+    case 'symlink': return BigInt(new TextEncoder().encode(entry.target).byteLength)
+    default: return BigInt(entry.block.byteLength)
+  }
+}
+
+/** stat: what `cid` is and its size, reading only its root block. */
+export async function stat (bs: LocalBlockstore, cid: CID, options: ReadOptions = {}): Promise<{ kind: Entry['kind'], size: bigint }> {
+  const entry = await loadEntry(bs, cid, options)
+  return { kind: entry.kind, size: entrySize(entry) }
+}
+
+export function decodeUnixFS (cid: CID, block: Uint8Array): { node: dagPb.PBNode, unixfs: UnixFS } {
+  try {
+    const node = dagPb.decode(block)
+    if (node.Data == null) throw new Error('no Data field')
+    return { node, unixfs: UnixFS.unmarshal(node.Data) }
+  } catch (err) {
+    throw new InvalidContentError(`${cid} is not UnixFS: ${(err as Error).message}`)
+  }
+}
+
+export interface ByteRange {
+  /** first byte (inclusive) */
+  offset: bigint
+  /** number of bytes; to the end of the file when omitted */
+  length?: bigint
+}
+
+/**
+ * Streams the bytes of a file (or of `range` of it), reading only the blocks
+ * that cover the range, pulled as the consumer asks for them.
+ */
+export async function * readFile (bs: LocalBlockstore, file: FileEntry, range: ByteRange = { offset: 0n }, options: ReadOptions = {}): AsyncGenerator<Uint8Array, void, undefined> {
+  const start = range.offset < 0n ? 0n : range.offset
+  const wantedEnd = range.length == null ? file.size : start + range.length
+  const end = wantedEnd > file.size ? file.size : wantedEnd
+  if (start >= end) return
+  let produced = 0n
+  for await (const visit of walkFile(bs, file.cid, file.block, { start, end, whole: false }, options)) {
+    if (visit.data != null) {
+      produced += BigInt(visit.data.byteLength)
+      yield visit.data
+    }
+  }
+  if (produced !== end - start) throw new InvalidContentError(`file ${file.cid} yielded ${produced} of ${end - start} bytes`)
+}
+
+export interface FileVisit {
+  cid: CID
+  block: Uint8Array
+  /** the file bytes this block contributes inside the wanted range, if any */
+  data?: Uint8Array
+}
+
+export interface FileWalk {
+  /** wanted byte range [start, end) */
+  start: bigint
+  end: bigint
+  /** visit every block of the file whatever the range (CAR dag-scope=entity) */
+  whole: boolean
+}
+
+/**
+ * Depth-first (pre-order) walk of a UnixFS file DAG: each block is yielded
+ * before its children, children in link order; only the subtrees that
+ * intersect [start, end) unless `whole`. Checks every child's size against
+ * its parent's blocksizes so a lying DAG cannot shift bytes.
+ */
+export function walkFile (bs: LocalBlockstore, cid: CID, block: Uint8Array, walk: FileWalk, options: ReadOptions = {}): AsyncGenerator<FileVisit, void, undefined> {
+  return walkFileNode(bs, cid, block, 0n, undefined, walk, options, 0)
+}
+
+async function * walkFileNode (bs: LocalBlockstore, cid: CID, block: Uint8Array, pos: bigint, expected: bigint | undefined, walk: FileWalk, options: ReadOptions, depth: number): AsyncGenerator<FileVisit, void, undefined> {
+  if (cid.code === CODEC_RAW) {
+    if (expected != null && BigInt(block.byteLength) !== expected) {
+      throw new InvalidContentError(`raw leaf ${cid} has ${block.byteLength} bytes, its parent says ${expected}`)
+    }
+    yield { cid, block, data: sliceRange(block, pos, walk) }
+    return
+  }
+  if (cid.code !== CODEC_DAG_PB) throw new InvalidContentError(`file DAG links to ${cid}, which is neither dag-pb nor raw`)
+  const { node, unixfs } = decodeUnixFS(cid, block)
+  if (unixfs.type !== 'file' && unixfs.type !== 'raw') throw new InvalidContentError(`file DAG links to a UnixFS ${unixfs.type} (${cid})`)
+  if (node.Links.length !== unixfs.blockSizes.length) throw new InvalidContentError(`${cid}: ${node.Links.length} links but ${unixfs.blockSizes.length} blocksizes`)
+  if (expected != null && unixfs.fileSize() !== expected) {
+    throw new InvalidContentError(`${cid} holds ${unixfs.fileSize()} bytes, its parent says ${expected}`)
+  }
+  const inline = unixfs.data ?? new Uint8Array(0)
+  yield { cid, block, data: sliceRange(inline, pos, walk) }
+  if (node.Links.length === 0) return
+  if (depth >= MAX_FILE_DEPTH) throw new InvalidContentError(`file DAG under ${cid} is deeper than ${MAX_FILE_DEPTH}`)
+  const children: Array<{ cid: CID, pos: bigint, size: bigint }> = []
+  let childPos = pos + BigInt(inline.byteLength)
+  for (let i = 0; i < node.Links.length; i++) {
+    const size = unixfs.blockSizes[i] as bigint
+    const link = node.Links[i] as dagPb.PBLink
+    const at = childPos
+    childPos += size
+    if (walk.whole || (at + size > walk.start && at < walk.end)) children.push({ cid: link.Hash, pos: at, size })
+    if (!walk.whole && childPos >= walk.end) break
+  }
+  for await (const [child, childBlock] of readAhead(bs, children, options)) {
+    yield * walkFileNode(bs, child.cid, childBlock, child.pos, child.size, walk, options, depth + 1)
+  }
+}
+
+function sliceRange (data: Uint8Array, pos: bigint, walk: FileWalk): Uint8Array | undefined {
+  const dataEnd = pos + BigInt(data.byteLength)
+  const s = walk.start > pos ? walk.start : pos
+  const e = walk.end < dataEnd ? walk.end : dataEnd
+  if (s >= e) return undefined
+  return data.subarray(Number(s - pos), Number(e - pos))
+}
+
+/**
+ * Yields `[item, block]` in order, keeping up to `readAhead` block reads in
+ * flight. However the consumer stops, outstanding reads are awaited (and
+ * their failures swallowed) before the generator completes.
+ */
+export async function * readAhead<T extends { cid: CID }> (bs: LocalBlockstore, items: T[], options: ReadOptions = {}): AsyncGenerator<[T, Uint8Array], void, undefined> {
+  const window = Math.max(1, options.readAhead ?? DEFAULT_READ_AHEAD)
+  const pending: Array<Promise<Uint8Array>> = []
+  let next = 0
+  const launch = (): void => {
+    const item = items[next++] as T
+    const p = readBlock(bs, item.cid, options)
+    p.catch(() => {}) // observed below; this only prevents an unhandled rejection meanwhile
+    pending.push(p)
+  }
+  try {
+    while (pending.length < window && next < items.length) launch()
+    for (let i = 0; i < items.length; i++) {
+      const block = await (pending.shift() as Promise<Uint8Array>)
+      if (next < items.length) launch()
+      yield [items[i] as T, block]
+    }
+  } finally {
+    await Promise.allSettled(pending)
+  }
+}
+
+export interface DirectoryItem {
+  name: string
+  cid: CID
+  /** the link's Tsize: DAG size, not file size (no child block is read) */
+  size: bigint
+}
+
+/**
+ * Lists a directory without reading its children. Plain directories need
+ * no I/O; HAMT-sharded ones read their shard blocks lazily, as consumed.
+ */
+export async function * listDirectory (bs: LocalBlockstore, dir: DirectoryEntry, options: ReadOptions = {}): AsyncGenerator<DirectoryItem, void, undefined> {
+  if (!dir.sharded) {
+    for (const link of dir.node.Links) {
+      yield { name: link.Name ?? '', cid: link.Hash, size: BigInt(link.Tsize ?? 0) }
+    }
+    return
+  }
+  try {
+    const entry = await exporter(dir.cid, exporterStorage(bs, options))
+    if (entry.type !== 'directory') throw new InvalidContentError(`${dir.cid} is not a directory`)
+    for await (const item of entry.entries()) {
+      yield { name: item.name, cid: item.cid, size: item.size }
+    }
+  } catch (err) {
+    throw mapContentError(err)
+  }
+}
+
+/** The CID of entry `name` in a directory, or undefined when absent. */
+export async function findChild (bs: LocalBlockstore, dir: DirectoryEntry, name: string, options: ReadOptions = {}): Promise<CID | undefined> {
+  if (!dir.sharded) return dir.node.Links.find(l => l.Name === name)?.Hash
+  try {
+    return (await resolvePath(bs, dir.cid, [name], options)).cid
+  } catch (err) {
+    // "no such entry" is an answer; a missing shard block is not
+    if (err instanceof ContentNotFoundError && !(err instanceof BlockMissingError)) return undefined
+    throw err
+  }
+}
+
+/**
+ * Yields the blocks of a HAMT-sharded directory's shard tree (root first,
+ * depth-first), not the entries': what `dag-scope=entity` means for it.
+ */
+export async function * walkHamtShards (bs: LocalBlockstore, cid: CID, block: Uint8Array, options: ReadOptions = {}, depth = 0): AsyncGenerator<{ cid: CID, block: Uint8Array }, void, undefined> {
+  const { node, unixfs } = decodeUnixFS(cid, block)
+  if (unixfs.type !== 'hamt-sharded-directory' || unixfs.fanout == null) throw new InvalidContentError(`${cid} is not a HAMT shard`)
+  yield { cid, block }
+  if (depth >= MAX_FILE_DEPTH) throw new InvalidContentError(`HAMT under ${cid} is too deep`)
+  const padLength = (unixfs.fanout - 1n).toString(16).length
+  const shards = node.Links.filter(l => (l.Name ?? '').length === padLength).map(l => ({ cid: l.Hash }))
+  for await (const [shard, shardBlock] of readAhead(bs, shards, options)) {
+    yield * walkHamtShards(bs, shard.cid, shardBlock, options, depth + 1)
+  }
+}
