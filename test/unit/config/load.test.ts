@@ -63,3 +63,14 @@ describe('configuration', () => {
     }
   })
 })
+
+describe('the README', () => {
+  it('documents every setting in its configuration table', async () => {
+    const { readFileSync } = await import('node:fs')
+    const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8')
+    for (const s of SETTINGS) {
+      expect(readme, s.env).toContain(`| \`${s.env}\` |`)
+      if (s.flag != null) expect(readme, s.flag).toContain(`\`${s.flag.split(' ')[0]}\``)
+    }
+  })
+})
