@@ -1,0 +1,58 @@
+/**
+ * Shared helpers for the benchmark scripts: start the built binary (or the
+ * bundle) on a fresh data dir, wait for /health, read RSS from /proc.
+ */
+import { spawn } from 'node:child_process'
+import { mkdtempSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+export const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)))
+export const BINARY = join(ROOT, 'dist/pind')
+
+/** Starts `pind serve`, resolves when /health answers 200; `ms` is spawn → first 200. */
+export async function startServe ({ args = [], env = {}, binary = BINARY } = {}) {
+  const dataDir = mkdtempSync(join(tmpdir(), 'pind-bench-'))
+  const t0 = performance.now()
+  const proc = spawn(binary, ['serve', '--data-dir', dataDir, '--port', '0', '--p2p-listen', '/ip4/127.0.0.1/tcp/0', ...args], {
+    env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe']
+  })
+  let out = ''
+  proc.stdout.on('data', b => { out += b })
+  let err = ''
+  proc.stderr.on('data', b => { err += b })
+  const deadline = Date.now() + 30_000
+  let url
+  for (;;) {
+    if (proc.exitCode != null) throw new Error(`pind exited: ${err}`)
+    if (Date.now() > deadline) throw new Error('pind did not start')
+    url ??= /^\s+http:\s+(\S+)$/m.exec(out)?.[1]
+    if (url != null) {
+      try {
+        const r = await fetch(`${url}/health`)
+        if (r.status === 200) break
+      } catch {}
+    }
+    await new Promise(resolve => setTimeout(resolve, 2))
+  }
+  const ms = performance.now() - t0
+  return {
+    url, proc, dataDir, ms,
+    stop: async () => {
+      if (proc.exitCode != null) return
+      const exited = new Promise(resolve => proc.on('exit', resolve))
+      proc.kill('SIGTERM')
+      await exited
+    }
+  }
+}
+
+/** Current and peak resident set size of a process, in MiB. */
+export function rss (pid) {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+  const kb = (k) => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN)
+  return { rssMiB: kb('VmRSS') / 1024, peakMiB: kb('VmHWM') / 1024 }
+}
+
+export const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)] }
