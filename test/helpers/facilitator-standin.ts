@@ -1,0 +1,37 @@
+/**
+ * A local stand-in for a remote x402 facilitator: the HTTP protocol that
+ * @x402/core's HTTPFacilitatorClient speaks (GET /supported, POST /verify,
+ * POST /settle), backed by the real x402 facilitator on the dev chain. It lets
+ * tests exercise pind's remote-facilitator code path without the internet.
+ */
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { buildFacilitator } from '../../src/payment/facilitator.js'
+import type { DevChain } from '../../scripts/devchain/index.mjs'
+
+export interface StandIn { url: string, calls: string[], close(): Promise<void> }
+
+export async function startFacilitatorStandIn (chain: DevChain, port = 0): Promise<StandIn> {
+  const { client } = buildFacilitator({ kind: 'embedded', network: 'eip155:167000', rpcUrl: chain.rpcUrl, settlerKey: chain.settlerKey })
+  const calls: string[] = []
+  const server: Server = createServer((req, res) => {
+    let body = ''
+    req.on('data', (c: Buffer) => { body += c.toString() })
+    req.on('end', () => {
+      calls.push(`${req.method} ${req.url}`)
+      const reply = (v: unknown): void => { res.writeHead(200, { 'content-type': 'application/json' }); res.end(JSON.stringify(v)) }
+      const fail = (err: unknown): void => { res.writeHead(500); res.end(JSON.stringify({ error: String(err) })) }
+      if (req.method === 'GET' && req.url === '/supported') { client.getSupported().then(reply, fail); return }
+      const parsed = body === '' ? {} : JSON.parse(body)
+      if (req.method === 'POST' && req.url === '/verify') { client.verify(parsed.paymentPayload, parsed.paymentRequirements).then(reply, fail); return }
+      if (req.method === 'POST' && req.url === '/settle') { client.settle(parsed.paymentPayload, parsed.paymentRequirements).then(reply, fail); return }
+      res.writeHead(404); res.end()
+    })
+  })
+  await new Promise<void>(resolve => server.listen(port, '127.0.0.1', resolve))
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    calls,
+    close: async () => { server.closeAllConnections(); await new Promise(resolve => server.close(resolve)) }
+  }
+}
