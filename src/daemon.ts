@@ -106,8 +106,9 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     }))
     gatewayRoutes(router, {
       blockstore: ipfs.blockstore,
-      // the ledger decides what is served: by default only roots of live pins
-      isServable: (cid) => config.gatewayPolicy === 'blockstore' || pins.hasLivePin(cid)
+      // the ledger decides what is served: by default the roots of live pins and the
+      // blocks of their DAGs (trustless clients fetch each block by its own CID)
+      isServable: (cid) => config.gatewayPolicy === 'blockstore' || pins.hasLivePin(cid) || pins.isPinnedBlock(cid)
     })
     uploadRoutes(router, {
       ledger: pins,

@@ -5,6 +5,8 @@
  *   byOwner   [owner, createdUs, requestid] → requestid   (newest-first listing)
  *   byCid     [cid, requestid] → owner                    (liveness of a CID)
  *   payments  paymentId → PaymentRecord                   (idempotent retries, no double use)
+ *   pinBlocks requestid → block CIDs of the pin's DAG
+ *   blockRefs block CID (v1) → number of pins holding it  (gateway policy, gc marking)
  * The ledger decides what is live; helia's pin refcounts are not used.
  */
 import type { Database } from 'lmdb'
@@ -21,12 +23,16 @@ export class PinLedger {
   private readonly byOwner: Database<string, OwnerKey>
   private readonly byCid: Database<string, CidKey>
   private readonly payments: Database<PaymentRecord, string>
+  private readonly pinBlocks: Database<string[], string>
+  private readonly blockRefs: Database<number, string>
 
   constructor (private readonly env: LedgerEnv) {
     this.pins = env.db<PinRecord>('pins')
     this.byOwner = env.db<string>('pins-by-owner')
     this.byCid = env.db<string>('pins-by-cid')
     this.payments = env.db<PaymentRecord>('payments')
+    this.pinBlocks = env.db<string[]>('pin-blocks')
+    this.blockRefs = env.db<number>('block-refs')
     let maxUs = 0
     for (const { key } of this.byOwner.getRange({ reverse: true, limit: 1 })) maxUs = Math.max(maxUs, (key)[1])
     seedClock(maxUs)
@@ -40,8 +46,12 @@ export class PinLedger {
     return this.payments.get(id)
   }
 
-  /** Writes a new pin, its indexes and (when paid) its payment record in one transaction. */
-  async create (pin: PinRecord, payment?: PaymentRecord): Promise<void> {
+  /**
+   * Writes a new pin, its indexes, the references to its blocks and (when
+   * paid) its payment record in one transaction.
+   */
+  async create (pin: PinRecord, payment?: PaymentRecord, blocks: Array<string | CID> = []): Promise<void> {
+    const keys = [...new Set(blocks.map(cidKey))]
     await this.env.root.transaction(() => {
       if (this.pins.doesExist(pin.requestid)) throw new Error(`pin ${pin.requestid} exists already`)
       if (payment != null && this.payments.doesExist(payment.id)) throw new PaymentReusedError(payment.id)
@@ -49,7 +59,16 @@ export class PinLedger {
       this.byOwner.put([pin.owner, pin.createdUs, pin.requestid], pin.requestid)
       this.byCid.put([cidKey(pin.cid), pin.requestid], pin.owner)
       if (payment != null) this.payments.put(payment.id, payment)
+      if (keys.length > 0) {
+        this.pinBlocks.put(pin.requestid, keys)
+        for (const k of keys) this.blockRefs.put(k, (this.blockRefs.get(k) ?? 0) + 1)
+      }
     })
+  }
+
+  /** Is this block part of the DAG of a pin that has not been removed? */
+  isPinnedBlock (cid: string | CID): boolean {
+    return (this.blockRefs.get(cidKey(cid)) ?? 0) > 0
   }
 
   /** Updates fields of an existing pin (status, sizes, removal) in one transaction. */

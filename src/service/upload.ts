@@ -110,7 +110,7 @@ async function paidUpload (req: IncomingMessage, payment: VerifiedPayment, month
       id: payment.id, requestid: pin.requestid, purpose: `upload:${cid}`, payer: payment.payer, amount: pin.payment.amount,
       network: settled.network, tx: settled.tx, at: pin.payment.settledAt as string, proof: payment.proof
     }
-    await d.ledger.create(pin, record)
+    await d.ledger.create(pin, record, staged.cids)
     d.log.info('upload pinned', { requestid: pin.requestid, cid, bytes: imported.fileSize, payer: payment.payer, tx: settled.tx })
     const token = await d.tokens.issue(payment.payer)
     return {

@@ -92,6 +92,19 @@ describe('POST /upload', () => {
     const ranged = await fetch(body.gateway_url, { headers: { range: 'bytes=1048570-1048600' } })
     expect(ranged.status).toBe(206)
     expect(Buffer.from(await ranged.arrayBuffer())).toEqual(bytes.subarray(1048570, 1048601))
+
+    // trustless clients fetch every block of a pinned DAG by its own CID
+    const car = await fetch(`${body.gateway_url}?format=car&dag-scope=all`)
+    expect(car.status).toBe(200)
+    const { CarBlockIterator } = await import('@ipld/car')
+    const cids: string[] = []
+    for await (const block of await CarBlockIterator.fromBytes(new Uint8Array(await car.arrayBuffer()))) cids.push(block.cid.toString())
+    expect(cids.length).toBe(5) // root + 4 leaves of 1 MiB
+    const leaf = await fetch(`${pind.url}/ipfs/${cids[4]}?format=raw`)
+    expect(leaf.status).toBe(200)
+    // content nobody pinned is not served
+    const unknown = await fetch(`${pind.url}/ipfs/bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy`)
+    expect(unknown.status).toBe(404)
   })
 
   it('refuses a file over the limit while streaming, even when Content-Length lies (chunked)', async () => {

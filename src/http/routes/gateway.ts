@@ -40,7 +40,14 @@ import type { RequestContext, Router } from '../router.js'
 export interface GatewayDeps {
   /** the node's LOCAL blockstore (FsBlockstore), never helia.blockstore */
   blockstore: Pick<Blockstore, 'get' | 'has'>
-  /** may this root CID be served? (policy: live pin / anything local); false → 404 fast */
+  /**
+   * may this root CID be served? (policy: live pin / anything local); false → 404 fast.
+   * Called with the CID of the request path (never with blocks reached under it).
+   * Note: trustless clients (@helia/verified-fetch, Helia's gateway broker) ask
+   * for EVERY block by its own CID (/ipfs/{block}?format=raw) with no hint of
+   * the root it belongs to, so a policy that admits only pinned root CIDs
+   * makes this gateway useless to them beyond the root block.
+   */
   isServable(root: CID): boolean | Promise<boolean>
   /** serve HTML/SVG/JS/XML etc. inline instead of as attachment (operator opt-in); default false */
   allowActiveContent?: boolean
@@ -48,7 +55,13 @@ export interface GatewayDeps {
 
 export function gatewayRoutes (router: Router, deps: GatewayDeps): void {
   router.add('GET', '/ipfs/*', async (ctx) => {
-    await serveGateway(ctx, deps)
+    try {
+      await serveGateway(ctx, deps)
+    } catch (err) {
+      // error bodies are JSON: make sure nothing sniffs them into something else
+      if (err instanceof HttpError) throw new HttpError(err.status, err.reason, err.details, { ...err.headers, 'x-content-type-options': 'nosniff' })
+      throw err
+    }
   })
 }
 

@@ -1,0 +1,156 @@
+import { request } from 'node:http'
+import { Writable } from 'node:stream'
+import type { ServerResponse } from 'node:http'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { loadEntry, readFile } from '../../../src/ipfs/content.js'
+import { pump } from '../../../src/http/gateway/pump.js'
+import { serve, sha, type Served } from './helpers.js'
+
+let s: Served
+
+beforeAll(async () => {
+  s = await serve()
+}, 60_000)
+
+afterAll(async () => {
+  await s?.close()
+})
+
+/** GETs `path` and destroys the connection as soon as the first body bytes arrive. */
+async function abortAfterFirstBytes (path: string): Promise<{ status: number, received: number }> {
+  return await new Promise((resolve, reject) => {
+    const req = request(`${s.base}${path}`, { agent: false }, (res) => {
+      res.once('data', (chunk: Buffer) => {
+        req.destroy()
+        resolve({ status: res.statusCode ?? 0, received: chunk.byteLength })
+      })
+      res.on('error', () => {})
+    })
+    req.on('error', (err) => { if (!req.destroyed) reject(err) })
+    req.end()
+  })
+}
+
+const flush = async (): Promise<void> => { await new Promise(resolve => setImmediate(resolve)) }
+
+describe('client disconnects', () => {
+  it('mid-stream of a 1 GiB file: the handler ends, nothing stays open, few blocks were read', async () => {
+    const store = s.fixture.store
+    const before = store.reads
+    const { status, received } = await abortAfterFirstBytes(`/ipfs/${s.fixture.huge.cid}`)
+    expect(status).toBe(200)
+    expect(received).toBeGreaterThan(0)
+    await s.tracker.settled()
+    expect(s.tracker.finished.at(-1)).toBe(false) // the response was cut, not completed
+    expect(store.open).toBe(0)
+    const readsForAbort = store.reads - before
+    expect(readsForAbort).toBeLessThan(64) // of 1024 leaf reads a full download needs
+    // no reads trail in after the handler ended
+    const after = store.reads
+    const ok = await fetch(`${s.base}/ipfs/${s.fixture.root}/hello.txt`)
+    expect(await ok.text()).toBe('hello world\n')
+    await s.tracker.settled()
+    expect(store.reads - after).toBeLessThan(5)
+    expect(store.open).toBe(0)
+  })
+
+  it('mid-stream of a 1 GiB CAR (dups=y), and of a ranged read', async () => {
+    const store = s.fixture.store
+    for (const path of [
+      `/ipfs/${s.fixture.huge.cid}?format=car&car-dups=y`,
+      `/ipfs/${s.fixture.huge.cid}?entity-bytes=0:*&format=car&car-dups=y&dag-scope=entity`
+    ]) {
+      const before = store.reads
+      const { status } = await abortAfterFirstBytes(path)
+      expect(status).toBe(200)
+      await s.tracker.settled()
+      expect(s.tracker.finished.at(-1), path).toBe(false)
+      expect(store.open).toBe(0)
+      expect(store.reads - before).toBeLessThan(64)
+    }
+    const ranged = await new Promise<number>((resolve) => {
+      const req = request(`${s.base}/ipfs/${s.fixture.huge.cid}`, { agent: false, headers: { range: 'bytes=500000000-' } }, (res) => {
+        res.once('data', () => { req.destroy(); resolve(res.statusCode ?? 0) })
+        res.on('error', () => {})
+      })
+      req.on('error', () => {})
+      req.end()
+    })
+    expect(ranged).toBe(206)
+    await s.tracker.settled()
+    expect(store.open).toBe(0)
+  })
+
+  it('the server stays healthy: a full download after the aborts is byte-exact', async () => {
+    const r = await fetch(`${s.base}/ipfs/${s.fixture.big.cid}`)
+    expect(sha(new Uint8Array(await r.arrayBuffer()))).toBe(sha(s.fixture.big.bytes))
+    await s.tracker.settled()
+    expect(s.fixture.store.open).toBe(0)
+  })
+})
+
+describe('backpressure and bounded reads', () => {
+  it('pump pulls the next chunk only after the writer drains, and closes the source on abort', async () => {
+    const held: Array<(err?: Error | null) => void> = []
+    const sink = new Writable({
+      highWaterMark: 1024,
+      write (_chunk, _enc, cb) { held.push(cb) }
+    })
+    let pulled = 0
+    let closed = false
+    const source = (async function * () {
+      try {
+        for (let i = 0; i < 100; i++) {
+          pulled++
+          yield new Uint8Array(64 * 1024)
+        }
+      } finally {
+        closed = true
+      }
+    })()
+    const controller = new AbortController()
+    const done = pump(sink as unknown as ServerResponse, source, controller.signal)
+    await flush()
+    expect(pulled).toBe(1) // the first write filled the buffer: pump waits for 'drain'
+    held.shift()?.()
+    await flush()
+    expect(pulled).toBe(2)
+    held.shift()?.()
+    await flush()
+    expect(pulled).toBe(3)
+    controller.abort() // the client went away while we wait for drain
+    await done
+    expect(closed).toBe(true)
+    expect(pulled).toBe(3)
+  })
+
+  it('readFile reads blocks as they are consumed (bounded read-ahead), and return() releases everything', async () => {
+    const store = s.fixture.store
+    await s.tracker.settled()
+    const entry = await loadEntry(store, s.fixture.huge.cid)
+    if (entry.kind !== 'file') throw new Error('not a file')
+    const before = store.reads
+    const it = readFile(store, entry)
+    await it.next()
+    expect(store.reads - before).toBeLessThanOrEqual(3) // first leaf + read-ahead window
+    for (let i = 0; i < 9; i++) await it.next()
+    expect(store.reads - before).toBeLessThanOrEqual(12)
+    await it.return(undefined)
+    expect(store.open).toBe(0)
+    const afterReturn = store.reads
+    await flush()
+    expect(store.reads).toBe(afterReturn)
+  })
+
+  it('an aborted signal stops readFile between blocks', async () => {
+    const store = s.fixture.store
+    const entry = await loadEntry(store, s.fixture.huge.cid)
+    if (entry.kind !== 'file') throw new Error('not a file')
+    const controller = new AbortController()
+    const it = readFile(store, entry, { offset: 0n }, { signal: controller.signal })
+    await it.next()
+    controller.abort()
+    await expect((async () => { for (let i = 0; i < 10; i++) await it.next() })()).rejects.toThrow()
+    expect(store.open).toBe(0)
+  })
+})
