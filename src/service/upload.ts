@@ -68,6 +68,7 @@ export async function upload (req: IncomingMessage, months: number, paymentHeade
   const maxFileBytes = Math.min(d.uploadMaxBytes, declared)
 
   if (decision.type === 'settled-before') return await replay(req, payment, maxFileBytes, d)
+  d.log.info('payment verified', { payment: payment.id, amount: payment.amount })
   const outcome = await d.once.run(payment.id, async () => {
     if (d.ledger.payment(payment.id) != null) return undefined
     return await paidUpload(req, payment, months, maxFileBytes, d)

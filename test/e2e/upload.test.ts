@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startDevChain, transferUsdc, usdcBalance, type DevChain } from '../../scripts/devchain/index.mjs'
 import { chainArgs, payingFetch, signChallenge, uploadChallenge, uploadForm } from '../helpers/paying-client.js'
 import { startPind, type PindProcess } from '../helpers/pind.js'
+import { waitFor } from '../helpers/ports.js'
 
 let chain: DevChain
 let pind: PindProcess
@@ -16,7 +17,7 @@ let pind: PindProcess
 beforeAll(async () => {
   chain = await startDevChain({ payers: 6 })
   const { args, env } = chainArgs(chain)
-  pind = await startPind({ args, env })
+  pind = await startPind({ args, env: { ...env, PIND_LOG_LEVEL: 'info' } })
 })
 
 afterAll(async () => {
@@ -207,6 +208,8 @@ describe('POST /upload', () => {
       }
     })
     const pending = fetch(`${pind.url}/upload`, { method: 'POST', body: stream, duplex: 'half', headers: { 'content-type': `multipart/form-data; boundary=${boundary}`, 'x-upload-size': '4000000', 'payment-signature': header } } as RequestInit)
+    // once the server has verified the payment (it logs so), spend the payer's balance elsewhere
+    await waitFor(() => pind.stderr().includes(`"payment":"${payer.address.toLowerCase()}:`) ? true : undefined, 'payment verified')
     const balance = await usdcBalance(chain, payer.address)
     await transferUsdc(chain, payer.privateKey, chain.payTo, balance)
     release()
