@@ -14,6 +14,7 @@ import { layout } from './datadir/layout.js'
 import { agentCardRoutes } from './http/routes/agent-card.js'
 import { gatewayRoutes } from './http/routes/gateway.js'
 import { healthRoutes } from './http/routes/health.js'
+import { pinRoutes } from './http/routes/pins.js'
 import { uploadRoutes } from './http/routes/upload.js'
 import { Router } from './http/router.js'
 import { createHttpServer } from './http/server.js'
@@ -110,6 +111,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       // blocks of their DAGs (trustless clients fetch each block by its own CID)
       isServable: (cid) => config.gatewayPolicy === 'blockstore' || pins.hasLivePin(cid) || pins.isPinnedBlock(cid)
     })
+    pinRoutes(router, { ledger: pins, tokens, delegates: () => ipfs.multiaddrs() })
     uploadRoutes(router, {
       ledger: pins,
       staging,

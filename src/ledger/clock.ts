@@ -1,12 +1,15 @@
 /**
- * A strictly increasing microsecond clock, so every pin's `created` is unique
- * and ordered (Kubo pages with before=<created of the oldest seen>).
+ * A strictly increasing clock for pins' `created`, so every value is unique
+ * and ordered (Kubo pages with before=<created of the oldest seen>). Values
+ * step by at least one whole millisecond: clients that parse `created` into a
+ * millisecond Date (the generated JS client does) still page exactly.
+ * Stored in microseconds so the precision can grow without a migration.
  */
 let last = 0
 
 export function nextCreated (now: number = Date.now()): { us: number, iso: string } {
   let us = now * 1000
-  if (us <= last) us = last + 1
+  if (us <= last) us = last + 1000
   last = us
   return { us, iso: isoMicros(us) }
 }
@@ -14,7 +17,17 @@ export function nextCreated (now: number = Date.now()): { us: number, iso: strin
 export function isoMicros (us: number): string {
   const ms = Math.floor(us / 1000)
   const base = new Date(ms).toISOString() // 2026-11-22T03:20:38.955Z
-  return `${base.slice(0, 23)}${String(us % 1000).padStart(3, '0')}Z`
+  return us % 1000 === 0 ? base : `${base.slice(0, 23)}${String(us % 1000).padStart(3, '0')}Z`
+}
+
+/** Parses an RFC 3339 timestamp into microseconds since the epoch (up to 6 fractional digits). */
+export function parseMicros (s: string): number | undefined {
+  const m = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2})$/i.exec(s)
+  if (m == null) return undefined
+  const ms = Date.parse(`${m[1]}${m[3]}`)
+  if (Number.isNaN(ms)) return undefined
+  const frac = (m[2] ?? '').padEnd(6, '0').slice(0, 6)
+  return ms * 1000 + Number(frac)
 }
 
 /** Adds calendar months in UTC (clamping the day, e.g. Jan 31 + 1 month = Feb 28/29). */

@@ -83,6 +83,27 @@ export class PinLedger {
     return updated
   }
 
+  /**
+   * Marks a pin removed (unpinned, replaced or expired) and releases its block
+   * references, in one transaction. The record stays for accounting; blocks
+   * go only when gc finds no live pin referencing them.
+   */
+  async remove (requestid: string, why: NonNullable<PinRecord['removed']>['why'], at: Date = new Date()): Promise<PinRecord | undefined> {
+    let removed: PinRecord | undefined
+    await this.env.root.transaction(() => {
+      const pin = this.pins.get(requestid)
+      if (pin == null || pin.removed != null) return
+      removed = { ...pin, removed: { at: at.toISOString(), why } }
+      this.pins.put(requestid, removed)
+      for (const k of this.pinBlocks.get(requestid) ?? []) {
+        const n = (this.blockRefs.get(k) ?? 0) - 1
+        if (n > 0) this.blockRefs.put(k, n)
+        else this.blockRefs.remove(k)
+      }
+    })
+    return removed
+  }
+
   /** Is any live pin holding this CID as its root? */
   hasLivePin (cid: string | CID, now: Date = new Date()): boolean {
     const k = cidKey(cid)
@@ -93,9 +114,10 @@ export class PinLedger {
     return false
   }
 
-  /** Pins of one owner, newest first. */
-  * byOwnerNewestFirst (owner: string): Generator<PinRecord> {
-    for (const { value } of this.byOwner.getRange({ start: [owner, Number.MAX_SAFE_INTEGER], end: [owner, -1], reverse: true })) {
+  /** Pins of one owner, newest first, created strictly between `afterUs` and `beforeUs`. */
+  * byOwnerNewestFirst (owner: string, beforeUs = Number.MAX_SAFE_INTEGER, afterUs = -1): Generator<PinRecord> {
+    for (const { key, value } of this.byOwner.getRange({ start: [owner, beforeUs], end: [owner, afterUs], reverse: true })) {
+      if (key[1] >= beforeUs || key[1] <= afterUs) continue
       const pin = this.pins.get(value)
       if (pin != null) yield pin
     }
