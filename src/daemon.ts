@@ -6,12 +6,14 @@
 import { mkdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { KeyStore } from './auth/keystore.js'
+import { SiweChallenges } from './auth/siwe.js'
 import { TokenService } from './auth/tokens.js'
 import { privateKeyHex } from './config/parse.js'
 import type { Config } from './config/settings.js'
 import { acquireLock } from './datadir/lock.js'
 import { layout } from './datadir/layout.js'
 import { agentCardRoutes } from './http/routes/agent-card.js'
+import { authRoutes } from './http/routes/auth.js'
 import { gatewayRoutes } from './http/routes/gateway.js'
 import { healthRoutes } from './http/routes/health.js'
 import { pinRoutes } from './http/routes/pins.js'
@@ -25,6 +27,7 @@ import { LmdbDatastore } from './ledger/datastore.js'
 import { openLedgerEnv } from './ledger/open.js'
 import { PinLedger } from './ledger/pins.js'
 import type { Logger } from './log.js'
+import { chainIdOf } from './payment/chain.js'
 import type { FacilitatorChoice } from './payment/facilitator.js'
 import { PaymentGate } from './payment/gate.js'
 import type { PriceSettings } from './payment/pricing.js'
@@ -112,6 +115,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       isServable: (cid) => config.gatewayPolicy === 'blockstore' || pins.hasLivePin(cid) || pins.isPinnedBlock(cid)
     })
     pinRoutes(router, { ledger: pins, tokens, delegates: () => ipfs.multiaddrs() })
+    authRoutes(router, { siwe: new SiweChallenges({ publicUrl, chainId: chainIdOf(config.network) }), tokens })
     uploadRoutes(router, {
       ledger: pins,
       staging,

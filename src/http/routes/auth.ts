@@ -1,0 +1,40 @@
+/**
+ * Sign-In with Ethereum: a new wallet token without paying again.
+ *   POST /auth/challenge {"address":"0x…"} → {message, nonce, expires_at}
+ *   POST /auth/token {"message":"…","signature":"0x…"} → {token, expires_at} (+ x-wallet-auth-token)
+ */
+import { SiweError, type SiweChallenges } from '../../auth/siwe.js'
+import type { TokenService } from '../../auth/tokens.js'
+import { badRequest, unauthorized } from '../../errors.js'
+import { readJson } from '../json-body.js'
+import { sendJson } from '../respond.js'
+import type { Router } from '../router.js'
+
+export function authRoutes (router: Router, d: { siwe: SiweChallenges, tokens: TokenService }): void {
+  router.add('POST', '/auth/challenge', async ({ req, res }) => {
+    const body = await readJson(req, 4096) as { address?: unknown }
+    try {
+      const c = d.siwe.challenge(body?.address as string)
+      sendJson(res, 200, { message: c.message, nonce: c.nonce, expires_at: c.expiresAt })
+    } catch (err) {
+      if (err instanceof SiweError) throw badRequest(err.message)
+      throw err
+    }
+  })
+
+  router.add('POST', '/auth/token', async ({ req, res }) => {
+    const body = await readJson(req, 16_384) as { message?: unknown, signature?: unknown }
+    let owner: string
+    try {
+      owner = await d.siwe.verify(body?.message as string, body?.signature as string)
+    } catch (err) {
+      if (err instanceof SiweError) throw unauthorized(err.message)
+      throw badRequest('the message is not a valid Sign-In with Ethereum message')
+    }
+    const t = await d.tokens.issue(owner)
+    sendJson(res, 200, { token: t.token, expires_at: t.expiresAt.toISOString(), owner }, {
+      'x-wallet-auth-token': t.token,
+      'x-wallet-auth-token-expires': t.expiresAt.toISOString()
+    })
+  })
+}
