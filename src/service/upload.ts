@@ -86,7 +86,13 @@ async function paidUpload (req: IncomingMessage, payment: VerifiedPayment, month
       throw await d.gate.challenge(quoteOf(payment, months, d), /insufficient/i.test(settled.reason) ? 'INSUFFICIENT_FUNDS' : 'PAYMENT_REQUIRED',
         `the payment could not be settled (${settled.reason}); nothing was pinned`)
     }
-    await d.staging.commit(staged)
+    try {
+      await d.staging.commit(staged)
+    } catch (err) {
+      // paid but not stored: this needs an operator (refund or re-upload); say exactly which payment
+      d.log.error('upload settled but its blocks could not be stored', { payment: payment.id, tx: settled.tx, error: err })
+      throw err
+    }
     const created = nextCreated()
     const createdAt = new Date(Math.floor(created.us / 1000))
     const cid = imported.cid.toString()
@@ -111,7 +117,12 @@ async function paidUpload (req: IncomingMessage, payment: VerifiedPayment, month
       id: payment.id, requestid: pin.requestid, purpose: `upload:${cid}`, payer: payment.payer, amount: pin.payment.amount,
       network: settled.network, tx: settled.tx, at: pin.payment.settledAt as string, proof: payment.proof
     }
-    await d.ledger.create(pin, record, staged.cids)
+    try {
+      await d.ledger.create(pin, record, staged.cids)
+    } catch (err) {
+      d.log.error('upload settled but its pin could not be recorded', { payment: payment.id, tx: settled.tx, cid, error: err })
+      throw err
+    }
     d.log.info('upload pinned', { requestid: pin.requestid, cid, bytes: imported.fileSize, payer: payment.payer, tx: settled.tx })
     const token = await d.tokens.issue(payment.payer)
     return {
