@@ -1,16 +1,8 @@
 import * as dagPb from '@ipld/dag-pb'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { collect, rawGet, serve, sha, type Served } from './helpers.js'
+import { describe, expect, it } from 'vitest'
+import { collect, rawGet, serve, useServed, sha } from './helpers.js'
 
-let s: Served
-
-beforeAll(async () => {
-  s = await serve()
-}, 60_000)
-
-afterAll(async () => {
-  await s?.close()
-})
+const s = useServed()
 
 const get = async (path: string, init: RequestInit = {}): Promise<Response> => await fetch(`${s.base}${path}`, { redirect: 'manual', ...init })
 const bytesOf = async (r: Response): Promise<Uint8Array> => new Uint8Array(await r.arrayBuffer())

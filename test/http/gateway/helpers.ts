@@ -18,6 +18,7 @@ import * as json from 'multiformats/codecs/json'
 import * as raw from 'multiformats/codecs/raw'
 import { sha256 } from 'multiformats/hashes/sha2'
 import type { Blockstore } from 'interface-blockstore'
+import { afterAll, beforeAll } from 'vitest'
 import { Router, type Handler } from '../../../src/http/router.js'
 import { createHttpServer, type HttpServer } from '../../../src/http/server.js'
 import { gatewayRoutes, type GatewayDeps } from '../../../src/http/routes/gateway.js'
@@ -279,4 +280,15 @@ export async function rawGet (url: string, headers: Record<string, string> = {})
     req.on('error', reject)
     req.end()
   })
+}
+
+/**
+ * Serves the fixture for the whole test file: the returned object is filled
+ * in before the first test and closed after the last.
+ */
+export function useServed (options: Partial<GatewayDeps> = {}): Served {
+  const served = {} as Served
+  beforeAll(async () => { Object.assign(served, await serve(options)) }, 60_000)
+  afterAll(async () => { await served.close?.() })
+  return served
 }

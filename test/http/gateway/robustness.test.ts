@@ -1,20 +1,12 @@
 import { request } from 'node:http'
 import { Writable } from 'node:stream'
 import type { ServerResponse } from 'node:http'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { loadEntry, readFile } from '../../../src/ipfs/content.js'
 import { pump } from '../../../src/http/gateway/pump.js'
-import { serve, sha, type Served } from './helpers.js'
+import { useServed, sha } from './helpers.js'
 
-let s: Served
-
-beforeAll(async () => {
-  s = await serve()
-}, 60_000)
-
-afterAll(async () => {
-  await s?.close()
-})
+const s = useServed()
 
 /** GETs `path` and destroys the connection as soon as the first body bytes arrive. */
 async function abortAfterFirstBytes (path: string): Promise<{ status: number, received: number }> {

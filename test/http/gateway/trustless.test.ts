@@ -3,19 +3,11 @@ import { CarBlockIterator } from '@ipld/car/iterator'
 import { exporter } from 'ipfs-unixfs-exporter'
 import type { CID } from 'multiformats/cid'
 import { sha256 } from 'multiformats/hashes/sha2'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { readFile, loadEntry, type LocalBlockstore } from '../../../src/ipfs/content.js'
-import { collect, rawGet, serve, sha, type Served } from './helpers.js'
+import { collect, rawGet, useServed, sha } from './helpers.js'
 
-let s: Served
-
-beforeAll(async () => {
-  s = await serve()
-}, 60_000)
-
-afterAll(async () => {
-  await s?.close()
-})
+const s = useServed()
 
 const get = async (path: string, init: RequestInit = {}): Promise<Response> => await fetch(`${s.base}${path}`, { redirect: 'manual', ...init })
 
