@@ -32,8 +32,14 @@ import type { FacilitatorChoice } from './payment/facilitator.js'
 import { PaymentGate } from './payment/gate.js'
 import type { PriceSettings } from './payment/pricing.js'
 import { PaymentOnce } from './service/paid-once.js'
+import { PinFetcher } from './service/pin-fetcher.js'
+import { SizeProbe } from './service/size-probe.js'
+import { BlockNetwork } from './ipfs/network.js'
 import { buildAgentCard } from './service/agent-card.js'
 import { checkHealth } from './service/health.js'
+
+/** blocks in flight per pin fetch (NOTES: 8–16 reached ~50 MiB/s on loopback; measured in scripts/bench-pin.mjs) */
+const BLOCKS_IN_FLIGHT = 32
 
 export interface Daemon {
   url: string
@@ -90,6 +96,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       cleanups.push(() => { gate.stop() })
     }
     const keystore = await KeyStore.open(paths.keys)
+    const once = new PaymentOnce()
     const tokens = new TokenService({ keystore, issuer: config.tokenIssuer ?? publicUrl, audience: config.tokenIssuer ?? publicUrl, ttlSeconds: config.tokenTtl })
 
     healthRoutes(router, async () => await checkHealth({
@@ -114,14 +121,50 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       // blocks of their DAGs (trustless clients fetch each block by its own CID)
       isServable: (cid) => config.gatewayPolicy === 'blockstore' || pins.hasLivePin(cid) || pins.isPinnedBlock(cid)
     })
-    pinRoutes(router, { ledger: pins, tokens, delegates: () => ipfs.multiaddrs() })
+    const network = new BlockNetwork(ipfs, config.p2pPeers)
+    const fetcher = new PinFetcher({
+      ledger: pins,
+      staging,
+      node: ipfs,
+      network,
+      log: log.child({ component: 'fetcher' }),
+      concurrency: config.pinFetchConcurrency,
+      blockConcurrency: BLOCKS_IN_FLIGHT,
+      stallMs: config.pinStallTimeout * 1000,
+      retryWindowMs: config.pinRetryWindow * 1000
+    })
+    fetcher.start()
+    cleanups.push(async () => { await fetcher.stop() })
+    const delegates = (): string[] => ipfs.multiaddrs()
+    pinRoutes(router, {
+      ledger: pins,
+      tokens,
+      delegates,
+      cancelFetch: (id) => { fetcher.cancel(id) },
+      create: {
+        ledger: pins,
+        gate,
+        tokens,
+        once,
+        prices,
+        probe: new SizeProbe({ node: ipfs, network, timeoutMs: config.pinProbeTimeout * 1000, ttlMs: config.paymentTimeout * 1000, missTtlMs: 120_000 }),
+        enqueue: () => { fetcher.enqueue() },
+        pinMaxBytes: config.pinMaxBytes,
+        retryWindowMs: config.pinRetryWindow * 1000,
+        publicUrl,
+        network: config.network,
+        asset: config.asset,
+        delegates,
+        log
+      }
+    })
     authRoutes(router, { siwe: new SiweChallenges({ publicUrl, chainId: chainIdOf(config.network) }), tokens })
     uploadRoutes(router, {
       ledger: pins,
       staging,
       gate,
       tokens,
-      once: new PaymentOnce(),
+      once,
       prices,
       uploadMaxBytes: config.uploadMaxBytes,
       publicUrl,

@@ -12,6 +12,8 @@ import {
 /** Taiko Alethia USDC (bridged FiatToken), the production default asset. */
 export const TAIKO_USDC = '0x07d83526730c7438048D55A4fc0b850e2aaB6f0b'
 export const DEFAULT_UPLOAD_MAX_BYTES = 104_857_600
+/** 32 GiB */
+export const DEFAULT_PIN_MAX_BYTES = 34_359_738_368
 
 export const GATEWAY_POLICIES = ['pinned', 'blockstore'] as const
 export type GatewayPolicy = typeof GATEWAY_POLICIES[number]
@@ -54,6 +56,11 @@ export interface Config {
   tokenTtl: number
   tokenIssuer?: string
   uploadMaxBytes: number
+  pinMaxBytes: number
+  pinFetchConcurrency: number
+  pinRetryWindow: number
+  pinStallTimeout: number
+  pinProbeTimeout: number
   gatewayPolicy: GatewayPolicy
   shutdownTimeout: number
 }
@@ -98,6 +105,11 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'tokenTtl', flag: '--token-ttl <duration>', env: 'PIND_TOKEN_TTL', default: 30 * 86400, parse: duration(60, 400 * 86400), description: 'lifetime of wallet auth tokens' },
   { key: 'tokenIssuer', flag: '--token-issuer <string>', env: 'PIND_TOKEN_ISSUER', parse: str, description: 'iss/aud of wallet tokens; default the public URL' },
   { key: 'uploadMaxBytes', flag: '--upload-max-bytes <n>', env: 'PIND_UPLOAD_MAX_BYTES', default: DEFAULT_UPLOAD_MAX_BYTES, parse: int(1, 2 ** 40), description: 'largest file accepted by POST /upload' },
+  { key: 'pinMaxBytes', flag: '--pin-max-bytes <n>', env: 'PIND_PIN_MAX_BYTES', default: DEFAULT_PIN_MAX_BYTES, parse: int(1, 2 ** 50), description: 'largest DAG a pin by CID may hold (bytes of all blocks)' },
+  { key: 'pinFetchConcurrency', flag: '--pin-fetch-concurrency <n>', env: 'PIND_PIN_FETCH_CONCURRENCY', default: 4, parse: int(1, 256), description: 'pins by CID fetched at the same time (each with up to 32 blocks in flight)' },
+  { key: 'pinRetryWindow', flag: '--pin-retry-window <duration>', env: 'PIND_PIN_RETRY_WINDOW', default: 24 * 3600, parse: duration(1, 30 * 86400), description: 'how long a pin by CID keeps retrying unreachable content before it fails' },
+  { key: 'pinStallTimeout', flag: '--pin-stall-timeout <duration>', env: 'PIND_PIN_STALL_TIMEOUT', default: 60, parse: duration(1, 3600), description: 'a fetch attempt ends (and is retried with backoff) when no block arrives for this long' },
+  { key: 'pinProbeTimeout', flag: '--pin-probe-timeout <duration>', env: 'PIND_PIN_PROBE_TIMEOUT', default: 5, parse: duration(0, 60), description: 'how long POST /pins looks for the root block to price a CID it does not hold (0 = do not look)' },
   { key: 'gatewayPolicy', flag: '--gateway-policy <policy>', env: 'PIND_GATEWAY_POLICY', default: 'pinned', parse: oneOf(GATEWAY_POLICIES), description: 'pinned: serve only content of live pins; blockstore: anything held locally' },
   { key: 'shutdownTimeout', flag: '--shutdown-timeout <duration>', env: 'PIND_SHUTDOWN_TIMEOUT', default: 10, parse: duration(0, 3600), description: 'how long in-flight requests may finish after SIGTERM' }
 ]

@@ -7,6 +7,7 @@
  *   payments  paymentId → PaymentRecord                   (idempotent retries, no double use)
  *   pinBlocks requestid → block CIDs of the pin's DAG
  *   blockRefs block CID (v1) → number of pins holding it  (gateway policy, gc marking)
+ *   fetchQueue requestid → createdUs                        (pins by CID still to fetch; survives restarts)
  * The ledger decides what is live; helia's pin refcounts are not used.
  */
 import type { Database } from 'lmdb'
@@ -25,6 +26,7 @@ export class PinLedger {
   private readonly payments: Database<PaymentRecord, string>
   private readonly pinBlocks: Database<string[], string>
   private readonly blockRefs: Database<number, string>
+  private readonly fetchQueue: Database<number, string>
 
   constructor (private readonly env: LedgerEnv) {
     this.pins = env.db<PinRecord>('pins')
@@ -33,6 +35,7 @@ export class PinLedger {
     this.payments = env.db<PaymentRecord>('payments')
     this.pinBlocks = env.db<string[]>('pin-blocks')
     this.blockRefs = env.db<number>('block-refs')
+    this.fetchQueue = env.db<number>('fetch-queue')
     let maxUs = 0
     for (const { key } of this.byOwner.getRange({ reverse: true, limit: 1 })) maxUs = Math.max(maxUs, (key)[1])
     seedClock(maxUs)
@@ -48,22 +51,87 @@ export class PinLedger {
 
   /**
    * Writes a new pin, its indexes, the references to its blocks and (when
-   * paid) its payment record in one transaction.
+   * paid) its payment record in one transaction. A pin that still has to be
+   * fetched goes into the fetch queue. A replacement (`pin.replaces`) marks
+   * the old pin removed in the same transaction; the old pin's blocks stay
+   * referenced until the replacement is pinned or fails.
    */
   async create (pin: PinRecord, payment?: PaymentRecord, blocks: Array<string | CID> = []): Promise<void> {
     const keys = [...new Set(blocks.map(cidKey))]
     await this.env.root.transaction(() => {
       if (this.pins.doesExist(pin.requestid)) throw new Error(`pin ${pin.requestid} exists already`)
       if (payment != null && this.payments.doesExist(payment.id)) throw new PaymentReusedError(payment.id)
+      if (pin.replaces != null) {
+        const old = this.pins.get(pin.replaces)
+        if (old == null || old.removed != null || old.owner !== pin.owner) throw new PinGoneError(pin.replaces)
+        this.pins.put(old.requestid, { ...old, removed: { at: new Date().toISOString(), why: 'replaced' }, replacedBy: pin.requestid })
+        this.fetchQueue.remove(old.requestid)
+      }
       this.pins.put(pin.requestid, pin)
       this.byOwner.put([pin.owner, pin.createdUs, pin.requestid], pin.requestid)
       this.byCid.put([cidKey(pin.cid), pin.requestid], pin.owner)
       if (payment != null) this.payments.put(payment.id, payment)
-      if (keys.length > 0) {
-        this.pinBlocks.put(pin.requestid, keys)
-        for (const k of keys) this.blockRefs.put(k, (this.blockRefs.get(k) ?? 0) + 1)
-      }
+      if (pin.status === 'queued' || pin.status === 'pinning') this.fetchQueue.put(pin.requestid, pin.createdUs)
+      this.addRefs(pin.requestid, keys)
     })
+  }
+
+  /** requestids of pins waiting to be fetched, oldest first */
+  pendingFetches (): string[] {
+    const ids: Array<[number, string]> = []
+    for (const { key, value } of this.fetchQueue.getRange()) ids.push([value, key])
+    return ids.sort((a, b) => a[0] - b[0]).map(([, id]) => id)
+  }
+
+  /**
+   * A fetched pin is complete: status pinned, its blocks referenced, out of
+   * the queue, and the pin it replaced (if any) releases its blocks — one
+   * transaction. Returns undefined if the pin was removed meanwhile.
+   */
+  async finishFetch (requestid: string, blocks: Array<string | CID>, dagSize: number, details: string): Promise<PinRecord | undefined> {
+    const keys = [...new Set(blocks.map(cidKey))]
+    let done: PinRecord | undefined
+    await this.env.root.transaction(() => {
+      this.fetchQueue.remove(requestid)
+      const pin = this.pins.get(requestid)
+      if (pin == null || pin.removed != null) return
+      done = { ...pin, status: 'pinned', dagSize, statusDetails: details }
+      delete done.fetch
+      this.pins.put(requestid, done)
+      this.addRefs(requestid, keys)
+      if (pin.replaces != null) this.releaseRefs(pin.replaces)
+    })
+    return done
+  }
+
+  /** A pin by CID that cannot be completed: status failed with the reason, out of the queue. */
+  async failFetch (requestid: string, details: string): Promise<PinRecord | undefined> {
+    let failed: PinRecord | undefined
+    await this.env.root.transaction(() => {
+      this.fetchQueue.remove(requestid)
+      const pin = this.pins.get(requestid)
+      if (pin == null || pin.removed != null) return
+      failed = { ...pin, status: 'failed', statusDetails: details }
+      this.pins.put(requestid, failed)
+      if (pin.replaces != null) this.releaseRefs(pin.replaces)
+    })
+    return failed
+  }
+
+  private addRefs (requestid: string, keys: string[]): void {
+    if (keys.length === 0) return
+    this.pinBlocks.put(requestid, keys)
+    for (const k of keys) this.blockRefs.put(k, (this.blockRefs.get(k) ?? 0) + 1)
+  }
+
+  /** Drops a pin's block references (idempotent: the pin's block list goes with them). */
+  private releaseRefs (requestid: string): void {
+    for (const k of this.pinBlocks.get(requestid) ?? []) {
+      const n = (this.blockRefs.get(k) ?? 0) - 1
+      if (n > 0) this.blockRefs.put(k, n)
+      else this.blockRefs.remove(k)
+    }
+    this.pinBlocks.remove(requestid)
   }
 
   /** Is this block part of the DAG of a pin that has not been removed? */
@@ -95,11 +163,10 @@ export class PinLedger {
       if (pin == null || pin.removed != null) return
       removed = { ...pin, removed: { at: at.toISOString(), why } }
       this.pins.put(requestid, removed)
-      for (const k of this.pinBlocks.get(requestid) ?? []) {
-        const n = (this.blockRefs.get(k) ?? 0) - 1
-        if (n > 0) this.blockRefs.put(k, n)
-        else this.blockRefs.remove(k)
-      }
+      this.fetchQueue.remove(requestid)
+      this.releaseRefs(requestid)
+      // a replacement removed before it settled also lets go of what it replaced
+      if (pin.replaces != null) this.releaseRefs(pin.replaces)
     })
     return removed
   }
@@ -132,6 +199,13 @@ export class PinLedger {
 /** CIDv0 and CIDv1 of the same content index alike. */
 function cidKey (cid: string | CID): string {
   return (typeof cid === 'string' ? CID.parse(cid) : cid).toV1().toString()
+}
+
+export class PinGoneError extends Error {
+  override name = 'PinGoneError'
+  constructor (readonly requestid: string) {
+    super(`pin ${requestid} no longer exists`)
+  }
 }
 
 export class PaymentReusedError extends Error {

@@ -42,8 +42,23 @@ export interface PinRecord {
   maxBytes?: number
   source: 'upload' | 'pin'
   payment: PaymentInfo
+  /** pins by CID: the background fetch's bookkeeping while queued or pinning */
+  fetch?: FetchState
+  /** a replacement (POST /pins/{requestid}): the pin it replaces, whose blocks stay referenced until this one settles */
+  replaces?: string
+  /** set on a replaced pin: the requestid that replaced it */
+  replacedBy?: string
   /** set when the owner unpinned or the pin was replaced/expired: the record stays for accounting */
   removed?: { at: string, why: 'unpinned' | 'replaced' | 'expired' }
+}
+
+export interface FetchState {
+  attempts: number
+  /** RFC 3339: after this the pin fails instead of retrying */
+  giveUpAt: string
+  /** RFC 3339: when a waiting pin is tried again */
+  nextAttemptAt?: string
+  lastError?: string
 }
 
 /** What a settled payment produced, so an honest retry gets the same answer. */

@@ -25,6 +25,8 @@ export function toPinStatus (pin: PinRecord, delegates: string[]): PinStatus {
   }
   if (pin.dagSize != null) info.dag_size = String(pin.dagSize)
   if (pin.fileSize != null) info.raw_size = String(pin.fileSize)
+  if (pin.maxBytes != null) info.max_bytes = String(pin.maxBytes)
+  if (pin.payment.method !== 'x402') info.payment_method = pin.payment.method
   if (pin.payment.tx != null) info.settlement_tx = pin.payment.tx
   info.status_details = pin.statusDetails ?? (pin.status === 'pinned' ? 'pinned on this node' : pin.status)
   return {

@@ -1,9 +1,17 @@
 /**
- * The owner side of the Pinning Service API: list, inspect and remove your
- * pins with a wallet token. Another owner's requestid is a 404, never a 403.
+ * /pins, the Pinning Service API: create (paid with x402, or with an
+ * operator token), list, inspect, replace and remove pins. Owner endpoints
+ * take a wallet token; another owner's requestid is a 404, never a 403.
  */
-import type { TokenService } from '../../auth/tokens.js'
-import { HttpError, notFound } from '../../errors.js'
+import type { IncomingMessage } from 'node:http'
+import type { TokenService, VerifiedToken } from '../../auth/tokens.js'
+import { notFound } from '../../errors.js'
+import type { PinRecord } from '../../ledger/records.js'
+import { PAYMENT_HEADER } from '../../payment/gate.js'
+import { createPin, type PinCreateDeps, type PinResponse } from '../../service/pin-create.js'
+import { parsePinRequest } from '../../service/pin-request.js'
+import { DURATION_HEADER, parseMonths } from '../../service/terms.js'
+import { readJson } from '../json-body.js'
 import type { PinLedger } from '../../ledger/pins.js'
 import { listPins, parsePinQuery } from '../../service/pin-query.js'
 import { toPinStatus } from '../../service/pin-status.js'
@@ -16,6 +24,8 @@ export interface PinRoutesDeps {
   ledger: PinLedger
   tokens: TokenService
   delegates(): string[]
+  create: PinCreateDeps
+  cancelFetch(requestid: string): void
 }
 
 export function pinRoutes (router: Router, d: PinRoutesDeps): void {
@@ -44,13 +54,33 @@ export function pinRoutes (router: Router, d: PinRoutesDeps): void {
     const { owner } = await bearer(req, d.tokens)
     const pin = ownPin(owner, params.requestid as string)
     await d.ledger.remove(pin.requestid, 'unpinned')
+    d.cancelFetch(pin.requestid)
     res.writeHead(202, { 'content-length': 0 })
     res.end()
   })
 
-  const notYet = (): never => {
-    throw new HttpError(501, 'NOT_IMPLEMENTED', 'pinning by CID (POST /pins) is not available in this version yet; upload files with POST /upload')
+  const write = async (req: IncomingMessage, replaces?: (owner: string) => PinRecord): Promise<PinResponse> => {
+    const request = parsePinRequest(await readJson(req))
+    const months = parseMonths(req.headers[DURATION_HEADER], d.create.prices.maxMonths)
+    // a token is optional on POST /pins (operator tokens pin without paying) and required to replace
+    const auth = replaces != null || req.headers.authorization != null ? await bearer(req, d.tokens) : undefined
+    const paymentHeader = req.headers[PAYMENT_HEADER]
+    return await createPin(req, {
+      request,
+      months,
+      ...(typeof paymentHeader === 'string' ? { paymentHeader } : {}),
+      ...(auth != null ? { auth } : {}),
+      ...(replaces != null ? { replaces: replaces((auth as VerifiedToken).owner) } : {})
+    }, d.create)
   }
-  router.add('POST', '/pins', notYet)
-  router.add('POST', '/pins/:requestid', notYet)
+
+  router.add('POST', '/pins', async ({ req, res }) => {
+    const r = await write(req)
+    sendJson(res, r.status, r.body, r.headers)
+  })
+
+  router.add('POST', '/pins/:requestid', async ({ req, res, params }) => {
+    const r = await write(req, (owner) => ownPin(owner, params.requestid as string))
+    sendJson(res, r.status, r.body, r.headers)
+  })
 }

@@ -1,0 +1,30 @@
+// Hand-written types for index.mjs.
+import type { Helia } from '@helia/interface'
+import type { Libp2p, PrivateKey } from '@libp2p/interface'
+import type { CID } from 'multiformats/cid'
+
+export interface PeerOptions {
+  /** fixed TCP port; default any free port */
+  port?: number
+  privateKey?: PrivateKey
+  /** keep blocks here (not removed on stop) */
+  blocksDir?: string
+}
+
+export interface Peer {
+  helia: Helia & { libp2p: Libp2p }
+  privateKey: PrivateKey
+  blocksDir: string
+  peerId: string
+  multiaddrs(): string[]
+  addBytes(bytes: Uint8Array): Promise<string>
+  addRandom(size: number): Promise<{ cid: string, bytes: Buffer }>
+  putBlock(cid: CID, bytes: Uint8Array): Promise<void>
+  addLyingDag(leaves: number, leafSize: number): Promise<string>
+  dial(addr: string): Promise<void>
+  cat(cid: string, signal?: AbortSignal): Promise<Buffer>
+  stop(opts?: { keepBlocks?: boolean }): Promise<void>
+}
+
+export declare function rawCid(bytes: Uint8Array): CID
+export declare function startPeer(opts?: PeerOptions): Promise<Peer>

@@ -1,0 +1,109 @@
+/**
+ * Getting blocks we do not hold from other peers: dial the pin request's
+ * origins (and the configured peers) first — bitswap only asks connected
+ * peers, and a dead provider hint would otherwise hang until the signal —
+ * then want each block over bitswap and check it against its CID's hash.
+ * Blocks fetched here are returned, not stored: the caller stages them.
+ */
+import { multiaddr, type Multiaddr } from '@multiformats/multiaddr'
+import type { BlockBroker } from '@helia/interface'
+import type { CID } from 'multiformats/cid'
+import type { IpfsNode } from './node.js'
+
+/** bitswap's own default: larger blocks are refused */
+export const MAX_BLOCK_BYTES = 2_097_152
+
+export class BlockHashMismatchError extends Error {
+  override name = 'BlockHashMismatchError'
+}
+
+export interface DialOutcome {
+  connected: number
+  failed: Array<{ addr: string, error: string }>
+}
+
+/**
+ * Blocks received in the last minute, by CID. A bitswap peer does not send
+ * the same block to the same peer again within its resend window (5 s in
+ * @helia/bitswap), so a second want right after the first — the root block
+ * probed for a quote and then fetched for the pin — would wait in vain.
+ */
+const RECENT_MAX_BYTES = 8 * 1024 * 1024
+const RECENT_TTL_MS = 60_000
+
+export class BlockNetwork {
+  private readonly recent = new Map<string, { bytes: Uint8Array, until: number }>()
+  private recentBytes = 0
+
+  constructor (private readonly node: IpfsNode, private readonly peers: string[] = []) {}
+
+  /** Dials origins and configured peers (in parallel, each bounded by the signal). */
+  async dial (origins: string[], signal: AbortSignal): Promise<DialOutcome> {
+    const libp2p = this.node.helia.libp2p
+    const addrs = [...new Set([...origins, ...this.peers])]
+    const failed: DialOutcome['failed'] = []
+    await Promise.all(addrs.map(async (addr) => {
+      let ma: Multiaddr
+      try { ma = multiaddr(addr) } catch { failed.push({ addr, error: 'not a multiaddr' }); return }
+      const peer = ma.getComponents().findLast(c => c.name === 'p2p')?.value
+      if (peer != null && libp2p.getConnections().some(c => c.remotePeer.toString() === peer)) return
+      try {
+        await libp2p.dial(ma, { signal })
+      } catch (err) {
+        failed.push({ addr, error: shortError(err) })
+      }
+    }))
+    return { connected: libp2p.getConnections().length, failed }
+  }
+
+  connectedPeers (): number {
+    return this.node.helia.libp2p.getConnections().length
+  }
+
+  /** One block from connected peers over bitswap, hash-checked; waits until the signal aborts. */
+  async retrieve (cid: CID, signal: AbortSignal): Promise<Uint8Array> {
+    const key = Buffer.from(cid.multihash.bytes).toString('base64')
+    const hit = this.recent.get(key)
+    if (hit != null && hit.until > Date.now()) return hit.bytes
+    const bytes = await this.bitswap().retrieve?.(cid, { signal, maxSize: MAX_BLOCK_BYTES }) as Uint8Array
+    await verifyBlock(this.node, cid, bytes)
+    this.remember(key, bytes)
+    return bytes
+  }
+
+  private remember (key: string, bytes: Uint8Array): void {
+    if (bytes.byteLength > RECENT_MAX_BYTES / 8) return
+    const now = Date.now()
+    for (const [k, v] of this.recent) {
+      if (v.until > now && this.recentBytes + bytes.byteLength <= RECENT_MAX_BYTES) break
+      this.recent.delete(k)
+      this.recentBytes -= v.bytes.byteLength
+    }
+    if (this.recent.has(key)) return
+    this.recent.set(key, { bytes, until: now + RECENT_TTL_MS })
+    this.recentBytes += bytes.byteLength
+  }
+
+  /** Tells peers that asked for this block that we have it now. */
+  async announce (cid: CID): Promise<void> {
+    await this.bitswap().announce?.(cid)
+  }
+
+  private bitswap (): BlockBroker {
+    const brokers = (this.node.helia as unknown as { blockBrokers: BlockBroker[] }).blockBrokers
+    const b = brokers.find(b => b.name === 'bitswap')
+    if (b?.retrieve == null) throw new Error('bitswap is not running')
+    return b
+  }
+}
+
+export async function verifyBlock (node: IpfsNode, cid: CID, bytes: Uint8Array): Promise<void> {
+  const hasher = await node.helia.getHasher(cid.multihash.code)
+  const digest = await hasher.digest(bytes)
+  if (!Buffer.from(digest.digest).equals(cid.multihash.digest)) throw new BlockHashMismatchError(`block ${cid.toString()} does not match its hash`)
+}
+
+function shortError (err: unknown): string {
+  const e = err as Error
+  return (e?.name != null && e.name !== 'Error' ? `${e.name}: ` : '') + String(e?.message ?? err).slice(0, 200)
+}

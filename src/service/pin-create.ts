@@ -1,0 +1,233 @@
+/**
+ * POST /pins and POST /pins/{requestid} (replace) as a use case.
+ *
+ * Pricing a CID we may not hold: the size the root block declares (probed
+ * briefly), or the client's `X-Pin-Size`, whichever is larger; with neither,
+ * the minimum price. The pin may then hold at most the bytes the payment
+ * covers (bytesCoveredBy), enforced on bytes actually fetched. The payment is
+ * settled when the pin is accepted (202): it pays for the attempt, and a pin
+ * that fails (unreachable for the whole retry window, or larger than paid
+ * for) is not refunded.
+ *
+ * A token carrying the `pins:create-unpaid` permission (operator-issued)
+ * creates pins without payment, capped at the service's pin limit.
+ */
+import { randomUUID } from 'node:crypto'
+import type { IncomingMessage } from 'node:http'
+import { PIN_WITHOUT_PAYMENT } from '../auth/permissions.js'
+import type { TokenService, VerifiedToken } from '../auth/tokens.js'
+import { HttpError, badRequest, tooLarge, unavailable } from '../errors.js'
+import { addMonths, nextCreated } from '../ledger/clock.js'
+import { PinGoneError, type PinLedger } from '../ledger/pins.js'
+import type { PaymentInfo, PaymentRecord, PinRecord } from '../ledger/records.js'
+import type { Logger } from '../log.js'
+import type { PaymentGate, Quote, VerifiedPayment } from '../payment/gate.js'
+import { bytesCoveredBy, priceFor, PriceTooHighError, type PriceSettings } from '../payment/pricing.js'
+import type { PaymentOnce } from './paid-once.js'
+import type { PinRequest } from './pin-request.js'
+import { toPinStatus } from './pin-status.js'
+import type { SizeProbe } from './size-probe.js'
+
+export const PIN_SIZE_HEADER = 'x-pin-size'
+
+export interface PinCreateDeps {
+  ledger: PinLedger
+  gate?: PaymentGate
+  tokens: TokenService
+  once: PaymentOnce
+  prices: PriceSettings
+  probe: SizeProbe
+  /** wakes the background fetcher */
+  enqueue: () => void
+  pinMaxBytes: number
+  retryWindowMs: number
+  publicUrl: string
+  network: string
+  asset: string
+  delegates: () => string[]
+  log: Logger
+}
+
+export interface PinWrite {
+  request: PinRequest
+  months: number
+  paymentHeader?: string
+  /** the verified bearer token, when one was sent */
+  auth?: VerifiedToken
+  /** replace: the owner's pin being replaced */
+  replaces?: PinRecord
+}
+
+export interface PinResponse {
+  status: number
+  body: unknown
+  headers: Record<string, string>
+}
+
+export async function createPin (req: IncomingMessage, w: PinWrite, d: PinCreateDeps): Promise<PinResponse> {
+  if (w.auth?.permissions.includes(PIN_WITHOUT_PAYMENT) === true) return await unpaid(w, w.auth, d)
+  if (d.gate == null) throw unavailable('payments are not configured on this server (no pay-to address or facilitator); writes are disabled', 3600)
+  const quote = await quoteFor(req, w, d)
+  const decision = await d.gate.decide(w.paymentHeader, quote.quote, (id) => d.ledger.payment(id) != null)
+  if (decision.type === 'payment-required') throw decision.error
+  const payment = decision.payment
+  const purpose = purposeOf(w)
+  if (decision.type === 'settled-before') return replay(payment, purpose, d)
+  d.log.info('payment verified', { payment: payment.id, amount: payment.amount })
+  const outcome = await d.once.run(payment.id, async () => {
+    if (d.ledger.payment(payment.id) != null) return undefined
+    return await paid(w, payment, quote, purpose, d.gate as PaymentGate, d)
+  })
+  if (outcome.first && outcome.value != null) return outcome.value
+  return replay(payment, purpose, d)
+}
+
+interface PinQuote {
+  quote: Quote
+  /** the most DAG bytes the payment covers */
+  maxBytes: number
+  declared?: { dagSize: number, fileSize?: number, how: string }
+}
+
+async function quoteFor (req: IncomingMessage, w: PinWrite, d: PinCreateDeps): Promise<PinQuote> {
+  const claimed = clientSize(req, d.pinMaxBytes)
+  const probed = await d.probe.probe(w.request.cid, w.request.origins)
+  const known = probed.size?.dagSize
+  if (known != null && known > d.pinMaxBytes) {
+    throw tooLarge(`the DAG's root declares ${known} bytes; this service pins DAGs of at most ${d.pinMaxBytes} bytes`)
+  }
+  const bytes = Math.max(known ?? 0, claimed ?? 0)
+  let amount: bigint
+  try {
+    amount = priceFor(BigInt(bytes), w.months, d.prices)
+  } catch (err) {
+    if (err instanceof PriceTooHighError) throw badRequest(err.message)
+    throw err
+  }
+  const covered = bytesCoveredBy(amount, w.months, d.prices)
+  const maxBytes = Number(covered > BigInt(d.pinMaxBytes) ? BigInt(d.pinMaxBytes) : covered)
+  const sizeSource = known != null
+    ? `the root block (${probed.size?.how}, found ${probed.source === 'local' ? 'on this node' : 'on the network'})${claimed != null && claimed > known ? ' and X-Pin-Size' : ''}`
+    : claimed != null
+      ? 'the X-Pin-Size header (the root block could not be read in time)'
+      : 'no size known (the root block could not be read in time and no X-Pin-Size was sent): minimum price'
+  const cid = w.request.cid.toString()
+  return {
+    maxBytes,
+    declared: probed.size,
+    quote: {
+      amount,
+      months: w.months,
+      bytes: BigInt(bytes),
+      resourceUrl: `${d.publicUrl}/pins${w.replaces != null ? `/${w.replaces.requestid}` : ''}`,
+      description: `Pin ${cid} (up to ${maxBytes} bytes) for ${w.months} month(s)`,
+      notes: {
+        sizeSource,
+        maxBytes: String(maxBytes),
+        sizeRule: 'A pin by CID is priced on the size its root block declares (dag-pb: block + link Tsizes; raw: the block), or on X-Pin-Size (bytes) when that is larger or the root cannot be read within a few seconds, or else at the minimum price. The pin holds at most maxBytes (what the payment covers); a DAG that turns out larger fails and keeps nothing. Payment is settled when the pin is accepted (202) and is not refunded if the content cannot be fetched.'
+      }
+    }
+  }
+}
+
+async function paid (w: PinWrite, payment: VerifiedPayment, q: PinQuote, purpose: string, gate: PaymentGate, d: PinCreateDeps): Promise<PinResponse> {
+  const settled = await gate.settle(payment)
+  if (!settled.ok) {
+    throw await gate.challenge(q.quote, /insufficient/i.test(settled.reason) ? 'INSUFFICIENT_FUNDS' : 'PAYMENT_REQUIRED',
+      `the payment could not be settled (${settled.reason}); nothing was pinned`)
+  }
+  const owner = w.replaces?.owner ?? payment.payer
+  const info: PaymentInfo = { id: payment.id, payer: payment.payer, amount: payment.amount.toString(), network: settled.network, asset: d.asset, tx: settled.tx, settledAt: new Date().toISOString(), method: 'x402' }
+  const pin = newPin(w, owner, q.maxBytes, info, q.declared, d)
+  const record: PaymentRecord = {
+    id: payment.id, requestid: pin.requestid, purpose, payer: payment.payer, amount: info.amount,
+    network: settled.network, tx: settled.tx, at: info.settledAt as string, proof: payment.proof
+  }
+  try {
+    await d.ledger.create(pin, record)
+  } catch (err) {
+    if (err instanceof PinGoneError) {
+      d.log.error('pin replacement settled but the replaced pin was removed meanwhile', { payment: payment.id, tx: settled.tx, replaced: err.requestid })
+      throw new HttpError(409, 'CONFLICT', `pin ${err.requestid} was removed while this replacement was being paid; payment ${payment.id} (transaction ${settled.tx}) needs an operator`)
+    }
+    d.log.error('pin settled but could not be recorded', { payment: payment.id, tx: settled.tx, cid: pin.cid, error: err })
+    throw err
+  }
+  d.enqueue()
+  d.log.info('pin accepted', { requestid: pin.requestid, cid: pin.cid, payer: payment.payer, tx: settled.tx, maxBytes: q.maxBytes })
+  const headers: Record<string, string> = { 'payment-response': settled.header, location: `${d.publicUrl}/pins/${pin.requestid}` }
+  if (w.replaces == null || w.auth == null) {
+    const token = await d.tokens.issue(owner)
+    headers['x-wallet-auth-token'] = token.token
+    headers['x-wallet-auth-token-expires'] = token.expiresAt.toISOString()
+  }
+  return { status: 202, body: toPinStatus(pin, d.delegates()), headers }
+}
+
+async function unpaid (w: PinWrite, auth: VerifiedToken, d: PinCreateDeps): Promise<PinResponse> {
+  const info: PaymentInfo = { id: `operator-token:${auth.jti}`, payer: auth.owner, amount: '0', network: d.network, asset: d.asset, method: 'operator-token' }
+  const pin = newPin(w, w.replaces?.owner ?? auth.owner, d.pinMaxBytes, info, undefined, d)
+  try {
+    await d.ledger.create(pin)
+  } catch (err) {
+    if (err instanceof PinGoneError) throw new HttpError(404, 'NOT_FOUND', `no pin with requestid ${err.requestid} for this owner`)
+    throw err
+  }
+  d.enqueue()
+  d.log.info('pin accepted', { requestid: pin.requestid, cid: pin.cid, owner: pin.owner, token: auth.jti, method: 'operator-token' })
+  return { status: 202, body: toPinStatus(pin, d.delegates()), headers: { location: `${d.publicUrl}/pins/${pin.requestid}` } }
+}
+
+function newPin (w: PinWrite, owner: string, maxBytes: number, payment: PaymentInfo, declared: PinQuote['declared'], d: PinCreateDeps): PinRecord {
+  const created = nextCreated()
+  const createdAt = new Date(Math.floor(created.us / 1000))
+  const r = w.request
+  return {
+    requestid: randomUUID(),
+    owner,
+    cid: r.cidText,
+    ...(r.name != null ? { name: r.name } : {}),
+    origins: r.origins,
+    meta: r.meta,
+    status: 'queued',
+    statusDetails: `queued for fetching${declared != null ? `; the root declares ${declared.dagSize} bytes` : ''}; at most ${maxBytes} bytes will be kept`,
+    created: created.iso,
+    createdUs: created.us,
+    months: w.months,
+    pinnedUntil: addMonths(createdAt, w.months).toISOString(),
+    ...(declared?.fileSize != null ? { fileSize: declared.fileSize } : {}),
+    maxBytes,
+    source: 'pin',
+    payment,
+    fetch: { attempts: 0, giveUpAt: new Date(createdAt.getTime() + d.retryWindowMs).toISOString() },
+    ...(w.replaces != null ? { replaces: w.replaces.requestid } : {})
+  }
+}
+
+/** What a payment is bound to: the same payment cannot buy a different pin. */
+function purposeOf (w: PinWrite): string {
+  const cid = w.request.cid.toV1().toString()
+  return w.replaces != null ? `replace:${w.replaces.requestid}:${cid}:${w.months}` : `pin:${cid}:${w.months}`
+}
+
+/**
+ * The same payment again: an honest retry of this very request gets the pin
+ * it created (no new token — see service/upload.ts); anything else is a 402.
+ */
+function replay (payment: VerifiedPayment, purpose: string, d: PinCreateDeps): PinResponse {
+  const record = d.ledger.payment(payment.id)
+  const pin = record != null ? d.ledger.get(record.requestid) : undefined
+  if (record == null || pin == null || record.proof !== payment.proof || record.purpose !== purpose) {
+    throw new HttpError(402, 'PAYMENT_REQUIRED', 'this payment was already used for another request; sign a new payment')
+  }
+  return { status: 202, body: toPinStatus(pin, d.delegates()), headers: { location: `${d.publicUrl}/pins/${pin.requestid}` } }
+}
+
+function clientSize (req: IncomingMessage, max: number): number | undefined {
+  const raw = req.headers[PIN_SIZE_HEADER]
+  if (raw == null) return undefined
+  if (typeof raw !== 'string' || !/^\d{1,16}$/.test(raw.trim())) throw badRequest('X-Pin-Size must be a whole number of bytes (the size of the whole DAG)')
+  const n = Number(raw.trim())
+  if (n > max) throw tooLarge(`X-Pin-Size declares ${n} bytes; this service pins DAGs of at most ${max} bytes`)
+  return n
+}

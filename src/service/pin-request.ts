@@ -1,0 +1,77 @@
+/**
+ * The body of POST /pins and POST /pins/{requestid} (the spec's Pin object),
+ * checked field by field: `cid` required and parseable, with a codec and hash
+ * this node can walk and verify; `name` ≤ 255 characters; `origins` ≤ 20
+ * unique multiaddrs; `meta` ≤ 1000 string → string entries. Anything else
+ * is a 400 that names the field.
+ */
+import { multiaddr } from '@multiformats/multiaddr'
+import { CID } from 'multiformats/cid'
+import { badRequest } from '../errors.js'
+
+/** dag-pb, raw, dag-cbor, dag-json, json */
+const CODECS = new Map([[0x70, 'dag-pb'], [0x55, 'raw'], [0x71, 'dag-cbor'], [0x0129, 'dag-json'], [0x0200, 'json']])
+/** sha2-256, sha2-512 */
+const HASHES = new Set([0x12, 0x13])
+
+export interface PinRequest {
+  cid: CID
+  /** the CID as the client sent it (kept in PinStatus.pin.cid) */
+  cidText: string
+  name?: string
+  origins: string[]
+  meta: Record<string, string>
+}
+
+export function parsePinRequest (body: unknown): PinRequest {
+  if (body == null || typeof body !== 'object' || Array.isArray(body)) throw badRequest('the body must be a JSON object: {"cid": "...", "name"?, "origins"?, "meta"?}')
+  const b = body as Record<string, unknown>
+  if (b.cid == null) throw badRequest('cid is required')
+  if (typeof b.cid !== 'string') throw badRequest('cid must be a string')
+  const cidText = b.cid.trim()
+  let cid: CID
+  try {
+    if (cidText.length === 0 || cidText.length > 512) throw new Error('length')
+    cid = CID.parse(cidText)
+  } catch {
+    throw badRequest(`cid "${cidText.slice(0, 100)}" is not a valid CID`)
+  }
+  if (!CODECS.has(cid.code)) throw badRequest(`cid uses codec 0x${cid.code.toString(16)}, which this service cannot pin (supported: ${[...CODECS.values()].join(', ')})`)
+  if (!HASHES.has(cid.multihash.code)) throw badRequest(`cid uses hash function 0x${cid.multihash.code.toString(16)}; supported: sha2-256, sha2-512`)
+
+  let name: string | undefined
+  if (b.name != null) {
+    if (typeof b.name !== 'string') throw badRequest('name must be a string')
+    if ([...b.name].length > 255) throw badRequest('name must be at most 255 characters')
+    name = b.name
+  }
+
+  const origins: string[] = []
+  if (b.origins != null) {
+    if (!Array.isArray(b.origins)) throw badRequest('origins must be an array of multiaddr strings')
+    if (b.origins.length > 20) throw badRequest('origins may list at most 20 multiaddrs')
+    for (const [i, o] of b.origins.entries()) {
+      if (typeof o !== 'string') throw badRequest(`origins[${i}] must be a string`)
+      try {
+        if (o.length > 1024 || !o.startsWith('/')) throw new Error('shape')
+        multiaddr(o)
+      } catch {
+        throw badRequest(`origins[${i}] "${o.slice(0, 100)}" is not a valid multiaddr`)
+      }
+      if (origins.includes(o)) throw badRequest(`origins[${i}] is listed twice`)
+      origins.push(o)
+    }
+  }
+
+  const meta: Record<string, string> = {}
+  if (b.meta != null) {
+    if (typeof b.meta !== 'object' || Array.isArray(b.meta)) throw badRequest('meta must be an object of string values')
+    const entries = Object.entries(b.meta as Record<string, unknown>)
+    if (entries.length > 1000) throw badRequest('meta may have at most 1000 entries')
+    for (const [k, v] of entries) {
+      if (typeof v !== 'string') throw badRequest(`meta.${k.slice(0, 100)} must be a string`)
+      meta[k] = v
+    }
+  }
+  return { cid, cidText, ...(name != null ? { name } : {}), origins, meta }
+}
