@@ -11,11 +11,14 @@ import { fileURLToPath } from 'node:url'
 export const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)))
 export const BINARY = join(ROOT, 'dist/pind')
 
-/** Starts `pind serve`, resolves when /health answers 200; `ms` is spawn → first 200. */
-export async function startServe ({ args = [], env = {}, binary = BINARY } = {}) {
+/**
+ * Starts `pind serve`, resolves when /health answers 200; `ms` is spawn → first 200.
+ * `binaryArgs` go before `serve`: `{ binary: process.execPath, binaryArgs: ['dist/pind.cjs'] }` runs the bundle.
+ */
+export async function startServe ({ args = [], env = {}, binary = BINARY, binaryArgs = [] } = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), 'pind-bench-'))
   const t0 = performance.now()
-  const proc = spawn(binary, ['serve', '--data-dir', dataDir, '--port', '0', '--p2p-listen', '/ip4/127.0.0.1/tcp/0', ...args], {
+  const proc = spawn(binary, [...binaryArgs, 'serve', '--data-dir', dataDir, '--port', '0', '--p2p-listen', '/ip4/127.0.0.1/tcp/0', ...args], {
     env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe']
   })
   let out = ''

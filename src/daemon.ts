@@ -3,8 +3,9 @@
  * ledger, the IPFS node and the HTTP server, in that order, and stops them in
  * reverse. Nothing else wires components together.
  */
-import { mkdirSync, readFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
+import { startAdminServer } from './admin/server.js'
 import { KeyStore } from './auth/keystore.js'
 import { SiweChallenges } from './auth/siwe.js'
 import { TokenService } from './auth/tokens.js'
@@ -16,6 +17,7 @@ import { agentCardRoutes } from './http/routes/agent-card.js'
 import { authRoutes } from './http/routes/auth.js'
 import { gatewayRoutes } from './http/routes/gateway.js'
 import { healthRoutes } from './http/routes/health.js'
+import { jwksRoutes } from './http/routes/jwks.js'
 import { pinRoutes } from './http/routes/pins.js'
 import { uploadRoutes } from './http/routes/upload.js'
 import { Router } from './http/router.js'
@@ -26,6 +28,7 @@ import { BlockStaging } from './ipfs/staging.js'
 import { LmdbDatastore } from './ledger/datastore.js'
 import { openLedgerEnv } from './ledger/open.js'
 import { PinLedger } from './ledger/pins.js'
+import { TokenLedger } from './ledger/tokens.js'
 import type { Logger } from './log.js'
 import { chainIdOf } from './payment/chain.js'
 import type { FacilitatorChoice } from './payment/facilitator.js'
@@ -97,7 +100,16 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     }
     const keystore = await KeyStore.open(paths.keys)
     const once = new PaymentOnce()
-    const tokens = new TokenService({ keystore, issuer: config.tokenIssuer ?? publicUrl, audience: config.tokenIssuer ?? publicUrl, ttlSeconds: config.tokenTtl })
+    const tokenLedger = new TokenLedger(ledger)
+    const issuer = config.tokenIssuer ?? publicUrl
+    const tokens = new TokenService({ keystore, issuer, audience: issuer, ttlSeconds: config.tokenTtl, isRevoked: (c) => tokenLedger.isRevoked(c) })
+    // admin commands on a stopped data dir mint tokens this serve accepts
+    await ledger.root.transaction(() => {
+      ledger.meta.put('tokenIssuer', issuer)
+      ledger.meta.put('tokenTtl', config.tokenTtl)
+    })
+    const admin = await startAdminServer(paths.adminSocket, { keys: { keystore, tokens, tokenLedger } }, log)
+    cleanups.push(async () => { await admin.close(); rmSync(paths.adminSocket, { force: true }) })
 
     healthRoutes(router, async () => await checkHealth({
       readLedger: () => ledger.meta.get('schemaVersion'),
@@ -158,6 +170,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
         log
       }
     })
+    jwksRoutes(router, keystore)
     authRoutes(router, { siwe: new SiweChallenges({ publicUrl, chainId: chainIdOf(config.network) }), tokens })
     uploadRoutes(router, {
       ledger: pins,

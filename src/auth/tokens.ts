@@ -7,7 +7,7 @@
  * with a short client-safe message; the token itself never appears in one.
  */
 import { randomBytes } from 'node:crypto'
-import { SignJWT, decodeProtectedHeader, errors, jwtVerify, type JWTPayload } from 'jose'
+import { SignJWT, decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JWTPayload } from 'jose'
 import { InvalidOwnerError, InvalidTokenError } from './errors.js'
 import { KEY_ALG, type KeyStore } from './keystore.js'
 
@@ -164,4 +164,14 @@ function normalizePermissions (perms: string[]): string[] {
     if (typeof p !== 'string' || p.length === 0) throw new TypeError('token permissions must be non-empty strings')
   }
   return [...new Set(perms)]
+}
+
+/** The `jti` of a token, read without verifying it (revocation by token); undefined if it is not a JWT. */
+export function tokenIdOf (token: string): string | undefined {
+  try {
+    const jti = decodeJwt(token).jti
+    return typeof jti === 'string' && jti !== '' ? jti : undefined
+  } catch {
+    return undefined
+  }
 }

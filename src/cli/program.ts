@@ -8,6 +8,7 @@ import { Command, Option } from 'commander'
 import { SETTINGS } from '../config/settings.js'
 import { VERSION } from '../version.js'
 import { configFromCli, loggerFor } from './config-from-cli.js'
+import { keysCommand } from './keys.js'
 
 export function buildProgram (): Command {
   const program = new Command('pind')
@@ -33,7 +34,7 @@ export function buildProgram (): Command {
 
   notYet(program, 'gc', 'remove blocks no live pin references (mark from the ledger, sweep the blockstore)')
   notYet(program, 'export-ledger', 'stream the ledger (pins, payments) as JSON Lines or CSV')
-  notYet(program, 'keys', 'manage token signing keys, operator tokens and the libp2p identity')
+  keysCommand(program)
 
   program.exitOverride()
   return program

@@ -5,6 +5,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { chmodSync, rmSync } from 'node:fs'
 import { HttpError } from '../errors.js'
 import type { Logger } from '../log.js'
 import { sendError } from './error-response.js'
@@ -13,6 +14,8 @@ import type { RequestContext, Router } from './router.js'
 export interface HttpServer {
   server: Server
   listen(host: string, port: number): Promise<{ host: string, port: number }>
+  /** listen on a Unix socket that only this user can open (mode 0600) */
+  listenSocket(path: string): Promise<void>
   /** stop accepting; wait for in-flight requests up to `deadlineMs`, then close the rest */
   close(deadlineMs: number): Promise<void>
   inFlight(): number
@@ -79,6 +82,19 @@ export function createHttpServer (router: Router, log: Logger): HttpServer {
       })
       const addr = server.address() as AddressInfo
       return { host: addr.address, port: addr.port }
+    },
+    listenSocket: async (path) => {
+      rmSync(path, { force: true }) // a socket file left by a crash
+      const mask = process.umask(0o177)
+      try {
+        await new Promise<void>((resolve, reject) => {
+          server.once('error', reject)
+          server.listen(path, () => { server.off('error', reject); resolve() })
+        })
+      } finally {
+        process.umask(mask)
+      }
+      chmodSync(path, 0o600)
     },
     close: async (deadlineMs) => {
       closing = true

@@ -5,17 +5,9 @@
 import { existsSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { spawnPind, startPind, tempDir } from '../helpers/pind.js'
+import { runPind, startPind, tempDir } from '../helpers/pind.js'
 
-async function run (args: string[], env: Record<string, string> = {}): Promise<{ code: number | null, out: string, err: string }> {
-  const p = spawnPind(args, { env })
-  let out = ''
-  let err = ''
-  p.stdout?.on('data', (b: Buffer) => { out += b.toString() })
-  p.stderr?.on('data', (b: Buffer) => { err += b.toString() })
-  const code = await new Promise<number | null>(resolve => p.on('exit', resolve))
-  return { code, out, err }
-}
+const run = async (args: string[], env: Record<string, string> = {}): ReturnType<typeof runPind> => await runPind(args, { env })
 
 describe('pind serve', () => {
   it('starts, reports real health checks and the agent card, keeps its peer id, and stops on SIGTERM', async () => {

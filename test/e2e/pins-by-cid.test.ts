@@ -96,6 +96,27 @@ describe('POST /pins', () => {
     peers.push(origin)
   })
 
+  it('replaces a pin when the owner pays again: a new requestid, the old one gone', async () => {
+    const pay = payingFetch(chain, chain.payers[0]!.privateKey)
+    const a = await origin.addRandom(4000)
+    const r = await pay(`${pind.url}/pins`, postPin({ cid: a.cid, origins: origin.multiaddrs() }))
+    const token = r.headers.get('x-wallet-auth-token') as string
+    const old = await r.json() as any
+    await untilSettled(token, old.requestid)
+    const b = await origin.addRandom(6000)
+    const unpaid = await fetch(`${pind.url}/pins/${old.requestid}`, postPin({ cid: b.cid, origins: origin.multiaddrs() }, { authorization: `Bearer ${token}` }))
+    expect(unpaid.status).toBe(402)
+    expect((await fetch(`${pind.url}/pins/${old.requestid}`, postPin({ cid: b.cid }))).status).toBe(401)
+    const replaced = await pay(`${pind.url}/pins/${old.requestid}`, postPin({ cid: b.cid, origins: origin.multiaddrs() }, { authorization: `Bearer ${token}` }))
+    expect(replaced.status).toBe(202)
+    const next = await replaced.json() as any
+    expect(next.requestid).not.toBe(old.requestid)
+    expect((await fetch(`${pind.url}/pins/${old.requestid}`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(404)
+    expect((await untilSettled(token, next.requestid)).status).toBe('pinned')
+    expect((await fetch(`${pind.url}/ipfs/${a.cid}`)).status).toBe(404)
+    expect(Buffer.from(await (await fetch(`${pind.url}/ipfs/${b.cid}`)).arrayBuffer()).equals(b.bytes)).toBe(true)
+  })
+
   it('validates the body with the spec error shape before asking for payment', async () => {
     const cases: Array<[unknown, RegExp]> = [
       [{}, /cid is required/],

@@ -50,6 +50,17 @@ export function spawnPind (args: string[], opts: { env?: Record<string, string |
   return proc
 }
 
+/** Runs a one-shot pind command (e.g. `keys mint`) to its exit. */
+export async function runPind (args: string[], opts: { env?: Record<string, string | undefined>, binary?: string } = {}): Promise<{ code: number | null, out: string, err: string }> {
+  const p = spawnPind(args, opts)
+  let out = ''
+  let err = ''
+  p.stdout?.on('data', (b: Buffer) => { out += b.toString() })
+  p.stderr?.on('data', (b: Buffer) => { err += b.toString() })
+  const code = await new Promise<number | null>(resolve => p.on('exit', resolve))
+  return { code, out, err }
+}
+
 export async function startPind (opts: StartOptions = {}): Promise<PindProcess> {
   const dataDir = opts.dataDir ?? tempDir()
   const args = ['serve', '--data-dir', dataDir, '--port', '0', '--p2p-listen', '/ip4/127.0.0.1/tcp/0', ...(opts.args ?? [])]

@@ -1,0 +1,65 @@
+/**
+ * Operator-issued tokens and revocations in the ledger:
+ *   tokens-issued   jti → IssuedTokenRecord   (operator tokens, for listing and audit)
+ *   tokens-revoked  jti → RFC 3339 time of revocation
+ *   owners-revoked  owner → iat (seconds): every token of that owner issued at or before it is revoked
+ * Wallet tokens from paid writes and SIWE are not recorded (there are many,
+ * and they expire); they can still be revoked by jti or by owner.
+ */
+import type { Database } from 'lmdb'
+import type { LedgerEnv } from './open.js'
+
+export interface IssuedTokenRecord {
+  jti: string
+  owner: string
+  permissions: string[]
+  issuedAt: string
+  expiresAt: string
+  kid: string
+  note?: string
+}
+
+export class TokenLedger {
+  private readonly issued: Database<IssuedTokenRecord, string>
+  private readonly revokedJti: Database<string, string>
+  private readonly revokedOwners: Database<number, string>
+
+  constructor (private readonly env: LedgerEnv) {
+    this.issued = env.db<IssuedTokenRecord>('tokens-issued')
+    this.revokedJti = env.db<string>('tokens-revoked')
+    this.revokedOwners = env.db<number>('owners-revoked')
+  }
+
+  async recordIssued (rec: IssuedTokenRecord): Promise<void> {
+    await this.env.root.transaction(() => { this.issued.put(rec.jti, rec) })
+  }
+
+  async revokeToken (jti: string, at = new Date()): Promise<void> {
+    await this.env.root.transaction(() => { this.revokedJti.put(jti, at.toISOString()) })
+  }
+
+  /** Revokes every token of `owner` issued at or before `at`. */
+  async revokeOwner (owner: string, at = new Date()): Promise<void> {
+    const iat = Math.floor(at.getTime() / 1000)
+    await this.env.root.transaction(() => {
+      this.revokedOwners.put(owner.toLowerCase(), Math.max(iat, this.revokedOwners.get(owner.toLowerCase()) ?? 0))
+    })
+  }
+
+  isRevoked (claims: { jti: string, sub: string, iat: number }): boolean {
+    if (this.revokedJti.doesExist(claims.jti)) return true
+    const before = this.revokedOwners.get(claims.sub)
+    return before != null && claims.iat <= before
+  }
+
+  revokedAt (jti: string): string | undefined {
+    return this.revokedJti.get(jti)
+  }
+
+  * listIssued (): Generator<IssuedTokenRecord & { revoked?: string }> {
+    for (const { value } of this.issued.getRange()) {
+      const revoked = this.revokedJti.get(value.jti) ?? (this.isRevoked({ jti: value.jti, sub: value.owner, iat: Math.floor(Date.parse(value.issuedAt) / 1000) }) ? 'by owner' : undefined)
+      yield revoked != null ? { ...value, revoked } : value
+    }
+  }
+}

@@ -1,0 +1,85 @@
+/**
+ * `pind keys` as operations on the key store and the token ledger. The same
+ * functions run inside a live `serve` (reached over the admin socket) and
+ * in the CLI on a stopped data dir, so both paths behave alike.
+ */
+import { KeyStoreError, UnknownKeyError } from '../auth/errors.js'
+import { KNOWN_PERMISSIONS } from '../auth/permissions.js'
+import type { KeyStore } from '../auth/keystore.js'
+import { tokenIdOf, type TokenService } from '../auth/tokens.js'
+import { badRequest } from '../errors.js'
+import type { TokenLedger } from '../ledger/tokens.js'
+
+export type KeysOp =
+  | { op: 'list' }
+  | { op: 'rotate' }
+  | { op: 'retire', kid: string }
+  | { op: 'jwks' }
+  | { op: 'mint', owner: string, permissions: string[], ttlSeconds?: number, note?: string }
+  | { op: 'revoke', token?: string, jti?: string, owner?: string }
+
+export interface KeysAdminDeps {
+  keystore: KeyStore
+  /** undefined when no serve has ever recorded its token issuer in this data dir */
+  tokens?: TokenService
+  tokenLedger: TokenLedger
+}
+
+const ADDRESS = /^0x[0-9a-fA-F]{40}$/
+
+export async function runKeysOp (op: KeysOp, d: KeysAdminDeps): Promise<Record<string, unknown>> {
+  switch (op.op) {
+    case 'list': {
+      await d.keystore.refresh()
+      return { keys: d.keystore.list(), operatorTokens: [...d.tokenLedger.listIssued()] }
+    }
+    case 'rotate':
+      return { rotated: await d.keystore.rotate() }
+    case 'retire':
+      if (typeof op.kid !== 'string' || op.kid === '') throw badRequest('retire needs a key id')
+      try {
+        return { retired: await d.keystore.retire(op.kid) }
+      } catch (err) {
+        if (err instanceof UnknownKeyError || err instanceof KeyStoreError) throw badRequest(err.message)
+        throw err
+      }
+    case 'jwks':
+      await d.keystore.refresh()
+      return d.keystore.jwks() as unknown as Record<string, unknown>
+    case 'mint': {
+      if (typeof op.owner !== 'string' || !ADDRESS.test(op.owner)) throw badRequest('mint needs --owner <0x address>')
+      const unknown = op.permissions.filter(p => !(KNOWN_PERMISSIONS as readonly string[]).includes(p))
+      if (unknown.length > 0) throw badRequest(`unknown permission ${unknown.join(', ')}; known: ${KNOWN_PERMISSIONS.join(', ')}`)
+      if (d.tokens == null) throw badRequest('this data dir has never been served, so the token issuer is unknown: run `pind serve` once (or mint through a running serve)')
+      const issued = await d.tokens.issue(op.owner, { permissions: op.permissions, ...(op.ttlSeconds != null ? { ttlSeconds: op.ttlSeconds } : {}) })
+      const kid = d.keystore.active().kid
+      await d.tokenLedger.recordIssued({
+        jti: issued.jti,
+        owner: op.owner.toLowerCase(),
+        permissions: op.permissions,
+        issuedAt: new Date().toISOString(),
+        expiresAt: issued.expiresAt.toISOString(),
+        kid,
+        ...(op.note != null ? { note: op.note } : {})
+      })
+      return { token: issued.token, jti: issued.jti, owner: op.owner.toLowerCase(), permissions: op.permissions, expiresAt: issued.expiresAt.toISOString(), kid }
+    }
+    case 'revoke': {
+      if (op.owner != null) {
+        if (!ADDRESS.test(op.owner)) throw badRequest('--owner must be a 0x address')
+        await d.tokenLedger.revokeOwner(op.owner)
+        return { revokedOwner: op.owner.toLowerCase(), before: new Date().toISOString() }
+      }
+      let jti = op.jti
+      if (op.token != null) {
+        jti = tokenIdOf(op.token)
+        if (jti == null) throw badRequest('that is not a token with an id; pass a token, --jti <id> or --owner <address>')
+      }
+      if (typeof jti !== 'string' || jti === '') throw badRequest('revoke needs a token, --jti <id> or --owner <address>')
+      await d.tokenLedger.revokeToken(jti)
+      return { revokedJti: jti }
+    }
+    default:
+      throw badRequest(`unknown keys operation ${String((op as { op: unknown }).op)}`)
+  }
+}

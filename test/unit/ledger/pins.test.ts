@@ -1,0 +1,96 @@
+/**
+ * The ledger's block references on a real LMDB env: shared blocks stay
+ * referenced while any pin holds them; a replacement keeps the old pin's
+ * blocks until it settles; the fetch queue follows the pin's state.
+ */
+import { rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { nextCreated } from '../../../src/ledger/clock.js'
+import { openLedgerEnv, type LedgerEnv } from '../../../src/ledger/open.js'
+import { PinGoneError, PinLedger } from '../../../src/ledger/pins.js'
+import type { PinRecord } from '../../../src/ledger/records.js'
+import { tempDir } from '../../helpers/pind.js'
+
+const A = 'bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy'
+const B = 'bafkreie7q3iidccmpvszul7kudcvvuavuo7u6gzlbobczuk5nqk3b4akba'
+const C = 'bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku'
+
+let dir: string
+let env: LedgerEnv
+let ledger: PinLedger
+
+beforeEach(async () => {
+  dir = tempDir('pind-ledger-')
+  env = await openLedgerEnv(join(dir, 'ledger.mdb'))
+  ledger = new PinLedger(env)
+})
+afterEach(async () => {
+  await env.close()
+  rmSync(dir, { recursive: true, force: true })
+})
+
+function pin (id: string, cid: string, status: PinRecord['status'], owner = '0xa', extra: Partial<PinRecord> = {}): PinRecord {
+  const c = nextCreated()
+  return {
+    requestid: id, owner, cid, origins: [], meta: {}, status, created: c.iso, createdUs: c.us, months: 1,
+    pinnedUntil: new Date(Date.now() + 86400_000).toISOString(), source: 'pin',
+    payment: { id: `p-${id}`, payer: owner, amount: '1000', network: 'eip155:167000', asset: '0x0', method: 'x402' },
+    ...extra
+  }
+}
+
+describe('PinLedger', () => {
+  it('keeps shared blocks referenced until the last pin holding them goes', async () => {
+    await ledger.create(pin('1', A, 'pinned', '0xa'), undefined, [A, B])
+    await ledger.create(pin('2', A, 'pinned', '0xb'), undefined, [A, B, C])
+    await ledger.remove('1', 'unpinned')
+    expect([A, B, C].map(c => ledger.isPinnedBlock(c))).toEqual([true, true, true])
+    await ledger.remove('2', 'unpinned')
+    expect([A, B, C].map(c => ledger.isPinnedBlock(c))).toEqual([false, false, false])
+    await ledger.remove('2', 'unpinned') // idempotent
+    expect(ledger.isPinnedBlock(A)).toBe(false)
+  })
+
+  it('queues pins to fetch and takes them out when they settle or go', async () => {
+    await ledger.create(pin('q1', A, 'queued'))
+    await ledger.create(pin('q2', B, 'queued'))
+    await ledger.create(pin('q3', C, 'queued'))
+    expect(ledger.pendingFetches()).toEqual(['q1', 'q2', 'q3'])
+    await ledger.finishFetch('q1', [A], 10, 'pinned')
+    await ledger.failFetch('q2', 'too large')
+    await ledger.remove('q3', 'unpinned')
+    expect(ledger.pendingFetches()).toEqual([])
+    expect(ledger.get('q1')?.status).toBe('pinned')
+    expect(ledger.isPinnedBlock(A)).toBe(true)
+    expect(ledger.get('q2')).toMatchObject({ status: 'failed', statusDetails: 'too large' })
+    // a pin removed while it was being fetched is not revived by the fetch finishing
+    expect(await ledger.finishFetch('q3', [C], 10, 'pinned')).toBeUndefined()
+    expect(ledger.isPinnedBlock(C)).toBe(false)
+  })
+
+  it('a replacement holds the old blocks until it is pinned, then releases them', async () => {
+    await ledger.create(pin('old', A, 'pinned'), undefined, [A, B])
+    await ledger.create(pin('new', C, 'queued', '0xa', { replaces: 'old' }))
+    expect(ledger.get('old')?.removed?.why).toBe('replaced')
+    expect(ledger.get('old')?.replacedBy).toBe('new')
+    expect(ledger.isPinnedBlock(B)).toBe(true)
+    await ledger.finishFetch('new', [C], 5, 'pinned')
+    expect([A, B, C].map(c => ledger.isPinnedBlock(c))).toEqual([false, false, true])
+    // the replaced pin cannot be replaced again, nor by another owner
+    await expect(ledger.create(pin('again', C, 'queued', '0xa', { replaces: 'old' }))).rejects.toBeInstanceOf(PinGoneError)
+    await expect(ledger.create(pin('theirs', C, 'queued', '0xb', { replaces: 'new' }))).rejects.toBeInstanceOf(PinGoneError)
+    expect(ledger.get('again')).toBeUndefined()
+  })
+
+  it('a replacement that fails or is removed also lets go of what it replaced', async () => {
+    await ledger.create(pin('o1', A, 'pinned'), undefined, [A])
+    await ledger.create(pin('n1', B, 'queued', '0xa', { replaces: 'o1' }))
+    await ledger.failFetch('n1', 'unreachable')
+    expect(ledger.isPinnedBlock(A)).toBe(false)
+    await ledger.create(pin('o2', C, 'pinned'), undefined, [C])
+    await ledger.create(pin('n2', B, 'queued', '0xa', { replaces: 'o2' }))
+    await ledger.remove('n2', 'unpinned')
+    expect(ledger.isPinnedBlock(C)).toBe(false)
+  })
+})
