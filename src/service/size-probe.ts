@@ -11,16 +11,19 @@ import type { BlockNetwork } from '../ipfs/network.js'
 import type { IpfsNode } from '../ipfs/node.js'
 
 const MAX_ENTRIES = 10_000
+/** probes that reach out to the network at once; past this, quotes fall back as if the root were unreachable */
+const MAX_ACTIVE = 16
 
 export interface ProbeResult {
   size?: DeclaredSize
   /** where the root came from, or why it could not be had */
-  source: 'local' | 'network' | 'timeout' | 'undeclared'
+  source: 'local' | 'network' | 'timeout' | 'undeclared' | 'busy'
 }
 
 export class SizeProbe {
   private readonly cache = new Map<string, { result: ProbeResult, until: number }>()
   private readonly inflight = new Map<string, Promise<ProbeResult>>()
+  private active = 0
 
   constructor (private readonly o: {
     node: IpfsNode
@@ -54,12 +57,16 @@ export class SizeProbe {
       return found(cid, Buffer.concat(chunks), 'local')
     }
     if (this.o.timeoutMs <= 0) return { source: 'timeout' }
+    if (this.active >= MAX_ACTIVE) return { source: 'busy' }
+    this.active++
     const signal = AbortSignal.timeout(this.o.timeoutMs)
     try {
       await this.o.network.dial(origins, signal)
       return found(cid, await this.o.network.retrieve(cid, signal), 'network')
     } catch {
       return { source: 'timeout' }
+    } finally {
+      this.active--
     }
   }
 
