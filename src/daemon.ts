@@ -24,6 +24,7 @@ import { Router } from './http/router.js'
 import { createHttpServer } from './http/server.js'
 import { loadOrCreateIdentity } from './ipfs/identity.js'
 import { startIpfsNode } from './ipfs/node.js'
+import { CommitLock } from './ipfs/commit-lock.js'
 import { BlockStaging } from './ipfs/staging.js'
 import { LmdbDatastore } from './ledger/datastore.js'
 import { openLedgerEnv } from './ledger/open.js'
@@ -35,6 +36,8 @@ import type { FacilitatorChoice } from './payment/facilitator.js'
 import { PaymentGate } from './payment/gate.js'
 import type { PriceSettings } from './payment/pricing.js'
 import { PaymentOnce } from './service/paid-once.js'
+import { startExpirySweeper } from './service/expiry.js'
+import type { GcDeps } from './service/gc.js'
 import { PinFetcher } from './service/pin-fetcher.js'
 import { SizeProbe } from './service/size-probe.js'
 import { BlockNetwork } from './ipfs/network.js'
@@ -83,7 +86,9 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     const staging = new BlockStaging(paths.blocks, paths.staging)
     const leftovers = await staging.sweepLeftovers()
     if (leftovers > 0) log.warn('removed unfinished imports left by a previous run', { count: leftovers })
-    const pins = new PinLedger(ledger)
+    const pins = new PinLedger(ledger, { graceMs: config.expiryGrace * 1000 })
+    await pins.upgrade()
+    const commitLock = new CommitLock()
 
     const router = new Router()
     const http = createHttpServer(router, log)
@@ -107,9 +112,13 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     await ledger.root.transaction(() => {
       ledger.meta.put('tokenIssuer', issuer)
       ledger.meta.put('tokenTtl', config.tokenTtl)
+      ledger.meta.put('expiryGrace', config.expiryGrace)
     })
-    const admin = await startAdminServer(paths.adminSocket, { keys: { keystore, tokens, tokenLedger } }, log)
+    const gcDeps: GcDeps = { pins, blocksDir: paths.blocks, lock: commitLock, graceMs: config.expiryGrace * 1000 }
+    const admin = await startAdminServer(paths.adminSocket, { keys: { keystore, tokens, tokenLedger }, pins, gc: gcDeps }, log)
     cleanups.push(async () => { await admin.close(); rmSync(paths.adminSocket, { force: true }) })
+    const sweeper = startExpirySweeper(pins, config.expiryGrace * 1000, config.expirySweepInterval * 1000, log)
+    cleanups.push(async () => { await sweeper.stop() })
 
     healthRoutes(router, async () => await checkHealth({
       readLedger: () => ledger.meta.get('schemaVersion'),
@@ -137,6 +146,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     const fetcher = new PinFetcher({
       ledger: pins,
       staging,
+      lock: commitLock,
       node: ipfs,
       network,
       log: log.child({ component: 'fetcher' }),
@@ -175,6 +185,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     uploadRoutes(router, {
       ledger: pins,
       staging,
+      lock: commitLock,
       gate,
       tokens,
       once,

@@ -29,3 +29,53 @@ export async function callAdmin (socketPath: string, path: string, body: unknown
     await dispatcher.close()
   }
 }
+
+/** A streamed admin call: resolves with the raw response (status, headers, body stream). */
+export async function openAdminStream (socketPath: string, path: string, body: unknown, signal?: AbortSignal): Promise<{ headers: Record<string, string | string[] | undefined>, body: AsyncIterable<Buffer>, close: () => Promise<void> }> {
+  const dispatcher = new Agent({ connect: { socketPath }, bodyTimeout: 0, headersTimeout: 0 })
+  const r = await request(`http://pind-admin${path}`, {
+    method: 'POST',
+    dispatcher,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+    ...(signal != null ? { signal } : {})
+  })
+  if (r.statusCode >= 400) {
+    const json = await r.body.json().catch(() => ({})) as { error?: { reason?: string, details?: string } }
+    await dispatcher.close()
+    throw new AdminCallError(r.statusCode, json.error?.reason ?? 'ERROR', json.error?.details ?? `admin call failed with status ${r.statusCode}`)
+  }
+  return { headers: r.headers, body: r.body as AsyncIterable<Buffer>, close: async () => { await dispatcher.destroy() } }
+}
+
+/**
+ * Reads a stream of JSON lines (NDJSON) from an admin call: progress events
+ * as they come, then the final `{"result": …}` or `{"error": …}` line.
+ */
+export async function callAdminLines (socketPath: string, path: string, body: unknown, onEvent: (event: Record<string, unknown>) => void, signal?: AbortSignal): Promise<Record<string, unknown>> {
+  const stream = await openAdminStream(socketPath, path, body, signal)
+  try {
+    let buf = ''
+    let result: Record<string, unknown> | undefined
+    for await (const chunk of stream.body) {
+      buf += chunk.toString('utf8')
+      let nl: number
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl)
+        buf = buf.slice(nl + 1)
+        if (line.trim() === '') continue
+        const event = JSON.parse(line) as Record<string, unknown>
+        if (event.error != null) {
+          const e = event.error as { reason?: string, details?: string }
+          throw new AdminCallError(500, e.reason ?? 'ERROR', e.details ?? 'the admin operation failed')
+        }
+        if (event.result != null) result = event.result as Record<string, unknown>
+        else onEvent(event)
+      }
+    }
+    if (result == null) throw new AdminCallError(500, 'ERROR', 'the running serve ended the operation without a result (was it stopped?)')
+    return result
+  } finally {
+    await stream.close()
+  }
+}

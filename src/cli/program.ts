@@ -8,6 +8,7 @@ import { Command, Option } from 'commander'
 import { SETTINGS } from '../config/settings.js'
 import { VERSION } from '../version.js'
 import { configFromCli, loggerFor } from './config-from-cli.js'
+import { gcCommand } from './gc.js'
 import { keysCommand } from './keys.js'
 
 export function buildProgram (): Command {
@@ -16,6 +17,8 @@ export function buildProgram (): Command {
     .version(VERSION, '-V, --version', 'print the version')
     .option('--config <file>', 'JSON config file (env PIND_CONFIG); flags > environment > file > defaults')
     .showHelpAfterError()
+    // before any subcommand is added, so they inherit it: usage errors reach main.ts (exit 2)
+    .exitOverride()
   for (const s of SETTINGS.filter(s => s.global === true && s.flag != null)) {
     program.addOption(new Option(s.flag as string, `${s.description} (env ${s.env})`))
   }
@@ -32,11 +35,10 @@ export function buildProgram (): Command {
     await serve(config, loggerFor(config))
   })
 
-  notYet(program, 'gc', 'remove blocks no live pin references (mark from the ledger, sweep the blockstore)')
+  gcCommand(program)
   notYet(program, 'export-ledger', 'stream the ledger (pins, payments) as JSON Lines or CSV')
   keysCommand(program)
 
-  program.exitOverride()
   return program
 }
 

@@ -63,6 +63,8 @@ export interface Config {
   pinProbeTimeout: number
   gatewayPolicy: GatewayPolicy
   shutdownTimeout: number
+  expiryGrace: number
+  expirySweepInterval: number
 }
 
 export interface Setting {
@@ -111,5 +113,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'pinStallTimeout', flag: '--pin-stall-timeout <duration>', env: 'PIND_PIN_STALL_TIMEOUT', default: 60, parse: duration(1, 3600), description: 'a fetch attempt ends (and is retried with backoff) when no block arrives for this long' },
   { key: 'pinProbeTimeout', flag: '--pin-probe-timeout <duration>', env: 'PIND_PIN_PROBE_TIMEOUT', default: 5, parse: duration(0, 60), description: 'how long POST /pins looks for the root block to price a CID it does not hold (0 = do not look)' },
   { key: 'gatewayPolicy', flag: '--gateway-policy <policy>', env: 'PIND_GATEWAY_POLICY', default: 'pinned', parse: oneOf(GATEWAY_POLICIES), description: 'pinned: serve only content of live pins; blockstore: anything held locally' },
+  { key: 'expiryGrace', flag: '--expiry-grace <duration>', env: 'PIND_EXPIRY_GRACE', default: 7 * 86400, parse: duration(0, 365 * 86400), description: 'an expired pin (hidden at pinned_until) keeps its blocks this long, so it can still be renewed; then it is swept' },
+  { key: 'expirySweepInterval', flag: '--expiry-sweep-interval <duration>', env: 'PIND_EXPIRY_SWEEP_INTERVAL', default: 3600, parse: duration(1, 86400), description: 'how often serve sweeps pins past pinned_until + grace' },
   { key: 'shutdownTimeout', flag: '--shutdown-timeout <duration>', env: 'PIND_SHUTDOWN_TIMEOUT', default: 10, parse: duration(0, 3600), description: 'how long in-flight requests may finish after SIGTERM' }
 ]

@@ -8,6 +8,7 @@
  *   pinBlocks requestid → block CIDs of the pin's DAG
  *   blockRefs block CID (v1) → number of pins holding it  (gateway policy, gc marking)
  *   fetchQueue requestid → createdUs                        (pins by CID still to fetch; survives restarts)
+ *   byExpiry  [pinnedUntilMs, requestid] → requestid        (pins not yet removed, by expiry: the sweeper)
  * The ledger decides what is live; helia's pin refcounts are not used.
  */
 import type { Database } from 'lmdb'
@@ -27,8 +28,13 @@ export class PinLedger {
   private readonly pinBlocks: Database<string[], string>
   private readonly blockRefs: Database<number, string>
   private readonly fetchQueue: Database<number, string>
+  private readonly byExpiry: Database<string, [number, string]>
 
-  constructor (private readonly env: LedgerEnv) {
+  /** how long after pinned_until a pin still counts as live (until the sweeper marks it expired) */
+  readonly graceMs: number
+
+  constructor (private readonly env: LedgerEnv, opts: { graceMs?: number } = {}) {
+    this.graceMs = opts.graceMs ?? 0
     this.pins = env.db<PinRecord>('pins')
     this.byOwner = env.db<string>('pins-by-owner')
     this.byCid = env.db<string>('pins-by-cid')
@@ -36,9 +42,25 @@ export class PinLedger {
     this.pinBlocks = env.db<string[]>('pin-blocks')
     this.blockRefs = env.db<number>('block-refs')
     this.fetchQueue = env.db<number>('fetch-queue')
+    this.byExpiry = env.db<string>('pins-by-expiry')
     let maxUs = 0
     for (const { key } of this.byOwner.getRange({ reverse: true, limit: 1 })) maxUs = Math.max(maxUs, (key)[1])
     seedClock(maxUs)
+  }
+
+  /** Builds indexes added after a ledger was created (idempotent; a no-op once done). */
+  async upgrade (): Promise<void> {
+    if (this.env.meta.get('index:pins-by-expiry') === true) return
+    await this.env.root.transaction(() => {
+      for (const { value: pin } of this.pins.getRange()) {
+        if (pin.removed == null) this.byExpiry.put([Date.parse(pin.pinnedUntil), pin.requestid], pin.requestid)
+      }
+      this.env.meta.put('index:pins-by-expiry', true)
+    })
+  }
+
+  isLive (pin: PinRecord, now: Date = new Date()): boolean {
+    return isLive(pin, now, this.graceMs)
   }
 
   get (requestid: string): PinRecord | undefined {
@@ -66,10 +88,12 @@ export class PinLedger {
         if (old == null || old.removed != null || old.owner !== pin.owner) throw new PinGoneError(pin.replaces)
         this.pins.put(old.requestid, { ...old, removed: { at: new Date().toISOString(), why: 'replaced' }, replacedBy: pin.requestid })
         this.fetchQueue.remove(old.requestid)
+        this.byExpiry.remove([Date.parse(old.pinnedUntil), old.requestid])
       }
       this.pins.put(pin.requestid, pin)
       this.byOwner.put([pin.owner, pin.createdUs, pin.requestid], pin.requestid)
       this.byCid.put([cidKey(pin.cid), pin.requestid], pin.owner)
+      if (pin.removed == null) this.byExpiry.put([Date.parse(pin.pinnedUntil), pin.requestid], pin.requestid)
       if (payment != null) this.payments.put(payment.id, payment)
       if (pin.status === 'queued' || pin.status === 'pinning') this.fetchQueue.put(pin.requestid, pin.createdUs)
       this.addRefs(pin.requestid, keys)
@@ -118,8 +142,20 @@ export class PinLedger {
     return failed
   }
 
+  private readonly refWatchers = new Set<(keys: string[]) => void>()
+
+  /**
+   * Calls `fn` with block CIDs as pins start referencing them, until the
+   * returned function is called (gc protects blocks committed while it runs).
+   */
+  watchNewRefs (fn: (keys: string[]) => void): () => void {
+    this.refWatchers.add(fn)
+    return () => { this.refWatchers.delete(fn) }
+  }
+
   private addRefs (requestid: string, keys: string[]): void {
     if (keys.length === 0) return
+    for (const w of this.refWatchers) w(keys)
     this.pinBlocks.put(requestid, keys)
     for (const k of keys) this.blockRefs.put(k, (this.blockRefs.get(k) ?? 0) + 1)
   }
@@ -164,6 +200,7 @@ export class PinLedger {
       removed = { ...pin, removed: { at: at.toISOString(), why } }
       this.pins.put(requestid, removed)
       this.fetchQueue.remove(requestid)
+      this.byExpiry.remove([Date.parse(pin.pinnedUntil), requestid])
       this.releaseRefs(requestid)
       // a replacement removed before it settled also lets go of what it replaced
       if (pin.replaces != null) this.releaseRefs(pin.replaces)
@@ -171,12 +208,87 @@ export class PinLedger {
     return removed
   }
 
+  /** requestids of pins not yet removed whose pinned_until is at or before `cutoff`, oldest first */
+  * expiredBy (cutoff: Date): Generator<string> {
+    for (const { key } of this.byExpiry.getRange({ end: [cutoff.getTime(), '\uffff'] })) {
+      if (key[0] <= cutoff.getTime()) yield key[1]
+    }
+  }
+
+  /**
+   * Extends a pin's pinned_until and records the renewal's payment, in one
+   * transaction. `until` computes the new date from the current record and
+   * may refuse (throw), which writes nothing.
+   */
+  async renew (requestid: string, months: number, payment: PaymentRecord | undefined, until: (pin: PinRecord) => Date): Promise<PinRecord> {
+    let renewed: PinRecord | undefined
+    await this.env.root.transaction(() => {
+      const pin = this.pins.get(requestid)
+      if (pin == null || pin.removed != null) throw new PinGoneError(requestid)
+      const pinnedUntil = until(pin)
+      if (payment != null && this.payments.doesExist(payment.id)) throw new PaymentReusedError(payment.id)
+      renewed = { ...pin, pinnedUntil: pinnedUntil.toISOString(), months: pin.months + months }
+      this.pins.put(requestid, renewed)
+      this.byExpiry.remove([Date.parse(pin.pinnedUntil), requestid])
+      this.byExpiry.put([pinnedUntil.getTime(), requestid], requestid)
+      if (payment != null) this.payments.put(payment.id, payment)
+    })
+    return renewed as PinRecord
+  }
+
+  /** Every payment (export). */
+  * allPayments (): Generator<PaymentRecord> {
+    for (const { value } of this.payments.getRange()) yield value
+  }
+
+  /** The block CIDs a pin references (empty once released). */
+  blocksOf (requestid: string): string[] {
+    return this.pinBlocks.get(requestid) ?? []
+  }
+
+  /** How many pins reference this block. */
+  refCount (cid: string | CID): number {
+    return this.blockRefs.get(cidKey(cid)) ?? 0
+  }
+
+  /** Every block CID (v1) referenced by at least one pin: gc's mark set. */
+  * referencedBlocks (): Generator<string> {
+    for (const { key } of this.blockRefs.getRange()) yield key
+  }
+
+  /**
+   * Writes imported records as they are (migration): each pin with its
+   * indexes, queue entry and block references, and payments — one
+   * transaction per batch. Existing requestids or payment ids are refused.
+   */
+  async importBatch (pins: Array<{ pin: PinRecord, blocks?: string[] }>, payments: PaymentRecord[]): Promise<void> {
+    await this.env.root.transaction(() => {
+      for (const { pin, blocks } of pins) {
+        if (this.pins.doesExist(pin.requestid)) throw new Error(`pin ${pin.requestid} exists already`)
+        this.pins.put(pin.requestid, pin)
+        this.byOwner.put([pin.owner, pin.createdUs, pin.requestid], pin.requestid)
+        this.byCid.put([cidKey(pin.cid), pin.requestid], pin.owner)
+        if (pin.removed != null) continue
+        this.byExpiry.put([Date.parse(pin.pinnedUntil), pin.requestid], pin.requestid)
+        if (pin.status === 'queued' || pin.status === 'pinning') this.fetchQueue.put(pin.requestid, pin.createdUs)
+        if (blocks != null && pin.status === 'pinned') this.addRefs(pin.requestid, [...new Set(blocks.map(cidKey))])
+      }
+      for (const p of payments) {
+        if (this.payments.doesExist(p.id)) throw new PaymentReusedError(p.id)
+        this.payments.put(p.id, p)
+      }
+    })
+    let maxUs = 0
+    for (const { pin } of pins) maxUs = Math.max(maxUs, pin.createdUs)
+    seedClock(maxUs)
+  }
+
   /** Is any live pin holding this CID as its root? */
   hasLivePin (cid: string | CID, now: Date = new Date()): boolean {
     const k = cidKey(cid)
     for (const { key } of this.byCid.getRange({ start: [k], end: [k, '\uffff'] })) {
       const pin = this.pins.get(key[1])
-      if (pin != null && pin.status === 'pinned' && isLive(pin, now)) return true
+      if (pin != null && pin.status === 'pinned' && isLive(pin, now, this.graceMs)) return true
     }
     return false
   }

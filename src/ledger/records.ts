@@ -76,6 +76,11 @@ export interface PaymentRecord {
   proof: string
 }
 
-export function isLive (pin: PinRecord, now: Date = new Date()): boolean {
-  return pin.removed == null && pin.status !== 'failed' && Date.parse(pin.pinnedUntil) > now.getTime()
+/**
+ * Live: not removed, not failed, and paid for — pinned_until, plus the grace
+ * period during which an expired pin is still kept, shown, served and
+ * renewable before the sweeper marks it expired.
+ */
+export function isLive (pin: PinRecord, now: Date = new Date(), graceMs = 0): boolean {
+  return pin.removed == null && pin.status !== 'failed' && Date.parse(pin.pinnedUntil) + graceMs > now.getTime()
 }

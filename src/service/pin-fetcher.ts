@@ -15,6 +15,7 @@
  * the next attempt while this process runs.
  */
 import { CID } from 'multiformats/cid'
+import type { CommitLock } from '../ipfs/commit-lock.js'
 import { DagTooLargeError, fetchDag, StalledError } from '../ipfs/fetch-dag.js'
 import type { BlockNetwork } from '../ipfs/network.js'
 import type { IpfsNode } from '../ipfs/node.js'
@@ -26,6 +27,8 @@ import type { Logger } from '../log.js'
 export interface PinFetcherOptions {
   ledger: PinLedger
   staging: BlockStaging
+  /** commits hold it shared so gc never sweeps between commit and ledger record */
+  lock: CommitLock
   node: IpfsNode
   network: BlockNetwork
   log: Logger
@@ -153,9 +156,12 @@ export class PinFetcher {
             .catch(() => {})
         }
       })
-      await this.o.staging.commit(staged)
-      this.staged.delete(id)
-      const pinned = await ledger.finishFetch(id, r.cids, r.bytes, `pinned: ${r.blocks} blocks, ${r.bytes} bytes`)
+      const committed = staged
+      const pinned = await this.o.lock.shared(async () => {
+        await this.o.staging.commit(committed)
+        this.staged.delete(id)
+        return await ledger.finishFetch(id, r.cids, r.bytes, `pinned: ${r.blocks} blocks, ${r.bytes} bytes`)
+      })
       log.info('pin fetched', { requestid: id, cid: started.cid, blocks: r.blocks, bytes: r.bytes, ms: Date.now() - t0 })
       if (pinned != null) this.announce(r.cids)
     } catch (err) {

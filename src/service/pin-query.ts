@@ -92,8 +92,8 @@ function parseMeta (params: URLSearchParams, json: string | undefined): Record<s
   return Object.keys(meta).length > 0 ? meta : undefined
 }
 
-export function matches (pin: PinRecord, q: PinQuery, now: Date): boolean {
-  if (pin.removed != null || !isLive(pin, now) && pin.status !== 'failed') return false
+export function matches (pin: PinRecord, q: PinQuery, now: Date, graceMs = 0): boolean {
+  if (pin.removed != null || !isLive(pin, now, graceMs) && pin.status !== 'failed') return false
   if (!q.statuses.has(pin.status)) return false
   if (q.cids != null && !q.cids.has(CID.parse(pin.cid).toV1().toString())) return false
   if (q.name != null) {
@@ -113,7 +113,7 @@ export function listPins (ledger: PinLedger, owner: string, q: PinQuery, now: Da
   const results: PinRecord[] = []
   let count = 0
   for (const pin of ledger.byOwnerNewestFirst(owner, q.beforeUs, q.afterUs)) {
-    if (!matches(pin, q, now)) continue
+    if (!matches(pin, q, now, ledger.graceMs)) continue
     count++
     if (results.length < q.limit) results.push(pin)
   }

@@ -10,6 +10,7 @@ import type { TokenService } from '../auth/tokens.js'
 import { HttpError, tooLarge } from '../errors.js'
 import { readSingleFile } from '../http/multipart.js'
 import { importFile, TooLargeError } from '../ipfs/import.js'
+import type { CommitLock } from '../ipfs/commit-lock.js'
 import type { BlockStaging } from '../ipfs/staging.js'
 import { addMonths, nextCreated } from '../ledger/clock.js'
 import type { PinLedger } from '../ledger/pins.js'
@@ -27,6 +28,7 @@ export const UPLOAD_SIZE_HEADER = 'x-upload-size'
 export interface UploadDeps {
   ledger: PinLedger
   staging: BlockStaging
+  lock: CommitLock
   gate: PaymentGate
   tokens: TokenService
   once: PaymentOnce
@@ -86,44 +88,48 @@ async function paidUpload (req: IncomingMessage, payment: VerifiedPayment, month
       throw await d.gate.challenge(quoteOf(payment, months, d), /insufficient/i.test(settled.reason) ? 'INSUFFICIENT_FUNDS' : 'PAYMENT_REQUIRED',
         `the payment could not be settled (${settled.reason}); nothing was pinned`)
     }
-    try {
-      await d.staging.commit(staged)
-    } catch (err) {
-      // paid but not stored: this needs an operator (refund or re-upload); say exactly which payment
-      d.log.error('upload settled but its blocks could not be stored', { payment: payment.id, tx: settled.tx, error: err })
-      throw err
-    }
-    const created = nextCreated()
-    const createdAt = new Date(Math.floor(created.us / 1000))
-    const cid = imported.cid.toString()
-    const pin: PinRecord = {
-      requestid: randomUUID(),
-      owner: payment.payer,
-      cid,
-      name: imported.name,
-      origins: [],
-      meta: {},
-      status: 'pinned',
-      created: created.iso,
-      createdUs: created.us,
-      months,
-      pinnedUntil: addMonths(createdAt, months).toISOString(),
-      dagSize: staged.bytes,
-      fileSize: imported.fileSize,
-      source: 'upload',
-      payment: { id: payment.id, payer: payment.payer, amount: payment.amount.toString(), network: settled.network, asset: d.asset, tx: settled.tx, settledAt: new Date().toISOString(), method: 'x402' }
-    }
-    const record: PaymentRecord = {
-      id: payment.id, requestid: pin.requestid, purpose: `upload:${cid}`, payer: payment.payer, amount: pin.payment.amount,
-      network: settled.network, tx: settled.tx, at: pin.payment.settledAt as string, proof: payment.proof
-    }
-    try {
-      await d.ledger.create(pin, record, staged.cids)
-    } catch (err) {
-      d.log.error('upload settled but its pin could not be recorded', { payment: payment.id, tx: settled.tx, cid, error: err })
-      throw err
-    }
-    d.log.info('upload pinned', { requestid: pin.requestid, cid, bytes: imported.fileSize, payer: payment.payer, tx: settled.tx })
+    // commit and ledger record under the commit lock: gc never sweeps in between
+    const pin = await d.lock.shared(async () => {
+      try {
+        await d.staging.commit(staged)
+      } catch (err) {
+        // paid but not stored: this needs an operator (refund or re-upload); say exactly which payment
+        d.log.error('upload settled but its blocks could not be stored', { payment: payment.id, tx: settled.tx, error: err })
+        throw err
+      }
+      const created = nextCreated()
+      const createdAt = new Date(Math.floor(created.us / 1000))
+      const cid = imported.cid.toString()
+      const pin: PinRecord = {
+        requestid: randomUUID(),
+        owner: payment.payer,
+        cid,
+        name: imported.name,
+        origins: [],
+        meta: {},
+        status: 'pinned',
+        created: created.iso,
+        createdUs: created.us,
+        months,
+        pinnedUntil: addMonths(createdAt, months).toISOString(),
+        dagSize: staged.bytes,
+        fileSize: imported.fileSize,
+        source: 'upload',
+        payment: { id: payment.id, payer: payment.payer, amount: payment.amount.toString(), network: settled.network, asset: d.asset, tx: settled.tx, settledAt: new Date().toISOString(), method: 'x402' }
+      }
+      const record: PaymentRecord = {
+        id: payment.id, requestid: pin.requestid, purpose: `upload:${cid}`, payer: payment.payer, amount: pin.payment.amount,
+        network: settled.network, tx: settled.tx, at: pin.payment.settledAt as string, proof: payment.proof
+      }
+      try {
+        await d.ledger.create(pin, record, staged.cids)
+      } catch (err) {
+        d.log.error('upload settled but its pin could not be recorded', { payment: payment.id, tx: settled.tx, cid, error: err })
+        throw err
+      }
+      return pin
+    })
+    d.log.info('upload pinned', { requestid: pin.requestid, cid: pin.cid, bytes: imported.fileSize, payer: payment.payer, tx: settled.tx })
     const token = await d.tokens.issue(payment.payer)
     return {
       status: 201,

@@ -80,15 +80,19 @@ describe('pind serve', () => {
     expect(r.err).toMatch(/PIND_PAY_TO/)
   })
 
-  it('has --help for every subcommand, and says clearly what is not available yet', async () => {
+  it('has --help with examples for every subcommand; usage errors exit 2', async () => {
     for (const cmd of ['serve', 'gc', 'export-ledger', 'keys']) {
       const r = await run([cmd, '--help'])
       expect(r.code, cmd).toBe(0)
       expect(r.out).toMatch(new RegExp(`Usage: pind ${cmd}`))
     }
-    const gc = await run(['gc'])
-    expect(gc.code).toBe(1)
-    expect(gc.err).toMatch(/not yet available/)
+    for (const cmd of [['serve'], ['gc'], ['keys'], ['keys', 'mint']]) {
+      expect((await run([...cmd, '--help'])).out, cmd.join(' ')).toMatch(/Examples:|--owner/)
+    }
+    const badMint = await run(['keys', 'mint', '--owner', 'nope', '--data-dir', tempDir()])
+    expect(badMint.code).toBe(1)
+    const noOwner = await run(['keys', 'mint'])
+    expect(noOwner.code).toBe(2)
     const unknown = await run(['frobnicate'])
     expect(unknown.code).toBe(2)
   })

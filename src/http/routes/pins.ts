@@ -10,12 +10,12 @@ import type { PinRecord } from '../../ledger/records.js'
 import { PAYMENT_HEADER } from '../../payment/gate.js'
 import { createPin, type PinCreateDeps, type PinResponse } from '../../service/pin-create.js'
 import { parsePinRequest } from '../../service/pin-request.js'
+import { renewPin } from '../../service/pin-renew.js'
 import { DURATION_HEADER, parseMonths } from '../../service/terms.js'
 import { readJson } from '../json-body.js'
 import type { PinLedger } from '../../ledger/pins.js'
 import { listPins, parsePinQuery } from '../../service/pin-query.js'
 import { toPinStatus } from '../../service/pin-status.js'
-import { isLive } from '../../ledger/records.js'
 import { bearer } from '../bearer.js'
 import { sendJson } from '../respond.js'
 import type { Router } from '../router.js'
@@ -39,7 +39,7 @@ export function pinRoutes (router: Router, d: PinRoutesDeps): void {
 
   const ownPin = (owner: string, requestid: string) => {
     const pin = d.ledger.get(requestid)
-    if (pin == null || pin.owner !== owner || pin.removed != null || (!isLive(pin) && pin.status !== 'failed')) {
+    if (pin == null || pin.owner !== owner || pin.removed != null || (!d.ledger.isLive(pin) && pin.status !== 'failed')) {
       throw notFound(`no pin with requestid ${requestid.slice(0, 100)} for this owner`)
     }
     return pin
@@ -76,6 +76,14 @@ export function pinRoutes (router: Router, d: PinRoutesDeps): void {
 
   router.add('POST', '/pins', async ({ req, res }) => {
     const r = await write(req)
+    sendJson(res, r.status, r.body, r.headers)
+  })
+
+  router.add('POST', '/pins/:requestid/renew', async ({ req, res, params }) => {
+    const auth = await bearer(req, d.tokens)
+    const months = parseMonths(req.headers[DURATION_HEADER], d.create.prices.maxMonths)
+    const paymentHeader = req.headers[PAYMENT_HEADER]
+    const r = await renewPin(req, { requestid: params.requestid as string, months, auth, ...(typeof paymentHeader === 'string' ? { paymentHeader } : {}) }, d.create)
     sendJson(res, r.status, r.body, r.headers)
   })
 

@@ -1,0 +1,13 @@
+/**
+ * What the admin routes of a running serve can reach. The CLI builds the
+ * same pieces itself when it works on a stopped data dir.
+ */
+import type { PinLedger } from '../ledger/pins.js'
+import type { KeysAdminDeps } from '../service/keys-admin.js'
+import type { GcDeps } from '../service/gc.js'
+
+export interface AdminDeps {
+  keys: KeysAdminDeps
+  pins: PinLedger
+  gc: GcDeps
+}

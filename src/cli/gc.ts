@@ -1,0 +1,65 @@
+/**
+ * `pind gc`: sweep expired pins, then remove every block no live pin
+ * references. Through a running serve's admin socket, or on a stopped data dir.
+ */
+import type { Command } from 'commander'
+import { AdminCallError, callAdminLines } from '../admin/client.js'
+import { CommitLock } from '../ipfs/commit-lock.js'
+import { runGc, type GcProgress, type GcResult } from '../service/gc.js'
+import { CliError, runAdmin } from './admin-target.js'
+import { configFromCli } from './config-from-cli.js'
+import { mib, progressLine } from './progress.js'
+
+const DEFAULT_GRACE_S = 7 * 86400
+
+export function gcCommand (program: Command): void {
+  program.command('gc')
+    .description('sweep expired pins, then remove every block no live pin references')
+    .option('--dry-run', 'report what would be removed; change nothing')
+    .option('--json', 'print the result as JSON')
+    .addHelpText('after', `
+Runs inside a running serve (through its admin socket; uploads and fetches go on) or on a
+stopped data dir. Safe to interrupt (Ctrl-C) and run again.
+
+Examples:
+  pind gc --dry-run
+  pind gc --data-dir /var/lib/pind --json
+`)
+    .action(async (o: { dryRun?: boolean, json?: boolean }, cmd: Command) => {
+      const config = configFromCli(cmd, 'admin')
+      const progress = progressLine(o.dryRun === true ? 'gc (dry run)' : 'gc')
+      const show = (p: GcProgress): void => { progress.update(`${p.phase}: ${p.scanned} blocks scanned, ${p.removed} ${o.dryRun === true ? 'to remove' : 'removed'} (${mib(p.freedBytes)})`) }
+      const abort = new AbortController()
+      const onSigint = (): void => { abort.abort(new Error('interrupted')) }
+      process.once('SIGINT', onSigint)
+      try {
+        const out = await runAdmin(config.dataDir, 'gc', {
+          viaServe: async (socket) => await callAdminLines(socket, '/gc', { dryRun: o.dryRun === true }, (e) => { show(e.progress as GcProgress) }, abort.signal) as unknown as GcResult,
+          locally: async (r) => {
+            const { PinLedger } = await import('../ledger/pins.js')
+            const grace = r.ledger.meta.get('expiryGrace')
+            const graceMs = (typeof grace === 'number' ? grace : DEFAULT_GRACE_S) * 1000
+            const pins = new PinLedger(r.ledger, { graceMs })
+            await pins.upgrade()
+            return await runGc({ pins, blocksDir: r.paths.blocks, lock: new CommitLock(), graceMs }, { dryRun: o.dryRun === true }, show, abort.signal)
+          }
+        })
+        progress.done()
+        const res = out.result
+        const where = out.how.via === 'serve' ? `via the running pind serve (pid ${out.how.pid})` : `on the data dir ${config.dataDir} (no serve running)`
+        if (o.json === true) process.stdout.write(JSON.stringify({ ...res, via: out.how.via }) + '\n')
+        else {
+          const verb = res.dryRun ? 'would remove' : 'removed'
+          process.stdout.write(`${res.expiredPins} expired pin(s) ${res.dryRun ? 'would be ' : ''}swept; ${verb} ${res.removedBlocks} of ${res.scannedBlocks} blocks, ${res.freedBytes} bytes (${mib(res.freedBytes)}); kept ${res.keptBlocks}; ${res.ms} ms\n`)
+        }
+        process.stderr.write(`pind gc: done ${where}\n`)
+      } catch (err) {
+        progress.done()
+        const e = err as Error
+        process.stderr.write(`pind gc: ${err instanceof CliError || err instanceof AdminCallError ? e.message : abort.signal.aborted ? 'interrupted; nothing half-done — run it again to finish' : `${e.name}: ${e.message}`}\n`)
+        process.exitCode = 1
+      } finally {
+        process.off('SIGINT', onSigint)
+      }
+    })
+}

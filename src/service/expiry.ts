@@ -1,0 +1,43 @@
+/**
+ * The expiry sweeper inside serve: every interval, pins whose pinned_until
+ * is more than the grace period ago are marked `expired` and release their
+ * blocks (which the next gc removes). During the grace period an expired pin
+ * is still kept, listed, served and renewable (a courtesy window); once
+ * swept it is gone from the owner API and the gateway.
+ */
+import type { PinLedger } from '../ledger/pins.js'
+import type { Logger } from '../log.js'
+import { sweepExpired } from './gc.js'
+
+export interface ExpirySweeper {
+  /** one sweep now (also used by tests through the schedule) */
+  sweep(): Promise<number>
+  stop(): Promise<void>
+}
+
+export function startExpirySweeper (pins: PinLedger, graceMs: number, intervalMs: number, log: Logger): ExpirySweeper {
+  let running: Promise<number> | undefined
+  let stopped = false
+  const sweep = async (): Promise<number> => {
+    running ??= sweepExpired(pins, new Date(Date.now() - graceMs))
+      .then((n) => {
+        if (n > 0) log.info('expired pins swept', { count: n })
+        return n
+      })
+      .finally(() => { running = undefined })
+    return await running
+  }
+  const timer = setInterval(() => {
+    if (stopped) return
+    sweep().catch((err: Error) => { log.error('expiry sweep failed', { error: err }) })
+  }, intervalMs)
+  timer.unref()
+  return {
+    sweep,
+    stop: async () => {
+      stopped = true
+      clearInterval(timer)
+      await running?.catch(() => {})
+    }
+  }
+}

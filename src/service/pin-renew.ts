@@ -1,0 +1,113 @@
+/**
+ * POST /pins/{requestid}/renew: the owner extends a pin by paying again.
+ * Priced like a new pin on the pin's size (dag_size once known, else the
+ * bytes its payment covers) for the added months; the new pinned_until is
+ * max(pinned_until, now) + months and may be at most `maxMonths` months
+ * ahead of now. An expired pin can be renewed during the grace period.
+ * Operator tokens with `pins:create-unpaid` renew without payment.
+ */
+import type { IncomingMessage } from 'node:http'
+import { PIN_WITHOUT_PAYMENT } from '../auth/permissions.js'
+import type { VerifiedToken } from '../auth/tokens.js'
+import { badRequest, HttpError, notFound, unavailable } from '../errors.js'
+import { addMonths } from '../ledger/clock.js'
+import { PinGoneError } from '../ledger/pins.js'
+import type { PaymentRecord, PinRecord } from '../ledger/records.js'
+import type { Quote, VerifiedPayment } from '../payment/gate.js'
+import { priceFor, PriceTooHighError } from '../payment/pricing.js'
+import type { PinCreateDeps, PinResponse } from './pin-create.js'
+import { toPinStatus } from './pin-status.js'
+
+export interface RenewRequest {
+  requestid: string
+  months: number
+  auth: VerifiedToken
+  paymentHeader?: string
+}
+
+export async function renewPin (_req: IncomingMessage, r: RenewRequest, d: PinCreateDeps): Promise<PinResponse> {
+  const pin = d.ledger.get(r.requestid)
+  if (pin == null || pin.owner !== r.auth.owner || pin.removed != null) throw notFound(`no pin with requestid ${r.requestid.slice(0, 100)} for this owner`)
+  if (pin.status === 'failed') throw new HttpError(409, 'CONFLICT', 'a failed pin cannot be renewed; create a new pin (or replace this one)')
+  const until = nextUntil(pin, r.months, d.prices.maxMonths)
+  if (r.auth.permissions.includes(PIN_WITHOUT_PAYMENT)) {
+    const renewed = await write(r, undefined, d)
+    d.log.info('pin renewed', { requestid: r.requestid, months: r.months, method: 'operator-token' })
+    return { status: 200, body: toPinStatus(renewed, d.delegates()), headers: {} }
+  }
+  if (d.gate == null) throw unavailable('payments are not configured on this server (no pay-to address or facilitator); writes are disabled', 3600)
+  const bytes = BigInt(pin.dagSize ?? pin.maxBytes ?? 0)
+  let amount: bigint
+  try {
+    amount = priceFor(bytes, r.months, d.prices)
+  } catch (err) {
+    if (err instanceof PriceTooHighError) throw badRequest(err.message)
+    throw err
+  }
+  const quote: Quote = {
+    amount,
+    months: r.months,
+    bytes,
+    resourceUrl: `${d.publicUrl}/pins/${pin.requestid}/renew`,
+    description: `Renew pin ${pin.requestid} (${bytes} bytes) for ${r.months} more month(s), until ${until.toISOString()}`,
+    notes: { pinned_until_now: pin.pinnedUntil, pinned_until_after: until.toISOString() }
+  }
+  const purpose = `renew:${pin.requestid}:${r.months}:${pin.pinnedUntil}`
+  const decision = await d.gate.decide(r.paymentHeader, quote, (id) => d.ledger.payment(id) != null)
+  if (decision.type === 'payment-required') throw decision.error
+  const payment = decision.payment
+  if (decision.type === 'settled-before') return replay(payment, d)
+  const outcome = await d.once.run(payment.id, async () => {
+    if (d.ledger.payment(payment.id) != null) return undefined
+    const settled = await d.gate?.settle(payment)
+    if (settled == null || !settled.ok) {
+      throw await d.gate?.challenge(quote, settled != null && /insufficient/i.test(settled.reason) ? 'INSUFFICIENT_FUNDS' : 'PAYMENT_REQUIRED',
+        `the payment could not be settled${settled != null ? ` (${settled.reason})` : ''}; the pin was not renewed`)
+    }
+    const record: PaymentRecord = {
+      id: payment.id, requestid: pin.requestid, purpose, payer: payment.payer, amount: payment.amount.toString(),
+      network: settled.network, tx: settled.tx, at: new Date().toISOString(), proof: payment.proof
+    }
+    let renewed: PinRecord
+    try {
+      renewed = await write(r, record, d)
+    } catch (err) {
+      d.log.error('renewal settled but could not be recorded', { payment: payment.id, tx: settled.tx, requestid: pin.requestid, error: err })
+      throw err
+    }
+    d.log.info('pin renewed', { requestid: pin.requestid, months: r.months, payer: payment.payer, tx: settled.tx })
+    return { status: 200, body: toPinStatus(renewed, d.delegates()), headers: { 'payment-response': settled.header } }
+  })
+  if (outcome.first && outcome.value != null) return outcome.value
+  return replay(payment, d)
+}
+
+async function write (r: RenewRequest, record: PaymentRecord | undefined, d: PinCreateDeps): Promise<PinRecord> {
+  try {
+    return await d.ledger.renew(r.requestid, r.months, record, (current) => nextUntil(current, r.months, d.prices.maxMonths))
+  } catch (err) {
+    if (err instanceof PinGoneError) throw notFound(`no pin with requestid ${r.requestid.slice(0, 100)} for this owner`)
+    throw err
+  }
+}
+
+/** max(pinned_until, now) + months, refused beyond maxMonths ahead of now. */
+function nextUntil (pin: PinRecord, months: number, maxMonths: number): Date {
+  const now = new Date()
+  const from = new Date(Math.max(Date.parse(pin.pinnedUntil), now.getTime()))
+  const until = addMonths(from, months)
+  const limit = addMonths(now, maxMonths)
+  if (until.getTime() > limit.getTime()) {
+    throw badRequest(`a pin can be paid for at most ${maxMonths} months ahead (until ${limit.toISOString()}); it is pinned until ${pin.pinnedUntil}, so ${months} more month(s) is too many`)
+  }
+  return until
+}
+
+function replay (payment: VerifiedPayment, d: PinCreateDeps): PinResponse {
+  const record = d.ledger.payment(payment.id)
+  const pin = record != null ? d.ledger.get(record.requestid) : undefined
+  if (record == null || pin == null || record.proof !== payment.proof || !record.purpose.startsWith(`renew:${pin.requestid}:`)) {
+    throw new HttpError(402, 'PAYMENT_REQUIRED', 'this payment was already used for another request; sign a new payment')
+  }
+  return { status: 200, body: toPinStatus(pin, d.delegates()), headers: {} }
+}
