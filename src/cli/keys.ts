@@ -2,11 +2,16 @@
  * `pind keys …`: token signing keys, operator-issued tokens and revocation.
  * Runs through a live serve's admin socket, or on a stopped data dir.
  */
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { privateKeyFromProtobuf, privateKeyToProtobuf } from '@libp2p/crypto/keys'
 import type { Command } from 'commander'
 import { AdminCallError, callAdmin } from '../admin/client.js'
 import { PIN_WITHOUT_PAYMENT } from '../auth/permissions.js'
 import { duration } from '../config/parse.js'
+import { layout } from '../datadir/layout.js'
+import { acquireLock, lockHolder } from '../datadir/lock.js'
 import { HttpError } from '../errors.js'
+import { peerIdOf, readIdentity, writeIdentity } from '../ipfs/identity.js'
 import { runKeysOp, type KeysOp } from '../service/keys-admin.js'
 import { CliError, runAdmin, type Via } from './admin-target.js'
 import { configFromCli } from './config-from-cli.js'
@@ -24,6 +29,9 @@ Examples:
   pind keys mint --owner 0xAbC… --unpaid-pins --ttl 365d --note "kubo on backup host"
   pind keys revoke <token>            (or --jti <id>, or --owner 0x… for all of an owner's tokens)
   pind keys jwks > jwks.json
+  pind keys peer-id
+  pind keys export-identity /secure/pind-identity.json     (move a node: same peer ID elsewhere)
+  pind keys import-identity /secure/pind-identity.json     (on the new machine, serve stopped)
 `)
 
   const run = (name: string, cmd: Command, op: KeysOp, print: (r: Record<string, unknown>) => string): Promise<void> =>
@@ -83,7 +91,60 @@ Examples:
       const op: KeysOp = { op: 'revoke', ...(token != null ? { token } : {}), ...(o.jti != null ? { jti: o.jti } : {}), ...(o.owner != null ? { owner: o.owner } : {}) }
       await run('revoke', cmd, op, r => r.revokedOwner != null ? `revoked every token of ${String(r.revokedOwner)} issued until ${String(r.before)}` : `revoked token ${String(r.revokedJti)}`)
     })
+
+  keys.command('peer-id').description("this node's libp2p peer ID")
+    .option('--json', 'print JSON')
+    .action(async (_o, cmd: Command) => {
+      const config = configFromCli(cmd, 'admin')
+      const file = layout(config.dataDir).identity
+      if (!existsSync(file)) { fail(new CliError(`${file} does not exist: this data dir has no identity yet (pind serve creates one)`)); return }
+      const peerId = peerIdOf(readIdentity(file))
+      process.stdout.write(cmd.opts<{ json?: boolean }>().json === true ? JSON.stringify({ peerId }) + '\n' : `${peerId}\n`)
+    })
+
+  keys.command('export-identity <file>').description('write the libp2p identity (private key) to a file (mode 0600), to move the node to another machine')
+    .option('--force', 'overwrite the file if it exists')
+    .action(async (file: string, o: { force?: boolean }, cmd: Command) => {
+      const config = configFromCli(cmd, 'admin')
+      const src = layout(config.dataDir).identity
+      if (!existsSync(src)) { fail(new CliError(`${src} does not exist: this data dir has no identity yet`)); return }
+      if (existsSync(file) && o.force !== true) { fail(new CliError(`${file} exists; use --force to overwrite`)); return }
+      const key = readIdentity(src)
+      const doc = { type: IDENTITY_EXPORT_TYPE, version: 1, peerId: peerIdOf(key), privateKey: Buffer.from(privateKeyToProtobuf(key)).toString('base64') }
+      writeFileSync(file, JSON.stringify(doc, null, 2) + '\n', { mode: 0o600, flush: true })
+      chmodSync(file, 0o600)
+      process.stderr.write(`pind keys export-identity: wrote peer ${doc.peerId} to ${file} (mode 0600; it is a private key)\n`)
+    })
+
+  keys.command('import-identity <file>').description('replace this data dir\'s libp2p identity with an exported one (serve must be stopped)')
+    .option('--force', 'replace an existing identity')
+    .action(async (file: string, o: { force?: boolean }, cmd: Command) => {
+      const config = configFromCli(cmd, 'admin')
+      const paths = layout(config.dataDir)
+      try {
+        let doc: { type?: unknown, version?: unknown, privateKey?: unknown }
+        try { doc = JSON.parse(readFileSync(file, 'utf8')) } catch (err) { throw new CliError(`cannot read ${file}: ${(err as Error).message}`) }
+        if (doc.type !== IDENTITY_EXPORT_TYPE || doc.version !== 1 || typeof doc.privateKey !== 'string') throw new CliError(`${file} is not a pind identity export (version 1)`)
+        const key = privateKeyFromProtobuf(Buffer.from(doc.privateKey, 'base64'))
+        mkdirSync(paths.root, { recursive: true, mode: 0o700 })
+        const holder = lockHolder(paths.lock)
+        if (holder != null) throw new CliError(`${holder.holder} (pid ${holder.pid}) is using ${paths.root}; stop it first — a running node cannot change its peer ID`)
+        const lock = acquireLock(paths.lock, paths.root, 'pind keys import-identity')
+        try {
+          if (existsSync(paths.identity) && o.force !== true) throw new CliError(`${paths.identity} exists (peer ${peerIdOf(readIdentity(paths.identity))}); use --force to replace it`)
+          writeIdentity(paths.identity, key)
+        } finally {
+          lock.release()
+        }
+        process.stdout.write(`${peerIdOf(key)}\n`)
+        process.stderr.write(`pind keys import-identity: this data dir now has peer ID ${peerIdOf(key)}\n`)
+      } catch (err) {
+        fail(err)
+      }
+    })
 }
+
+const IDENTITY_EXPORT_TYPE = 'pind-libp2p-identity'
 
 async function runKeys (name: string, cmd: Command, op: KeysOp, print: (r: Record<string, unknown>) => string): Promise<void> {
   const config = configFromCli(cmd, 'admin')
@@ -113,5 +174,6 @@ function fail (err: unknown): void {
   const e = err as Error
   const message = err instanceof HttpError ? err.details : err instanceof AdminCallError || err instanceof CliError ? e.message : `${e.name}: ${e.message}`
   process.stderr.write(`pind keys: ${message}\n`)
-  process.exitCode = err instanceof HttpError && err.status === 400 ? 2 : err instanceof AdminCallError && err.status === 400 ? 2 : 1
+  // a refused operation (unknown key, bad address) is a failure (1); usage errors exit 2 before we get here
+  process.exitCode = 1
 }
