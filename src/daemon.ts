@@ -41,6 +41,7 @@ import type { GcDeps } from './service/gc.js'
 import { PinFetcher } from './service/pin-fetcher.js'
 import { SizeProbe } from './service/size-probe.js'
 import { BlockNetwork } from './ipfs/network.js'
+import { networkReadThrough } from './ipfs/network-read.js'
 import { buildAgentCard } from './service/agent-card.js'
 import { checkHealth } from './service/health.js'
 
@@ -136,13 +137,15 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       prices,
       uploadMaxBytes: config.uploadMaxBytes
     }))
-    gatewayRoutes(router, {
-      blockstore: ipfs.blockstore,
-      // the ledger decides what is served: by default the roots of live pins and the
-      // blocks of their DAGs (trustless clients fetch each block by its own CID)
-      isServable: (cid) => config.gatewayPolicy === 'blockstore' || pins.hasLivePin(cid) || pins.isPinnedBlock(cid)
-    })
     const network = new BlockNetwork(ipfs, config.p2pPeers)
+    const networkGateway = config.gatewayNetworkTimeout > 0
+    gatewayRoutes(router, {
+      blockstore: networkGateway ? networkReadThrough(ipfs.blockstore, network, config.gatewayNetworkTimeout * 1000) : ipfs.blockstore,
+      // the ledger decides what is served: by default the roots of live pins and the
+      // blocks of their DAGs (trustless clients fetch each block by its own CID);
+      // an operator may open it to anything held locally, or to the network
+      isServable: (cid) => networkGateway || config.gatewayPolicy === 'blockstore' || pins.hasLivePin(cid) || pins.isPinnedBlock(cid)
+    })
     const fetcher = new PinFetcher({
       ledger: pins,
       staging,

@@ -62,6 +62,7 @@ export interface Config {
   pinStallTimeout: number
   pinProbeTimeout: number
   gatewayPolicy: GatewayPolicy
+  gatewayNetworkTimeout: number
   shutdownTimeout: number
   expiryGrace: number
   expirySweepInterval: number
@@ -115,5 +116,6 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'gatewayPolicy', flag: '--gateway-policy <policy>', env: 'PIND_GATEWAY_POLICY', default: 'pinned', parse: oneOf(GATEWAY_POLICIES), description: 'pinned: serve only content of live pins; blockstore: anything held locally' },
   { key: 'expiryGrace', flag: '--expiry-grace <duration>', env: 'PIND_EXPIRY_GRACE', default: 7 * 86400, parse: duration(0, 365 * 86400), description: 'an expired pin (hidden at pinned_until) keeps its blocks this long, so it can still be renewed; then it is swept' },
   { key: 'expirySweepInterval', flag: '--expiry-sweep-interval <duration>', env: 'PIND_EXPIRY_SWEEP_INTERVAL', default: 3600, parse: duration(1, 86400), description: 'how often serve sweeps pins past pinned_until + grace' },
+  { key: 'gatewayNetworkTimeout', flag: '--gateway-network-timeout <duration>', env: 'PIND_GATEWAY_NETWORK_TIMEOUT', default: 0, parse: duration(0, 300), description: 'above 0: the gateway also serves content it does not hold, fetched per block from connected peers within this time (not stored); 0 = never' },
   { key: 'shutdownTimeout', flag: '--shutdown-timeout <duration>', env: 'PIND_SHUTDOWN_TIMEOUT', default: 10, parse: duration(0, 3600), description: 'how long in-flight requests may finish after SIGTERM' }
 ]

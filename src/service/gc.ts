@@ -21,6 +21,7 @@ import type { PinLedger } from '../ledger/pins.js'
 
 const SHARDING = new NextToLast()
 const BATCH = 1000
+const PARALLEL = 32
 
 export interface GcDeps {
   pins: PinLedger
@@ -76,25 +77,37 @@ export async function runGc (d: GcDeps, opts: GcOptions = {}, onProgress?: (p: G
 
     progress.phase = 'sweep'
     let kept = 0
-    let batch: Array<{ path: string, file: string, size: number }> = []
+    let batch: Array<{ path: string, file: string }> = []
+    // stat and unlink a batch with bounded parallelism (the file system, not JS, is the limit)
+    const each = async (todo: typeof batch, fn: (c: typeof batch[number]) => Promise<void>): Promise<void> => {
+      for (let i = 0; i < todo.length; i += PARALLEL) await Promise.all(todo.slice(i, i + PARALLEL).map(fn))
+    }
     const flush = async (): Promise<void> => {
       const todo = batch
       batch = []
       if (dryRun) {
-        for (const c of todo) { progress.removed++; progress.freedBytes += c.size }
+        await each(todo, async (c) => {
+          // (read the size first: `x += await …` would add to a stale x)
+          try {
+            const size = (await stat(c.path)).size
+            progress.freedBytes += size
+            progress.removed++
+          } catch {}
+        })
         return
       }
       await d.lock.exclusive(async () => {
-        for (const c of todo) {
-          if (protectedNow.has(c.file)) { kept++; continue }
+        await each(todo, async (c) => {
+          if (protectedNow.has(c.file)) { kept++; return }
           try {
+            const size = (await stat(c.path)).size
             await unlink(c.path)
             progress.removed++
-            progress.freedBytes += c.size
+            progress.freedBytes += size
           } catch (err) {
             if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
           }
-        }
+        })
       })
     }
     for await (const dir of await opendir(d.blocksDir)) {
@@ -104,10 +117,7 @@ export async function runGc (d: GcDeps, opts: GcOptions = {}, onProgress?: (p: G
         if (!f.isFile() || !f.name.endsWith('.data')) continue
         progress.scanned++
         if (marked.has(f.name)) { kept++; continue }
-        const path = join(d.blocksDir, dir.name, f.name)
-        let size = 0
-        try { size = (await stat(path)).size } catch { continue }
-        batch.push({ path, file: f.name, size })
+        batch.push({ path: join(d.blocksDir, dir.name, f.name), file: f.name })
         if (batch.length >= BATCH) {
           await flush()
           onProgress?.(progress)

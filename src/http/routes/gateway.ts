@@ -2,7 +2,8 @@
  * The HTTP gateway for content this node holds: GET/HEAD /ipfs/{cid}[/{path}]
  * (path gateway: deserialized UnixFS files and directories, raw blocks) and
  * the trustless gateway (?format=raw, ?format=car with dag-scope and
- * entity-bytes). Local only: nothing here ever reaches the network.
+ * entity-bytes). Local only, unless the operator turns on the network
+ * read-through (--gateway-network-timeout, see ipfs/network-read.ts).
  *
  * Supported response formats: deserialized (UnixFS files/directories, raw and
  * identity blocks as bytes; dag-json/dag-cbor/json/cbor blocks as their bytes
