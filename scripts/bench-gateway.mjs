@@ -67,15 +67,20 @@ try {
   console.log(`GET /ipfs/{cid} ${size} bytes: median ${p.toFixed(0)} MB/s; bare node:http file server: ${b.toFixed(0)} MB/s; ratio ${(p / b).toFixed(2)}`)
 
   const concurrent = 64
-  const ranges = Array.from({ length: concurrent }, () => {
-    const start = Math.floor(Math.random() * (size - 1_000_000))
-    return `bytes=${start}-${start + 999_999}`
-  })
+  const waves = 5
+  const afterWave = []
   const t0 = performance.now()
-  const results = await Promise.all(ranges.map(range => drain(url, { headers: { range } })))
-  if (results.some(r => r.status !== 206 || r.n !== 1_000_000)) throw new Error('a range request failed')
+  for (let w = 0; w < waves; w++) {
+    const ranges = Array.from({ length: concurrent }, () => {
+      const start = Math.floor(Math.random() * (size - 1_000_000))
+      return `bytes=${start}-${start + 999_999}`
+    })
+    const results = await Promise.all(ranges.map(range => drain(url, { headers: { range } })))
+    if (results.some(r => r.status !== 206 || r.n !== 1_000_000)) throw new Error('a range request failed')
+    afterWave.push(rss(pind.proc.pid).rssMiB)
+  }
   const after = rss(pind.proc.pid)
-  console.log(`${concurrent} concurrent 1 MB range requests: ${(performance.now() - t0).toFixed(0)} ms; service RSS before reads ${startRss.toFixed(0)} MiB, after ${after.rssMiB.toFixed(0)} MiB, peak over the whole run (incl. the upload) ${after.peakMiB.toFixed(0)} MiB`)
+  console.log(`${waves} waves of ${concurrent} concurrent 1 MB range requests: ${((performance.now() - t0) / waves).toFixed(0)} ms per wave; service RSS before reads ${startRss.toFixed(0)} MiB, after each wave ${afterWave.map(r => r.toFixed(0)).join(' → ')} MiB (a plateau, not a climb, is the point), peak over the whole run (incl. the upload) ${after.peakMiB.toFixed(0)} MiB`)
 } finally {
   base.close()
   await pind.stop()

@@ -365,7 +365,10 @@ function sliceRange (data: Uint8Array, pos: bigint, walk: FileWalk): Uint8Array 
   const s = walk.start > pos ? walk.start : pos
   const e = walk.end < dataEnd ? walk.end : dataEnd
   if (s >= e) return undefined
-  return data.subarray(Number(s - pos), Number(e - pos))
+  const part = data.subarray(Number(s - pos), Number(e - pos))
+  // a small part of a large block is copied, so the block is not kept alive
+  // while the part waits in a slow client's socket buffer
+  return part.byteLength < data.byteLength / 2 && data.byteLength > 65536 ? part.slice() : part
 }
 
 /**
@@ -375,24 +378,49 @@ function sliceRange (data: Uint8Array, pos: bigint, walk: FileWalk): Uint8Array 
  */
 export async function * readAhead<T extends { cid: CID }> (bs: LocalBlockstore, items: T[], options: ReadOptions = {}): AsyncGenerator<[T, Uint8Array], void, undefined> {
   const window = Math.max(1, options.readAhead ?? DEFAULT_READ_AHEAD)
-  const pending: Array<Promise<Uint8Array>> = []
+  // each reader always has one block in hand; blocks read AHEAD of that come
+  // from a process-wide budget, so many concurrent readers cannot multiply memory
+  const pending: Array<{ block: Promise<Uint8Array>, budgeted: boolean }> = []
   let next = 0
-  const launch = (): void => {
+  const launch = (budgeted: boolean): void => {
     const item = items[next++] as T
     const p = readBlock(bs, item.cid, options)
     p.catch(() => {}) // observed below; this only prevents an unhandled rejection meanwhile
-    pending.push(p)
+    pending.push({ block: p, budgeted })
+  }
+  const fill = (): void => {
+    if (next < items.length && pending.length === 0) launch(false)
+    while (pending.length < window && next < items.length && prefetch.take()) launch(true)
   }
   try {
-    while (pending.length < window && next < items.length) launch()
+    fill()
     for (let i = 0; i < items.length; i++) {
-      const block = await (pending.shift() as Promise<Uint8Array>)
-      if (next < items.length) launch()
+      const head = pending.shift() as { block: Promise<Uint8Array>, budgeted: boolean }
+      let block: Uint8Array
+      try {
+        block = await head.block
+      } finally {
+        if (head.budgeted) prefetch.give()
+      }
+      fill()
       yield [items[i] as T, block]
     }
   } finally {
-    await Promise.allSettled(pending)
+    await Promise.allSettled(pending.map(p => p.block))
+    for (const p of pending) if (p.budgeted) prefetch.give()
   }
+}
+
+/** Blocks read ahead across all readers at once (about 1 MiB each). */
+const PREFETCH_BUDGET = 32
+const prefetch = {
+  free: PREFETCH_BUDGET,
+  take (): boolean {
+    if (this.free <= 0) return false
+    this.free--
+    return true
+  },
+  give (): void { this.free++ }
 }
 
 export interface DirectoryItem {
