@@ -92,7 +92,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     const commitLock = new CommitLock()
 
     const router = new Router()
-    const http = createHttpServer(router, log)
+    const http = createHttpServer(router, log, { cors: { origins: config.corsOrigins.filter(o => o !== 'none') } })
     const bound = await http.listen(config.host, config.port)
     const url = `http://${bound.host.includes(':') ? `[${bound.host}]` : bound.host}:${bound.port}`
     const publicUrl = config.publicUrl ?? url

@@ -24,7 +24,7 @@ export async function startAdminServer (socketPath: string, d: AdminDeps, log: L
   keysRoutes(router, d)
   gcRoutes(router, d)
   exportRoutes(router, d)
-  const http = createHttpServer(router, log.child({ component: 'admin' }))
+  const http = createHttpServer(router, log.child({ component: "admin" }), { idleTimeoutMs: 0 })
   await http.listenSocket(socketPath)
   return { close: async () => { await http.close(2000) } }
 }

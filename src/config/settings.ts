@@ -24,6 +24,12 @@ const multiaddrString: Parser<string> = (raw) => {
   return s
 }
 
+const corsOrigin: Parser<string> = (raw) => {
+  const s = str(raw)
+  if (s === '*' || s === 'none' || /^https?:\/\/[^/\s]+$/.test(s)) return s
+  throw new ConfigValueError('expected *, none, or origins such as https://app.example.com')
+}
+
 const host: Parser<string> = (raw) => {
   const s = str(raw)
   if (!/^[0-9A-Za-z.:-]+$/.test(s)) throw new ConfigValueError('expected a host name or IP address')
@@ -63,6 +69,7 @@ export interface Config {
   pinProbeTimeout: number
   gatewayPolicy: GatewayPolicy
   gatewayNetworkTimeout: number
+  corsOrigins: string[]
   shutdownTimeout: number
   expiryGrace: number
   expirySweepInterval: number
@@ -117,5 +124,6 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'expiryGrace', flag: '--expiry-grace <duration>', env: 'PIND_EXPIRY_GRACE', default: 7 * 86400, parse: duration(0, 365 * 86400), description: 'an expired pin (hidden at pinned_until) keeps its blocks this long, so it can still be renewed; then it is swept' },
   { key: 'expirySweepInterval', flag: '--expiry-sweep-interval <duration>', env: 'PIND_EXPIRY_SWEEP_INTERVAL', default: 3600, parse: duration(1, 86400), description: 'how often serve sweeps pins past pinned_until + grace' },
   { key: 'gatewayNetworkTimeout', flag: '--gateway-network-timeout <duration>', env: 'PIND_GATEWAY_NETWORK_TIMEOUT', default: 0, parse: duration(0, 300), description: 'above 0: the gateway also serves content it does not hold, fetched per block from connected peers within this time (not stored); 0 = never' },
+  { key: 'corsOrigins', flag: '--cors-origins <origins>', env: 'PIND_CORS_ORIGINS', default: ['*'], parse: list(corsOrigin), description: 'browser origins allowed by CORS, comma-separated (* = any; "none" = CORS off)' },
   { key: 'shutdownTimeout', flag: '--shutdown-timeout <duration>', env: 'PIND_SHUTDOWN_TIMEOUT', default: 10, parse: duration(0, 3600), description: 'how long in-flight requests may finish after SIGTERM' }
 ]

@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net'
 import { chmodSync, rmSync } from 'node:fs'
 import { HttpError } from '../errors.js'
 import type { Logger } from '../log.js'
+import { applyCors, type CorsPolicy } from './cors.js'
 import { sendError } from './error-response.js'
 import type { RequestContext, Router } from './router.js'
 
@@ -21,7 +22,15 @@ export interface HttpServer {
   inFlight(): number
 }
 
-export function createHttpServer (router: Router, log: Logger): HttpServer {
+export interface HttpServerOptions {
+  cors?: CorsPolicy
+  /** a connection with no bytes moving for this long is closed (slowloris); default 60 s */
+  idleTimeoutMs?: number
+  /** the request head must arrive within this; default 20 s */
+  headersTimeoutMs?: number
+}
+
+export function createHttpServer (router: Router, log: Logger, opts: HttpServerOptions = {}): HttpServer {
   let closing = false
   let inFlight = 0
   let idleWaiters: Array<() => void> = []
@@ -52,6 +61,7 @@ export function createHttpServer (router: Router, log: Logger): HttpServer {
         res.setHeader('connection', 'close')
         throw new HttpError(503, 'SHUTTING_DOWN', 'the server is shutting down; retry shortly', { 'retry-after': '5' })
       }
+      if (opts.cors != null && applyCors(req, res, opts.cors)) return
       ctx.url = parseUrl(req.url)
       const { handler, params, pattern } = router.match(req.method ?? 'GET', ctx.url.pathname)
       ctx.params = params
@@ -63,11 +73,22 @@ export function createHttpServer (router: Router, log: Logger): HttpServer {
     }
   }
 
-  const server = createServer({ requestTimeout: 0, keepAliveTimeout: 5000 }, (req, res) => {
+  // requestTimeout stays off (a 100 MB upload on a slow link is legitimate); a
+  // connection that stops moving bytes is cut by the idle timeout instead
+  const server = createServer({ requestTimeout: 0, headersTimeout: opts.headersTimeoutMs ?? 20_000, keepAliveTimeout: 5000, maxHeaderSize: 16 * 1024 }, (req, res) => {
     void handle(req, res)
   })
+  server.maxHeadersCount = 100
+  server.setTimeout(opts.idleTimeoutMs ?? 60_000, (socket) => { socket.destroy() })
   server.on('clientError', (err, socket) => {
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-type: application/json\r\n\r\n{"error":{"reason":"BAD_REQUEST","details":"malformed HTTP request"}}')
+    const code = (err as NodeJS.ErrnoException).code
+    const [status, details] = code === 'HPE_HEADER_OVERFLOW'
+      ? ['431 Request Header Fields Too Large', 'the request headers are larger than 16 KiB or more than 100 fields']
+      : code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? ['408 Request Timeout', 'the request head did not arrive in time']
+        : ['400 Bad Request', 'malformed HTTP request']
+    const body = JSON.stringify({ error: { reason: 'BAD_REQUEST', details } })
+    if (socket.writable) socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`)
     else socket.destroy()
     log.debug('client error', { error: err.message })
   })
