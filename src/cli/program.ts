@@ -8,7 +8,9 @@ import { Command, Option } from 'commander'
 import { SETTINGS } from '../config/settings.js'
 import { VERSION } from '../version.js'
 import { configFromCli, loggerFor } from './config-from-cli.js'
+import { exportLedgerCommand } from './export-ledger.js'
 import { gcCommand } from './gc.js'
+import { importLedgerCommand } from './import-ledger.js'
 import { keysCommand } from './keys.js'
 
 export function buildProgram (): Command {
@@ -36,19 +38,9 @@ export function buildProgram (): Command {
   })
 
   gcCommand(program)
-  notYet(program, 'export-ledger', 'stream the ledger (pins, payments) as JSON Lines or CSV')
+  exportLedgerCommand(program)
+  importLedgerCommand(program)
   keysCommand(program)
 
   return program
-}
-
-function notYet (program: Command, name: string, description: string): void {
-  program.command(name)
-    .description(`${description} [not yet available]`)
-    .allowUnknownOption()
-    .allowExcessArguments()
-    .action(() => {
-      process.stderr.write(`pind ${name}: not yet available in pind ${VERSION}\n`)
-      process.exitCode = 1
-    })
 }

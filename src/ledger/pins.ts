@@ -268,10 +268,11 @@ export class PinLedger {
         this.pins.put(pin.requestid, pin)
         this.byOwner.put([pin.owner, pin.createdUs, pin.requestid], pin.requestid)
         this.byCid.put([cidKey(pin.cid), pin.requestid], pin.owner)
+        // references as the source ledger had them (a replaced pin keeps its blocks until its replacement settles)
+        if (blocks != null && blocks.length > 0) this.addRefs(pin.requestid, [...new Set(blocks.map(cidKey))])
         if (pin.removed != null) continue
         this.byExpiry.put([Date.parse(pin.pinnedUntil), pin.requestid], pin.requestid)
         if (pin.status === 'queued' || pin.status === 'pinning') this.fetchQueue.put(pin.requestid, pin.createdUs)
-        if (blocks != null && pin.status === 'pinned') this.addRefs(pin.requestid, [...new Set(blocks.map(cidKey))])
       }
       for (const p of payments) {
         if (this.payments.doesExist(p.id)) throw new PaymentReusedError(p.id)

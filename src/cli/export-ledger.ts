@@ -1,0 +1,306 @@
+/**
+ * `pind export-ledger`: streams pins and payments as JSON Lines or CSV, to
+ * stdout or a file. Runs through a running serve's admin socket (which
+ * streams the export) or on a stopped data dir; either way the records are
+ * never all in memory. A file is written as `<file>.partial` (mode 0600) and
+ * renamed when complete, so a file with the final name is always whole.
+ */
+import { open, rename, rm } from 'node:fs/promises'
+import type { FileHandle } from 'node:fs/promises'
+import { resolve } from 'node:path'
+import { StringDecoder } from 'node:string_decoder'
+import type { Command } from 'commander'
+import { AdminCallError, openAdminStream } from '../admin/client.js'
+import { HttpError } from '../errors.js'
+import { EXPORT_SCHEMA, EXPORT_VERSION, ExportOptionsError, exportLedger, parseExportOptions, STATUS_CLASSES, type ExportOptions, type ExportRequest } from '../service/ledger-export.js'
+import { CliError, runAdmin } from './admin-target.js'
+import { configFromCli, EXIT_USAGE } from './config-from-cli.js'
+
+interface ExportFlags {
+  format?: string
+  records?: string
+  output?: string
+  since?: string
+  until?: string
+  owner?: string
+  status?: string
+  withBlocks?: boolean
+  json?: boolean
+}
+
+export function exportLedgerCommand (program: Command): void {
+  program.command('export-ledger')
+    .description('stream the ledger (pins, payments) as JSON Lines or CSV, for accounting or to move to another instance')
+    .option('--format <format>', 'jsonl (default): every pin and payment, with a header and an end line; csv: one record type per file')
+    .option('--records <which>', 'all, pins or payments (default: all for jsonl, pins for csv)')
+    .option('-o, --output <file>', 'write to this file (mode 0600, via <file>.partial renamed when complete) instead of stdout')
+    .option('--since <time>', 'only records created (pins) / paid (payments) at or after this UTC date (YYYY-MM-DD) or RFC 3339 time')
+    .option('--until <time>', 'only records created / paid before this date or time (exclusive)')
+    .option('--owner <address>', 'only pins of this owner and payments by this payer (0x address, any case)')
+    .option('--status <list>', `only pins in these states, comma-separated: ${STATUS_CLASSES.join(', ')} (payments: those of such pins)`)
+    .option('--with-blocks', 'jsonl: add each pin\'s block CIDs, so import-ledger restores block references exactly')
+    .option('--json', 'print the summary on stderr as JSON')
+    .addHelpText('after', `
+Works on a running serve (through its admin socket) or on a stopped data dir.
+Progress is shown on stderr when it is a terminal. JSON Lines lines:
+  {"type":"header","schema":"${EXPORT_SCHEMA}","version":${EXPORT_VERSION},"exported_at":…,"filters":{…},…}
+  {"type":"pin",…}  {"type":"payment",…}  …
+  {"type":"end","pins":N,"payments":M}
+Fields, CSV columns and the status vocabulary: see README, "export-ledger".
+
+Examples:
+  pind export-ledger > ledger.jsonl
+  pind export-ledger --with-blocks -o /backup/pind-ledger.jsonl      (to move to another instance)
+  pind export-ledger --format csv --since 2026-01-01 --until 2026-02-01 -o pins-january.csv
+  pind export-ledger --format csv --records payments --since 2026-01-01 -o payments.csv
+  pind export-ledger --owner 0xAbC… --status pinned,expired | jq -c 'select(.type=="pin")'
+`)
+    .action(async (o: ExportFlags, cmd: Command) => { await runExport(o, cmd) })
+}
+
+async function runExport (o: ExportFlags, cmd: Command): Promise<void> {
+  const config = configFromCli(cmd, 'admin')
+  const request: ExportRequest = {
+    ...(o.format != null ? { format: o.format } : {}),
+    ...(o.records != null ? { records: o.records } : {}),
+    ...(o.since != null ? { since: o.since } : {}),
+    ...(o.until != null ? { until: o.until } : {}),
+    ...(o.owner != null ? { owner: o.owner } : {}),
+    ...(o.status != null ? { status: o.status } : {}),
+    ...(o.withBlocks === true ? { withBlocks: true } : {})
+  }
+  let opts: ExportOptions
+  try {
+    opts = parseExportOptions(request)
+  } catch (err) {
+    if (!(err instanceof ExportOptionsError)) throw err
+    process.stderr.write(`pind export-ledger: ${err.message}\n`)
+    process.exit(EXIT_USAGE)
+  }
+  const started = performance.now()
+  const progress = new Progress(process.stderr.isTTY === true && (o.output != null || process.stdout.isTTY !== true))
+  const interrupt = new AbortController()
+  const onSignal = (): void => { interrupt.abort(new CliError('interrupted')) }
+  process.once('SIGINT', onSignal)
+  process.once('SIGTERM', onSignal)
+  let out: Output | undefined
+  try {
+    const r = await runAdmin(config.dataDir, 'export-ledger', {
+      viaServe: async (socket) => {
+        const stream = await openAdminStream(socket, '/export-ledger', request, interrupt.signal)
+        try {
+          out = await Output.open(o.output)
+          const counter = new StreamCounter(opts)
+          for await (const chunk of stream.body) {
+            counter.push(chunk)
+            await out.write(chunk)
+            progress.show(counter.records())
+          }
+          return counter.finish()
+        } finally {
+          await stream.close()
+        }
+      },
+      locally: async (res) => {
+        const { PinLedger } = await import('../ledger/pins.js')
+        const pins = new PinLedger(res.ledger)
+        await pins.upgrade()
+        out = await Output.open(o.output)
+        const run = exportLedger(pins, opts)
+        for (const chunk of run.chunks) {
+          if (interrupt.signal.aborted) throw interrupt.signal.reason
+          await out.write(chunk)
+          progress.show(run.stats.pins + run.stats.payments)
+        }
+        return { ...run.stats }
+      }
+    })
+    await out?.finish()
+    progress.clear()
+    const seconds = Math.round((performance.now() - started) / 10) / 100
+    const summary = {
+      schema: EXPORT_SCHEMA,
+      version: EXPORT_VERSION,
+      format: opts.format,
+      records: opts.records,
+      pins: r.result.pins,
+      payments: r.result.payments,
+      bytes: out?.bytes ?? 0,
+      output: o.output != null ? resolve(o.output) : null,
+      seconds,
+      via: r.how.via,
+      ...(r.how.via === 'serve' ? { pid: r.how.pid } : {})
+    }
+    const where = r.how.via === 'serve' ? `via the running pind serve (pid ${r.how.pid})` : `on the data dir ${config.dataDir} (no serve running)`
+    if (o.json === true) process.stderr.write(JSON.stringify(summary) + '\n')
+    else {
+      const what = opts.records === 'all' ? `${summary.pins} pins and ${summary.payments} payments` : opts.records === 'pins' ? `${summary.pins} pins` : `${summary.payments} payments`
+      process.stderr.write(`pind export-ledger: exported ${what} (${opts.format}, schema version ${EXPORT_VERSION}, ${summary.bytes} bytes) to ${summary.output ?? 'stdout'} in ${seconds} s, ${where}\n`)
+    }
+  } catch (err) {
+    progress.clear()
+    await out?.abort()
+    fail(err)
+  } finally {
+    process.off('SIGINT', onSignal)
+    process.off('SIGTERM', onSignal)
+  }
+}
+
+function fail (err: unknown): void {
+  const e = err as Error & { code?: string }
+  let message: string
+  if (err instanceof HttpError) message = err.details
+  else if (err instanceof AdminCallError || err instanceof CliError || err instanceof OutputError) message = e.message
+  else if (e.name === 'AbortError' || e.code === 'UND_ERR_ABORTED') message = 'interrupted'
+  else if (e.code === 'UND_ERR_SOCKET' || e.name === 'SocketError') message = `the running serve ended the export early (${e.message}); nothing was kept`
+  else message = `${e.name}: ${e.message}`
+  process.stderr.write(`pind export-ledger: ${message}\n`)
+  process.exitCode = err instanceof AdminCallError && err.status === 400 ? EXIT_USAGE : 1
+}
+
+class OutputError extends Error {}
+
+/** stdout, or a file written as `<file>.partial` and renamed into place when complete. */
+class Output {
+  bytes = 0
+  private error: Error | undefined
+  private inFlight: Promise<void> | undefined
+
+  private constructor (private readonly path: string | undefined, private readonly fh: FileHandle | undefined) {
+    if (fh == null) process.stdout.on('error', (err) => { this.error ??= err })
+  }
+
+  static async open (path: string | undefined): Promise<Output> {
+    if (path == null) return new Output(undefined, undefined)
+    const partial = `${path}.partial`
+    try {
+      const fh = await open(partial, 'w', 0o600)
+      await fh.chmod(0o600) // an old .partial keeps its mode otherwise
+      return new Output(path, fh)
+    } catch (err) {
+      throw new OutputError(`cannot write ${partial}: ${(err as Error).message}`)
+    }
+  }
+
+  /**
+   * A file write runs while the caller produces the next chunk: at most one
+   * write is in flight (so memory stays at about two chunks), in order.
+   */
+  async write (chunk: string | Buffer): Promise<void> {
+    const buf = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk
+    this.bytes += buf.length
+    if (this.fh != null) {
+      await this.inFlight
+      this.inFlight = this.fh.write(buf).then(() => {})
+      return
+    }
+    if (this.error != null) throw this.outputClosed()
+    if (!process.stdout.write(buf)) {
+      await new Promise<void>((resolve) => {
+        const done = (): void => { process.stdout.off('drain', done); process.stdout.off('error', done); resolve() }
+        process.stdout.on('drain', done)
+        process.stdout.on('error', done)
+      })
+      if (this.error != null) throw this.outputClosed()
+    }
+  }
+
+  private outputClosed (): OutputError {
+    return new OutputError(`stdout was closed before the export finished (${this.error?.message ?? ''})`)
+  }
+
+  async finish (): Promise<void> {
+    if (this.fh == null || this.path == null) return
+    await this.inFlight
+    await this.fh.sync()
+    await this.fh.close()
+    await rename(`${this.path}.partial`, this.path)
+  }
+
+  async abort (): Promise<void> {
+    if (this.fh == null) return
+    await this.inFlight?.catch(() => {})
+    await this.fh.close().catch(() => {})
+    await rm(`${this.path as string}.partial`, { force: true })
+  }
+}
+
+/**
+ * Counts records in an export streamed by serve (for progress) and checks
+ * it is whole: a JSON Lines export must end with its end line, whose counts
+ * are the result; CSV rows are counted outside quoted cells.
+ */
+class StreamCounter {
+  private readonly decoder = new StringDecoder('utf8')
+  private lines = 0
+  private partial = ''
+  private last = ''
+  private inQuotes = false
+
+  constructor (private readonly opts: ExportOptions) {}
+
+  push (chunk: Buffer): void {
+    const text = this.decoder.write(chunk)
+    if (this.opts.format === 'csv') {
+      const re = /["\n]/g
+      let m: RegExpExecArray | null
+      while ((m = re.exec(text)) != null) {
+        if (m[0] === '"') this.inQuotes = !this.inQuotes
+        else if (!this.inQuotes) this.lines++
+      }
+      return
+    }
+    const lastNl = text.lastIndexOf('\n')
+    if (lastNl < 0) {
+      this.partial += text
+      return
+    }
+    for (let i = text.indexOf('\n'); i >= 0 && i <= lastNl; i = text.indexOf('\n', i + 1)) this.lines++
+    const prevNl = text.lastIndexOf('\n', lastNl - 1)
+    this.last = prevNl >= 0 ? text.slice(prevNl + 1, lastNl) : this.partial + text.slice(0, lastNl)
+    this.partial = text.slice(lastNl + 1)
+  }
+
+  /** records so far (lines less the header) */
+  records (): number {
+    return Math.max(0, this.lines - 1)
+  }
+
+  finish (): { pins: number, payments: number } {
+    if (this.opts.format === 'csv') {
+      const n = this.records()
+      return this.opts.records === 'payments' ? { pins: 0, payments: n } : { pins: n, payments: 0 }
+    }
+    let end: { type?: unknown, pins?: unknown, payments?: unknown } = {}
+    try { end = JSON.parse(this.last) } catch {}
+    if (this.partial.trim() !== '' || end.type !== 'end' || typeof end.pins !== 'number' || typeof end.payments !== 'number') {
+      throw new CliError('the export from the running serve ended without its end line (was serve stopped?); nothing was kept')
+    }
+    return { pins: end.pins, payments: end.payments }
+  }
+}
+
+/** One status line on stderr (a terminal), redrawn at most 10 times a second. */
+class Progress {
+  private lastDraw = 0
+  private readonly started = performance.now()
+  private drawn = false
+
+  constructor (private readonly enabled: boolean) {}
+
+  show (records: number): void {
+    if (!this.enabled) return
+    const now = performance.now()
+    if (now - this.lastDraw < 100) return
+    this.lastDraw = now
+    const rate = records / Math.max(0.001, (now - this.started) / 1000)
+    process.stderr.write(`\r\x1b[Kexport-ledger: ${records.toLocaleString('en-US')} records (${Math.round(rate).toLocaleString('en-US')}/s)`)
+    this.drawn = true
+  }
+
+  clear (): void {
+    if (this.drawn) process.stderr.write('\r\x1b[K')
+    this.drawn = false
+  }
+}

@@ -1,0 +1,424 @@
+/**
+ * `pind import-ledger`: reads a JSON Lines export (src/service/ledger-export.ts)
+ * back into a ledger, transport-free. Two passes over the file, each with
+ * flat memory:
+ *
+ *   1. check: the header (schema and version), every line's fields, the order
+ *      of ids (ascending per record type, as export writes them — so a
+ *      duplicate is caught by comparing with the previous id instead of
+ *      remembering every id), ids the target ledger already holds (--merge),
+ *      and the end line with its counts (a truncated file is refused).
+ *      Nothing is written in this pass.
+ *   2. write: the same lines again, in transactions of 1,000 records. (10,000
+ *      per transaction imported 1M pins + 1M payments ~15% faster but held
+ *      ~300 MiB more: LMDB keeps a transaction's dirty pages in memory.)
+ *
+ * So a file that is refused leaves the ledger untouched. A pin exported
+ * `pinned` without its block list (export without --with-blocks) and still
+ * live comes back `queued`: serve's fetcher walks its DAG again, reading the
+ * local blockstore first, and references the blocks when it is complete.
+ */
+import { createReadStream } from 'node:fs'
+import { createInterface } from 'node:readline'
+import { CID } from 'multiformats/cid'
+import { parseMicros } from '../ledger/clock.js'
+import type { PinLedger } from '../ledger/pins.js'
+import type { FetchState, PaymentInfo, PaymentRecord, PinRecord, PinState } from '../ledger/records.js'
+import { EXPORT_SCHEMA, EXPORT_VERSION } from './ledger-export.js'
+
+/** Yields the lines of the input; called once per pass. */
+export type LineSource = () => AsyncIterable<string>
+
+export class ImportError extends Error {
+  override name = 'ImportError'
+}
+
+export interface ImportOptions {
+  /** add to a ledger that already holds pins (ids it already has are refused) */
+  merge?: boolean
+  now?: Date
+  /** records per transaction */
+  batchSize?: number
+  /** how long a re-queued pin (pinned, exported without blocks) keeps retrying its fetch */
+  refetchWindowMs?: number
+  onProgress?: (phase: 'checking' | 'writing', done: ImportCounts) => void
+}
+
+export interface ImportCounts {
+  lines: number
+  pins: number
+  payments: number
+}
+
+export interface ImportCheck extends ImportCounts {
+  header: Record<string, unknown>
+}
+
+export interface ImportResult extends ImportCounts {
+  /** pinned pins without a block list that were put back in the fetch queue */
+  requeued: number
+  /** pins whose block references were restored from the file */
+  withBlocks: number
+}
+
+/** Up to this many bad lines are listed before the check gives up. */
+const MAX_ERRORS = 10
+const DEFAULT_BATCH = 1000
+/** a batch also ends after this many block CIDs (pins of large DAGs) */
+const MAX_BATCH_BLOCKS = 200_000
+const DEFAULT_REFETCH_WINDOW_MS = 24 * 3600_000
+const PROGRESS_EVERY = 10_000
+
+/** Lines of a file, streamed. */
+export function fileLines (path: string): LineSource {
+  return () => createInterface({ input: createReadStream(path, { encoding: 'utf8' }), crlfDelay: Infinity })
+}
+
+/** Both passes: check the whole input, then write it. */
+export async function importLedger (source: LineSource, target: PinLedger, opts: ImportOptions = {}): Promise<ImportResult> {
+  await checkImport(source, target, opts)
+  return await writeImport(source, target, opts)
+}
+
+/** True when the ledger holds no pin and no payment. */
+export function ledgerIsEmpty (pins: PinLedger): boolean {
+  for (const _ of pins.all()) return false
+  for (const _ of pins.allPayments()) return false
+  return true
+}
+
+/**
+ * Pass 1: reads everything, writes nothing. `target` (when the ledger exists)
+ * is checked for being empty, or with `merge` for ids it already holds.
+ */
+export async function checkImport (source: LineSource, target: PinLedger | undefined, opts: ImportOptions = {}): Promise<ImportCheck> {
+  if (target != null && opts.merge !== true && !ledgerIsEmpty(target)) {
+    throw new ImportError('the ledger already holds pins or payments; import-ledger fills an empty ledger (use --merge to add to this one: requestids and payments it already holds are refused)')
+  }
+  const errors: string[] = []
+  const counts: ImportCounts = { lines: 0, pins: 0, payments: 0 }
+  let header: Record<string, unknown> | undefined
+  let end: { line: number, pins: unknown, payments: unknown } | undefined
+  let prevPin: Buffer | undefined
+  let prevPayment: Buffer | undefined
+  const bad = (line: number, message: string): void => {
+    errors.push(`line ${line}: ${message}`)
+    if (errors.length >= MAX_ERRORS) throw new ImportError(summary(errors, true))
+  }
+  for await (const text of source()) {
+    const n = ++counts.lines
+    if (n % PROGRESS_EVERY === 0) opts.onProgress?.('checking', { ...counts })
+    if (text.trim() === '') continue
+    const obj = parseLine(text, n)
+    if (header == null) {
+      header = checkHeader(obj, n)
+      continue
+    }
+    if (end != null) { bad(n, `a ${String(obj.type)} line after the end line (line ${end.line})`); continue }
+    try {
+      switch (obj.type) {
+        case 'pin': {
+          const { pin } = pinFromLine(obj)
+          const id = Buffer.from(pin.requestid, 'utf8')
+          if (prevPin != null && Buffer.compare(prevPin, id) >= 0) {
+            bad(n, Buffer.compare(prevPin, id) === 0 ? `pin ${pin.requestid} appears twice` : `pin ${pin.requestid} is out of order (export writes pins in ascending requestid order; import relies on it)`)
+          }
+          prevPin = id
+          if (opts.merge === true && target?.get(pin.requestid) != null) bad(n, `pin ${pin.requestid} is already in the ledger`)
+          counts.pins++
+          break
+        }
+        case 'payment': {
+          const p = paymentFromLine(obj)
+          const id = Buffer.from(p.id, 'utf8')
+          if (prevPayment != null && Buffer.compare(prevPayment, id) >= 0) {
+            bad(n, Buffer.compare(prevPayment, id) === 0 ? `payment ${p.id} appears twice` : `payment ${p.id} is out of order (export writes payments in ascending id order; import relies on it)`)
+          }
+          prevPayment = id
+          if (opts.merge === true && target?.payment(p.id) != null) bad(n, `payment ${p.id} is already in the ledger`)
+          counts.payments++
+          break
+        }
+        case 'end':
+          end = { line: n, pins: obj.pins, payments: obj.payments }
+          break
+        case 'header':
+          bad(n, 'a second header line (were two exports concatenated?)')
+          break
+        default:
+          bad(n, `unknown record type ${JSON.stringify(obj.type)}`)
+      }
+    } catch (err) {
+      if (!(err instanceof LineError)) throw err
+      bad(n, err.message)
+    }
+  }
+  if (header == null) throw new ImportError('the input is empty: expected a pind ledger export (JSON Lines starting with a header line)')
+  if (end == null) {
+    errors.push(`the input ends after line ${counts.lines} without the end line: it is truncated (an export cut short)`)
+  } else if (end.pins !== counts.pins || end.payments !== counts.payments) {
+    errors.push(`line ${end.line}: the end line counts ${String(end.pins)} pins and ${String(end.payments)} payments, but the file holds ${counts.pins} and ${counts.payments}`)
+  }
+  if (errors.length > 0) throw new ImportError(summary(errors, false))
+  opts.onProgress?.('checking', { ...counts })
+  return { ...counts, header }
+}
+
+function summary (errors: string[], stopped: boolean): string {
+  return `the input was refused and nothing was imported:\n  ${errors.join('\n  ')}${stopped ? `\n  (stopped after ${MAX_ERRORS} errors)` : ''}`
+}
+
+/** Pass 2: writes the (checked) input in batches. */
+export async function writeImport (source: LineSource, target: PinLedger, opts: ImportOptions = {}): Promise<ImportResult> {
+  const now = opts.now ?? new Date()
+  const batchSize = opts.batchSize ?? DEFAULT_BATCH
+  const giveUpAt = new Date(now.getTime() + (opts.refetchWindowMs ?? DEFAULT_REFETCH_WINDOW_MS)).toISOString()
+  const result: ImportResult = { lines: 0, pins: 0, payments: 0, requeued: 0, withBlocks: 0 }
+  let pins: Array<{ pin: PinRecord, blocks?: string[] }> = []
+  let payments: PaymentRecord[] = []
+  let blocks = 0
+  // one batch commits while the next is parsed: at most two batches in memory, written in order
+  let committing: Promise<void> | undefined
+  const flush = async (): Promise<void> => {
+    await committing
+    if (pins.length === 0 && payments.length === 0) return
+    const batch = { pins, payments }
+    pins = []
+    payments = []
+    blocks = 0
+    committing = target.importBatch(batch.pins, batch.payments).then(() => {
+      result.pins += batch.pins.length
+      result.payments += batch.payments.length
+      opts.onProgress?.('writing', { lines: result.lines, pins: result.pins, payments: result.payments })
+    })
+    committing.catch(() => {}) // handled: the failure is thrown where it is awaited (next flush, or the end)
+  }
+  let first = true
+  for await (const text of source()) {
+    const n = ++result.lines
+    if (text.trim() === '') continue
+    const obj = parseLine(text, n)
+    if (first) { checkHeader(obj, n); first = false; continue }
+    try {
+      if (obj.type === 'pin') {
+        const entry = pinFromLine(obj)
+        if (entry.blocks != null) {
+          result.withBlocks++
+          blocks += entry.blocks.length
+        } else if (entry.pin.status === 'pinned' && entry.pin.removed == null && Date.parse(entry.pin.pinnedUntil) > now.getTime()) {
+          entry.pin = {
+            ...entry.pin,
+            status: 'queued',
+            statusDetails: 'imported without its block list: queued to walk its DAG again (local blocks first, then the network)',
+            fetch: { attempts: 0, giveUpAt }
+          }
+          result.requeued++
+        }
+        pins.push(entry)
+      } else if (obj.type === 'payment') {
+        payments.push(paymentFromLine(obj))
+      }
+    } catch (err) {
+      if (err instanceof LineError) throw new ImportError(`line ${n}: ${err.message} (the input changed since it was checked?)`)
+      throw err
+    }
+    if (pins.length + payments.length >= batchSize || blocks >= MAX_BATCH_BLOCKS) await flush()
+  }
+  await flush()
+  await committing
+  return result
+}
+
+class LineError extends Error {}
+
+function parseLine (text: string, n: number): Record<string, unknown> {
+  let obj: unknown
+  try {
+    obj = JSON.parse(text)
+  } catch {
+    throw new ImportError(`line ${n}: not JSON${n === 1 ? ' (is this a CSV export? import-ledger reads JSON Lines exports only)' : ''}`)
+  }
+  if (obj == null || typeof obj !== 'object' || Array.isArray(obj)) throw new ImportError(`line ${n}: not a JSON object`)
+  return obj as Record<string, unknown>
+}
+
+function checkHeader (obj: Record<string, unknown>, n: number): Record<string, unknown> {
+  if (obj.type !== 'header' || obj.schema !== EXPORT_SCHEMA) {
+    throw new ImportError(`line ${n}: not a pind ledger export (the first line must be the header {"type":"header","schema":"${EXPORT_SCHEMA}",…})`)
+  }
+  if (obj.version !== EXPORT_VERSION) {
+    throw new ImportError(`line ${n}: export schema version ${JSON.stringify(obj.version)} is not supported; this pind reads version ${EXPORT_VERSION} (use a pind that matches the exporting one)`)
+  }
+  return obj
+}
+
+/** Typed access to one line's fields; a wrong field is a LineError naming it. */
+class Fields {
+  constructor (private readonly o: Record<string, unknown>) {}
+
+  private fail (k: string, what: string): never {
+    throw new LineError(`${k} must be ${what}, not ${JSON.stringify(this.o[k]) ?? 'missing'}`)
+  }
+
+  str (k: string): string {
+    const v = this.o[k]
+    if (typeof v !== 'string' || v === '') this.fail(k, 'a non-empty string')
+    return v
+  }
+
+  optStr (k: string): string | undefined {
+    const v = this.o[k]
+    if (v == null) return undefined
+    if (typeof v !== 'string') this.fail(k, 'a string or null')
+    return v
+  }
+
+  oneOf<T extends string> (k: string, values: readonly T[]): T {
+    const v = this.o[k]
+    if (!(values as readonly unknown[]).includes(v)) this.fail(k, `one of ${values.join(', ')}`)
+    return v as T
+  }
+
+  int (k: string): number {
+    const v = this.o[k]
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) this.fail(k, 'a whole number ≥ 0')
+    return v
+  }
+
+  optInt (k: string): number | undefined {
+    return this.o[k] == null ? undefined : this.int(k)
+  }
+
+  time (k: string): string {
+    const v = this.str(k)
+    if (Number.isNaN(Date.parse(v))) this.fail(k, 'an RFC 3339 time')
+    return v
+  }
+
+  optTime (k: string): string | undefined {
+    return this.o[k] == null ? undefined : this.time(k)
+  }
+
+  amount (k: string): string {
+    const v = this.o[k]
+    if (typeof v !== 'string' || !/^\d+$/.test(v)) this.fail(k, 'a whole number of atomic units as a string')
+    return v
+  }
+
+  cid (k: string): string {
+    const v = this.str(k)
+    if (!isCid(v)) this.fail(k, 'a CID')
+    return v
+  }
+
+  strings (k: string): string[] {
+    const v = this.o[k]
+    if (!Array.isArray(v) || v.some(x => typeof x !== 'string')) this.fail(k, 'an array of strings')
+    return v as string[]
+  }
+
+  stringRecord (k: string): Record<string, string> {
+    const v = this.o[k]
+    if (v == null || typeof v !== 'object' || Array.isArray(v) || Object.values(v).some(x => typeof x !== 'string')) this.fail(k, 'an object of string values')
+    return v as Record<string, string>
+  }
+
+  has (k: string): boolean {
+    return this.o[k] != null
+  }
+}
+
+function isCid (s: string): boolean {
+  try {
+    CID.parse(s)
+    return true
+  } catch {
+    return false
+  }
+}
+
+const PIN_STATES: readonly PinState[] = ['queued', 'pinning', 'pinned', 'failed']
+const REMOVED_WHY = ['unpinned', 'replaced', 'expired'] as const
+
+/** A pin line back to the PinRecord it was exported from (derived columns such as effective_status and amount_usdc are ignored). */
+export function pinFromLine (o: Record<string, unknown>): { pin: PinRecord, blocks?: string[] } {
+  const f = new Fields(o)
+  const created = f.str('created')
+  const createdUs = parseMicros(created)
+  if (createdUs == null) throw new LineError(`created must be an RFC 3339 time, not ${JSON.stringify(created)}`)
+  const name = f.optStr('name')
+  const statusDetails = f.optStr('status_details')
+  const dagSize = f.optInt('dag_size')
+  const fileSize = f.optInt('raw_size')
+  const maxBytes = f.optInt('max_bytes')
+  const replaces = f.optStr('replaces')
+  const replacedBy = f.optStr('replaced_by')
+  const tx = f.optStr('settlement_tx')
+  const settledAt = f.optTime('settled_at')
+  const payment: PaymentInfo = {
+    id: f.str('payment_id'),
+    payer: f.str('payer'),
+    amount: f.amount('amount'),
+    network: f.str('network'),
+    asset: f.str('asset'),
+    ...(tx != null ? { tx } : {}),
+    ...(settledAt != null ? { settledAt } : {}),
+    method: f.oneOf('payment_method', ['x402', 'operator-token'] as const)
+  }
+  let fetch: FetchState | undefined
+  if (f.has('fetch_attempts') || f.has('fetch_give_up_at')) {
+    const nextAttemptAt = f.optTime('fetch_next_attempt_at')
+    const lastError = f.optStr('fetch_last_error')
+    fetch = {
+      attempts: f.int('fetch_attempts'),
+      giveUpAt: f.time('fetch_give_up_at'),
+      ...(nextAttemptAt != null ? { nextAttemptAt } : {}),
+      ...(lastError != null ? { lastError } : {})
+    }
+  }
+  let removed: PinRecord['removed']
+  if (f.has('removed_at') || f.has('removed_why')) removed = { at: f.time('removed_at'), why: f.oneOf('removed_why', REMOVED_WHY) }
+  const pin: PinRecord = {
+    requestid: f.str('requestid'),
+    owner: f.str('owner'),
+    cid: f.cid('cid'),
+    ...(name != null ? { name } : {}),
+    origins: f.strings('origins'),
+    meta: f.stringRecord('meta'),
+    status: f.oneOf('status', PIN_STATES),
+    ...(statusDetails != null ? { statusDetails } : {}),
+    created,
+    createdUs,
+    months: f.int('months'),
+    pinnedUntil: f.time('pinned_until'),
+    ...(dagSize != null ? { dagSize } : {}),
+    ...(fileSize != null ? { fileSize } : {}),
+    ...(maxBytes != null ? { maxBytes } : {}),
+    source: f.oneOf('source', ['upload', 'pin'] as const),
+    payment,
+    ...(fetch != null ? { fetch } : {}),
+    ...(replaces != null ? { replaces } : {}),
+    ...(replacedBy != null ? { replacedBy } : {}),
+    ...(removed != null ? { removed } : {})
+  }
+  if (o.blocks == null) return { pin }
+  const blocks = f.strings('blocks')
+  for (const b of blocks) if (!isCid(b)) throw new LineError(`blocks holds ${JSON.stringify(b)}, which is not a CID`)
+  return { pin, blocks }
+}
+
+export function paymentFromLine (o: Record<string, unknown>): PaymentRecord {
+  const f = new Fields(o)
+  const tx = f.optStr('settlement_tx')
+  return {
+    id: f.str('payment_id'),
+    requestid: f.str('requestid'),
+    purpose: f.str('purpose'),
+    payer: f.str('payer'),
+    amount: f.amount('amount'),
+    network: f.str('network'),
+    ...(tx != null ? { tx } : {}),
+    at: f.time('at'),
+    proof: f.str('proof')
+  }
+}
