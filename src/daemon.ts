@@ -21,6 +21,7 @@ import { jwksRoutes } from './http/routes/jwks.js'
 import { pinRoutes } from './http/routes/pins.js'
 import { uploadRoutes } from './http/routes/upload.js'
 import { Router } from './http/router.js'
+import { RateLimiter } from './http/rate-limit.js'
 import { createHttpServer } from './http/server.js'
 import { loadOrCreateIdentity } from './ipfs/identity.js'
 import { startIpfsNode } from './ipfs/node.js'
@@ -92,7 +93,10 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     const commitLock = new CommitLock()
 
     const router = new Router()
-    const http = createHttpServer(router, log, { cors: { origins: config.corsOrigins.filter(o => o !== 'none') } })
+    const http = createHttpServer(router, log, {
+      cors: { origins: config.corsOrigins.filter(o => o !== 'none') },
+      rateLimiter: new RateLimiter({ unpaidPerMinute: config.rateLimitUnpaid, readsPerMinute: config.rateLimitReads, trustedProxies: config.trustedProxies })
+    })
     const bound = await http.listen(config.host, config.port)
     const url = `http://${bound.host.includes(':') ? `[${bound.host}]` : bound.host}:${bound.port}`
     const publicUrl = config.publicUrl ?? url

@@ -3,6 +3,7 @@
  * default and parser. Precedence: flags > environment (PIND_*) > config file > defaults.
  * The README's configuration table is kept in step with this file by a test.
  */
+import { isIP } from 'node:net'
 import { multiaddr } from '@multiformats/multiaddr'
 import { LOG_LEVELS, type LogLevel } from '../log.js'
 import {
@@ -28,6 +29,12 @@ const corsOrigin: Parser<string> = (raw) => {
   const s = str(raw)
   if (s === '*' || s === 'none' || /^https?:\/\/[^/\s]+$/.test(s)) return s
   throw new ConfigValueError('expected *, none, or origins such as https://app.example.com')
+}
+
+const ipAddress: Parser<string> = (raw) => {
+  const s = str(raw)
+  if (isIP(s) === 0) throw new ConfigValueError('expected an IP address such as 127.0.0.1 or ::1')
+  return s
 }
 
 const host: Parser<string> = (raw) => {
@@ -70,6 +77,9 @@ export interface Config {
   gatewayPolicy: GatewayPolicy
   gatewayNetworkTimeout: number
   corsOrigins: string[]
+  rateLimitUnpaid: number
+  rateLimitReads: number
+  trustedProxies: string[]
   shutdownTimeout: number
   expiryGrace: number
   expirySweepInterval: number
@@ -125,5 +135,8 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'expirySweepInterval', flag: '--expiry-sweep-interval <duration>', env: 'PIND_EXPIRY_SWEEP_INTERVAL', default: 3600, parse: duration(1, 86400), description: 'how often serve sweeps pins past pinned_until + grace' },
   { key: 'gatewayNetworkTimeout', flag: '--gateway-network-timeout <duration>', env: 'PIND_GATEWAY_NETWORK_TIMEOUT', default: 0, parse: duration(0, 300), description: 'above 0: the gateway also serves content it does not hold, fetched per block from connected peers within this time (not stored); 0 = never' },
   { key: 'corsOrigins', flag: '--cors-origins <origins>', env: 'PIND_CORS_ORIGINS', default: ['*'], parse: list(corsOrigin), description: 'browser origins allowed by CORS, comma-separated (* = any; "none" = CORS off)' },
+  { key: 'rateLimitUnpaid', flag: '--rate-limit-unpaid <per-minute>', env: 'PIND_RATE_LIMIT_UNPAID', default: 120, parse: int(0, 1_000_000), description: 'unpaid write requests (402 answers) per client address per minute; 0 = unlimited' },
+  { key: 'rateLimitReads', flag: '--rate-limit-reads <per-minute>', env: 'PIND_RATE_LIMIT_READS', default: 6000, parse: int(0, 10_000_000), description: 'GET/HEAD requests per client address per minute; 0 = unlimited' },
+  { key: 'trustedProxies', flag: '--trusted-proxies <addresses>', env: 'PIND_TRUSTED_PROXIES', default: [], parse: list(ipAddress), description: 'reverse proxies whose X-Forwarded-For is believed (exact addresses, comma-separated)' },
   { key: 'shutdownTimeout', flag: '--shutdown-timeout <duration>', env: 'PIND_SHUTDOWN_TIMEOUT', default: 10, parse: duration(0, 3600), description: 'how long in-flight requests may finish after SIGTERM' }
 ]

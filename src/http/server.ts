@@ -10,6 +10,7 @@ import { HttpError } from '../errors.js'
 import type { Logger } from '../log.js'
 import { applyCors, type CorsPolicy } from './cors.js'
 import { sendError } from './error-response.js'
+import type { RateLimiter } from './rate-limit.js'
 import type { RequestContext, Router } from './router.js'
 
 export interface HttpServer {
@@ -24,6 +25,7 @@ export interface HttpServer {
 
 export interface HttpServerOptions {
   cors?: CorsPolicy
+  rateLimiter?: RateLimiter
   /** a connection with no bytes moving for this long is closed (slowloris); default 60 s */
   idleTimeoutMs?: number
   /** the request head must arrive within this; default 20 s */
@@ -62,6 +64,7 @@ export function createHttpServer (router: Router, log: Logger, opts: HttpServerO
         throw new HttpError(503, 'SHUTTING_DOWN', 'the server is shutting down; retry shortly', { 'retry-after': '5' })
       }
       if (opts.cors != null && applyCors(req, res, opts.cors)) return
+      opts.rateLimiter?.check(req)
       ctx.url = parseUrl(req.url)
       const { handler, params, pattern } = router.match(req.method ?? 'GET', ctx.url.pathname)
       ctx.params = params
