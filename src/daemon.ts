@@ -22,6 +22,9 @@ import { pinRoutes } from './http/routes/pins.js'
 import { uploadRoutes } from './http/routes/upload.js'
 import { Router } from './http/router.js'
 import { RateLimiter } from './http/rate-limit.js'
+import { metricsRoutes } from './http/routes/metrics.js'
+import { Metrics } from './metrics/registry.js'
+import { metricsSources } from './service/metrics-sources.js'
 import { createHttpServer } from './http/server.js'
 import { loadOrCreateIdentity } from './ipfs/identity.js'
 import { startIpfsNode } from './ipfs/node.js'
@@ -92,19 +95,23 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     await pins.upgrade()
     const commitLock = new CommitLock()
 
+    const metrics = new Metrics(metricsSources(pins, paths.blocks, () => ipfs.helia.libp2p.getConnections().length))
     const router = new Router()
     const http = createHttpServer(router, log, {
+      onRequest: (r) => { metrics.request(r.method, r.route, r.status, r.seconds, r.bytesIn, r.bytesOut) },
       cors: { origins: config.corsOrigins.filter(o => o !== 'none') },
       rateLimiter: new RateLimiter({ unpaidPerMinute: config.rateLimitUnpaid, readsPerMinute: config.rateLimitReads, trustedProxies: config.trustedProxies })
     })
     const bound = await http.listen(config.host, config.port)
     const url = `http://${bound.host.includes(':') ? `[${bound.host}]` : bound.host}:${bound.port}`
     const publicUrl = config.publicUrl ?? url
-    cleanups.push(() => http.close(0))
+    let httpClosed = false
+    cleanups.push(async () => { if (!httpClosed) await http.close(0) })
 
     const prices: PriceSettings = { rate: config.priceRate, minimum: config.priceMin, maximum: config.priceMax, maxMonths: config.maxMonths }
     const gate = paymentGate(config, prices, log)
     if (gate != null) {
+      gate.onEvent = (event, amount) => { metrics.payment(event, amount) }
       await gate.start()
       cleanups.push(() => { gate.stop() })
     }
@@ -120,8 +127,16 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       ledger.meta.put('expiryGrace', config.expiryGrace)
     })
     const gcDeps: GcDeps = { pins, blocksDir: paths.blocks, lock: commitLock, graceMs: config.expiryGrace * 1000 }
-    const admin = await startAdminServer(paths.adminSocket, { keys: { keystore, tokens, tokenLedger }, pins, gc: gcDeps }, log)
+    const admin = await startAdminServer(paths.adminSocket, { keys: { keystore, tokens, tokenLedger }, pins, gc: gcDeps, metrics }, log)
     cleanups.push(async () => { await admin.close(); rmSync(paths.adminSocket, { force: true }) })
+    if (config.metricsListen != null) {
+      const metricsRouter = new Router()
+      metricsRoutes(metricsRouter, metrics)
+      const metricsHttp = createHttpServer(metricsRouter, log.child({ component: 'metrics' }))
+      const at = config.metricsListen.lastIndexOf(':')
+      await metricsHttp.listen(config.metricsListen.slice(0, at).replace(/^\[|\]$/g, ''), Number(config.metricsListen.slice(at + 1)))
+      cleanups.push(async () => { await metricsHttp.close(1000) })
+    }
     const sweeper = startExpirySweeper(pins, config.expiryGrace * 1000, config.expirySweepInterval * 1000, log)
     cleanups.push(async () => { await sweeper.stop() })
 
@@ -212,7 +227,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       dataDir: paths.root,
       stop: async (deadlineMs) => {
         await http.close(deadlineMs)
-        cleanups.pop() // http already closed
+        httpClosed = true
         await cleanup()
       }
     }

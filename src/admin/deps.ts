@@ -5,9 +5,11 @@
 import type { PinLedger } from '../ledger/pins.js'
 import type { KeysAdminDeps } from '../service/keys-admin.js'
 import type { GcDeps } from '../service/gc.js'
+import type { Metrics } from '../metrics/registry.js'
 
 export interface AdminDeps {
   keys: KeysAdminDeps
   pins: PinLedger
   gc: GcDeps
+  metrics?: Metrics
 }

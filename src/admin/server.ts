@@ -12,6 +12,7 @@ import { createHttpServer } from '../http/server.js'
 import { exportRoutes } from './routes/export.js'
 import { gcRoutes } from './routes/gc.js'
 import { keysRoutes } from './routes/keys.js'
+import { metricsRoutes } from '../http/routes/metrics.js'
 import type { AdminDeps } from './deps.js'
 
 export interface AdminServer {
@@ -21,6 +22,7 @@ export interface AdminServer {
 export async function startAdminServer (socketPath: string, d: AdminDeps, log: Logger): Promise<AdminServer> {
   const router = new Router()
   router.add('GET', '/ping', ({ res }) => { sendJson(res, 200, { pid: process.pid }) })
+  if (d.metrics != null) metricsRoutes(router, d.metrics)
   keysRoutes(router, d)
   gcRoutes(router, d)
   exportRoutes(router, d)

@@ -37,6 +37,13 @@ const ipAddress: Parser<string> = (raw) => {
   return s
 }
 
+const hostPort: Parser<string> = (raw) => {
+  const s = str(raw)
+  const m = /^(.+):(\d{1,5})$/.exec(s)
+  if (m == null || Number(m[2]) > 65535 || !/^[0-9A-Za-z.:[\]-]+$/.test(m[1] as string)) throw new ConfigValueError('expected host:port such as 127.0.0.1:9464')
+  return s
+}
+
 const host: Parser<string> = (raw) => {
   const s = str(raw)
   if (!/^[0-9A-Za-z.:-]+$/.test(s)) throw new ConfigValueError('expected a host name or IP address')
@@ -80,6 +87,7 @@ export interface Config {
   rateLimitUnpaid: number
   rateLimitReads: number
   trustedProxies: string[]
+  metricsListen?: string
   shutdownTimeout: number
   expiryGrace: number
   expirySweepInterval: number
@@ -138,5 +146,6 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'rateLimitUnpaid', flag: '--rate-limit-unpaid <per-minute>', env: 'PIND_RATE_LIMIT_UNPAID', default: 120, parse: int(0, 1_000_000), description: 'unpaid write requests (402 answers) per client address per minute; 0 = unlimited' },
   { key: 'rateLimitReads', flag: '--rate-limit-reads <per-minute>', env: 'PIND_RATE_LIMIT_READS', default: 6000, parse: int(0, 10_000_000), description: 'GET/HEAD requests per client address per minute; 0 = unlimited' },
   { key: 'trustedProxies', flag: '--trusted-proxies <addresses>', env: 'PIND_TRUSTED_PROXIES', default: [], parse: list(ipAddress), description: 'reverse proxies whose X-Forwarded-For is believed (exact addresses, comma-separated)' },
+  { key: 'metricsListen', flag: '--metrics-listen <host:port>', env: 'PIND_METRICS_LISTEN', parse: hostPort, description: 'also serve GET /metrics (Prometheus) on this separate address, e.g. 127.0.0.1:9464; it is always on the admin socket' },
   { key: 'shutdownTimeout', flag: '--shutdown-timeout <duration>', env: 'PIND_SHUTDOWN_TIMEOUT', default: 10, parse: duration(0, 3600), description: 'how long in-flight requests may finish after SIGTERM' }
 ]

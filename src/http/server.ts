@@ -26,6 +26,8 @@ export interface HttpServer {
 export interface HttpServerOptions {
   cors?: CorsPolicy
   rateLimiter?: RateLimiter
+  /** called once per finished request (metrics) */
+  onRequest?: (r: { method: string, route: string, status: number, seconds: number, bytesIn: number, bytesOut: number }) => void
   /** a connection with no bytes moving for this long is closed (slowloris); default 60 s */
   idleTimeoutMs?: number
   /** the request head must arrive within this; default 20 s */
@@ -51,6 +53,14 @@ export function createHttpServer (router: Router, log: Logger, opts: HttpServerO
         status: res.statusCode,
         ms: Math.round(ms * 10) / 10,
         ...(res.writableFinished ? {} : { aborted: true })
+      })
+      opts.onRequest?.({
+        method: req.method ?? 'GET',
+        route: ctx.route,
+        status: res.statusCode,
+        seconds: ms / 1000,
+        bytesIn: Number(req.headers['content-length'] ?? 0) || 0,
+        bytesOut: Number(res.getHeader('content-length') ?? 0) || 0
       })
       if (inFlight === 0 && idleWaiters.length > 0) {
         const waiters = idleWaiters

@@ -67,6 +67,8 @@ export type SettleOutcome =
 
 export const PAYMENT_HEADER = 'payment-signature'
 
+export type PaymentEvent = 'required' | 'refused' | 'verified' | 'settled' | 'settle_failed'
+
 export class PaymentGate {
   private readonly rs: x402ResourceServer
   private ready = false
@@ -74,6 +76,8 @@ export class PaymentGate {
   private retry: NodeJS.Timeout | undefined
   private stopped = false
   readonly settler?: string
+  /** observers (metrics): what happened to each payment */
+  onEvent?: (event: PaymentEvent, amount?: bigint) => void
 
   constructor (private readonly s: PaymentSettings, private readonly log: Logger) {
     const built = buildFacilitator(s.facilitator)
@@ -167,6 +171,7 @@ export class PaymentGate {
   async decide (header: string | undefined, q: Quote, settledBefore: (paymentId: string) => boolean = () => false): Promise<GateDecision> {
     this.assertReady()
     if (header == null || header === '') {
+      this.onEvent?.('required')
       return { type: 'payment-required', error: await this.challenge(q, 'PAYMENT_REQUIRED', 'this write must be paid: see the PAYMENT-REQUIRED header') }
     }
     let payload: PaymentPayload
@@ -198,10 +203,12 @@ export class PaymentGate {
       throw new HttpError(503, 'SERVICE_UNAVAILABLE', 'the payment could not be verified right now; retry shortly', { 'retry-after': '10' })
     }
     if (!verify.isValid) {
+      this.onEvent?.('refused')
       const code = verify.invalidReason ?? 'invalid_payment'
       const insufficient = /insufficient/i.test(code)
       return { type: 'payment-required', error: await this.challenge(q, insufficient ? 'INSUFFICIENT_FUNDS' : 'PAYMENT_REQUIRED', `the payment was refused: ${code}`) }
     }
+    this.onEvent?.('verified', q.amount)
     return { type: 'verified', payment: { payer: from, id, amount: q.amount, proof, payload, requirements: match } }
   }
 
@@ -210,11 +217,14 @@ export class PaymentGate {
     try {
       const r = await this.rs.settlePayment(p.payload, p.requirements)
       if (!r.success) {
+        this.onEvent?.('settle_failed', p.amount)
         this.log.warn('settlement refused', { payment: p.id, reason: r.errorReason })
         return { ok: false, reason: r.errorReason ?? 'settlement_failed' }
       }
+      this.onEvent?.('settled', p.amount)
       return { ok: true, tx: r.transaction, network: r.network, header: encodePaymentResponseHeader(r) }
     } catch (err) {
+      this.onEvent?.('settle_failed', p.amount)
       this.log.warn('settlement failed', { payment: p.id, error: (err as Error).message.split('\n')[0] })
       return { ok: false, reason: 'settlement_failed' }
     }

@@ -16,13 +16,15 @@ import { openLedgerEnv, type LedgerEnv } from '../../src/ledger/open.js'
 import { PinLedger } from '../../src/ledger/pins.js'
 import { chainArgs, payingFetch, signChallenge, uploadChallenge, uploadForm } from '../helpers/paying-client.js'
 import { runPind, startPind, tempDir, type PindProcess } from '../helpers/pind.js'
-import { waitFor } from '../helpers/ports.js'
+import { freePort, waitFor } from '../helpers/ports.js'
+import { Agent, request } from 'undici'
 
 let chain: DevChain
 let pind: PindProcess
 let dataDir: string
 let env: LedgerEnv
 let ledger: PinLedger
+let metricsPort = 0
 
 interface Uploaded { requestid: string, cid: string, dag_size: number, token: string, bytes: Buffer, pinned_until: string }
 
@@ -45,7 +47,8 @@ beforeAll(async () => {
   chain = await startDevChain({ payers: 3 })
   const { args, env: e } = chainArgs(chain)
   dataDir = tempDir()
-  pind = await startPind({ dataDir, args: [...args, '--expiry-grace', '0', '--expiry-sweep-interval', '1s'], env: { ...e, PIND_LOG_LEVEL: 'info' } })
+  metricsPort = await freePort()
+  pind = await startPind({ dataDir, args: [...args, '--expiry-grace', '0', '--expiry-sweep-interval', '1s', '--metrics-listen', `127.0.0.1:${metricsPort}`], env: { ...e, PIND_LOG_LEVEL: 'info' } })
   env = await openLedgerEnv(join(dataDir, 'ledger.mdb'))
   ledger = new PinLedger(env)
 })
@@ -174,5 +177,33 @@ describe('expiry and gc', () => {
     const missing = await runPind(['gc', '--data-dir', join(dir, 'nope')])
     expect(missing.code).toBe(1)
     expect(missing.err).toMatch(/does not exist/)
+  })
+})
+
+describe('metrics', () => {
+  it('counts requests, payments, pins, queue, blockstore and peers, on the metrics address and the admin socket', async () => {
+    const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()
+    const value = (re: RegExp): number => Number(re.exec(text)?.[1] ?? NaN)
+    expect(value(/^pind_http_requests_total\{method="POST",route="\/upload",status="201"\} (\d+)/m)).toBeGreaterThanOrEqual(5)
+    expect(value(/^pind_payments_total\{event="settled"\} (\d+)/m)).toBeGreaterThanOrEqual(6)
+    expect(value(/^pind_payments_total\{event="settle_failed"\} (\d+)/m)).toBe(1)
+    expect(value(/^pind_payments_settled_atomic_total (\d+)/m)).toBeGreaterThanOrEqual(6000)
+    expect(value(/^pind_pins\{status="pinned"\} (\d+)/m)).toBeGreaterThanOrEqual(2)
+    expect(value(/^pind_pins\{status="removed"\} (\d+)/m)).toBeGreaterThanOrEqual(3)
+    expect(value(/^pind_fetch_queue_depth (\d+)/m)).toBe(0)
+    expect(value(/^pind_blockstore_bytes (\d+)/m)).toBeGreaterThan(2 * 1024 * 1024)
+    expect(text).toMatch(/^pind_libp2p_connections \d+/m)
+    expect(text).toMatch(/^pind_http_request_duration_seconds_bucket/m)
+    expect(text).toMatch(/^pind_process_resident_memory_bytes/m)
+    const dispatcher = new Agent({ connect: { socketPath: join(dataDir, 'admin.sock') } })
+    try {
+      const r = await request('http://pind-admin/metrics', { dispatcher })
+      expect(r.statusCode).toBe(200)
+      expect(await r.body.text()).toMatch(/^pind_payments_total/m)
+    } finally {
+      await dispatcher.close()
+    }
+    // not on the public port
+    expect((await fetch(`${pind.url}/metrics`)).status).toBe(404)
   })
 })

@@ -1,0 +1,77 @@
+/**
+ * Prometheus metrics (prom-client; this folder is its only importer).
+ * Counters are updated as things happen; gauges that need the ledger, the
+ * blockstore or libp2p are read at scrape time, the costly ones cached.
+ *
+ *   pind_http_requests_total{method,route,status}
+ *   pind_http_request_duration_seconds{method,route}        histogram
+ *   pind_http_request_bytes_total / pind_http_response_bytes_total   (declared Content-Length)
+ *   pind_payments_total{event}    required | refused | verified | settled | settle_failed
+ *   pind_payments_settled_atomic_total                      USDC atomic units settled
+ *   pind_pins{status}             queued | pinning | pinned | failed (live pins), removed
+ *   pind_fetch_queue_depth
+ *   pind_blockstore_blocks / pind_blockstore_bytes
+ *   pind_libp2p_connections
+ * plus prom-client's default process metrics (RSS, CPU, event loop lag, heap).
+ */
+import client from 'prom-client'
+
+export interface MetricsSources {
+  pinCounts(): Record<string, number>
+  fetchQueueDepth(): number
+  blockstoreUsage(): Promise<{ blocks: number, bytes: number }>
+  connections(): number
+}
+
+export class Metrics {
+  readonly registry = new client.Registry()
+  private readonly requests: client.Counter<'method' | 'route' | 'status'>
+  private readonly duration: client.Histogram<'method' | 'route'>
+  private readonly bytesIn: client.Counter
+  private readonly bytesOut: client.Counter
+  private readonly payments: client.Counter<'event'>
+  private readonly settled: client.Counter
+
+  constructor (sources: MetricsSources) {
+    const r = this.registry
+    client.collectDefaultMetrics({ register: r, prefix: 'pind_' })
+    this.requests = new client.Counter({ name: 'pind_http_requests_total', help: 'HTTP requests by method, route pattern and status', labelNames: ['method', 'route', 'status'], registers: [r] })
+    this.duration = new client.Histogram({ name: 'pind_http_request_duration_seconds', help: 'HTTP request duration', labelNames: ['method', 'route'], buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [r] })
+    this.bytesIn = new client.Counter({ name: 'pind_http_request_bytes_total', help: 'request body bytes (declared Content-Length)', registers: [r] })
+    this.bytesOut = new client.Counter({ name: 'pind_http_response_bytes_total', help: 'response body bytes (declared Content-Length)', registers: [r] })
+    this.payments = new client.Counter({ name: 'pind_payments_total', help: 'x402 payments by event: required (402 without payment), refused, verified, settled, settle_failed', labelNames: ['event'], registers: [r] })
+    this.settled = new client.Counter({ name: 'pind_payments_settled_atomic_total', help: 'USDC settled, in atomic units (10^-6 USDC)', registers: [r] })
+    new client.Gauge({
+      name: 'pind_pins', help: 'pins by status (live pins) and removed', labelNames: ['status'], registers: [r],
+      collect () { for (const [status, n] of Object.entries(sources.pinCounts())) this.set({ status }, n) }
+    })
+    new client.Gauge({ name: 'pind_fetch_queue_depth', help: 'pins by CID waiting or being fetched', registers: [r], collect () { this.set(sources.fetchQueueDepth()) } })
+    const blocks = new client.Gauge({ name: 'pind_blockstore_blocks', help: 'block files in the blockstore', registers: [r] })
+    new client.Gauge({
+      name: 'pind_blockstore_bytes', help: 'bytes of block files in the blockstore', registers: [r],
+      async collect () {
+        const u = await sources.blockstoreUsage()
+        this.set(u.bytes)
+        blocks.set(u.blocks)
+      }
+    })
+    new client.Gauge({ name: 'pind_libp2p_connections', help: 'open libp2p connections', registers: [r], collect () { this.set(sources.connections()) } })
+  }
+
+  request (method: string, route: string, status: number, seconds: number, bytesIn: number, bytesOut: number): void {
+    const r = route === '' ? 'unmatched' : route
+    this.requests.inc({ method, route: r, status: String(status) })
+    this.duration.observe({ method, route: r }, seconds)
+    if (bytesIn > 0) this.bytesIn.inc(bytesIn)
+    if (bytesOut > 0) this.bytesOut.inc(bytesOut)
+  }
+
+  payment (event: string, amount?: bigint): void {
+    this.payments.inc({ event })
+    if (event === 'settled' && amount != null) this.settled.inc(Number(amount))
+  }
+
+  async text (): Promise<{ body: string, contentType: string }> {
+    return { body: await this.registry.metrics(), contentType: this.registry.contentType }
+  }
+}

@@ -1,0 +1,42 @@
+/**
+ * What /metrics reads from the ledger, the blockstore and libp2p, with the
+ * costly parts cached: pin counts (a pass over the ledger) for 60 s, the
+ * blockstore walk for 5 min.
+ */
+import { blockstoreUsage } from '../ipfs/blockstore-usage.js'
+import type { PinLedger } from '../ledger/pins.js'
+import type { MetricsSources } from '../metrics/registry.js'
+
+export function metricsSources (pins: PinLedger, blocksDir: string, connections: () => number): MetricsSources {
+  const counts = cached(60_000, () => {
+    const out: Record<string, number> = { queued: 0, pinning: 0, pinned: 0, failed: 0, removed: 0 }
+    const now = new Date()
+    for (const pin of pins.all()) {
+      if (pin.removed != null) out.removed = (out.removed ?? 0) + 1
+      else if (pin.status === 'failed' || pins.isLive(pin, now)) out[pin.status] = (out[pin.status] ?? 0) + 1
+    }
+    return out
+  })
+  let usage: { at: number, value: Promise<{ blocks: number, bytes: number }> } | undefined
+  return {
+    pinCounts: counts,
+    fetchQueueDepth: () => pins.pendingFetches().length,
+    blockstoreUsage: async () => {
+      if (usage == null || Date.now() - usage.at > 300_000) usage = { at: Date.now(), value: blockstoreUsage(blocksDir) }
+      return await usage.value
+    },
+    connections
+  }
+}
+
+function cached<T> (ms: number, fn: () => T): () => T {
+  let at = -Infinity
+  let value: T | undefined
+  return () => {
+    if (value === undefined || Date.now() - at > ms) {
+      value = fn()
+      at = Date.now()
+    }
+    return value
+  }
+}
