@@ -1,0 +1,9 @@
+// Hand-written types for crash-test.mjs.
+export interface CrashTestOptions {
+  rounds?: number
+  concurrency?: number
+  /** run dist/pind.cjs on the pinned node instead of the packaged dist/pind */
+  bundle?: boolean
+  log?: (line: string) => void
+}
+export declare function runCrashTest (opts?: CrashTestOptions): Promise<{ rounds: number, acknowledged: number, orphansFreed: number }>
