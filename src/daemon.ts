@@ -144,6 +144,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       readLedger: () => ledger.meta.get('schemaVersion'),
       blocksDir: paths.blocks,
       libp2pStatus: () => ipfs.helia.libp2p.status,
+      diskCheckCacheMs: 1000,
       startedAt
     }))
     agentCardRoutes(router, buildAgentCard({

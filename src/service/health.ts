@@ -12,6 +12,8 @@ export interface HealthDeps {
   blocksDir: string
   libp2pStatus(): string
   startedAt: number
+  /** reuse a passed blockstore write check for this long (a probe per request costs a file create + unlink); default 0 */
+  diskCheckCacheMs?: number
 }
 
 export interface HealthReport {
@@ -19,6 +21,20 @@ export interface HealthReport {
   version: string
   uptimeSeconds: number
   checks: Record<string, { ok: boolean, error?: string }>
+}
+
+let lastDiskOk = -Infinity
+let diskProbe: Promise<void> | undefined
+
+async function probeDisk (blocksDir: string, cacheMs: number): Promise<void> {
+  if (cacheMs > 0 && Date.now() - lastDiskOk < cacheMs) return
+  diskProbe ??= (async () => {
+    const probe = join(blocksDir, `.health-${randomBytes(6).toString('hex')}`)
+    await writeFile(probe, 'ok')
+    await unlink(probe)
+    lastDiskOk = Date.now()
+  })().finally(() => { diskProbe = undefined })
+  await diskProbe
 }
 
 export async function checkHealth (deps: HealthDeps): Promise<HealthReport> {
@@ -34,11 +50,7 @@ export async function checkHealth (deps: HealthDeps): Promise<HealthReport> {
   await run('ledger', () => {
     if (deps.readLedger() === undefined) throw new Error('ledger metadata is missing')
   })
-  await run('blockstore', async () => {
-    const probe = join(deps.blocksDir, `.health-${randomBytes(6).toString('hex')}`)
-    await writeFile(probe, 'ok')
-    await unlink(probe)
-  })
+  await run('blockstore', async () => { await probeDisk(deps.blocksDir, deps.diskCheckCacheMs ?? 0) })
   await run('libp2p', () => {
     const status = deps.libp2pStatus()
     if (status !== 'started') throw new Error(`libp2p is ${status}`)

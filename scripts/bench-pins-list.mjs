@@ -1,0 +1,162 @@
+#!/usr/bin/env node
+/**
+ * GET /pins latency over a large ledger (issue #7 item 9, target p99 < 10 ms):
+ * 100 owners × 1,000 pins (100,000), each pin named and with meta {app: a|b},
+ * written directly with lmdb in the layout of src/ledger/pins.ts (as
+ * scripts/bench-export.mjs does), then served by pind (--token-issuer bench,
+ * one token minted per queried owner with `pind keys mint`). Sequential
+ * requests (latency, not throughput) over one keep-alive connection, after a
+ * warm-up, each request for the next of the queried owners:
+ *   - GET /health                 the floor on the same server
+ *   - GET /pins/<requestid>       token check + one record
+ *   - GET /pins?limit=10          (default status=pinned)
+ *   - GET /pins?name=report&match=ipartial&meta={"app":"a"}&limit=10
+ *   - paging through one owner's 1,000 pins: limit=10&before=<created of the
+ *     oldest seen> until count == results.length (100 pages), 10 times
+ * printing p50/p99 per request, the time per full paging, and whether p99 < 10 ms.
+ *
+ * Usage: node scripts/bench-pins-list.mjs [--requests 1000] [--pagings 10] [--owners 100] [--per-owner 1000] [--binary] [--keep]
+ *   (default runs the bundle: node dist/pind.cjs; --binary runs dist/pind)
+ */
+import { execFileSync } from 'node:child_process'
+import { createHash, randomUUID } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { open } from 'lmdb'
+import { CID } from 'multiformats/cid'
+import * as Digest from 'multiformats/hashes/digest'
+import { Pool } from 'undici'
+import { BINARY, ROOT, startServe } from './bench-lib.mjs'
+
+const argv = process.argv.slice(2)
+const opt = (name, def) => { const i = argv.indexOf(`--${name}`); return i >= 0 ? Number(argv[i + 1]) : def }
+const REQUESTS = opt('requests', 1000)
+const PAGINGS = opt('pagings', 10)
+const OWNERS = opt('owners', 100)
+const PER_OWNER = opt('per-owner', 1000)
+const QUERIED = Math.min(10, OWNERS) // owners the requests rotate over (one token each)
+const useBinary = argv.includes('--binary')
+const [bin, binArgs] = useBinary ? [BINARY, []] : [process.execPath, [join(ROOT, 'dist/pind.cjs')]]
+
+const sha = (s) => createHash('sha256').update(s).digest()
+const owner = (j) => `0x${sha(`owner ${j}`).toString('hex').slice(0, 40)}`
+const iso = (us) => { const base = new Date(Math.floor(us / 1000)).toISOString(); return us % 1000 === 0 ? base : `${base.slice(0, 23)}${String(us % 1000).padStart(3, '0')}Z` }
+const KINDS = ['Report', 'photo', 'notes', 'BACKUP'] // name=report&match=ipartial hits 'Report-…' and '…-report…' below
+const nameOf = (k) => `${KINDS[k % 4]}-${k}.${k % 8 === 0 ? 'pdf' : 'bin'}`
+const appOf = (k) => Math.floor(k / 4) % 2 === 0 ? 'a' : 'b' // of an owner's k-th pin: name Report* and app a for 1 in 8
+
+/** Pin i belongs to owner i % OWNERS (owners interleaved in time); createdUs ~1 s apart, unique, increasing. */
+async function buildLedger (dir) {
+  const root = open({ path: join(dir, 'ledger.mdb'), maxDbs: 32, compression: false, mapSize: 2 ** 36 })
+  const meta = root.openDB({ name: 'meta' })
+  const pins = root.openDB({ name: 'pins' })
+  const byOwner = root.openDB({ name: 'pins-by-owner' })
+  const byCid = root.openDB({ name: 'pins-by-cid' })
+  const byExpiry = root.openDB({ name: 'pins-by-expiry' })
+  await meta.transaction(() => {
+    meta.put('schemaVersion', 1)
+    meta.put('created', new Date().toISOString())
+    meta.put('index:pins-by-expiry', true)
+  })
+  const n = OWNERS * PER_OWNER
+  const startUs = (Date.now() - 86_400_000) * 1000 - n * 1_000_017
+  const until = Date.now() + 365 * 86_400_000
+  const firsts = []
+  root.transactionSync(() => {
+    for (let i = 0; i < n; i++) {
+      const who = owner(i % OWNERS); const k = Math.floor(i / OWNERS)
+      const requestid = randomUUID()
+      const createdUs = startUs + i * 1_000_017
+      const created = iso(createdUs)
+      const cid = CID.createV1(0x55, Digest.create(0x12, sha(`content ${i}`))).toString()
+      const pinnedUntil = new Date(until + i * 1000).toISOString()
+      const pin = {
+        requestid, owner: who, cid, name: nameOf(k), origins: [], meta: { app: appOf(k) }, status: 'pinned', statusDetails: 'pinned: 1 block, 4096 bytes',
+        created, createdUs, months: 12, pinnedUntil, dagSize: 4096, fileSize: 4096, maxBytes: 1_000_000, source: 'pin',
+        payment: { id: `${who}:0x${sha(`nonce ${i}`).toString('hex')}`, payer: who, amount: '12000', network: 'eip155:167000', asset: '0x07d83526730c7438048D55A4fc0b850e2aaB6f0b', tx: `0x${sha(`tx ${i}`).toString('hex')}`, settledAt: created, method: 'x402' }
+      }
+      pins.put(requestid, pin)
+      byOwner.put([who, createdUs, requestid], requestid)
+      byCid.put([cid, requestid], who)
+      byExpiry.put([Date.parse(pinnedUntil), requestid], requestid)
+      if (i < QUERIED) firsts.push(requestid)
+    }
+  })
+  await root.close()
+  return firsts // the first pin of each queried owner (pin j belongs to owner j)
+}
+
+const pct = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]
+const stats = (xs) => { const s = [...xs].sort((a, b) => a - b); return { p50: pct(s, 0.5), p99: pct(s, 0.99), max: s[s.length - 1], n: s.length } }
+
+const dir = mkdtempSync(join(tmpdir(), 'pind-bench-pins-list-'))
+let pind, pool
+try {
+  console.log(`bench-pins-list: ${OWNERS} owners × ${PER_OWNER} pins, ${useBinary ? 'binary dist/pind' : 'bundle dist/pind.cjs'}, Node ${process.version}; sequential requests over one keep-alive connection`)
+  let t = performance.now()
+  const firstPins = await buildLedger(dir)
+  console.log(`setup: ${OWNERS * PER_OWNER} pins written with lmdb in ${((performance.now() - t) / 1000).toFixed(1)} s`)
+  // startServe's own data dir is replaced by ours (the last --data-dir wins); per-client rate limits off (one client address)
+  pind = await startServe({ binary: bin, binaryArgs: binArgs, args: ['--data-dir', dir, '--token-issuer', 'bench'], env: { PIND_RATE_LIMIT_READS: '0', PIND_RATE_LIMIT_UNPAID: '0' } })
+  rmSync(pind.dataDir, { recursive: true, force: true })
+  t = performance.now()
+  const tokens = Array.from({ length: QUERIED }, (_, j) => JSON.parse(execFileSync(bin, [...binArgs, 'keys', 'mint', '--data-dir', dir, '--owner', owner(j), '--json'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })).token)
+  console.log(`serve up in ${pind.ms.toFixed(0)} ms; ${QUERIED} tokens minted in ${(performance.now() - t).toFixed(0)} ms`)
+
+  pool = new Pool(new URL(pind.url).origin, { connections: 1 })
+  const get = async (path, j) => {
+    const t0 = performance.now()
+    const r = await pool.request({ method: 'GET', path, headers: j == null ? {} : { authorization: `Bearer ${tokens[j]}` } })
+    const body = await r.body.json()
+    const ms = performance.now() - t0
+    if (r.statusCode !== 200) throw new Error(`GET ${path}: ${r.statusCode} ${JSON.stringify(body)}`)
+    return { ms, body }
+  }
+  const series = async (label, path, check) => {
+    for (let i = 0; i < Math.min(200, REQUESTS); i++) await get(path(i), i % QUERIED) // warm-up
+    const ms = []
+    for (let i = 0; i < REQUESTS; i++) { const r = await get(path(i), i % QUERIED); check?.(r.body); ms.push(r.ms) }
+    return [label, stats(ms)]
+  }
+  const filterQ = `name=report&match=ipartial&meta=${encodeURIComponent(JSON.stringify({ app: 'a' }))}&limit=10`
+  const filterCount = Array.from({ length: PER_OWNER }, (_, k) => k).filter(k => nameOf(k).toLowerCase().includes('report') && appOf(k) === 'a').length
+  const expect = (count, len) => (b) => { if (b.count !== count || b.results.length !== len) throw new Error(`expected count ${count} and ${len} results, got ${b.count} and ${b.results.length}`) }
+  const rows = [
+    await series('GET /health (floor)', () => '/health'),
+    await series('GET /pins/<requestid> (token + 1 record)', (i) => `/pins/${firstPins[i % QUERIED]}`),
+    await series('GET /pins?limit=10', () => '/pins?limit=10', expect(PER_OWNER, Math.min(10, PER_OWNER))),
+    await series(`GET /pins?${decodeURIComponent(filterQ)}`, () => `/pins?${filterQ}`, expect(filterCount, Math.min(10, filterCount)))
+  ]
+
+  // paging through one owner's pins, newest first, with before=<created of the oldest seen>
+  const pageMs = []; const pagingMs = []
+  for (let rep = 0; rep < PAGINGS + 1; rep++) { // the first paging is a warm-up
+    const j = rep % QUERIED; const seen = new Set(); let before; let pages = 0
+    const t0 = performance.now()
+    for (;;) {
+      const { ms, body } = await get(`/pins?limit=10${before != null ? `&before=${encodeURIComponent(before)}` : ''}`, j)
+      pages++
+      if (rep > 0) pageMs.push(ms)
+      for (const p of body.results) seen.add(p.requestid)
+      if (body.count === body.results.length) break
+      before = body.results[body.results.length - 1].created
+    }
+    if (rep > 0) pagingMs.push(performance.now() - t0)
+    if (seen.size !== PER_OWNER || pages !== Math.ceil(PER_OWNER / 10)) throw new Error(`paging saw ${seen.size} pins in ${pages} pages`)
+  }
+  rows.push([`paging ${PER_OWNER} pins, limit=10&before=… (per page)`, stats(pageMs)])
+
+  const floor = rows[0][1].p50
+  console.log(`${'request'.padEnd(72)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'max ms'.padStart(7)} ${'×floor'.padStart(7)} ${'n'.padStart(6)}`)
+  for (const [label, s] of rows) console.log(`${label.padEnd(72)} ${s.p50.toFixed(2).padStart(7)} ${s.p99.toFixed(2).padStart(7)} ${s.max.toFixed(2).padStart(7)} ${(s.p50 / floor).toFixed(1).padStart(7)} ${String(s.n).padStart(6)}`)
+  const full = stats(pagingMs)
+  console.log(`full paging of ${PER_OWNER} pins (${Math.ceil(PER_OWNER / 10)} requests): median ${full.p50.toFixed(0)} ms, max ${full.max.toFixed(0)} ms over ${pagingMs.length} pagings`)
+  const worst = Math.max(...rows.slice(2).map(([, s]) => s.p99))
+  console.log(`target p99 < 10 ms for GET /pins: ${worst < 10 ? 'met' : 'NOT met'} (worst p99 ${worst.toFixed(2)} ms)`)
+} finally {
+  await pool?.close()
+  await pind?.stop()
+  if (argv.includes('--keep')) console.log(`kept ${dir}`)
+  else rmSync(dir, { recursive: true, force: true })
+}

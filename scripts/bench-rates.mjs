@@ -1,0 +1,154 @@
+#!/usr/bin/env node
+/**
+ * Request rates of the cheap paths against a bare node:http hello-world, the
+ * same load generator for every target, measured in one run (issue #7 item 8,
+ * target ≥ 50% of hello-world):
+ *   - hello-world: node:http in a child process (not on the generator's loop)
+ *   - GET /health
+ *   - POST /pins unpaid → 402, a CID pind does not hold (--pin-probe-timeout 0,
+ *     so the quote does not wait for the network)
+ *   - POST /pins unpaid → 402, a CID pind holds (uploaded and paid first with
+ *     @x402/fetch; priced from the local root block)
+ * pind runs on a local dev chain, so the 402 (PAYMENT-REQUIRED) is the real one.
+ * The load generator is an undici Pool of N keep-alive connections, each
+ * issuing requests back to back; it counts responses completed in the measured
+ * window (after a warm-up), checks their status, and records latencies.
+ *
+ * The targets take turns in --rounds slices (default 5 of 1 s each), each
+ * target warmed up once before its first slice.
+ *
+ * Usage: node scripts/bench-rates.mjs [--duration 5] [--warmup 1] [--connections 32] [--rounds 5] [--bundle]
+ *   (default runs the binary dist/pind; --bundle runs node dist/pind.cjs)
+ */
+import { spawn } from 'node:child_process'
+import { rmSync } from 'node:fs'
+import { toClientEvmSigner } from '@x402/evm'
+import { ExactEvmScheme } from '@x402/evm/exact/client'
+import { wrapFetchWithPayment, x402Client } from '@x402/fetch'
+import { Pool } from 'undici'
+import { privateKeyToAccount } from 'viem/accounts'
+import { ROOT, startServe } from './bench-lib.mjs'
+import { startDevChain } from './devchain/index.mjs'
+
+const argv = process.argv.slice(2)
+const opt = (name, def) => { const i = argv.indexOf(`--${name}`); return i >= 0 ? Number(argv[i + 1]) : def }
+const durationS = opt('duration', 5)
+const warmupS = opt('warmup', 1)
+const connections = opt('connections', 32)
+const rounds = opt('rounds', 5)
+const bundle = argv.includes('--bundle')
+const UNKNOWN_CID = 'bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy'
+
+const pct = (sorted, p) => sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]
+
+/**
+ * Drives `connections` back-to-back request loops through pool for warmS + runS seconds;
+ * counts the responses completed in the measured window and their latencies.
+ */
+async function load (pool, { method = 'GET', path, body, headers, expect }, warmS, runS) {
+  let phase = warmS > 0 ? 'warmup' : 'run'; let count = 0; let wrong = 0; let errors = 0; let firstWrong
+  const lat = []
+  let start = performance.now(); let end = 0
+  const loop = async () => {
+    while (phase !== 'done') {
+      const t0 = performance.now()
+      try {
+        const r = await pool.request({ method, path, body, headers })
+        await r.body.dump()
+        if (phase !== 'run') continue
+        count++
+        lat.push(performance.now() - t0)
+        if (r.statusCode !== expect) { wrong++; firstWrong ??= r.statusCode }
+      } catch (err) {
+        if (phase === 'run') errors++
+        if (errors > 100) throw err
+      }
+    }
+  }
+  const timers = new Promise(resolve => setTimeout(() => {
+    phase = 'run'; start = performance.now()
+    setTimeout(() => { phase = 'done'; end = performance.now(); resolve() }, runS * 1000)
+  }, warmS * 1000))
+  await Promise.all([timers, ...Array.from({ length: connections }, loop)])
+  if (wrong > 0 || errors > 0) throw new Error(`${method} ${path}: ${wrong} responses not ${expect} (first: ${firstWrong}), ${errors} errors`)
+  return { count, secs: (end - start) / 1000, lat }
+}
+
+/** A bare node:http hello-world in a child process; resolves with its origin and a stop(). */
+async function startHello () {
+  const code = "const s=require('node:http').createServer((q,r)=>{r.writeHead(200,{'content-type':'text/plain'});r.end('hello world')});s.listen(0,'127.0.0.1',()=>console.log(s.address().port))"
+  const proc = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const port = await new Promise((resolve, reject) => {
+    proc.stdout.once('data', b => resolve(Number(String(b).trim())))
+    proc.once('exit', c => reject(new Error(`hello-world exited ${c}`)))
+  })
+  return {
+    origin: `http://127.0.0.1:${port}`,
+    stop: async () => { if (proc.exitCode == null) { const e = new Promise(resolve => proc.once('exit', resolve)); proc.kill('SIGTERM'); await e } }
+  }
+}
+
+let hello, chain, pind
+try {
+  console.log(`bench-rates: ${connections} keep-alive connections, ${warmupS} s warm-up + ${durationS} s per target in ${rounds} rounds, ${bundle ? 'bundle dist/pind.cjs' : 'binary dist/pind'}, Node ${process.version}`)
+  hello = await startHello()
+  chain = await startDevChain({ payers: 1 })
+  pind = await startServe({
+    ...(bundle ? { binary: process.execPath, binaryArgs: [`${ROOT}/dist/pind.cjs`] } : {}),
+    args: ['--rpc-url', chain.rpcUrl, '--asset', chain.usdc, '--pay-to', chain.payTo, '--pin-probe-timeout', '0'],
+    // one client address sends everything: per-client rate limits off (builds without them ignore these)
+    env: { PIND_SETTLER_KEY: chain.settlerKey, PIND_RATE_LIMIT_UNPAID: '0', PIND_RATE_LIMIT_READS: '0' }
+  })
+  const origin = new URL(pind.url).origin
+
+  // a CID pind holds: one small paid upload
+  const client = x402Client.fromConfig({
+    schemes: [{ network: 'eip155:167000', client: new ExactEvmScheme(toClientEvmSigner(privateKeyToAccount(chain.payers[0].privateKey))) }],
+    spendControls: { allowedAssets: [{ network: 'eip155:167000', asset: chain.usdc }] }
+  })
+  const form = new FormData()
+  form.append('file', new Blob([`bench-rates ${Date.now()}`]), 'hello.txt')
+  const up = await wrapFetchWithPayment(fetch, client)(`${pind.url}/upload`, { method: 'POST', body: form })
+  const upBody = await up.json()
+  if (up.status !== 201) throw new Error(`upload failed: ${up.status} ${JSON.stringify(upBody)}`)
+  const localCid = upBody.cid
+
+  const unpaid = (cid) => ({ method: 'POST', path: '/pins', body: JSON.stringify({ cid }), headers: { 'content-type': 'application/json' }, expect: 402 })
+  // one request of each kind, to show the 402 is the real one
+  for (const cid of [UNKNOWN_CID, localCid]) {
+    const r = await fetch(`${pind.url}/pins`, { method: 'POST', body: JSON.stringify({ cid }), headers: { 'content-type': 'application/json' } })
+    const pr = r.headers.get('payment-required')
+    if (r.status !== 402 || pr == null) throw new Error(`POST /pins ${cid}: ${r.status}, PAYMENT-REQUIRED ${pr == null ? 'missing' : 'present'}`)
+    const body = await r.json()
+    console.log(`  402 for the ${cid === localCid ? 'local' : 'unknown'} CID ${cid}: ${body.price?.amount} atomic units, size from ${body.sizeSource}`)
+  }
+
+  // the targets take turns in short slices, so load from other work on the machine falls on all of them alike
+  const targets = [
+    ['hello-world (node:http, child process)', hello.origin, { path: '/', expect: 200 }],
+    ['GET /health', origin, { path: '/health', expect: 200 }],
+    ['POST /pins → 402 (unknown CID, probe off)', origin, unpaid(UNKNOWN_CID)],
+    ['POST /pins → 402 (local CID)', origin, unpaid(localCid)]
+  ].map(([label, o, spec]) => ({ label, spec, pool: new Pool(o, { connections, pipelining: 1 }), count: 0, secs: 0, lat: [] }))
+  for (let round = 0; round < rounds; round++) {
+    for (const t of targets) {
+      const r = await load(t.pool, t.spec, round === 0 ? warmupS : 0, durationS / rounds)
+      t.count += r.count; t.secs += r.secs
+      for (const ms of r.lat) t.lat.push(ms)
+    }
+  }
+  await Promise.all(targets.map(t => t.pool.close()))
+  const rows = targets.map(t => { t.lat.sort((a, b) => a - b); return [t.label, { rps: t.count / t.secs, count: t.count, p50: pct(t.lat, 0.5), p99: pct(t.lat, 0.99) }] })
+  const base = rows[0][1].rps
+  console.log(`${'target'.padEnd(42)} ${'req/s'.padStart(8)} ${'ratio'.padStart(7)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'responses'.padStart(10)}`)
+  for (const [label, r] of rows) {
+    console.log(`${label.padEnd(42)} ${r.rps.toFixed(0).padStart(8)} ${`${(100 * r.rps / base).toFixed(0)}%`.padStart(7)} ${r.p50.toFixed(2).padStart(7)} ${r.p99.toFixed(2).padStart(7)} ${String(r.count).padStart(10)}`)
+  }
+  const worst = Math.min(...rows.slice(1).map(([, r]) => r.rps / base))
+  console.log(`target ≥ 50% of hello-world: ${worst >= 0.5 ? 'met' : 'NOT met'} (lowest ${(100 * worst).toFixed(0)}%)`)
+} finally {
+  await pind?.stop()
+  if (pind != null) rmSync(pind.dataDir, { recursive: true, force: true })
+  await chain?.stop()
+  await hello?.stop()
+}
