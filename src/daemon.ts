@@ -23,6 +23,9 @@ import { uploadRoutes } from './http/routes/upload.js'
 import { Router } from './http/router.js'
 import { RateLimiter } from './http/rate-limit.js'
 import { metricsRoutes } from './http/routes/metrics.js'
+import { openApiRoutes } from './http/routes/openapi.js'
+import { openApiDocument } from './service/openapi.js'
+import { VERSION } from './version.js'
 import { Metrics } from './metrics/registry.js'
 import { metricsSources } from './service/metrics-sources.js'
 import { createHttpServer } from './http/server.js'
@@ -204,6 +207,14 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       }
     })
     jwksRoutes(router, keystore)
+    openApiRoutes(router, openApiDocument({
+      publicUrl,
+      version: VERSION,
+      network: config.network,
+      asset: config.asset,
+      maxMonths: config.maxMonths,
+      uploadMaxBytes: config.uploadMaxBytes
+    }))
     authRoutes(router, { siwe: new SiweChallenges({ publicUrl, chainId: chainIdOf(config.network) }), tokens })
     uploadRoutes(router, {
       ledger: pins,

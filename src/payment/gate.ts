@@ -78,6 +78,7 @@ export class PaymentGate {
   readonly settler?: string
   /** observers (metrics): what happened to each payment */
   onEvent?: (event: PaymentEvent, amount?: bigint) => void
+  private readonly challenges = new Map<string, { header: string, terms: Record<string, unknown> }>()
 
   constructor (private readonly s: PaymentSettings, private readonly log: Logger) {
     const built = buildFacilitator(s.facilitator)
@@ -149,9 +150,17 @@ export class PaymentGate {
   /** A 402 challenge for this quote, with a readable reason. */
   async challenge (q: Quote, reason: string, details: string): Promise<HttpError> {
     this.assertReady()
-    const req = await this.requirementsFor(q)
-    const pr = await this.rs.createPaymentRequiredResponse([req], { url: q.resourceUrl, description: q.description, mimeType: 'application/json' }, details)
-    return new HttpError(402, reason as 'PAYMENT_REQUIRED', details, { 'payment-required': encodePaymentRequiredHeader(pr) }, this.readableTerms(q, req))
+    // the same quote always yields the same challenge: build it once (the 402 path is the hot one)
+    const key = JSON.stringify([q.amount.toString(), q.months, q.bytes.toString(), q.resourceUrl, q.description, q.notes, reason, details])
+    let built = this.challenges.get(key)
+    if (built == null) {
+      const req = await this.requirementsFor(q)
+      const pr = await this.rs.createPaymentRequiredResponse([req], { url: q.resourceUrl, description: q.description, mimeType: 'application/json' }, details)
+      built = { header: encodePaymentRequiredHeader(pr), terms: this.readableTerms(q, req) }
+      if (this.challenges.size >= 1000) this.challenges.delete(this.challenges.keys().next().value as string)
+      this.challenges.set(key, built)
+    }
+    return new HttpError(402, reason as 'PAYMENT_REQUIRED', details, { 'payment-required': built.header }, built.terms)
   }
 
   private readableTerms (q: Quote, req: PaymentRequirements): Record<string, unknown> {

@@ -1,0 +1,21 @@
+/**
+ * GET /openapi.json: the OpenAPI 3.1 description of this API
+ * (src/service/openapi.ts). The document never changes while the server
+ * runs, so it is serialized once here rather than on every request.
+ */
+import type { Router } from '../router.js'
+
+export function openApiRoutes (router: Router, doc: Record<string, unknown>): void {
+  const body = Buffer.from(JSON.stringify(doc))
+  router.add('GET', '/openapi.json', ({ req, res }) => {
+    // the headers sendJson (../respond.ts) writes, with a public cache: it takes a
+    // value to serialize, and this body is already bytes
+    res.writeHead(200, {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': body.byteLength,
+      'cache-control': 'public, max-age=300',
+      'access-control-allow-origin': '*'
+    })
+    res.end(req.method === 'HEAD' ? undefined : body)
+  })
+}
