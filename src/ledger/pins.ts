@@ -2,7 +2,7 @@
  * Pins and payments in the ledger. Every write is one LMDB transaction that
  * updates the record and its indexes together:
  *   pins      requestid → PinRecord
- *   byOwner   [owner, createdUs, requestid] → requestid   (newest-first listing)
+ *   byOwner   [owner, createdUs, requestid] → PinSummary  (newest-first listing, filtered without reading records)
  *   byCid     [cid, requestid] → owner                    (liveness of a CID)
  *   payments  paymentId → PaymentRecord                   (idempotent retries, no double use)
  *   pinBlocks requestid → block CIDs of the pin's DAG
@@ -22,7 +22,7 @@ type CidKey = [string, string]
 
 export class PinLedger {
   private readonly pins: Database<PinRecord, string>
-  private readonly byOwner: Database<string, OwnerKey>
+  private readonly byOwner: Database<PinSummary, OwnerKey>
   private readonly byCid: Database<string, CidKey>
   private readonly payments: Database<PaymentRecord, string>
   private readonly pinBlocks: Database<string[], string>
@@ -36,7 +36,7 @@ export class PinLedger {
   constructor (private readonly env: LedgerEnv, opts: { graceMs?: number } = {}) {
     this.graceMs = opts.graceMs ?? 0
     this.pins = env.db<PinRecord>('pins')
-    this.byOwner = env.db<string>('pins-by-owner')
+    this.byOwner = env.db<PinSummary>('pins-by-owner')
     this.byCid = env.db<string>('pins-by-cid')
     this.payments = env.db<PaymentRecord>('payments')
     this.pinBlocks = env.db<string[]>('pin-blocks')
@@ -48,8 +48,20 @@ export class PinLedger {
     seedClock(maxUs)
   }
 
+  /** Writes a pin and its owner-index summary (inside a transaction). */
+  private putPin (requestid: string, pin: PinRecord): void {
+    this.pins.put(requestid, pin)
+    this.byOwner.put([pin.owner, pin.createdUs, requestid], summaryOf(pin))
+  }
+
   /** Builds indexes added after a ledger was created (idempotent; a no-op once done). */
   async upgrade (): Promise<void> {
+    if (this.env.meta.get('index:owner-summaries') !== true) {
+      await this.env.root.transaction(() => {
+        for (const { value: pin } of this.pins.getRange()) this.byOwner.put([pin.owner, pin.createdUs, pin.requestid], summaryOf(pin))
+        this.env.meta.put('index:owner-summaries', true)
+      })
+    }
     if (this.env.meta.get('index:pins-by-expiry') === true) return
     await this.env.root.transaction(() => {
       for (const { value: pin } of this.pins.getRange()) {
@@ -86,12 +98,11 @@ export class PinLedger {
       if (pin.replaces != null) {
         const old = this.pins.get(pin.replaces)
         if (old == null || old.removed != null || old.owner !== pin.owner) throw new PinGoneError(pin.replaces)
-        this.pins.put(old.requestid, { ...old, removed: { at: new Date().toISOString(), why: 'replaced' }, replacedBy: pin.requestid })
+        this.putPin(old.requestid, { ...old, removed: { at: new Date().toISOString(), why: 'replaced' }, replacedBy: pin.requestid })
         this.fetchQueue.remove(old.requestid)
         this.byExpiry.remove([Date.parse(old.pinnedUntil), old.requestid])
       }
-      this.pins.put(pin.requestid, pin)
-      this.byOwner.put([pin.owner, pin.createdUs, pin.requestid], pin.requestid)
+      this.putPin(pin.requestid, pin)
       this.byCid.put([cidKey(pin.cid), pin.requestid], pin.owner)
       if (pin.removed == null) this.byExpiry.put([Date.parse(pin.pinnedUntil), pin.requestid], pin.requestid)
       if (payment != null) this.payments.put(payment.id, payment)
@@ -121,7 +132,7 @@ export class PinLedger {
       if (pin == null || pin.removed != null) return
       done = { ...pin, status: 'pinned', dagSize, statusDetails: details }
       delete done.fetch
-      this.pins.put(requestid, done)
+      this.putPin(requestid, done)
       this.addRefs(requestid, keys)
       if (pin.replaces != null) this.releaseRefs(pin.replaces)
     })
@@ -136,7 +147,7 @@ export class PinLedger {
       const pin = this.pins.get(requestid)
       if (pin == null || pin.removed != null) return
       failed = { ...pin, status: 'failed', statusDetails: details }
-      this.pins.put(requestid, failed)
+      this.putPin(requestid, failed)
       if (pin.replaces != null) this.releaseRefs(pin.replaces)
     })
     return failed
@@ -182,7 +193,7 @@ export class PinLedger {
       const current = this.pins.get(requestid)
       if (current == null) return
       updated = change(structuredClone(current))
-      this.pins.put(requestid, updated)
+      this.putPin(requestid, updated)
     })
     return updated
   }
@@ -198,7 +209,7 @@ export class PinLedger {
       const pin = this.pins.get(requestid)
       if (pin == null || pin.removed != null) return
       removed = { ...pin, removed: { at: at.toISOString(), why } }
-      this.pins.put(requestid, removed)
+      this.putPin(requestid, removed)
       this.fetchQueue.remove(requestid)
       this.byExpiry.remove([Date.parse(pin.pinnedUntil), requestid])
       this.releaseRefs(requestid)
@@ -228,7 +239,7 @@ export class PinLedger {
       const pinnedUntil = until(pin)
       if (payment != null && this.payments.doesExist(payment.id)) throw new PaymentReusedError(payment.id)
       renewed = { ...pin, pinnedUntil: pinnedUntil.toISOString(), months: pin.months + months }
-      this.pins.put(requestid, renewed)
+      this.putPin(requestid, renewed)
       this.byExpiry.remove([Date.parse(pin.pinnedUntil), requestid])
       this.byExpiry.put([pinnedUntil.getTime(), requestid], requestid)
       if (payment != null) this.payments.put(payment.id, payment)
@@ -265,8 +276,7 @@ export class PinLedger {
     await this.env.root.transaction(() => {
       for (const { pin, blocks } of pins) {
         if (this.pins.doesExist(pin.requestid)) throw new Error(`pin ${pin.requestid} exists already`)
-        this.pins.put(pin.requestid, pin)
-        this.byOwner.put([pin.owner, pin.createdUs, pin.requestid], pin.requestid)
+        this.putPin(pin.requestid, pin)
         this.byCid.put([cidKey(pin.cid), pin.requestid], pin.owner)
         // references as the source ledger had them (a replaced pin keeps its blocks until its replacement settles)
         if (blocks != null && blocks.length > 0) this.addRefs(pin.requestid, [...new Set(blocks.map(cidKey))])
@@ -296,10 +306,17 @@ export class PinLedger {
 
   /** Pins of one owner, newest first, created strictly between `afterUs` and `beforeUs`. */
   * byOwnerNewestFirst (owner: string, beforeUs = Number.MAX_SAFE_INTEGER, afterUs = -1): Generator<PinRecord> {
+    for (const s of this.summariesByOwner(owner, beforeUs, afterUs)) {
+      const pin = this.pins.get(s.id)
+      if (pin != null) yield pin
+    }
+  }
+
+  /** The owner index's summaries, newest first: enough to filter and count without reading records. */
+  * summariesByOwner (owner: string, beforeUs = Number.MAX_SAFE_INTEGER, afterUs = -1): Generator<PinSummary> {
     for (const { key, value } of this.byOwner.getRange({ start: [owner, beforeUs], end: [owner, afterUs], reverse: true })) {
       if (key[1] >= beforeUs || key[1] <= afterUs) continue
-      const pin = this.pins.get(value)
-      if (pin != null) yield pin
+      yield value
     }
   }
 
@@ -307,6 +324,23 @@ export class PinLedger {
   * all (): Generator<PinRecord> {
     for (const { value } of this.pins.getRange()) yield value
   }
+}
+
+/** What the owner index keeps of a pin: the fields GET /pins filters on. */
+export interface PinSummary {
+  id: string
+  /** the root CID, v1 */
+  cid: string
+  status: PinRecord['status']
+  /** pinned_until, ms since the epoch */
+  until: number
+  removed: boolean
+  name?: string
+  meta: Record<string, string>
+}
+
+function summaryOf (pin: PinRecord): PinSummary {
+  return { id: pin.requestid, cid: cidKey(pin.cid), status: pin.status, until: Date.parse(pin.pinnedUntil), removed: pin.removed != null, ...(pin.name != null ? { name: pin.name } : {}), meta: pin.meta }
 }
 
 /** CIDv0 and CIDv1 of the same content index alike. */

@@ -9,8 +9,8 @@
 import { CID } from 'multiformats/cid'
 import { badRequest } from '../errors.js'
 import { parseMicros } from '../ledger/clock.js'
-import type { PinLedger } from '../ledger/pins.js'
-import { isLive, type PinRecord, type PinState } from '../ledger/records.js'
+import type { PinLedger, PinSummary } from '../ledger/pins.js'
+import type { PinRecord, PinState } from '../ledger/records.js'
 
 const STATES: readonly PinState[] = ['queued', 'pinning', 'pinned', 'failed']
 const MATCHES = ['exact', 'iexact', 'partial', 'ipartial'] as const
@@ -92,10 +92,12 @@ function parseMeta (params: URLSearchParams, json: string | undefined): Record<s
   return Object.keys(meta).length > 0 ? meta : undefined
 }
 
-export function matches (pin: PinRecord, q: PinQuery, now: Date, graceMs = 0): boolean {
-  if (pin.removed != null || !isLive(pin, now, graceMs) && pin.status !== 'failed') return false
+/** Does a pin (its owner-index summary) match every filter? Removed and expired pins never do. */
+export function matches (pin: PinSummary, q: PinQuery, now: number, graceMs = 0): boolean {
+  if (pin.removed) return false
+  if (pin.status !== 'failed' && pin.until + graceMs <= now) return false
   if (!q.statuses.has(pin.status)) return false
-  if (q.cids != null && !q.cids.has(CID.parse(pin.cid).toV1().toString())) return false
+  if (q.cids != null && !q.cids.has(pin.cid)) return false
   if (q.name != null) {
     const have = pin.name ?? ''
     const ci = q.match === 'iexact' || q.match === 'ipartial'
@@ -109,13 +111,21 @@ export function matches (pin: PinRecord, q: PinQuery, now: Date, graceMs = 0): b
   return true
 }
 
+/**
+ * Filters and counts on the owner index's summaries (no record is read for
+ * that); only the page's pins are read in full.
+ */
 export function listPins (ledger: PinLedger, owner: string, q: PinQuery, now: Date = new Date()): { count: number, results: PinRecord[] } {
   const results: PinRecord[] = []
   let count = 0
-  for (const pin of ledger.byOwnerNewestFirst(owner, q.beforeUs, q.afterUs)) {
-    if (!matches(pin, q, now, ledger.graceMs)) continue
+  const t = now.getTime()
+  for (const s of ledger.summariesByOwner(owner, q.beforeUs, q.afterUs)) {
+    if (!matches(s, q, t, ledger.graceMs)) continue
     count++
-    if (results.length < q.limit) results.push(pin)
+    if (results.length < q.limit) {
+      const pin = ledger.get(s.id)
+      if (pin != null) results.push(pin)
+    }
   }
   return { count, results }
 }
