@@ -4,7 +4,7 @@
 import type { ServerResponse } from 'node:http'
 
 export function sendJson (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  const text = JSON.stringify(body, (_k, v: unknown) => typeof v === 'bigint' ? v.toString() : v)
+  const text = stringify(body)
   res.writeHead(status, {
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(text),
@@ -12,4 +12,14 @@ export function sendJson (res: ServerResponse, status: number, body: unknown, he
     ...headers
   })
   res.end(res.req.method === 'HEAD' ? undefined : text)
+}
+
+/** JSON text; bigints (which JSON.stringify refuses) as decimal strings. The replacer runs only when needed: it is slow. */
+function stringify (body: unknown): string {
+  try {
+    return JSON.stringify(body)
+  } catch (err) {
+    if (!(err instanceof TypeError)) throw err
+    return JSON.stringify(body, (_k, v: unknown) => typeof v === 'bigint' ? v.toString() : v)
+  }
 }
