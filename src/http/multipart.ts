@@ -59,6 +59,11 @@ export async function readSingleFile<T> (req: IncomingMessage, consume: (file: U
       consumed.then(resolve, reject)
     }
     bb.on('file', (name, stream, filename, _enc, mimeType) => {
+      if (failure != null) {
+        // already refused (busboy may still emit parts it had buffered): never start a consumer now
+        stream.resume()
+        return
+      }
       if (name !== 'file') {
         stream.resume()
         fail(badRequest(`unexpected form part "${name}": send exactly one part, named "file"`))

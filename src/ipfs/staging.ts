@@ -73,8 +73,9 @@ export class BlockStaging {
     await this.discard(staged)
   }
 
+  /** Removes a staging folder; retried if a late write races the removal (ENOTEMPTY). */
   async discard (staged: StagedImport): Promise<void> {
-    await rm(join(this.stagingDir, staged.id), { recursive: true, force: true })
+    await rm(join(this.stagingDir, staged.id), { recursive: true, force: true, maxRetries: 5, retryDelay: 50 })
   }
 }
 

@@ -142,7 +142,8 @@ async function paidUpload (req: IncomingMessage, payment: VerifiedPayment, month
       }
     }
   } finally {
-    await d.staging.discard(staged)
+    // a failed cleanup must not hide the request's own outcome (the folder is swept at the next start anyway)
+    await d.staging.discard(staged).catch((err: Error) => { d.log.warn('could not remove a staging folder', { error: err.message }) })
   }
 }
 
@@ -160,7 +161,7 @@ async function replay (req: IncomingMessage, payment: VerifiedPayment, maxFileBy
   try {
     cid = (await importBody(req, staged.blockstore, maxFileBytes)).cid.toString()
   } finally {
-    await d.staging.discard(staged)
+    await d.staging.discard(staged).catch((err: Error) => { d.log.warn('could not remove a staging folder', { error: err.message }) })
   }
   if (record == null || pin == null || record.proof !== payment.proof || record.purpose !== `upload:${cid}`) {
     throw new HttpError(402, 'PAYMENT_REQUIRED', 'this payment was already used for another request; sign a new payment')
