@@ -86,6 +86,8 @@ export class TokenService {
 
   async verify (token: string): Promise<VerifiedToken> {
     if (typeof token !== 'string' || token.length === 0 || token.length > MAX_TOKEN_LENGTH) throw invalid('malformed token')
+    // canonical compact JWS only (unpadded base64url): no malleable variants of a valid token
+    if (!/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/.test(token)) throw invalid('malformed token')
     const store = this.opts.keystore
     await store.refresh() // a broken key folder is a server error, not the client's: let it through
     let header

@@ -14,13 +14,32 @@ export async function readJson (req: IncomingMessage, limit = DEFAULT_JSON_LIMIT
   }
   const declared = Number(req.headers['content-length'] ?? 0)
   if (declared > limit) throw tooLarge(`JSON bodies are limited to ${limit} bytes`)
-  const chunks: Buffer[] = []
-  let size = 0
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length
-    if (size > limit) throw tooLarge(`JSON bodies are limited to ${limit} bytes`)
-    chunks.push(chunk)
-  }
+  // listeners, not `for await`: leaving an async iterator early destroys the request, and
+  // the connection with it; stopping here leaves the rest for the server to drain
+  const text = await new Promise<Buffer>((resolve, reject) => {
+    const chunks: Buffer[] = []
+    let size = 0
+    const done = (err?: Error): void => {
+      req.off('data', onData)
+      req.off('end', onEnd)
+      req.off('error', onError)
+      req.off('aborted', onAborted)
+      if (err != null) { req.pause(); reject(err) } else resolve(Buffer.concat(chunks))
+    }
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length
+      if (size > limit) { done(tooLarge(`JSON bodies are limited to ${limit} bytes`)); return }
+      chunks.push(chunk)
+    }
+    const onEnd = (): void => { done() }
+    const onError = (): void => { done(badRequest('the request body was cut short')) }
+    const onAborted = (): void => { done(badRequest('the request body was cut short')) }
+    req.on('data', onData)
+    req.on('end', onEnd)
+    req.on('error', onError)
+    req.on('aborted', onAborted)
+  })
+  const chunks = [text]
   try {
     return JSON.parse(Buffer.concat(chunks).toString('utf8'))
   } catch {

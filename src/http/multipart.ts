@@ -59,6 +59,10 @@ export async function readSingleFile<T> (req: IncomingMessage, consume: (file: U
       consumed.then(resolve, reject)
     }
     bb.on('file', (name, stream, filename, _enc, mimeType) => {
+      // a body cut inside this part errors the part's stream; whoever reads it sees the error
+      // through its iterator, and once nobody does (refused, or the consumer stopped) it must
+      // not become an uncaught 'error' that takes the process down
+      stream.on('error', (err: Error) => { fail(badRequest(`malformed or truncated multipart/form-data body (${err.message.slice(0, 80)})`)) })
       if (failure != null) {
         // already refused (busboy may still emit parts it had buffered): never start a consumer now
         stream.resume()

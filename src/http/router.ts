@@ -41,6 +41,10 @@ export class Router {
     }
     if (allowed.length > 0) {
       const allow = [...new Set([...allowed, 'OPTIONS'])].join(', ')
+      if (method === 'OPTIONS') {
+        // what this resource supports (CORS preflights are answered before routing)
+        return { handler: ({ res }) => { res.writeHead(204, { allow, 'content-length': '0' }); res.end() }, params: {}, pattern: 'OPTIONS *' }
+      }
       throw new HttpError(405, 'METHOD_NOT_ALLOWED', `${method} is not supported here; use ${allow}`, { allow })
     }
     throw new HttpError(404, 'NOT_FOUND', `no such endpoint: ${pathname}`)

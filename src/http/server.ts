@@ -73,6 +73,8 @@ export function createHttpServer (router: Router, log: Logger, opts: HttpServerO
         res.setHeader('connection', 'close')
         throw new HttpError(503, 'SHUTTING_DOWN', 'the server is shutting down; retry shortly', { 'retry-after': '5' })
       }
+      const hosts = req.rawHeaders.filter((h, i) => i % 2 === 0 && h.toLowerCase() === 'host').length
+      if (hosts !== 1 && req.httpVersion !== '1.0') throw new HttpError(400, 'BAD_REQUEST', hosts === 0 ? 'the Host header is required' : 'send the Host header once')
       if (opts.cors != null && applyCors(req, res, opts.cors)) return
       opts.rateLimiter?.check(req)
       ctx.url = parseUrl(req.url)
@@ -88,8 +90,19 @@ export function createHttpServer (router: Router, log: Logger, opts: HttpServerO
 
   // requestTimeout stays off (a 100 MB upload on a slow link is legitimate); a
   // connection that stops moving bytes is cut by the idle timeout instead
-  const server = createServer({ requestTimeout: 0, headersTimeout: opts.headersTimeoutMs ?? 20_000, keepAliveTimeout: 5000, maxHeaderSize: 16 * 1024 }, (req, res) => {
+  const server = createServer({ requestTimeout: 0, headersTimeout: opts.headersTimeoutMs ?? 20_000, keepAliveTimeout: 5000, maxHeaderSize: 16 * 1024, requireHostHeader: false }, (req, res) => {
     void handle(req, res)
+  })
+  // requests node:http would answer by itself (with an empty body) get the spec's error shape too
+  server.on('checkExpectation', (req, res) => {
+    const body = JSON.stringify({ error: { reason: 'BAD_REQUEST', details: `Expect: ${String(req.headers.expect).slice(0, 50)} is not supported (only 100-continue)` } })
+    res.writeHead(417, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), connection: 'close' })
+    res.end(body)
+  })
+  server.on('connect', (_req, socket) => {
+    const body = JSON.stringify({ error: { reason: 'METHOD_NOT_ALLOWED', details: 'CONNECT is not supported: this is not a proxy' } })
+    socket.on('error', () => {})
+    socket.end(`HTTP/1.1 405 Method Not Allowed\r\nallow: GET, HEAD, POST, DELETE, OPTIONS\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`)
   })
   server.maxHeadersCount = 100
   server.setTimeout(opts.idleTimeoutMs ?? 60_000, (socket) => { socket.destroy() })

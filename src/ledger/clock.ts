@@ -26,6 +26,10 @@ export function parseMicros (s: string): number | undefined {
   if (m == null) return undefined
   const ms = Date.parse(`${m[1]}${m[3]}`)
   if (Number.isNaN(ms)) return undefined
+  // Date.parse rolls impossible dates over (2026-02-31 → March 3): refuse them
+  const [y, mo, d, h, mi, se] = (m[1] as string).split(/[-T:]/).map(Number) as [number, number, number, number, number, number]
+  const check = new Date(Date.UTC(y, mo - 1, d, h, mi, se))
+  if (check.getUTCFullYear() !== y || check.getUTCMonth() !== mo - 1 || check.getUTCDate() !== d || h > 23 || mi > 59 || se > 59) return undefined
   const frac = (m[2] ?? '').padEnd(6, '0').slice(0, 6)
   return ms * 1000 + Number(frac)
 }

@@ -194,9 +194,10 @@ export class PaymentGate {
     if (match == null) {
       return { type: 'payment-required', error: await this.challenge(q, 'PAYMENT_REQUIRED', `the payment does not match this request's terms (amount ${q.amount} of ${this.s.asset} to ${this.s.payTo} on ${this.s.network})`) }
     }
-    const auth = (payload.payload as { authorization?: { from?: string, nonce?: string } }).authorization
-    if (typeof auth?.from !== 'string' || typeof auth.nonce !== 'string') {
-      return { type: 'payment-required', error: await this.challenge(q, 'PAYMENT_REQUIRED', 'only EIP-3009 (transferWithAuthorization) payments are accepted') }
+    const auth = eip3009Authorization(payload.payload)
+    if (auth == null) {
+      this.onEvent?.('refused')
+      return { type: 'payment-required', error: await this.challenge(q, 'PAYMENT_REQUIRED', 'only well-formed EIP-3009 (transferWithAuthorization) payments are accepted: payload.authorization needs from, to, value, validAfter, validBefore and nonce, and payload.signature') }
     }
     const from = auth.from.toLowerCase()
     const proof = createHash('sha256').update(JSON.stringify(payload.payload)).digest('hex')
@@ -242,4 +243,20 @@ export class PaymentGate {
   private assertReady (): void {
     if (!this.ready) throw new HttpError(503, 'SERVICE_UNAVAILABLE', `payments are temporarily unavailable (${this.lastError}); retry shortly`, { 'retry-after': '15' })
   }
+}
+
+const HEX_ADDRESS = /^0x[0-9a-fA-F]{40}$/
+const UINT = /^\d{1,78}$/
+const NONCE = /^0x[0-9a-fA-F]{64}$/
+
+/** The EIP-3009 authorization of an exact-EVM payload, if it is well-formed (checked before any verifier sees it). */
+function eip3009Authorization (payload: unknown): { from: string, nonce: string } | undefined {
+  if (payload == null || typeof payload !== 'object') return undefined
+  const p = payload as { authorization?: Record<string, unknown>, signature?: unknown }
+  const a = p.authorization
+  if (a == null || typeof a !== 'object' || typeof p.signature !== 'string' || !/^0x[0-9a-fA-F]+$/.test(p.signature)) return undefined
+  const ok = typeof a.from === 'string' && HEX_ADDRESS.test(a.from) && typeof a.to === 'string' && HEX_ADDRESS.test(a.to) &&
+    typeof a.value === 'string' && UINT.test(a.value) && typeof a.validAfter === 'string' && UINT.test(a.validAfter) &&
+    typeof a.validBefore === 'string' && UINT.test(a.validBefore) && typeof a.nonce === 'string' && NONCE.test(a.nonce)
+  return ok ? { from: a.from as string, nonce: a.nonce as string } : undefined
 }

@@ -82,12 +82,12 @@ function parseMeta (params: URLSearchParams, json: string | undefined): Record<s
     if (parsed == null || typeof parsed !== 'object' || Array.isArray(parsed)) throw badRequest('meta must be a JSON object of string values')
     for (const [k, v] of Object.entries(parsed)) {
       if (typeof v !== 'string') throw badRequest(`meta value for "${k}" must be a string`)
-      meta[k] = v
+      setOwn(meta, k, v)
     }
   }
   for (const [key, value] of params) {
     const m = /^meta\[(.+)\]$/.exec(key)
-    if (m != null) meta[m[1] as string] = value
+    if (m != null) setOwn(meta, m[1] as string, value)
   }
   return Object.keys(meta).length > 0 ? meta : undefined
 }
@@ -106,7 +106,7 @@ export function matches (pin: PinSummary, q: PinQuery, now: number, graceMs = 0)
     if (q.match === 'exact' || q.match === 'iexact' ? a !== b : !a.includes(b)) return false
   }
   if (q.meta != null) {
-    for (const [k, v] of Object.entries(q.meta)) if (pin.meta[k] !== v) return false
+    for (const [k, v] of Object.entries(q.meta)) if (!Object.hasOwn(pin.meta, k) || pin.meta[k] !== v) return false
   }
   return true
 }
@@ -128,4 +128,9 @@ export function listPins (ledger: PinLedger, owner: string, q: PinQuery, now: Da
     }
   }
   return { count, results }
+}
+
+/** Sets an own property even for keys such as "__proto__" (plain assignment would change the prototype instead). */
+export function setOwn (obj: Record<string, string>, key: string, value: string): void {
+  Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true })
 }

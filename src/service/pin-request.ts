@@ -8,6 +8,7 @@
 import { multiaddr } from '@multiformats/multiaddr'
 import { CID } from 'multiformats/cid'
 import { badRequest } from '../errors.js'
+import { setOwn } from './pin-query.js'
 
 /** dag-pb, raw, dag-cbor, dag-json, json */
 const CODECS = new Map([[0x70, 'dag-pb'], [0x55, 'raw'], [0x71, 'dag-cbor'], [0x0129, 'dag-json'], [0x0200, 'json']])
@@ -70,7 +71,7 @@ export function parsePinRequest (body: unknown): PinRequest {
     if (entries.length > 1000) throw badRequest('meta may have at most 1000 entries')
     for (const [k, v] of entries) {
       if (typeof v !== 'string') throw badRequest(`meta.${k.slice(0, 100)} must be a string`)
-      meta[k] = v
+      setOwn(meta, k, v)
     }
   }
   return { cid, cidText, ...(name != null ? { name } : {}), origins, meta }
