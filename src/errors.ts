@@ -14,18 +14,33 @@ export type Reason =
   | 'RANGE_NOT_SATISFIABLE' | 'UNSUPPORTED_MEDIA_TYPE' | 'SERVICE_UNAVAILABLE' | 'TOO_MANY_REQUESTS'
   | 'SHUTTING_DOWN' | 'CONFLICT' | 'REQUEST_TIMEOUT' | 'NOT_IMPLEMENTED'
 
-/** An error that becomes an HTTP response with the spec's error body. */
+/**
+ * An error that becomes an HTTP response with the spec's error body. It is
+ * an answer, not a fault: no stack trace is captured (they are never logged,
+ * and the 402 path creates one per request).
+ */
 export class HttpError extends PindError {
   override name = 'HttpError'
-  constructor (
-    readonly status: number,
-    readonly reason: Reason,
-    readonly details: string,
-    readonly headers: Record<string, string> = {},
-    /** extra top-level fields of the body, beside `error` (e.g. a 402's readable terms) */
-    readonly extra?: Record<string, unknown>
-  ) {
-    super(`${reason}: ${details}`)
+  readonly status: number
+  readonly reason: Reason
+  readonly details: string
+  readonly headers: Record<string, string>
+  /** extra top-level fields of the body, beside `error` (e.g. a 402's readable terms) */
+  readonly extra?: Record<string, unknown>
+
+  constructor (status: number, reason: Reason, details: string, headers: Record<string, string> = {}, extra?: Record<string, unknown>) {
+    const limit = Error.stackTraceLimit
+    Error.stackTraceLimit = 0
+    try {
+      super(`${reason}: ${details}`)
+    } finally {
+      Error.stackTraceLimit = limit
+    }
+    this.status = status
+    this.reason = reason
+    this.details = details
+    this.headers = headers
+    if (extra !== undefined) this.extra = extra
   }
 }
 
