@@ -96,6 +96,9 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     if (leftovers > 0) log.warn('removed unfinished imports left by a previous run', { count: leftovers })
     const pins = new PinLedger(ledger, { graceMs: config.expiryGrace * 1000 })
     await pins.upgrade()
+    for (const s of pins.unresolvedSettlements()) {
+      log.warn('a payment was being settled when the service stopped, and nothing was recorded for it: check the chain and refund or re-pin', { payment: s.paymentId, payer: s.payer, amount: s.amount, purpose: s.purpose, at: s.at })
+    }
     const commitLock = new CommitLock()
 
     const metrics = new Metrics(metricsSources(pins, paths.blocks, () => ipfs.helia.libp2p.getConnections().length))

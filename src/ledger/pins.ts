@@ -9,6 +9,7 @@
  *   blockRefs block CID (v1) → number of pins holding it  (gateway policy, gc marking)
  *   fetchQueue requestid → createdUs                        (pins by CID still to fetch; survives restarts)
  *   byExpiry  [pinnedUntilMs, requestid] → requestid        (pins not yet removed, by expiry: the sweeper)
+ *   settling  paymentId → SettlingRecord                    (written before settlement, removed with the record it paid for)
  * The ledger decides what is live; helia's pin refcounts are not used.
  */
 import type { Database } from 'lmdb'
@@ -29,6 +30,7 @@ export class PinLedger {
   private readonly blockRefs: Database<number, string>
   private readonly fetchQueue: Database<number, string>
   private readonly byExpiry: Database<string, [number, string]>
+  private readonly settling: Database<SettlingRecord, string>
 
   /** how long after pinned_until a pin still counts as live (until the sweeper marks it expired) */
   readonly graceMs: number
@@ -43,6 +45,7 @@ export class PinLedger {
     this.blockRefs = env.db<number>('block-refs')
     this.fetchQueue = env.db<number>('fetch-queue')
     this.byExpiry = env.db<string>('pins-by-expiry')
+    this.settling = env.db<SettlingRecord>('settling')
     let maxUs = 0
     for (const { key } of this.byOwner.getRange({ reverse: true, limit: 1 })) maxUs = Math.max(maxUs, (key)[1])
     seedClock(maxUs)
@@ -105,10 +108,32 @@ export class PinLedger {
       this.putPin(pin.requestid, pin)
       this.byCid.put([cidKey(pin.cid), pin.requestid], pin.owner)
       if (pin.removed == null) this.byExpiry.put([Date.parse(pin.pinnedUntil), pin.requestid], pin.requestid)
-      if (payment != null) this.payments.put(payment.id, payment)
+      if (payment != null) {
+        this.payments.put(payment.id, payment)
+        this.settling.remove(payment.id)
+      }
       if (pin.status === 'queued' || pin.status === 'pinning') this.fetchQueue.put(pin.requestid, pin.createdUs)
       this.addRefs(pin.requestid, keys)
     })
+  }
+
+  /**
+   * Notes, durably, that a payment is about to be settled. The record it pays
+   * for removes the note in its own transaction, so a note that outlives its
+   * request means the process died between settling and recording: the payer
+   * may have paid for nothing, and the operator must look (`unresolvedSettlements`).
+   */
+  async markSettling (rec: SettlingRecord): Promise<void> {
+    await this.env.root.transaction(() => { this.settling.put(rec.paymentId, rec) })
+  }
+
+  /** The settlement did not happen (refused): forget the note. */
+  async clearSettling (paymentId: string): Promise<void> {
+    await this.env.root.transaction(() => { this.settling.remove(paymentId) })
+  }
+
+  * unresolvedSettlements (): Generator<SettlingRecord> {
+    for (const { value } of this.settling.getRange()) yield value
   }
 
   /** requestids of pins waiting to be fetched, oldest first */
@@ -242,7 +267,10 @@ export class PinLedger {
       this.putPin(requestid, renewed)
       this.byExpiry.remove([Date.parse(pin.pinnedUntil), requestid])
       this.byExpiry.put([pinnedUntil.getTime(), requestid], requestid)
-      if (payment != null) this.payments.put(payment.id, payment)
+      if (payment != null) {
+        this.payments.put(payment.id, payment)
+        this.settling.remove(payment.id)
+      }
     })
     return renewed as PinRecord
   }
@@ -324,6 +352,14 @@ export class PinLedger {
   * all (): Generator<PinRecord> {
     for (const { value } of this.pins.getRange()) yield value
   }
+}
+
+export interface SettlingRecord {
+  paymentId: string
+  payer: string
+  amount: string
+  purpose: string
+  at: string
 }
 
 /** What the owner index keeps of a pin: the fields GET /pins filters on. */

@@ -26,6 +26,7 @@ import { bytesCoveredBy, priceFor, PriceTooHighError, type PriceSettings } from 
 import type { PaymentOnce } from './paid-once.js'
 import type { PinRequest } from './pin-request.js'
 import { toPinStatus } from './pin-status.js'
+import { settleNoted } from './settle.js'
 import type { SizeProbe } from './size-probe.js'
 
 export const PIN_SIZE_HEADER = 'x-pin-size'
@@ -131,7 +132,7 @@ async function quoteFor (req: IncomingMessage, w: PinWrite, d: PinCreateDeps): P
 }
 
 async function paid (w: PinWrite, payment: VerifiedPayment, q: PinQuote, purpose: string, gate: PaymentGate, d: PinCreateDeps): Promise<PinResponse> {
-  const settled = await gate.settle(payment)
+  const settled = await settleNoted(gate, d.ledger, payment, purpose)
   if (!settled.ok) {
     throw await gate.challenge(q.quote, /insufficient/i.test(settled.reason) ? 'INSUFFICIENT_FUNDS' : 'PAYMENT_REQUIRED',
       `the payment could not be settled (${settled.reason}); nothing was pinned`)

@@ -17,6 +17,7 @@ import type { Quote, VerifiedPayment } from '../payment/gate.js'
 import { priceFor, PriceTooHighError } from '../payment/pricing.js'
 import type { PinCreateDeps, PinResponse } from './pin-create.js'
 import { toPinStatus } from './pin-status.js'
+import { settleNoted } from './settle.js'
 
 export interface RenewRequest {
   requestid: string
@@ -59,7 +60,7 @@ export async function renewPin (_req: IncomingMessage, r: RenewRequest, d: PinCr
   if (decision.type === 'settled-before') return replay(payment, d)
   const outcome = await d.once.run(payment.id, async () => {
     if (d.ledger.payment(payment.id) != null) return undefined
-    const settled = await d.gate?.settle(payment)
+    const settled = d.gate != null ? await settleNoted(d.gate, d.ledger, payment, purpose) : undefined
     if (settled == null || !settled.ok) {
       throw await d.gate?.challenge(quote, settled != null && /insufficient/i.test(settled.reason) ? 'INSUFFICIENT_FUNDS' : 'PAYMENT_REQUIRED',
         `the payment could not be settled${settled != null ? ` (${settled.reason})` : ''}; the pin was not renewed`)

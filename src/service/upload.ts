@@ -20,6 +20,7 @@ import type { CID } from 'multiformats/cid'
 import type { PaymentGate, Quote, VerifiedPayment } from '../payment/gate.js'
 import { formatUsdc, priceFor, PriceTooHighError, type PriceSettings } from '../payment/pricing.js'
 import type { PaymentOnce } from './paid-once.js'
+import { settleNoted } from './settle.js'
 
 /** multipart framing allowed on top of the file limit before a declared length is refused outright */
 export const MULTIPART_SLACK = 64 * 1024
@@ -83,7 +84,7 @@ async function paidUpload (req: IncomingMessage, payment: VerifiedPayment, month
   const staged = await d.staging.begin()
   try {
     const imported = await importBody(req, staged.blockstore, maxFileBytes)
-    const settled = await d.gate.settle(payment)
+    const settled = await settleNoted(d.gate, d.ledger, payment, `upload:${imported.cid.toString()}`)
     if (!settled.ok) {
       throw await d.gate.challenge(quoteOf(payment, months, d), /insufficient/i.test(settled.reason) ? 'INSUFFICIENT_FUNDS' : 'PAYMENT_REQUIRED',
         `the payment could not be settled (${settled.reason}); nothing was pinned`)

@@ -93,4 +93,16 @@ describe('PinLedger', () => {
     await ledger.remove('n2', 'unpinned')
     expect(ledger.isPinnedBlock(C)).toBe(false)
   })
+
+  it('keeps a note of each settlement until the record it paid for is written', async () => {
+    const note = (id: string) => ({ paymentId: id, payer: '0xa', amount: '1000', purpose: 'upload:x', at: new Date().toISOString() })
+    await ledger.markSettling(note('pay-1'))
+    await ledger.markSettling(note('pay-2'))
+    await ledger.markSettling(note('pay-3'))
+    const p = pin('s1', A, 'pinned')
+    await ledger.create(p, { id: 'pay-1', requestid: 's1', purpose: 'upload:x', payer: '0xa', amount: '1000', network: 'eip155:167000', at: p.created, proof: 'x' })
+    await ledger.clearSettling('pay-2') // refused by the chain
+    // pay-3: the process died between settling and recording
+    expect([...ledger.unresolvedSettlements()].map(s => s.paymentId)).toEqual(['pay-3'])
+  })
 })
