@@ -73,7 +73,8 @@ export function createHttpServer (router: Router, log: Logger, opts: HttpServerO
         res.setHeader('connection', 'close')
         throw new HttpError(503, 'SHUTTING_DOWN', 'the server is shutting down; retry shortly', { 'retry-after': '5' })
       }
-      const hosts = req.rawHeaders.filter((h, i) => i % 2 === 0 && h.toLowerCase() === 'host').length
+      let hosts = 0
+      for (let i = 0; i < req.rawHeaders.length; i += 2) if ((req.rawHeaders[i] as string).length === 4 && (req.rawHeaders[i] as string).toLowerCase() === 'host') hosts++
       if (hosts !== 1 && req.httpVersion !== '1.0') throw new HttpError(400, 'BAD_REQUEST', hosts === 0 ? 'the Host header is required' : 'send the Host header once')
       if (opts.cors != null && applyCors(req, res, opts.cors)) return
       opts.rateLimiter?.check(req)

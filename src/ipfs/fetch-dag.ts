@@ -69,12 +69,15 @@ export async function fetchDag (o: FetchDagOptions): Promise<FetchProgress & { c
   try {
     await new Promise<void>((resolve, reject) => {
       const seen = new Set<string>([o.root.toV1().toString()])
+      // a FIFO read by index: Array.shift would make a DAG of n blocks cost O(n²)
       const pending: CID[] = [o.root]
+      let head = 0
       let active = 0
       let failed = false
       const pump = (): void => {
-        while (!failed && active < o.concurrency && pending.length > 0) {
-          const cid = pending.shift() as CID
+        while (!failed && active < o.concurrency && head < pending.length) {
+          const cid = pending[head++] as CID
+          if (head > 4096 && head * 2 > pending.length) { pending.splice(0, head); head = 0 }
           active++
           one(cid).then((links) => {
             active--
@@ -82,7 +85,7 @@ export async function fetchDag (o: FetchDagOptions): Promise<FetchProgress & { c
               const k = l.toV1().toString()
               if (!seen.has(k)) { seen.add(k); pending.push(l) }
             }
-            if (active === 0 && pending.length === 0) resolve()
+            if (active === 0 && head >= pending.length) resolve()
             else pump()
           }, (err: unknown) => {
             active--

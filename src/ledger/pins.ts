@@ -19,6 +19,7 @@ import type { LedgerEnv } from './open.js'
 import { isLive, type PaymentRecord, type PinRecord } from './records.js'
 
 type OwnerKey = [string, number, string]
+const MAX_REQUESTID_LENGTH = 128
 type CidKey = [string, string]
 
 export class PinLedger {
@@ -79,6 +80,8 @@ export class PinLedger {
   }
 
   get (requestid: string): PinRecord | undefined {
+    // requestids are UUIDs; a far longer string cannot be one (and would not fit an LMDB key)
+    if (requestid.length > MAX_REQUESTID_LENGTH) return undefined
     return this.pins.get(requestid)
   }
 

@@ -11,6 +11,7 @@ import { badRequest } from '../errors.js'
 import { parseMicros } from '../ledger/clock.js'
 import type { PinLedger, PinSummary } from '../ledger/pins.js'
 import type { PinRecord, PinState } from '../ledger/records.js'
+import { setOwn } from './own-property.js'
 
 const STATES: readonly PinState[] = ['queued', 'pinning', 'pinned', 'failed']
 const MATCHES = ['exact', 'iexact', 'partial', 'ipartial'] as const
@@ -130,7 +131,3 @@ export function listPins (ledger: PinLedger, owner: string, q: PinQuery, now: Da
   return { count, results }
 }
 
-/** Sets an own property even for keys such as "__proto__" (plain assignment would change the prototype instead). */
-export function setOwn (obj: Record<string, string>, key: string, value: string): void {
-  Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true })
-}

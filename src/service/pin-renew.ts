@@ -27,7 +27,7 @@ export interface RenewRequest {
 }
 
 export async function renewPin (_req: IncomingMessage, r: RenewRequest, d: PinCreateDeps): Promise<PinResponse> {
-  const pin = r.requestid.length <= 128 ? d.ledger.get(r.requestid) : undefined
+  const pin = d.ledger.get(r.requestid)
   if (pin == null || pin.owner !== r.auth.owner || pin.removed != null) throw notFound(`no pin with requestid ${r.requestid.slice(0, 100)} for this owner`)
   if (pin.status === 'failed') throw new HttpError(409, 'CONFLICT', 'a failed pin cannot be renewed; create a new pin (or replace this one)')
   const until = nextUntil(pin, r.months, d.prices.maxMonths)

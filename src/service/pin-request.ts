@@ -8,7 +8,7 @@
 import { multiaddr } from '@multiformats/multiaddr'
 import { CID } from 'multiformats/cid'
 import { badRequest } from '../errors.js'
-import { setOwn } from './pin-query.js'
+import { setOwn } from './own-property.js'
 
 /** dag-pb, raw, dag-cbor, dag-json, json */
 const CODECS = new Map([[0x70, 'dag-pb'], [0x55, 'raw'], [0x71, 'dag-cbor'], [0x0129, 'dag-json'], [0x0200, 'json']])

@@ -138,6 +138,10 @@ describe('POST /pins', () => {
     }
     const months = await fetch(`${pind.url}/pins`, postPin({ cid: 'bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy' }, { 'x-pin-duration-months': '25' }))
     expect(months.status).toBe(400)
+    // a declared size over --pin-max-bytes (32 GiB by default) is refused before any payment
+    const huge = await fetch(`${pind.url}/pins`, postPin({ cid: 'bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy' }, { 'x-pin-size': String(40 * 2 ** 30) }))
+    expect(huge.status).toBe(413)
+    expect((await huge.json() as any).error.details).toMatch(/at most 34359738368 bytes/)
     const notJson = await fetch(`${pind.url}/pins`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'x' })
     expect(notJson.status).toBe(415)
     expect((await notJson.json() as any).error.reason).toBeTruthy()

@@ -38,8 +38,7 @@ export function pinRoutes (router: Router, d: PinRoutesDeps): void {
   })
 
   const ownPin = (owner: string, requestid: string) => {
-    // requestids are UUIDs; anything far longer cannot exist (and would not fit an LMDB key)
-    const pin = requestid.length <= 128 ? d.ledger.get(requestid) : undefined
+    const pin = d.ledger.get(requestid)
     if (pin == null || pin.owner !== owner || pin.removed != null || (!d.ledger.isLive(pin) && pin.status !== 'failed')) {
       throw notFound(`no pin with requestid ${requestid.slice(0, 100)} for this owner`)
     }

@@ -6,11 +6,11 @@
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { nextCreated } from '../../../src/ledger/clock.js'
 import { openLedgerEnv, type LedgerEnv } from '../../../src/ledger/open.js'
 import { PinGoneError, PinLedger } from '../../../src/ledger/pins.js'
 import type { PinRecord } from '../../../src/ledger/records.js'
 import { tempDir } from '../../helpers/pind.js'
+import { pinRecord } from '../../helpers/records.js'
 
 const A = 'bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy'
 const B = 'bafkreie7q3iidccmpvszul7kudcvvuavuo7u6gzlbobczuk5nqk3b4akba'
@@ -30,15 +30,8 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true })
 })
 
-function pin (id: string, cid: string, status: PinRecord['status'], owner = '0xa', extra: Partial<PinRecord> = {}): PinRecord {
-  const c = nextCreated()
-  return {
-    requestid: id, owner, cid, origins: [], meta: {}, status, created: c.iso, createdUs: c.us, months: 1,
-    pinnedUntil: new Date(Date.now() + 86400_000).toISOString(), source: 'pin',
-    payment: { id: `p-${id}`, payer: owner, amount: '1000', network: 'eip155:167000', asset: '0x0', method: 'x402' },
-    ...extra
-  }
-}
+const pin = (id: string, cid: string, status: PinRecord['status'], owner = '0xa', extra: Partial<PinRecord> = {}): PinRecord =>
+  pinRecord(id, cid, { status, owner, ...extra })
 
 describe('PinLedger', () => {
   it('keeps shared blocks referenced until the last pin holding them goes', async () => {

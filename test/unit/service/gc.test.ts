@@ -12,12 +12,12 @@ import { CID } from 'multiformats/cid'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { rawCid } from '../../../scripts/peer/index.mjs'
 import { CommitLock } from '../../../src/ipfs/commit-lock.js'
-import { nextCreated } from '../../../src/ledger/clock.js'
 import { openLedgerEnv, type LedgerEnv } from '../../../src/ledger/open.js'
 import { PinLedger } from '../../../src/ledger/pins.js'
 import type { PinRecord } from '../../../src/ledger/records.js'
 import { runGc } from '../../../src/service/gc.js'
 import { tempDir } from '../../helpers/pind.js'
+import { pinRecord } from '../../helpers/records.js'
 
 let dir: string
 let env: LedgerEnv
@@ -45,15 +45,7 @@ async function block (size: number): Promise<string> {
   return cid.toString()
 }
 
-function pin (id: string, cid: string, extra: Partial<PinRecord> = {}): PinRecord {
-  const c = nextCreated()
-  return {
-    requestid: id, owner: '0xa', cid, origins: [], meta: {}, status: 'pinned', created: c.iso, createdUs: c.us, months: 1,
-    pinnedUntil: new Date(Date.now() + 86400_000).toISOString(), source: 'upload',
-    payment: { id: `p-${id}`, payer: '0xa', amount: '1000', network: 'eip155:167000', asset: '0x0', method: 'x402' },
-    ...extra
-  }
-}
+const pin = (id: string, cid: string, extra: Partial<PinRecord> = {}): PinRecord => pinRecord(id, cid, { source: 'upload', ...extra })
 
 describe('runGc', () => {
   it('removes unreferenced blocks and expired pins, exactly; a dry run changes nothing', async () => {
