@@ -24,10 +24,10 @@ import { createHash } from 'node:crypto'
 import { createReadStream, existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { open } from 'lmdb'
 import { CID } from 'multiformats/cid'
 import * as Digest from 'multiformats/hashes/digest'
 import { BINARY, ROOT } from './bench-lib.mjs'
+import { isoMicros, openBenchLedger } from './bench-ledger.mjs'
 
 const N = Number(process.argv.slice(2).find(a => /^\d+$/.test(a)) ?? 1_000_000)
 const useBinary = process.argv.includes('--binary')
@@ -43,26 +43,15 @@ const hex = (n, width) => n.toString(16).padStart(width, '0')
 const uuid = (i) => { const h = createHash('sha256').update(`req ${i}`).digest('hex'); return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-8${h.slice(17, 20)}-${h.slice(20, 32)}` }
 const owner = (i) => `0x${createHash('sha256').update(`owner ${i % 1000}`).digest('hex').slice(0, 40)}`
 const cidOf = (i) => CID.createV1(0x55, Digest.create(0x12, createHash('sha256').update(`content ${i}`).digest())).toString()
-const iso = (us) => { const base = new Date(Math.floor(us / 1000)).toISOString(); return us % 1000 === 0 ? base : `${base.slice(0, 23)}${String(us % 1000).padStart(3, '0')}Z` }
+const iso = isoMicros
 
 /** Writes `count` pins and as many payments in the layout of PinLedger. */
 async function buildLedger (dir, count) {
-  const root = open({ path: join(dir, 'ledger.mdb'), maxDbs: 32, compression: false, mapSize: 2 ** 36 })
-  const meta = root.openDB({ name: 'meta' })
-  const pins = root.openDB({ name: 'pins' })
-  const byOwner = root.openDB({ name: 'pins-by-owner' })
-  const byCid = root.openDB({ name: 'pins-by-cid' })
-  const byExpiry = root.openDB({ name: 'pins-by-expiry' })
-  const payments = root.openDB({ name: 'payments' })
-  await meta.transaction(() => {
-    meta.put('schemaVersion', 1)
-    meta.put('created', new Date().toISOString())
-    meta.put('index:pins-by-expiry', true)
-  })
+  const ledger = await openBenchLedger(dir)
   const start = Date.parse('2025-01-01T00:00:00Z') * 1000
   const BATCH = 100_000
   for (let from = 0; from < count; from += BATCH) {
-    root.transactionSync(() => {
+    ledger.batch(() => {
       for (let i = from; i < Math.min(count, from + BATCH); i++) {
         const requestid = uuid(i)
         const createdUs = start + i * 1_000_017 // ~1 s apart, unique, sub-ms digits
@@ -82,15 +71,12 @@ async function buildLedger (dir, count) {
           payment: { id: paymentId, payer: who, amount, network: 'eip155:167000', asset: '0x07d83526730c7438048D55A4fc0b850e2aaB6f0b', tx, settledAt: created, method: 'x402' },
           ...(i % 50 === 3 ? { removed: { at: pinnedUntil, why: 'unpinned' } } : {})
         }
-        pins.put(requestid, pin)
-        byOwner.put([who, createdUs, requestid], requestid)
-        byCid.put([cid, requestid], who)
-        if (pin.removed == null) byExpiry.put([Date.parse(pinnedUntil), requestid], requestid)
-        payments.put(paymentId, { id: paymentId, requestid, purpose: `pin:${cid}`, payer: who, amount, network: 'eip155:167000', tx, at: created, proof: createHash('sha256').update(`proof ${i}`).digest('hex') })
+        ledger.putPin(pin)
+        ledger.putPayment({ id: paymentId, requestid, purpose: `pin:${cid}`, payer: who, amount, network: 'eip155:167000', tx, at: created, proof: createHash('sha256').update(`proof ${i}`).digest('hex') })
       }
     })
   }
-  await root.close()
+  await ledger.close()
 }
 
 /**

@@ -23,11 +23,11 @@ import { createHash, randomUUID } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { open } from 'lmdb'
 import { CID } from 'multiformats/cid'
 import * as Digest from 'multiformats/hashes/digest'
 import { Pool } from 'undici'
 import { BINARY, ROOT, startServe } from './bench-lib.mjs'
+import { isoMicros, openBenchLedger } from './bench-ledger.mjs'
 
 const argv = process.argv.slice(2)
 const opt = (name, def) => { const i = argv.indexOf(`--${name}`); return i >= 0 ? Number(argv[i + 1]) : def }
@@ -41,29 +41,19 @@ const [bin, binArgs] = useBinary ? [BINARY, []] : [process.execPath, [join(ROOT,
 
 const sha = (s) => createHash('sha256').update(s).digest()
 const owner = (j) => `0x${sha(`owner ${j}`).toString('hex').slice(0, 40)}`
-const iso = (us) => { const base = new Date(Math.floor(us / 1000)).toISOString(); return us % 1000 === 0 ? base : `${base.slice(0, 23)}${String(us % 1000).padStart(3, '0')}Z` }
+const iso = isoMicros
 const KINDS = ['Report', 'photo', 'notes', 'BACKUP'] // name=report&match=ipartial hits 'Report-…' and '…-report…' below
 const nameOf = (k) => `${KINDS[k % 4]}-${k}.${k % 8 === 0 ? 'pdf' : 'bin'}`
 const appOf = (k) => Math.floor(k / 4) % 2 === 0 ? 'a' : 'b' // of an owner's k-th pin: name Report* and app a for 1 in 8
 
 /** Pin i belongs to owner i % OWNERS (owners interleaved in time); createdUs ~1 s apart, unique, increasing. */
 async function buildLedger (dir) {
-  const root = open({ path: join(dir, 'ledger.mdb'), maxDbs: 32, compression: false, mapSize: 2 ** 36 })
-  const meta = root.openDB({ name: 'meta' })
-  const pins = root.openDB({ name: 'pins' })
-  const byOwner = root.openDB({ name: 'pins-by-owner' })
-  const byCid = root.openDB({ name: 'pins-by-cid' })
-  const byExpiry = root.openDB({ name: 'pins-by-expiry' })
-  await meta.transaction(() => {
-    meta.put('schemaVersion', 1)
-    meta.put('created', new Date().toISOString())
-    meta.put('index:pins-by-expiry', true)
-  })
+  const ledger = await openBenchLedger(dir)
   const n = OWNERS * PER_OWNER
   const startUs = (Date.now() - 86_400_000) * 1000 - n * 1_000_017
   const until = Date.now() + 365 * 86_400_000
   const firsts = []
-  root.transactionSync(() => {
+  ledger.batch(() => {
     for (let i = 0; i < n; i++) {
       const who = owner(i % OWNERS); const k = Math.floor(i / OWNERS)
       const requestid = randomUUID()
@@ -76,14 +66,11 @@ async function buildLedger (dir) {
         created, createdUs, months: 12, pinnedUntil, dagSize: 4096, fileSize: 4096, maxBytes: 1_000_000, source: 'pin',
         payment: { id: `${who}:0x${sha(`nonce ${i}`).toString('hex')}`, payer: who, amount: '12000', network: 'eip155:167000', asset: '0x07d83526730c7438048D55A4fc0b850e2aaB6f0b', tx: `0x${sha(`tx ${i}`).toString('hex')}`, settledAt: created, method: 'x402' }
       }
-      pins.put(requestid, pin)
-      byOwner.put([who, createdUs, requestid], requestid)
-      byCid.put([cid, requestid], who)
-      byExpiry.put([Date.parse(pinnedUntil), requestid], requestid)
+      ledger.putPin(pin)
       if (i < QUERIED) firsts.push(requestid)
     }
   })
-  await root.close()
+  await ledger.close()
   return firsts // the first pin of each queried owner (pin j belongs to owner j)
 }
 
