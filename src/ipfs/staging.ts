@@ -1,22 +1,33 @@
 /**
  * Staged writes: an import writes its blocks into a private staging folder
  * (same layout as the blockstore), and only a commit moves them into the
- * blockstore — fsync'd files, then rename, then fsync'd directories. So:
+ * blockstore. So:
  *   - a failed, refused (413) or unpaid import leaves nothing in the blockstore;
  *   - gc never sees half-imported DAGs (in-flight imports are invisible to it);
  *   - a crash leaves either a staging folder (removed at start) or committed,
  *     durable blocks — never a half-written block under a valid name.
+ *
+ * A staged block is written straight to its name and fsync'd inside `put`,
+ * while the body is still arriving (blockstore-fs writes a temp file and
+ * renames it, and never fsyncs). The temp-and-rename step is not needed
+ * here: nothing else reads a staging folder, a failed write removes its file,
+ * and a crash leaves the whole folder to the start-up sweep. The commit is
+ * then only renames and directory fsyncs, run in parallel so the file
+ * system can group them into few journal commits.
+ *
  * Commits run under the blockstore's commit lock so gc (which takes it
  * exclusively) never sweeps between a commit and its ledger record.
  */
 import { randomUUID } from 'node:crypto'
-import { mkdir, open, readdir, rename, rm } from 'node:fs/promises'
+import { mkdir, open, readdir, rename, rm, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
 import { FsBlockstore } from 'blockstore-fs'
 import { NextToLast } from 'blockstore-fs/sharding'
 import type { CID } from 'multiformats/cid'
 
 const SHARDING = new NextToLast()
+/** renames and directory fsyncs in flight during a commit */
+const COMMIT_CONCURRENCY = 32
 
 export interface StagedImport {
   id: string
@@ -25,6 +36,61 @@ export interface StagedImport {
   /** CIDs written so far, in order */
   cids: CID[]
   bytes: number
+}
+
+/** An FsBlockstore whose `put` writes the final file directly and fsyncs it (see above). */
+class StagingBlockstore extends FsBlockstore {
+  private readonly dirs = new Set<string>()
+  private readonly writing = new Map<string, Promise<void>>()
+
+  constructor (private readonly root: string, private readonly staged: Pick<StagedImport, 'cids' | 'bytes'>) {
+    super(root, { shardingStrategy: SHARDING })
+  }
+
+  override async put (cid: CID, bytes: Uint8Array): Promise<CID> {
+    const { dir, file } = SHARDING.encode(cid)
+    const path = join(this.root, dir, file)
+    // the same block twice in one DAG (runs of zeros): the second waits for the first write
+    const inFlight = this.writing.get(path)
+    if (inFlight != null) {
+      await inFlight
+      return cid
+    }
+    const done = this.write(dir, path, bytes)
+    this.writing.set(path, done)
+    try {
+      await done
+    } finally {
+      this.writing.delete(path)
+    }
+    this.staged.cids.push(cid)
+    this.staged.bytes += bytes.byteLength
+    return cid
+  }
+
+  private async write (dir: string, path: string, bytes: Uint8Array): Promise<void> {
+    if (!this.dirs.has(dir)) {
+      await mkdir(join(this.root, dir), { recursive: true })
+      this.dirs.add(dir)
+    }
+    let fh
+    try {
+      fh = await open(path, 'wx')
+    } catch (err) {
+      // written by an earlier attempt (a pin fetch resumes into the same staging folder)
+      if ((err as NodeJS.ErrnoException).code === 'EEXIST') return
+      throw err
+    }
+    try {
+      await fh.writeFile(bytes)
+      await fh.datasync()
+    } catch (err) {
+      await fh.close().catch(() => {})
+      await unlink(path).catch(() => {})
+      throw err
+    }
+    await fh.close()
+  }
 }
 
 export class BlockStaging {
@@ -40,36 +106,30 @@ export class BlockStaging {
 
   async begin (): Promise<StagedImport> {
     const id = randomUUID()
-    const inner = new FsBlockstore(join(this.stagingDir, id), { shardingStrategy: SHARDING })
-    await inner.open()
-    const staged: StagedImport = { id, blockstore: inner, cids: [], bytes: 0 }
-    const put = inner.put.bind(inner)
-    inner.put = async (cid, bytes, options) => {
-      const k = await put(cid, bytes, options)
-      staged.cids.push(cid)
-      if (bytes instanceof Uint8Array) staged.bytes += bytes.byteLength
-      return k
-    }
+    const root = join(this.stagingDir, id)
+    const staged: StagedImport = { id, blockstore: undefined as unknown as FsBlockstore, cids: [], bytes: 0 }
+    staged.blockstore = new StagingBlockstore(root, staged)
+    await staged.blockstore.open()
     return staged
   }
 
-  /** Moves every staged block into the blockstore durably. Call under the commit lock. */
+  /**
+   * Moves every staged block into the blockstore durably: the files were
+   * fsync'd when written; here they are renamed, then every directory that
+   * gained an entry is fsync'd. Call under the commit lock.
+   */
   async commit (staged: StagedImport): Promise<void> {
     const root = join(this.stagingDir, staged.id)
-    const dirs = new Set<string>()
-    const seen = new Set<string>()
+    const files = new Map<string, string>()
     for (const cid of staged.cids) {
       const { dir, file } = SHARDING.encode(cid)
-      if (seen.has(file)) continue
-      seen.add(file)
-      const from = join(root, dir, file)
-      await fsyncPath(from, 'r')
-      await mkdir(join(this.blocksDir, dir), { recursive: true })
-      await rename(from, join(this.blocksDir, dir, file))
-      dirs.add(dir)
+      files.set(file, dir)
     }
-    for (const dir of dirs) await fsyncPath(join(this.blocksDir, dir), 'r')
-    await fsyncPath(this.blocksDir, 'r')
+    const dirs = new Set(files.values())
+    await eachLimited([...dirs], async dir => { await mkdir(join(this.blocksDir, dir), { recursive: true }) })
+    await eachLimited([...files], async ([file, dir]) => { await rename(join(root, dir, file), join(this.blocksDir, dir, file)) })
+    await eachLimited([...dirs], async dir => { await fsyncPath(join(this.blocksDir, dir)) })
+    await fsyncPath(this.blocksDir)
     await this.discard(staged)
   }
 
@@ -79,8 +139,16 @@ export class BlockStaging {
   }
 }
 
-async function fsyncPath (path: string, flags: string): Promise<void> {
-  const fh = await open(path, flags)
+async function eachLimited<T> (items: T[], fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0
+  const worker = async (): Promise<void> => {
+    while (next < items.length) await fn(items[next++] as T)
+  }
+  await Promise.all(Array.from({ length: Math.min(COMMIT_CONCURRENCY, items.length) }, worker))
+}
+
+async function fsyncPath (path: string): Promise<void> {
+  const fh = await open(path, 'r')
   try {
     await fh.sync()
   } finally {
