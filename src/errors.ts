@@ -12,7 +12,7 @@ export type Reason =
   | 'BAD_REQUEST' | 'UNAUTHORIZED' | 'NOT_FOUND' | 'INSUFFICIENT_FUNDS' | 'INTERNAL_SERVER_ERROR'
   | 'PAYMENT_REQUIRED' | 'PAYLOAD_TOO_LARGE' | 'METHOD_NOT_ALLOWED' | 'NOT_ACCEPTABLE'
   | 'RANGE_NOT_SATISFIABLE' | 'UNSUPPORTED_MEDIA_TYPE' | 'SERVICE_UNAVAILABLE' | 'TOO_MANY_REQUESTS'
-  | 'SHUTTING_DOWN' | 'CONFLICT' | 'REQUEST_TIMEOUT' | 'NOT_IMPLEMENTED'
+  | 'SHUTTING_DOWN' | 'CONFLICT' | 'REQUEST_TIMEOUT' | 'NOT_IMPLEMENTED' | 'URI_TOO_LONG'
 
 /**
  * An error that becomes an HTTP response with the spec's error body. It is
@@ -27,6 +27,7 @@ export class HttpError extends PindError {
   readonly headers: Record<string, string>
   /** extra top-level fields of the body, beside `error` (e.g. a 402's readable terms) */
   readonly extra?: Record<string, unknown>
+  private body?: Buffer
 
   constructor (status: number, reason: Reason, details: string, headers: Record<string, string> = {}, extra?: Record<string, unknown>) {
     const limit = Error.stackTraceLimit
@@ -41,6 +42,16 @@ export class HttpError extends PindError {
     this.details = details
     this.headers = headers
     if (extra !== undefined) this.extra = extra
+  }
+
+  /**
+   * The JSON body, serialized once per instance: an answer that is given
+   * again and again (a cached 402 challenge) costs no serialization after
+   * the first time. The instance must not be changed after it is first sent.
+   */
+  bodyBytes (): Buffer {
+    this.body ??= Buffer.from(JSON.stringify({ ...this.extra, error: { reason: this.reason, details: this.details } }, (_k, v: unknown) => typeof v === 'bigint' ? v.toString() : v))
+    return this.body
   }
 }
 

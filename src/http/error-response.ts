@@ -20,7 +20,7 @@ export function sendError (res: ServerResponse, err: unknown, log: Logger): void
     return
   }
   if (err instanceof HttpError) {
-    sendJson(res, err.status, { ...err.extra, ...errorBody(err.reason, err.details) }, err.headers)
+    sendJson(res, err.status, err.bodyBytes(), err.headers)
     return
   }
   log.error('internal error', { error: describe(err) })

@@ -3,8 +3,9 @@
  */
 import type { ServerResponse } from 'node:http'
 
+/** `body` is serialized, unless it already is (a Buffer of JSON text). */
 export function sendJson (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  const text = stringify(body)
+  const text = Buffer.isBuffer(body) ? body : stringify(body)
   res.writeHead(status, {
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(text),

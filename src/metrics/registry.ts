@@ -31,6 +31,8 @@ export class Metrics {
   private readonly bytesOut: client.Counter
   private readonly payments: client.Counter<'event'>
   private readonly settled: client.Counter
+  /** request counters and timers by "method route status" */
+  private readonly children = new Map<string, { count: { inc: () => void }, time: { observe: (v: number) => void } }>()
 
   constructor (sources: MetricsSources) {
     const r = this.registry
@@ -59,9 +61,18 @@ export class Metrics {
   }
 
   request (method: string, route: string, status: number, seconds: number, bytesIn: number, bytesOut: number): void {
-    const r = route === '' ? 'unmatched' : route
-    this.requests.inc({ method, route: r, status: String(status) })
-    this.duration.observe({ method, route: r }, seconds)
+    // prom-client hashes a label set on every call; the few (method, route, status) children are kept instead
+    const key = `${method} ${route} ${status}`
+    let child = this.children.get(key)
+    if (child == null) {
+      const r = route === '' ? 'unmatched' : route
+      child = { count: this.requests.labels({ method, route: r, status: String(status) }), time: this.duration.labels({ method, route: r }) }
+      // methods are the parser's known ones and routes the router's: this stays small
+      if (this.children.size >= 1000) this.children.clear()
+      this.children.set(key, child)
+    }
+    child.count.inc()
+    child.time.observe(seconds)
     if (bytesIn > 0) this.bytesIn.inc(bytesIn)
     if (bytesOut > 0) this.bytesOut.inc(bytesOut)
   }

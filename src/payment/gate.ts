@@ -78,7 +78,8 @@ export class PaymentGate {
   readonly settler?: string
   /** observers (metrics): what happened to each payment */
   onEvent?: (event: PaymentEvent, amount?: bigint) => void
-  private readonly challenges = new Map<string, { header: string, terms: Record<string, unknown> }>()
+  /** built 402 answers by quote and reason; each is sent as is, serialized once */
+  private readonly challenges = new Map<string, HttpError>()
 
   constructor (private readonly s: PaymentSettings, private readonly log: Logger) {
     const built = buildFacilitator(s.facilitator)
@@ -156,14 +157,19 @@ export class PaymentGate {
     if (built == null) {
       const req = await this.requirementsFor(q)
       const pr = await this.rs.createPaymentRequiredResponse([req], { url: q.resourceUrl, description: q.description, mimeType: 'application/json' }, details)
-      built = { header: encodePaymentRequiredHeader(pr), terms: this.readableTerms(q, req) }
+      built = new HttpError(402, reason as 'PAYMENT_REQUIRED', details, { 'payment-required': encodePaymentRequiredHeader(pr) }, this.readableTerms(q))
       if (this.challenges.size >= 1000) this.challenges.delete(this.challenges.keys().next().value as string)
       this.challenges.set(key, built)
     }
-    return new HttpError(402, reason as 'PAYMENT_REQUIRED', details, { 'payment-required': built.header }, built.terms)
+    return built
   }
 
-  private readableTerms (q: Quote, req: PaymentRequirements): Record<string, unknown> {
+  /**
+   * The 402 body: the terms in words. Kept short on purpose (the 402 is the
+   * hottest answer, and its cost grows with its size): the machine-readable
+   * terms are only in the PAYMENT-REQUIRED header, the rules in the agent card.
+   */
+  private readableTerms (q: Quote): Record<string, unknown> {
     return {
       x402Version: 2,
       price: { amount: q.amount.toString(), usdc: formatUsdc(q.amount), asset: this.s.asset, network: this.s.network, payTo: this.s.payTo },
@@ -171,8 +177,7 @@ export class PaymentGate {
       months: q.months,
       formula: describeFormula(this.s.prices),
       ...q.notes,
-      howToPay: 'Use an x402 v2 client (e.g. @x402/fetch): decode the base64 JSON in the PAYMENT-REQUIRED header, sign an EIP-3009 transferWithAuthorization of exactly `amount` of `asset` to `payTo` (no gas needed), and retry the same request with the PAYMENT-SIGNATURE header.',
-      accepts: [req]
+      howToPay: 'x402 v2: sign the terms in the PAYMENT-REQUIRED header (EIP-3009, the exact amount) and retry with PAYMENT-SIGNATURE'
     }
   }
 

@@ -5,6 +5,7 @@
  */
 import { describeFormula, formatUsdc, type PriceSettings } from '../payment/pricing.js'
 import { VERSION } from '../version.js'
+import { PIN_PRICING_RULE } from './pin-create.js'
 
 export const A2A_PROTOCOL_VERSION = '0.3.0'
 export const X402_A2A_EXTENSION = 'https://github.com/google-agentic-commerce/a2a-x402/blob/main/spec/v0.2'
@@ -56,7 +57,8 @@ export function buildAgentCard (c: AgentCardInput): Record<string, unknown> {
             unit: 'atomic USDC (10^-6)',
             minimumUsd: formatUsdc(c.prices.minimum),
             maxMonths: c.prices.maxMonths,
-            durationHeader: 'X-Pin-Duration-Months'
+            durationHeader: 'X-Pin-Duration-Months',
+            pinsByCid: PIN_PRICING_RULE
           }
         }
       }]

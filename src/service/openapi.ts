@@ -31,7 +31,7 @@ const JSON_LIMIT = 64 * 1024
 const REASONS = [
   'BAD_REQUEST', 'UNAUTHORIZED', 'PAYMENT_REQUIRED', 'INSUFFICIENT_FUNDS', 'NOT_FOUND', 'METHOD_NOT_ALLOWED',
   'NOT_ACCEPTABLE', 'CONFLICT', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'RANGE_NOT_SATISFIABLE',
-  'TOO_MANY_REQUESTS', 'INTERNAL_SERVER_ERROR', 'SERVICE_UNAVAILABLE', 'SHUTTING_DOWN'
+  'TOO_MANY_REQUESTS', 'INTERNAL_SERVER_ERROR', 'SERVICE_UNAVAILABLE', 'SHUTTING_DOWN', 'URI_TOO_LONG'
 ]
 
 export function openApiDocument (o: OpenApiInput): Obj {
@@ -305,7 +305,7 @@ function createPin (): Obj {
     summary: 'Pin a CID (paid)',
     description: [
       'Answers 202 at once; the DAG is fetched in the background (`queued` → `pinning` → `pinned` | `failed`), from the `origins` first.',
-      'Price: the size the root block declares (looked for briefly: locally, at the origins, at connected peers), or `X-Pin-Size` when larger or when the root cannot be read in time; with neither, the minimum price. The 402 body names the size used (`sizeSource`) and the rule (`sizeRule`).',
+      'Price: the size the root block declares (looked for briefly: locally, at the origins, at connected peers), or `X-Pin-Size` when larger or when the root cannot be read in time; with neither, the minimum price. The 402 body names the size used (`sizeSource`); the agent card states the rule (`pricing.pinsByCid`).',
       'The pin holds at most the bytes the payment covers (`info.max_bytes`); a DAG that turns out larger fails and keeps nothing. The payment is settled on acceptance and not refunded if the pin fails.',
       'A bearer token is optional here: an operator token with `pins:create-unpaid` pins without payment (`info.payment_method: operator-token`).'
     ].join('\n\n'),
@@ -641,10 +641,10 @@ function schemas (o: OpenApiInput): Obj {
 
     // x402 v2
     PaymentRequired: {
-      description: 'The body of a 402 challenge: the Failure plus the terms in readable form (the same as the PAYMENT-REQUIRED header)',
+      description: 'The body of a 402 challenge: the Failure plus the terms in readable form (the machine-readable terms are the PAYMENT-REQUIRED header)',
       allOf: [
         schema('Failure'),
-        object(['x402Version', 'price', 'size', 'months', 'formula', 'howToPay', 'accepts'], {
+        object(['x402Version', 'price', 'size', 'months', 'formula', 'howToPay'], {
           x402Version: { const: 2 },
           price: object(['amount', 'usdc', 'asset', 'network', 'payTo'], {
             amount: str('the exact price in atomic units (10^-6 USDC)', { pattern: DIGITS }),
@@ -657,9 +657,7 @@ function schemas (o: OpenApiInput): Obj {
           months: int('the months quoted', { minimum: 1, maximum: o.maxMonths }),
           formula: str('the price formula'),
           howToPay: str('how to pay, in words'),
-          accepts: { type: 'array', items: requirements, minItems: 1 },
           sizeSource: str('where the size came from (X-Upload-Size, Content-Length, the root block, X-Pin-Size, or none: minimum price)'),
-          sizeRule: str('pins by CID: how a CID is priced and what the payment covers'),
           maxBytes: str('pins by CID: the most DAG bytes the pin may hold at this price', { pattern: DIGITS }),
           pinned_until_now: str('renewals: the current end', { format: 'date-time' }),
           pinned_until_after: str('renewals: the end once paid', { format: 'date-time' })

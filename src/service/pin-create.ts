@@ -31,6 +31,9 @@ import type { SizeProbe } from './size-probe.js'
 
 export const PIN_SIZE_HEADER = 'x-pin-size'
 
+/** How a pin by CID is priced, in words: in the agent card and the API description (a 402 says only which size it used). */
+export const PIN_PRICING_RULE = 'A pin by CID is priced on the size its root block declares (dag-pb: block + link Tsizes; raw: the block), or on X-Pin-Size (bytes) when that is larger or the root cannot be read within a few seconds, or else at the minimum price. The pin holds at most maxBytes (what the payment covers); a DAG that turns out larger fails and keeps nothing. Payment is settled when the pin is accepted (202) and is not refunded if the content cannot be fetched.'
+
 export interface PinCreateDeps {
   ledger: PinLedger
   gate?: PaymentGate
@@ -124,8 +127,7 @@ async function quoteFor (req: IncomingMessage, w: PinWrite, d: PinCreateDeps): P
       description: `Pin ${cid} (up to ${maxBytes} bytes) for ${w.months} month(s)`,
       notes: {
         sizeSource,
-        maxBytes: String(maxBytes),
-        sizeRule: 'A pin by CID is priced on the size its root block declares (dag-pb: block + link Tsizes; raw: the block), or on X-Pin-Size (bytes) when that is larger or the root cannot be read within a few seconds, or else at the minimum price. The pin holds at most maxBytes (what the payment covers); a DAG that turns out larger fails and keeps nothing. Payment is settled when the pin is accepted (202) and is not refunded if the content cannot be fetched.'
+        maxBytes: String(maxBytes)
       }
     }
   }

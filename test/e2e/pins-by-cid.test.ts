@@ -64,7 +64,9 @@ describe('POST /pins', () => {
     const terms = await challenge.json() as any
     expect(Number(terms.size)).toBeGreaterThan(bytes.length)
     expect(terms.sizeSource).toMatch(/root block/)
-    expect(terms.sizeRule).toMatch(/X-Pin-Size/)
+    expect(terms.accepts).toBeUndefined() // the signed terms travel in the header only
+    const card = await (await fetch(`${pind.url}/.well-known/agent-card.json`)).json() as any
+    expect(card.capabilities.extensions[0].params.pricing.pinsByCid).toMatch(/X-Pin-Size/)
 
     const r = await payingFetch(chain, chain.payers[0]!.privateKey)(`${pind.url}/pins`, postPin(body, { 'x-pin-duration-months': '2' }))
     expect(r.status).toBe(202)

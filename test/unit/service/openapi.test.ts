@@ -363,10 +363,10 @@ describe('schemas match the bodies pind builds', () => {
         bytes: 10_000_000n,
         resourceUrl: `${input.publicUrl}/pins`,
         description: 'Pin bafy… for 3 month(s)',
-        notes: { sizeSource: 'the X-Pin-Size header', maxBytes: '10000000', sizeRule: 'A pin by CID is priced on…' }
+        notes: { sizeSource: 'the X-Pin-Size header', maxBytes: '10000000' }
       }
       const err = await gate.challenge(quote, 'PAYMENT_REQUIRED', 'this write must be paid')
-      const body = { ...err.extra, ...errorBody(err.reason, err.details) }
+      const body = JSON.parse(err.bodyBytes().toString())
       expect(problems(body, schemaOf('PaymentRequired'))).toEqual([])
       const header = JSON.parse(Buffer.from(err.headers['payment-required'] as string, 'base64').toString('utf8')) as unknown
       expect(problems(header, schemaOf('X402PaymentRequired'))).toEqual([])
