@@ -36,8 +36,10 @@ import { BlockStaging } from './ipfs/staging.js'
 import { LmdbDatastore } from './ledger/datastore.js'
 import { openLedgerEnv } from './ledger/open.js'
 import { PinLedger } from './ledger/pins.js'
+import { SettlementNotes } from './ledger/settlements.js'
 import { TokenLedger } from './ledger/tokens.js'
 import type { Logger } from './log.js'
+import { authorizationStateReader } from './payment/authorization-state.js'
 import { chainIdOf } from './payment/chain.js'
 import type { FacilitatorChoice } from './payment/facilitator.js'
 import { PaymentGate } from './payment/gate.js'
@@ -46,6 +48,8 @@ import { PaymentOnce } from './service/paid-once.js'
 import { startExpirySweeper } from './service/expiry.js'
 import type { GcDeps } from './service/gc.js'
 import { PinFetcher } from './service/pin-fetcher.js'
+import { logSummary, startSettlementReconciler, type SettlementReconciler } from './service/settlement-reconcile.js'
+import type { SettlementsAdminDeps } from './service/settlements-admin.js'
 import { SizeProbe } from './service/size-probe.js'
 import { BlockNetwork } from './ipfs/network.js'
 import { networkReadThrough } from './ipfs/network-read.js'
@@ -96,9 +100,8 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     if (leftovers > 0) log.warn('removed unfinished imports left by a previous run', { count: leftovers })
     const pins = new PinLedger(ledger, { graceMs: config.expiryGrace * 1000 })
     await pins.upgrade()
-    for (const s of pins.unresolvedSettlements()) {
-      log.warn('a payment was being settled when the service stopped, and nothing was recorded for it: check the chain and refund or re-pin', { payment: s.paymentId, payer: s.payer, amount: s.amount, purpose: s.purpose, at: s.at })
-    }
+    const settlements = startReconciler(config, new SettlementNotes(ledger), new Date(startedAt), log.child({ component: 'settlements' }))
+    cleanups.push(async () => { await settlements.reconciler?.stop() })
     const commitLock = new CommitLock()
 
     const metrics = new Metrics(metricsSources(pins, paths.blocks, () => ipfs.helia.libp2p.getConnections().length))
@@ -133,7 +136,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       ledger.meta.put('expiryGrace', config.expiryGrace)
     })
     const gcDeps: GcDeps = { pins, blocksDir: paths.blocks, lock: commitLock, graceMs: config.expiryGrace * 1000 }
-    const admin = await startAdminServer(paths.adminSocket, { keys: { keystore, tokens, tokenLedger }, pins, gc: gcDeps, metrics }, log)
+    const admin = await startAdminServer(paths.adminSocket, { keys: { keystore, tokens, tokenLedger }, pins, gc: gcDeps, settlements: settlements.admin, metrics }, log)
     cleanups.push(async () => { await admin.close(); rmSync(paths.adminSocket, { force: true }) })
     if (config.metricsListen != null) {
       const metricsRouter = new Router()
@@ -250,6 +253,23 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     await cleanup()
     throw err
   }
+}
+
+/** a note still unused is read again at most this long after the last pass */
+const RECONCILE_INTERVAL_S = 300
+
+/**
+ * Reconciliation of settlement notes left by earlier runs, in the background
+ * (it needs the chain: without --rpc-url the notes are only counted).
+ */
+function startReconciler (config: Readonly<Config>, notes: SettlementNotes, startedAt: Date, log: Logger): { reconciler?: SettlementReconciler, admin: SettlementsAdminDeps } {
+  if (config.rpcUrl == null) {
+    logSummary(notes, log, 'no --rpc-url to check them against the chain')
+    return { admin: { notes } }
+  }
+  const chain = authorizationStateReader({ network: config.network, rpcUrl: config.rpcUrl, asset: config.asset })
+  const reconciler = startSettlementReconciler(notes, chain, { intervalMs: Math.min(config.expirySweepInterval, RECONCILE_INTERVAL_S) * 1000, log, startedAt })
+  return { reconciler, admin: { notes, reconcile: reconciler.run } }
 }
 
 /** The payment gate, when this server can take payments (a pay-to address and a facilitator). */

@@ -6,10 +6,12 @@ import type { PinLedger } from '../ledger/pins.js'
 import type { KeysAdminDeps } from '../service/keys-admin.js'
 import type { GcDeps } from '../service/gc.js'
 import type { Metrics } from '../metrics/registry.js'
+import type { SettlementsAdminDeps } from '../service/settlements-admin.js'
 
 export interface AdminDeps {
   keys: KeysAdminDeps
   pins: PinLedger
   gc: GcDeps
+  settlements: SettlementsAdminDeps
   metrics?: Metrics
 }

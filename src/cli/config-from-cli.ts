@@ -9,14 +9,15 @@ import { createLogger, type Logger } from '../log.js'
 
 export const EXIT_USAGE = 2
 
-export function configFromCli (cmd: Command, scope: 'serve' | 'admin'): Readonly<Config> {
+/** `also`: serve settings an admin subcommand reads besides the global ones */
+export function configFromCli (cmd: Command, scope: 'serve' | 'admin', also: ReadonlyArray<keyof Config> = []): Readonly<Config> {
   const opts = cmd.optsWithGlobals<Record<string, unknown>>()
   const flags: Partial<Record<keyof Config, unknown>> = {}
   for (const s of SETTINGS) {
     if (opts[s.key] !== undefined) flags[s.key] = opts[s.key]
   }
   const configFile = (opts.config as string | undefined) ?? process.env.PIND_CONFIG
-  const { config, errors } = loadConfig({ flags, env: process.env, configFile: configFile === '' ? undefined : configFile, scope })
+  const { config, errors } = loadConfig({ flags, env: process.env, configFile: configFile === '' ? undefined : configFile, scope, also })
   if (config == null) {
     for (const e of errors) process.stderr.write(`pind: ${e}\n`)
     process.exit(EXIT_USAGE)

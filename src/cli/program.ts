@@ -12,6 +12,7 @@ import { exportLedgerCommand } from './export-ledger.js'
 import { gcCommand } from './gc.js'
 import { importLedgerCommand } from './import-ledger.js'
 import { keysCommand } from './keys.js'
+import { settlementsCommand } from './settlements.js'
 
 export function buildProgram (): Command {
   const program = new Command('pind')
@@ -41,6 +42,7 @@ export function buildProgram (): Command {
   exportLedgerCommand(program)
   importLedgerCommand(program)
   keysCommand(program)
+  settlementsCommand(program)
 
   return program
 }

@@ -14,6 +14,8 @@ export interface ConfigSources {
   configFile?: string
   /** only global settings are read for admin subcommands */
   scope: 'serve' | 'admin'
+  /** admin scope: serve settings this subcommand reads as well (e.g. the RPC for `settlements check`) */
+  also?: ReadonlyArray<keyof Config>
 }
 
 export interface ConfigResult {
@@ -23,7 +25,7 @@ export interface ConfigResult {
 
 export function loadConfig (sources: ConfigSources): ConfigResult {
   const errors: string[] = []
-  const settings = SETTINGS.filter(s => sources.scope === 'serve' || s.global === true)
+  const settings = SETTINGS.filter(s => sources.scope === 'serve' || s.global === true || sources.also?.includes(s.key) === true)
   const file = readConfigFile(sources.configFile, errors)
   const known = new Set(SETTINGS.map(s => s.key as string))
   for (const k of Object.keys(file)) {

@@ -9,7 +9,8 @@
  *   blockRefs block CID (v1) → number of pins holding it  (gateway policy, gc marking)
  *   fetchQueue requestid → createdUs                        (pins by CID still to fetch; survives restarts)
  *   byExpiry  [pinnedUntilMs, requestid] → requestid        (pins not yet removed, by expiry: the sweeper)
- *   settling  paymentId → SettlingRecord                    (written before settlement, removed with the record it paid for)
+ *   settling  paymentId → SettlingRecord                    (written before settlement, removed with the record it paid for;
+ *                                                             leftovers are reconciled and closed through SettlementNotes)
  * The ledger decides what is live; helia's pin refcounts are not used.
  */
 import type { Database } from 'lmdb'
@@ -17,6 +18,9 @@ import { CID } from 'multiformats/cid'
 import { seedClock } from './clock.js'
 import type { LedgerEnv } from './open.js'
 import { isLive, type PaymentRecord, type PinRecord } from './records.js'
+import type { SettlingRecord } from './settlements.js'
+
+export type { SettlingRecord }
 
 type OwnerKey = [string, number, string]
 const MAX_REQUESTID_LENGTH = 128
@@ -124,7 +128,8 @@ export class PinLedger {
    * Notes, durably, that a payment is about to be settled. The record it pays
    * for removes the note in its own transaction, so a note that outlives its
    * request means the process died between settling and recording: the payer
-   * may have paid for nothing, and the operator must look (`unresolvedSettlements`).
+   * may have paid for nothing. Serve reconciles such notes against the chain,
+   * and the operator closes the paid ones (src/service/settlement-reconcile.ts).
    */
   async markSettling (rec: SettlingRecord): Promise<void> {
     await this.env.root.transaction(() => { this.settling.put(rec.paymentId, rec) })
@@ -355,14 +360,6 @@ export class PinLedger {
   * all (): Generator<PinRecord> {
     for (const { value } of this.pins.getRange()) yield value
   }
-}
-
-export interface SettlingRecord {
-  paymentId: string
-  payer: string
-  amount: string
-  purpose: string
-  at: string
 }
 
 /** What the owner index keeps of a pin: the fields GET /pins filters on. */

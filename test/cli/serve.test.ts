@@ -81,12 +81,12 @@ describe('pind serve', () => {
   })
 
   it('has --help with examples for every subcommand; usage errors exit 2', async () => {
-    for (const cmd of ['serve', 'gc', 'export-ledger', 'keys']) {
+    for (const cmd of ['serve', 'gc', 'export-ledger', 'keys', 'settlements']) {
       const r = await run([cmd, '--help'])
       expect(r.code, cmd).toBe(0)
       expect(r.out).toMatch(new RegExp(`Usage: pind ${cmd}`))
     }
-    for (const cmd of [['serve'], ['gc'], ['keys'], ['keys', 'mint']]) {
+    for (const cmd of [['serve'], ['gc'], ['keys'], ['keys', 'mint'], ['settlements']]) {
       expect((await run([...cmd, '--help'])).out, cmd.join(' ')).toMatch(/Examples:|--owner/)
     }
     const badMint = await run(['keys', 'mint', '--owner', 'nope', '--data-dir', tempDir()])

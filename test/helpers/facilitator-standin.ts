@@ -11,7 +11,12 @@ import type { DevChain } from '../../scripts/devchain/index.mjs'
 
 export interface StandIn { url: string, calls: string[], close(): Promise<void> }
 
-export async function startFacilitatorStandIn (chain: DevChain, port = 0): Promise<StandIn> {
+export interface StandInOptions {
+  /** runs after a real settlement, before the answer is sent (e.g. to kill the server waiting for it) */
+  afterSettle?: (paymentPayload: unknown) => Promise<void> | void
+}
+
+export async function startFacilitatorStandIn (chain: DevChain, port = 0, opts: StandInOptions = {}): Promise<StandIn> {
   const { client } = buildFacilitator({ kind: 'embedded', network: 'eip155:167000', rpcUrl: chain.rpcUrl, settlerKey: chain.settlerKey })
   const calls: string[] = []
   const server: Server = createServer((req, res) => {
@@ -24,7 +29,12 @@ export async function startFacilitatorStandIn (chain: DevChain, port = 0): Promi
       if (req.method === 'GET' && req.url === '/supported') { client.getSupported().then(reply, fail); return }
       const parsed = body === '' ? {} : JSON.parse(body)
       if (req.method === 'POST' && req.url === '/verify') { client.verify(parsed.paymentPayload, parsed.paymentRequirements).then(reply, fail); return }
-      if (req.method === 'POST' && req.url === '/settle') { client.settle(parsed.paymentPayload, parsed.paymentRequirements).then(reply, fail); return }
+      if (req.method === 'POST' && req.url === '/settle') {
+        client.settle(parsed.paymentPayload, parsed.paymentRequirements)
+          .then(async (r) => { await opts.afterSettle?.(parsed.paymentPayload); return r })
+          .then(reply, fail)
+        return
+      }
       res.writeHead(404); res.end()
     })
   })

@@ -1,0 +1,148 @@
+/**
+ * `pind settlements …`: settlement notes left by paid requests that never
+ * recorded what they paid for (the process died in between): list them,
+ * reconcile them against the chain now, close one an operator has dealt
+ * with. Through a running serve's admin socket, or on a stopped data dir.
+ */
+import { Option, type Command } from 'commander'
+import { AdminCallError, callAdmin } from '../admin/client.js'
+import { SETTINGS, type Config } from '../config/settings.js'
+import { HttpError } from '../errors.js'
+import type { SettlementsOp } from '../service/settlements-admin.js'
+import { CliError, runAdmin, type Via } from './admin-target.js'
+import { configFromCli, EXIT_USAGE } from './config-from-cli.js'
+
+/** what `check` reads the chain with on a stopped data dir (a running serve uses its own) */
+const CHAIN_OPTIONS: ReadonlyArray<[keyof Config, string]> = [
+  ['rpcUrl', 'EVM JSON-RPC URL to read the token\'s authorizationState from'],
+  ['asset', 'the EIP-3009 token serve takes payments in'],
+  ['network', 'the payment network']
+]
+const CHAIN_SETTINGS = CHAIN_OPTIONS.map(([key]) => key)
+
+class UsageError extends Error {
+  override name = 'UsageError'
+}
+
+type Note = Record<string, string | null>
+
+export function settlementsCommand (program: Command): void {
+  const settlements = program.command('settlements')
+    .description('settlement notes of payments whose pin or renewal was never recorded: list, reconcile with the chain, close')
+    .addHelpText('after', `
+A note is written before each payment is settled and removed with the pin or renewal it pays
+for. A note that stays means the process died in between. Serve reconciles them in the
+background against the token's authorizationState: never used and expired → dropped; still
+usable → unused-pending (checked again later); used → paid-unfulfilled: the payer paid and got
+nothing. Refund or re-pin those, then close them. States: unchecked, unused-pending,
+paid-unfulfilled.
+
+Works on a running serve (through its admin socket) or on a stopped data dir.
+
+Examples:
+  pind settlements list
+  pind settlements list --closed --json
+  pind settlements check                      (through a running serve: its RPC)
+  pind settlements check --rpc-url https://rpc.mainnet.taiko.xyz    (stopped data dir)
+  pind settlements close 0xabc…:0x12… --note "refunded in tx 0x9f…"
+`)
+
+  settlements.command('list').description('every settlement note: payment id, payer, amount, purpose, noted at, state, validBefore')
+    .option('--closed', 'also the audit records of closed notes')
+    .option('--json', 'print JSON')
+    .action(async (o: { closed?: boolean }, cmd: Command) => {
+      await run('list', cmd, { op: 'list', closed: o.closed === true }, printList)
+    })
+
+  const check = settlements.command('check').description('reconcile the notes with the chain now; prints what was dropped and what was confirmed paid')
+    .option('--json', 'print JSON')
+    .addHelpText('after', '\nThrough a running serve the check uses serve\'s RPC and asset; the chain options apply on a stopped data dir.\n')
+  for (const [key, what] of CHAIN_OPTIONS) {
+    const s = SETTINGS.find(x => x.key === key)
+    if (s?.flag != null) check.addOption(new Option(s.flag, `${what} (env ${s.env})${s.default != null ? `; default ${String(s.default)}` : ''}`))
+  }
+  check.action(async (_o, cmd: Command) => {
+    await run('check', cmd, { op: 'check' }, printCheck)
+  })
+
+  settlements.command('close <paymentId>').description('remove a note the operator has dealt with, keeping an audit record of the closure')
+    .requiredOption('--note <text>', 'what was done, e.g. "refunded in tx 0x…" (kept in the audit record)')
+    .option('--json', 'print JSON')
+    .action(async (paymentId: string, o: { note: string }, cmd: Command) => {
+      await run('close', cmd, { op: 'close', paymentId, note: o.note }, (r) => {
+        const c = r.closed as Note
+        return `closed ${String(c.paymentId)} (${String(c.amountUsdc)} USDC, ${String(c.purpose)}); audit record kept at ${String(c.closedAt)}: ${String(c.operatorNote)}`
+      })
+    })
+}
+
+async function run (name: string, cmd: Command, op: SettlementsOp, print: (r: Record<string, unknown>) => string): Promise<void> {
+  const config = configFromCli(cmd, 'admin', name === 'check' ? CHAIN_SETTINGS : [])
+  const json = cmd.opts<{ json?: boolean }>().json === true
+  let out: { result: Record<string, unknown>, how: Via }
+  try {
+    out = await runAdmin(config.dataDir, `settlements ${name}`, {
+      viaServe: async (socket) => await callAdmin(socket, '/settlements', op),
+      locally: async (r) => {
+        const { SettlementNotes } = await import('../ledger/settlements.js')
+        const { runSettlementsOp } = await import('../service/settlements-admin.js')
+        const notes = new SettlementNotes(r.ledger)
+        if (op.op !== 'check') return await runSettlementsOp(op, { notes })
+        if (config.rpcUrl == null) throw new UsageError('check on a stopped data dir reads the chain: give --rpc-url (or PIND_RPC_URL) and the --asset serve uses')
+        const { authorizationStateReader } = await import('../payment/authorization-state.js')
+        const { reconcileSettlements } = await import('../service/settlement-reconcile.js')
+        const { silentLogger } = await import('../log.js')
+        const chain = authorizationStateReader({ network: config.network, rpcUrl: config.rpcUrl, asset: config.asset })
+        return await runSettlementsOp(op, { notes, reconcile: async () => await reconcileSettlements(notes, chain, silentLogger) })
+      }
+    })
+  } catch (err) {
+    fail(err)
+    return
+  }
+  const where = out.how.via === 'serve' ? `via the running pind serve (pid ${out.how.pid})` : `on the data dir ${config.dataDir} (no serve running)`
+  if (json) process.stdout.write(JSON.stringify({ ...out.result, via: out.how.via }) + '\n')
+  else process.stdout.write(print(out.result) + '\n')
+  if (typeof out.result.error === 'string') {
+    process.stderr.write(`pind settlements ${name}: ${out.result.error}; the notes not read were left as they were (${where})\n`)
+    process.exitCode = 1
+    return
+  }
+  process.stderr.write(`pind settlements ${name}: done ${where}\n`)
+}
+
+function line (n: Note): string {
+  const validBefore = n.validBeforeAt ?? n.validBefore ?? 'unknown'
+  return `${String(n.state).padEnd(16)} ${String(n.amountUsdc).padStart(12)} USDC  ${String(n.purpose)}  noted ${String(n.at)}  valid before ${validBefore}  ${String(n.paymentId)}`
+}
+
+function printList (r: Record<string, unknown>): string {
+  const notes = r.notes as Note[]
+  const paid = notes.filter(n => n.state === 'paid-unfulfilled').length
+  const lines = [notes.length === 0
+    ? 'no settlement notes'
+    : `${notes.length} settlement note(s): ${paid} paid-unfulfilled (refund or re-pin, then close), ${notes.length - paid} to reconcile`]
+  for (const n of notes) lines.push(line(n))
+  const closed = r.closed as Note[] | undefined
+  if (closed != null) {
+    lines.push('', closed.length === 0 ? 'no closed notes' : `${closed.length} closed note(s):`)
+    for (const c of closed) lines.push(`${line(c)}\n  closed ${String(c.closedAt)}: ${String(c.operatorNote)}`)
+  }
+  return lines.join('\n')
+}
+
+function printCheck (r: Record<string, unknown>): string {
+  const dropped = r.dropped as Note[]
+  const confirmed = r.confirmed as Note[]
+  const lines = [`checked ${String(r.checked)} note(s): ${dropped.length} dropped (never paid), ${confirmed.length} newly confirmed paid-unfulfilled, ${String(r.pending)} still pending; ${String(r.awaitingOperator)} paid-unfulfilled in all${Number(r.inFlight) > 0 ? `; ${String(r.inFlight)} of requests still settling not checked` : ''}`]
+  for (const n of dropped) lines.push(`dropped  ${line(n)}`)
+  for (const n of confirmed) lines.push(`PAID     ${line(n)}  payer ${String(n.payer)}`)
+  return lines.join('\n')
+}
+
+function fail (err: unknown): void {
+  const e = err as Error
+  const message = err instanceof HttpError ? err.details : err instanceof AdminCallError || err instanceof CliError || err instanceof UsageError ? e.message : `${e.name}: ${e.message}`
+  process.stderr.write(`pind settlements: ${message}\n`)
+  process.exitCode = err instanceof UsageError ? EXIT_USAGE : 1
+}

@@ -1,0 +1,56 @@
+/**
+ * EIP-3009 facts for reconciling settlement notes: has an authorization
+ * (authorizer, nonce) been used on chain, what time the chain is at, and the
+ * validBefore of a verified payment. Reads only, through a public client.
+ */
+import { parseAbi } from 'viem'
+import { chainIdOf, publicClientFor } from './chain.js'
+import type { VerifiedPayment } from './gate.js'
+
+const ABI = parseAbi(['function authorizationState(address authorizer, bytes32 nonce) view returns (bool)'])
+
+export interface AuthorizationStateReader {
+  /** the timestamp of the chain's latest block, unix seconds (fails on another chain than the configured one) */
+  chainTime(): Promise<bigint>
+  /**
+   * EIP-3009 authorizationState at the latest block: true once the
+   * authorization was used (the transfer happened) or cancelled by its signer.
+   */
+  isUsed(authorizer: `0x${string}`, nonce: `0x${string}`): Promise<boolean>
+}
+
+export interface AuthorizationStateSettings {
+  network: string
+  rpcUrl: string
+  asset: `0x${string}`
+}
+
+export function authorizationStateReader (s: AuthorizationStateSettings, timeoutMs = 5000): AuthorizationStateReader {
+  const client = publicClientFor(s.network, s.rpcUrl, timeoutMs)
+  return {
+    chainTime: async () => await rpc(async () => {
+      // a wrong chain would answer "unused" for any nonce: notes must never be dropped on its word
+      const [id, block] = await Promise.all([client.getChainId(), client.getBlock({ blockTag: 'latest' })])
+      if (id !== chainIdOf(s.network)) throw new Error(`the RPC serves chain ${id}, not ${s.network}`)
+      return block.timestamp
+    }),
+    isUsed: async (authorizer, nonce) => await rpc(async () =>
+      await client.readContract({ address: s.asset, abi: ABI, functionName: 'authorizationState', args: [authorizer, nonce] }))
+  }
+}
+
+/** The RPC's failure in one line (viem's messages run over many, and may repeat the RPC URL). */
+async function rpc<T> (call: () => Promise<T>): Promise<T> {
+  try {
+    return await call()
+  } catch (err) {
+    throw new Error(`the chain could not be read: ${((err as { shortMessage?: string }).shortMessage ?? (err as Error).message).split('\n')[0] ?? ''}`)
+  }
+}
+
+/** validBefore (unix seconds, decimal) of a verified payment's EIP-3009 authorization. */
+export function validBeforeOf (payment: VerifiedPayment): string | undefined {
+  const auth = (payment.payload.payload as { authorization?: { validBefore?: unknown } } | undefined)?.authorization
+  const v = auth?.validBefore
+  return typeof v === 'string' && /^\d{1,78}$/.test(v) ? v : undefined
+}

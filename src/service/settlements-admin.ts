@@ -1,0 +1,83 @@
+/**
+ * `pind settlements` as operations on the settlement notes: list them, run
+ * the reconciliation now, close one an operator has dealt with. The same
+ * functions run inside a live serve (over the admin socket) and in the CLI
+ * on a stopped data dir.
+ */
+import { badRequest, notFound, unavailable } from '../errors.js'
+import type { ClosedSettlement, SettlementNotes, SettlingRecord } from '../ledger/settlements.js'
+import { formatUsdc } from '../payment/pricing.js'
+import type { ReconcileReport } from './settlement-reconcile.js'
+
+export type SettlementsOp =
+  | { op: 'list', closed?: boolean }
+  | { op: 'check' }
+  | { op: 'close', paymentId: string, note: string }
+
+export interface SettlementsAdminDeps {
+  notes: SettlementNotes
+  /** one reconciliation pass; absent when no RPC is configured */
+  reconcile?: () => Promise<ReconcileReport>
+}
+
+export const MAX_OPERATOR_NOTE = 1000
+
+export async function runSettlementsOp (op: SettlementsOp, d: SettlementsAdminDeps): Promise<Record<string, unknown>> {
+  switch (op?.op) {
+    case 'list':
+      return {
+        notes: [...d.notes.all()].map(noteView),
+        ...(op.closed === true ? { closed: [...d.notes.closed()].map(closedView) } : {})
+      }
+    case 'check': {
+      if (d.reconcile == null) throw unavailable('no --rpc-url is configured, so the chain cannot be read')
+      const r = await d.reconcile()
+      return {
+        checked: r.checked,
+        dropped: r.dropped.map(noteView),
+        confirmed: r.confirmed.map(noteView),
+        pending: r.pending,
+        awaitingOperator: r.awaitingOperator,
+        inFlight: r.inFlight,
+        ...(r.error != null ? { error: r.error } : {})
+      }
+    }
+    case 'close': {
+      if (typeof op.paymentId !== 'string' || op.paymentId === '') throw badRequest('close needs a payment id (payer:nonce, see pind settlements list)')
+      if (typeof op.note !== 'string' || op.note.trim() === '') throw badRequest('close needs --note "<what was done, e.g. refunded in tx 0x…>"')
+      if (op.note.length > MAX_OPERATOR_NOTE) throw badRequest(`--note is longer than ${MAX_OPERATOR_NOTE} characters`)
+      const closed = await d.notes.close(op.paymentId, op.note.trim())
+      if (closed == null) throw notFound(`no settlement note ${op.paymentId.slice(0, 200)} (see pind settlements list)`)
+      return { closed: closedView(closed) }
+    }
+    default:
+      throw badRequest('unknown settlements operation')
+  }
+}
+
+/** A note as the operator sees it: amounts in atomic units and USDC, absent fields as null. */
+export function noteView (n: SettlingRecord): Record<string, unknown> {
+  return {
+    paymentId: n.paymentId,
+    payer: n.payer,
+    amount: n.amount,
+    amountUsdc: formatUsdc(BigInt(n.amount)),
+    purpose: n.purpose,
+    at: n.at,
+    state: n.state ?? 'unchecked',
+    validBefore: n.validBefore ?? null,
+    validBeforeAt: isoOfSeconds(n.validBefore),
+    checkedAt: n.checkedAt ?? null
+  }
+}
+
+function closedView (c: ClosedSettlement): Record<string, unknown> {
+  return { ...noteView(c.note), closedAt: c.closedAt, operatorNote: c.operatorNote }
+}
+
+/** unix seconds as an ISO time, or null when absent or beyond what a Date holds */
+function isoOfSeconds (s: string | undefined): string | null {
+  if (s == null) return null
+  const ms = Number(s) * 1000
+  return Number.isFinite(ms) && Math.abs(ms) <= 8.64e15 ? new Date(ms).toISOString() : null
+}

@@ -1,0 +1,199 @@
+/**
+ * Reconciling settlement notes on a real LMDB ledger against the real test
+ * token on anvil: a note whose authorization was used on chain becomes
+ * paid-unfulfilled (one warning, never read again); unused and expired notes
+ * are dropped; unused and still valid ones are kept; an unreachable RPC
+ * changes nothing and throws nothing; notes of requests still settling, and
+ * notes their request recorded meanwhile, are left alone; serve's background
+ * loop retries after a failure.
+ */
+import { rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { startDevChain, type DevChain } from '../../../scripts/devchain/index.mjs'
+import { openLedgerEnv, type LedgerEnv } from '../../../src/ledger/open.js'
+import { PinLedger } from '../../../src/ledger/pins.js'
+import { SettlementNotes } from '../../../src/ledger/settlements.js'
+import { createLogger, type Logger } from '../../../src/log.js'
+import { authorizationStateReader, type AuthorizationStateReader } from '../../../src/payment/authorization-state.js'
+import { reconcileSettlements, startSettlementReconciler } from '../../../src/service/settlement-reconcile.js'
+import { noteFor, nowSeconds, signAuthorization, useAuthorization } from '../../helpers/authorizations.js'
+import { tempDir } from '../../helpers/pind.js'
+import { freePort, waitFor } from '../../helpers/ports.js'
+import { pinRecord } from '../../helpers/records.js'
+
+let chain: DevChain
+let real: AuthorizationStateReader
+let dir: string
+let env: LedgerEnv
+let pins: PinLedger
+let notes: SettlementNotes
+let logged: Array<{ level: string, msg: string, [k: string]: unknown }>
+let log: Logger
+
+/** the real reader, counting what it is asked */
+function counting (r: AuthorizationStateReader): AuthorizationStateReader & { reads: string[] } {
+  const reads: string[] = []
+  return { reads, chainTime: async () => await r.chainTime(), isUsed: async (a, n) => { reads.push(`${a.toLowerCase()}:${n}`); return await r.isUsed(a, n) } }
+}
+const payerKey = (): `0x${string}` => chain.payers[0]!.privateKey
+const stored = (): Record<string, unknown> => Object.fromEntries([...notes.all()].map(n => [n.paymentId, n]))
+
+beforeAll(async () => {
+  chain = await startDevChain({ payers: 1 })
+  real = authorizationStateReader({ network: 'eip155:167000', rpcUrl: chain.rpcUrl, asset: chain.usdc })
+})
+afterAll(async () => { await chain?.stop() })
+beforeEach(async () => {
+  dir = tempDir('pind-settle-')
+  env = await openLedgerEnv(join(dir, 'ledger.mdb'))
+  pins = new PinLedger(env)
+  notes = new SettlementNotes(env)
+  logged = []
+  log = createLogger({ level: 'debug', write: (l) => { logged.push(JSON.parse(l)) } })
+})
+afterEach(async () => {
+  await env.close()
+  rmSync(dir, { recursive: true, force: true })
+})
+
+describe('reconcileSettlements', () => {
+  it('marks a note whose authorization was used on chain paid-unfulfilled, warns once, and reads it no more', async () => {
+    const used = await signAuthorization(chain, payerKey(), { value: 2500n })
+    await useAuthorization(chain, used)
+    const note = noteFor(used)
+    await pins.markSettling(note)
+    const reader = counting(real)
+
+    const r = await reconcileSettlements(notes, reader, log)
+    expect(r.error).toBeUndefined()
+    expect(r.checked).toBe(1)
+    expect(r.confirmed.map(n => n.paymentId)).toEqual([note.paymentId])
+    expect(r.awaitingOperator).toBe(1)
+    const after = notes.get(note.paymentId)
+    expect(after?.state).toBe('paid-unfulfilled')
+    expect(Date.parse(after?.checkedAt ?? '')).toBeGreaterThan(Date.now() - 60_000)
+    const warnings = logged.filter(l => l.level === 'warn')
+    expect(warnings).toHaveLength(1)
+    expect(warnings[0]).toMatchObject({ payer: note.payer, amount: '2500', amountUsdc: '0.002500', purpose: note.purpose, payment: note.paymentId })
+
+    const again = await reconcileSettlements(notes, reader, log)
+    expect(reader.reads).toHaveLength(1) // not read again
+    expect(again.confirmed).toEqual([])
+    expect(again.awaitingOperator).toBe(1)
+    expect(logged.filter(l => l.level === 'warn')).toHaveLength(1)
+    expect(notes.get(note.paymentId)).toEqual(after)
+  })
+
+  it('drops unused notes that can no longer be used and keeps those that still can', async () => {
+    const expired = noteFor(await signAuthorization(chain, payerKey(), { validBefore: nowSeconds() - 3600n }))
+    const valid = noteFor(await signAuthorization(chain, payerKey(), { validBefore: nowSeconds() + 3600n }))
+    const { validBefore: _a, ...oldLegacy } = noteFor(await signAuthorization(chain, payerKey()), { at: new Date(Date.now() - 2 * 3600_000).toISOString() })
+    const { validBefore: _b, ...newLegacy } = noteFor(await signAuthorization(chain, payerKey()), { at: new Date(Date.now() - 60_000).toISOString() })
+    for (const n of [expired, valid, oldLegacy, newLegacy]) await pins.markSettling(n)
+
+    const r = await reconcileSettlements(notes, real, log)
+    expect(r.error).toBeUndefined()
+    expect(r.checked).toBe(4)
+    expect(r.dropped.map(n => n.paymentId).sort()).toEqual([expired.paymentId, oldLegacy.paymentId].sort())
+    expect(r.confirmed).toEqual([])
+    expect(r.pending).toBe(2)
+    expect(Object.keys(stored()).sort()).toEqual([valid.paymentId, newLegacy.paymentId].sort())
+    expect(notes.get(valid.paymentId)?.state).toBe('unused-pending')
+    expect(notes.get(newLegacy.paymentId)?.state).toBe('unused-pending')
+    const dropped = logged.filter(l => l.level === 'info' && /dropped/.test(l.msg))
+    expect(dropped.map(l => l.payment).sort()).toEqual([expired.paymentId, oldLegacy.paymentId].sort())
+    expect(logged.filter(l => l.level === 'warn')).toEqual([])
+
+    // once used on chain, a pending note is confirmed at the next pass
+    const a = await signAuthorization(chain, payerKey())
+    const pending = noteFor(a)
+    await pins.markSettling(pending)
+    expect((await reconcileSettlements(notes, real, log)).pending).toBe(3)
+    await useAuthorization(chain, a)
+    const r2 = await reconcileSettlements(notes, real, log)
+    expect(r2.confirmed.map(n => n.paymentId)).toEqual([pending.paymentId])
+    expect(notes.get(pending.paymentId)?.state).toBe('paid-unfulfilled')
+  })
+
+  it('changes nothing and throws nothing when the RPC cannot be reached', async () => {
+    const used = await signAuthorization(chain, payerKey())
+    await useAuthorization(chain, used)
+    await pins.markSettling(noteFor(used))
+    await pins.markSettling(noteFor(await signAuthorization(chain, payerKey(), { validBefore: nowSeconds() - 3600n })))
+    const before = stored()
+    const down = authorizationStateReader({ network: 'eip155:167000', rpcUrl: `http://127.0.0.1:${await freePort()}`, asset: chain.usdc }, 2000)
+
+    const r = await reconcileSettlements(notes, down, log)
+    expect(r.error).toMatch(/could not be read/)
+    expect(r.checked).toBe(0)
+    expect(r.dropped).toEqual([])
+    expect(r.confirmed).toEqual([])
+    expect(stored()).toEqual(before)
+    expect(r.error).not.toMatch(/127\.0\.0\.1/) // the RPC URL may carry an API key: never in messages
+
+    // an RPC of another chain is refused, not believed
+    const wrongChain = authorizationStateReader({ network: 'eip155:1', rpcUrl: chain.rpcUrl, asset: chain.usdc })
+    expect((await reconcileSettlements(notes, wrongChain, log)).error).toMatch(/chain 167000, not eip155:1/)
+    expect(stored()).toEqual(before)
+  })
+
+  it('leaves the notes of requests that may still be settling, and never writes back a note recorded meanwhile', async () => {
+    const a = await signAuthorization(chain, payerKey())
+    await useAuthorization(chain, a)
+    const young = noteFor(a)
+    await pins.markSettling(young)
+    const reader = counting(real)
+    const r = await reconcileSettlements(notes, reader, log, { liveSince: new Date(Date.now() - 60_000) })
+    expect(r.inFlight).toBe(1)
+    expect(reader.reads).toEqual([])
+    expect(notes.get(young.paymentId)?.state).toBeUndefined()
+
+    // the request records its pin while the chain is being read: the note goes with it, for good
+    const racing: AuthorizationStateReader = {
+      chainTime: async () => await real.chainTime(),
+      isUsed: async (who, nonce) => {
+        const p = pinRecord('r1', 'bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy', { owner: young.payer })
+        await pins.create(p, { id: young.paymentId, requestid: 'r1', purpose: young.purpose, payer: young.payer, amount: young.amount, network: 'eip155:167000', at: p.created, proof: 'x' })
+        return await real.isUsed(who, nonce)
+      }
+    }
+    const raced = await reconcileSettlements(notes, racing, log)
+    expect(raced.checked).toBe(1)
+    expect(raced.confirmed).toEqual([])
+    expect(notes.get(young.paymentId)).toBeUndefined()
+    expect(logged.filter(l => l.level === 'warn')).toEqual([])
+  })
+})
+
+describe('the background reconciler', () => {
+  it('says at start what is left, retries after the RPC fails, and stops', async () => {
+    const a = await signAuthorization(chain, payerKey())
+    await useAuthorization(chain, a)
+    const leftover = noteFor(a, { at: new Date(Date.now() - 5000).toISOString() })
+    await pins.markSettling(leftover)
+    const down = authorizationStateReader({ network: 'eip155:167000', rpcUrl: `http://127.0.0.1:${await freePort()}`, asset: chain.usdc }, 2000)
+    let reachable = false
+    const switching: AuthorizationStateReader = {
+      chainTime: async () => await (reachable ? real : down).chainTime(),
+      isUsed: async (who, nonce) => await (reachable ? real : down).isUsed(who, nonce)
+    }
+    const reconciler = startSettlementReconciler(notes, switching, { intervalMs: 50, log, startedAt: new Date() })
+    try {
+      expect(logged.find(l => l.msg.startsWith('1 settlement notes to reconcile'))).toBeDefined()
+      await waitFor(() => logged.find(l => l.level === 'warn' && /could not be reconciled; retrying/.test(l.msg)), 'a failed pass')
+      expect(notes.get(leftover.paymentId)?.state).toBeUndefined()
+      reachable = true
+      await waitFor(() => notes.get(leftover.paymentId)?.state === 'paid-unfulfilled' ? true : undefined, 'the retry')
+      const report = await reconciler.run()
+      expect(report).toMatchObject({ checked: 0, awaitingOperator: 1 })
+    } finally {
+      await reconciler.stop()
+    }
+    const count = logged.length
+    await pins.markSettling(noteFor(await signAuthorization(chain, payerKey(), { validBefore: nowSeconds() - 3600n }), { at: new Date(0).toISOString() }))
+    await new Promise(resolve => setTimeout(resolve, 200)) // four intervals: a stopped reconciler must not run
+    expect(logged.length).toBe(count)
+    expect([...notes.all()]).toHaveLength(2)
+  })
+})
