@@ -33,6 +33,7 @@ import { loadOrCreateIdentity } from './ipfs/identity.js'
 import { startIpfsNode } from './ipfs/node.js'
 import { CommitLock } from './ipfs/commit-lock.js'
 import { BlockStaging } from './ipfs/staging.js'
+import { Slots } from './service/slots.js'
 import { LmdbDatastore } from './ledger/datastore.js'
 import { openLedgerEnv } from './ledger/open.js'
 import { PinLedger } from './ledger/pins.js'
@@ -231,6 +232,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       once,
       prices,
       uploadMaxBytes: config.uploadMaxBytes,
+      slots: new Slots(config.uploadConcurrency),
       publicUrl,
       network: config.network,
       asset: config.asset,

@@ -38,6 +38,7 @@ export function createHttpServer (router: Router, log: Logger, opts: HttpServerO
   let closing = false
   let inFlight = 0
   let idleWaiters: Array<() => void> = []
+  const logRequests = log.enabled('info')
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const started = process.hrtime.bigint()
@@ -46,14 +47,16 @@ export function createHttpServer (router: Router, log: Logger, opts: HttpServerO
     res.on('close', () => {
       inFlight--
       const ms = Number(process.hrtime.bigint() - started) / 1e6
-      log.info('request', {
-        method: req.method,
-        path: ctx.url.pathname,
-        route: ctx.route,
-        status: res.statusCode,
-        ms: Math.round(ms * 10) / 10,
-        ...(res.writableFinished ? {} : { aborted: true })
-      })
+      if (logRequests) {
+        log.info('request', {
+          method: req.method,
+          path: ctx.url.pathname,
+          route: ctx.route,
+          status: res.statusCode,
+          ms: Math.round(ms * 10) / 10,
+          ...(res.writableFinished ? {} : { aborted: true })
+        })
+      }
       opts.onRequest?.({
         method: req.method ?? 'GET',
         route: ctx.route,
@@ -182,8 +185,12 @@ function discardBody (req: IncomingMessage, res: ServerResponse): void {
   res.on('finish', () => { if (!req.complete && seen > MAX_DRAIN_BYTES) req.socket?.destroy() })
 }
 
+/** the longest request target accepted (a CID path with a long file path fits many times over) */
+export const MAX_URL_LENGTH = 8192
+
 function parseUrl (raw: string | undefined): URL {
   if (raw == null || !raw.startsWith('/')) throw new HttpError(400, 'BAD_REQUEST', 'the request target must be an absolute path')
+  if (raw.length > MAX_URL_LENGTH) throw new HttpError(414, 'URI_TOO_LONG', `the request target is longer than ${MAX_URL_LENGTH} characters`)
   try {
     return new URL(raw, 'http://localhost')
   } catch {

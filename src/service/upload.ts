@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import type { TokenService } from '../auth/tokens.js'
-import { HttpError, tooLarge } from '../errors.js'
+import { HttpError, tooLarge, unavailable } from '../errors.js'
 import { readSingleFile } from '../http/multipart.js'
 import { importFile, TooLargeError } from '../ipfs/import.js'
 import type { CommitLock } from '../ipfs/commit-lock.js'
@@ -21,6 +21,7 @@ import type { PaymentGate, Quote, VerifiedPayment } from '../payment/gate.js'
 import { formatUsdc, priceFor, PriceTooHighError, type PriceSettings } from '../payment/pricing.js'
 import type { PaymentOnce } from './paid-once.js'
 import { settleNoted } from './settle.js'
+import type { Slots } from './slots.js'
 
 /** multipart framing allowed on top of the file limit before a declared length is refused outright */
 export const MULTIPART_SLACK = 64 * 1024
@@ -35,6 +36,8 @@ export interface UploadDeps {
   once: PaymentOnce
   prices: PriceSettings
   uploadMaxBytes: number
+  /** paid uploads streaming at once (--upload-concurrency) */
+  slots: Slots
   publicUrl: string
   network: string
   asset: string
@@ -64,6 +67,20 @@ export async function upload (req: IncomingMessage, months: number, paymentHeade
     description: `Pin an uploaded file of up to ${declared} bytes for ${months} month(s)`,
     notes: { sizeSource: req.headers[UPLOAD_SIZE_HEADER] != null ? 'X-Upload-Size header' : 'Content-Length of the request' }
   }
+  // a paid upload needs a slot, taken before the payment is even looked at: a busy
+  // server answers 503 and nobody is charged (the unpaid 402 needs none: no body is read)
+  const paid = paymentHeader != null && paymentHeader !== ''
+  if (paid && !d.slots.take()) {
+    throw unavailable(`${d.slots.size} uploads are in progress, the most this server takes at once; retry shortly (your payment was not used)`, 5)
+  }
+  try {
+    return await decideAndUpload(req, months, quote, paymentHeader, declared, d)
+  } finally {
+    if (paid) d.slots.release()
+  }
+}
+
+async function decideAndUpload (req: IncomingMessage, months: number, quote: Quote, paymentHeader: string | undefined, declared: number, d: UploadDeps): Promise<UploadResponse> {
   const decision = await d.gate.decide(paymentHeader, quote, (id) => d.ledger.payment(id) != null)
   if (decision.type === 'payment-required') throw decision.error
   const payment = decision.payment
