@@ -27,6 +27,11 @@ export interface LocalResources {
 
 export type Via = { via: 'serve', pid: number } | { via: 'data-dir' }
 
+/** Where an admin command did its work, for its closing line on stderr. */
+export function describeVia (how: Via, dataDir: string): string {
+  return how.via === 'serve' ? `via the running pind serve (pid ${how.pid})` : `on the data dir ${dataDir} (no serve running)`
+}
+
 export async function runAdmin<T> (dataDir: string, label: string, ops: {
   viaServe: (socketPath: string) => Promise<T>
   locally: (r: LocalResources) => Promise<T>

@@ -13,7 +13,7 @@ import type { Command } from 'commander'
 import { AdminCallError, openAdminStream } from '../admin/client.js'
 import { HttpError } from '../errors.js'
 import { EXPORT_SCHEMA, EXPORT_VERSION, ExportOptionsError, exportLedger, parseExportOptions, STATUS_CLASSES, type ExportOptions, type ExportRequest } from '../service/ledger-export.js'
-import { CliError, runAdmin } from './admin-target.js'
+import { CliError, runAdmin, describeVia } from './admin-target.js'
 import { configFromCli, EXIT_USAGE } from './config-from-cli.js'
 
 interface ExportFlags {
@@ -131,7 +131,7 @@ async function runExport (o: ExportFlags, cmd: Command): Promise<void> {
       via: r.how.via,
       ...(r.how.via === 'serve' ? { pid: r.how.pid } : {})
     }
-    const where = r.how.via === 'serve' ? `via the running pind serve (pid ${r.how.pid})` : `on the data dir ${config.dataDir} (no serve running)`
+    const where = describeVia(r.how, config.dataDir)
     if (o.json === true) process.stderr.write(JSON.stringify(summary) + '\n')
     else {
       const what = opts.records === 'all' ? `${summary.pins} pins and ${summary.payments} payments` : opts.records === 'pins' ? `${summary.pins} pins` : `${summary.payments} payments`

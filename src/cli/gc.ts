@@ -6,7 +6,7 @@ import type { Command } from 'commander'
 import { AdminCallError, callAdminLines } from '../admin/client.js'
 import { CommitLock } from '../ipfs/commit-lock.js'
 import { runGc, type GcProgress, type GcResult } from '../service/gc.js'
-import { CliError, runAdmin } from './admin-target.js'
+import { CliError, runAdmin, describeVia } from './admin-target.js'
 import { configFromCli } from './config-from-cli.js'
 import { mib, progressLine } from './progress.js'
 
@@ -46,7 +46,7 @@ Examples:
         })
         progress.done()
         const res = out.result
-        const where = out.how.via === 'serve' ? `via the running pind serve (pid ${out.how.pid})` : `on the data dir ${config.dataDir} (no serve running)`
+        const where = describeVia(out.how, config.dataDir)
         if (o.json === true) process.stdout.write(JSON.stringify({ ...res, via: out.how.via }) + '\n')
         else {
           const verb = res.dryRun ? 'would remove' : 'removed'

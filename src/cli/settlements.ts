@@ -9,7 +9,7 @@ import { AdminCallError, callAdmin } from '../admin/client.js'
 import { SETTINGS, type Config } from '../config/settings.js'
 import { HttpError } from '../errors.js'
 import type { SettlementsOp } from '../service/settlements-admin.js'
-import { CliError, runAdmin, type Via } from './admin-target.js'
+import { CliError, runAdmin, type Via, describeVia } from './admin-target.js'
 import { configFromCli, EXIT_USAGE } from './config-from-cli.js'
 
 /** what `check` reads the chain with on a stopped data dir (a running serve uses its own) */
@@ -100,7 +100,7 @@ async function run (name: string, cmd: Command, op: SettlementsOp, print: (r: Re
     fail(err)
     return
   }
-  const where = out.how.via === 'serve' ? `via the running pind serve (pid ${out.how.pid})` : `on the data dir ${config.dataDir} (no serve running)`
+  const where = describeVia(out.how, config.dataDir)
   if (json) process.stdout.write(JSON.stringify({ ...out.result, via: out.how.via }) + '\n')
   else process.stdout.write(print(out.result) + '\n')
   if (typeof out.result.error === 'string') {
