@@ -137,9 +137,9 @@ function paymentRequired (description: string): Obj {
 }
 
 /** 503 of a paid write (payment backend), which also covers shutting down */
-function writesUnavailable (): Obj {
+function writesUnavailable (extra = ''): Obj {
   return failure(
-    'Payments are not configured on this server (no pay-to address or facilitator: writes disabled, `Retry-After: 3600`), the payment backend is not reachable yet or could not verify the payment (`SERVICE_UNAVAILABLE`), or the server is shutting down (`SHUTTING_DOWN`). Retry after `Retry-After` seconds.',
+    `Payments are not configured on this server (no pay-to address or facilitator: writes disabled, \`Retry-After: 3600\`), the payment backend is not reachable yet or could not verify the payment (\`SERVICE_UNAVAILABLE\`)${extra}, or the server is shutting down (\`SHUTTING_DOWN\`). Retry after \`Retry-After\` seconds.`,
     { 'Retry-After': ref('headers', 'RetryAfter') }
   )
 }
@@ -176,6 +176,13 @@ const COMMON: Common[] = [
     status: '431',
     name: 'HeadersTooLarge',
     description: 'The request headers are larger than 16 KiB or more than 100 fields; the connection is closed.',
+    retryAfter: false,
+    methods: ['get', 'head', 'post', 'delete']
+  },
+  {
+    status: '414',
+    name: 'UriTooLong',
+    description: 'The request target (path and query) is longer than 8192 characters (`URI_TOO_LONG`).',
     retryAfter: false,
     methods: ['get', 'head', 'post', 'delete']
   },
@@ -404,7 +411,7 @@ function uploadFile (o: OpenApiInput): Obj {
       402: paymentRequired('No payment, or it is malformed, does not match the quote, was refused (`INSUFFICIENT_FUNDS` when that is the reason), could not be settled, or was already used for other content; nothing was pinned or kept.'),
       411: failure('Neither X-Upload-Size nor Content-Length was sent, so the upload cannot be priced.'),
       413: failure(`The declared size is over the limit (${o.uploadMaxBytes} bytes of file), or the file streamed is larger than the limit or than the size declared and paid for; nothing was kept.`),
-      503: writesUnavailable()
+      503: writesUnavailable(', as many paid uploads as the operator allows are already streaming (`SERVICE_UNAVAILABLE`, `Retry-After: 5`; the payment was not used and can be sent again)')
     }
   })
 }
