@@ -172,7 +172,11 @@ try {
   console.log(line('baseline: UnixFS import into FsBlockstore, no HTTP', t.base))
   console.log(line('  the same, each block fsync\'d (what durability costs)', t.durable))
   console.log(line('HTTP floor: same client, bare node:http reading the body', t.floor))
-  console.log(`ratio baseline/pind: ${(median(t.base) / median(t.lean)).toFixed(2)} (target >= 0.70); with @x402/fetch: ${(median(t.base) / median(t.sdk)).toFixed(2)}; against the fsync'd baseline: ${(median(t.durable) / median(t.lean)).toFixed(2)}`)
+  // each run's pind and baseline figures are taken back to back; the median of the per-run ratios
+  // is less swayed by the machine's drift over the whole run than the ratio of the medians
+  const perRun = t.lean.map((x, i) => t.base[i] / x)
+  console.log(`ratio baseline/pind: ${(median(t.base) / median(t.lean)).toFixed(2)} (target >= 0.70); per run ${perRun.map(r => r.toFixed(2)).join(', ')}, median ${median(perRun).toFixed(2)}`)
+  console.log(`  with @x402/fetch: ${(median(t.base) / median(t.sdk)).toFixed(2)}; against the fsync'd baseline: ${(median(t.durable) / median(t.lean)).toFixed(2)}`)
   console.log(`service RSS idle ${idle.rssMiB.toFixed(0)} MiB, peak over all uploads ${peak.peakMiB.toFixed(0)} MiB (target < 200 MB = 191 MiB)`)
 } finally {
   floor.proc.kill()
