@@ -1,7 +1,7 @@
 /**
  * Staged writes: an import writes its blocks into a private staging folder
- * (same layout as the blockstore), and only a commit moves them into the
- * blockstore. So:
+ * (the blockstore's file names, in one flat folder), and only a commit moves
+ * them into the blockstore. So:
  *   - a failed, refused (413) or unpaid import leaves nothing in the blockstore;
  *   - gc never sees half-imported DAGs (in-flight imports are invisible to it);
  *   - a crash leaves either a staging folder (removed at start) or committed,
@@ -22,10 +22,21 @@ import { randomUUID } from 'node:crypto'
 import { mkdir, open, readdir, rename, rm, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
 import { FsBlockstore } from 'blockstore-fs'
-import { NextToLast } from 'blockstore-fs/sharding'
+import { NextToLast, type ShardingStrategy } from 'blockstore-fs/sharding'
 import type { CID } from 'multiformats/cid'
 
+/** the blockstore's layout */
 const SHARDING = new NextToLast()
+/**
+ * A staging folder is flat: the blockstore's file names with no shard
+ * directories (one import has no need for them, and each would be one more
+ * mkdir and rmdir); a commit renames each file into its shard.
+ */
+const FLAT: ShardingStrategy = {
+  extension: SHARDING.extension,
+  encode: (cid) => ({ dir: '', file: SHARDING.encode(cid).file }),
+  decode: (path) => SHARDING.decode(path)
+}
 /** renames and directory fsyncs in flight during a commit */
 const COMMIT_CONCURRENCY = 32
 
@@ -40,23 +51,21 @@ export interface StagedImport {
 
 /** An FsBlockstore whose `put` writes the final file directly and fsyncs it (see above). */
 class StagingBlockstore extends FsBlockstore {
-  private readonly dirs = new Set<string>()
   private readonly writing = new Map<string, Promise<void>>()
 
   constructor (private readonly root: string, private readonly staged: Pick<StagedImport, 'cids' | 'bytes'>) {
-    super(root, { shardingStrategy: SHARDING })
+    super(root, { shardingStrategy: FLAT })
   }
 
   override async put (cid: CID, bytes: Uint8Array): Promise<CID> {
-    const { dir, file } = SHARDING.encode(cid)
-    const path = join(this.root, dir, file)
+    const path = join(this.root, FLAT.encode(cid).file)
     // the same block twice in one DAG (runs of zeros): the second waits for the first write
     const inFlight = this.writing.get(path)
     if (inFlight != null) {
       await inFlight
       return cid
     }
-    const done = this.write(dir, path, bytes)
+    const done = this.write(path, bytes)
     this.writing.set(path, done)
     try {
       await done
@@ -68,11 +77,7 @@ class StagingBlockstore extends FsBlockstore {
     return cid
   }
 
-  private async write (dir: string, path: string, bytes: Uint8Array): Promise<void> {
-    if (!this.dirs.has(dir)) {
-      await mkdir(join(this.root, dir), { recursive: true })
-      this.dirs.add(dir)
-    }
+  private async write (path: string, bytes: Uint8Array): Promise<void> {
     let fh
     try {
       fh = await open(path, 'wx')
@@ -127,7 +132,7 @@ export class BlockStaging {
     }
     const dirs = new Set(files.values())
     await eachLimited([...dirs], async dir => { await mkdir(join(this.blocksDir, dir), { recursive: true }) })
-    await eachLimited([...files], async ([file, dir]) => { await rename(join(root, dir, file), join(this.blocksDir, dir, file)) })
+    await eachLimited([...files], async ([file, dir]) => { await rename(join(root, file), join(this.blocksDir, dir, file)) })
     await eachLimited([...dirs], async dir => { await fsyncPath(join(this.blocksDir, dir)) })
     await fsyncPath(this.blocksDir)
     await this.discard(staged)
