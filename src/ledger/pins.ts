@@ -20,8 +20,6 @@ import type { LedgerEnv } from './open.js'
 import { isLive, type PaymentRecord, type PinRecord } from './records.js'
 import type { SettlingRecord } from './settlements.js'
 
-export type { SettlingRecord }
-
 type OwnerKey = [string, number, string]
 const MAX_REQUESTID_LENGTH = 128
 type CidKey = [string, string]
@@ -138,10 +136,6 @@ export class PinLedger {
   /** The settlement did not happen (refused): forget the note. */
   async clearSettling (paymentId: string): Promise<void> {
     await this.env.root.transaction(() => { this.settling.remove(paymentId) })
-  }
-
-  * unresolvedSettlements (): Generator<SettlingRecord> {
-    for (const { value } of this.settling.getRange()) yield value
   }
 
   /** requestids of pins waiting to be fetched, oldest first */

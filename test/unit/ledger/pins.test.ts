@@ -8,6 +8,7 @@ import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { openLedgerEnv, type LedgerEnv } from '../../../src/ledger/open.js'
 import { PinGoneError, PinLedger } from '../../../src/ledger/pins.js'
+import { SettlementNotes } from '../../../src/ledger/settlements.js'
 import type { PinRecord } from '../../../src/ledger/records.js'
 import { tempDir } from '../../helpers/pind.js'
 import { pinRecord } from '../../helpers/records.js'
@@ -96,6 +97,6 @@ describe('PinLedger', () => {
     await ledger.create(p, { id: 'pay-1', requestid: 's1', purpose: 'upload:x', payer: '0xa', amount: '1000', network: 'eip155:167000', at: p.created, proof: 'x' })
     await ledger.clearSettling('pay-2') // refused by the chain
     // pay-3: the process died between settling and recording
-    expect([...ledger.unresolvedSettlements()].map(s => s.paymentId)).toEqual(['pay-3'])
+    expect([...new SettlementNotes(env).all()].map(s => s.paymentId)).toEqual(['pay-3'])
   })
 })

@@ -37,7 +37,7 @@ describe('SettlementNotes', () => {
     const closed = await notes.close('p1', 'refunded in tx 0xabc', new Date('2026-11-02T00:00:00Z'))
     expect(closed).toEqual({ note: note('p1', { state: 'paid-unfulfilled', checkedAt: '2026-11-01T00:00:00.000Z', at: closed?.note.at }), closedAt: '2026-11-02T00:00:00.000Z', operatorNote: 'refunded in tx 0xabc' })
     expect(notes.get('p1')).toBeUndefined()
-    expect([...pins.unresolvedSettlements()].map(n => n.paymentId)).toEqual(['p2'])
+    expect([...notes.all()].map(n => n.paymentId)).toEqual(['p2'])
     expect([...notes.closed()]).toEqual([closed])
     expect(await notes.close('p1', 'again')).toBeUndefined()
     expect(await notes.close('x'.repeat(5000), 'too long an id')).toBeUndefined()
