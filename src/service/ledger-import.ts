@@ -99,12 +99,13 @@ export async function checkImport (source: LineSource, target: PinLedger | undef
   const counts: ImportCounts = { lines: 0, pins: 0, payments: 0 }
   let header: Record<string, unknown> | undefined
   let end: { line: number, pins: unknown, payments: unknown } | undefined
-  let prevPin: Buffer | undefined
-  let prevPayment: Buffer | undefined
   const bad = (line: number, message: string): void => {
     errors.push(`line ${line}: ${message}`)
     if (errors.length >= MAX_ERRORS) throw new ImportError(summary(errors, true))
   }
+  // export writes each record type in ascending key order, and import relies on it
+  const pinOrder = ascending('pin', 'requestid')
+  const paymentOrder = ascending('payment', 'id')
   for await (const text of source()) {
     const n = ++counts.lines
     if (n % PROGRESS_EVERY === 0) opts.onProgress?.('checking', { ...counts })
@@ -119,22 +120,16 @@ export async function checkImport (source: LineSource, target: PinLedger | undef
       switch (obj.type) {
         case 'pin': {
           const { pin } = pinFromLine(obj)
-          const id = Buffer.from(pin.requestid, 'utf8')
-          if (prevPin != null && Buffer.compare(prevPin, id) >= 0) {
-            bad(n, Buffer.compare(prevPin, id) === 0 ? `pin ${pin.requestid} appears twice` : `pin ${pin.requestid} is out of order (export writes pins in ascending requestid order; import relies on it)`)
-          }
-          prevPin = id
+          const disorder = pinOrder(pin.requestid)
+          if (disorder != null) bad(n, disorder)
           if (opts.merge === true && target?.get(pin.requestid) != null) bad(n, `pin ${pin.requestid} is already in the ledger`)
           counts.pins++
           break
         }
         case 'payment': {
           const p = paymentFromLine(obj)
-          const id = Buffer.from(p.id, 'utf8')
-          if (prevPayment != null && Buffer.compare(prevPayment, id) >= 0) {
-            bad(n, Buffer.compare(prevPayment, id) === 0 ? `payment ${p.id} appears twice` : `payment ${p.id} is out of order (export writes payments in ascending id order; import relies on it)`)
-          }
-          prevPayment = id
+          const disorder = paymentOrder(p.id)
+          if (disorder != null) bad(n, disorder)
           if (opts.merge === true && target?.payment(p.id) != null) bad(n, `payment ${p.id} is already in the ledger`)
           counts.payments++
           break
@@ -420,5 +415,17 @@ export function paymentFromLine (o: Record<string, unknown>): PaymentRecord {
     ...(tx != null ? { tx } : {}),
     at: f.time('at'),
     proof: f.str('proof')
+  }
+}
+
+/** A check that keys arrive in strictly ascending byte order: what is wrong with the next one, if anything. */
+function ascending (kind: string, keyName: string): (key: string) => string | undefined {
+  let prev: Buffer | undefined
+  return (key) => {
+    const id = Buffer.from(key, 'utf8')
+    const order = prev == null ? 1 : Buffer.compare(id, prev)
+    prev = id
+    if (order > 0) return undefined
+    return order === 0 ? `${kind} ${key} appears twice` : `${kind} ${key} is out of order (export writes ${kind}s in ascending ${keyName} order; import relies on it)`
   }
 }
