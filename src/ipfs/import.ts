@@ -7,6 +7,7 @@
 import { unixfs } from '@helia/unixfs'
 import type { Blockstore } from 'interface-blockstore'
 import type { CID } from 'multiformats/cid'
+import type { Chunker } from './chunk-pool.js'
 
 export const CHUNK_SIZE = 1_048_576
 
@@ -23,7 +24,7 @@ export interface ImportResult {
   fileSize: number
 }
 
-export async function importFile (source: AsyncIterable<Uint8Array>, opts: { blockstore: Blockstore, maxBytes: number, signal?: AbortSignal }): Promise<ImportResult> {
+export async function importFile (source: AsyncIterable<Uint8Array>, opts: { blockstore: Blockstore, maxBytes: number, signal?: AbortSignal, chunker?: Chunker }): Promise<ImportResult> {
   let fileSize = 0
   async function * capped (): AsyncGenerator<Uint8Array> {
     for await (const chunk of source) {
@@ -37,6 +38,7 @@ export async function importFile (source: AsyncIterable<Uint8Array>, opts: { blo
     cidVersion: 1,
     rawLeaves: true,
     reduceSingleLeafToSelf: true,
+    ...(opts.chunker != null ? { chunker: opts.chunker } : {}),
     signal: opts.signal
   })
   return { cid, fileSize }

@@ -24,6 +24,8 @@ import { join } from 'node:path'
 import { FsBlockstore } from 'blockstore-fs'
 import { NextToLast, type ShardingStrategy } from 'blockstore-fs/sharding'
 import type { CID } from 'multiformats/cid'
+import { ChunkPool, type Chunker } from './chunk-pool.js'
+import { CHUNK_SIZE } from './import.js'
 
 /** the blockstore's layout */
 const SHARDING = new NextToLast()
@@ -39,6 +41,11 @@ const FLAT: ShardingStrategy = {
 }
 /** renames and directory fsyncs in flight during a commit */
 const COMMIT_CONCURRENCY = 32
+/**
+ * idle chunk buffers kept between uploads: about what one import has in
+ * flight (the importer writes up to 10 leaves at once), 12 MiB at most
+ */
+const IDLE_CHUNKS = 12
 
 export interface StagedImport {
   id: string
@@ -47,17 +54,28 @@ export interface StagedImport {
   /** CIDs written so far, in order */
   cids: CID[]
   bytes: number
+  /** a fixed-size chunker (1 MiB) whose buffers this import's blockstore reuses once written (see ChunkPool) */
+  chunker: (opts?: { ownsInput?: boolean }) => Chunker
 }
 
 /** An FsBlockstore whose `put` writes the final file directly and fsyncs it (see above). */
 class StagingBlockstore extends FsBlockstore {
   private readonly writing = new Map<string, Promise<void>>()
 
-  constructor (private readonly root: string, private readonly staged: Pick<StagedImport, 'cids' | 'bytes'>) {
+  constructor (private readonly root: string, private readonly staged: Pick<StagedImport, 'cids' | 'bytes'>, private readonly chunks: ChunkPool) {
     super(root, { shardingStrategy: FLAT })
   }
 
   override async put (cid: CID, bytes: Uint8Array): Promise<CID> {
+    try {
+      return await this.putOnce(cid, bytes)
+    } finally {
+      // on disk (or failed): the chunker may fill these bytes again
+      this.chunks.give(bytes)
+    }
+  }
+
+  private async putOnce (cid: CID, bytes: Uint8Array): Promise<CID> {
     const path = join(this.root, FLAT.encode(cid).file)
     // the same block twice in one DAG (runs of zeros): the second waits for the first write
     const inFlight = this.writing.get(path)
@@ -99,6 +117,8 @@ class StagingBlockstore extends FsBlockstore {
 }
 
 export class BlockStaging {
+  private readonly chunks = new ChunkPool(CHUNK_SIZE, IDLE_CHUNKS)
+
   constructor (private readonly blocksDir: string, private readonly stagingDir: string) {}
 
   /** Removes staging folders left by a crash. */
@@ -112,8 +132,8 @@ export class BlockStaging {
   async begin (): Promise<StagedImport> {
     const id = randomUUID()
     const root = join(this.stagingDir, id)
-    const staged: StagedImport = { id, blockstore: undefined as unknown as FsBlockstore, cids: [], bytes: 0 }
-    staged.blockstore = new StagingBlockstore(root, staged)
+    const staged: StagedImport = { id, blockstore: undefined as unknown as FsBlockstore, cids: [], bytes: 0, chunker: (opts) => this.chunks.chunker(opts) }
+    staged.blockstore = new StagingBlockstore(root, staged, this.chunks)
     await staged.blockstore.open()
     return staged
   }

@@ -11,7 +11,7 @@ import { HttpError, tooLarge, unavailable } from '../errors.js'
 import { readSingleFile } from '../http/multipart.js'
 import { importFile, TooLargeError } from '../ipfs/import.js'
 import type { CommitLock } from '../ipfs/commit-lock.js'
-import type { BlockStaging } from '../ipfs/staging.js'
+import type { BlockStaging, StagedImport } from '../ipfs/staging.js'
 import { addMonths, nextCreated } from '../ledger/clock.js'
 import type { PinLedger } from '../ledger/pins.js'
 import type { PaymentRecord, PinRecord } from '../ledger/records.js'
@@ -100,7 +100,7 @@ async function decideAndUpload (req: IncomingMessage, months: number, quote: Quo
 async function paidUpload (req: IncomingMessage, payment: VerifiedPayment, months: number, maxFileBytes: number, d: UploadDeps): Promise<UploadResponse> {
   const staged = await d.staging.begin()
   try {
-    const imported = await importBody(req, staged.blockstore, maxFileBytes)
+    const imported = await importBody(req, staged, maxFileBytes)
     const settled = await settleNoted(d.gate, d.ledger, payment, `upload:${imported.cid.toString()}`)
     if (!settled.ok) {
       throw await d.gate.challenge(quoteOf(payment, months, d), /insufficient/i.test(settled.reason) ? 'INSUFFICIENT_FUNDS' : 'PAYMENT_REQUIRED',
@@ -177,7 +177,7 @@ async function replay (req: IncomingMessage, payment: VerifiedPayment, maxFileBy
   const staged = await d.staging.begin()
   let cid: string
   try {
-    cid = (await importBody(req, staged.blockstore, maxFileBytes)).cid.toString()
+    cid = (await importBody(req, staged, maxFileBytes)).cid.toString()
   } finally {
     await d.staging.discard(staged).catch((err: Error) => { d.log.warn('could not remove a staging folder', { error: err.message }) })
   }
@@ -187,10 +187,11 @@ async function replay (req: IncomingMessage, payment: VerifiedPayment, maxFileBy
   return { status: 200, body: { ...uploadBody(pin, d), replayed: true, token_hint: 'this payment was already settled for this upload; get a new wallet token with POST /auth/challenge and POST /auth/token' }, headers: {} }
 }
 
-async function importBody (req: IncomingMessage, blockstore: Parameters<typeof importFile>[1]['blockstore'], maxFileBytes: number): Promise<{ cid: CID, fileSize: number, name?: string }> {
+async function importBody (req: IncomingMessage, staged: StagedImport, maxFileBytes: number): Promise<{ cid: CID, fileSize: number, name?: string }> {
   try {
     return await readSingleFile(req, async (file) => {
-      const r = await importFile(file.stream, { blockstore, maxBytes: maxFileBytes })
+      // the file part's pieces are slices of the body's own buffers, held by nobody else: the chunker frees them once copied
+      const r = await importFile(file.stream, { blockstore: staged.blockstore, chunker: staged.chunker({ ownsInput: true }), maxBytes: maxFileBytes })
       return { ...r, name: sanitizeName(file.filename) }
     })
   } catch (err) {
