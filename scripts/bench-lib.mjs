@@ -1,6 +1,7 @@
 /**
  * Shared helpers for the benchmark scripts: start the built binary (or the
  * bundle) on a fresh data dir, wait for /health, read RSS from /proc.
+ * BENCH_ECHO=1 copies the service's stderr to this process's stderr.
  */
 import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync } from 'node:fs'
@@ -24,7 +25,7 @@ export async function startServe ({ args = [], env = {}, binary = BINARY, binary
   let out = ''
   proc.stdout.on('data', b => { out += b })
   let err = ''
-  proc.stderr.on('data', b => { err += b })
+  proc.stderr.on('data', b => { err += b; if (process.env.BENCH_ECHO) process.stderr.write(b) })
   const deadline = Date.now() + 30_000
   let url
   for (;;) {

@@ -28,7 +28,7 @@
  */
 import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { open } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -46,7 +46,11 @@ import { startDevChain } from './devchain/index.mjs'
 
 const argv = process.argv.slice(2)
 if (argv[0] === '--baseline-child') {
-  console.log(await baselineImport(randomBytes(Number(argv[1])), argv[2] === 'fsync'))
+  const bytes = randomBytes(Number(argv[1]))
+  const cpu0 = process.cpuUsage()
+  const ms = await baselineImport(bytes, argv[2] === 'fsync')
+  const cpu = process.cpuUsage(cpu0)
+  console.log(JSON.stringify({ ms, cpuMs: (cpu.user + cpu.system) / 1000 }))
   process.exit(0)
 }
 const opt = (name, def) => { const i = argv.indexOf(`--${name}`); return i >= 0 ? Number(argv[i + 1]) : def }
@@ -140,7 +144,7 @@ async function baselineInChild (bytes, durable = false) {
   child.stdout.on('data', b => { out += b })
   const code = await new Promise(resolve => child.once('exit', resolve))
   if (code !== 0) throw new Error(`baseline child exited ${code}`)
-  return Number(out.trim())
+  return JSON.parse(out)
 }
 
 async function floorPost (bytes) {
@@ -151,15 +155,26 @@ async function floorPost (bytes) {
 }
 
 const t = { lean: [], sdk: [], base: [], durable: [], floor: [] }
+/** CPU time (user + system, ms) of the service per lean exchange, and of the plain baseline's child */
+const cpu = { lean: [], base: [] }
+/** user + system CPU of a process so far, in ms (clock ticks of 10 ms) */
+function cpuMs (pid) {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
+  return (Number(f[11]) + Number(f[12])) * 10
+}
 try {
   // warm-up: one small paid upload, so the first measured run does not pay for cold paths
   await leanExchange(randomBytes(1_000_000))
   const idle = rss(pind.proc.pid)
   for (let i = 0; i < runs; i++) {
     const bytes = randomBytes(size)
+    const c0 = cpuMs(pind.proc.pid)
     t.lean.push(await leanExchange(bytes))
-    t.base.push(await baselineInChild(size))
-    t.durable.push(await baselineInChild(size, true))
+    cpu.lean.push(cpuMs(pind.proc.pid) - c0)
+    const base = await baselineInChild(size)
+    t.base.push(base.ms)
+    cpu.base.push(base.cpuMs)
+    t.durable.push((await baselineInChild(size, true)).ms)
     t.floor.push(await floorPost(bytes))
     t.sdk.push(await sdkExchange(randomBytes(size)))
   }
@@ -177,6 +192,7 @@ try {
   const perRun = t.lean.map((x, i) => t.base[i] / x)
   console.log(`ratio baseline/pind: ${(median(t.base) / median(t.lean)).toFixed(2)} (target >= 0.70); per run ${perRun.map(r => r.toFixed(2)).join(', ')}, median ${median(perRun).toFixed(2)}`)
   console.log(`  with @x402/fetch: ${(median(t.base) / median(t.sdk)).toFixed(2)}; against the fsync'd baseline: ${(median(t.durable) / median(t.lean)).toFixed(2)}`)
+  console.log(`CPU (user + system): service per paid upload median ${median(cpu.lean).toFixed(0)} ms (${cpu.lean.join(', ')}); baseline process ${median(cpu.base).toFixed(0)} ms (${cpu.base.map(x => x.toFixed(0)).join(', ')}), the import alone`)
   console.log(`service RSS idle ${idle.rssMiB.toFixed(0)} MiB, peak over all uploads ${peak.peakMiB.toFixed(0)} MiB (target < 200 MB = 191 MiB)`)
 } finally {
   floor.proc.kill()
