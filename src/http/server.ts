@@ -6,6 +6,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { chmodSync, rmSync } from 'node:fs'
+import { releaseBytes } from '../buffers.js'
 import { HttpError } from '../errors.js'
 import type { Logger } from '../log.js'
 import { applyCors, type CorsPolicy } from './cors.js'
@@ -178,6 +179,10 @@ function discardBody (req: IncomingMessage, res: ServerResponse): void {
   let seen = 0
   req.on('data', (chunk: Buffer) => {
     seen += chunk.length
+    // read only to be dropped: free it now rather than at the next GC (an x402 client
+    // that cannot stop sending, like fetch, sends its whole file with the unpaid request),
+    // unless a parser still piped to the request was handed the same bytes
+    if (req.listenerCount('data') === 1) releaseBytes(chunk)
     if (seen > MAX_DRAIN_BYTES) req.destroy()
   })
   req.on('error', () => {})
