@@ -7,10 +7,10 @@
  * Usage: node scripts/bench-gateway.mjs [size-bytes] [rounds]
  */
 import { randomBytes } from 'node:crypto'
-import { writeFileSync, createReadStream, mkdtempSync } from 'node:fs'
+import { writeFileSync, createReadStream, mkdtempSync, rmSync } from 'node:fs'
 import { createServer } from 'node:http'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { toClientEvmSigner } from '@x402/evm'
 import { ExactEvmScheme } from '@x402/evm/exact/client'
 import { wrapFetchWithPayment, x402Client } from '@x402/fetch'
@@ -85,4 +85,5 @@ try {
   base.close()
   await pind.stop()
   await chain.stop()
+  rmSync(dirname(file), { recursive: true, force: true })
 }

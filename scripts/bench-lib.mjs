@@ -4,7 +4,7 @@
  * BENCH_ECHO=1 copies the service's stderr to this process's stderr.
  */
 import { spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -43,11 +43,14 @@ export async function startServe ({ args = [], env = {}, binary = BINARY, binary
   const ms = performance.now() - t0
   return {
     url, proc, dataDir, ms,
+    /** SIGTERM, wait for the exit, remove the data dir */
     stop: async () => {
-      if (proc.exitCode != null) return
-      const exited = new Promise(resolve => proc.on('exit', resolve))
-      proc.kill('SIGTERM')
-      await exited
+      if (proc.exitCode == null && proc.signalCode == null) {
+        const exited = new Promise(resolve => proc.on('exit', resolve))
+        proc.kill('SIGTERM')
+        await exited
+      }
+      rmSync(dataDir, { recursive: true, force: true })
     }
   }
 }

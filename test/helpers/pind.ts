@@ -4,7 +4,7 @@
  * kills it by pid in teardown.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { waitFor } from './ports.js'
@@ -37,8 +37,26 @@ export interface StartOptions {
 const live = new Set<ChildProcess>()
 process.on('exit', () => { for (const p of live) p.kill('SIGKILL') })
 
+const dirs: string[] = []
+
+/** A fresh temp dir, removed after the test file (test/helpers/setup.ts). */
 export function tempDir (prefix = 'pind-test-'): string {
-  return mkdtempSync(join(tmpdir(), prefix))
+  const dir = mkdtempSync(join(tmpdir(), prefix))
+  dirs.push(dir)
+  return dir
+}
+
+/**
+ * After a test file: kills whatever it left running (by pid, and waits for
+ * the exit) and removes every temp dir it made. Run by test/helpers/setup.ts.
+ */
+export async function cleanUpAfterFile (): Promise<void> {
+  await Promise.all([...live].map(async p => {
+    const exited = new Promise(resolve => p.once('exit', resolve))
+    p.kill('SIGKILL')
+    await exited
+  }))
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true, maxRetries: 3 })
 }
 
 export function spawnPind (args: string[], opts: { env?: Record<string, string | undefined>, binary?: string, cwd?: string } = {}): ChildProcess {
