@@ -5,10 +5,12 @@
 import type { Config } from '../config/settings.js'
 import { startDaemon } from '../daemon.js'
 import { DataDirLockedError } from '../datadir/lock.js'
+import { holdYoungGeneration } from '../heap.js'
 import type { Logger } from '../log.js'
 import { VERSION } from '../version.js'
 
 export async function serve (config: Readonly<Config>, log: Logger): Promise<void> {
+  holdYoungGeneration()
   let daemon
   try {
     daemon = await startDaemon(config, log)
