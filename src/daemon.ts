@@ -37,7 +37,8 @@ import { Slots } from './service/slots.js'
 import { LmdbDatastore } from './ledger/datastore.js'
 import { openLedgerEnv } from './ledger/open.js'
 import { PinLedger } from './ledger/pins.js'
-import { SettlementNotes } from './ledger/settlements.js'
+import type { PinRecord } from './ledger/records.js'
+import { SettlementNotes, type SettlingRecord } from './ledger/settlements.js'
 import { TokenLedger } from './ledger/tokens.js'
 import type { Logger } from './log.js'
 import { authorizationStateReader } from './payment/authorization-state.js'
@@ -49,7 +50,8 @@ import { PaymentOnce } from './service/paid-once.js'
 import { startExpirySweeper } from './service/expiry.js'
 import type { GcDeps } from './service/gc.js'
 import { PinFetcher } from './service/pin-fetcher.js'
-import { logSummary, startSettlementReconciler, type SettlementReconciler } from './service/settlement-reconcile.js'
+import { fulfilFromNote } from './service/settlement-fulfil.js'
+import { logSummary, startSettlementReconciler, type ReconcilerOptions, type SettlementReconciler } from './service/settlement-reconcile.js'
 import type { SettlementsAdminDeps } from './service/settlements-admin.js'
 import { SizeProbe } from './service/size-probe.js'
 import { BlockNetwork } from './ipfs/network.js'
@@ -101,7 +103,14 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     if (leftovers > 0) log.warn('removed unfinished imports left by a previous run', { count: leftovers })
     const pins = new PinLedger(ledger, { graceMs: config.expiryGrace * 1000 })
     await pins.upgrade()
-    const settlements = startReconciler(config, new SettlementNotes(ledger), new Date(startedAt), log.child({ component: 'settlements' }))
+    // a pin recorded by reconciliation wakes the fetcher (once there is one: it reads its queue at start anyway)
+    let wakeFetcher = (): void => {}
+    const fulfil = async (note: SettlingRecord, tx: string | undefined): Promise<PinRecord> => {
+      const pin = await fulfilFromNote(pins, note, tx)
+      wakeFetcher()
+      return pin
+    }
+    const settlements = startReconciler(config, new SettlementNotes(ledger), new Date(startedAt), fulfil, log.child({ component: 'settlements' }))
     cleanups.push(async () => { await settlements.reconciler?.stop() })
     const commitLock = new CommitLock()
 
@@ -189,6 +198,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       retryWindowMs: config.pinRetryWindow * 1000
     })
     fetcher.start()
+    wakeFetcher = () => { fetcher.enqueue() }
     cleanups.push(async () => { await fetcher.stop() })
     const delegates = (): string[] => ipfs.multiaddrs()
     pinRoutes(router, {
@@ -264,13 +274,13 @@ const RECONCILE_INTERVAL_S = 300
  * Reconciliation of settlement notes left by earlier runs, in the background
  * (it needs the chain: without --rpc-url the notes are only counted).
  */
-function startReconciler (config: Readonly<Config>, notes: SettlementNotes, startedAt: Date, log: Logger): { reconciler?: SettlementReconciler, admin: SettlementsAdminDeps } {
+function startReconciler (config: Readonly<Config>, notes: SettlementNotes, startedAt: Date, fulfil: ReconcilerOptions['fulfil'], log: Logger): { reconciler?: SettlementReconciler, admin: SettlementsAdminDeps } {
   if (config.rpcUrl == null) {
     logSummary(notes, log, 'no --rpc-url to check them against the chain')
     return { admin: { notes } }
   }
   const chain = authorizationStateReader({ network: config.network, rpcUrl: config.rpcUrl, asset: config.asset })
-  const reconciler = startSettlementReconciler(notes, chain, { intervalMs: Math.min(config.expirySweepInterval, RECONCILE_INTERVAL_S) * 1000, log, startedAt })
+  const reconciler = startSettlementReconciler(notes, chain, { intervalMs: Math.min(config.expirySweepInterval, RECONCILE_INTERVAL_S) * 1000, log, startedAt, fulfil })
   return { reconciler, admin: { notes, reconcile: reconciler.run } }
 }
 

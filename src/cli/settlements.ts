@@ -91,9 +91,13 @@ async function run (name: string, cmd: Command, op: SettlementsOp, print: (r: Re
         if (config.rpcUrl == null) throw new UsageError('check on a stopped data dir reads the chain: give --rpc-url (or PIND_RPC_URL) and the --asset serve uses')
         const { authorizationStateReader } = await import('../payment/authorization-state.js')
         const { reconcileSettlements } = await import('../service/settlement-reconcile.js')
+        const { fulfilFromNote } = await import('../service/settlement-fulfil.js')
+        const { PinLedger } = await import('../ledger/pins.js')
         const { silentLogger } = await import('../log.js')
         const chain = authorizationStateReader({ network: config.network, rpcUrl: config.rpcUrl, asset: config.asset })
-        return await runSettlementsOp(op, { notes, reconcile: async () => await reconcileSettlements(notes, chain, silentLogger) })
+        // a pin recorded here is fetched by the next serve (it reads its fetch queue at start)
+        const pins = new PinLedger(r.ledger)
+        return await runSettlementsOp(op, { notes, reconcile: async () => await reconcileSettlements(notes, chain, silentLogger, { fulfil: async (note, tx) => await fulfilFromNote(pins, note, tx) }) })
       }
     })
   } catch (err) {
@@ -134,8 +138,10 @@ function printList (r: Record<string, unknown>): string {
 function printCheck (r: Record<string, unknown>): string {
   const dropped = r.dropped as Note[]
   const confirmed = r.confirmed as Note[]
-  const lines = [`checked ${String(r.checked)} note(s): ${dropped.length} dropped (never paid), ${confirmed.length} newly confirmed paid-unfulfilled, ${String(r.pending)} still pending; ${String(r.awaitingOperator)} paid-unfulfilled in all${Number(r.inFlight) > 0 ? `; ${String(r.inFlight)} of requests still settling not checked` : ''}`]
+  const fulfilled = r.fulfilled as Note[]
+  const lines = [`checked ${String(r.checked)} note(s): ${dropped.length} dropped (never paid), ${fulfilled.length} paid and now fulfilled, ${confirmed.length} newly confirmed paid-unfulfilled, ${String(r.pending)} still pending; ${String(r.awaitingOperator)} paid-unfulfilled in all${Number(r.inFlight) > 0 ? `; ${String(r.inFlight)} of requests still settling not checked` : ''}`]
   for (const n of dropped) lines.push(`dropped  ${line(n)}`)
+  for (const n of fulfilled) lines.push(`pinned   ${line(n)}  as ${String(n.requestid)} for ${String(n.payer)}`)
   for (const n of confirmed) lines.push(`PAID     ${line(n)}  payer ${String(n.payer)}`)
   return lines.join('\n')
 }

@@ -10,6 +10,7 @@
  */
 import type { Database } from 'lmdb'
 import type { LedgerEnv } from './open.js'
+import type { PinRecord } from './records.js'
 
 /** unset: never checked against the chain */
 export type SettlementState = 'unused-pending' | 'paid-unfulfilled'
@@ -27,6 +28,20 @@ export interface SettlingRecord {
   state?: SettlementState
   /** when the chain was last read for this note */
   checkedAt?: string
+  /**
+   * What the payment buys, when it can be carried out without the request:
+   * a pin by CID (or a replacement), recorded as it would have been. A note
+   * found paid on chain with this is fulfilled by reconciliation instead of
+   * waiting for an operator. Uploads have none (their bytes are gone).
+   */
+  fulfil?: SettlementFulfilment
+}
+
+export interface SettlementFulfilment {
+  /** the pin to record, payment fields as known before settlement (no tx) */
+  pin: PinRecord
+  /** sha256 of the signed authorization (the payment record's proof) */
+  proof: string
 }
 
 export interface ClosedSettlement {

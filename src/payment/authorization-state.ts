@@ -3,11 +3,15 @@
  * (authorizer, nonce) been used on chain, what time the chain is at, and the
  * validBefore of a verified payment. Reads only, through a public client.
  */
-import { parseAbi } from 'viem'
+import { parseAbi, parseAbiItem } from 'viem'
 import { chainIdOf, publicClientFor } from './chain.js'
 import type { VerifiedPayment } from './gate.js'
 
 const ABI = parseAbi(['function authorizationState(address authorizer, bytes32 nonce) view returns (bool)'])
+const AUTHORIZATION_USED = parseAbiItem('event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)')
+/** blocks per getLogs call (within what public RPCs allow) and how far back the search goes */
+const LOG_WINDOW = 5000n
+const LOG_LOOKBACK = 100_000n
 
 export interface AuthorizationStateReader {
   /** the timestamp of the chain's latest block, unix seconds (fails on another chain than the configured one) */
@@ -17,6 +21,12 @@ export interface AuthorizationStateReader {
    * authorization was used (the transfer happened) or cancelled by its signer.
    */
   isUsed(authorizer: `0x${string}`, nonce: `0x${string}`): Promise<boolean>
+  /**
+   * The transaction that used the authorization (its AuthorizationUsed
+   * event), searched from the latest block back over LOG_LOOKBACK blocks;
+   * undefined when not found there.
+   */
+  usedIn(authorizer: `0x${string}`, nonce: `0x${string}`): Promise<`0x${string}` | undefined>
 }
 
 export interface AuthorizationStateSettings {
@@ -35,7 +45,18 @@ export function authorizationStateReader (s: AuthorizationStateSettings, timeout
       return block.timestamp
     }),
     isUsed: async (authorizer, nonce) => await rpc(async () =>
-      await client.readContract({ address: s.asset, abi: ABI, functionName: 'authorizationState', args: [authorizer, nonce] }))
+      await client.readContract({ address: s.asset, abi: ABI, functionName: 'authorizationState', args: [authorizer, nonce] })),
+    usedIn: async (authorizer, nonce) => await rpc(async () => {
+      const latest = await client.getBlockNumber()
+      const oldest = latest > LOG_LOOKBACK ? latest - LOG_LOOKBACK : 0n
+      for (let to = latest; to >= oldest; to -= LOG_WINDOW) {
+        const from = to - LOG_WINDOW + 1n > oldest ? to - LOG_WINDOW + 1n : oldest
+        const logs = await client.getLogs({ address: s.asset, event: AUTHORIZATION_USED, args: { authorizer, nonce }, fromBlock: from, toBlock: to })
+        if (logs.length > 0) return logs[0]?.transactionHash ?? undefined
+        if (from === oldest) break
+      }
+      return undefined
+    })
   }
 }
 

@@ -134,14 +134,17 @@ async function quoteFor (req: IncomingMessage, w: PinWrite, d: PinCreateDeps): P
 }
 
 async function paid (w: PinWrite, payment: VerifiedPayment, q: PinQuote, purpose: string, gate: PaymentGate, d: PinCreateDeps): Promise<PinResponse> {
-  const settled = await settleNoted(gate, d.ledger, payment, purpose)
+  const owner = w.replaces?.owner ?? payment.payer
+  // the pin as it will be recorded, kept in the settlement note: should the process die once the
+  // money has moved, reconciliation records it (settlement-fulfil.ts) instead of leaving it to an operator
+  const draft = newPin(w, owner, q.maxBytes, { id: payment.id, payer: payment.payer, amount: payment.amount.toString(), network: d.network, asset: d.asset, method: 'x402' }, q.declared, d)
+  const settled = await settleNoted(gate, d.ledger, payment, purpose, { pin: draft, proof: payment.proof })
   if (!settled.ok) {
     throw await gate.challenge(q.quote, /insufficient/i.test(settled.reason) ? 'INSUFFICIENT_FUNDS' : 'PAYMENT_REQUIRED',
       `the payment could not be settled (${settled.reason}); nothing was pinned`)
   }
-  const owner = w.replaces?.owner ?? payment.payer
-  const info: PaymentInfo = { id: payment.id, payer: payment.payer, amount: payment.amount.toString(), network: settled.network, asset: d.asset, tx: settled.tx, settledAt: new Date().toISOString(), method: 'x402' }
-  const pin = newPin(w, owner, q.maxBytes, info, q.declared, d)
+  const info: PaymentInfo = { ...draft.payment, network: settled.network, tx: settled.tx, settledAt: new Date().toISOString() }
+  const pin: PinRecord = { ...draft, payment: info }
   const record: PaymentRecord = {
     id: payment.id, requestid: pin.requestid, purpose, payer: payment.payer, amount: info.amount,
     network: settled.network, tx: settled.tx, at: info.settledAt as string, proof: payment.proof

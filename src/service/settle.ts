@@ -6,10 +6,12 @@
  * crash can be reconciled against the chain (settlement-reconcile.ts).
  */
 import type { PinLedger } from '../ledger/pins.js'
+import type { SettlementFulfilment } from '../ledger/settlements.js'
 import { validBeforeOf } from '../payment/authorization-state.js'
 import type { PaymentGate, SettleOutcome, VerifiedPayment } from '../payment/gate.js'
 
-export async function settleNoted (gate: PaymentGate, ledger: PinLedger, payment: VerifiedPayment, purpose: string): Promise<SettleOutcome> {
+/** `fulfil`: what reconciliation may record by itself if the process dies once the money moved (see SettlingRecord) */
+export async function settleNoted (gate: PaymentGate, ledger: PinLedger, payment: VerifiedPayment, purpose: string, fulfil?: SettlementFulfilment): Promise<SettleOutcome> {
   const validBefore = validBeforeOf(payment)
   await ledger.markSettling({
     paymentId: payment.id,
@@ -17,7 +19,8 @@ export async function settleNoted (gate: PaymentGate, ledger: PinLedger, payment
     amount: payment.amount.toString(),
     purpose,
     at: new Date().toISOString(),
-    ...(validBefore != null ? { validBefore } : {})
+    ...(validBefore != null ? { validBefore } : {}),
+    ...(fulfil != null ? { fulfil } : {})
   })
   const settled = await gate.settle(payment)
   if (!settled.ok) await ledger.clearSettling(payment.id)

@@ -7,17 +7,21 @@
  *     note is dropped;
  *   - unused but still usable: kept as `unused-pending`, checked again later
  *     (a settle transaction may still be pending somewhere);
- *   - used: the money moved and nothing was recorded: `paid-unfulfilled`,
- *     warned about once and never read again; an operator closes it
- *     (`pind settlements close`).
+ *   - used: the money moved and nothing was recorded. A note that says what
+ *     the payment bought (a pin by CID) is fulfilled: the pin and payment
+ *     are recorded now (settlement-fulfil.ts). Any other is
+ *     `paid-unfulfilled`, warned about once and never read again; an
+ *     operator closes it (`pind settlements close`).
  * A chain that cannot be read leaves the notes as they are. Serve runs a pass
  * in the background at start and then every interval; `pind settlements
  * check` runs one at once.
  */
 import type { SettlementNotes, SettlementVerdict, SettlingRecord } from '../ledger/settlements.js'
 import type { Logger } from '../log.js'
+import type { PinRecord } from '../ledger/records.js'
 import type { AuthorizationStateReader } from '../payment/authorization-state.js'
 import { formatUsdc } from '../payment/pricing.js'
+import { CannotFulfilError } from './settlement-fulfil.js'
 
 /** a note without validBefore (older versions) is given up this long after it was written */
 export const OLD_NOTE_MS = 3600_000
@@ -33,6 +37,8 @@ export interface ReconcileOptions {
   now?: Date
   /** stops a pass between reads; nothing is written once it fires */
   signal?: AbortSignal
+  /** records what a paid note bought (fulfilFromNote), with the settlement transaction when found; throws CannotFulfilError when it cannot. Absent: every paid note waits for an operator */
+  fulfil?: (note: SettlingRecord, tx: `0x${string}` | undefined) => Promise<PinRecord>
 }
 
 export interface ReconcileReport {
@@ -41,6 +47,8 @@ export interface ReconcileReport {
   dropped: SettlingRecord[]
   /** newly found paid but unfulfilled */
   confirmed: SettlingRecord[]
+  /** found paid, and what they bought is now recorded */
+  fulfilled: Array<{ note: SettlingRecord, pin: PinRecord }>
   /** unused and still usable: kept */
   pending: number
   /** every paid-unfulfilled note, waiting for an operator */
@@ -53,7 +61,7 @@ export interface ReconcileReport {
 
 export async function reconcileSettlements (notes: SettlementNotes, chain: AuthorizationStateReader, log: Logger, opts: ReconcileOptions = {}): Promise<ReconcileReport> {
   const now = opts.now ?? new Date()
-  const report: ReconcileReport = { checked: 0, dropped: [], confirmed: [], pending: 0, awaitingOperator: 0, inFlight: 0 }
+  const report: ReconcileReport = { checked: 0, dropped: [], confirmed: [], fulfilled: [], pending: 0, awaitingOperator: 0, inFlight: 0 }
   const todo: Array<{ note: SettlingRecord, authorizer: `0x${string}`, nonce: `0x${string}` }> = []
   for (const note of notes.all()) {
     if (note.state === 'paid-unfulfilled') continue
@@ -89,7 +97,28 @@ export async function reconcileSettlements (notes: SettlementNotes, chain: Autho
     }
   }
   if (opts.signal?.aborted === true) return { ...report, error: 'stopped' }
-  for (const v of await notes.apply(verdicts, now)) {
+  const rest: SettlementVerdict[] = []
+  for (const v of verdicts) {
+    if (v.next !== 'paid-unfulfilled' || v.read.fulfil == null || opts.fulfil == null) {
+      rest.push(v)
+      continue
+    }
+    try {
+      const id = PAYMENT_ID.exec(v.read.paymentId) as RegExpExecArray
+      // the transaction is for the record; a chain that will not say leaves it out
+      const tx = await chain.usedIn(id[1] as `0x${string}`, id[2] as `0x${string}`).catch(() => undefined)
+      const pin = await opts.fulfil(v.read, tx)
+      report.fulfilled.push({ note: v.read, pin })
+      log.warn('a payment was settled on chain but its request died before recording it: the pin it bought is recorded now', {
+        payment: v.read.paymentId, payer: v.read.payer, amount: v.read.amount, purpose: v.read.purpose, requestid: pin.requestid, cid: pin.cid
+      })
+    } catch (err) {
+      if (!(err instanceof CannotFulfilError)) log.error('a paid settlement note could not be fulfilled', { payment: v.read.paymentId, error: err })
+      else log.warn(`a paid settlement note cannot be fulfilled: ${err.message}`, { payment: v.read.paymentId })
+      rest.push(v)
+    }
+  }
+  for (const v of await notes.apply(rest, now)) {
     const fields = { payment: v.read.paymentId, payer: v.read.payer, amount: v.read.amount, amountUsdc: formatUsdc(BigInt(v.read.amount)), purpose: v.read.purpose, at: v.read.at }
     if (v.next === 'drop') {
       report.dropped.push(v.read)
@@ -138,6 +167,8 @@ export interface SettlementReconciler {
 export interface ReconcilerOptions {
   intervalMs: number
   log: Logger
+  /** see ReconcileOptions.fulfil */
+  fulfil?: ReconcileOptions['fulfil']
   /** when serve started: its own younger notes may still be settling */
   startedAt: Date
 }
@@ -153,7 +184,7 @@ export function startSettlementReconciler (notes: SettlementNotes, chain: Author
   let queue: Promise<unknown> = Promise.resolve()
   let timer: NodeJS.Timeout | undefined
   const run = async (): Promise<ReconcileReport> => {
-    const pass = queue.then(async () => await reconcileSettlements(notes, chain, o.log, { liveSince: o.startedAt, signal: abort.signal }))
+    const pass = queue.then(async () => await reconcileSettlements(notes, chain, o.log, { liveSince: o.startedAt, signal: abort.signal, ...(o.fulfil != null ? { fulfil: o.fulfil } : {}) }))
     queue = pass.catch(() => {})
     return await pass
   }

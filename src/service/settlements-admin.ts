@@ -36,6 +36,7 @@ export async function runSettlementsOp (op: SettlementsOp, d: SettlementsAdminDe
         checked: r.checked,
         dropped: r.dropped.map(noteView),
         confirmed: r.confirmed.map(noteView),
+        fulfilled: r.fulfilled.map(f => ({ ...noteView(f.note), requestid: f.pin.requestid, cid: f.pin.cid })),
         pending: r.pending,
         awaitingOperator: r.awaitingOperator,
         inFlight: r.inFlight,
@@ -67,7 +68,9 @@ export function noteView (n: SettlingRecord): Record<string, unknown> {
     state: n.state ?? 'unchecked',
     validBefore: n.validBefore ?? null,
     validBeforeAt: isoOfSeconds(n.validBefore),
-    checkedAt: n.checkedAt ?? null
+    checkedAt: n.checkedAt ?? null,
+    // what reconciliation records by itself once the chain shows the payment used (null: an operator decides)
+    fulfils: n.fulfil != null ? `pin ${n.fulfil.pin.cid} (${n.fulfil.pin.requestid})` : null
   }
 }
 

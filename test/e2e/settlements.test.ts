@@ -1,9 +1,10 @@
 /**
  * Settlement notes end to end, on the real chain and a real serve: a serve
- * killed right after a payment was settled (the facilitator stand-in kills it
- * before answering) leaves a note with the authorization's validBefore; the
- * next start finds it paid-unfulfilled in the background, warns once, and
- * never again. `pind settlements list/check/close` through a running serve's
+ * killed right after a pin's payment was settled (the facilitator stand-in
+ * kills it before answering) leaves a note with the authorization's
+ * validBefore and the pin it bought; the next start finds it paid in the
+ * background and records the pin, with its settlement transaction. An
+ * upload's paid note waits for an operator. `pind settlements list/check/close` through a running serve's
  * admin socket and on a stopped data dir (notes planted with the ledger API),
  * with JSON output, the audit record of a closure, and exit codes 1 and 2.
  */
@@ -28,6 +29,8 @@ let pind: PindProcess | undefined
 const dataDir = tempDir()
 /** the payment id of the pin whose serve was killed after settling it (test 1) */
 let killedId = ''
+/** a paid-unfulfilled upload note, waiting for an operator (tests 2 and 3) */
+let waitingId = ''
 
 const serveArgs = (): string[] => ['--rpc-url', chain.rpcUrl, '--asset', chain.usdc, '--pay-to', chain.payTo, '--facilitator-url', standIn.url, '--pin-probe-timeout', '0']
 const serve = async (): Promise<PindProcess> => { pind = await startPind({ dataDir, args: serveArgs() }); return pind }
@@ -61,7 +64,7 @@ afterAll(async () => {
 })
 
 describe('settlement notes', () => {
-  it('a serve killed between settling and recording leaves a note; the next start finds it paid and warns once', async () => {
+  it('a serve killed between settling and recording a pin leaves a note; the next start finds it paid and records the pin', async () => {
     const first = await serve()
     let settled: any
     afterSettle = async (payload) => { settled = payload; await first.stop('SIGKILL') }
@@ -86,27 +89,35 @@ describe('settlement notes', () => {
     })])
     expect(listed.notes[0].purpose).toContain(cid)
 
-    // the next start reconciles it in the background: settled on chain, nothing recorded
+    // the next start reconciles it in the background: settled on chain, nothing recorded; the note
+    // says what the payment bought, so the pin is recorded now, with its settlement transaction
     const second = await serve()
     await waitFor(() => /1 settlement notes to reconcile, 0 paid but unfulfilled/.test(second.stderr()) ? true : undefined, 'the start-up summary')
-    const warning = await waitFor(() => second.stderr().split('\n').find(l => /settled on chain but nothing was recorded/.test(l)), 'the paid-unfulfilled warning')
-    expect(JSON.parse(warning)).toMatchObject({ level: 'warn', payment: killedId, payer: auth.from!.toLowerCase(), amount: auth.value, purpose: listed.notes[0].purpose })
-    const viaServe = await ok('list')
-    expect(viaServe.via).toBe('serve')
-    expect(viaServe.notes).toEqual([expect.objectContaining({ paymentId: killedId, state: 'paid-unfulfilled' })])
-    expect(Date.parse(viaServe.notes[0].checkedAt)).toBeGreaterThan(Date.now() - 60_000)
+    const line = await waitFor(() => second.stderr().split('\n').find(l => /the pin it bought is recorded now/.test(l)), 'the fulfilment warning')
+    const fulfilled = JSON.parse(line)
+    expect(fulfilled).toMatchObject({ level: 'warn', payment: killedId, payer: auth.from!.toLowerCase(), amount: auth.value, purpose: listed.notes[0].purpose, cid })
+    expect((await ok('list')).notes).toEqual([])
     await second.stop()
-
-    // and never reads or warns about it again: it waits for an operator
-    const third = await serve()
-    await waitFor(() => /0 settlement notes to reconcile, 1 paid but unfulfilled/.test(third.stderr()) ? true : undefined, 'the start-up summary')
-    expect((await ok('check')).checked).toBe(0)
-    expect(third.stderr()).not.toMatch(/nothing was recorded/)
-    await third.stop()
+    expect(second.stderr()).not.toMatch(/nothing was recorded/)
+    const env = await openLedgerEnv(join(dataDir, 'ledger.mdb'))
+    try {
+      const pins = new PinLedger(env)
+      const payment = pins.payment(killedId)
+      expect(payment).toMatchObject({ requestid: fulfilled.requestid, payer: auth.from!.toLowerCase(), amount: auth.value, purpose: listed.notes[0].purpose })
+      expect(payment?.tx).toMatch(/^0x[0-9a-f]{64}$/)
+      expect(pins.get(fulfilled.requestid)).toMatchObject({ cid, owner: auth.from!.toLowerCase(), months: 1, payment: { id: killedId, tx: payment?.tx } })
+    } finally {
+      await env.close()
+    }
   })
 
   it('list, check and close through a running serve', async () => {
-    expect(killedId).not.toBe('')
+    // an upload's note found paid: its bytes went with the request, so it waits for an operator
+    const uploadAuth = await signAuthorization(chain, payerKey(1), { value: 3000n })
+    await useAuthorization(chain, uploadAuth)
+    const waiting = noteFor(uploadAuth, { state: 'paid-unfulfilled', checkedAt: new Date().toISOString() })
+    waitingId = waiting.paymentId
+    await plant(waiting)
     const pendingAuth = await signAuthorization(chain, payerKey(), { value: 4000n })
     const pending = noteFor(pendingAuth, { at: new Date(Date.now() - 60_000).toISOString() })
     const expired = noteFor(await signAuthorization(chain, payerKey(), { validBefore: nowSeconds() - 3600n }))
@@ -118,7 +129,7 @@ describe('settlement notes', () => {
       const l = await ok('list')
       return byId(l.notes)[pending.paymentId]?.state === 'unused-pending' ? l : undefined
     }, 'the start-up reconciliation')
-    expect(Object.keys(byId(after.notes)).sort()).toEqual([killedId, pending.paymentId].sort())
+    expect(Object.keys(byId(after.notes)).sort()).toEqual([waitingId, pending.paymentId].sort())
 
     // the payer's authorization is used after all (a settle that was still pending): check finds it
     await useAuthorization(chain, pendingAuth)
@@ -136,19 +147,19 @@ describe('settlement notes', () => {
     expect(closed.closed).toMatchObject({ paymentId: pending.paymentId, amount: '4000', operatorNote: 'refunded in tx 0x1234', state: 'paid-unfulfilled' })
     expect(Date.parse(closed.closed.closedAt)).toBeGreaterThan(Date.now() - 60_000)
     const listed = await ok('list', '--closed')
-    expect(listed.notes.map((n: any) => n.paymentId)).toEqual([killedId])
+    expect(listed.notes.map((n: any) => n.paymentId)).toEqual([waitingId])
     expect(listed.closed).toEqual([closed.closed])
 
     const unknown = await settlements('close', `${chain.payers[0]!.address.toLowerCase()}:0x${'ab'.repeat(32)}`, '--note', 'x')
     expect(unknown.code).toBe(1)
     expect(unknown.err).toMatch(/no settlement note/)
     expect((await settlements('close', pending.paymentId, '--note', 'again')).code).toBe(1)
-    const noNote = await settlements('close', killedId)
+    const noNote = await settlements('close', waitingId)
     expect(noNote.code).toBe(2)
     expect(noNote.err).toMatch(/--note/)
     expect((await settlements('list', '--bogus')).code).toBe(2)
     expect((await settlements('frobnicate')).code).toBe(2)
-    expect((await ok('list')).notes.map((n: any) => n.paymentId)).toEqual([killedId])
+    expect((await ok('list')).notes.map((n: any) => n.paymentId)).toEqual([waitingId])
     await s.stop()
   })
 
@@ -165,7 +176,7 @@ describe('settlement notes', () => {
     expect(listed.code, listed.err).toBe(0)
     expect(listed.err).toMatch(/on the data dir/)
     const all = byId(JSON.parse(listed.out).notes)
-    expect(Object.keys(all).sort()).toEqual([killedId, used.paymentId, expired.paymentId, valid.paymentId, legacy.paymentId].sort())
+    expect(Object.keys(all).sort()).toEqual([waitingId, used.paymentId, expired.paymentId, valid.paymentId, legacy.paymentId].sort())
     expect(all[legacy.paymentId]).toMatchObject({ state: 'unchecked', validBefore: null, validBeforeAt: null })
 
     // the chain is needed: none given is a usage error; one that does not answer changes nothing
@@ -184,7 +195,7 @@ describe('settlement notes', () => {
     expect(checked.dropped.map((n: any) => n.paymentId).sort()).toEqual([expired.paymentId, legacy.paymentId].sort())
     const states = byId((await ok('list')).notes)
     expect(Object.fromEntries(Object.entries(states).map(([id, n]) => [id, n.state]))).toEqual({
-      [killedId]: 'paid-unfulfilled', [used.paymentId]: 'paid-unfulfilled', [valid.paymentId]: 'unused-pending'
+      [waitingId]: 'paid-unfulfilled', [used.paymentId]: 'paid-unfulfilled', [valid.paymentId]: 'unused-pending'
     })
 
     const closed = await ok('close', used.paymentId, '--note', 're-pinned for free as requestid 42')

@@ -35,8 +35,8 @@ export async function signAuthorization (chain: DevChain, payerKey: Hex, opts: {
   return { ...message, signature: await account.signTypedData(authorizationTypedData(chain, message)) }
 }
 
-/** Submits transferWithAuthorization and waits until it is mined: the authorization is used. */
-export async function useAuthorization (chain: DevChain, a: SignedAuthorization): Promise<void> {
+/** Submits transferWithAuthorization and waits until it is mined: the authorization is used. Returns the transaction. */
+export async function useAuthorization (chain: DevChain, a: SignedAuthorization): Promise<Hex> {
   const { publicClient, walletClient } = devChainClients(chain)
   const { v, r, s } = parseSignature(a.signature)
   const hash = await walletClient(chain.payToKey).writeContract({
@@ -47,6 +47,7 @@ export async function useAuthorization (chain: DevChain, a: SignedAuthorization)
   })
   const receipt = await publicClient.waitForTransactionReceipt({ hash })
   if (receipt.status !== 'success') throw new Error(`transferWithAuthorization ${hash} reverted`)
+  return hash
 }
 
 /** The note a paid request writes before settling this authorization (what settleNoted stores). */

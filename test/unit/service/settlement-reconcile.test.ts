@@ -16,6 +16,7 @@ import { PinLedger } from '../../../src/ledger/pins.js'
 import { SettlementNotes } from '../../../src/ledger/settlements.js'
 import { createLogger, type Logger } from '../../../src/log.js'
 import { authorizationStateReader, type AuthorizationStateReader } from '../../../src/payment/authorization-state.js'
+import { fulfilFromNote } from '../../../src/service/settlement-fulfil.js'
 import { reconcileSettlements, startSettlementReconciler } from '../../../src/service/settlement-reconcile.js'
 import { noteFor, nowSeconds, signAuthorization, useAuthorization } from '../../helpers/authorizations.js'
 import { tempDir } from '../../helpers/pind.js'
@@ -34,7 +35,7 @@ let log: Logger
 /** the real reader, counting what it is asked */
 function counting (r: AuthorizationStateReader): AuthorizationStateReader & { reads: string[] } {
   const reads: string[] = []
-  return { reads, chainTime: async () => await r.chainTime(), isUsed: async (a, n) => { reads.push(`${a.toLowerCase()}:${n}`); return await r.isUsed(a, n) } }
+  return { reads, chainTime: async () => await r.chainTime(), isUsed: async (a, n) => { reads.push(`${a.toLowerCase()}:${n}`); return await r.isUsed(a, n) }, usedIn: async (a, n) => await r.usedIn(a, n) }
 }
 const payerKey = (): `0x${string}` => chain.payers[0]!.privateKey
 const stored = (): Record<string, unknown> => Object.fromEntries([...notes.all()].map(n => [n.paymentId, n]))
@@ -83,6 +84,51 @@ describe('reconcileSettlements', () => {
     expect(again.awaitingOperator).toBe(1)
     expect(logged.filter(l => l.level === 'warn')).toHaveLength(1)
     expect(notes.get(note.paymentId)).toEqual(after)
+  })
+
+  it('fulfils a paid note that says what it bought: the pin and its payment are recorded, the note goes, the fetch window starts over', async () => {
+    const used = await signAuthorization(chain, payerKey(), { value: 1000n })
+    const usedTx = await useAuthorization(chain, used)
+    const payer = used.from.toLowerCase()
+    const cid = 'bafkreihvkcqihwud2tcr4qltcygi5ostxqsc4gkde6cgpoyuz6gw5z2ila'
+    const created = new Date(Date.now() - 3 * 3600_000)
+    const draft = pinRecord('req-fulfil', cid, {
+      owner: payer, status: 'queued', created: created.toISOString(), createdUs: created.getTime() * 1000, maxBytes: 5000,
+      payment: { id: `${payer}:${used.nonce.toLowerCase()}`, payer, amount: '1000', network: 'eip155:167000', asset: chain.usdc, method: 'x402' },
+      fetch: { attempts: 0, giveUpAt: new Date(created.getTime() + 3600_000).toISOString() }
+    })
+    const note = noteFor(used, { purpose: `pin:${cid}:1`, fulfil: { pin: draft, proof: 'sha256-of-the-authorization' } })
+    // and one that cannot be fulfilled: the pin it replaces is gone
+    const other = await signAuthorization(chain, payerKey(), { value: 1000n })
+    await useAuthorization(chain, other)
+    const replacing = noteFor(other, { purpose: `replace:req-gone:${cid}:1`, fulfil: { pin: pinRecord('req-replacing', cid, { owner: payer, status: 'queued', replaces: 'req-gone' }), proof: 'p2' } })
+    for (const n of [note, replacing]) await pins.markSettling(n)
+
+    const r = await reconcileSettlements(notes, real, log, { fulfil: async (n, tx) => await fulfilFromNote(pins, n, tx) })
+    expect(r.error).toBeUndefined()
+    expect(r.fulfilled.map(f => [f.note.paymentId, f.pin.requestid])).toEqual([[note.paymentId, 'req-fulfil']])
+    expect(r.confirmed.map(n => n.paymentId)).toEqual([replacing.paymentId])
+    expect(notes.get(note.paymentId)).toBeUndefined()
+    expect(notes.get(replacing.paymentId)?.state).toBe('paid-unfulfilled')
+
+    const pin = pins.get('req-fulfil')
+    expect(pin).toMatchObject({ owner: payer, cid, status: 'queued', maxBytes: 5000, payment: { id: note.paymentId, amount: '1000' } })
+    expect(Date.parse(pin?.fetch?.giveUpAt ?? '')).toBeGreaterThan(Date.now() + 3500_000)
+    expect(pins.payment(note.paymentId)).toMatchObject({ requestid: 'req-fulfil', purpose: `pin:${cid}:1`, payer, amount: '1000', proof: 'sha256-of-the-authorization', tx: usedTx })
+    expect(pin?.payment.tx).toBe(usedTx)
+    expect(pins.payment(replacing.paymentId)).toBeUndefined()
+    const warned = logged.filter(l => l.level === 'warn').map(l => l.msg)
+    expect(warned.filter(m => /the pin it bought is recorded now/.test(m))).toHaveLength(1)
+    expect(warned.filter(m => /cannot be fulfilled: the pin it replaces \(req-gone\) was removed/.test(m))).toHaveLength(1)
+
+    // without a fulfiller (or for an upload, which has nothing to fulfil) a paid note waits for an operator
+    const bare = await signAuthorization(chain, payerKey(), { value: 1000n })
+    await useAuthorization(chain, bare)
+    await pins.markSettling(noteFor(bare, { fulfil: { pin: pinRecord('req-bare', cid, { status: 'queued' }), proof: 'p3' } }))
+    const r2 = await reconcileSettlements(notes, real, log)
+    expect(r2.fulfilled).toEqual([])
+    expect(r2.confirmed).toHaveLength(1)
+    expect(pins.get('req-bare')).toBeUndefined()
   })
 
   it('drops unused notes that can no longer be used and keeps those that still can', async () => {
@@ -156,7 +202,8 @@ describe('reconcileSettlements', () => {
         const p = pinRecord('r1', 'bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy', { owner: young.payer })
         await pins.create(p, { id: young.paymentId, requestid: 'r1', purpose: young.purpose, payer: young.payer, amount: young.amount, network: 'eip155:167000', at: p.created, proof: 'x' })
         return await real.isUsed(who, nonce)
-      }
+      },
+      usedIn: async (who, nonce) => await real.usedIn(who, nonce)
     }
     const raced = await reconcileSettlements(notes, racing, log)
     expect(raced.checked).toBe(1)
@@ -176,7 +223,8 @@ describe('the background reconciler', () => {
     let reachable = false
     const switching: AuthorizationStateReader = {
       chainTime: async () => await (reachable ? real : down).chainTime(),
-      isUsed: async (who, nonce) => await (reachable ? real : down).isUsed(who, nonce)
+      isUsed: async (who, nonce) => await (reachable ? real : down).isUsed(who, nonce),
+      usedIn: async (who, nonce) => await (reachable ? real : down).usedIn(who, nonce)
     }
     const reconciler = startSettlementReconciler(notes, switching, { intervalMs: 50, log, startedAt: new Date() })
     try {
