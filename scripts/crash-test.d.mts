@@ -6,4 +6,4 @@ export interface CrashTestOptions {
   bundle?: boolean
   log?: (line: string) => void
 }
-export declare function runCrashTest (opts?: CrashTestOptions): Promise<{ rounds: number, acknowledged: number, orphansFreed: number, /** paid pins by CID recorded from their settlement notes */ fulfilled: number }>
+export declare function runCrashTest (opts?: CrashTestOptions): Promise<{ rounds: number, acknowledged: number, orphansFreed: number, /** paid writes recorded from their settlement notes */ fulfilled: number }>

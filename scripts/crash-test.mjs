@@ -11,10 +11,10 @@
  *   - every settlement note left by the kill is reconciled with the chain
  *     (`pind settlements check`: none stays unchecked), and none names a
  *     payment that was recorded;
- *   - a pin by CID whose payment settled but whose request was killed before
- *     recording it is recorded by that reconciliation (with its settlement
- *     transaction) and then pinned: the only paid notes left are uploads'
- *     (their bytes went with the request);
+ *   - a write whose payment settled but whose request was killed before
+ *     recording it (a pin by CID, or an upload from its kept staging folder)
+ *     is recorded by that reconciliation, with its settlement transaction,
+ *     pinned, and holds a file that was sent: no paid note is left unfulfilled;
  *   - gc frees exactly the orphaned blocks: afterwards every block file is
  *     referenced and every referenced block exists (a dry run then finds
  *     scanned == marked and nothing to remove).
@@ -44,6 +44,8 @@ export async function runCrashTest ({ rounds = 5, concurrency = 20, bundle = fal
   const acked = [] // { kind, cid, hash, requestid, token }
   let orphansFreed = 0
   let fulfilledInAll = 0
+  /** sha256 of every file sent: what a pin recorded from a settlement note must hold */
+  const sent = new Set()
   const procs = new Set()
   const run = (args) => {
     const p = spawn(cmd[0], [...cmd.slice(1), ...args, '--data-dir', dataDir], { env: { ...process.env, PIND_SETTLER_KEY: chain.settlerKey }, stdio: ['ignore', 'pipe', 'pipe'] })
@@ -93,6 +95,7 @@ export async function runCrashTest ({ rounds = 5, concurrency = 20, bundle = fal
       if (target === 0) reached()
       const ops = Array.from({ length: concurrency }, async (_, i) => {
         const bytes = randomBytes(50_000 + Math.floor(Math.random() * 2_000_000))
+        sent.add(sha(bytes))
         try {
           if (i % 4 === 3) {
             const cid = await origin.addBytes(bytes)
@@ -126,23 +129,30 @@ export async function runCrashTest ({ rounds = 5, concurrency = 20, bundle = fal
       const unchecked = notes.filter(n => n.state === 'unchecked')
       if (unchecked.length > 0) throw new Error(`round ${round}: ${unchecked.length} settlement note(s) left unchecked after a reconciliation`)
       const paidUnfulfilled = notes.filter(n => n.state === 'paid-unfulfilled').length
-      // pins by CID whose payment settled but whose request was killed before recording it: recorded
-      // by reconciliation (serve's pass at start, or the check), then fetched like any other
-      const fulfilled = new Set((check.fulfilled ?? []).map(f => f.requestid))
+      // writes whose payment settled but whose request was killed before recording them: recorded by
+      // reconciliation (serve's pass at start, or the check), uploads from their kept staging folders
+      const fulfilled = new Map((check.fulfilled ?? []).map(f => [f.requestid, f.cid]))
       for (const line of back.err().split('\n')) {
-        if (line.includes('the pin it bought is recorded now')) fulfilled.add(JSON.parse(line).requestid)
+        if (line.includes('the pin it bought is recorded now')) {
+          const l = JSON.parse(line)
+          fulfilled.set(l.requestid, l.cid)
+        }
       }
       fulfilledInAll += fulfilled.size
-      const unfulfillable = notes.filter(n => n.state === 'paid-unfulfilled' && !n.purpose.startsWith('upload:'))
-      if (unfulfillable.length > 0) throw new Error(`round ${round}: paid notes of pins by CID were not fulfilled: ${unfulfillable.map(n => n.purpose).join(', ')}`)
+      const unfulfilled = notes.filter(n => n.state === 'paid-unfulfilled')
+      if (unfulfilled.length > 0) throw new Error(`round ${round}: paid settlement notes were not fulfilled: ${unfulfilled.map(n => n.purpose).join(', ')}`)
       const fulfilDeadline = Date.now() + 60_000
-      for (let waiting = [...fulfilled]; waiting.length > 0;) {
+      for (let waiting = [...fulfilled.keys()]; waiting.length > 0;) {
         const states = new Map((await command('export-ledger', '--records', 'pins')).trim().split('\n').map(l => JSON.parse(l)).filter(l => l.type === 'pin').map(l => [l.requestid, l.status]))
         waiting = waiting.filter(id => states.get(id) !== 'pinned')
         const failed = waiting.filter(id => states.get(id) === 'failed' || !states.has(id))
         if (failed.length > 0) throw new Error(`round ${round}: pin(s) recorded from settlement notes did not pin: ${failed.join(', ')}`)
         if (waiting.length > 0 && Date.now() > fulfilDeadline) throw new Error(`round ${round}: pin(s) recorded from settlement notes still not pinned: ${waiting.join(', ')}`)
         if (waiting.length > 0) await new Promise(resolve => setTimeout(resolve, 200))
+      }
+      for (const cid of fulfilled.values()) {
+        const body = Buffer.from(await (await fetch(`${back.url}/ipfs/${cid}`)).arrayBuffer())
+        if (!sent.has(sha(body))) throw new Error(`round ${round}: ${cid}, recorded from a settlement note, does not hold any file that was sent`)
       }
       // every acknowledged pin is there and hash-checks (pins by CID resume and finish)
       for (const a of acked) {
@@ -173,7 +183,7 @@ export async function runCrashTest ({ rounds = 5, concurrency = 20, bundle = fal
       if (dry.removedBlocks !== 0 || dry.scannedBlocks !== dry.markedBlocks) {
         throw new Error(`round ${round}: after gc, ${dry.scannedBlocks} block files vs ${dry.markedBlocks} referenced, ${dry.removedBlocks} still removable`)
       }
-      log(`round ${round}: killed after ${atKill} of ${concurrency} operations had finished (${acked.length} acknowledged in all); ${lines.length} pins in the ledger, all paid; ${fulfilled.size} paid pin(s) recorded from their settlement notes and pinned; ${notes.length} settlement note(s) left (${paidUnfulfilled} paid-unfulfilled uploads, ${notes.length - paidUnfulfilled} unused-pending); gc freed ${gc.removedBlocks} orphaned blocks (${gc.freedBytes} bytes); ${dry.scannedBlocks} blocks left, all referenced; every acknowledged pin hash-checks`)
+      log(`round ${round}: killed after ${atKill} of ${concurrency} operations had finished (${acked.length} acknowledged in all); ${lines.length} pins in the ledger, all paid; ${fulfilled.size} paid write(s) recorded from their settlement notes, pinned and hash-checked; ${notes.length} settlement note(s) left (${paidUnfulfilled} paid-unfulfilled, ${notes.length - paidUnfulfilled} unused-pending); gc freed ${gc.removedBlocks} orphaned blocks (${gc.freedBytes} bytes); ${dry.scannedBlocks} blocks left, all referenced; every acknowledged pin hash-checks`)
       back.p.kill('SIGTERM')
       await back.exit
     }
@@ -190,5 +200,5 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const args = process.argv.slice(2)
   const nums = args.filter(a => /^\d+$/.test(a)).map(Number)
   const r = await runCrashTest({ rounds: nums[0] ?? 5, concurrency: nums[1] ?? 20, bundle: args.includes('--bundle') })
-  console.log(`crash test passed: ${r.rounds} kill -9 rounds, ${r.acknowledged} acknowledged writes, all intact; ${r.fulfilled} paid pins recorded from settlement notes, all pinned`)
+  console.log(`crash test passed: ${r.rounds} kill -9 rounds, ${r.acknowledged} acknowledged writes, all intact; ${r.fulfilled} paid writes recorded from settlement notes, all pinned and intact`)
 }

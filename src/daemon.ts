@@ -50,7 +50,7 @@ import { PaymentOnce } from './service/paid-once.js'
 import { startExpirySweeper } from './service/expiry.js'
 import type { GcDeps } from './service/gc.js'
 import { PinFetcher } from './service/pin-fetcher.js'
-import { fulfilFromNote } from './service/settlement-fulfil.js'
+import { fulfilFromNote, releaseNote, stagingInUse } from './service/settlement-fulfil.js'
 import { logSummary, startSettlementReconciler, type ReconcilerOptions, type SettlementReconciler } from './service/settlement-reconcile.js'
 import type { SettlementsAdminDeps } from './service/settlements-admin.js'
 import { SizeProbe } from './service/size-probe.js'
@@ -99,20 +99,23 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     cleanups.push(() => ipfs.stop())
 
     const staging = new BlockStaging(paths.blocks, paths.staging)
-    const leftovers = await staging.sweepLeftovers()
+    const notes = new SettlementNotes(ledger)
+    // kept: the sealed imports of paid uploads whose notes reconciliation has yet to fulfil
+    const leftovers = await staging.sweepLeftovers(stagingInUse(notes.all()))
     if (leftovers > 0) log.warn('removed unfinished imports left by a previous run', { count: leftovers })
     const pins = new PinLedger(ledger, { graceMs: config.expiryGrace * 1000 })
     await pins.upgrade()
+    const commitLock = new CommitLock()
     // a pin recorded by reconciliation wakes the fetcher (once there is one: it reads its queue at start anyway)
     let wakeFetcher = (): void => {}
     const fulfil = async (note: SettlingRecord, tx: string | undefined): Promise<PinRecord> => {
-      const pin = await fulfilFromNote(pins, note, tx)
+      const pin = await fulfilFromNote({ ledger: pins, staging, lock: commitLock }, note, tx)
       wakeFetcher()
       return pin
     }
-    const settlements = startReconciler(config, new SettlementNotes(ledger), new Date(startedAt), fulfil, log.child({ component: 'settlements' }))
+    const release = async (note: SettlingRecord): Promise<void> => { await releaseNote(staging, note) }
+    const settlements = startReconciler(config, notes, new Date(startedAt), { fulfil, release }, log.child({ component: 'settlements' }))
     cleanups.push(async () => { await settlements.reconciler?.stop() })
-    const commitLock = new CommitLock()
 
     const metrics = new Metrics(metricsSources(pins, paths.blocks, () => ipfs.helia.libp2p.getConnections().length))
     const router = new Router()
@@ -274,14 +277,14 @@ const RECONCILE_INTERVAL_S = 300
  * Reconciliation of settlement notes left by earlier runs, in the background
  * (it needs the chain: without --rpc-url the notes are only counted).
  */
-function startReconciler (config: Readonly<Config>, notes: SettlementNotes, startedAt: Date, fulfil: ReconcilerOptions['fulfil'], log: Logger): { reconciler?: SettlementReconciler, admin: SettlementsAdminDeps } {
+function startReconciler (config: Readonly<Config>, notes: SettlementNotes, startedAt: Date, act: Pick<ReconcilerOptions, 'fulfil' | 'release'>, log: Logger): { reconciler?: SettlementReconciler, admin: SettlementsAdminDeps } {
   if (config.rpcUrl == null) {
     logSummary(notes, log, 'no --rpc-url to check them against the chain')
-    return { admin: { notes } }
+    return { admin: { notes, ...(act.release != null ? { release: act.release } : {}) } }
   }
   const chain = authorizationStateReader({ network: config.network, rpcUrl: config.rpcUrl, asset: config.asset })
-  const reconciler = startSettlementReconciler(notes, chain, { intervalMs: Math.min(config.expirySweepInterval, RECONCILE_INTERVAL_S) * 1000, log, startedAt, fulfil })
-  return { reconciler, admin: { notes, reconcile: reconciler.run } }
+  const reconciler = startSettlementReconciler(notes, chain, { intervalMs: Math.min(config.expirySweepInterval, RECONCILE_INTERVAL_S) * 1000, log, startedAt, ...act })
+  return { reconciler, admin: { notes, reconcile: reconciler.run, ...(act.release != null ? { release: act.release } : {}) } }
 }
 
 /** The payment gate, when this server can take payments (a pay-to address and a facilitator). */

@@ -18,8 +18,8 @@
  * Commits run under the blockstore's commit lock so gc (which takes it
  * exclusively) never sweeps between a commit and its ledger record.
  */
-import { randomUUID } from 'node:crypto'
-import { mkdir, open, readdir, rename, rm, unlink } from 'node:fs/promises'
+import { createHash, randomUUID } from 'node:crypto'
+import { mkdir, open, readdir, readFile, rename, rm, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
 import { FsBlockstore } from 'blockstore-fs'
 import { NextToLast, type ShardingStrategy } from 'blockstore-fs/sharding'
@@ -39,6 +39,8 @@ const FLAT: ShardingStrategy = {
   encode: (cid) => ({ dir: '', file: SHARDING.encode(cid).file }),
   decode: (path) => SHARDING.decode(path)
 }
+/** the sha2-256 multihash code: the only hash this service writes */
+const SHA2_256 = 0x12
 /** renames and directory fsyncs in flight during a commit */
 const COMMIT_CONCURRENCY = 32
 /**
@@ -121,12 +123,57 @@ export class BlockStaging {
 
   constructor (private readonly blocksDir: string, private readonly stagingDir: string) {}
 
-  /** Removes staging folders left by a crash. */
-  async sweepLeftovers (): Promise<number> {
+  /**
+   * Removes staging folders left by a crash, except those in `keep`: the
+   * sealed imports of paid uploads whose settlement notes await
+   * reconciliation (which commits them, or discards them).
+   */
+  async sweepLeftovers (keep: ReadonlySet<string> = new Set()): Promise<number> {
     await mkdir(this.stagingDir, { recursive: true })
-    const entries = await readdir(this.stagingDir)
+    const entries = (await readdir(this.stagingDir)).filter(e => !keep.has(e))
     await Promise.all(entries.map(async e => { await rm(join(this.stagingDir, e), { recursive: true, force: true }) }))
     return entries.length
+  }
+
+  /**
+   * Makes a finished import's folder durable (its blocks were fsync'd as
+   * they were written; this fsyncs the folder that names them), so that it
+   * can be committed after a crash (adopt).
+   */
+  async seal (staged: StagedImport): Promise<void> {
+    await fsyncPath(join(this.stagingDir, staged.id))
+  }
+
+  /**
+   * Takes up a sealed import left by an earlier process: every block must
+   * be in the staging folder or, committed already, in the blockstore, and
+   * hash to its CID. Returns it ready for `commit` (which moves what is
+   * still staged); throws naming the first block that is missing or bad.
+   */
+  async adopt (id: string, cids: CID[]): Promise<StagedImport> {
+    if (!/^[0-9a-f-]{36}$/.test(id)) throw new Error(`not a staging folder name: ${id.slice(0, 80)}`)
+    const root = join(this.stagingDir, id)
+    const staged: StagedImport = { id, blockstore: new FsBlockstore(root, { shardingStrategy: FLAT }), cids: [], bytes: 0, chunker: (opts) => this.chunks.chunker(opts) }
+    for (const cid of cids) {
+      const inStaging = join(root, FLAT.encode(cid).file)
+      const { dir, file } = SHARDING.encode(cid)
+      let bytes: Uint8Array
+      try {
+        bytes = await readFile(inStaging)
+        staged.cids.push(cid)
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
+        try {
+          bytes = await readFile(join(this.blocksDir, dir, file))
+        } catch {
+          throw new Error(`block ${cid.toString()} is neither staged nor in the blockstore`)
+        }
+      }
+      const digest = createHash('sha256').update(bytes).digest()
+      if (cid.multihash.code !== SHA2_256 || !digest.equals(cid.multihash.digest)) throw new Error(`block ${cid.toString()} does not hash to its CID`)
+      staged.bytes += bytes.byteLength
+    }
+    return staged
   }
 
   async begin (): Promise<StagedImport> {
@@ -159,7 +206,7 @@ export class BlockStaging {
   }
 
   /** Removes a staging folder; retried if a late write races the removal (ENOTEMPTY). */
-  async discard (staged: StagedImport): Promise<void> {
+  async discard (staged: Pick<StagedImport, 'id'>): Promise<void> {
     await rm(join(this.stagingDir, staged.id), { recursive: true, force: true, maxRetries: 5, retryDelay: 50 })
   }
 }

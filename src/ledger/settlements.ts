@@ -29,10 +29,11 @@ export interface SettlingRecord {
   /** when the chain was last read for this note */
   checkedAt?: string
   /**
-   * What the payment buys, when it can be carried out without the request:
-   * a pin by CID (or a replacement), recorded as it would have been. A note
+   * What the payment buys, so that it can be carried out without the
+   * request: the pin as it would have been recorded (a pin by CID, a
+   * replacement, or an upload whose sealed staging folder is kept). A note
    * found paid on chain with this is fulfilled by reconciliation instead of
-   * waiting for an operator. Uploads have none (their bytes are gone).
+   * waiting for an operator.
    */
   fulfil?: SettlementFulfilment
 }
@@ -42,6 +43,8 @@ export interface SettlementFulfilment {
   pin: PinRecord
   /** sha256 of the signed authorization (the payment record's proof) */
   proof: string
+  /** an upload: its staging folder (kept across restarts while the note lives) and every block of its DAG */
+  upload?: { staging: string, blocks: string[] }
 }
 
 export interface ClosedSettlement {

@@ -1,15 +1,20 @@
 /**
  * Carries out what a settled payment bought when its request died before
- * recording it: the settlement note of a pin by CID (or a replacement)
- * holds the pin as it would have been recorded, so reconciliation records
- * it, with its payment, in one transaction that also removes the note, and
- * the fetcher takes it from there. The payer finds the pin under their
- * wallet as if the request had answered 202.
+ * recording it. The settlement note holds the pin as the request would have
+ * recorded it: a pin by CID (or a replacement) is recorded with its payment,
+ * in one transaction that also removes the note, and the fetcher takes it
+ * from there; an upload's sealed staging folder, kept across the restart, is
+ * checked block by block and committed first, under the commit lock as any
+ * upload's. The payer finds the pin under their wallet as if the request had
+ * answered.
  *
  * The settlement transaction is the one whose AuthorizationUsed event the
  * chain shows (looked up by the caller); without it the records carry none.
- * The pin's retry window starts over from the time it is recorded.
+ * A pin's retry window starts over from the time it is recorded.
  */
+import { CID } from 'multiformats/cid'
+import type { CommitLock } from '../ipfs/commit-lock.js'
+import type { BlockStaging } from '../ipfs/staging.js'
 import { PinGoneError, type PinLedger } from '../ledger/pins.js'
 import type { PaymentRecord, PinRecord } from '../ledger/records.js'
 import type { SettlingRecord } from '../ledger/settlements.js'
@@ -18,18 +23,25 @@ export class CannotFulfilError extends Error {
   override name = 'CannotFulfilError'
 }
 
+export interface FulfilDeps {
+  ledger: PinLedger
+  /** for uploads: where their sealed imports wait, and the lock commits take */
+  staging: BlockStaging
+  lock: CommitLock
+}
+
 /** Records the note's pin and payment; throws CannotFulfilError when that is not possible (an operator decides). */
-export async function fulfilFromNote (ledger: PinLedger, note: SettlingRecord, tx?: string, now: Date = new Date()): Promise<PinRecord> {
+export async function fulfilFromNote (d: FulfilDeps, note: SettlingRecord, tx?: string, now: Date = new Date()): Promise<PinRecord> {
   const f = note.fulfil
-  if (f == null) throw new CannotFulfilError('the note does not say what the payment bought (an upload, or a note of an older version)')
-  if (ledger.payment(note.paymentId) != null) throw new CannotFulfilError('the payment is recorded already')
+  if (f == null) throw new CannotFulfilError('the note does not say what the payment bought (a note of an older version)')
+  if (d.ledger.payment(note.paymentId) != null) throw new CannotFulfilError('the payment is recorded already')
   const settledAt = now.toISOString()
   const draft = f.pin
   const retryMs = draft.fetch != null ? Date.parse(draft.fetch.giveUpAt) - Date.parse(draft.created) : undefined
   const pin: PinRecord = {
     ...draft,
-    payment: { ...draft.payment, settledAt, ...(tx != null ? { tx } : {}) },
-    statusDetails: `${draft.statusDetails ?? 'queued for fetching'}; recorded after a restart (the payment was found settled on chain)`,
+    payment: { ...draft.payment, id: note.paymentId, payer: note.payer, amount: note.amount, settledAt, ...(tx != null ? { tx } : {}) },
+    ...(draft.status === 'queued' ? { statusDetails: `${draft.statusDetails ?? 'queued for fetching'}; recorded after a restart (the payment was found settled on chain)` } : {}),
     ...(draft.fetch != null && retryMs != null && Number.isFinite(retryMs) ? { fetch: { ...draft.fetch, giveUpAt: new Date(now.getTime() + retryMs).toISOString() } } : {})
   }
   const record: PaymentRecord = {
@@ -43,11 +55,39 @@ export async function fulfilFromNote (ledger: PinLedger, note: SettlingRecord, t
     at: settledAt,
     proof: f.proof
   }
-  try {
-    await ledger.create(pin, record)
-  } catch (err) {
-    if (err instanceof PinGoneError) throw new CannotFulfilError(`the pin it replaces (${err.requestid}) was removed meanwhile`)
-    throw err
+  if (f.upload == null) {
+    try {
+      await d.ledger.create(pin, record)
+    } catch (err) {
+      if (err instanceof PinGoneError) throw new CannotFulfilError(`the pin it replaces (${err.requestid}) was removed meanwhile`)
+      throw err
+    }
+    return pin
   }
+  const upload = f.upload
+  const blocks = upload.blocks.map(c => CID.parse(c))
+  await d.lock.shared(async () => {
+    let staged
+    try {
+      staged = await d.staging.adopt(upload.staging, blocks)
+    } catch (err) {
+      throw new CannotFulfilError(`the upload's staged blocks cannot be used: ${(err as Error).message}`)
+    }
+    await d.staging.commit(staged)
+    await d.ledger.create(pin, record, blocks)
+  })
   return pin
+}
+
+/** What a note that will not be fulfilled leaves on disk (an upload's kept staging folder) is removed. */
+export async function releaseNote (staging: BlockStaging, note: SettlingRecord): Promise<void> {
+  const id = note.fulfil?.upload?.staging
+  if (id != null && /^[0-9a-f-]{36}$/.test(id)) await staging.discard({ id })
+}
+
+/** The staging folders that notes still need (kept by the start-up sweep). */
+export function stagingInUse (notes: Iterable<SettlingRecord>): Set<string> {
+  const keep = new Set<string>()
+  for (const n of notes) if (n.fulfil?.upload != null) keep.add(n.fulfil.upload.staging)
+  return keep
 }

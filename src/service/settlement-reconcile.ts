@@ -39,6 +39,8 @@ export interface ReconcileOptions {
   signal?: AbortSignal
   /** records what a paid note bought (fulfilFromNote), with the settlement transaction when found; throws CannotFulfilError when it cannot. Absent: every paid note waits for an operator */
   fulfil?: (note: SettlingRecord, tx: `0x${string}` | undefined) => Promise<PinRecord>
+  /** frees what a note that will never be fulfilled kept on disk (releaseNote): called once it is dropped or found paid but unfulfillable */
+  release?: (note: SettlingRecord) => Promise<void>
 }
 
 export interface ReconcileReport {
@@ -113,12 +115,19 @@ export async function reconcileSettlements (notes: SettlementNotes, chain: Autho
         payment: v.read.paymentId, payer: v.read.payer, amount: v.read.amount, purpose: v.read.purpose, requestid: pin.requestid, cid: pin.cid
       })
     } catch (err) {
-      if (!(err instanceof CannotFulfilError)) log.error('a paid settlement note could not be fulfilled', { payment: v.read.paymentId, error: err })
-      else log.warn(`a paid settlement note cannot be fulfilled: ${err.message}`, { payment: v.read.paymentId })
-      rest.push(v)
+      if (err instanceof CannotFulfilError) {
+        log.warn(`a paid settlement note cannot be fulfilled: ${err.message}`, { payment: v.read.paymentId })
+        rest.push(v)
+      } else {
+        // a failure of this process (the disk, the ledger): the note is left as it was and tried again at the next pass
+        log.error('a paid settlement note could not be fulfilled; trying again later', { payment: v.read.paymentId, error: err })
+      }
     }
   }
   for (const v of await notes.apply(rest, now)) {
+    if (v.next !== 'unused-pending' && opts.release != null) {
+      await opts.release(v.read).catch((err: Error) => { log.warn('could not remove what a settlement note kept', { payment: v.read.paymentId, error: err.message }) })
+    }
     const fields = { payment: v.read.paymentId, payer: v.read.payer, amount: v.read.amount, amountUsdc: formatUsdc(BigInt(v.read.amount)), purpose: v.read.purpose, at: v.read.at }
     if (v.next === 'drop') {
       report.dropped.push(v.read)
@@ -169,6 +178,8 @@ export interface ReconcilerOptions {
   log: Logger
   /** see ReconcileOptions.fulfil */
   fulfil?: ReconcileOptions['fulfil']
+  /** see ReconcileOptions.release */
+  release?: ReconcileOptions['release']
   /** when serve started: its own younger notes may still be settling */
   startedAt: Date
 }
@@ -184,7 +195,7 @@ export function startSettlementReconciler (notes: SettlementNotes, chain: Author
   let queue: Promise<unknown> = Promise.resolve()
   let timer: NodeJS.Timeout | undefined
   const run = async (): Promise<ReconcileReport> => {
-    const pass = queue.then(async () => await reconcileSettlements(notes, chain, o.log, { liveSince: o.startedAt, signal: abort.signal, ...(o.fulfil != null ? { fulfil: o.fulfil } : {}) }))
+    const pass = queue.then(async () => await reconcileSettlements(notes, chain, o.log, { liveSince: o.startedAt, signal: abort.signal, ...(o.fulfil != null ? { fulfil: o.fulfil } : {}), ...(o.release != null ? { release: o.release } : {}) }))
     queue = pass.catch(() => {})
     return await pass
   }

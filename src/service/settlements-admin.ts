@@ -18,6 +18,8 @@ export interface SettlementsAdminDeps {
   notes: SettlementNotes
   /** one reconciliation pass; absent when no RPC is configured */
   reconcile?: () => Promise<ReconcileReport>
+  /** frees what a closed note kept on disk (an upload's staging folder) */
+  release?: (note: SettlingRecord) => Promise<void>
 }
 
 export const MAX_OPERATOR_NOTE = 1000
@@ -49,6 +51,7 @@ export async function runSettlementsOp (op: SettlementsOp, d: SettlementsAdminDe
       if (op.note.length > MAX_OPERATOR_NOTE) throw badRequest(`--note is longer than ${MAX_OPERATOR_NOTE} characters`)
       const closed = await d.notes.close(op.paymentId, op.note.trim())
       if (closed == null) throw notFound(`no settlement note ${op.paymentId.slice(0, 200)} (see pind settlements list)`)
+      await d.release?.(closed.note)
       return { closed: closedView(closed) }
     }
     default:

@@ -99,45 +99,33 @@ async function decideAndUpload (req: IncomingMessage, months: number, quote: Quo
 
 async function paidUpload (req: IncomingMessage, payment: VerifiedPayment, months: number, maxFileBytes: number, d: UploadDeps): Promise<UploadResponse> {
   const staged = await d.staging.begin()
+  let keep = false
   try {
     const imported = await importBody(req, staged, maxFileBytes)
-    const settled = await settleNoted(d.gate, d.ledger, payment, `upload:${imported.cid.toString()}`)
+    const cid = imported.cid.toString()
+    const draft = uploadPin(payment, months, imported, staged, d)
+    // the staged blocks and their folder are on disk before anyone is charged: should the process
+    // die once the money has moved, reconciliation commits them and records this pin (settlement-fulfil.ts)
+    await d.staging.seal(staged)
+    const settled = await settleNoted(d.gate, d.ledger, payment, `upload:${cid}`, { pin: draft, proof: payment.proof, upload: { staging: staged.id, blocks: staged.cids.map(String) } })
     if (!settled.ok) {
       throw await d.gate.challenge(quoteOf(payment, months, d), /insufficient/i.test(settled.reason) ? 'INSUFFICIENT_FUNDS' : 'PAYMENT_REQUIRED',
         `the payment could not be settled (${settled.reason}); nothing was pinned`)
     }
+    const pin: PinRecord = { ...draft, payment: { ...draft.payment, network: settled.network, tx: settled.tx, settledAt: new Date().toISOString() } }
+    const record: PaymentRecord = {
+      id: payment.id, requestid: pin.requestid, purpose: `upload:${cid}`, payer: payment.payer, amount: pin.payment.amount,
+      network: settled.network, tx: settled.tx, at: pin.payment.settledAt as string, proof: payment.proof
+    }
     // commit and ledger record under the commit lock: gc never sweeps in between
-    const pin = await d.lock.shared(async () => {
+    await d.lock.shared(async () => {
       try {
         await d.staging.commit(staged)
       } catch (err) {
-        // paid but not stored: this needs an operator (refund or re-upload); say exactly which payment
+        // paid but not stored: the note stays, and with it the staging folder, for reconciliation to retry
+        keep = true
         d.log.error('upload settled but its blocks could not be stored', { payment: payment.id, tx: settled.tx, error: err })
         throw err
-      }
-      const created = nextCreated()
-      const createdAt = new Date(Math.floor(created.us / 1000))
-      const cid = imported.cid.toString()
-      const pin: PinRecord = {
-        requestid: randomUUID(),
-        owner: payment.payer,
-        cid,
-        name: imported.name,
-        origins: [],
-        meta: {},
-        status: 'pinned',
-        created: created.iso,
-        createdUs: created.us,
-        months,
-        pinnedUntil: addMonths(createdAt, months).toISOString(),
-        dagSize: staged.bytes,
-        fileSize: imported.fileSize,
-        source: 'upload',
-        payment: { id: payment.id, payer: payment.payer, amount: payment.amount.toString(), network: settled.network, asset: d.asset, tx: settled.tx, settledAt: new Date().toISOString(), method: 'x402' }
-      }
-      const record: PaymentRecord = {
-        id: payment.id, requestid: pin.requestid, purpose: `upload:${cid}`, payer: payment.payer, amount: pin.payment.amount,
-        network: settled.network, tx: settled.tx, at: pin.payment.settledAt as string, proof: payment.proof
       }
       try {
         await d.ledger.create(pin, record, staged.cids)
@@ -145,7 +133,6 @@ async function paidUpload (req: IncomingMessage, payment: VerifiedPayment, month
         d.log.error('upload settled but its pin could not be recorded', { payment: payment.id, tx: settled.tx, cid, error: err })
         throw err
       }
-      return pin
     })
     d.log.info('upload pinned', { requestid: pin.requestid, cid: pin.cid, bytes: imported.fileSize, payer: payment.payer, tx: settled.tx })
     const token = await d.tokens.issue(payment.payer)
@@ -161,7 +148,30 @@ async function paidUpload (req: IncomingMessage, payment: VerifiedPayment, month
     }
   } finally {
     // a failed cleanup must not hide the request's own outcome (the folder is swept at the next start anyway)
-    await d.staging.discard(staged).catch((err: Error) => { d.log.warn('could not remove a staging folder', { error: err.message }) })
+    if (!keep) await d.staging.discard(staged).catch((err: Error) => { d.log.warn('could not remove a staging folder', { error: err.message }) })
+  }
+}
+
+/** The pin an upload records: pinned from the start; payment fields as known before settlement. */
+function uploadPin (payment: VerifiedPayment, months: number, imported: { cid: CID, fileSize: number, name?: string }, staged: StagedImport, d: UploadDeps): PinRecord {
+  const created = nextCreated()
+  const createdAt = new Date(Math.floor(created.us / 1000))
+  return {
+    requestid: randomUUID(),
+    owner: payment.payer,
+    cid: imported.cid.toString(),
+    name: imported.name,
+    origins: [],
+    meta: {},
+    status: 'pinned',
+    created: created.iso,
+    createdUs: created.us,
+    months,
+    pinnedUntil: addMonths(createdAt, months).toISOString(),
+    dagSize: staged.bytes,
+    fileSize: imported.fileSize,
+    source: 'upload',
+    payment: { id: payment.id, payer: payment.payer, amount: payment.amount.toString(), network: d.network, asset: d.asset, method: 'x402' }
   }
 }
 

@@ -111,6 +111,40 @@ describe('settlement notes', () => {
     }
   })
 
+  it('an upload killed after settling is committed from its kept staging folder at the next start', async () => {
+    const first = await serve()
+    let settled: any
+    afterSettle = async (payload) => { settled = payload; await first.stop('SIGKILL') }
+    const bytes = randomBytes(1_500_000)
+    const form = new FormData()
+    form.append('file', new Blob([bytes]), 'kept.bin')
+    const r = await payingFetch(chain, payerKey(1))(`${first.url}/upload`, { method: 'POST', body: form }).catch((err: Error) => err)
+    afterSettle = undefined
+    expect(r).toBeInstanceOf(Error)
+    const auth = settled.payload.authorization as Record<string, string>
+    const id = `${auth.from!.toLowerCase()}:${auth.nonce!.toLowerCase()}`
+    const [note] = (await ok('list')).notes
+    expect(note).toMatchObject({ paymentId: id, state: 'unchecked' })
+    expect(note.fulfils).toMatch(/^pin bafy/)
+
+    const second = await serve()
+    const line = await waitFor(() => second.stderr().split('\n').find(l => /the pin it bought is recorded now/.test(l)), 'the fulfilment warning')
+    const fulfilled = JSON.parse(line)
+    expect(fulfilled).toMatchObject({ payment: id, purpose: `upload:${fulfilled.cid}` })
+    const body = Buffer.from(await (await fetch(`${second.url}/ipfs/${fulfilled.cid}`)).arrayBuffer())
+    expect(body.equals(bytes)).toBe(true)
+    expect((await ok('list')).notes).toEqual([])
+    await second.stop()
+    const env = await openLedgerEnv(join(dataDir, 'ledger.mdb'))
+    try {
+      const pins = new PinLedger(env)
+      expect(pins.get(fulfilled.requestid)).toMatchObject({ cid: fulfilled.cid, status: 'pinned', source: 'upload', name: 'kept.bin', fileSize: bytes.length, payment: { id } })
+      expect(pins.payment(id)?.tx).toMatch(/^0x[0-9a-f]{64}$/)
+    } finally {
+      await env.close()
+    }
+  })
+
   it('list, check and close through a running serve', async () => {
     // an upload's note found paid: its bytes went with the request, so it waits for an operator
     const uploadAuth = await signAuthorization(chain, payerKey(1), { value: 3000n })

@@ -7,16 +7,21 @@
  * notes their request recorded meanwhile, are left alone; serve's background
  * loop retries after a failure.
  */
-import { rmSync } from 'node:fs'
+import { randomBytes } from 'node:crypto'
+import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { startDevChain, type DevChain } from '../../../scripts/devchain/index.mjs'
 import { openLedgerEnv, type LedgerEnv } from '../../../src/ledger/open.js'
 import { PinLedger } from '../../../src/ledger/pins.js'
-import { SettlementNotes } from '../../../src/ledger/settlements.js'
+import { SettlementNotes, type SettlingRecord } from '../../../src/ledger/settlements.js'
+import { CID } from 'multiformats/cid'
 import { createLogger, type Logger } from '../../../src/log.js'
 import { authorizationStateReader, type AuthorizationStateReader } from '../../../src/payment/authorization-state.js'
-import { fulfilFromNote } from '../../../src/service/settlement-fulfil.js'
+import { CommitLock } from '../../../src/ipfs/commit-lock.js'
+import { importFile } from '../../../src/ipfs/import.js'
+import { BlockStaging } from '../../../src/ipfs/staging.js'
+import { fulfilFromNote, releaseNote, stagingInUse, type FulfilDeps } from '../../../src/service/settlement-fulfil.js'
 import { reconcileSettlements, startSettlementReconciler } from '../../../src/service/settlement-reconcile.js'
 import { noteFor, nowSeconds, signAuthorization, useAuthorization } from '../../helpers/authorizations.js'
 import { tempDir } from '../../helpers/pind.js'
@@ -29,6 +34,7 @@ let dir: string
 let env: LedgerEnv
 let pins: PinLedger
 let notes: SettlementNotes
+let staging: BlockStaging
 let logged: Array<{ level: string, msg: string, [k: string]: unknown }>
 let log: Logger
 
@@ -38,6 +44,7 @@ function counting (r: AuthorizationStateReader): AuthorizationStateReader & { re
   return { reads, chainTime: async () => await r.chainTime(), isUsed: async (a, n) => { reads.push(`${a.toLowerCase()}:${n}`); return await r.isUsed(a, n) }, usedIn: async (a, n) => await r.usedIn(a, n) }
 }
 const payerKey = (): `0x${string}` => chain.payers[0]!.privateKey
+const fulfilDeps = (): FulfilDeps => ({ ledger: pins, staging, lock: new CommitLock() })
 const stored = (): Record<string, unknown> => Object.fromEntries([...notes.all()].map(n => [n.paymentId, n]))
 
 beforeAll(async () => {
@@ -50,6 +57,8 @@ beforeEach(async () => {
   env = await openLedgerEnv(join(dir, 'ledger.mdb'))
   pins = new PinLedger(env)
   notes = new SettlementNotes(env)
+  staging = new BlockStaging(join(dir, 'blocks'), join(dir, 'staging'))
+  await staging.sweepLeftovers()
   logged = []
   log = createLogger({ level: 'debug', write: (l) => { logged.push(JSON.parse(l)) } })
 })
@@ -104,7 +113,7 @@ describe('reconcileSettlements', () => {
     const replacing = noteFor(other, { purpose: `replace:req-gone:${cid}:1`, fulfil: { pin: pinRecord('req-replacing', cid, { owner: payer, status: 'queued', replaces: 'req-gone' }), proof: 'p2' } })
     for (const n of [note, replacing]) await pins.markSettling(n)
 
-    const r = await reconcileSettlements(notes, real, log, { fulfil: async (n, tx) => await fulfilFromNote(pins, n, tx) })
+    const r = await reconcileSettlements(notes, real, log, { fulfil: async (n, tx) => await fulfilFromNote(fulfilDeps(), n, tx) })
     expect(r.error).toBeUndefined()
     expect(r.fulfilled.map(f => [f.note.paymentId, f.pin.requestid])).toEqual([[note.paymentId, 'req-fulfil']])
     expect(r.confirmed.map(n => n.paymentId)).toEqual([replacing.paymentId])
@@ -129,6 +138,55 @@ describe('reconcileSettlements', () => {
     expect(r2.fulfilled).toEqual([])
     expect(r2.confirmed).toHaveLength(1)
     expect(pins.get('req-bare')).toBeUndefined()
+  })
+
+  it('fulfils a paid upload from its sealed staging folder (kept across a restart), block by block; a bad block or a dropped note frees the folder', async () => {
+    const stage = async (bytes: Uint8Array): Promise<{ id: string, cid: string, blocks: string[], bytes: number }> => {
+      const staged = await staging.begin()
+      const r = await importFile((async function * () { yield bytes })(), { blockstore: staged.blockstore, chunker: staged.chunker(), maxBytes: bytes.length })
+      await staging.seal(staged)
+      return { id: staged.id, cid: r.cid.toString(), blocks: staged.cids.map(String), bytes: staged.bytes }
+    }
+    const uploadNote = async (s: Awaited<ReturnType<typeof stage>>, opts: { used: boolean, validBefore?: bigint }): Promise<SettlingRecord> => {
+      const a = await signAuthorization(chain, payerKey(), { value: 2000n, ...(opts.validBefore != null ? { validBefore: opts.validBefore } : {}) })
+      if (opts.used) await useAuthorization(chain, a)
+      const payer = a.from.toLowerCase()
+      const draft = pinRecord(`req-${s.id}`, s.cid, { owner: payer, status: 'pinned', source: 'upload', dagSize: s.bytes, payment: { id: '', payer, amount: '2000', network: 'eip155:167000', asset: chain.usdc, method: 'x402' } })
+      const note = noteFor(a, { purpose: `upload:${s.cid}`, fulfil: { pin: draft, proof: 'proof', upload: { staging: s.id, blocks: s.blocks } } })
+      await pins.markSettling(note)
+      return note
+    }
+    const good = await stage(randomBytes(2_500_000)) // 3 leaves and a root
+    const bad = await stage(randomBytes(1_500_000))
+    const expired = await stage(randomBytes(10_000))
+    const goodNote = await uploadNote(good, { used: true })
+    const badNote = await uploadNote(bad, { used: true })
+    await uploadNote(expired, { used: false, validBefore: nowSeconds() - 3600n })
+    // a restart: the sweep keeps exactly the folders the notes need
+    const stray = await staging.begin()
+    expect(stagingInUse(notes.all())).toEqual(new Set([good.id, bad.id, expired.id]))
+    expect(await staging.sweepLeftovers(stagingInUse(notes.all()))).toBe(1)
+    expect(existsSync(join(dir, 'staging', stray.id))).toBe(false)
+    // one of bad's blocks was torn
+    const torn = readdirSync(join(dir, 'staging', bad.id))[0] as string
+    writeFileSync(join(dir, 'staging', bad.id, torn), 'torn')
+
+    const r = await reconcileSettlements(notes, real, log, { fulfil: async (n, tx) => await fulfilFromNote(fulfilDeps(), n, tx), release: async (n) => { await releaseNote(staging, n) } })
+    expect(r.error).toBeUndefined()
+    expect(r.fulfilled.map(f => f.pin.cid)).toEqual([good.cid])
+    expect(r.confirmed.map(n => n.paymentId)).toEqual([badNote.paymentId])
+    expect(r.dropped).toHaveLength(1)
+    // the good upload is in the blockstore, referenced by its pin, paid with the transaction on chain
+    const pin = pins.get(`req-${good.id}`)
+    expect(pin).toMatchObject({ cid: good.cid, status: 'pinned', source: 'upload', payment: { id: goodNote.paymentId } })
+    expect(pin?.payment.tx).toMatch(/^0x[0-9a-f]{64}$/)
+    for (const b of good.blocks) expect(pins.isPinnedBlock(CID.parse(b))).toBe(true)
+    const blockFiles = readdirSync(join(dir, 'blocks'), { recursive: true }).filter(f => String(f).endsWith('.data'))
+    expect(blockFiles).toHaveLength(new Set(good.blocks).size)
+    // every kept folder is gone: committed, unusable (paid-unfulfilled, for an operator), or dropped
+    expect(readdirSync(join(dir, 'staging'))).toEqual([])
+    expect(notes.get(badNote.paymentId)?.state).toBe('paid-unfulfilled')
+    expect(logged.some(l => /cannot be fulfilled: the upload's staged blocks cannot be used: block .* does not hash to its CID/.test(l.msg))).toBe(true)
   })
 
   it('drops unused notes that can no longer be used and keeps those that still can', async () => {
