@@ -39,12 +39,14 @@ export interface SettlingRecord {
 }
 
 export interface SettlementFulfilment {
-  /** the pin to record, payment fields as known before settlement (no tx) */
-  pin: PinRecord
   /** sha256 of the signed authorization (the payment record's proof) */
   proof: string
+  /** a new pin: as it is to be recorded, payment fields as known before settlement (no tx) */
+  pin?: PinRecord
   /** an upload: its staging folder (kept across restarts while the note lives) and every block of its DAG */
   upload?: { staging: string, blocks: string[] }
+  /** a renewal: the pin and the months bought */
+  renew?: { requestid: string, months: number }
 }
 
 export interface ClosedSettlement {

@@ -47,7 +47,7 @@ export function authorizationStateReader (s: AuthorizationStateSettings, timeout
     isUsed: async (authorizer, nonce) => await rpc(async () =>
       await client.readContract({ address: s.asset, abi: ABI, functionName: 'authorizationState', args: [authorizer, nonce] })),
     usedIn: async (authorizer, nonce) => await rpc(async () => {
-      const latest = await client.getBlockNumber()
+      const latest = await client.getBlockNumber({ cacheTime: 0 }) // viem caches it for seconds otherwise
       const oldest = latest > LOG_LOOKBACK ? latest - LOG_LOOKBACK : 0n
       for (let to = latest; to >= oldest; to -= LOG_WINDOW) {
         const from = to - LOG_WINDOW + 1n > oldest ? to - LOG_WINDOW + 1n : oldest

@@ -60,7 +60,8 @@ export async function renewPin (_req: IncomingMessage, r: RenewRequest, d: PinCr
   if (decision.type === 'settled-before') return replay(payment, d)
   const outcome = await d.once.run(payment.id, async () => {
     if (d.ledger.payment(payment.id) != null) return undefined
-    const settled = d.gate != null ? await settleNoted(d.gate, d.ledger, payment, purpose) : undefined
+    // should the process die once the money has moved, reconciliation renews the pin (settlement-fulfil.ts)
+    const settled = d.gate != null ? await settleNoted(d.gate, d.ledger, payment, purpose, { proof: payment.proof, renew: { requestid: pin.requestid, months: r.months } }) : undefined
     if (settled == null || !settled.ok) {
       throw await d.gate?.challenge(quote, settled != null && /insufficient/i.test(settled.reason) ? 'INSUFFICIENT_FUNDS' : 'PAYMENT_REQUIRED',
         `the payment could not be settled${settled != null ? ` (${settled.reason})` : ''}; the pin was not renewed`)

@@ -1,7 +1,8 @@
 /**
  * Carries out what a settled payment bought when its request died before
- * recording it. The settlement note holds the pin as the request would have
- * recorded it: a pin by CID (or a replacement) is recorded with its payment,
+ * recording it. The settlement note holds what the request would have
+ * recorded: a renewal extends its pin; a pin by CID (or a replacement) is
+ * recorded with its payment,
  * in one transaction that also removes the note, and the fetcher takes it
  * from there; an upload's sealed staging folder, kept across the restart, is
  * checked block by block and committed first, under the commit lock as any
@@ -17,7 +18,8 @@ import type { CommitLock } from '../ipfs/commit-lock.js'
 import type { BlockStaging } from '../ipfs/staging.js'
 import { PinGoneError, type PinLedger } from '../ledger/pins.js'
 import type { PaymentRecord, PinRecord } from '../ledger/records.js'
-import type { SettlingRecord } from '../ledger/settlements.js'
+import type { SettlementFulfilment, SettlingRecord } from '../ledger/settlements.js'
+import { addMonths } from '../ledger/clock.js'
 
 export class CannotFulfilError extends Error {
   override name = 'CannotFulfilError'
@@ -35,6 +37,8 @@ export async function fulfilFromNote (d: FulfilDeps, note: SettlingRecord, tx?: 
   const f = note.fulfil
   if (f == null) throw new CannotFulfilError('the note does not say what the payment bought (a note of an older version)')
   if (d.ledger.payment(note.paymentId) != null) throw new CannotFulfilError('the payment is recorded already')
+  if (f.renew != null) return await renew(d, note, f.renew, f, tx, now)
+  if (f.pin == null) throw new CannotFulfilError('the note does not say what the payment bought')
   const settledAt = now.toISOString()
   const draft = f.pin
   const retryMs = draft.fetch != null ? Date.parse(draft.fetch.giveUpAt) - Date.parse(draft.created) : undefined
@@ -77,6 +81,23 @@ export async function fulfilFromNote (d: FulfilDeps, note: SettlingRecord, tx?: 
     await d.ledger.create(pin, record, blocks)
   })
   return pin
+}
+
+/** A renewal: the pin is extended by the months paid for, from its end or from now, whichever is later. */
+async function renew (d: FulfilDeps, note: SettlingRecord, r: { requestid: string, months: number }, f: SettlementFulfilment, tx: string | undefined, now: Date): Promise<PinRecord> {
+  const current = d.ledger.get(r.requestid)
+  if (current == null) throw new CannotFulfilError(`the pin it renews (${r.requestid}) does not exist`)
+  const record: PaymentRecord = {
+    id: note.paymentId, requestid: r.requestid, purpose: note.purpose, payer: note.payer, amount: note.amount,
+    // payments are taken on the one network serve is configured for: the pin's own
+    network: current.payment.network, ...(tx != null ? { tx } : {}), at: now.toISOString(), proof: f.proof
+  }
+  try {
+    return await d.ledger.renew(r.requestid, r.months, record, (pin) => addMonths(new Date(Math.max(Date.parse(pin.pinnedUntil), now.getTime())), r.months))
+  } catch (err) {
+    if (err instanceof PinGoneError) throw new CannotFulfilError(`the pin it renews (${r.requestid}) was removed meanwhile`)
+    throw err
+  }
 }
 
 /** What a note that will not be fulfilled leaves on disk (an upload's kept staging folder) is removed. */

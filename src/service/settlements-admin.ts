@@ -73,7 +73,9 @@ export function noteView (n: SettlingRecord): Record<string, unknown> {
     validBeforeAt: isoOfSeconds(n.validBefore),
     checkedAt: n.checkedAt ?? null,
     // what reconciliation records by itself once the chain shows the payment used (null: an operator decides)
-    fulfils: n.fulfil != null ? `pin ${n.fulfil.pin.cid} (${n.fulfil.pin.requestid})` : null
+    fulfils: n.fulfil?.renew != null
+      ? `renewal of ${n.fulfil.renew.requestid} by ${n.fulfil.renew.months} month(s)`
+      : n.fulfil?.pin != null ? `pin ${n.fulfil.pin.cid} (${n.fulfil.pin.requestid})` : null
   }
 }
 

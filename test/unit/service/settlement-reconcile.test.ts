@@ -140,6 +140,28 @@ describe('reconcileSettlements', () => {
     expect(pins.get('req-bare')).toBeUndefined()
   })
 
+  it('fulfils a paid renewal: the pin is extended by the months paid for, once', async () => {
+    const used = await signAuthorization(chain, payerKey(), { value: 2000n })
+    const usedTx = await useAuthorization(chain, used)
+    const payer = used.from.toLowerCase()
+    const until = new Date(Date.now() + 86400_000)
+    await pins.create(pinRecord('req-renew', 'bafkreihvkcqihwud2tcr4qltcygi5ostxqsc4gkde6cgpoyuz6gw5z2ila', { owner: payer, pinnedUntil: until.toISOString(), months: 1 }))
+    const note = noteFor(used, { purpose: `renew:req-renew:2:${until.toISOString()}`, fulfil: { proof: 'p', renew: { requestid: 'req-renew', months: 2 } } })
+    await pins.markSettling(note)
+
+    const r = await reconcileSettlements(notes, real, log, { fulfil: async (n, tx) => await fulfilFromNote(fulfilDeps(), n, tx) })
+    expect(r.fulfilled.map(f => f.pin.requestid)).toEqual(['req-renew'])
+    const pin = pins.get('req-renew')
+    const expected = new Date(until)
+    expected.setUTCMonth(expected.getUTCMonth() + 2)
+    expect(Math.abs(Date.parse(pin?.pinnedUntil ?? '') - expected.getTime())).toBeLessThan(4 * 86400_000)
+    expect(Date.parse(pin?.pinnedUntil ?? '')).toBeGreaterThan(until.getTime() + 55 * 86400_000)
+    expect(pin?.months).toBe(3)
+    expect(pins.payment(note.paymentId)).toMatchObject({ requestid: 'req-renew', purpose: note.purpose, tx: usedTx, amount: '2000' })
+    expect(notes.get(note.paymentId)).toBeUndefined()
+    expect((await reconcileSettlements(notes, real, log, { fulfil: async (n, tx) => await fulfilFromNote(fulfilDeps(), n, tx) })).fulfilled).toEqual([])
+  })
+
   it('fulfils a paid upload from its sealed staging folder (kept across a restart), block by block; a bad block or a dropped note frees the folder', async () => {
     const stage = async (bytes: Uint8Array): Promise<{ id: string, cid: string, blocks: string[], bytes: number }> => {
       const staged = await staging.begin()
