@@ -50,7 +50,7 @@ import { PaymentOnce } from './service/paid-once.js'
 import { startExpirySweeper } from './service/expiry.js'
 import type { GcDeps } from './service/gc.js'
 import { PinFetcher } from './service/pin-fetcher.js'
-import { fulfilFromNote, releaseNote, stagingInUse } from './service/settlement-fulfil.js'
+import { blocksHeld, fulfilFromNote, releaseNote, stagingInUse } from './service/settlement-fulfil.js'
 import { logSummary, startSettlementReconciler, type ReconcilerOptions, type SettlementReconciler } from './service/settlement-reconcile.js'
 import type { SettlementsAdminDeps } from './service/settlements-admin.js'
 import { SizeProbe } from './service/size-probe.js'
@@ -148,7 +148,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       ledger.meta.put('tokenTtl', config.tokenTtl)
       ledger.meta.put('expiryGrace', config.expiryGrace)
     })
-    const gcDeps: GcDeps = { pins, blocksDir: paths.blocks, lock: commitLock, graceMs: config.expiryGrace * 1000 }
+    const gcDeps: GcDeps = { pins, blocksDir: paths.blocks, lock: commitLock, graceMs: config.expiryGrace * 1000, held: () => blocksHeld(notes.all()) }
     const admin = await startAdminServer(paths.adminSocket, { keys: { keystore, tokens, tokenLedger }, pins, gc: gcDeps, settlements: settlements.admin, metrics }, log)
     cleanups.push(async () => { await admin.close(); rmSync(paths.adminSocket, { force: true }) })
     if (config.metricsListen != null) {

@@ -37,11 +37,14 @@ Examples:
           viaServe: async (socket) => await callAdminLines(socket, '/gc', { dryRun: o.dryRun === true }, (e) => { show(e.progress as GcProgress) }, abort.signal) as unknown as GcResult,
           locally: async (r) => {
             const { PinLedger } = await import('../ledger/pins.js')
+            const { SettlementNotes } = await import('../ledger/settlements.js')
+            const { blocksHeld } = await import('../service/settlement-fulfil.js')
+            const notes = new SettlementNotes(r.ledger)
             const grace = r.ledger.meta.get('expiryGrace')
             const graceMs = (typeof grace === 'number' ? grace : DEFAULT_GRACE_S) * 1000
             const pins = new PinLedger(r.ledger, { graceMs })
             await pins.upgrade()
-            return await runGc({ pins, blocksDir: r.paths.blocks, lock: new CommitLock(), graceMs }, { dryRun: o.dryRun === true }, show, abort.signal)
+            return await runGc({ pins, blocksDir: r.paths.blocks, lock: new CommitLock(), graceMs, held: () => blocksHeld(notes.all()) }, { dryRun: o.dryRun === true }, show, abort.signal)
           }
         })
         progress.done()

@@ -9,7 +9,9 @@
  * batches while holding the commit lock exclusively, skipping any block a
  * pin started to reference since the mark (commits hold the lock shared, so
  * a block is never deleted between its commit and its ledger record).
- * In-flight uploads and fetches live in staging/, which gc never touches.
+ * In-flight uploads and fetches live in staging/, which gc never touches;
+ * blocks that settlement notes hold for a paid upload still to be recorded
+ * are kept too (GcDeps.held).
  * Deleting is idempotent: an interrupted gc is simply run again.
  */
 import { opendir, stat, unlink } from 'node:fs/promises'
@@ -29,6 +31,12 @@ export interface GcDeps {
   lock: CommitLock
   /** expired pins are swept this long after their pinned_until */
   graceMs: number
+  /**
+   * Blocks (CIDs) that settlement notes hold for an upload reconciliation
+   * may still record: kept, though no pin references them yet (a crash
+   * between an upload's commit and its ledger record leaves them so).
+   */
+  held?: () => Iterable<string>
 }
 
 export interface GcOptions {
@@ -66,6 +74,8 @@ export async function runGc (d: GcDeps, opts: GcOptions = {}, onProgress?: (p: G
   try {
     const marked = new Set<string>()
     for (const k of d.pins.referencedBlocks()) marked.add(fileOf(k))
+    const held = new Set<string>()
+    for (const c of d.held?.() ?? []) held.add(fileOf(c))
     if (dryRun) {
       // a real run would first release the blocks of pins expiring now: unmark those no other pin holds
       const released = new Map<string, number>()
@@ -116,7 +126,7 @@ export async function runGc (d: GcDeps, opts: GcOptions = {}, onProgress?: (p: G
         signal?.throwIfAborted()
         if (!f.isFile() || !f.name.endsWith('.data')) continue
         progress.scanned++
-        if (marked.has(f.name)) { kept++; continue }
+        if (marked.has(f.name) || held.has(f.name)) { kept++; continue }
         batch.push({ path: join(d.blocksDir, dir.name, f.name), file: f.name })
         if (batch.length >= BATCH) {
           await flush()

@@ -112,3 +112,10 @@ export function stagingInUse (notes: Iterable<SettlingRecord>): Set<string> {
   for (const n of notes) if (n.fulfil?.upload != null) keep.add(n.fulfil.upload.staging)
   return keep
 }
+
+/** The blocks of uploads that notes may still record: gc keeps them (GcDeps.held). */
+export function blocksHeld (notes: Iterable<SettlingRecord>): string[] {
+  const blocks: string[] = []
+  for (const n of notes) if (n.fulfil?.upload != null) blocks.push(...n.fulfil.upload.blocks)
+  return blocks
+}

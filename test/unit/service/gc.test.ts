@@ -66,6 +66,18 @@ describe('runGc', () => {
     expect([await has(keep), await has(drop), await has(old)]).toEqual([true, false, false])
   })
 
+  it('keeps the blocks a settlement note holds for an upload still to be recorded, and frees them once the note is gone', async () => {
+    const held = await block(100)
+    const orphan = await block(200)
+    let holding = [held]
+    const deps = { pins, blocksDir: join(dir, 'blocks'), lock: new CommitLock(), graceMs: 0, held: () => holding }
+    expect(await runGc(deps)).toMatchObject({ scannedBlocks: 2, removedBlocks: 1, freedBytes: 200, keptBlocks: 1, markedBlocks: 0 })
+    expect(await bs.has(CID.parse(held))).toBe(true)
+    expect(await bs.has(CID.parse(orphan))).toBe(false)
+    holding = []
+    expect(await runGc(deps)).toMatchObject({ removedBlocks: 1, freedBytes: 100 })
+  })
+
   it('does not delete a block committed while it ran', async () => {
     const lock = new CommitLock()
     const fresh = await block(123) // renamed into the blockstore by a commit that has not written its pin yet
