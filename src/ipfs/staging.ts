@@ -118,6 +118,11 @@ class StagingBlockstore extends FsBlockstore {
   }
 }
 
+/** A kept import that can never be committed (a block missing or not matching its CID). */
+export class UnusableImportError extends Error {
+  override name = 'UnusableImportError'
+}
+
 export class BlockStaging {
   private readonly chunks = new ChunkPool(CHUNK_SIZE, IDLE_CHUNKS)
 
@@ -148,10 +153,11 @@ export class BlockStaging {
    * Takes up a sealed import left by an earlier process: every block must
    * be in the staging folder or, committed already, in the blockstore, and
    * hash to its CID. Returns it ready for `commit` (which moves what is
-   * still staged); throws naming the first block that is missing or bad.
+   * still staged); throws UnusableImportError naming the first block that
+   * is missing or bad (any other error is the file system's, and passing).
    */
   async adopt (id: string, cids: CID[]): Promise<StagedImport> {
-    if (!/^[0-9a-f-]{36}$/.test(id)) throw new Error(`not a staging folder name: ${id.slice(0, 80)}`)
+    if (!/^[0-9a-f-]{36}$/.test(id)) throw new UnusableImportError(`not a staging folder name: ${id.slice(0, 80)}`)
     const root = join(this.stagingDir, id)
     const staged: StagedImport = { id, blockstore: new FsBlockstore(root, { shardingStrategy: FLAT }), cids: [], bytes: 0, chunker: (opts) => this.chunks.chunker(opts) }
     for (const cid of cids) {
@@ -165,12 +171,13 @@ export class BlockStaging {
         if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
         try {
           bytes = await readFile(join(this.blocksDir, dir, file))
-        } catch {
-          throw new Error(`block ${cid.toString()} is neither staged nor in the blockstore`)
+        } catch (err2) {
+          if ((err2 as NodeJS.ErrnoException).code !== 'ENOENT') throw err2
+          throw new UnusableImportError(`block ${cid.toString()} is neither staged nor in the blockstore`)
         }
       }
       const digest = createHash('sha256').update(bytes).digest()
-      if (cid.multihash.code !== SHA2_256 || !digest.equals(cid.multihash.digest)) throw new Error(`block ${cid.toString()} does not hash to its CID`)
+      if (cid.multihash.code !== SHA2_256 || !digest.equals(cid.multihash.digest)) throw new UnusableImportError(`block ${cid.toString()} does not hash to its CID`)
       staged.bytes += bytes.byteLength
     }
     return staged

@@ -15,7 +15,7 @@
  */
 import { CID } from 'multiformats/cid'
 import type { CommitLock } from '../ipfs/commit-lock.js'
-import type { BlockStaging } from '../ipfs/staging.js'
+import { UnusableImportError, type BlockStaging } from '../ipfs/staging.js'
 import { PinGoneError, type PinLedger } from '../ledger/pins.js'
 import type { PaymentRecord, PinRecord } from '../ledger/records.js'
 import type { SettlementFulfilment, SettlingRecord } from '../ledger/settlements.js'
@@ -75,7 +75,8 @@ export async function fulfilFromNote (d: FulfilDeps, note: SettlingRecord, tx?: 
     try {
       staged = await d.staging.adopt(upload.staging, blocks)
     } catch (err) {
-      throw new CannotFulfilError(`the upload's staged blocks cannot be used: ${(err as Error).message}`)
+      if (err instanceof UnusableImportError) throw new CannotFulfilError(`the upload's staged blocks cannot be used: ${err.message}`)
+      throw err
     }
     await d.staging.commit(staged)
     await d.ledger.create(pin, record, blocks)
