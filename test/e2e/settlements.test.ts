@@ -9,6 +9,7 @@
  * with JSON output, the audit record of a closure, and exit codes 1 and 2.
  */
 import { randomBytes } from 'node:crypto'
+import { encodePaymentSignatureHeader } from '@x402/core/http'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startDevChain, type DevChain } from '../../scripts/devchain/index.mjs'
@@ -97,6 +98,12 @@ describe('settlement notes', () => {
     const fulfilled = JSON.parse(line)
     expect(fulfilled).toMatchObject({ level: 'warn', payment: killedId, payer: auth.from!.toLowerCase(), amount: auth.value, purpose: listed.notes[0].purpose, cid })
     expect((await ok('list')).notes).toEqual([])
+    // the payer's honest retry (the same signed payment, the same request) gets the pin it paid for
+    const retry = await fetch(`${second.url}/pins`, {
+      method: 'POST', headers: { 'content-type': 'application/json', 'x-pin-size': '1000', 'payment-signature': encodePaymentSignatureHeader(settled) }, body: JSON.stringify({ cid })
+    })
+    expect(retry.status).toBe(202)
+    expect(await retry.json()).toMatchObject({ requestid: fulfilled.requestid, pin: { cid } })
     await second.stop()
     expect(second.stderr()).not.toMatch(/nothing was recorded/)
     const env = await openLedgerEnv(join(dataDir, 'ledger.mdb'))
@@ -134,6 +141,12 @@ describe('settlement notes', () => {
     const body = Buffer.from(await (await fetch(`${second.url}/ipfs/${fulfilled.cid}`)).arrayBuffer())
     expect(body.equals(bytes)).toBe(true)
     expect((await ok('list')).notes).toEqual([])
+    // the honest retry: the same signed payment with the same file answers with the recorded pin
+    const again = new FormData()
+    again.append('file', new Blob([bytes]), 'kept.bin')
+    const retry = await fetch(`${second.url}/upload`, { method: 'POST', headers: { 'payment-signature': encodePaymentSignatureHeader(settled) }, body: again })
+    expect(retry.status).toBe(200)
+    expect(await retry.json()).toMatchObject({ requestid: fulfilled.requestid, cid: fulfilled.cid, replayed: true })
     await second.stop()
     const env = await openLedgerEnv(join(dataDir, 'ledger.mdb'))
     try {
