@@ -124,7 +124,8 @@ async function run (name: string, cmd: Command, op: SettlementsOp, print: (r: Re
 
 function line (n: Note): string {
   const validBefore = n.validBeforeAt ?? n.validBefore ?? 'unknown'
-  return `${String(n.state).padEnd(16)} ${String(n.amountUsdc).padStart(12)} USDC  ${String(n.purpose)}  noted ${String(n.at)}  valid before ${validBefore}  ${String(n.paymentId)}`
+  const fulfils = typeof n.fulfils === 'string' ? `  recorded if paid: ${n.fulfils}` : ''
+  return `${String(n.state).padEnd(16)} ${String(n.amountUsdc).padStart(12)} USDC  ${String(n.purpose)}  noted ${String(n.at)}  valid before ${validBefore}  ${String(n.paymentId)}${fulfils}`
 }
 
 function printList (r: Record<string, unknown>): string {

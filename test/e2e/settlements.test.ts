@@ -133,6 +133,7 @@ describe('settlement notes', () => {
     const [note] = (await ok('list')).notes
     expect(note).toMatchObject({ paymentId: id, state: 'unchecked' })
     expect(note.fulfils).toMatch(/^pin bafy/)
+    expect((await settlements('list')).out).toMatch(/unchecked .* USDC {2}upload:bafy.* {2}recorded if paid: pin bafy\S+ \([0-9a-f-]{36}\)/)
 
     const second = await serve()
     const line = await waitFor(() => second.stderr().split('\n').find(l => /the pin it bought is recorded now/.test(l)), 'the fulfilment warning')
