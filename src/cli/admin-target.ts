@@ -32,6 +32,11 @@ export function describeVia (how: Via, dataDir: string): string {
   return how.via === 'serve' ? `via the running pind serve (pid ${how.pid})` : `on the data dir ${dataDir} (no serve running)`
 }
 
+/** An admin command's result on stdout: JSON with `via` added, or the command's text. */
+export function writeResult<T extends object> (out: { result: T, how: Via }, json: boolean, text: (r: T) => string): void {
+  process.stdout.write((json ? JSON.stringify({ ...out.result, via: out.how.via }) : text(out.result)) + '\n')
+}
+
 export async function runAdmin<T> (dataDir: string, label: string, ops: {
   viaServe: (socketPath: string) => Promise<T>
   locally: (r: LocalResources) => Promise<T>

@@ -6,7 +6,7 @@ import type { Command } from 'commander'
 import { AdminCallError, callAdminLines } from '../admin/client.js'
 import { CommitLock } from '../ipfs/commit-lock.js'
 import { runGc, type GcProgress, type GcResult } from '../service/gc.js'
-import { CliError, runAdmin, describeVia } from './admin-target.js'
+import { CliError, runAdmin, describeVia, writeResult } from './admin-target.js'
 import { configFromCli } from './config-from-cli.js'
 import { mib, progressLine } from './progress.js'
 
@@ -48,13 +48,9 @@ Examples:
           }
         })
         progress.done()
-        const res = out.result
         const where = describeVia(out.how, config.dataDir)
-        if (o.json === true) process.stdout.write(JSON.stringify({ ...res, via: out.how.via }) + '\n')
-        else {
-          const verb = res.dryRun ? 'would remove' : 'removed'
-          process.stdout.write(`${res.expiredPins} expired pin(s) ${res.dryRun ? 'would be ' : ''}swept; ${verb} ${res.removedBlocks} of ${res.scannedBlocks} blocks, ${res.freedBytes} bytes (${mib(res.freedBytes)}); kept ${res.keptBlocks}; ${res.ms} ms\n`)
-        }
+        writeResult(out, o.json === true, (res) =>
+          `${res.expiredPins} expired pin(s) ${res.dryRun ? 'would be ' : ''}swept; ${res.dryRun ? 'would remove' : 'removed'} ${res.removedBlocks} of ${res.scannedBlocks} blocks, ${res.freedBytes} bytes (${mib(res.freedBytes)}); kept ${res.keptBlocks}; ${res.ms} ms`)
         process.stderr.write(`pind gc: done ${where}\n`)
       } catch (err) {
         progress.done()

@@ -13,7 +13,7 @@ import { acquireLock, lockHolder } from '../datadir/lock.js'
 import { HttpError } from '../errors.js'
 import { peerIdOf, readIdentity, writeIdentity } from '../ipfs/identity.js'
 import { runKeysOp, type KeysOp } from '../service/keys-admin.js'
-import { CliError, runAdmin, type Via, describeVia } from './admin-target.js'
+import { CliError, runAdmin, type Via, describeVia, writeResult } from './admin-target.js'
 import { configFromCli } from './config-from-cli.js'
 
 export function keysCommand (program: Command): void {
@@ -160,8 +160,7 @@ async function runKeys (name: string, cmd: Command, op: KeysOp, print: (r: Recor
     return
   }
   const where = describeVia(out.how, config.dataDir)
-  if (json) process.stdout.write(JSON.stringify({ ...out.result, via: out.how.via }) + '\n')
-  else process.stdout.write(print(out.result) + '\n')
+  writeResult(out, json, print)
   process.stderr.write(`pind keys ${name}: done ${where}\n`)
 }
 

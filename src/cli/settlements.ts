@@ -11,7 +11,7 @@ import { HttpError } from '../errors.js'
 import type { SettlementsOp } from '../service/settlements-admin.js'
 import type { SettlingRecord } from '../ledger/settlements.js'
 import type { ReconcileReport } from '../service/settlement-reconcile.js'
-import { CliError, runAdmin, type Via, describeVia } from './admin-target.js'
+import { CliError, runAdmin, type Via, describeVia, writeResult } from './admin-target.js'
 import { configFromCli, EXIT_USAGE } from './config-from-cli.js'
 
 /** what `check` reads the chain with on a stopped data dir (a running serve uses its own) */
@@ -112,8 +112,7 @@ async function run (name: string, cmd: Command, op: SettlementsOp, print: (r: Re
     return
   }
   const where = describeVia(out.how, config.dataDir)
-  if (json) process.stdout.write(JSON.stringify({ ...out.result, via: out.how.via }) + '\n')
-  else process.stdout.write(print(out.result) + '\n')
+  writeResult(out, json, print)
   if (typeof out.result.error === 'string') {
     process.stderr.write(`pind settlements ${name}: ${out.result.error}; the notes not read were left as they were (${where})\n`)
     process.exitCode = 1
