@@ -37,8 +37,7 @@ import { Slots } from './service/slots.js'
 import { LmdbDatastore } from './ledger/datastore.js'
 import { openLedgerEnv } from './ledger/open.js'
 import { PinLedger } from './ledger/pins.js'
-import type { PinRecord } from './ledger/records.js'
-import { SettlementNotes, type SettlingRecord } from './ledger/settlements.js'
+import { SettlementNotes } from './ledger/settlements.js'
 import { TokenLedger } from './ledger/tokens.js'
 import type { Logger } from './log.js'
 import { authorizationStateReader } from './payment/authorization-state.js'
@@ -50,8 +49,8 @@ import { PaymentOnce } from './service/paid-once.js'
 import { startExpirySweeper } from './service/expiry.js'
 import type { GcDeps } from './service/gc.js'
 import { PinFetcher } from './service/pin-fetcher.js'
-import { blocksHeld, fulfilFromNote, releaseNote, stagingInUse } from './service/settlement-fulfil.js'
-import { logSummary, startSettlementReconciler, type ReconcilerOptions, type SettlementReconciler } from './service/settlement-reconcile.js'
+import { blocksHeld, settlementActions, stagingInUse } from './service/settlement-fulfil.js'
+import { logSummary, startSettlementReconciler, type SettlementReconciler } from './service/settlement-reconcile.js'
 import type { SettlementsAdminDeps } from './service/settlements-admin.js'
 import { SizeProbe } from './service/size-probe.js'
 import { BlockNetwork } from './ipfs/network.js'
@@ -108,13 +107,8 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     const commitLock = new CommitLock()
     // a pin recorded by reconciliation wakes the fetcher (once there is one: it reads its queue at start anyway)
     let wakeFetcher = (): void => {}
-    const fulfil = async (note: SettlingRecord, tx: string | undefined): Promise<PinRecord> => {
-      const pin = await fulfilFromNote({ ledger: pins, staging, lock: commitLock }, note, tx)
-      wakeFetcher()
-      return pin
-    }
-    const release = async (note: SettlingRecord): Promise<void> => { await releaseNote(staging, note) }
-    const settlements = startReconciler(config, notes, new Date(startedAt), { fulfil, release }, log.child({ component: 'settlements' }))
+    const actions = settlementActions({ ledger: pins, staging, lock: commitLock }, () => { wakeFetcher() })
+    const settlements = startReconciler(config, notes, new Date(startedAt), actions, log.child({ component: 'settlements' }))
     cleanups.push(async () => { await settlements.reconciler?.stop() })
 
     const metrics = new Metrics(metricsSources(pins, paths.blocks, () => ipfs.helia.libp2p.getConnections().length))
@@ -277,14 +271,14 @@ const RECONCILE_INTERVAL_S = 300
  * Reconciliation of settlement notes left by earlier runs, in the background
  * (it needs the chain: without --rpc-url the notes are only counted).
  */
-function startReconciler (config: Readonly<Config>, notes: SettlementNotes, startedAt: Date, act: Pick<ReconcilerOptions, 'fulfil' | 'release'>, log: Logger): { reconciler?: SettlementReconciler, admin: SettlementsAdminDeps } {
+function startReconciler (config: Readonly<Config>, notes: SettlementNotes, startedAt: Date, act: ReturnType<typeof settlementActions>, log: Logger): { reconciler?: SettlementReconciler, admin: SettlementsAdminDeps } {
   if (config.rpcUrl == null) {
     logSummary(notes, log, 'no --rpc-url to check them against the chain')
-    return { admin: { notes, ...(act.release != null ? { release: act.release } : {}) } }
+    return { admin: { notes, release: act.release } }
   }
   const chain = authorizationStateReader({ network: config.network, rpcUrl: config.rpcUrl, asset: config.asset })
   const reconciler = startSettlementReconciler(notes, chain, { intervalMs: Math.min(config.expirySweepInterval, RECONCILE_INTERVAL_S) * 1000, log, startedAt, ...act })
-  return { reconciler, admin: { notes, reconcile: reconciler.run, ...(act.release != null ? { release: act.release } : {}) } }
+  return { reconciler, admin: { notes, reconcile: reconciler.run, release: act.release } }
 }
 
 /** The payment gate, when this server can take payments (a pay-to address and a facilitator). */

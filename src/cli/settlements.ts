@@ -9,7 +9,6 @@ import { AdminCallError, callAdmin } from '../admin/client.js'
 import { SETTINGS, type Config } from '../config/settings.js'
 import { HttpError } from '../errors.js'
 import type { SettlementsOp } from '../service/settlements-admin.js'
-import type { SettlingRecord } from '../ledger/settlements.js'
 import type { ReconcileReport } from '../service/settlement-reconcile.js'
 import { CliError, runAdmin, type Via, describeVia, writeResult } from './admin-target.js'
 import { configFromCli, EXIT_USAGE } from './config-from-cli.js'
@@ -91,19 +90,17 @@ async function run (name: string, cmd: Command, op: SettlementsOp, print: (r: Re
         const notes = new SettlementNotes(r.ledger)
         const { BlockStaging } = await import('../ipfs/staging.js')
         const { CommitLock } = await import('../ipfs/commit-lock.js')
-        const { fulfilFromNote, releaseNote } = await import('../service/settlement-fulfil.js')
-        const staging = new BlockStaging(r.paths.blocks, r.paths.staging)
-        const release = async (note: SettlingRecord): Promise<void> => { await releaseNote(staging, note) }
+        const { PinLedger } = await import('../ledger/pins.js')
+        const { settlementActions } = await import('../service/settlement-fulfil.js')
+        // a pin by CID recorded here is fetched by the next serve (it reads its fetch queue at start)
+        const { fulfil, release } = settlementActions({ ledger: new PinLedger(r.ledger), staging: new BlockStaging(r.paths.blocks, r.paths.staging), lock: new CommitLock() })
         if (op.op !== 'check') return await runSettlementsOp(op, { notes, release })
         if (config.rpcUrl == null) throw new UsageError('check on a stopped data dir reads the chain: give --rpc-url (or PIND_RPC_URL) and the --asset serve uses')
         const { authorizationStateReader } = await import('../payment/authorization-state.js')
         const { reconcileSettlements } = await import('../service/settlement-reconcile.js')
-        const { PinLedger } = await import('../ledger/pins.js')
         const { silentLogger } = await import('../log.js')
         const chain = authorizationStateReader({ network: config.network, rpcUrl: config.rpcUrl, asset: config.asset })
-        // a pin by CID recorded here is fetched by the next serve (it reads its fetch queue at start)
-        const fulfilDeps = { ledger: new PinLedger(r.ledger), staging, lock: new CommitLock() }
-        const reconcile = async (): Promise<ReconcileReport> => await reconcileSettlements(notes, chain, silentLogger, { fulfil: async (note, tx) => await fulfilFromNote(fulfilDeps, note, tx), release })
+        const reconcile = async (): Promise<ReconcileReport> => await reconcileSettlements(notes, chain, silentLogger, { fulfil, release })
         return await runSettlementsOp(op, { notes, reconcile, release })
       }
     })

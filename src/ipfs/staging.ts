@@ -39,6 +39,8 @@ const FLAT: ShardingStrategy = {
   encode: (cid) => ({ dir: '', file: SHARDING.encode(cid).file }),
   decode: (path) => SHARDING.decode(path)
 }
+/** a staging folder's name (begin's randomUUID): nothing read back from a note escapes the folder */
+const STAGING_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 /** the sha2-256 multihash code: the only hash this service writes */
 const SHA2_256 = 0x12
 /** renames and directory fsyncs in flight during a commit */
@@ -157,7 +159,7 @@ export class BlockStaging {
    * is missing or bad (any other error is the file system's, and passing).
    */
   async adopt (id: string, cids: CID[]): Promise<StagedImport> {
-    if (!/^[0-9a-f-]{36}$/.test(id)) throw new UnusableImportError(`not a staging folder name: ${id.slice(0, 80)}`)
+    if (!STAGING_ID.test(id)) throw new UnusableImportError(`not a staging folder name: ${id.slice(0, 80)}`)
     const root = join(this.stagingDir, id)
     const staged: StagedImport = { id, blockstore: new FsBlockstore(root, { shardingStrategy: FLAT }), cids: [], bytes: 0, chunker: (opts) => this.chunks.chunker(opts) }
     for (const cid of cids) {
@@ -212,8 +214,9 @@ export class BlockStaging {
     await this.discard(staged)
   }
 
-  /** Removes a staging folder; retried if a late write races the removal (ENOTEMPTY). */
+  /** Removes a staging folder; retried if a late write races the removal (ENOTEMPTY). A name that is not one (a note's, read back) is ignored. */
   async discard (staged: Pick<StagedImport, 'id'>): Promise<void> {
+    if (!STAGING_ID.test(staged.id)) return
     await rm(join(this.stagingDir, staged.id), { recursive: true, force: true, maxRetries: 5, retryDelay: 50 })
   }
 }

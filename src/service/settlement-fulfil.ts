@@ -104,7 +104,25 @@ async function renew (d: FulfilDeps, note: SettlingRecord, r: { requestid: strin
 /** What a note that will not be fulfilled leaves on disk (an upload's kept staging folder) is removed. */
 export async function releaseNote (staging: BlockStaging, note: SettlingRecord): Promise<void> {
   const id = note.fulfil?.upload?.staging
-  if (id != null && /^[0-9a-f-]{36}$/.test(id)) await staging.discard({ id })
+  if (id != null) await staging.discard({ id })
+}
+
+/**
+ * The two things reconciliation and `pind settlements close` do with notes,
+ * bound to a data dir: fulfil (then `onRecorded`, e.g. wake the fetcher) and release.
+ */
+export function settlementActions (d: FulfilDeps, onRecorded: () => void = () => {}): {
+  fulfil: (note: SettlingRecord, tx: string | undefined) => Promise<PinRecord>
+  release: (note: SettlingRecord) => Promise<void>
+} {
+  return {
+    fulfil: async (note, tx) => {
+      const pin = await fulfilFromNote(d, note, tx)
+      onRecorded()
+      return pin
+    },
+    release: async (note) => { await releaseNote(d.staging, note) }
+  }
 }
 
 /** The staging folders that notes still need (kept by the start-up sweep). */

@@ -21,7 +21,7 @@ import { authorizationStateReader, type AuthorizationStateReader } from '../../.
 import { CommitLock } from '../../../src/ipfs/commit-lock.js'
 import { importFile } from '../../../src/ipfs/import.js'
 import { BlockStaging } from '../../../src/ipfs/staging.js'
-import { fulfilFromNote, releaseNote, stagingInUse, type FulfilDeps } from '../../../src/service/settlement-fulfil.js'
+import { settlementActions, stagingInUse, type FulfilDeps } from '../../../src/service/settlement-fulfil.js'
 import { reconcileSettlements, startSettlementReconciler } from '../../../src/service/settlement-reconcile.js'
 import { noteFor, nowSeconds, signAuthorization, useAuthorization } from '../../helpers/authorizations.js'
 import { tempDir } from '../../helpers/pind.js'
@@ -113,7 +113,7 @@ describe('reconcileSettlements', () => {
     const replacing = noteFor(other, { purpose: `replace:req-gone:${cid}:1`, fulfil: { pin: pinRecord('req-replacing', cid, { owner: payer, status: 'queued', replaces: 'req-gone' }), proof: 'p2' } })
     for (const n of [note, replacing]) await pins.markSettling(n)
 
-    const r = await reconcileSettlements(notes, real, log, { fulfil: async (n, tx) => await fulfilFromNote(fulfilDeps(), n, tx) })
+    const r = await reconcileSettlements(notes, real, log, settlementActions(fulfilDeps()))
     expect(r.error).toBeUndefined()
     expect(r.fulfilled.map(f => [f.note.paymentId, f.pin.requestid])).toEqual([[note.paymentId, 'req-fulfil']])
     expect(r.confirmed.map(n => n.paymentId)).toEqual([replacing.paymentId])
@@ -149,7 +149,7 @@ describe('reconcileSettlements', () => {
     const note = noteFor(used, { purpose: `renew:req-renew:2:${until.toISOString()}`, fulfil: { proof: 'p', renew: { requestid: 'req-renew', months: 2 } } })
     await pins.markSettling(note)
 
-    const r = await reconcileSettlements(notes, real, log, { fulfil: async (n, tx) => await fulfilFromNote(fulfilDeps(), n, tx) })
+    const r = await reconcileSettlements(notes, real, log, settlementActions(fulfilDeps()))
     expect(r.fulfilled.map(f => f.pin.requestid)).toEqual(['req-renew'])
     const pin = pins.get('req-renew')
     const expected = new Date(until)
@@ -159,7 +159,7 @@ describe('reconcileSettlements', () => {
     expect(pin?.months).toBe(3)
     expect(pins.payment(note.paymentId)).toMatchObject({ requestid: 'req-renew', purpose: note.purpose, tx: usedTx, amount: '2000' })
     expect(notes.get(note.paymentId)).toBeUndefined()
-    expect((await reconcileSettlements(notes, real, log, { fulfil: async (n, tx) => await fulfilFromNote(fulfilDeps(), n, tx) })).fulfilled).toEqual([])
+    expect((await reconcileSettlements(notes, real, log, settlementActions(fulfilDeps()))).fulfilled).toEqual([])
   })
 
   it('fulfils a paid upload from its sealed staging folder (kept across a restart), block by block; a bad block or a dropped note frees the folder', async () => {
@@ -193,7 +193,7 @@ describe('reconcileSettlements', () => {
     const torn = readdirSync(join(dir, 'staging', bad.id))[0] as string
     writeFileSync(join(dir, 'staging', bad.id, torn), 'torn')
 
-    const r = await reconcileSettlements(notes, real, log, { fulfil: async (n, tx) => await fulfilFromNote(fulfilDeps(), n, tx), release: async (n) => { await releaseNote(staging, n) } })
+    const r = await reconcileSettlements(notes, real, log, settlementActions(fulfilDeps()))
     expect(r.error).toBeUndefined()
     expect(r.fulfilled.map(f => f.pin.cid)).toEqual([good.cid])
     expect(r.confirmed.map(n => n.paymentId)).toEqual([badNote.paymentId])
