@@ -60,6 +60,8 @@ import { checkHealth } from './service/health.js'
 
 /** blocks in flight per pin fetch (NOTES: 8–16 reached ~50 MiB/s on loopback; measured in scripts/bench-pin.mjs) */
 const BLOCKS_IN_FLIGHT = 32
+/** uploads re-sending a used payment whose bodies are checked at once (hashed, not stored; see service/upload.ts) */
+const REPLAY_CHECKS = 8
 
 export interface Daemon {
   url: string
@@ -240,6 +242,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       prices,
       uploadMaxBytes: config.uploadMaxBytes,
       slots: new Slots(config.uploadConcurrency),
+      replaySlots: new Slots(REPLAY_CHECKS),
       publicUrl,
       network: config.network,
       asset: config.asset,

@@ -55,6 +55,15 @@ export class HttpError extends PindError {
   }
 }
 
+/**
+ * An answer given without reading the rest of the request body, to a
+ * request that gets nothing for it (a replayed payment): the body is not
+ * drained, and the connection is closed once the answer is out.
+ */
+export class UnreadBodyError extends HttpError {
+  override name = 'UnreadBodyError'
+}
+
 export const badRequest = (details: string): HttpError => new HttpError(400, 'BAD_REQUEST', details)
 export const notFound = (details: string): HttpError => new HttpError(404, 'NOT_FOUND', details)
 export const unauthorized = (details: string): HttpError =>

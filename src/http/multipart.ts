@@ -23,7 +23,22 @@ export function assertMultipart (req: IncomingMessage): void {
   }
 }
 
-export async function readSingleFile<T> (req: IncomingMessage, consume: (file: UploadedFile) => Promise<T>): Promise<T> {
+/** The whole body (framing, preamble and all) went past the limit it was read with. */
+export class BodyTooLargeError extends Error {
+  override name = 'BodyTooLargeError'
+  constructor (readonly limit: number) {
+    super(`the request body is larger than ${limit} bytes`)
+  }
+}
+
+export interface ReadOptions {
+  /** the most body bytes read in all (a parser skips a preamble: the file's own cap does not see it) */
+  maxBodyBytes?: number
+  /** gives up (with the signal's reason) when it aborts */
+  signal?: AbortSignal
+}
+
+export async function readSingleFile<T> (req: IncomingMessage, consume: (file: UploadedFile) => Promise<T>, opts: ReadOptions = {}): Promise<T> {
   assertMultipart(req)
   let bb
   try {
@@ -36,6 +51,12 @@ export async function readSingleFile<T> (req: IncomingMessage, consume: (file: U
     let fileStream: Readable | undefined
     let consumed: Promise<T> | undefined
     let finished = false
+    let read = 0
+    const count = (chunk: Buffer): void => {
+      read += chunk.length
+      if (opts.maxBodyBytes != null && read > opts.maxBodyBytes) fail(new BodyTooLargeError(opts.maxBodyBytes))
+    }
+    const abort = (): void => { fail(opts.signal?.reason) }
     const fail = (err: unknown): void => {
       if (failure != null) return
       failure = err
@@ -45,6 +66,8 @@ export async function readSingleFile<T> (req: IncomingMessage, consume: (file: U
       settle()
     }
     const settle = (): void => {
+      req.off('data', count)
+      opts.signal?.removeEventListener('abort', abort)
       if (failure != null) {
         // wait for the consumer to let go of the stream before reporting
         if (consumed == null) reject(failure)
@@ -91,6 +114,11 @@ export async function readSingleFile<T> (req: IncomingMessage, consume: (file: U
       settle()
     })
     req.on('aborted', () => { fail(badRequest('the client aborted the upload')) })
+    if (opts.maxBodyBytes != null) req.on('data', count)
+    if (opts.signal != null) {
+      if (opts.signal.aborted) { abort(); return }
+      opts.signal.addEventListener('abort', abort)
+    }
     req.pipe(bb)
   })
 }

@@ -1,7 +1,8 @@
 /**
  * Small helpers for writing responses on node:http.
  */
-import type { ServerResponse } from 'node:http'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { HttpError } from '../errors.js'
 
 /** `body` is serialized, unless it already is (a Buffer of JSON text). */
 export function sendJson (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
@@ -23,4 +24,22 @@ function stringify (body: unknown): string {
     if (!(err instanceof TypeError)) throw err
     return JSON.stringify(body, (_k, v: unknown) => typeof v === 'bigint' ? v.toString() : v)
   }
+}
+
+/** how long a connection stays open after an answer that does not read the body, for the client to read it */
+const LINGER_MS = 1000
+
+/**
+ * Answers without reading the rest of the request body: the body stops
+ * being read (the client's sends stall once the socket buffers are full),
+ * the answer goes out, and the connection is cut a moment later. Cut at
+ * once, the unread bytes would reset the connection, and the client could
+ * lose the answer before it read it.
+ */
+export function answerUnread (req: IncomingMessage, res: ServerResponse, err: HttpError): void {
+  // paused, and taken up as read (read(0)): node:http would otherwise dump the rest of the body after the answer
+  req.pause()
+  req.read(0)
+  sendJson(res, err.status, err.bodyBytes(), err.headers)
+  res.once('finish', () => { setTimeout(() => { req.socket?.destroy() }, LINGER_MS).unref() })
 }

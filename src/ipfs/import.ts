@@ -18,13 +18,16 @@ export class TooLargeError extends Error {
   }
 }
 
+/** what an import writes to (the importer only puts; unixfs asks for get and has too) */
+export type ImportTarget = Pick<Blockstore, 'get' | 'put' | 'has'>
+
 export interface ImportResult {
   cid: CID
   /** bytes of file content */
   fileSize: number
 }
 
-export async function importFile (source: AsyncIterable<Uint8Array>, opts: { blockstore: Blockstore, maxBytes: number, signal?: AbortSignal, chunker?: Chunker }): Promise<ImportResult> {
+export async function importFile (source: AsyncIterable<Uint8Array>, opts: { blockstore: ImportTarget, maxBytes: number, signal?: AbortSignal, chunker?: Chunker }): Promise<ImportResult> {
   let fileSize = 0
   async function * capped (): AsyncGenerator<Uint8Array> {
     for await (const chunk of source) {

@@ -25,7 +25,7 @@ import { FsBlockstore } from 'blockstore-fs'
 import { NextToLast, type ShardingStrategy } from 'blockstore-fs/sharding'
 import type { CID } from 'multiformats/cid'
 import { ChunkPool, type Chunker } from './chunk-pool.js'
-import { CHUNK_SIZE } from './import.js'
+import { CHUNK_SIZE, type ImportTarget } from './import.js'
 
 /** the blockstore's layout */
 const SHARDING = new NextToLast()
@@ -183,6 +183,23 @@ export class BlockStaging {
       staged.bytes += bytes.byteLength
     }
     return staged
+  }
+
+  /**
+   * An import that keeps nothing: each block is hashed (that is how the
+   * importer learns its CID) and dropped, its chunk buffer reused. Tells what
+   * a body imports as without writing a byte of it.
+   */
+  discarding (): { blockstore: ImportTarget, chunker: StagedImport['chunker'] } {
+    const chunks = this.chunks
+    return {
+      blockstore: {
+        put: async (cid: CID, bytes: Uint8Array) => { chunks.give(bytes); return cid },
+        has: async () => false,
+        get: () => { throw new Error('a discarding import holds no blocks') }
+      },
+      chunker: (opts) => chunks.chunker(opts)
+    }
   }
 
   async begin (): Promise<StagedImport> {

@@ -199,14 +199,12 @@ export class PaymentGate {
     if (match == null) {
       return { type: 'payment-required', error: await this.challenge(q, 'PAYMENT_REQUIRED', `the payment does not match this request's terms (amount ${q.amount} of ${this.s.asset} to ${this.s.payTo} on ${this.s.network})`) }
     }
-    const auth = eip3009Authorization(payload.payload)
-    if (auth == null) {
+    const who = identify(payload)
+    if (who == null) {
       this.onEvent?.('refused')
       return { type: 'payment-required', error: await this.challenge(q, 'PAYMENT_REQUIRED', 'only well-formed EIP-3009 (transferWithAuthorization) payments are accepted: payload.authorization needs from, to, value, validAfter, validBefore and nonce, and payload.signature') }
     }
-    const from = auth.from.toLowerCase()
-    const proof = createHash('sha256').update(JSON.stringify(payload.payload)).digest('hex')
-    const id = `${from}:${auth.nonce.toLowerCase()}`
+    const { payer: from, id, proof } = who
     if (settledBefore(id)) {
       return { type: 'settled-before', payment: { payer: from, id, amount: q.amount, proof, payload, requirements: match } }
     }
@@ -248,6 +246,35 @@ export class PaymentGate {
   private assertReady (): void {
     if (!this.ready) throw new HttpError(503, 'SERVICE_UNAVAILABLE', `payments are temporarily unavailable (${this.lastError}); retry shortly`, { 'retry-after': '15' })
   }
+}
+
+export interface PaymentIdentity {
+  payer: string
+  /** `${payer}:${nonce}` */
+  id: string
+  /** sha256 of the signed authorization */
+  proof: string
+}
+
+/**
+ * Who pays and which payment a PAYMENT-SIGNATURE header carries, read from
+ * the header alone: nothing is verified (a header naming a payment that was
+ * already used needs no verifier to be recognised). Undefined when it is not
+ * a well-formed EIP-3009 payment.
+ */
+export function identifyPayment (header: string): PaymentIdentity | undefined {
+  try {
+    return identify(decodePaymentSignatureHeader(header))
+  } catch {
+    return undefined
+  }
+}
+
+function identify (payload: PaymentPayload): PaymentIdentity | undefined {
+  const auth = eip3009Authorization(payload?.payload)
+  if (auth == null) return undefined
+  const payer = auth.from.toLowerCase()
+  return { payer, id: `${payer}:${auth.nonce.toLowerCase()}`, proof: createHash('sha256').update(JSON.stringify(payload.payload)).digest('hex') }
 }
 
 const HEX_ADDRESS = /^0x[0-9a-fA-F]{40}$/

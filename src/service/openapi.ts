@@ -387,7 +387,7 @@ function uploadFile (o: OpenApiInput): Obj {
     description: [
       `\`multipart/form-data\` with exactly one part, a file named \`file\`, of at most ${o.uploadMaxBytes} bytes. Imported as UnixFS: CIDv1, raw leaves, 1 MiB chunks, balanced DAG.`,
       'The 402 challenge is quoted on `X-Upload-Size` (the file size) when sent, else on `Content-Length` (framing included); neither → 411. The paid request may carry at most that many file bytes: the cap is enforced on the bytes streamed (413, nothing kept).',
-      'Nothing is stored until the payment is settled. The same payment presented again for the same content answers 200 with the original pin (`replayed: true`) and no new token.'
+      'Nothing is stored until the payment is settled. The same payment presented again for the same content answers 200 with the original pin (`replayed: true`) and no new token. A payment already used is known from the request head: it takes no upload slot, its body is hashed (never stored), may be at most the original file plus multipart framing, and must arrive within 10 s plus 1 s per 256 KiB of the original; a head that cannot be the same upload is refused at once and its connection closed without reading the body.'
     ].join('\n\n'),
     security: [{ x402: [] }],
     parameters: [ref('parameters', 'DurationMonths'), ref('parameters', 'UploadSize')],
@@ -409,9 +409,10 @@ function uploadFile (o: OpenApiInput): Obj {
       }),
       400: failure('The body is not multipart/form-data with one part named `file` (or is malformed or truncated, or the client aborted), X-Pin-Duration-Months, X-Upload-Size or Content-Length is malformed, or the price would exceed the service\'s maximum price.'),
       402: paymentRequired('No payment, or it is malformed, does not match the quote, was refused (`INSUFFICIENT_FUNDS` when that is the reason), could not be settled, or was already used for other content; nothing was pinned or kept.'),
+      408: failure('A request re-sending a payment already used did not send its body in time (`REQUEST_TIMEOUT`); the connection is closed.'),
       411: failure('Neither X-Upload-Size nor Content-Length was sent, so the upload cannot be priced.'),
-      413: failure(`The declared size is over the limit (${o.uploadMaxBytes} bytes of file), or the file streamed is larger than the limit or than the size declared and paid for; nothing was kept.`),
-      503: writesUnavailable(', as many paid uploads as the operator allows are already streaming (`SERVICE_UNAVAILABLE`, `Retry-After: 5`; the payment was not used and can be sent again)')
+      413: failure(`The declared size is over the limit (${o.uploadMaxBytes} bytes of file), or the file streamed (or the whole body, multipart framing included, past 64 KiB over it) is larger than the limit or than the size declared and paid for; nothing was kept.`),
+      503: writesUnavailable(', as many paid uploads as the operator allows are already streaming (`SERVICE_UNAVAILABLE`, `Retry-After: 5`; the payment was not used and can be sent again), or as many re-sent used payments as are checked at once')
     }
   })
 }

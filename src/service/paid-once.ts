@@ -6,6 +6,11 @@
 export class PaymentOnce {
   private readonly running = new Map<string, Promise<unknown>>()
 
+  /** Waits until a request doing this payment's work (if one is running) is done with it. */
+  async finished (paymentId: string): Promise<void> {
+    await this.running.get(paymentId)?.catch(() => {})
+  }
+
   async run<T> (paymentId: string, fn: () => Promise<T>): Promise<{ first: true, value: T } | { first: false }> {
     const existing = this.running.get(paymentId)
     if (existing != null) {

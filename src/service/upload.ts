@@ -7,9 +7,9 @@
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import type { TokenService } from '../auth/tokens.js'
-import { HttpError, tooLarge, unavailable } from '../errors.js'
-import { readSingleFile } from '../http/multipart.js'
-import { importFile, TooLargeError } from '../ipfs/import.js'
+import { HttpError, tooLarge, unavailable, UnreadBodyError } from '../errors.js'
+import { BodyTooLargeError, readSingleFile } from '../http/multipart.js'
+import { importFile, TooLargeError, type ImportTarget } from '../ipfs/import.js'
 import type { CommitLock } from '../ipfs/commit-lock.js'
 import type { BlockStaging, StagedImport } from '../ipfs/staging.js'
 import { addMonths, nextCreated } from '../ledger/clock.js'
@@ -17,7 +17,7 @@ import type { PinLedger } from '../ledger/pins.js'
 import type { PaymentRecord, PinRecord } from '../ledger/records.js'
 import type { Logger } from '../log.js'
 import type { CID } from 'multiformats/cid'
-import type { PaymentGate, Quote, VerifiedPayment } from '../payment/gate.js'
+import { identifyPayment, type PaymentGate, type PaymentIdentity, type Quote, type VerifiedPayment } from '../payment/gate.js'
 import { formatUsdc, priceFor, PriceTooHighError, type PriceSettings } from '../payment/pricing.js'
 import type { PaymentOnce } from './paid-once.js'
 import { settleNoted } from './settle.js'
@@ -26,6 +26,10 @@ import type { Slots } from './slots.js'
 /** multipart framing allowed on top of the file limit before a declared length is refused outright */
 export const MULTIPART_SLACK = 64 * 1024
 export const UPLOAD_SIZE_HEADER = 'x-upload-size'
+/** the body of a replayed payment must arrive within this, plus the original file's size at REPLAY_MIN_RATE */
+const REPLAY_BASE_MS = 10_000
+/** bytes per second */
+const REPLAY_MIN_RATE = 256 * 1024
 
 export interface UploadDeps {
   ledger: PinLedger
@@ -38,6 +42,8 @@ export interface UploadDeps {
   uploadMaxBytes: number
   /** paid uploads streaming at once (--upload-concurrency) */
   slots: Slots
+  /** replays of used payments whose bodies are checked at once (see replay) */
+  replaySlots: Slots
   publicUrl: string
   network: string
   asset: string
@@ -67,9 +73,13 @@ export async function upload (req: IncomingMessage, months: number, paymentHeade
     description: `Pin an uploaded file of up to ${declared} bytes for ${months} month(s)`,
     notes: { sizeSource: req.headers[UPLOAD_SIZE_HEADER] != null ? 'X-Upload-Size header' : 'Content-Length of the request' }
   }
+  const paid = paymentHeader != null && paymentHeader !== ''
+  // a payment that was already used (it is public on chain once settled: anyone can send it again)
+  // is known from the header alone, before any body is read: it takes no upload slot
+  const used = paid ? await usedBefore(paymentHeader, d) : undefined
+  if (used != null) return await replay(req, used, d)
   // a paid upload needs a slot, taken before the payment is even looked at: a busy
   // server answers 503 and nobody is charged (the unpaid 402 needs none: no body is read)
-  const paid = paymentHeader != null && paymentHeader !== ''
   if (paid && !d.slots.take()) {
     throw unavailable(`${d.slots.size} uploads are in progress, the most this server takes at once; retry shortly (your payment was not used)`, 5)
   }
@@ -87,21 +97,21 @@ async function decideAndUpload (req: IncomingMessage, months: number, quote: Quo
   // the file may not exceed what was declared (and paid for), nor the service limit
   const maxFileBytes = Math.min(d.uploadMaxBytes, declared)
 
-  if (decision.type === 'settled-before') return await replay(req, payment, maxFileBytes, d)
+  if (decision.type === 'settled-before') return await replay(req, payment, d)
   d.log.info('payment verified', { payment: payment.id, amount: payment.amount })
   const outcome = await d.once.run(payment.id, async () => {
     if (d.ledger.payment(payment.id) != null) return undefined
     return await paidUpload(req, payment, months, maxFileBytes, d)
   })
   if (outcome.first && outcome.value != null) return outcome.value
-  return await replay(req, payment, maxFileBytes, d)
+  return await replay(req, payment, d)
 }
 
 async function paidUpload (req: IncomingMessage, payment: VerifiedPayment, months: number, maxFileBytes: number, d: UploadDeps): Promise<UploadResponse> {
   const staged = await d.staging.begin()
   let keep = false
   try {
-    const imported = await importBody(req, staged, maxFileBytes)
+    const imported = await importBody(req, staged, { maxFileBytes, maxBodyBytes: maxFileBytes + MULTIPART_SLACK })
     const cid = imported.cid.toString()
     const draft = uploadPin(payment, months, imported, staged, d)
     // the staged blocks and their folder are on disk before anyone is charged: should the process
@@ -175,36 +185,88 @@ function uploadPin (payment: VerifiedPayment, months: number, imported: { cid: C
   }
 }
 
+/** A payment this server recorded (settled and used), or is using right now, named by a PAYMENT-SIGNATURE header. */
+async function usedBefore (header: string, d: UploadDeps): Promise<PaymentIdentity | undefined> {
+  const who = identifyPayment(header)
+  if (who == null) return undefined
+  // a request doing this payment's work right now: its outcome decides
+  await d.once.finished(who.id)
+  return d.ledger.payment(who.id) != null ? who : undefined
+}
+
 /**
  * The same payment presented again. If it paid for this very content, answer
  * with the original pin (an honest retry). The wallet token is not sent again:
  * a settled authorization is public on chain, so it proves nothing about the
  * sender; the owner gets a fresh token with Sign-In with Ethereum instead.
+ *
+ * Anyone can send a settled payment again, so telling an honest retry costs
+ * little and keeps nothing: what the head says refuses anything that cannot
+ * be the same file (another purpose, another signature, a size that does not
+ * fit); the body of what could be is hashed, not stored, capped at the size
+ * of the original file, within a deadline (REPLAY_MIN_RATE), at most
+ * `replaySlots` at once; and a refused replay's connection is closed rather
+ * than its body read.
  */
-async function replay (req: IncomingMessage, payment: VerifiedPayment, maxFileBytes: number, d: UploadDeps): Promise<UploadResponse> {
+async function replay (req: IncomingMessage, payment: PaymentIdentity, d: UploadDeps): Promise<UploadResponse> {
+  try {
+    return await checkReplay(req, payment, d)
+  } catch (err) {
+    // whatever the answer, the rest of the body is not read
+    if (err instanceof HttpError && !(err instanceof UnreadBodyError)) throw new UnreadBodyError(err.status, err.reason, err.details, err.headers)
+    throw err
+  }
+}
+
+async function checkReplay (req: IncomingMessage, payment: PaymentIdentity, d: UploadDeps): Promise<UploadResponse> {
   const record = d.ledger.payment(payment.id)
   const pin = record != null ? d.ledger.get(record.requestid) : undefined
-  const staged = await d.staging.begin()
+  if (record == null || pin == null || record.proof !== payment.proof || !record.purpose.startsWith('upload:')) throw usedElsewhere()
+  const fileBytes = pin.fileSize ?? pin.dagSize ?? d.uploadMaxBytes
+  const maxBodyBytes = fileBytes + MULTIPART_SLACK
+  const declaredFile = headerNumber(req, UPLOAD_SIZE_HEADER)
+  const length = headerNumber(req, 'content-length')
+  if ((declaredFile != null && declaredFile < fileBytes) || (length != null && (length < fileBytes || length > maxBodyBytes))) throw usedElsewhere()
+  const deadlineMs = REPLAY_BASE_MS + Math.ceil(fileBytes / REPLAY_MIN_RATE * 1000)
+  if (!d.replaySlots.take()) throw unavailable('too many requests are re-sending payments that were already used; retry shortly', 5)
   let cid: string
   try {
-    cid = (await importBody(req, staged, maxFileBytes)).cid.toString()
+    const signal = AbortSignal.timeout(deadlineMs)
+    cid = (await importBody(req, d.staging.discarding(), { maxFileBytes: fileBytes, maxBodyBytes, signal })).cid.toString()
+  } catch (err) {
+    if (err instanceof HttpError && err.status === 413) throw usedElsewhere()
+    if ((err as Error)?.name === 'TimeoutError') {
+      throw new HttpError(408, 'REQUEST_TIMEOUT', `the body of a request re-sending a used payment must arrive within ${Math.round(deadlineMs / 1000)} s; the connection is closed`)
+    }
+    throw err
   } finally {
-    await d.staging.discard(staged).catch((err: Error) => { d.log.warn('could not remove a staging folder', { error: err.message }) })
+    d.replaySlots.release()
   }
-  if (record == null || pin == null || record.proof !== payment.proof || record.purpose !== `upload:${cid}`) {
-    throw new HttpError(402, 'PAYMENT_REQUIRED', 'this payment was already used for another request; sign a new payment')
-  }
+  if (record.purpose !== `upload:${cid}`) throw usedElsewhere()
   return { status: 200, body: { ...uploadBody(pin, d), replayed: true, token_hint: 'this payment was already settled for this upload; get a new wallet token with POST /auth/challenge and POST /auth/token' }, headers: {} }
 }
 
-async function importBody (req: IncomingMessage, staged: StagedImport, maxFileBytes: number): Promise<{ cid: CID, fileSize: number, name?: string }> {
+function usedElsewhere (): HttpError {
+  return new HttpError(402, 'PAYMENT_REQUIRED', 'this payment was already used for another request; sign a new payment')
+}
+
+function headerNumber (req: IncomingMessage, name: string): number | undefined {
+  const raw = req.headers[name]
+  return typeof raw === 'string' && /^\d{1,16}$/.test(raw.trim()) ? Number(raw.trim()) : undefined
+}
+
+async function importBody (req: IncomingMessage, target: { blockstore: ImportTarget, chunker: StagedImport['chunker'] }, limits: { maxFileBytes: number, maxBodyBytes: number, signal?: AbortSignal }): Promise<{ cid: CID, fileSize: number, name?: string }> {
+  const { maxFileBytes, maxBodyBytes, signal } = limits
   try {
     return await readSingleFile(req, async (file) => {
       // the file part's pieces are slices of the body's own buffers, held by nobody else: the chunker frees them once copied
-      const r = await importFile(file.stream, { blockstore: staged.blockstore, chunker: staged.chunker({ ownsInput: true }), maxBytes: maxFileBytes })
+      const r = await importFile(file.stream, { blockstore: target.blockstore, chunker: target.chunker({ ownsInput: true }), maxBytes: maxFileBytes, ...(signal != null ? { signal } : {}) })
       return { ...r, name: sanitizeName(file.filename) }
-    })
+    }, { maxBodyBytes, ...(signal != null ? { signal } : {}) })
   } catch (err) {
+    if (err instanceof BodyTooLargeError) {
+      throw tooLarge(`the request body is larger than ${maxBodyBytes} bytes (the file declared and paid for, and its multipart framing); nothing was kept`)
+    }
     if (err instanceof TooLargeError || (err as Error)?.name === 'TooLargeError') {
       throw tooLarge(`the file is larger than ${maxFileBytes} bytes (the upload limit or the size declared and paid for); nothing was kept`)
     }

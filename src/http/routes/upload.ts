@@ -1,8 +1,8 @@
-import { unavailable } from '../../errors.js'
+import { unavailable, UnreadBodyError } from '../../errors.js'
 import { parseMonths, DURATION_HEADER } from '../../service/terms.js'
 import { upload, type UploadDeps } from '../../service/upload.js'
 import { PAYMENT_HEADER } from '../../payment/gate.js'
-import { sendJson } from '../respond.js'
+import { answerUnread, sendJson } from '../respond.js'
 import type { Router } from '../router.js'
 
 /** POST /upload: multipart, one part named "file"; paid with x402. */
@@ -11,7 +11,13 @@ export function uploadRoutes (router: Router, deps: Omit<UploadDeps, 'gate'> & {
     const months = parseMonths(req.headers[DURATION_HEADER], deps.prices.maxMonths)
     if (deps.gate == null) throw unavailable('payments are not configured on this server (no pay-to address or facilitator); writes are disabled', 3600)
     const paymentHeader = req.headers[PAYMENT_HEADER]
-    const r = await upload(req, months, typeof paymentHeader === 'string' ? paymentHeader : undefined, { ...deps, gate: deps.gate })
+    let r
+    try {
+      r = await upload(req, months, typeof paymentHeader === 'string' ? paymentHeader : undefined, { ...deps, gate: deps.gate })
+    } catch (err) {
+      if (err instanceof UnreadBodyError) { answerUnread(req, res, err); return }
+      throw err
+    }
     sendJson(res, r.status, r.body, r.headers)
   })
 }

@@ -261,8 +261,8 @@ describe('the OpenAPI document', () => {
 
   it('documents the statuses the code answers', () => {
     const statuses = (path: string, method: string): string[] => Object.keys(((doc.paths as Record<string, Obj>)[path]?.[method] as Obj).responses as Obj)
-    expect(statuses('/upload', 'post')).toEqual(expect.arrayContaining(['200', '201', '400', '402', '411', '413', '414', '429', '431', '500', '503']))
-    expect(statuses('/pins', 'post')).toEqual(expect.arrayContaining(['202', '400', '401', '402', '413', '415', '503']))
+    expect(statuses('/upload', 'post')).toEqual(expect.arrayContaining(['200', '201', '400', '402', '408', '411', '413', '414', '429', '431', '500', '503']))
+    expect(statuses('/pins', 'post')).toEqual(expect.arrayContaining(['202', '400', '401', '402', '413', '415', '429', '503']))
     expect(statuses('/pins/{requestid}', 'post')).toEqual(expect.arrayContaining(['202', '401', '402', '404', '409', '415']))
     expect(statuses('/pins/{requestid}/renew', 'post')).toEqual(expect.arrayContaining(['200', '400', '401', '402', '404', '409', '503']))
     expect(statuses('/pins/{requestid}', 'delete')).toEqual(['202', '401', '404', '414', '431', '500', '503'])
