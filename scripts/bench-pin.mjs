@@ -39,7 +39,8 @@ let chain, pind, A, B
 try {
   chain = await startDevChain({ payers: 1 })
   pind = await startServe({
-    args: ['--rpc-url', chain.rpcUrl, '--asset', chain.usdc, '--pay-to', chain.payTo],
+    // the origin peers run on loopback: allow origins at any address
+    args: ['--rpc-url', chain.rpcUrl, '--asset', chain.usdc, '--pay-to', chain.payTo, '--origin-addresses', 'any'],
     env: { PIND_SETTLER_KEY: chain.settlerKey },
     ...(bundle ? { binary: process.execPath, binaryArgs: [join(ROOT, 'dist/pind.cjs')] } : {})
   })

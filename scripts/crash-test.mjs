@@ -60,7 +60,7 @@ export async function runCrashTest ({ rounds = 5, concurrency = 20, bundle = fal
   }
   const serve = async () => {
     const s = run(['serve', '--port', '0', '--p2p-listen', '/ip4/127.0.0.1/tcp/0', '--token-issuer', 'crash-test',
-      '--rpc-url', chain.rpcUrl, '--asset', chain.usdc, '--pay-to', chain.payTo, '--rate-limit-unpaid', '0', '--pin-stall-timeout', '2s'])
+      '--rpc-url', chain.rpcUrl, '--asset', chain.usdc, '--pay-to', chain.payTo, '--rate-limit-unpaid', '0', '--pin-stall-timeout', '2s', '--origin-addresses', 'any'])
     const deadline = Date.now() + 30_000
     for (;;) {
       if (s.p.exitCode != null) throw new Error(`pind exited at start: ${s.err()}`)

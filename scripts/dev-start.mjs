@@ -34,7 +34,9 @@ const child = spawn(process.execPath, [join(root, 'dist/pind.cjs'), 'serve', ...
     PIND_ASSET: chain.usdc,
     PIND_PAY_TO: chain.payTo,
     PIND_SETTLER_KEY_FILE: settlerKeyFile,
-    PIND_LOG_LEVEL: process.env.PIND_LOG_LEVEL ?? 'info'
+    PIND_LOG_LEVEL: process.env.PIND_LOG_LEVEL ?? 'info',
+    // a dev setup pins from peers on this machine (a local Kubo, scripts/peer): origins may be loopback
+    PIND_ORIGIN_ADDRESSES: process.env.PIND_ORIGIN_ADDRESSES ?? 'any'
   }
 })
 for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => { child.kill(sig) })

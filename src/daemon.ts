@@ -29,6 +29,8 @@ import { VERSION } from './version.js'
 import { Metrics } from './metrics/registry.js'
 import { metricsSources } from './service/metrics-sources.js'
 import { createHttpServer } from './http/server.js'
+import { clientIp } from './http/client-ip.js'
+import type { CID } from 'multiformats/cid'
 import { loadOrCreateIdentity } from './ipfs/identity.js'
 import { startIpfsNode } from './ipfs/node.js'
 import { CommitLock } from './ipfs/commit-lock.js'
@@ -115,6 +117,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
 
     const metrics = new Metrics(metricsSources(pins, paths.blocks, () => ipfs.helia.libp2p.getConnections().length))
     const router = new Router()
+    const proxies: ReadonlySet<string> = new Set(config.trustedProxies)
     const http = createHttpServer(router, log, {
       onRequest: (r) => { metrics.request(r.method, r.route, r.status, r.seconds, r.bytesIn, r.bytesOut) },
       cors: { origins: config.corsOrigins.filter(o => o !== 'none') },
@@ -175,14 +178,15 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       prices,
       uploadMaxBytes: config.uploadMaxBytes
     }))
-    const network = new BlockNetwork(ipfs, config.p2pPeers)
+    const network = new BlockNetwork(ipfs, config.p2pPeers, config.originAddresses)
     const networkGateway = config.gatewayNetworkTimeout > 0
+    // the ledger decides what is served: by default the roots of live pins and the
+    // blocks of their DAGs (trustless clients fetch each block by its own CID);
+    // an operator may open it to anything held locally, or to the network
+    const isServable = (cid: CID): boolean => networkGateway || config.gatewayPolicy === 'blockstore' || pins.hasLivePin(cid) || pins.isPinnedBlock(cid)
     gatewayRoutes(router, {
       blockstore: networkGateway ? networkReadThrough(ipfs.blockstore, network, config.gatewayNetworkTimeout * 1000) : ipfs.blockstore,
-      // the ledger decides what is served: by default the roots of live pins and the
-      // blocks of their DAGs (trustless clients fetch each block by its own CID);
-      // an operator may open it to anything held locally, or to the network
-      isServable: (cid) => networkGateway || config.gatewayPolicy === 'blockstore' || pins.hasLivePin(cid) || pins.isPinnedBlock(cid)
+      isServable
     })
     const fetcher = new PinFetcher({
       ledger: pins,
@@ -205,13 +209,15 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       tokens,
       delegates,
       cancelFetch: (id) => { fetcher.cancel(id) },
+      clientOf: (req) => clientIp(req, proxies),
       create: {
         ledger: pins,
         gate,
         tokens,
         once,
         prices,
-        probe: new SizeProbe({ node: ipfs, network, timeoutMs: config.pinProbeTimeout * 1000, ttlMs: config.paymentTimeout * 1000, missTtlMs: 120_000 }),
+        // the quote tells no more about what this node holds than the gateway does
+        probe: new SizeProbe({ node: ipfs, network, timeoutMs: config.pinProbeTimeout * 1000, ttlMs: config.paymentTimeout * 1000, isServable }),
         enqueue: () => { fetcher.enqueue() },
         pinMaxBytes: config.pinMaxBytes,
         retryWindowMs: config.pinRetryWindow * 1000,

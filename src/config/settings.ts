@@ -18,6 +18,9 @@ export const DEFAULT_PIN_MAX_BYTES = 34_359_738_368
 
 export const GATEWAY_POLICIES = ['pinned', 'blockstore'] as const
 export type GatewayPolicy = typeof GATEWAY_POLICIES[number]
+/** what request-supplied origins may make the node dial (ipfs/origins.ts) */
+export const ORIGIN_POLICIES = ['public', 'any'] as const
+export type OriginPolicy = typeof ORIGIN_POLICIES[number]
 
 const multiaddrString: Parser<string> = (raw) => {
   const s = str(raw)
@@ -82,6 +85,7 @@ export interface Config {
   pinRetryWindow: number
   pinStallTimeout: number
   pinProbeTimeout: number
+  originAddresses: OriginPolicy
   gatewayPolicy: GatewayPolicy
   gatewayNetworkTimeout: number
   corsOrigins: string[]
@@ -140,6 +144,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'pinRetryWindow', flag: '--pin-retry-window <duration>', env: 'PIND_PIN_RETRY_WINDOW', default: 24 * 3600, parse: duration(1, 30 * 86400), description: 'how long a pin by CID keeps retrying unreachable content before it fails' },
   { key: 'pinStallTimeout', flag: '--pin-stall-timeout <duration>', env: 'PIND_PIN_STALL_TIMEOUT', default: 60, parse: duration(1, 3600), description: 'a fetch attempt ends (and is retried with backoff) when no block arrives for this long' },
   { key: 'pinProbeTimeout', flag: '--pin-probe-timeout <duration>', env: 'PIND_PIN_PROBE_TIMEOUT', default: 5, parse: duration(0, 60), description: 'how long POST /pins looks for the root block to price a CID it does not hold (0 = do not look)' },
+  { key: 'originAddresses', flag: '--origin-addresses <policy>', env: 'PIND_ORIGIN_ADDRESSES', default: 'public', parse: oneOf(ORIGIN_POLICIES), description: 'what the origins of pin requests may make this node dial: public (public IP addresses, and DNS names that resolve to one, over TCP) or any (also loopback, private and link-local addresses, /unix and /dnsaddr: a node on a private network)' },
   { key: 'gatewayPolicy', flag: '--gateway-policy <policy>', env: 'PIND_GATEWAY_POLICY', default: 'pinned', parse: oneOf(GATEWAY_POLICIES), description: 'pinned: serve only content of live pins; blockstore: anything held locally' },
   { key: 'expiryGrace', flag: '--expiry-grace <duration>', env: 'PIND_EXPIRY_GRACE', default: 7 * 86400, parse: duration(0, 365 * 86400), description: 'an expired pin (hidden at pinned_until) keeps its blocks this long, so it can still be renewed; then it is swept' },
   { key: 'expirySweepInterval', flag: '--expiry-sweep-interval <duration>', env: 'PIND_EXPIRY_SWEEP_INTERVAL', default: 3600, parse: duration(1, 86400), description: 'how often serve sweeps pins past pinned_until + grace' },

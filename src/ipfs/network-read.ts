@@ -16,7 +16,7 @@ export function networkReadThrough (local: Pick<Blockstore, 'get' | 'has'>, netw
     const key = cid.toString()
     let p = fetched.get(key)
     if (p == null) {
-      p = network.retrieve(cid, AbortSignal.timeout(timeoutMs)).catch(() => undefined)
+      p = network.retrieve(cid, AbortSignal.timeout(timeoutMs), { remember: true }).catch(() => undefined)
       fetched.set(key, p)
       // remembered only while a response is likely to ask again (has → get)
       void p.finally(() => { setTimeout(() => fetched.delete(key), 5_000).unref() })

@@ -9,9 +9,12 @@ import { multiaddr, type Multiaddr } from '@multiformats/multiaddr'
 import type { BlockBroker } from '@helia/interface'
 import type { CID } from 'multiformats/cid'
 import type { IpfsNode } from './node.js'
+import { dialableOrigins, type OriginPolicy } from './origins.js'
 
 /** bitswap's own default: larger blocks are refused */
 export const MAX_BLOCK_BYTES = 2_097_152
+/** the most origins a pin request may list (see service/pin-request.ts) */
+const MAX_ORIGINS = 20
 
 export class BlockHashMismatchError extends Error {
   override name = 'BlockHashMismatchError'
@@ -23,34 +26,48 @@ export interface DialOutcome {
 }
 
 /**
- * Blocks received in the last minute, by CID. A bitswap peer does not send
- * the same block to the same peer again within its resend window (5 s in
- * @helia/bitswap), so a second want right after the first — the root block
- * probed for a quote and then fetched for the pin — would wait in vain.
+ * Blocks fetched to be asked for again soon — the root block probed for a
+ * quote, then fetched for the pin once paid — kept by CID. A second want
+ * of a block to the peer that sent it can go unanswered: @helia/bitswap
+ * keeps the block it sent in that peer's ledger ("sent", for its resend
+ * window of 5 s), never gets a cancel (our side sends none), ignores a new
+ * want for a block it holds as sent, and drops the entry once it expires —
+ * as it handles that very want. The fetch would then stall for
+ * --pin-stall-timeout. Any block bitswap takes (up to MAX_BLOCK_BYTES) is
+ * kept: a limit below that (1 MiB, once) stalled the first fetch of every
+ * root between 1 and 2 MiB. Kept for the life of a quote, within a byte
+ * budget (oldest first out).
  */
-const RECENT_MAX_BYTES = 8 * 1024 * 1024
-const RECENT_TTL_MS = 60_000
+const RECENT_MAX_BYTES = 16 * 1024 * 1024
+const RECENT_TTL_MS = 10 * 60_000
 
 export class BlockNetwork {
   private readonly recent = new Map<string, { bytes: Uint8Array, until: number }>()
   private recentBytes = 0
 
-  constructor (private readonly node: IpfsNode, private readonly peers: string[] = []) {}
+  /** `originPolicy`: which addresses request-supplied origins may make this node dial (see origins.ts) */
+  constructor (private readonly node: IpfsNode, private readonly peers: string[] = [], private readonly originPolicy: OriginPolicy = 'public') {}
 
-  /** Dials origins and configured peers (in parallel, each bounded by the signal). */
-  async dial (origins: string[], signal: AbortSignal): Promise<DialOutcome> {
+  /**
+   * Dials origins and configured peers (in parallel, each bounded by the
+   * signal). Origins come from requests: only those the origin policy allows
+   * are dialled, at most `maxOrigins` of them (default all a request may
+   * list); configured peers are the operator's and always dialled.
+   */
+  async dial (origins: string[], signal: AbortSignal, opts: { maxOrigins?: number } = {}): Promise<DialOutcome> {
     const libp2p = this.node.helia.libp2p
-    const addrs = [...new Set([...origins, ...this.peers])]
-    const failed: DialOutcome['failed'] = []
+    const allowed = await dialableOrigins(origins, { policy: this.originPolicy, max: opts.maxOrigins ?? MAX_ORIGINS, signal })
+    const failed: DialOutcome['failed'] = allowed.skipped.map(s => ({ addr: s.addr, error: `not dialled: ${s.why}` }))
+    const addrs: Array<string | Multiaddr> = [...allowed.addrs, ...this.peers]
     await Promise.all(addrs.map(async (addr) => {
       let ma: Multiaddr
-      try { ma = multiaddr(addr) } catch { failed.push({ addr, error: 'not a multiaddr' }); return }
+      try { ma = typeof addr === 'string' ? multiaddr(addr) : addr } catch { failed.push({ addr: String(addr), error: 'not a multiaddr' }); return }
       const peer = ma.getComponents().findLast(c => c.name === 'p2p')?.value
       if (peer != null && libp2p.getConnections().some(c => c.remotePeer.toString() === peer)) return
       try {
         await libp2p.dial(ma, { signal })
       } catch (err) {
-        failed.push({ addr, error: shortError(err) })
+        failed.push({ addr: ma.toString(), error: shortError(err) })
       }
     }))
     return { connected: libp2p.getConnections().length, failed }
@@ -60,19 +77,23 @@ export class BlockNetwork {
     return this.node.helia.libp2p.getConnections().length
   }
 
-  /** One block from connected peers over bitswap, hash-checked; waits until the signal aborts. */
-  async retrieve (cid: CID, signal: AbortSignal): Promise<Uint8Array> {
+  /**
+   * One block from connected peers over bitswap, hash-checked; waits until
+   * the signal aborts. `remember`: keep it to answer the next want of it
+   * (see RECENT_MAX_BYTES).
+   */
+  async retrieve (cid: CID, signal: AbortSignal, opts: { remember?: boolean } = {}): Promise<Uint8Array> {
     const key = Buffer.from(cid.multihash.bytes).toString('base64')
     const hit = this.recent.get(key)
     if (hit != null && hit.until > Date.now()) return hit.bytes
     const bytes = await this.bitswap().retrieve?.(cid, { signal, maxSize: MAX_BLOCK_BYTES }) as Uint8Array
     await verifyBlock(this.node, cid, bytes)
-    this.remember(key, bytes)
+    if (opts.remember === true) this.remember(key, bytes)
     return bytes
   }
 
   private remember (key: string, bytes: Uint8Array): void {
-    if (bytes.byteLength > RECENT_MAX_BYTES / 8) return
+    if (bytes.byteLength > MAX_BLOCK_BYTES) return
     const now = Date.now()
     for (const [k, v] of this.recent) {
       if (v.until > now && this.recentBytes + bytes.byteLength <= RECENT_MAX_BYTES) break

@@ -299,9 +299,10 @@ const PIN_BODY_BAD = 'the Pin is invalid (the message names the field): `cid` mi
 
 function pinWriteErrors (): Obj {
   return {
-    ...jsonBodyErrors(JSON_LIMIT, `${PIN_BODY_BAD}; or X-Pin-Duration-Months or X-Pin-Size is malformed, or the price would exceed the service's maximum price.`),
+    ...jsonBodyErrors(JSON_LIMIT, `${PIN_BODY_BAD}; or X-Pin-Duration-Months or X-Pin-Size is malformed, or the price would exceed the service's maximum price; or the root block was found and is not valid for the CID's codec (such a DAG cannot be pinned).`),
     413: failure(`The JSON body is larger than ${JSON_LIMIT} bytes, or X-Pin-Size or the size the root block declares is over the service's largest pin (\`--pin-max-bytes\`).`),
-    503: writesUnavailable()
+    429: failure('Over the per-address rate limit the operator set, or this address already has as many probes for the size of a DAG running as one client may (4): retry after `Retry-After` seconds.', { 'Retry-After': ref('headers', 'RetryAfter') }),
+    503: writesUnavailable(', every probe for the size of a DAG is in use (`SERVICE_UNAVAILABLE`, `Retry-After`: no quote is given rather than one priced without the root)')
   }
 }
 
@@ -312,7 +313,8 @@ function createPin (): Obj {
     summary: 'Pin a CID (paid)',
     description: [
       'Answers 202 at once; the DAG is fetched in the background (`queued` → `pinning` → `pinned` | `failed`), from the `origins` first.',
-      'Price: the size the root block declares (looked for briefly: locally, at the origins, at connected peers), or `X-Pin-Size` when larger or when the root cannot be read in time; with neither, the minimum price. The 402 body names the size used (`sizeSource`); the agent card states the rule (`pricing.pinsByCid`).',
+      'Price: the size the root block declares (looked for briefly: locally among the blocks this node serves, at up to 4 of the `origins`, at connected peers), or `X-Pin-Size` when larger or when the root cannot be read in time; with neither, the minimum price. The 402 body names the size used (`sizeSource`); the agent card states the rule (`pricing.pinsByCid`).',
+      'Origins are dialled only at public addresses (IP addresses, or DNS names resolving to one, over TCP) unless the operator allows any (`--origin-addresses any`).',
       'The pin holds at most the bytes the payment covers (`info.max_bytes`); a DAG that turns out larger fails and keeps nothing. The payment is settled on acceptance and not refunded if the pin fails.',
       'A bearer token is optional here: an operator token with `pins:create-unpaid` pins without payment (`info.payment_method: operator-token`).'
     ].join('\n\n'),

@@ -21,7 +21,7 @@ import { addMonths, nextCreated } from '../ledger/clock.js'
 import { PinGoneError, type PinLedger } from '../ledger/pins.js'
 import type { PaymentInfo, PaymentRecord, PinRecord } from '../ledger/records.js'
 import type { Logger } from '../log.js'
-import type { PaymentGate, Quote, VerifiedPayment } from '../payment/gate.js'
+import { identifyPayment, type PaymentGate, type PaymentIdentity, type Quote, type VerifiedPayment } from '../payment/gate.js'
 import { bytesCoveredBy, priceFor, PriceTooHighError, type PriceSettings } from '../payment/pricing.js'
 import type { PaymentOnce } from './paid-once.js'
 import type { PinRequest } from './pin-request.js'
@@ -32,7 +32,7 @@ import type { SizeProbe } from './size-probe.js'
 export const PIN_SIZE_HEADER = 'x-pin-size'
 
 /** How a pin by CID is priced, in words: in the agent card and the API description (a 402 says only which size it used). */
-export const PIN_PRICING_RULE = 'A pin by CID is priced on the size its root block declares (dag-pb: block + link Tsizes; raw: the block), or on X-Pin-Size (bytes) when that is larger or the root cannot be read within a few seconds, or else at the minimum price. The pin holds at most maxBytes (what the payment covers); a DAG that turns out larger fails and keeps nothing. Payment is settled when the pin is accepted (202) and is not refunded if the content cannot be fetched.'
+export const PIN_PRICING_RULE = 'A pin by CID is priced on the size its root block declares (dag-pb: block + link Tsizes; raw: the block), or on X-Pin-Size (bytes) when that is larger or the root cannot be read within a few seconds, or else at the minimum price. When every probe for root blocks is busy the answer is 503 with Retry-After, never a quote made without the root. The pin holds at most maxBytes (what the payment covers); a DAG that turns out larger fails and keeps nothing. Payment is settled when the pin is accepted (202) and is not refunded if the content cannot be fetched.'
 
 export interface PinCreateDeps {
   ledger: PinLedger
@@ -60,6 +60,8 @@ export interface PinWrite {
   auth?: VerifiedToken
   /** replace: the owner's pin being replaced */
   replaces?: PinRecord
+  /** who sends it (the client's address): bounds what one client may make the node do before paying */
+  client?: string
 }
 
 export interface PinResponse {
@@ -71,11 +73,17 @@ export interface PinResponse {
 export async function createPin (req: IncomingMessage, w: PinWrite, d: PinCreateDeps): Promise<PinResponse> {
   if (w.auth?.permissions.includes(PIN_WITHOUT_PAYMENT) === true) return await unpaid(w, w.auth, d)
   if (d.gate == null) throw unavailable('payments are not configured on this server (no pay-to address or facilitator); writes are disabled', 3600)
+  const purpose = purposeOf(w)
+  // a payment that was already used is known from its header alone: its replay is answered without a quote (no probe, no dial)
+  const used = w.paymentHeader != null ? identifyPayment(w.paymentHeader) : undefined
+  if (used != null) {
+    await d.once.finished(used.id)
+    if (d.ledger.payment(used.id) != null) return replay(used, purpose, d)
+  }
   const quote = await quoteFor(req, w, d)
   const decision = await d.gate.decide(w.paymentHeader, quote.quote, (id) => d.ledger.payment(id) != null)
   if (decision.type === 'payment-required') throw decision.error
   const payment = decision.payment
-  const purpose = purposeOf(w)
   if (decision.type === 'settled-before') return replay(payment, purpose, d)
   d.log.info('payment verified', { payment: payment.id, amount: payment.amount })
   const outcome = await d.once.run(payment.id, async () => {
@@ -95,7 +103,12 @@ interface PinQuote {
 
 async function quoteFor (req: IncomingMessage, w: PinWrite, d: PinCreateDeps): Promise<PinQuote> {
   const claimed = clientSize(req, d.pinMaxBytes)
-  const probed = await d.probe.probe(w.request.cid, w.request.origins)
+  const probed = await d.probe.probe(w.request.cid, w.request.origins, w.client)
+  // no probe free: no quote at all, rather than one priced as if the root could not be had
+  const retry = { 'retry-after': String(d.probe.retryAfterSeconds) }
+  if (probed.source === 'busy') throw new HttpError(503, 'SERVICE_UNAVAILABLE', 'every probe for the size of a DAG is in use; retry shortly (no quote is given rather than one that may be wrong)', retry)
+  if (probed.source === 'client-busy') throw new HttpError(429, 'TOO_MANY_REQUESTS', 'this address has as many DAG size probes running as it may; retry when one has answered', retry)
+  if (probed.source === 'invalid') throw badRequest(`the root block of ${w.request.cidText.slice(0, 100)} is not valid ${w.request.cid.code === 0x70 ? 'dag-pb' : 'for its codec'} (${probed.invalid ?? 'cannot be decoded'}): such a DAG cannot be pinned`)
   const known = probed.size?.dagSize
   if (known != null && known > d.pinMaxBytes) {
     throw tooLarge(`the DAG's root declares ${known} bytes; this service pins DAGs of at most ${d.pinMaxBytes} bytes`)
@@ -220,7 +233,7 @@ function purposeOf (w: PinWrite): string {
  * The same payment again: an honest retry of this very request gets the pin
  * it created (no new token — see service/upload.ts); anything else is a 402.
  */
-function replay (payment: VerifiedPayment, purpose: string, d: PinCreateDeps): PinResponse {
+function replay (payment: PaymentIdentity, purpose: string, d: PinCreateDeps): PinResponse {
   const record = d.ledger.payment(payment.id)
   const pin = record != null ? d.ledger.get(record.requestid) : undefined
   if (record == null || pin == null || record.proof !== payment.proof || record.purpose !== purpose) {

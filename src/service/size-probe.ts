@@ -2,8 +2,19 @@
  * How big is a DAG we may not hold yet? Before quoting a pin by CID, pind
  * tries briefly to get the root block — from its own blockstore, else from
  * the request's origins and connected peers — and reads the size the root
- * declares (see ipfs/dag-links.ts). Results are remembered for a while so
- * the paid retry of a 402 is quoted exactly like the first request.
+ * declares (see ipfs/dag-links.ts).
+ *
+ * Probes reach out to the network on an unpaid request, so they are bounded
+ * and they never make a quote cheaper:
+ *   - at most MAX_ACTIVE probes at once, PER_CLIENT of them for one client;
+ *     past that the answer is "busy" (the caller answers 503 / 429 with
+ *     Retry-After), never a quote as if the root were unreachable;
+ *   - each probe dials at most PROBE_ORIGINS of the request's origins;
+ *   - only what the root says is remembered (so the paid retry of a 402 is
+ *     quoted exactly like the first request); "could not get it in time"
+ *     is not, so one client's dead origins cannot set another's price;
+ *   - a block held here counts only if the node serves it (a live pin's, by
+ *     default): the quote does not tell what else the node still holds.
  */
 import type { CID } from 'multiformats/cid'
 import { declaredSize, type DeclaredSize } from '../ipfs/dag-links.js'
@@ -11,63 +22,91 @@ import type { BlockNetwork } from '../ipfs/network.js'
 import type { IpfsNode } from '../ipfs/node.js'
 
 const MAX_ENTRIES = 10_000
-/** probes that reach out to the network at once; past this, quotes fall back as if the root were unreachable */
+/** probes that reach out to the network at once */
 const MAX_ACTIVE = 16
+/** ... of them for one client */
+const PER_CLIENT = 4
+/** origins one probe dials (the paid fetch dials them all) */
+const PROBE_ORIGINS = 4
 
 export interface ProbeResult {
   size?: DeclaredSize
-  /** where the root came from, or why it could not be had */
-  source: 'local' | 'network' | 'timeout' | 'undeclared' | 'busy'
+  /**
+   * where the root came from; or why it could not be had: not in time
+   * (`timeout`), all probes in use (`busy`), this client's probes in use
+   * (`client-busy`); or what it is: a root that declares no size
+   * (`undeclared`), bytes that are not what the CID's codec says (`invalid`)
+   */
+  source: 'local' | 'network' | 'timeout' | 'undeclared' | 'invalid' | 'busy' | 'client-busy'
+  /** `invalid`: why */
+  invalid?: string
 }
 
 export class SizeProbe {
   private readonly cache = new Map<string, { result: ProbeResult, until: number }>()
   private readonly inflight = new Map<string, Promise<ProbeResult>>()
+  private readonly byClient = new Map<string, number>()
   private active = 0
 
   constructor (private readonly o: {
     node: IpfsNode
     network: BlockNetwork
     timeoutMs: number
-    /** how long a found size is remembered (the payment validity) */
+    /** how long what a root says is remembered (the payment validity) */
     ttlMs: number
-    /** how long "could not get the root" is remembered */
-    missTtlMs: number
+    /** may a block held here be used (and so be seen to be held)? The gateway's rule. */
+    isServable: (cid: CID) => boolean
   }) {}
 
-  async probe (cid: CID, origins: string[]): Promise<ProbeResult> {
-    const key = `${cid.toV1().toString()}`
+  /** how long a busy client should wait: a probe ends within its timeout */
+  get retryAfterSeconds (): number {
+    return Math.max(1, Math.ceil(this.o.timeoutMs / 1000))
+  }
+
+  async probe (cid: CID, origins: string[], client = ''): Promise<ProbeResult> {
+    if (this.o.isServable(cid) && await this.o.node.blockstore.has(cid)) {
+      const chunks: Uint8Array[] = []
+      for await (const c of this.o.node.blockstore.get(cid)) chunks.push(c)
+      return found(cid, Buffer.concat(chunks), 'local')
+    }
+    const key = cid.toV1().toString()
     const hit = this.cache.get(key)
     if (hit != null && hit.until > Date.now()) return hit.result
-    let p = this.inflight.get(key)
+    if (this.o.timeoutMs <= 0) return { source: 'timeout' }
+    // probes are shared only by requests naming the same origins: another's dead origins are not mine
+    const flight = `${key} ${[...origins].sort().join(' ')}`
+    let p = this.inflight.get(flight)
     if (p == null) {
-      p = this.look(cid, origins).finally(() => this.inflight.delete(key))
-      this.inflight.set(key, p)
+      if (this.active >= MAX_ACTIVE) return { source: 'busy' }
+      const mine = this.byClient.get(client) ?? 0
+      if (mine >= PER_CLIENT) return { source: 'client-busy' }
+      this.active++
+      this.byClient.set(client, mine + 1)
+      p = this.look(cid, origins).finally(() => {
+        this.inflight.delete(flight)
+        this.active--
+        const left = (this.byClient.get(client) ?? 1) - 1
+        if (left > 0) this.byClient.set(client, left)
+        else this.byClient.delete(client)
+      })
+      this.inflight.set(flight, p)
     }
     const result = await p
-    this.remember(key, result)
+    if (result.source === 'network' || result.source === 'undeclared' || result.source === 'invalid') this.remember(key, result)
     return result
   }
 
   private async look (cid: CID, origins: string[]): Promise<ProbeResult> {
-    const bs = this.o.node.blockstore
-    if (await bs.has(cid)) {
-      const chunks: Uint8Array[] = []
-      for await (const c of bs.get(cid)) chunks.push(c)
-      return found(cid, Buffer.concat(chunks), 'local')
-    }
-    if (this.o.timeoutMs <= 0) return { source: 'timeout' }
-    if (this.active >= MAX_ACTIVE) return { source: 'busy' }
-    this.active++
     const signal = AbortSignal.timeout(this.o.timeoutMs)
+    let bytes: Uint8Array
     try {
-      await this.o.network.dial(origins, signal)
-      return found(cid, await this.o.network.retrieve(cid, signal), 'network')
+      await this.o.network.dial(origins, signal, { maxOrigins: PROBE_ORIGINS })
+      // kept: the paid pin wants this block again right away (see ipfs/network.ts)
+      bytes = await this.o.network.retrieve(cid, signal, { remember: true })
     } catch {
       return { source: 'timeout' }
-    } finally {
-      this.active--
     }
+    return found(cid, bytes, 'network')
   }
 
   private remember (key: string, result: ProbeResult): void {
@@ -77,13 +116,17 @@ export class SizeProbe {
       if (this.cache.size >= MAX_ENTRIES) this.cache.delete(this.cache.keys().next().value as string)
     }
     const current = this.cache.get(key)
-    if (current == null || current.until <= Date.now()) {
-      this.cache.set(key, { result, until: Date.now() + (result.size != null ? this.o.ttlMs : this.o.missTtlMs) })
-    }
+    if (current == null || current.until <= Date.now()) this.cache.set(key, { result, until: Date.now() + this.o.ttlMs })
   }
 }
 
+/** What a root block (hash-checked) declares; bytes its CID's codec cannot decode are `invalid`. */
 function found (cid: CID, bytes: Uint8Array, source: 'local' | 'network'): ProbeResult {
-  const size = declaredSize(cid, bytes)
+  let size: DeclaredSize | undefined
+  try {
+    size = declaredSize(cid, bytes)
+  } catch (err) {
+    return { source: 'invalid', invalid: String((err as Error)?.message ?? err).slice(0, 120) }
+  }
   return size != null ? { size, source } : { source: 'undeclared' }
 }

@@ -69,7 +69,9 @@ export async function cleanUpAfterFile (): Promise<void> {
 export function spawnPind (args: string[], opts: { env?: Record<string, string | undefined>, binary?: string, cwd?: string } = {}): ChildProcess {
   const cmd = opts.binary ?? process.execPath
   const argv = opts.binary != null ? args : [BUNDLE, ...args]
-  const proc = spawn(cmd, argv, { cwd: opts.cwd ?? ROOT, env: { ...process.env, PIND_LOG_LEVEL: 'warn', ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  // tests run their origins on loopback: they allow request-supplied origins to name any address
+  // (a test of the default, public addresses only, sets PIND_ORIGIN_ADDRESSES=public)
+  const proc = spawn(cmd, argv, { cwd: opts.cwd ?? ROOT, env: { ...process.env, PIND_LOG_LEVEL: 'warn', PIND_ORIGIN_ADDRESSES: 'any', ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] })
   live.add(proc)
   proc.on('exit', () => live.delete(proc))
   return proc

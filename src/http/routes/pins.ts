@@ -26,6 +26,8 @@ export interface PinRoutesDeps {
   delegates(): string[]
   create: PinCreateDeps
   cancelFetch(requestid: string): void
+  /** the client's address (rate limits' notion: X-Forwarded-For from trusted proxies only) */
+  clientOf(req: IncomingMessage): string
 }
 
 export function pinRoutes (router: Router, d: PinRoutesDeps): void {
@@ -70,6 +72,7 @@ export function pinRoutes (router: Router, d: PinRoutesDeps): void {
       months,
       ...(typeof paymentHeader === 'string' ? { paymentHeader } : {}),
       ...(auth != null ? { auth } : {}),
+      client: d.clientOf(req),
       ...(replaces != null ? { replaces: replaces((auth as VerifiedToken).owner) } : {})
     }, d.create)
   }

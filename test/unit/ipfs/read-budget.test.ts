@@ -45,7 +45,7 @@ describe('read-ahead budget', () => {
 })
 
 describe('size probe', () => {
-  it('lets at most 16 probes reach the network at once; the rest quote without the root', async () => {
+  it('lets at most 16 probes reach the network at once, 4 of them for one client; the rest are busy', async () => {
     let wanted = 0
     const network = {
       dial: async () => ({ connected: 0, failed: [] }),
@@ -55,10 +55,22 @@ describe('size probe', () => {
       }
     } as unknown as BlockNetwork
     const node = { blockstore: { has: async () => false } } as unknown as IpfsNode
-    const probe = new SizeProbe({ node, network, timeoutMs: 300, ttlMs: 60_000, missTtlMs: 1 })
-    const results = await Promise.all(Array.from({ length: 20 }, async () => await probe.probe(rawCid(randomBytes(8)), [])))
+    const probe = new SizeProbe({ node, network, timeoutMs: 300, ttlMs: 60_000, isServable: () => false })
+    // 6 clients × 4: 16 probe, 8 are busy
+    const results = await Promise.all(Array.from({ length: 24 }, async (_, i) => await probe.probe(rawCid(randomBytes(8)), [], `client-${i % 6}`)))
     expect(wanted).toBe(16)
-    expect(results.filter(r => r.source === 'busy').length).toBe(4)
+    expect(results.filter(r => r.source === 'busy').length).toBe(8)
     expect(results.filter(r => r.source === 'timeout').length).toBe(16)
+    // one client: 4 probe, the rest wait their turn
+    wanted = 0
+    const one = await Promise.all(Array.from({ length: 6 }, async () => await probe.probe(rawCid(randomBytes(8)), [], 'one')))
+    expect(wanted).toBe(4)
+    expect(one.filter(r => r.source === 'client-busy').length).toBe(2)
+    // a miss is not remembered: the same CID is looked for again
+    const cid = rawCid(randomBytes(8))
+    wanted = 0
+    await probe.probe(cid, [], 'again')
+    await probe.probe(cid, [], 'again')
+    expect(wanted).toBe(2)
   })
 })
