@@ -37,6 +37,11 @@ const LINGER_MS = 1000
  * lose the answer before it read it.
  */
 export function answerUnread (req: IncomingMessage, res: ServerResponse, err: HttpError): void {
+  if (req.complete) {
+    // the whole body is in already: an ordinary answer, and the connection may be used again
+    sendJson(res, err.status, err.bodyBytes(), err.headers)
+    return
+  }
   // paused, and taken up as read (read(0)): node:http would otherwise dump the rest of the body after the answer
   req.pause()
   req.read(0)
