@@ -3,7 +3,8 @@
  * ledger, the IPFS node and the HTTP server, in that order, and stops them in
  * reverse. Nothing else wires components together.
  */
-import { mkdirSync, readFileSync, rmSync } from 'node:fs'
+import { readFileSync, rmSync } from 'node:fs'
+import type { IncomingMessage } from 'node:http'
 import { join } from 'node:path'
 import { startAdminServer } from './admin/server.js'
 import { KeyStore } from './auth/keystore.js'
@@ -13,6 +14,7 @@ import { privateKeyHex } from './config/parse.js'
 import type { Config } from './config/settings.js'
 import { acquireLock } from './datadir/lock.js'
 import { layout } from './datadir/layout.js'
+import { secureDataDir } from './datadir/secure.js'
 import { agentCardRoutes } from './http/routes/agent-card.js'
 import { authRoutes } from './http/routes/auth.js'
 import { gatewayRoutes } from './http/routes/gateway.js'
@@ -22,6 +24,8 @@ import { pinRoutes } from './http/routes/pins.js'
 import { uploadRoutes } from './http/routes/upload.js'
 import { Router } from './http/router.js'
 import { RateLimiter } from './http/rate-limit.js'
+import { clientIp, clientKey } from './http/client-ip.js'
+import { connectionLimits } from './http/connections.js'
 import { metricsRoutes } from './http/routes/metrics.js'
 import { openApiRoutes } from './http/routes/openapi.js'
 import { openApiDocument } from './service/openapi.js'
@@ -29,7 +33,6 @@ import { VERSION } from './version.js'
 import { Metrics } from './metrics/registry.js'
 import { metricsSources } from './service/metrics-sources.js'
 import { createHttpServer } from './http/server.js'
-import { clientIp } from './http/client-ip.js'
 import type { CID } from 'multiformats/cid'
 import { loadOrCreateIdentity } from './ipfs/identity.js'
 import { startIpfsNode } from './ipfs/node.js'
@@ -76,7 +79,7 @@ export interface Daemon {
 
 export async function startDaemon (config: Readonly<Config>, log: Logger): Promise<Daemon> {
   const paths = layout(config.dataDir)
-  mkdirSync(paths.root, { recursive: true, mode: 0o700 })
+  secureDataDir(paths.root) // done by the serve command already, before lmdb loaded; a no-op then
   const lock = acquireLock(paths.lock, paths.root, 'pind serve')
   const cleanups: Array<() => Promise<void> | void> = [() => { lock.release() }]
   const cleanup = async (): Promise<void> => {
@@ -118,10 +121,20 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     const metrics = new Metrics(metricsSources(pins, paths.blocks, () => ipfs.helia.libp2p.getConnections().length))
     const router = new Router()
     const proxies: ReadonlySet<string> = new Set(config.trustedProxies)
+    // what per-client limits count by: the client's address (proxies considered; IPv6 by /64)
+    const clientOf = (req: IncomingMessage): string => clientKey(clientIp(req, proxies))
+    const connections = connectionLimits({ maxConnections: config.httpMaxConnections, maxPerClient: config.httpMaxConnectionsPerClient })
     const http = createHttpServer(router, log, {
       onRequest: (r) => { metrics.request(r.method, r.route, r.status, r.seconds, r.bytesIn, r.bytesOut) },
       cors: { origins: config.corsOrigins.filter(o => o !== 'none') },
-      rateLimiter: new RateLimiter({ unpaidPerMinute: config.rateLimitUnpaid, readsPerMinute: config.rateLimitReads, trustedProxies: config.trustedProxies })
+      rateLimiter: new RateLimiter({ unpaidPerMinute: config.rateLimitUnpaid, readsPerMinute: config.rateLimitReads, trustedProxies: config.trustedProxies }),
+      headTimeoutMs: config.httpHeadTimeout * 1000,
+      idleTimeoutMs: config.httpIdleTimeout * 1000,
+      maxConnections: connections.maxConnections,
+      maxConnectionsPerClient: connections.maxPerClient,
+      trustedProxies: config.trustedProxies,
+      // it listens now (to know its port for the public URL) and answers 503 until every route is added
+      starting: true
     })
     const bound = await http.listen(config.host, config.port)
     const url = `http://${bound.host.includes(':') ? `[${bound.host}]` : bound.host}:${bound.port}`
@@ -161,12 +174,14 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     const sweeper = startExpirySweeper(pins, config.expiryGrace * 1000, config.expirySweepInterval * 1000, log)
     cleanups.push(async () => { await sweeper.stop() })
 
+    const healthLog = log.child({ component: 'health' })
     healthRoutes(router, async () => await checkHealth({
       readLedger: () => ledger.meta.get('schemaVersion'),
       blocksDir: paths.blocks,
       libp2pStatus: () => ipfs.helia.libp2p.status,
       diskCheckCacheMs: 1000,
-      startedAt
+      startedAt,
+      log: healthLog
     }))
     agentCardRoutes(router, buildAgentCard({
       publicUrl,
@@ -209,7 +224,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       tokens,
       delegates,
       cancelFetch: (id) => { fetcher.cancel(id) },
-      clientOf: (req) => clientIp(req, proxies),
+      clientOf,
       create: {
         ledger: pins,
         gate,
@@ -237,7 +252,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       maxMonths: config.maxMonths,
       uploadMaxBytes: config.uploadMaxBytes
     }))
-    authRoutes(router, { siwe: new SiweChallenges({ publicUrl, chainId: chainIdOf(config.network) }), tokens })
+    authRoutes(router, { siwe: new SiweChallenges({ publicUrl, chainId: chainIdOf(config.network) }), tokens, clientOf })
     uploadRoutes(router, {
       ledger: pins,
       staging,
@@ -254,6 +269,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       asset: config.asset,
       log
     })
+    http.ready()
 
     return {
       url,

@@ -2,6 +2,7 @@
  * Talks to a running serve over its admin socket (HTTP on a Unix socket).
  */
 import { Agent, request } from 'undici'
+import { socketPath as shortPath } from '../http/unix-socket.js'
 
 export class AdminCallError extends Error {
   override name = 'AdminCallError'
@@ -11,7 +12,8 @@ export class AdminCallError extends Error {
 }
 
 export async function callAdmin (socketPath: string, path: string, body: unknown): Promise<Record<string, unknown>> {
-  const dispatcher = new Agent({ connect: { socketPath } })
+  const at = shortPath(socketPath)
+  const dispatcher = new Agent({ connect: { socketPath: at.path } })
   try {
     const r = await request(`http://pind-admin${path}`, {
       method: 'POST',
@@ -27,25 +29,35 @@ export async function callAdmin (socketPath: string, path: string, body: unknown
     return json
   } finally {
     await dispatcher.close()
+    at.close()
   }
 }
 
 /** A streamed admin call: resolves with the raw response (status, headers, body stream). */
 export async function openAdminStream (socketPath: string, path: string, body: unknown, signal?: AbortSignal): Promise<{ headers: Record<string, string | string[] | undefined>, body: AsyncIterable<Buffer>, close: () => Promise<void> }> {
-  const dispatcher = new Agent({ connect: { socketPath }, bodyTimeout: 0, headersTimeout: 0 })
-  const r = await request(`http://pind-admin${path}`, {
-    method: 'POST',
-    dispatcher,
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-    ...(signal != null ? { signal } : {})
-  })
+  const at = shortPath(socketPath)
+  const dispatcher = new Agent({ connect: { socketPath: at.path }, bodyTimeout: 0, headersTimeout: 0 })
+  let r
+  try {
+    r = await request(`http://pind-admin${path}`, {
+      method: 'POST',
+      dispatcher,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      ...(signal != null ? { signal } : {})
+    })
+  } catch (err) {
+    await dispatcher.destroy()
+    at.close()
+    throw err
+  }
   if (r.statusCode >= 400) {
     const json = await r.body.json().catch(() => ({})) as { error?: { reason?: string, details?: string } }
     await dispatcher.close()
+    at.close()
     throw new AdminCallError(r.statusCode, json.error?.reason ?? 'ERROR', json.error?.details ?? `admin call failed with status ${r.statusCode}`)
   }
-  return { headers: r.headers, body: r.body as AsyncIterable<Buffer>, close: async () => { await dispatcher.destroy() } }
+  return { headers: r.headers, body: r.body as AsyncIterable<Buffer>, close: async () => { await dispatcher.destroy(); at.close() } }
 }
 
 /**

@@ -7,15 +7,33 @@
  * request never writes to the ledger, and a restart simply voids open
  * challenges. Signatures are checked with viem (EOA signatures; ERC-1271
  * smart-contract wallets are not supported).
+ *
+ * Nobody can lock others out by holding challenges open: a client (its
+ * address; IPv6 by /64) holds at most MAX_PER_CLIENT open challenges (past
+ * that: SiweBusyError, a 429), and at most MAX_PER_CLIENT_WALLET for one
+ * wallet (a newer one replaces its own oldest). No cap per wallet across
+ * clients: that would let anyone block a wallet. Should many clients fill
+ * all MAX_OPEN_CHALLENGES, the oldest open challenge is dropped, never a new
+ * one refused.
  */
 import { getAddress, isAddress, verifyMessage } from 'viem'
 import { createSiweMessage, generateSiweNonce, parseSiweMessage, validateSiweMessage } from 'viem/siwe'
 
 export const CHALLENGE_TTL_MS = 10 * 60 * 1000
-const MAX_OPEN_CHALLENGES = 10_000
+export const MAX_OPEN_CHALLENGES = 10_000
+export const MAX_PER_CLIENT = 16
+export const MAX_PER_CLIENT_WALLET = 3
 
 export class SiweError extends Error {
   override name = 'SiweError'
+}
+
+/** The client already holds its share of open challenges: sign one of them, or wait. */
+export class SiweBusyError extends SiweError {
+  override name = 'SiweBusyError'
+  constructor (message: string, readonly retryAfterSeconds: number) {
+    super(message)
+  }
 }
 
 export interface SiweOptions {
@@ -25,10 +43,13 @@ export interface SiweOptions {
   clock?: () => Date
 }
 
-interface Open { address: string, expires: number }
+interface Open { address: string, client: string, expires: number }
 
 export class SiweChallenges {
+  /** insertion order is expiry order (one TTL for all) */
   private readonly open = new Map<string, Open>()
+  /** each client's open nonces, oldest first */
+  private readonly byClient = new Map<string, string[]>()
   private readonly domain: string
   private readonly clock: () => Date
 
@@ -37,11 +58,21 @@ export class SiweChallenges {
     this.clock = o.clock ?? (() => new Date())
   }
 
-  challenge (address: string): { message: string, nonce: string, expiresAt: string } {
+  /** A new challenge for `address`, asked for by `client` (the key per-client limits count by). */
+  challenge (address: string, client: string): { message: string, nonce: string, expiresAt: string } {
     if (typeof address !== 'string' || !isAddress(address, { strict: false })) throw new SiweError('address must be a 0x-prefixed 20-byte hex address')
     const now = this.clock()
     this.sweep(now.getTime())
-    if (this.open.size >= MAX_OPEN_CHALLENGES) throw new SiweError('too many open sign-in challenges; retry in a few minutes')
+    const wallet = address.toLowerCase()
+    const mine = this.byClient.get(client) ?? []
+    const forWallet = mine.filter(n => this.open.get(n)?.address === wallet)
+    if (forWallet.length >= MAX_PER_CLIENT_WALLET) this.drop(forWallet[0] as string)
+    else if (mine.length >= MAX_PER_CLIENT) {
+      const oldest = this.open.get(mine[0] as string) as Open
+      const retry = Math.max(1, Math.ceil((oldest.expires - now.getTime()) / 1000))
+      throw new SiweBusyError(`this address already has ${MAX_PER_CLIENT} open sign-in challenges: sign one of them, or retry in ${retry} s`, retry)
+    }
+    if (this.open.size >= MAX_OPEN_CHALLENGES) this.drop(this.open.keys().next().value as string)
     const nonce = generateSiweNonce()
     const expires = new Date(now.getTime() + CHALLENGE_TTL_MS)
     const message = createSiweMessage({
@@ -55,7 +86,10 @@ export class SiweChallenges {
       issuedAt: now,
       expirationTime: expires
     })
-    this.open.set(nonce, { address: address.toLowerCase(), expires: expires.getTime() })
+    this.open.set(nonce, { address: wallet, client, expires: expires.getTime() })
+    const list = this.byClient.get(client)
+    if (list == null) this.byClient.set(client, [nonce])
+    else list.push(nonce)
     return { message, nonce, expiresAt: expires.toISOString() }
   }
 
@@ -67,7 +101,7 @@ export class SiweChallenges {
     const parsed = parseSiweMessage(message)
     const nonce = parsed.nonce
     const open = nonce != null ? this.open.get(nonce) : undefined
-    if (nonce != null) this.open.delete(nonce)
+    if (nonce != null) this.drop(nonce)
     const now = this.clock()
     if (open == null) throw new SiweError('unknown or already used nonce: ask POST /auth/challenge for a new message')
     if (open.expires <= now.getTime()) throw new SiweError('the sign-in message has expired: ask for a new one')
@@ -82,7 +116,24 @@ export class SiweChallenges {
     return open.address
   }
 
+  /** open challenges (all clients) */
+  get size (): number {
+    return this.open.size
+  }
+
+  private drop (nonce: string): void {
+    const o = this.open.get(nonce)
+    if (o == null) return
+    this.open.delete(nonce)
+    const list = this.byClient.get(o.client) as string[]
+    list.splice(list.indexOf(nonce), 1)
+    if (list.length === 0) this.byClient.delete(o.client)
+  }
+
   private sweep (now: number): void {
-    for (const [nonce, o] of this.open) if (o.expires <= now) this.open.delete(nonce)
+    for (const [nonce, o] of this.open) {
+      if (o.expires > now) break
+      this.drop(nonce)
+    }
   }
 }

@@ -6,6 +6,7 @@
  */
 import { Command, Option } from 'commander'
 import { SETTINGS } from '../config/settings.js'
+import { secureDataDir } from '../datadir/secure.js'
 import { VERSION } from '../version.js'
 import { configFromCli, loggerFor } from './config-from-cli.js'
 import { exportLedgerCommand } from './export-ledger.js'
@@ -34,8 +35,12 @@ export function buildProgram (): Command {
   }
   serveCmd.action(async (_opts, cmd: Command) => {
     const config = configFromCli(cmd, 'serve')
+    const log = loggerFor(config)
+    // before lmdb loads: the binary unpacks lmdb's native addon into the data dir
+    const secured = secureDataDir(config.dataDir)
+    for (const f of secured.fixed) log.warn('closed group and other access to the data dir', { path: f.path, was: f.mode })
     const { serve } = await import('./serve.js')
-    await serve(config, loggerFor(config))
+    await serve(config, log)
   })
 
   gcCommand(program)

@@ -92,6 +92,10 @@ export interface Config {
   rateLimitUnpaid: number
   rateLimitReads: number
   trustedProxies: string[]
+  httpHeadTimeout: number
+  httpIdleTimeout: number
+  httpMaxConnections?: number
+  httpMaxConnectionsPerClient?: number
   metricsListen?: string
   shutdownTimeout: number
   expiryGrace: number
@@ -150,9 +154,13 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'expirySweepInterval', flag: '--expiry-sweep-interval <duration>', env: 'PIND_EXPIRY_SWEEP_INTERVAL', default: 3600, parse: duration(1, 86400), description: 'how often serve sweeps pins past pinned_until + grace' },
   { key: 'gatewayNetworkTimeout', flag: '--gateway-network-timeout <duration>', env: 'PIND_GATEWAY_NETWORK_TIMEOUT', default: 0, parse: duration(0, 300), description: 'above 0: the gateway also serves content it does not hold, fetched per block from connected peers within this time (not stored); 0 = never' },
   { key: 'corsOrigins', flag: '--cors-origins <origins>', env: 'PIND_CORS_ORIGINS', default: ['*'], parse: list(corsOrigin), description: 'browser origins allowed by CORS, comma-separated (* = any; "none" = CORS off)' },
-  { key: 'rateLimitUnpaid', flag: '--rate-limit-unpaid <per-minute>', env: 'PIND_RATE_LIMIT_UNPAID', default: 120, parse: int(0, 1_000_000), description: 'unpaid write requests (402 answers) per client address per minute; 0 = unlimited' },
-  { key: 'rateLimitReads', flag: '--rate-limit-reads <per-minute>', env: 'PIND_RATE_LIMIT_READS', default: 6000, parse: int(0, 10_000_000), description: 'GET/HEAD requests per client address per minute; 0 = unlimited' },
+  { key: 'rateLimitUnpaid', flag: '--rate-limit-unpaid <per-minute>', env: 'PIND_RATE_LIMIT_UNPAID', default: 120, parse: int(0, 1_000_000), description: 'write requests that do not turn out paid (402s, invalid payments or tokens, sign-in challenges) per client address per minute; 0 = unlimited' },
+  { key: 'rateLimitReads', flag: '--rate-limit-reads <per-minute>', env: 'PIND_RATE_LIMIT_READS', default: 6000, parse: int(0, 10_000_000), description: 'GET/HEAD/OPTIONS requests per client address per minute; 0 = unlimited' },
   { key: 'trustedProxies', flag: '--trusted-proxies <addresses>', env: 'PIND_TRUSTED_PROXIES', default: [], parse: list(ipAddress), description: 'reverse proxies whose X-Forwarded-For is believed (exact addresses, comma-separated)' },
+  { key: 'httpHeadTimeout', flag: '--http-head-timeout <duration>', env: 'PIND_HTTP_HEAD_TIMEOUT', default: 20, parse: duration(1, 600), description: 'a connection must send a complete request head within this of opening (and of its previous response), else 408 and closed' },
+  { key: 'httpIdleTimeout', flag: '--http-idle-timeout <duration>', env: 'PIND_HTTP_IDLE_TIMEOUT', default: 60, parse: duration(1, 3600), description: 'a connection with no byte moving either way for this long is closed' },
+  { key: 'httpMaxConnections', flag: '--http-max-connections <n>', env: 'PIND_HTTP_MAX_CONNECTIONS', parse: int(1, 1_000_000), description: 'open HTTP connections at most; past it a new connection closes the one waiting longest for a request head (503 if all are busy); default half the open-file limit' },
+  { key: 'httpMaxConnectionsPerClient', flag: '--http-max-connections-per-client <n>', env: 'PIND_HTTP_MAX_CONNECTIONS_PER_CLIENT', parse: int(1, 1_000_000), description: 'open HTTP connections per client address (IPv6: per /64; trusted proxies not counted) at most, same policy; default an eighth of --http-max-connections' },
   { key: 'metricsListen', flag: '--metrics-listen <host:port>', env: 'PIND_METRICS_LISTEN', parse: hostPort, description: 'also serve GET /metrics (Prometheus) on this separate address, e.g. 127.0.0.1:9464; it is always on the admin socket' },
   { key: 'shutdownTimeout', flag: '--shutdown-timeout <duration>', env: 'PIND_SHUTDOWN_TIMEOUT', default: 10, parse: duration(0, 3600), description: 'how long in-flight requests may finish after SIGTERM' }
 ]

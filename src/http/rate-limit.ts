@@ -1,15 +1,23 @@
 /**
- * Per-client rate limits (token buckets keyed by client address):
- *   - unpaid writes: POST requests with neither a payment nor a token, which
- *     answer 402 and cost the server a quote (and possibly a network probe);
- *   - reads: GET and HEAD (gateway, owner API).
- * Paid requests are not limited here: a valid payment is its own limit.
+ * Per-client rate limits (token buckets keyed by client address, IPv6 by /64):
+ *   - reads: GET, HEAD and OPTIONS (gateway, owner API);
+ *   - unpaid writes: every other request, counted by what it turns out to
+ *     be, not by the headers it carries. Each takes one unit when it arrives
+ *     (so an empty allowance answers 429 before any work, however many such
+ *     requests run at once) and gets it back only once it has turned out
+ *     paid (a verified payment) or authorized (a valid token that needs no
+ *     payment). A 402, an invalid payment, an invalid token, a sign-in
+ *     challenge: all unpaid. A valid payment is its own limit.
+ *     So that the paid retry of a client's last 402 is not refused, one
+ *     request that carries a payment or a token may run ahead of an empty
+ *     allowance, one at a time per client; if it turns out unpaid, the
+ *     client owes its unit (the allowance goes below zero).
  * Over the limit: 429 with Retry-After, in the spec's error shape. Memory is
  * bounded: at most `maxClients` buckets, the idlest dropped first.
  */
 import type { IncomingMessage } from 'node:http'
 import { HttpError } from '../errors.js'
-import { clientIp } from './client-ip.js'
+import { clientIp, clientKey } from './client-ip.js'
 
 export interface RateLimits {
   /** unpaid writes per client per minute (0 = unlimited) */
@@ -20,7 +28,20 @@ export interface RateLimits {
   maxClients?: number
 }
 
-interface Bucket { tokens: number, at: number }
+interface Bucket {
+  tokens: number
+  at: number
+  /** a request admitted ahead of an empty allowance is in flight */
+  lent: boolean
+}
+
+/** What an admitted request holds: `refund()` returns its unit once it has turned out paid; `done()` when it ends. */
+export interface Admission {
+  refund(): void
+  done(): void
+}
+
+const NOTHING: Admission = { refund () {}, done () {} }
 
 export class RateLimiter {
   private readonly unpaid = new Map<string, Bucket>()
@@ -33,34 +54,58 @@ export class RateLimiter {
     this.max = limits.maxClients ?? 100_000
   }
 
-  /** Throws a 429 HttpError when this request is over its client's limit. */
-  check (req: IncomingMessage): void {
+  /** Admits a request or throws a 429 HttpError when it is over its client's limit. */
+  admit (req: IncomingMessage): Admission {
     const method = req.method ?? 'GET'
-    if (method === 'GET' || method === 'HEAD') {
+    if (method === 'GET' || method === 'HEAD' || method === 'OPTIONS') {
       this.take(this.reads, this.limits.readsPerMinute, req, 'reads')
-    } else if (method === 'POST' && req.headers['payment-signature'] == null && req.headers['x-payment'] == null && req.headers.authorization == null) {
-      this.take(this.unpaid, this.limits.unpaidPerMinute, req, 'unpaid write requests')
+      return NOTHING
+    }
+    const perMinute = this.limits.unpaidPerMinute
+    const credentials = req.headers['payment-signature'] != null || req.headers['x-payment'] != null || req.headers.authorization != null
+    const taken = this.take(this.unpaid, perMinute, req, 'unpaid write requests', credentials)
+    if (taken == null) return NOTHING
+    const { bucket, lent } = taken
+    let held = true
+    let open = true
+    return {
+      refund: () => {
+        if (!held) return
+        held = false
+        bucket.tokens = Math.min(perMinute, bucket.tokens + 1)
+      },
+      done: () => {
+        if (!open) return
+        open = false
+        if (lent) bucket.lent = false
+      }
     }
   }
 
-  private take (buckets: Map<string, Bucket>, perMinute: number, req: IncomingMessage, what: string): void {
-    if (perMinute <= 0) return
-    const ip = clientIp(req, this.proxies)
+  private take (buckets: Map<string, Bucket>, perMinute: number, req: IncomingMessage, what: string, mayBorrow = false): { bucket: Bucket, lent: boolean } | undefined {
+    if (perMinute <= 0) return undefined
+    const key = clientKey(clientIp(req, this.proxies))
     const now = this.now()
-    let b = buckets.get(ip)
+    let b = buckets.get(key)
     if (b == null) {
       if (buckets.size >= this.max) buckets.delete(buckets.keys().next().value as string)
-      b = { tokens: perMinute, at: now }
+      b = { tokens: perMinute, at: now, lent: false }
     } else {
-      buckets.delete(ip) // re-insert: Map order is then least recently seen first
+      buckets.delete(key) // re-insert: Map order is then least recently seen first
       b.tokens = Math.min(perMinute, b.tokens + (now - b.at) * perMinute / 60_000)
       b.at = now
     }
-    buckets.set(ip, b)
-    if (b.tokens < 1) {
-      const retry = Math.max(1, Math.ceil((1 - b.tokens) * 60 / perMinute))
-      throw new HttpError(429, 'TOO_MANY_REQUESTS', `too many ${what} from this address (limit ${perMinute} per minute); retry in ${retry} s`, { 'retry-after': String(retry) })
+    buckets.set(key, b)
+    if (b.tokens >= 1) {
+      b.tokens -= 1
+      return { bucket: b, lent: false }
     }
-    b.tokens -= 1
+    if (mayBorrow && !b.lent && b.tokens >= 0) {
+      b.tokens -= 1
+      b.lent = true
+      return { bucket: b, lent: true }
+    }
+    const retry = Math.max(1, Math.ceil((1 - b.tokens) * 60 / perMinute))
+    throw new HttpError(429, 'TOO_MANY_REQUESTS', `too many ${what} from this address (limit ${perMinute} per minute); retry in ${retry} s`, { 'retry-after': String(retry) })
   }
 }

@@ -14,6 +14,12 @@ export interface RequestContext {
   log: Logger
   /** set by the route for the request log line (e.g. '/pins/:requestid') */
   route: string
+  /**
+   * A write that turned out paid (a verified payment) or authorized (a valid
+   * token that needs no payment) calls this: it then does not count against
+   * its client's unpaid-write limit. Anything else does, whatever it carried.
+   */
+  countAsPaid(): void
 }
 
 export type Handler = (ctx: RequestContext) => Promise<void> | void

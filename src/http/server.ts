@@ -9,10 +9,12 @@ import { chmodSync, rmSync } from 'node:fs'
 import { releaseBytes } from '../buffers.js'
 import { HttpError } from '../errors.js'
 import type { Logger } from '../log.js'
+import { limitConnections, type ConnectionStats } from './connections.js'
 import { applyCors, type CorsPolicy } from './cors.js'
 import { sendError } from './error-response.js'
-import type { RateLimiter } from './rate-limit.js'
+import type { Admission, RateLimiter } from './rate-limit.js'
 import type { RequestContext, Router } from './router.js'
+import { socketPath } from './unix-socket.js'
 
 export interface HttpServer {
   server: Server
@@ -22,6 +24,10 @@ export interface HttpServer {
   /** stop accepting; wait for in-flight requests up to `deadlineMs`, then close the rest */
   close(deadlineMs: number): Promise<void>
   inFlight(): number
+  /** open connections, those waiting for a request head, and clients holding them */
+  connections(): ConnectionStats
+  /** with `starting`: from now on requests are routed (until then every one answers 503) */
+  ready(): void
 }
 
 export interface HttpServerOptions {
@@ -29,14 +35,27 @@ export interface HttpServerOptions {
   rateLimiter?: RateLimiter
   /** called once per finished request (metrics) */
   onRequest?: (r: { method: string, route: string, status: number, seconds: number, bytesIn: number, bytesOut: number }) => void
-  /** a connection with no bytes moving for this long is closed (slowloris); default 60 s */
+  /** a connection with no bytes moving for this long is closed; default 60 s; 0 = never */
   idleTimeoutMs?: number
-  /** the request head must arrive within this; default 20 s */
-  headersTimeoutMs?: number
+  /** a connection's request head must arrive within this of its opening (or of its previous response); default 20 s */
+  headTimeoutMs?: number
+  /** open connections at most (src/http/connections.ts); default unlimited */
+  maxConnections?: number
+  /** open connections per client address at most; default unlimited */
+  maxConnectionsPerClient?: number
+  /** peers whose connections are not counted per client (reverse proxies) */
+  trustedProxies?: string[]
+  /**
+   * The server listens before its routes are all added (it must know its port
+   * first): until `ready()` every request answers 503 with Retry-After, never
+   * a 404 from a half-built router.
+   */
+  starting?: boolean
 }
 
 export function createHttpServer (router: Router, log: Logger, opts: HttpServerOptions = {}): HttpServer {
   let closing = false
+  let starting = opts.starting === true
   let inFlight = 0
   let idleWaiters: Array<() => void> = []
   const logRequests = log.enabled('info')
@@ -44,8 +63,11 @@ export function createHttpServer (router: Router, log: Logger, opts: HttpServerO
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const started = process.hrtime.bigint()
     inFlight++
-    const ctx: RequestContext = { req, res, url: new URL('http://x/'), params: {}, log, route: '' }
+    if (req.socket.destroyed) return // refused by the connection limits as its head arrived
+    let admission: Admission | undefined
+    const ctx: RequestContext = { req, res, url: new URL('http://x/'), params: {}, log, route: '', countAsPaid: () => { admission?.refund() } }
     res.on('close', () => {
+      admission?.done()
       inFlight--
       const ms = Number(process.hrtime.bigint() - started) / 1e6
       if (logRequests) {
@@ -77,11 +99,12 @@ export function createHttpServer (router: Router, log: Logger, opts: HttpServerO
         res.setHeader('connection', 'close')
         throw new HttpError(503, 'SHUTTING_DOWN', 'the server is shutting down; retry shortly', { 'retry-after': '5' })
       }
+      if (starting) throw new HttpError(503, 'SERVICE_UNAVAILABLE', 'the server is starting; retry shortly', { 'retry-after': '1' })
       let hosts = 0
       for (let i = 0; i < req.rawHeaders.length; i += 2) if ((req.rawHeaders[i] as string).length === 4 && (req.rawHeaders[i] as string).toLowerCase() === 'host') hosts++
       if (hosts !== 1 && req.httpVersion !== '1.0') throw new HttpError(400, 'BAD_REQUEST', hosts === 0 ? 'the Host header is required' : 'send the Host header once')
       if (opts.cors != null && applyCors(req, res, opts.cors)) return
-      opts.rateLimiter?.check(req)
+      admission = opts.rateLimiter?.admit(req)
       ctx.url = parseUrl(req.url)
       const { handler, params, pattern } = router.match(req.method ?? 'GET', ctx.url.pathname)
       ctx.params = params
@@ -94,10 +117,16 @@ export function createHttpServer (router: Router, log: Logger, opts: HttpServerO
   }
 
   // requestTimeout stays off (a 100 MB upload on a slow link is legitimate); a
-  // connection that stops moving bytes is cut by the idle timeout instead
-  const server = createServer({ requestTimeout: 0, headersTimeout: opts.headersTimeoutMs ?? 20_000, keepAliveTimeout: 5000, maxHeaderSize: 16 * 1024, requireHostHeader: false }, (req, res) => {
-    void handle(req, res)
-  })
+  // connection that stops moving bytes is cut by the idle timeout instead. Node's
+  // own head timeout is off too: src/http/connections.ts keeps its own, per socket.
+  const server = createServer({ requestTimeout: 0, headersTimeout: 0, keepAliveTimeout: 5000, maxHeaderSize: 16 * 1024, requireHostHeader: false })
+  const connections = limitConnections(server, {
+    headTimeoutMs: opts.headTimeoutMs ?? 20_000,
+    maxConnections: opts.maxConnections ?? 0,
+    maxPerClient: opts.maxConnectionsPerClient ?? 0,
+    exempt: new Set(opts.trustedProxies ?? [])
+  }, log)
+  server.on('request', (req, res) => { void handle(req, res) })
   // requests node:http would answer by itself (with an empty body) get the spec's error shape too
   server.on('checkExpectation', (req, res) => {
     const body = JSON.stringify({ error: { reason: 'BAD_REQUEST', details: `Expect: ${String(req.headers.expect).slice(0, 50)} is not supported (only 100-continue)` } })
@@ -110,14 +139,13 @@ export function createHttpServer (router: Router, log: Logger, opts: HttpServerO
     socket.end(`HTTP/1.1 405 Method Not Allowed\r\nallow: GET, HEAD, POST, DELETE, OPTIONS\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`)
   })
   server.maxHeadersCount = 100
-  server.setTimeout(opts.idleTimeoutMs ?? 60_000, (socket) => { socket.destroy() })
+  const idleMs = opts.idleTimeoutMs ?? 60_000
+  if (idleMs > 0) server.setTimeout(idleMs, (socket) => { socket.destroy() })
   server.on('clientError', (err, socket) => {
     const code = (err as NodeJS.ErrnoException).code
     const [status, details] = code === 'HPE_HEADER_OVERFLOW'
       ? ['431 Request Header Fields Too Large', 'the request headers are larger than 16 KiB or more than 100 fields']
-      : code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? ['408 Request Timeout', 'the request head did not arrive in time']
-        : ['400 Bad Request', 'malformed HTTP request']
+      : ['400 Bad Request', 'malformed HTTP request']
     const body = JSON.stringify({ error: { reason: 'BAD_REQUEST', details } })
     if (socket.writable) socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`)
     else socket.destroy()
@@ -127,6 +155,8 @@ export function createHttpServer (router: Router, log: Logger, opts: HttpServerO
   return {
     server,
     inFlight: () => inFlight,
+    connections,
+    ready: () => { starting = false },
     listen: async (host, port) => {
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject)
@@ -138,11 +168,17 @@ export function createHttpServer (router: Router, log: Logger, opts: HttpServerO
     listenSocket: async (path) => {
       rmSync(path, { force: true }) // a socket file left by a crash
       const mask = process.umask(0o177)
+      // kept open while listening: libuv unlinks the socket through the same path when it closes
+      const at = socketPath(path)
+      server.once('close', () => { at.close() })
       try {
         await new Promise<void>((resolve, reject) => {
           server.once('error', reject)
-          server.listen(path, () => { server.off('error', reject); resolve() })
+          server.listen(at.path, () => { server.off('error', reject); resolve() })
         })
+      } catch (err) {
+        at.close()
+        throw err
       } finally {
         process.umask(mask)
       }

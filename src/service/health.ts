@@ -1,11 +1,33 @@
 /**
  * Liveness with real checks: the ledger answers a read, the blockstore
- * directory takes a write, libp2p is started.
+ * directory takes a write, libp2p is started (and any check added through
+ * `checks`).
+ *
+ * What a client sees of a failing check is its name and a public message;
+ * the error itself (a path in the data dir, an errno, a library's words) goes
+ * to the log only. A check says what may be shown by throwing a
+ * HealthCheckError; anything else it throws shows as its `failure` text.
  */
 import { randomBytes } from 'node:crypto'
 import { unlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
+import type { Logger } from '../log.js'
 import { VERSION } from '../version.js'
+
+/** A failure whose message is fit for clients; `detail` goes to the log only. */
+export class HealthCheckError extends Error {
+  override name = 'HealthCheckError'
+  constructor (publicMessage: string, readonly detail?: string) {
+    super(publicMessage)
+  }
+}
+
+export interface HealthCheck {
+  name: string
+  /** what clients are told when the check throws anything but a HealthCheckError */
+  failure: string
+  run(): unknown
+}
 
 export interface HealthDeps {
   readLedger(): unknown
@@ -14,6 +36,10 @@ export interface HealthDeps {
   startedAt: number
   /** reuse a passed blockstore write check for this long (a probe per request costs a file create + unlink); default 0 */
   diskCheckCacheMs?: number
+  /** more checks, run after the built-in ones */
+  checks?: readonly HealthCheck[]
+  /** where the detail of a failing check goes (when it starts failing, then at most once a minute) */
+  log?: Logger
 }
 
 export interface HealthReport {
@@ -25,6 +51,9 @@ export interface HealthReport {
 
 let lastDiskOk = -Infinity
 let diskProbe: Promise<void> | undefined
+/** when each failing check was last logged: when it starts failing, then at most once a minute */
+const logged = new Map<string, number>()
+const RELOG_MS = 60_000
 
 async function probeDisk (blocksDir: string, cacheMs: number): Promise<void> {
   if (cacheMs > 0 && Date.now() - lastDiskOk < cacheMs) return
@@ -37,24 +66,47 @@ async function probeDisk (blocksDir: string, cacheMs: number): Promise<void> {
   await diskProbe
 }
 
+function builtinChecks (deps: HealthDeps): HealthCheck[] {
+  return [
+    {
+      name: 'ledger',
+      failure: 'the ledger could not be read',
+      run: () => { if (deps.readLedger() === undefined) throw new Error('ledger metadata is missing') }
+    },
+    {
+      name: 'blockstore',
+      failure: 'the blockstore does not take writes',
+      run: async () => { await probeDisk(deps.blocksDir, deps.diskCheckCacheMs ?? 0) }
+    },
+    {
+      name: 'libp2p',
+      failure: 'libp2p is not running',
+      run: () => {
+        const status = deps.libp2pStatus()
+        if (status !== 'started') throw new HealthCheckError(`libp2p is ${status}`)
+      }
+    }
+  ]
+}
+
 export async function checkHealth (deps: HealthDeps): Promise<HealthReport> {
   const checks: HealthReport['checks'] = {}
-  const run = async (name: string, fn: () => unknown): Promise<void> => {
+  for (const check of [...builtinChecks(deps), ...deps.checks ?? []]) {
     try {
-      await fn()
-      checks[name] = { ok: true }
+      await check.run()
+      checks[check.name] = { ok: true }
+      if (logged.delete(check.name)) deps.log?.info('health check passes again', { check: check.name })
     } catch (err) {
-      checks[name] = { ok: false, error: (err as Error).message }
+      const shown = err instanceof HealthCheckError ? err.message : check.failure
+      checks[check.name] = { ok: false, error: shown }
+      const detail = err instanceof HealthCheckError ? err.detail ?? err.message : err instanceof Error ? `${err.name}: ${err.message}` : String(err)
+      const last = logged.get(check.name)
+      if (last == null || Date.now() - last >= RELOG_MS) {
+        logged.set(check.name, Date.now())
+        deps.log?.warn('health check failing', { check: check.name, error: detail })
+      }
     }
   }
-  await run('ledger', () => {
-    if (deps.readLedger() === undefined) throw new Error('ledger metadata is missing')
-  })
-  await run('blockstore', async () => { await probeDisk(deps.blocksDir, deps.diskCheckCacheMs ?? 0) })
-  await run('libp2p', () => {
-    const status = deps.libp2pStatus()
-    if (status !== 'started') throw new Error(`libp2p is ${status}`)
-  })
   const ok = Object.values(checks).every(c => c.ok)
   return {
     status: ok ? 'ok' : 'failing',

@@ -16,8 +16,9 @@ function clientFor (chain: DevChain, privateKey: `0x${string}`): x402Client {
   })
 }
 
-export function payingFetch (chain: DevChain, privateKey: `0x${string}`): typeof fetch {
-  return wrapFetchWithPayment(fetch, clientFor(chain, privateKey)) as typeof fetch
+/** `base`: the fetch it pays through (default the global one) */
+export function payingFetch (chain: DevChain, privateKey: `0x${string}`, base: typeof fetch = fetch): typeof fetch {
+  return wrapFetchWithPayment(base, clientFor(chain, privateKey)) as typeof fetch
 }
 
 /** Signs the challenge of a 402 response by hand (for tests that replay or tamper with payments). */

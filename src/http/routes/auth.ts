@@ -3,26 +3,35 @@
  *   POST /auth/challenge {"address":"0x…"} → {message, nonce, expires_at}
  *   POST /auth/token {"message":"…","signature":"0x…"} → {token, expires_at} (+ x-wallet-auth-token)
  */
-import { SiweError, type SiweChallenges } from '../../auth/siwe.js'
+import type { IncomingMessage } from 'node:http'
+import { SiweBusyError, SiweError, type SiweChallenges } from '../../auth/siwe.js'
 import type { TokenService } from '../../auth/tokens.js'
-import { badRequest, unauthorized } from '../../errors.js'
+import { HttpError, badRequest, unauthorized } from '../../errors.js'
 import { readJson } from '../json-body.js'
 import { sendJson } from '../respond.js'
 import type { Router } from '../router.js'
 
-export function authRoutes (router: Router, d: { siwe: SiweChallenges, tokens: TokenService }): void {
+export interface AuthRoutesDeps {
+  siwe: SiweChallenges
+  tokens: TokenService
+  /** the key per-client limits count by (the client's address, proxies considered) */
+  clientOf: (req: IncomingMessage) => string
+}
+
+export function authRoutes (router: Router, d: AuthRoutesDeps): void {
   router.add('POST', '/auth/challenge', async ({ req, res }) => {
     const body = await readJson(req, 4096) as { address?: unknown }
     try {
-      const c = d.siwe.challenge(body?.address as string)
+      const c = d.siwe.challenge(body?.address as string, d.clientOf(req))
       sendJson(res, 200, { message: c.message, nonce: c.nonce, expires_at: c.expiresAt })
     } catch (err) {
+      if (err instanceof SiweBusyError) throw new HttpError(429, 'TOO_MANY_REQUESTS', err.message, { 'retry-after': String(err.retryAfterSeconds) })
       if (err instanceof SiweError) throw badRequest(err.message)
       throw err
     }
   })
 
-  router.add('POST', '/auth/token', async ({ req, res }) => {
+  router.add('POST', '/auth/token', async ({ req, res, countAsPaid }) => {
     const body = await readJson(req, 16_384) as { message?: unknown, signature?: unknown }
     let owner: string
     try {
@@ -32,6 +41,7 @@ export function authRoutes (router: Router, d: { siwe: SiweChallenges, tokens: T
       throw badRequest('the message is not a valid Sign-In with Ethereum message')
     }
     const t = await d.tokens.issue(owner)
+    countAsPaid() // a valid signed sign-in: authorized, not an unpaid attempt
     sendJson(res, 200, { token: t.token, expires_at: t.expiresAt.toISOString(), owner }, {
       'x-wallet-auth-token': t.token,
       'x-wallet-auth-token-expires': t.expiresAt.toISOString()

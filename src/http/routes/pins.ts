@@ -52,11 +52,12 @@ export function pinRoutes (router: Router, d: PinRoutesDeps): void {
     sendJson(res, 200, toPinStatus(ownPin(owner, params.requestid as string), d.delegates()))
   })
 
-  router.add('DELETE', '/pins/:requestid', async ({ req, res, params }) => {
+  router.add('DELETE', '/pins/:requestid', async ({ req, res, params, countAsPaid }) => {
     const { owner } = await bearer(req, d.tokens)
     const pin = ownPin(owner, params.requestid as string)
     await d.ledger.remove(pin.requestid, 'unpinned')
     d.cancelFetch(pin.requestid)
+    countAsPaid()
     res.writeHead(202, { 'content-length': 0 })
     res.end()
   })
@@ -77,21 +78,25 @@ export function pinRoutes (router: Router, d: PinRoutesDeps): void {
     }, d.create)
   }
 
-  router.add('POST', '/pins', async ({ req, res }) => {
+  // a write answered without an error was paid for (or made with an operator token)
+  router.add('POST', '/pins', async ({ req, res, countAsPaid }) => {
     const r = await write(req)
+    countAsPaid()
     sendJson(res, r.status, r.body, r.headers)
   })
 
-  router.add('POST', '/pins/:requestid/renew', async ({ req, res, params }) => {
+  router.add('POST', '/pins/:requestid/renew', async ({ req, res, params, countAsPaid }) => {
     const auth = await bearer(req, d.tokens)
     const months = parseMonths(req.headers[DURATION_HEADER], d.create.prices.maxMonths)
     const paymentHeader = req.headers[PAYMENT_HEADER]
     const r = await renewPin(req, { requestid: params.requestid as string, months, auth, ...(typeof paymentHeader === 'string' ? { paymentHeader } : {}) }, d.create)
+    countAsPaid()
     sendJson(res, r.status, r.body, r.headers)
   })
 
-  router.add('POST', '/pins/:requestid', async ({ req, res, params }) => {
+  router.add('POST', '/pins/:requestid', async ({ req, res, params, countAsPaid }) => {
     const r = await write(req, (owner) => ownPin(owner, params.requestid as string))
+    countAsPaid()
     sendJson(res, r.status, r.body, r.headers)
   })
 }

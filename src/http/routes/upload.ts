@@ -7,7 +7,7 @@ import type { Router } from '../router.js'
 
 /** POST /upload: multipart, one part named "file"; paid with x402. */
 export function uploadRoutes (router: Router, deps: Omit<UploadDeps, 'gate'> & { gate?: UploadDeps['gate'] }): void {
-  router.add('POST', '/upload', async ({ req, res }) => {
+  router.add('POST', '/upload', async ({ req, res, countAsPaid }) => {
     const months = parseMonths(req.headers[DURATION_HEADER], deps.prices.maxMonths)
     if (deps.gate == null) throw unavailable('payments are not configured on this server (no pay-to address or facilitator); writes are disabled', 3600)
     const paymentHeader = req.headers[PAYMENT_HEADER]
@@ -18,6 +18,7 @@ export function uploadRoutes (router: Router, deps: Omit<UploadDeps, 'gate'> & {
       if (err instanceof UnreadBodyError) { answerUnread(req, res, err); return }
       throw err
     }
+    countAsPaid() // answered without an error: it was paid
     sendJson(res, r.status, r.body, r.headers)
   })
 }

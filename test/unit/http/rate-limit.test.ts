@@ -1,10 +1,10 @@
 /**
  * Rate limits per client address, with X-Forwarded-For believed only from
- * configured proxies.
+ * configured proxies; writes counted by what they turn out to be.
  */
 import type { IncomingMessage } from 'node:http'
 import { describe, expect, it } from 'vitest'
-import { clientIp } from '../../../src/http/client-ip.js'
+import { clientIp, clientKey } from '../../../src/http/client-ip.js'
 import { RateLimiter } from '../../../src/http/rate-limit.js'
 import { HttpError } from '../../../src/errors.js'
 
@@ -21,36 +21,94 @@ describe('clientIp', () => {
   })
 })
 
+describe('clientKey', () => {
+  it('counts an IPv4 address as itself and an IPv6 address by its /64', () => {
+    expect(clientKey('198.51.100.7')).toBe('198.51.100.7')
+    expect(clientKey('2001:db8:1:2:aaaa::1')).toBe('2001:db8:1:2::/64')
+    expect(clientKey('2001:db8:1:2:ffff:ffff:ffff:fffe')).toBe('2001:db8:1:2::/64')
+    expect(clientKey('2001:db8::1')).toBe('2001:db8:0:0::/64')
+    expect(clientKey('::1')).toBe('0:0:0:0::/64')
+    expect(clientKey('fe80::1%eth0')).toBe('fe80:0:0:0::/64')
+    expect(clientKey('64:ff9b::192.0.2.1')).toBe('64:ff9b:0:0::/64')
+    expect(clientKey('2001:db8:1:3::1')).not.toBe(clientKey('2001:db8:1:2::1'))
+  })
+})
+
 describe('RateLimiter', () => {
   it('limits unpaid writes and reads per client, refilling over time, with Retry-After', () => {
     let now = 0
     const rl = new RateLimiter({ unpaidPerMinute: 2, readsPerMinute: 3, trustedProxies: [] }, () => now)
     const a = (m: string, h: Record<string, string> = {}): IncomingMessage => req(m, '198.51.100.1', h)
-    rl.check(a('POST'))
-    rl.check(a('POST'))
+    rl.admit(a('POST'))
+    rl.admit(a('POST'))
     let err: unknown
-    try { rl.check(a('POST')) } catch (e) { err = e }
+    try { rl.admit(a('POST')) } catch (e) { err = e }
     expect(err).toBeInstanceOf(HttpError)
     expect((err as HttpError).status).toBe(429)
     expect((err as HttpError).reason).toBe('TOO_MANY_REQUESTS')
     expect(Number((err as HttpError).headers['retry-after'])).toBeGreaterThanOrEqual(1)
-    // paid or authenticated writes are not counted; another client has its own bucket
-    rl.check(a('POST', { 'payment-signature': 'x' }))
-    rl.check(a('POST', { authorization: 'Bearer x' }))
-    rl.check(req('POST', '198.51.100.2'))
-    for (let i = 0; i < 3; i++) rl.check(a('GET'))
-    expect(() => { rl.check(a('HEAD')) }).toThrow(/too many reads/)
+    // another client has its own bucket
+    rl.admit(req('POST', '198.51.100.2'))
+    for (let i = 0; i < 3; i++) rl.admit(a('GET'))
+    expect(() => { rl.admit(a('HEAD')) }).toThrow(/too many reads/)
     now += 30_000 // half a minute refills one unpaid write
-    rl.check(a('POST'))
-    expect(() => { rl.check(a('POST')) }).toThrow(/retry in/)
+    rl.admit(a('POST'))
+    expect(() => { rl.admit(a('POST')) }).toThrow(/retry in/)
+  })
+
+  it('counts a write by what it turns out to be, not by its headers: only a paid one gets its unit back', () => {
+    let now = 0
+    const rl = new RateLimiter({ unpaidPerMinute: 3, readsPerMinute: 0, trustedProxies: [] }, () => now)
+    const a = (h: Record<string, string> = {}): IncomingMessage => req('POST', '198.51.100.1', h)
+    // headers alone change nothing: each of these is counted on arrival
+    rl.admit(a({ 'payment-signature': 'garbage' })).done()
+    rl.admit(a({ 'x-payment': 'x' })).done()
+    const paid = rl.admit(a({ authorization: 'Bearer x' }))
+    expect(() => rl.admit(a())).toThrow(/too many unpaid/)
+    // the one that turned out paid gives its unit back (once)
+    paid.refund()
+    paid.refund()
+    paid.done()
+    rl.admit(a()).done()
+    expect(() => rl.admit(a())).toThrow(/too many unpaid/)
+    // DELETE and any other non-read method is a write
+    const rl2 = new RateLimiter({ unpaidPerMinute: 1, readsPerMinute: 0, trustedProxies: [] }, () => 0)
+    rl2.admit(req('DELETE', '198.51.100.3'))
+    expect(() => rl2.admit(req('PUT', '198.51.100.3'))).toThrow(/too many unpaid/)
+  })
+
+  it('lets one request with a payment run ahead of an empty allowance (the paid retry of the last 402), one at a time, owed if unpaid', () => {
+    let now = 0
+    const rl = new RateLimiter({ unpaidPerMinute: 1, readsPerMinute: 0, trustedProxies: [] }, () => now)
+    const a = (h: Record<string, string> = {}): IncomingMessage => req('POST', '198.51.100.4', h)
+    rl.admit(a()).done() // the 402: the allowance is empty now
+    const retry = rl.admit(a({ 'payment-signature': 'signed' }))
+    // one at a time: a second one meanwhile is refused, with or without a payment
+    expect(() => rl.admit(a({ 'payment-signature': 'another' }))).toThrow(/too many unpaid/)
+    expect(() => rl.admit(a())).toThrow(/too many unpaid/)
+    retry.refund() // it was paid
+    retry.done()
+    const forged = rl.admit(a({ 'payment-signature': 'forged' }))
+    forged.done() // it turned out unpaid: the client owes it
+    expect(() => rl.admit(a({ 'payment-signature': 'forged' }))).toThrow(/retry in 120 s/)
+    now += 60_000 // pays the debt back, no more
+    expect(() => rl.admit(a({ 'payment-signature': 'forged' }))).not.toThrow()
+  })
+
+  it('counts the addresses of one IPv6 /64 as one client', () => {
+    const rl = new RateLimiter({ unpaidPerMinute: 2, readsPerMinute: 0, trustedProxies: [] }, () => 0)
+    rl.admit(req('POST', '2001:db8:1:2::1'))
+    rl.admit(req('POST', '2001:db8:1:2::2'))
+    expect(() => rl.admit(req('POST', '2001:db8:1:2:ffff::3'))).toThrow(/too many unpaid/)
+    rl.admit(req('POST', '2001:db8:1:3::1'))
   })
 
   it('keeps at most maxClients buckets', () => {
     const rl = new RateLimiter({ unpaidPerMinute: 1, readsPerMinute: 0, trustedProxies: [], maxClients: 2 })
-    rl.check(req('POST', '192.0.2.1'))
-    rl.check(req('POST', '192.0.2.2'))
-    rl.check(req('POST', '192.0.2.3')) // evicts .1
-    rl.check(req('POST', '192.0.2.1')) // a fresh bucket again
-    for (let i = 0; i < 100; i++) rl.check(req('GET', '192.0.2.9')) // reads unlimited
+    rl.admit(req('POST', '192.0.2.1'))
+    rl.admit(req('POST', '192.0.2.2'))
+    rl.admit(req('POST', '192.0.2.3')) // evicts .1
+    rl.admit(req('POST', '192.0.2.1')) // a fresh bucket again
+    for (let i = 0; i < 100; i++) rl.admit(req('GET', '192.0.2.9')) // reads unlimited
   })
 })

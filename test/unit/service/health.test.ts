@@ -1,7 +1,8 @@
 import { chmodSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { checkHealth } from '../../../src/service/health.js'
+import { createLogger } from '../../../src/log.js'
+import { checkHealth, HealthCheckError } from '../../../src/service/health.js'
 import { tempDir } from '../../helpers/pind.js'
 
 describe('health checks', () => {
@@ -13,19 +14,40 @@ describe('health checks', () => {
     expect(r.uptimeSeconds).toBeGreaterThanOrEqual(4)
   })
 
-  it('names each failing check', async () => {
+  it('names each failing check with a public message; the error itself goes to the log, not once per request', async () => {
     const dir = blocksDir()
     chmodSync(dir, 0o500)
     const asRoot = process.getuid?.() === 0
-    const r = await checkHealth({
-      readLedger: () => { throw new Error('MDB_CORRUPTED') },
+    const lines: string[] = []
+    const log = createLogger({ level: 'info', write: (l) => { lines.push(l) } })
+    const deps = {
+      readLedger: () => { throw new Error('MDB_CORRUPTED: /secret/data/ledger.mdb') },
       blocksDir: asRoot ? join(dir, 'missing', 'deeper') : dir,
       libp2pStatus: () => 'stopping',
-      startedAt: Date.now()
-    })
+      startedAt: Date.now(),
+      checks: [{ name: 'extra', failure: 'the extra check failed', run: () => { throw new HealthCheckError('extra is not ready', 'detail for the log') } }],
+      log
+    }
+    const r = await checkHealth(deps)
     expect(r.status).toBe('failing')
-    expect(r.checks.ledger).toEqual({ ok: false, error: 'MDB_CORRUPTED' })
-    expect(r.checks.blockstore?.ok).toBe(false)
-    expect(r.checks.libp2p).toEqual({ ok: false, error: 'libp2p is stopping' })
+    expect(r.checks).toEqual({
+      ledger: { ok: false, error: 'the ledger could not be read' },
+      blockstore: { ok: false, error: 'the blockstore does not take writes' },
+      libp2p: { ok: false, error: 'libp2p is stopping' },
+      extra: { ok: false, error: 'extra is not ready' }
+    })
+    expect(JSON.stringify(r)).not.toContain(dir)
+    const logged = lines.map(l => JSON.parse(l))
+    expect(logged.map(l => [l.msg, l.check])).toEqual([
+      ['health check failing', 'ledger'], ['health check failing', 'blockstore'], ['health check failing', 'libp2p'], ['health check failing', 'extra']
+    ])
+    expect(logged[0].error).toMatch(/MDB_CORRUPTED: \/secret\/data\/ledger.mdb/)
+    expect(logged[1].error).toContain(dir)
+    expect(logged[3].error).toBe('detail for the log')
+    // the same failures again within a minute are not logged again; a recovery is
+    await checkHealth(deps)
+    expect(lines.length).toBe(4)
+    await checkHealth({ ...deps, readLedger: () => 1 })
+    expect(JSON.parse(lines[4] as string)).toMatchObject({ msg: 'health check passes again', check: 'ledger' })
   })
 })

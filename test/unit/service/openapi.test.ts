@@ -393,7 +393,7 @@ describe('GET /openapi.json', () => {
     server = createServer((req, res) => {
       const url = new URL(req.url ?? '/', 'http://localhost')
       const m = router.match(req.method ?? 'GET', url.pathname)
-      void m.handler({ req, res, url, params: m.params, log, route: m.pattern })
+      void m.handler({ req, res, url, params: m.params, log, route: m.pattern, countAsPaid: () => {} })
     })
     await new Promise<void>(resolve => { server.listen(0, '127.0.0.1', resolve) })
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
