@@ -52,13 +52,7 @@ interface Conn {
 
 interface ClientConns { key: string, count: number, waiting: Set<Conn> }
 
-export interface ConnectionStats {
-  open: number
-  waiting: number
-  clients: number
-}
-
-export function limitConnections (server: Server, limits: ConnectionLimits, log: Logger): () => ConnectionStats {
+export function limitConnections (server: Server, limits: ConnectionLimits, log: Logger): void {
   const max = limits.maxConnections ?? 0
   const perClient = limits.maxPerClient ?? 0
   const exempt = limits.exempt ?? new Set<string>()
@@ -150,8 +144,6 @@ export function limitConnections (server: Server, limits: ConnectionLimits, log:
       if (c.busy === 0 && !c.released && !c.socket.destroyed) wait(c)
     })
   })
-
-  return () => ({ open: conns.size, waiting: waiting.size, clients: clients.size })
 }
 
 /** Answers on a connection with no request to answer (the spec's error shape), then closes it. */

@@ -9,7 +9,7 @@ import { chmodSync, rmSync } from 'node:fs'
 import { releaseBytes } from '../buffers.js'
 import { HttpError } from '../errors.js'
 import type { Logger } from '../log.js'
-import { limitConnections, type ConnectionStats } from './connections.js'
+import { limitConnections } from './connections.js'
 import { applyCors, type CorsPolicy } from './cors.js'
 import { sendError } from './error-response.js'
 import type { Admission, RateLimiter } from './rate-limit.js'
@@ -24,8 +24,6 @@ export interface HttpServer {
   /** stop accepting; wait for in-flight requests up to `deadlineMs`, then close the rest */
   close(deadlineMs: number): Promise<void>
   inFlight(): number
-  /** open connections, those waiting for a request head, and clients holding them */
-  connections(): ConnectionStats
   /** with `starting`: from now on requests are routed (until then every one answers 503) */
   ready(): void
 }
@@ -61,9 +59,9 @@ export function createHttpServer (router: Router, log: Logger, opts: HttpServerO
   const logRequests = log.enabled('info')
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    if (req.socket.destroyed) return // refused by the connection limits as its head arrived
     const started = process.hrtime.bigint()
     inFlight++
-    if (req.socket.destroyed) return // refused by the connection limits as its head arrived
     let admission: Admission | undefined
     const ctx: RequestContext = { req, res, url: new URL('http://x/'), params: {}, log, route: '', countAsPaid: () => { admission?.refund() } }
     res.on('close', () => {
@@ -120,7 +118,7 @@ export function createHttpServer (router: Router, log: Logger, opts: HttpServerO
   // connection that stops moving bytes is cut by the idle timeout instead. Node's
   // own head timeout is off too: src/http/connections.ts keeps its own, per socket.
   const server = createServer({ requestTimeout: 0, headersTimeout: 0, keepAliveTimeout: 5000, maxHeaderSize: 16 * 1024, requireHostHeader: false })
-  const connections = limitConnections(server, {
+  limitConnections(server, {
     headTimeoutMs: opts.headTimeoutMs ?? 20_000,
     maxConnections: opts.maxConnections ?? 0,
     maxPerClient: opts.maxConnectionsPerClient ?? 0,
@@ -155,7 +153,6 @@ export function createHttpServer (router: Router, log: Logger, opts: HttpServerO
   return {
     server,
     inFlight: () => inFlight,
-    connections,
     ready: () => { starting = false },
     listen: async (host, port) => {
       await new Promise<void>((resolve, reject) => {

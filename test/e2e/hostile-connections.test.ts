@@ -12,13 +12,19 @@ import { BUNDLE, startPind, type PindProcess } from '../helpers/pind.js'
 import { clientAt, dribbleHead, openFds, openSockets, shellWrapper, stillOpen } from '../helpers/hostile.js'
 
 let quick: PindProcess
+let idle: PindProcess
 let port: number
 
 beforeAll(async () => {
-  quick = await startPind({ args: ['--http-head-timeout', '2', '--http-idle-timeout', '2'] })
+  // the head timeout well below the idle timeout, as by default (20 s, 60 s): what cuts is the head timer
+  quick = await startPind({ args: ['--http-head-timeout', '2', '--http-idle-timeout', '30'] })
   port = Number(new URL(quick.url).port)
+  idle = await startPind({ args: ['--http-idle-timeout', '2'] })
 })
-afterAll(async () => { await quick?.stop() })
+afterAll(async () => {
+  await quick?.stop()
+  await idle?.stop()
+})
 
 describe('sockets that hold a connection without a request', () => {
   it('cuts a connection that never sends a byte at the head timeout', async () => {
@@ -42,7 +48,7 @@ describe('sockets that hold a connection without a request', () => {
   })
 
   it('cuts a request whose body stops arriving at the idle timeout', async () => {
-    const [s] = await openSockets(port, 1, {
+    const [s] = await openSockets(Number(new URL(idle.url).port), 1, {
       onConnect: (sock) => { sock.write('POST /pins HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{"cid":') }
     })
     const ms = await s!.closed

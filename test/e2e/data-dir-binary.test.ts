@@ -1,0 +1,130 @@
+/**
+ * Issue 13, finding 17 (bullets 1 and 3; bullet 1 = issue 15, item 3): the
+ * data dir of the packaged binary. Run under a umask of 022, as a service
+ * manager or a shell commonly does, the binary created the data dir 0755 and
+ * ledger.mdb 0644 (every payer and payment readable by any local user),
+ * because pkg unpacks lmdb's native addon into `<data-dir>/.native` first.
+ * And a data dir path of more than about 100 characters made serve exit with
+ * "listen EINVAL" (the admin socket's path limit).
+ */
+import { chmodSync, copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, statSync } from 'node:fs'
+import { randomBytes } from 'node:crypto'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startDevChain, type DevChain } from '../../scripts/devchain/index.mjs'
+import { chainArgs, payingFetch, uploadForm } from '../helpers/paying-client.js'
+import { BINARY, runPind, startPind, tempDir } from '../helpers/pind.js'
+import { shellWrapper } from '../helpers/hostile.js'
+
+let dir: string
+let bin: string
+let home: string
+let umask022: string
+let chain: DevChain
+
+beforeAll(async () => {
+  if (!existsSync(BINARY)) throw new Error(`${BINARY} is missing: run npm run build first`)
+  dir = tempDir('pind-bin-dd-')
+  bin = join(dir, 'pind')
+  copyFileSync(BINARY, bin)
+  chmodSync(bin, 0o755)
+  home = join(dir, 'home')
+  mkdirSync(home)
+  chmodSync(home, 0o555)
+  umask022 = shellWrapper('umask 022', [bin])
+  chain = await startDevChain({ payers: 1 })
+})
+afterAll(async () => { await chain?.stop() })
+
+const env = (): Record<string, string | undefined> => ({ HOME: home, NODE_PATH: undefined, PIND_CONFIG: undefined, PKG_NATIVE_CACHE_PATH: undefined })
+const mode = (p: string): string => `0${(statSync(p).mode & 0o777).toString(8)}`
+
+/** Every path under `root` (itself included) that group or others may use, with its mode. */
+function openToOthers (root: string): string[] {
+  const out: string[] = []
+  const walk = (p: string): void => {
+    const st = lstatSync(p)
+    if (st.isSymbolicLink()) return
+    if ((st.mode & 0o077) !== 0) out.push(`${p} ${(st.mode & 0o777).toString(8)}`)
+    if (st.isDirectory()) for (const name of readdirSync(p)) walk(join(p, name))
+  }
+  walk(root)
+  return out
+}
+
+describe('the data dir of the binary, under umask 022', () => {
+  const dataDir = (): string => join(dir, 'data')
+
+  it('is created 0700 before anything is in it, and everything pind writes there is its owner\'s only', async () => {
+    const { args, env: chainEnv } = chainArgs(chain)
+    const pind = await startPind({ binary: umask022, cwd: dir, dataDir: dataDir(), args, env: { ...env(), ...chainEnv } })
+    try {
+      // a paid upload, so that block files, staging and payments exist too
+      const r = await payingFetch(chain, chain.payers[0]!.privateKey)(`${pind.url}/upload`, { method: 'POST', body: uploadForm(randomBytes(1_500_000)) })
+      expect(r.status).toBe(201)
+      expect(mode(dataDir())).toBe('0700')
+      expect(mode(join(dataDir(), 'ledger.mdb'))).toBe('0600')
+      expect(mode(join(dataDir(), '.native'))).toBe('0700')
+      expect(mode(join(dataDir(), 'admin.sock'))).toBe('0600')
+      expect(openToOthers(dataDir())).toEqual([])
+    } finally {
+      expect(await pind.stop()).toBe(0)
+    }
+  })
+
+  it('left open to others by an older pind or a careless copy: closed at start, with a warning for each path', async () => {
+    chmodSync(dataDir(), 0o755)
+    chmodSync(join(dataDir(), 'ledger.mdb'), 0o644)
+    chmodSync(join(dataDir(), 'identity.key'), 0o644)
+    chmodSync(join(dataDir(), 'keys'), 0o755)
+    for (const f of readdirSync(join(dataDir(), 'keys'))) chmodSync(join(dataDir(), 'keys', f), 0o644)
+    const pind = await startPind({ binary: umask022, cwd: dir, dataDir: dataDir(), env: env() })
+    try {
+      expect(openToOthers(dataDir())).toEqual([])
+      const warnings = pind.stderr().split('\n').filter(l => l.includes('closed group and other access')).map(l => JSON.parse(l))
+      expect(warnings.map(w => [w.path, w.was])).toEqual(expect.arrayContaining([
+        [dataDir(), '0755'], [join(dataDir(), 'ledger.mdb'), '0644'], [join(dataDir(), 'identity.key'), '0644'], [join(dataDir(), 'keys'), '0755']
+      ]))
+    } finally {
+      expect(await pind.stop()).toBe(0)
+    }
+  })
+
+  it('owned by another user who left it open: refuses to start, and says how to fix it', async () => {
+    const foreign = join(dir, 'foreign')
+    mkdirSync(foreign)
+    chmodSync(foreign, 0o755)
+    chmodSync(dir, 0o755) // so that user can run the binary
+    try {
+      const asNobody = ['--reuid=65534', '--regid=65534', '--clear-groups', '--', bin]
+      const r = await runPind([...asNobody, 'serve', '--data-dir', foreign, '--port', '0'], { binary: '/usr/bin/setpriv', env: env() })
+      expect(r.code).toBe(1)
+      expect(r.err).toContain(`${foreign} is readable by other users (mode 0755)`)
+      expect(r.err).toMatch(/run pind as the data dir's owner, or chmod -R go-rwx/)
+      expect(readdirSync(foreign)).toEqual([])
+    } finally {
+      chmodSync(dir, 0o700)
+    }
+  })
+})
+
+describe('a data dir path longer than a Unix socket path allows', () => {
+  it('serves, and admin commands reach the running serve through its socket in that dir', async () => {
+    const deep = join(dir, 'a'.repeat(60), 'b'.repeat(60))
+    expect(join(deep, 'admin.sock').length).toBeGreaterThan(120)
+    const pind = await startPind({ binary: umask022, cwd: dir, dataDir: deep, env: env() })
+    try {
+      expect(existsSync(join(deep, 'admin.sock'))).toBe(true)
+      const keys = await runPind(['keys', 'list', '--json', '--data-dir', deep], { binary: bin, env: env() })
+      expect(keys.err).toMatch(/via the running pind serve/)
+      expect(keys.code).toBe(0)
+      expect(JSON.parse(keys.out).via).toBe('serve')
+    } finally {
+      expect(await pind.stop()).toBe(0)
+    }
+    expect(existsSync(join(deep, 'admin.sock'))).toBe(false)
+    // and on the stopped data dir
+    const offline = await runPind(['keys', 'list', '--data-dir', deep], { binary: bin, env: env() })
+    expect(offline.code).toBe(0)
+  })
+})
