@@ -168,9 +168,9 @@ const COMMON: Common[] = [
   {
     status: '429',
     name: 'TooManyRequests',
-    description: 'Over the per-address rate limit the operator set (reads: GET and HEAD; unpaid writes: POST with neither PAYMENT-SIGNATURE nor Authorization). Retry after `Retry-After` seconds.',
+    description: 'Over the per-address rate limit the operator set (reads: GET, HEAD and OPTIONS; unpaid writes: every other request that does not turn out paid or authorized, counted by what it turns out to be, not by the headers it carries: a 402, an invalid payment or token, a sign-in challenge). Retry after `Retry-After` seconds.',
     retryAfter: true,
-    methods: ['get', 'head', 'post']
+    methods: ['get', 'head', 'post', 'delete']
   },
   {
     status: '431',
@@ -196,7 +196,7 @@ const COMMON: Common[] = [
   {
     status: '503',
     name: 'ShuttingDown',
-    description: 'The server is shutting down (`SHUTTING_DOWN`); retry after `Retry-After` seconds.',
+    description: 'The server is starting (`SERVICE_UNAVAILABLE`: it listens before every route is added) or shutting down (`SHUTTING_DOWN`); retry after `Retry-After` seconds.',
     retryAfter: true,
     methods: ['get', 'head', 'post', 'delete']
   }
@@ -429,8 +429,9 @@ function siweChallenge (): Obj {
     description: 'Free. The message carries a single-use nonce valid 10 minutes, bound to this service\'s domain and URI and to the payment chain. Sign it with the wallet (`personal_sign`) and send it to `POST /auth/token`.',
     requestBody: jsonBody('The wallet address.', schema('SiweChallengeRequest'), 4096),
     responses: {
-      ...jsonBodyErrors(4096, '`address` is not a 0x address, or there are too many open challenges (retry in a few minutes).'),
-      200: response('The message to sign.', schema('SiweChallenge'))
+      ...jsonBodyErrors(4096, '`address` is not a 0x address.'),
+      200: response('The message to sign.', schema('SiweChallenge')),
+      429: failure('This client address (IPv6: its /64) already holds 16 open challenges (`TOO_MANY_REQUESTS`): sign one of them, or retry after `Retry-After` seconds; or over the rate limit for unpaid writes.', { 'Retry-After': ref('headers', 'RetryAfter') })
     }
   })
 }
@@ -524,7 +525,7 @@ function health (): Obj {
     description: 'The ledger answers a read, the blockstore directory takes a write, libp2p is started.',
     responses: {
       200: response('Every check passed.', schema('Health')),
-      503: response('A check failed (`status: failing`; the failing check carries `error`), or the server is shutting down (a Failure).', { anyOf: [schema('Health'), schema('Failure')] })
+      503: response('A check failed (`status: failing`; the failing check carries `error`, a short public message: the error itself is logged), or the server is starting or shutting down (a Failure).', { anyOf: [schema('Health'), schema('Failure')] })
     }
   })
 }

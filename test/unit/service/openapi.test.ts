@@ -265,7 +265,7 @@ describe('the OpenAPI document', () => {
     expect(statuses('/pins', 'post')).toEqual(expect.arrayContaining(['202', '400', '401', '402', '413', '415', '429', '503']))
     expect(statuses('/pins/{requestid}', 'post')).toEqual(expect.arrayContaining(['202', '401', '402', '404', '409', '415']))
     expect(statuses('/pins/{requestid}/renew', 'post')).toEqual(expect.arrayContaining(['200', '400', '401', '402', '404', '409', '503']))
-    expect(statuses('/pins/{requestid}', 'delete')).toEqual(['202', '401', '404', '414', '431', '500', '503'])
+    expect(statuses('/pins/{requestid}', 'delete')).toEqual(['202', '401', '404', '414', '429', '431', '500', '503'])
     expect(statuses('/auth/token', 'post')).toEqual(expect.arrayContaining(['200', '400', '401', '413', '415']))
     for (const path of ['/ipfs/{cid}', '/ipfs/{cid}/{path}']) {
       for (const method of ['get', 'head']) {
