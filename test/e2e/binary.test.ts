@@ -4,13 +4,13 @@
  * the agent card, a paid upload with the embedded facilitator, SIGTERM → 0.
  */
 import { execFileSync } from 'node:child_process'
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync } from 'node:fs'
+import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { randomBytes, createHash } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startDevChain, type DevChain } from '../../scripts/devchain/index.mjs'
 import { chainArgs, payingFetch, uploadForm } from '../helpers/paying-client.js'
-import { BINARY, startPind, tempDir } from '../helpers/pind.js'
+import { isolatedBinary, startPind } from '../helpers/pind.js'
 import pkg from '../../package.json' with { type: 'json' }
 
 let dir: string
@@ -19,14 +19,7 @@ let home: string
 let chain: DevChain
 
 beforeAll(async () => {
-  if (!existsSync(BINARY)) throw new Error(`${BINARY} is missing: run npm run build first`)
-  dir = tempDir('pind-bin-')
-  bin = join(dir, 'pind')
-  copyFileSync(BINARY, bin)
-  chmodSync(bin, 0o755)
-  home = join(dir, 'home')
-  mkdirSync(home)
-  chmodSync(home, 0o555)
+  ({ dir, bin, home } = isolatedBinary())
   chain = await startDevChain()
 })
 

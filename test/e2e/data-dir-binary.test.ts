@@ -7,13 +7,13 @@
  * And a data dir path of more than about 100 characters made serve exit with
  * "listen EINVAL" (the admin socket's path limit).
  */
-import { chmodSync, copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, statSync } from 'node:fs'
+import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, statSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startDevChain, type DevChain } from '../../scripts/devchain/index.mjs'
 import { chainArgs, payingFetch, uploadForm } from '../helpers/paying-client.js'
-import { BINARY, runPind, startPind, tempDir } from '../helpers/pind.js'
+import { isolatedBinary, runPind, startPind } from '../helpers/pind.js'
 import { shellWrapper } from '../helpers/hostile.js'
 
 let dir: string
@@ -23,14 +23,7 @@ let umask022: string
 let chain: DevChain
 
 beforeAll(async () => {
-  if (!existsSync(BINARY)) throw new Error(`${BINARY} is missing: run npm run build first`)
-  dir = tempDir('pind-bin-dd-')
-  bin = join(dir, 'pind')
-  copyFileSync(BINARY, bin)
-  chmodSync(bin, 0o755)
-  home = join(dir, 'home')
-  mkdirSync(home)
-  chmodSync(home, 0o555)
+  ({ dir, bin, home } = isolatedBinary('pind-bin-dd-'))
   umask022 = shellWrapper('umask 022', [bin])
   chain = await startDevChain({ payers: 1 })
 })

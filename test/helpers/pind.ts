@@ -4,7 +4,7 @@
  * kills it by pid in teardown.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { waitFor } from './ports.js'
@@ -64,6 +64,22 @@ export async function cleanUpAfterFile (): Promise<void> {
       console.warn(`could not remove ${dir}: ${(err as Error).message}`)
     }
   }
+}
+
+/**
+ * The packaged binary copied alone into a fresh directory, with a HOME it
+ * cannot write (as a service user has): what an operator runs.
+ */
+export function isolatedBinary (prefix = 'pind-bin-'): { dir: string, bin: string, home: string } {
+  if (!existsSync(BINARY)) throw new Error(`${BINARY} is missing: run npm run build first`)
+  const dir = tempDir(prefix)
+  const bin = join(dir, 'pind')
+  copyFileSync(BINARY, bin)
+  chmodSync(bin, 0o755)
+  const home = join(dir, 'home')
+  mkdirSync(home)
+  chmodSync(home, 0o555)
+  return { dir, bin, home }
 }
 
 export function spawnPind (args: string[], opts: { env?: Record<string, string | undefined>, binary?: string, cwd?: string } = {}): ChildProcess {
