@@ -12,6 +12,10 @@
  *   settling  paymentId → SettlingRecord                    (written before settlement, removed with the record it paid for;
  *                                                             leftovers are reconciled and closed through SettlementNotes)
  * The ledger decides what is live; helia's pin refcounts are not used.
+ * A pin's block list is held while the pin is not removed, and a replaced
+ * pin's while its chain of replacements still queued ends in a live one:
+ * every chain of replacements, removals, expiries and failures releases
+ * exactly what it holds (releaseReplaced, holdsRefs).
  */
 import type { Database } from 'lmdb'
 import { CID } from 'multiformats/cid'
@@ -60,7 +64,7 @@ export class PinLedger {
     this.byOwner.put([pin.owner, pin.createdUs, requestid], summaryOf(pin))
   }
 
-  /** Builds indexes added after a ledger was created (idempotent; a no-op once done). */
+  /** Builds indexes added after a ledger was created, and repairs what older versions left (idempotent; a no-op once done). */
   async upgrade (): Promise<void> {
     if (this.env.meta.get('index:owner-summaries') !== true) {
       await this.env.root.transaction(() => {
@@ -68,13 +72,18 @@ export class PinLedger {
         this.env.meta.put('index:owner-summaries', true)
       })
     }
-    if (this.env.meta.get('index:pins-by-expiry') === true) return
-    await this.env.root.transaction(() => {
-      for (const { value: pin } of this.pins.getRange()) {
-        if (pin.removed == null) this.byExpiry.put([Date.parse(pin.pinnedUntil), pin.requestid], pin.requestid)
-      }
-      this.env.meta.put('index:pins-by-expiry', true)
-    })
+    if (this.env.meta.get('index:pins-by-expiry') !== true) {
+      await this.env.root.transaction(() => {
+        for (const { value: pin } of this.pins.getRange()) {
+          if (pin.removed == null) this.byExpiry.put([Date.parse(pin.pinnedUntil), pin.requestid], pin.requestid)
+        }
+        this.env.meta.put('index:pins-by-expiry', true)
+      })
+    }
+    if (this.env.meta.get('repair:replacement-chains') !== true) {
+      await this.releaseUnheld()
+      await this.env.root.transaction(() => { this.env.meta.put('repair:replacement-chains', true) })
+    }
   }
 
   isLive (pin: PinRecord, now: Date = new Date()): boolean {
@@ -96,7 +105,8 @@ export class PinLedger {
    * paid) its payment record in one transaction. A pin that still has to be
    * fetched goes into the fetch queue. A replacement (`pin.replaces`) marks
    * the old pin removed in the same transaction; the old pin's blocks stay
-   * referenced until the replacement is pinned or fails.
+   * referenced until the replacement is pinned, fails or is removed. Replacing
+   * a replacement still queued hands on what that one held (releaseReplaced).
    */
   async create (pin: PinRecord, payment?: PaymentRecord, blocks: Array<string | CID> = []): Promise<void> {
     const keys = [...new Set(blocks.map(cidKey))]
@@ -161,7 +171,7 @@ export class PinLedger {
       delete done.fetch
       this.putPin(requestid, done)
       this.addRefs(requestid, keys)
-      if (pin.replaces != null) this.releaseRefs(pin.replaces)
+      this.releaseReplaced(pin)
     })
     return done
   }
@@ -175,7 +185,7 @@ export class PinLedger {
       if (pin == null || pin.removed != null) return
       failed = { ...pin, status: 'failed', statusDetails: details }
       this.putPin(requestid, failed)
-      if (pin.replaces != null) this.releaseRefs(pin.replaces)
+      this.releaseReplaced(pin)
     })
     return failed
   }
@@ -206,6 +216,59 @@ export class PinLedger {
       else this.blockRefs.remove(k)
     }
     this.pinBlocks.remove(requestid)
+  }
+
+  /**
+   * A replacement settled (pinned, failed) or went (unpinned, expired): what
+   * it held for its chain goes. That is the pin it replaced and, while that
+   * one was itself a replacement still unsettled when it was replaced, what
+   * that one held in turn: A → B (queued) → C holds A's blocks until C
+   * settles. A settled pin already let go of its own predecessor, so the walk
+   * stops at the first one.
+   */
+  private releaseReplaced (pin: PinRecord): void {
+    let id = pin.replaces
+    while (id != null) {
+      this.releaseRefs(id)
+      const up = this.pins.get(id)
+      if (up == null || !unsettled(up)) return
+      id = up.replaces
+    }
+  }
+
+  /**
+   * Does this pin's block list still hold anything? A pin that has not been
+   * removed holds its own blocks; a replaced one holds them while its
+   * successors, down the chain of replacements still unsettled, lead to a pin
+   * that is neither settled nor removed.
+   */
+  private holdsRefs (pin: PinRecord): boolean {
+    let p: PinRecord | undefined = pin
+    while (p?.removed != null) {
+      if (p.removed.why !== 'replaced' || p.replacedBy == null) return false
+      const next: PinRecord | undefined = this.pins.get(p.replacedBy)
+      if (next == null || !unsettled(next)) return false
+      p = next
+    }
+    return p != null
+  }
+
+  /**
+   * Releases block lists that nothing holds any more: what ledgers written
+   * before chains of replacements were released whole (see releaseReplaced)
+   * kept for ever. Returns how many pins' lists were released.
+   */
+  async releaseUnheld (): Promise<number> {
+    let n = 0
+    await this.env.root.transaction(() => {
+      for (const { key } of this.pinBlocks.getRange()) {
+        const pin = this.pins.get(key)
+        if (pin != null && this.holdsRefs(pin)) continue
+        this.releaseRefs(key)
+        n++
+      }
+    })
+    return n
   }
 
   /** Is this block part of the DAG of a pin that has not been removed? */
@@ -241,7 +304,7 @@ export class PinLedger {
       this.byExpiry.remove([Date.parse(pin.pinnedUntil), requestid])
       this.releaseRefs(requestid)
       // a replacement removed before it settled also lets go of what it replaced
-      if (pin.replaces != null) this.releaseRefs(pin.replaces)
+      this.releaseReplaced(pin)
     })
     return removed
   }
@@ -354,6 +417,11 @@ export class PinLedger {
   * all (): Generator<PinRecord> {
     for (const { value } of this.pins.getRange()) yield value
   }
+}
+
+/** Queued or being fetched: a replacement in this state still holds what it replaces. */
+function unsettled (pin: PinRecord): boolean {
+  return pin.status === 'queued' || pin.status === 'pinning'
 }
 
 /** What the owner index keeps of a pin: the fields GET /pins filters on. */

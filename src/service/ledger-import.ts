@@ -221,6 +221,8 @@ export async function writeImport (source: LineSource, target: PinLedger, opts: 
   }
   await flush()
   await committing
+  // an export of a ledger that leaked a chain of replacements brings the leak along: release it
+  await target.releaseUnheld()
   return result
 }
 

@@ -88,6 +88,66 @@ describe('PinLedger', () => {
     expect(ledger.isPinnedBlock(C)).toBe(false)
   })
 
+  it('a replacement of a replacement still queued takes over what that one held, and releases it when it goes', async () => {
+    // A → B (queued) → C, then DELETE C (issue 13, finding 1)
+    await ledger.create(pin('a', A, 'pinned'), undefined, [A])
+    await ledger.create(pin('b', B, 'queued', '0xa', { replaces: 'a' }))
+    await ledger.create(pin('c', C, 'queued', '0xa', { replaces: 'b' }))
+    expect(ledger.isPinnedBlock(A)).toBe(true) // still served while the chain is pending
+    await ledger.remove('c', 'unpinned')
+    expect(ledger.isPinnedBlock(A)).toBe(false)
+    expect([...ledger.referencedBlocks()]).toEqual([])
+  })
+
+  it('a chain of replacements releases what it holds however its last pin settles or goes', async () => {
+    const settle: Array<[string, (id: string) => Promise<unknown>]> = [
+      ['pinned', async (id) => await ledger.finishFetch(id, [C], 5, 'pinned')],
+      ['failed', async (id) => await ledger.failFetch(id, 'cannot')],
+      ['expired', async (id) => await ledger.remove(id, 'expired')],
+      ['unpinned', async (id) => await ledger.remove(id, 'unpinned')]
+    ]
+    for (const [how, end] of settle) {
+      await ledger.create(pin(`${how}-1`, A, 'pinned'), undefined, [A, B])
+      await ledger.create(pin(`${how}-2`, B, 'queued', '0xa', { replaces: `${how}-1` }))
+      await ledger.create(pin(`${how}-3`, B, 'queued', '0xa', { replaces: `${how}-2` }))
+      await ledger.create(pin(`${how}-4`, C, 'queued', '0xa', { replaces: `${how}-3` }))
+      expect(ledger.isPinnedBlock(A), how).toBe(true)
+      await end(`${how}-4`)
+      expect(ledger.isPinnedBlock(A), how).toBe(false)
+      expect(ledger.isPinnedBlock(B), how).toBe(false)
+      expect(ledger.isPinnedBlock(C), how).toBe(how === 'pinned')
+      await ledger.remove(`${how}-4`, 'unpinned')
+      expect([...ledger.referencedBlocks()], how).toEqual([])
+    }
+    // a pinned pin in the middle of a chain already let go of what came before it
+    await ledger.create(pin('m1', A, 'pinned'), undefined, [A])
+    await ledger.create(pin('m2', B, 'queued', '0xa', { replaces: 'm1' }))
+    await ledger.finishFetch('m2', [B], 5, 'pinned')
+    await ledger.create(pin('m3', C, 'queued', '0xa', { replaces: 'm2' }))
+    expect([A, B].map(c => ledger.isPinnedBlock(c))).toEqual([false, true])
+    await ledger.create(pin('other', A, 'pinned', '0xb'), undefined, [A])
+    await ledger.remove('m3', 'unpinned')
+    expect([A, B].map(c => ledger.isPinnedBlock(c))).toEqual([true, false]) // another owner's pin of A is untouched
+  })
+
+  it('releases at upgrade what older versions leaked along chains of replacements, and nothing else', async () => {
+    // as an older ledger left it: A held for B, B replaced by C while queued, C deleted
+    const removed = (why: 'replaced' | 'unpinned', by?: string) => ({ removed: { at: new Date().toISOString(), why }, ...(by != null ? { replacedBy: by } : {}) })
+    await ledger.importBatch([
+      { pin: pin('a', A, 'pinned', '0xa', removed('replaced', 'b')), blocks: [A] },
+      { pin: pin('b', B, 'queued', '0xa', { replaces: 'a', ...removed('replaced', 'c') }) },
+      { pin: pin('c', B, 'queued', '0xa', { replaces: 'b', ...removed('unpinned') }) },
+      // still held: D replaced by E, which is queued and live
+      { pin: pin('d', C, 'pinned', '0xa', removed('replaced', 'e')), blocks: [C] },
+      { pin: pin('e', B, 'queued', '0xa', { replaces: 'd' }) },
+      { pin: pin('f', B, 'pinned', '0xb'), blocks: [B] }
+    ], [])
+    expect([A, B, C].map(c => ledger.isPinnedBlock(c))).toEqual([true, true, true])
+    await ledger.upgrade()
+    expect([A, B, C].map(c => ledger.isPinnedBlock(c))).toEqual([false, true, true])
+    expect(await ledger.releaseUnheld()).toBe(0)
+  })
+
   it('keeps a note of each settlement until the record it paid for is written', async () => {
     const note = (id: string) => ({ paymentId: id, payer: '0xa', amount: '1000', purpose: 'upload:x', at: new Date().toISOString() })
     await ledger.markSettling(note('pay-1'))
