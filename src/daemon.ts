@@ -57,6 +57,7 @@ import { PinFetcher } from './service/pin-fetcher.js'
 import { blocksHeld, settlementActions, stagingInUse } from './service/settlement-fulfil.js'
 import { logSummary, startSettlementReconciler, type SettlementReconciler } from './service/settlement-reconcile.js'
 import type { SettlementsAdminDeps } from './service/settlements-admin.js'
+import { ServePolicy } from './service/serve-policy.js'
 import { SizeProbe } from './service/size-probe.js'
 import { BlockNetwork } from './ipfs/network.js'
 import { networkReadThrough } from './ipfs/network-read.js'
@@ -93,6 +94,8 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     cleanups.push(() => ledger.close())
 
     const privateKey = await loadOrCreateIdentity(paths.identity)
+    // what bitswap may send: the serve policy, once the pin ledger is open (nothing before)
+    let servePolicy: ServePolicy | undefined
     const ipfs = await startIpfsNode({
       blocksDir: paths.blocks,
       datastore: new LmdbDatastore(ledger.datastore),
@@ -100,7 +103,8 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       listen: config.p2pListen,
       announce: config.p2pAnnounce,
       peers: config.p2pPeers,
-      log
+      log,
+      mayServe: (cid) => servePolicy?.mayServe(cid, 'bitswap') ?? false
     })
     cleanups.push(() => ipfs.stop())
 
@@ -111,6 +115,10 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     if (leftovers > 0) log.warn('removed unfinished imports left by a previous run', { count: leftovers })
     const pins = new PinLedger(ledger, { graceMs: config.expiryGrace * 1000 })
     await pins.upgrade()
+    const networkGateway = config.gatewayNetworkTimeout > 0
+    // one answer to "may this block be served" for the gateway and bitswap
+    servePolicy = new ServePolicy({ pins, scope: config.gatewayPolicy, gatewayReadThrough: networkGateway })
+    const policy = servePolicy
     const commitLock = new CommitLock()
     // a pin recorded by reconciliation wakes the fetcher (once there is one: it reads its queue at start anyway)
     let wakeFetcher = (): void => {}
@@ -194,11 +202,10 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       uploadMaxBytes: config.uploadMaxBytes
     }))
     const network = new BlockNetwork(ipfs, config.p2pPeers, config.originAddresses)
-    const networkGateway = config.gatewayNetworkTimeout > 0
     // the ledger decides what is served: by default the roots of live pins and the
     // blocks of their DAGs (trustless clients fetch each block by its own CID);
     // an operator may open it to anything held locally, or to the network
-    const isServable = (cid: CID): boolean => networkGateway || config.gatewayPolicy === 'blockstore' || pins.hasLivePin(cid) || pins.isPinnedBlock(cid)
+    const isServable = (cid: CID): boolean => policy.mayServe(cid, 'gateway')
     gatewayRoutes(router, {
       blockstore: networkGateway ? networkReadThrough(ipfs.blockstore, network, config.gatewayNetworkTimeout * 1000) : ipfs.blockstore,
       isServable

@@ -3,6 +3,7 @@
  * configured: Helia (light) + libp2p over TCP with noise and yamux, identify,
  * bitswap as the only block broker; no bootstrap, DHT, mDNS, delegated routing,
  * HTTP gateways, autoNAT or UPnP. Blocks live in an on-disk FsBlockstore.
+ * Bitswap sends a peer only the blocks the serve policy allows (`mayServe`).
  */
 import { mkdirSync } from 'node:fs'
 import { withBitswap } from '@helia/bitswap'
@@ -14,9 +15,11 @@ import { yamux } from '@libp2p/yamux'
 import { multiaddr } from '@multiformats/multiaddr'
 import { FsBlockstore } from 'blockstore-fs'
 import { createHeliaLight } from 'helia'
-import type { Helia } from '@helia/interface'
+import type { Helia, HeliaMixin } from '@helia/interface'
 import type { Libp2p, PrivateKey } from '@libp2p/interface'
+import type { Blockstore } from 'interface-blockstore'
 import type { Datastore } from 'interface-datastore'
+import type { CID } from 'multiformats/cid'
 import type { Logger } from '../log.js'
 
 export interface IpfsNodeOptions {
@@ -28,6 +31,12 @@ export interface IpfsNodeOptions {
   /** peers dialled at start (best effort) */
   peers: string[]
   log: Logger
+  /**
+   * May bitswap send this block to a peer that asks for it? Asked before each
+   * block leaves (a block refused is "not here": DONT_HAVE when the peer
+   * wants to know). Default: any block held.
+   */
+  mayServe?: (cid: CID) => boolean
 }
 
 export interface IpfsNode {
@@ -43,7 +52,7 @@ export async function startIpfsNode (opts: IpfsNodeOptions): Promise<IpfsNode> {
   mkdirSync(opts.blocksDir, { recursive: true })
   const blockstore = new FsBlockstore(opts.blocksDir)
   await blockstore.open()
-  const helia = withBitswap(withLibp2pLight(createHeliaLight({ blockstore, datastore: opts.datastore }), {
+  const helia = withLibp2pLight(createHeliaLight({ blockstore, datastore: opts.datastore }), {
     privateKey: opts.privateKey,
     addresses: { listen: opts.listen, announce: opts.announce },
     transports: [tcp()],
@@ -51,7 +60,8 @@ export async function startIpfsNode (opts: IpfsNodeOptions): Promise<IpfsNode> {
     streamMuxers: [yamux()],
     peerDiscovery: [],
     services: { identify: identify() }
-  }))
+  })
+  withBitswap(servingOnly(helia, opts.mayServe))
   await helia.start()
   const peerId = helia.libp2p.peerId.toString()
   for (const peer of opts.peers) {
@@ -69,4 +79,37 @@ export async function startIpfsNode (opts: IpfsNodeOptions): Promise<IpfsNode> {
       await blockstore.close()
     }
   }
+}
+
+/**
+ * Bitswap answers peers from the blockstore of the Helia node its mixin is
+ * started with (`has`, then `get`). This hands withBitswap a stand-in whose
+ * mixin is started with a view of the node where that blockstore holds only
+ * the blocks `mayServe` allows; everything else about the node is the node.
+ * (Leans on @helia/bitswap's mixin taking its components from the node it is
+ * started with: test/e2e/hostile-bitswap.test.ts checks it still does.)
+ */
+function servingOnly<T extends Helia> (helia: T, mayServe: ((cid: CID) => boolean) | undefined): T {
+  if (mayServe == null) return helia
+  const view = (node: Helia): Helia => {
+    const blocks = node.blockstore
+    const served: Pick<Blockstore, 'has' | 'get'> = {
+      has: async (cid, options) => mayServe(cid) && await blocks.has(cid, options),
+      get: (cid, options) => {
+        // the name is what bitswap checks (interface-store's NotFoundError)
+        if (!mayServe(cid)) throw Object.assign(new Error(`${cid.toString()} is not served`), { name: 'NotFoundError' })
+        return blocks.get(cid, options)
+      }
+    }
+    return new Proxy(node, { get: (target, key, receiver) => key === 'blockstore' ? served : Reflect.get(target, key, receiver) as unknown })
+  }
+  return {
+    addMixin: (mixin: HeliaMixin) => {
+      helia.addMixin({
+        name: mixin.name,
+        start: async (node: Helia) => { await mixin.start?.(view(node)) },
+        stop: async (node: Helia) => { await mixin.stop?.(view(node)) }
+      })
+    }
+  } as unknown as T
 }

@@ -42,7 +42,8 @@ export interface GatewayDeps {
   /** the node's LOCAL blockstore (FsBlockstore), never helia.blockstore */
   blockstore: Pick<Blockstore, 'get' | 'has'>
   /**
-   * may this root CID be served? (policy: live pin / anything local); false → 404 fast.
+   * may this root CID be served? (service/serve-policy.ts, the policy bitswap
+   * follows too: live pins / anything local, denials first); false → 404 fast.
    * Called with the CID of the request path (never with blocks reached under it).
    * Note: trustless clients (@helia/verified-fetch, Helia's gateway broker) ask
    * for EVERY block by its own CID (/ipfs/{block}?format=raw) with no hint of
@@ -103,10 +104,8 @@ async function serveGateway (rc: RequestContext, deps: GatewayDeps): Promise<voi
     throw new HttpError(400, 'BAD_REQUEST', 'service worker registration is not allowed here')
   }
 
-  // policy first, with no I/O beyond the caller's own check; the raw-codec
-  // identity CID (e.g. the bafkqaaa probe) carries its bytes and links nowhere
-  const selfContained = isIdentity(gw.root) && gw.root.code === CODEC_RAW
-  if (!selfContained && !(await deps.isServable(gw.root))) {
+  // policy first, with no I/O beyond the caller's own check
+  if (!(await deps.isServable(gw.root))) {
     throw new HttpError(404, 'NOT_FOUND', `${gw.root} is not served by this gateway`)
   }
   if (!(await hasBlock(bs, gw.root))) {

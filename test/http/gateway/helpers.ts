@@ -23,6 +23,7 @@ import { Router, type Handler } from '../../../src/http/router.js'
 import { createHttpServer, type HttpServer } from '../../../src/http/server.js'
 import { gatewayRoutes, type GatewayDeps } from '../../../src/http/routes/gateway.js'
 import { silentLogger } from '../../../src/log.js'
+import { ServePolicy } from '../../../src/service/serve-policy.js'
 
 export const sha = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex')
 
@@ -234,9 +235,11 @@ export async function serve (options: Partial<GatewayDeps> = {}, fixture?: Fixtu
   ].map(c => c.toString()))
   const router = new Router()
   const tracker = trackHandlers(router)
+  // the real policy (identity CIDs, denials), over this set instead of a ledger
+  const policy = new ServePolicy({ pins: { isPinnedBlock: (c) => servable.has(c.toString()), hasLivePin: () => false }, scope: 'pinned' })
   gatewayRoutes(router, {
     blockstore: fx.store,
-    isServable: (root) => servable.has(root.toString()),
+    isServable: (root) => policy.mayServe(root, 'gateway'),
     ...options
   })
   const server = createHttpServer(router, silentLogger)
