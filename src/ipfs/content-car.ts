@@ -20,7 +20,7 @@ import { exporter } from 'ipfs-unixfs-exporter'
 import { CID } from 'multiformats/cid'
 import { varint } from 'multiformats'
 import {
-  CODEC_DAG_PB, CODEC_RAW, InvalidContentError, UnsupportedContentError, decodeUnixFS, isIdentity,
+  CODEC_CBOR, CODEC_DAG_PB, CODEC_RAW, InvalidContentError, UnsupportedContentError, decodeUnixFS, isIdentity,
   mapContentError, readAhead, readBlock, walkFile, walkHamtShards,
   type LocalBlockstore, type ReadOptions
 } from './content.js'
@@ -209,6 +209,7 @@ async function * walkAll (bs: LocalBlockstore, cid: CID, block: Uint8Array, admi
 export async function linksOf (cid: CID, block: Uint8Array): Promise<CID[]> {
   switch (cid.code) {
     case CODEC_RAW:
+    case CODEC_CBOR: // plain CBOR has no links (tag 42 means nothing in it)
       return []
     case CODEC_DAG_PB:
       try {

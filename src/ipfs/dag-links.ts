@@ -2,8 +2,10 @@
  * What one block says about its DAG: the CIDs it links to (any codec helia
  * can load: dag-pb, raw, dag-cbor, dag-json, json) and, for the root, the
  * DAG's declared size. dag-pb: block length + Σ link Tsize (UnixFS files also
- * declare their content size); raw: the block itself. Other codecs declare
- * nothing. Declared sizes are claims: the fetcher enforces a byte cap anyway.
+ * declare their content size, which counts when it is larger: a file whose
+ * links repeat one block is read as its file size); raw: the block itself.
+ * Other codecs declare nothing. Declared sizes are claims: the fetcher
+ * enforces a byte cap anyway, on the DAG expanded through repeated links too.
  */
 import * as dagPb from '@ipld/dag-pb'
 import { UnixFS } from 'ipfs-unixfs'
@@ -18,7 +20,7 @@ export interface DeclaredSize {
   dagSize: number
   /** UnixFS file content size, when the root is a UnixFS file */
   fileSize?: number
-  how: 'dag-pb root (block + link Tsizes)' | 'raw block'
+  how: 'dag-pb root (block + link Tsizes)' | 'dag-pb root (the UnixFS file size it declares)' | 'raw block'
 }
 
 export function declaredSize (cid: CID, bytes: Uint8Array): DeclaredSize | undefined {
@@ -37,6 +39,9 @@ export function declaredSize (cid: CID, bytes: Uint8Array): DeclaredSize | undef
       if (fs.type === 'file' || fs.type === 'raw') fileSize = Number(fs.fileSize())
     }
   } catch {}
+  // a file is served as the size it declares (its blocksizes); when that is more than its
+  // Tsizes add up to, the links repeat or lie, and what will be read is the file size
+  if (fileSize != null && fileSize > dagSize) return { dagSize: fileSize, fileSize, how: 'dag-pb root (the UnixFS file size it declares)' }
   return { dagSize, fileSize, how: 'dag-pb root (block + link Tsizes)' }
 }
 

@@ -5,19 +5,51 @@
  * bytes actually received (a root's declared size is only a claim). If no
  * block arrives for `stallMs`, the attempt ends with a StalledError so the
  * caller can retry later; blocks staged so far are kept for the next attempt.
+ *
+ * What no later attempt can cure ends the fetch with a PermanentFetchError,
+ * for the caller to fail the pin at once: more bytes than paid for, a link
+ * to a codec or hash function this node cannot walk (ipfs/codecs.ts), a
+ * block that does not decode as its codec (its bytes match its hash, so they
+ * will never change), and a DAG whose repeated links expand it beyond what
+ * was paid for: a root linking one 1 MiB leaf 40,000 times is 2 MiB of
+ * blocks but a 40 GiB file to the gateway, and a 40 GiB CAR with dups=y.
+ * The expanded size counts every path to a block (the bytes a reader of the
+ * whole DAG would get), computed from the links once all blocks are here.
  */
 import type { Helia } from '@helia/interface'
 import type { Blockstore } from 'interface-blockstore'
 import type { CID } from 'multiformats/cid'
+import { unwalkable } from './codecs.js'
 import { linksOf } from './dag-links.js'
 import type { BlockNetwork } from './network.js'
 import type { StagedImport } from './staging.js'
 
-export class DagTooLargeError extends Error {
+/** A fetch that another attempt cannot complete: `reason` says why (for the pin's status_details). */
+export class PermanentFetchError extends Error {
+  override name = 'PermanentFetchError'
+  constructor (readonly reason: string, message = reason) {
+    super(message)
+  }
+}
+
+export class DagTooLargeError extends PermanentFetchError {
   override name = 'DagTooLargeError'
   constructor (readonly limit: number, readonly received: number) {
-    super(`the DAG is larger than the ${limit} bytes paid for (${received} bytes received so far)`)
+    super(`the DAG is larger than the ${limit} bytes paid for`, `the DAG is larger than the ${limit} bytes paid for (${received} bytes received so far)`)
   }
+}
+
+/** Counting every repeated link, the DAG holds more than was paid for. */
+export class DagExpandsError extends PermanentFetchError {
+  override name = 'DagExpandsError'
+  constructor (readonly limit: number, readonly unique: number) {
+    super(`counting each repeated link, the DAG holds more than the ${limit} bytes paid for (its ${unique} bytes of distinct blocks are read over and over)`)
+  }
+}
+
+/** A block this node cannot walk through: an unsupported codec or hash, or bytes that do not decode. */
+export class UnwalkableDagError extends PermanentFetchError {
+  override name = 'UnwalkableDagError'
 }
 
 export class StalledError extends Error {
@@ -52,40 +84,56 @@ export async function fetchDag (o: FetchDagOptions): Promise<FetchProgress & { c
     timer = setTimeout(() => { stall.abort(new StalledError(`no block arrived for ${Math.round(o.stallMs / 1000)} s`)) }, o.stallMs)
   }
   const progress: FetchProgress = { blocks: 0, bytes: 0 }
-  const cids: CID[] = []
+  // every block once, by index in discovery order (the breadth-first FIFO, read by index:
+  // Array.shift would make a DAG of n blocks cost O(n²)); its size and its links as indexes
+  const nodes: CID[] = [o.root]
+  const index = new Map<string, number>([[o.root.toV1().toString(), 0]])
+  const sizes: number[] = []
+  const kids: Int32Array[] = []
 
-  const one = async (cid: CID): Promise<CID[]> => {
+  const one = async (i: number): Promise<void> => {
+    const cid = nodes[i] as CID
     const bytes = await blockBytes(cid, o, signal)
     arm()
     progress.blocks++
     progress.bytes += bytes.byteLength
     if (progress.bytes > o.maxBytes) throw new DagTooLargeError(o.maxBytes, progress.bytes)
-    cids.push(cid)
     o.onProgress?.(progress)
-    return await linksOf(o.helia, cid, bytes)
+    let links: CID[]
+    try {
+      links = await linksOf(o.helia, cid, bytes)
+    } catch (err) {
+      throw new UnwalkableDagError(`block ${cid} cannot be decoded as its codec (0x${cid.code.toString(16)}): ${(err as Error).message}`.slice(0, 300))
+    }
+    const out = new Int32Array(links.length)
+    links.forEach((l, n) => {
+      const k = l.toV1().toString()
+      let at = index.get(k)
+      if (at == null) {
+        const why = unwalkable(l)
+        if (why != null) throw new UnwalkableDagError(`the DAG links to ${k}, a block of ${why}`)
+        at = nodes.length
+        index.set(k, at)
+        nodes.push(l)
+      }
+      out[n] = at
+    })
+    sizes[i] = bytes.byteLength
+    kids[i] = out
   }
 
   arm()
   try {
     await new Promise<void>((resolve, reject) => {
-      const seen = new Set<string>([o.root.toV1().toString()])
-      // a FIFO read by index: Array.shift would make a DAG of n blocks cost O(n²)
-      const pending: CID[] = [o.root]
       let head = 0
       let active = 0
       let failed = false
       const pump = (): void => {
-        while (!failed && active < o.concurrency && head < pending.length) {
-          const cid = pending[head++] as CID
-          if (head > 4096 && head * 2 > pending.length) { pending.splice(0, head); head = 0 }
+        while (!failed && active < o.concurrency && head < nodes.length) {
           active++
-          one(cid).then((links) => {
+          one(head++).then(() => {
             active--
-            for (const l of links) {
-              const k = l.toV1().toString()
-              if (!seen.has(k)) { seen.add(k); pending.push(l) }
-            }
-            if (active === 0 && head >= pending.length) resolve()
+            if (active === 0 && head >= nodes.length) resolve()
             else pump()
           }, (err: unknown) => {
             active--
@@ -102,7 +150,42 @@ export async function fetchDag (o: FetchDagOptions): Promise<FetchProgress & { c
   } finally {
     clearTimeout(timer)
   }
-  return { ...progress, cids }
+  if (expandedSize(sizes, kids, o.maxBytes) > o.maxBytes) throw new DagExpandsError(o.maxBytes, progress.bytes)
+  return { ...progress, cids: nodes }
+}
+
+/**
+ * The bytes of the DAG from block 0 down, each block counted once per path
+ * that reaches it (post-order over the link indexes, iterative so a deep DAG
+ * cannot exhaust the stack); sums stop growing past `limit`.
+ */
+export function expandedSize (sizes: number[], kids: Int32Array[], limit: number): number {
+  if (sizes.length === 0) return 0
+  const total = new Float64Array(sizes.length)
+  const state = new Uint8Array(sizes.length) // 0 new, 1 open (children pushed), 2 done
+  const stack: number[] = [0]
+  while (stack.length > 0) {
+    const i = stack[stack.length - 1] as number
+    const links = kids[i] as Int32Array
+    if (state[i] === 2) { stack.pop(); continue }
+    if (state[i] === 0) {
+      state[i] = 1
+      for (const k of links) {
+        if (state[k] === 1) throw new UnwalkableDagError('the DAG links back to itself')
+        if (state[k] === 0) stack.push(k)
+      }
+      continue
+    }
+    let sum = sizes[i] as number
+    for (const k of links) {
+      sum += total[k] as number
+      if (sum > limit) { sum = limit + 1; break }
+    }
+    total[i] = sum
+    state[i] = 2
+    stack.pop()
+  }
+  return total[0] as number
 }
 
 async function blockBytes (cid: CID, o: FetchDagOptions, signal: AbortSignal): Promise<Uint8Array> {

@@ -3,7 +3,8 @@
  * configured: Helia (light) + libp2p over TCP with noise and yamux, identify,
  * bitswap as the only block broker; no bootstrap, DHT, mDNS, delegated routing,
  * HTTP gateways, autoNAT or UPnP. Blocks live in an on-disk FsBlockstore.
- * Bitswap sends a peer only the blocks the serve policy allows (`mayServe`).
+ * The node knows every codec and hash function pind pins (codecs.ts), and
+ * bitswap sends a peer only the blocks the serve policy allows (`mayServe`).
  */
 import { mkdirSync } from 'node:fs'
 import { withBitswap } from '@helia/bitswap'
@@ -21,6 +22,7 @@ import type { Blockstore } from 'interface-blockstore'
 import type { Datastore } from 'interface-datastore'
 import type { CID } from 'multiformats/cid'
 import type { Logger } from '../log.js'
+import { PIN_CODECS, PIN_HASHERS } from './codecs.js'
 
 export interface IpfsNodeOptions {
   blocksDir: string
@@ -52,7 +54,7 @@ export async function startIpfsNode (opts: IpfsNodeOptions): Promise<IpfsNode> {
   mkdirSync(opts.blocksDir, { recursive: true })
   const blockstore = new FsBlockstore(opts.blocksDir)
   await blockstore.open()
-  const helia = withLibp2pLight(createHeliaLight({ blockstore, datastore: opts.datastore }), {
+  const helia = withLibp2pLight(createHeliaLight({ blockstore, datastore: opts.datastore, codecs: [...PIN_CODECS], hashers: [...PIN_HASHERS] }), {
     privateKey: opts.privateKey,
     addresses: { listen: opts.listen, announce: opts.announce },
     transports: [tcp()],

@@ -32,7 +32,7 @@ import type { SizeProbe } from './size-probe.js'
 export const PIN_SIZE_HEADER = 'x-pin-size'
 
 /** How a pin by CID is priced, in words: in the agent card and the API description (a 402 says only which size it used). */
-export const PIN_PRICING_RULE = 'A pin by CID is priced on the size its root block declares (dag-pb: block + link Tsizes; raw: the block), or on X-Pin-Size (bytes) when that is larger or the root cannot be read within a few seconds, or else at the minimum price. When every probe for root blocks is busy the answer is 503 with Retry-After, never a quote made without the root. The pin holds at most maxBytes (what the payment covers); a DAG that turns out larger fails and keeps nothing. Payment is settled when the pin is accepted (202) and is not refunded if the content cannot be fetched.'
+export const PIN_PRICING_RULE = 'A pin by CID is priced on the size its root block declares (dag-pb: block + link Tsizes, or the UnixFS file size when larger; raw: the block), or on X-Pin-Size (bytes) when that is larger or the root cannot be read within a few seconds, or else at the minimum price. When every probe for root blocks is busy the answer is 503 with Retry-After, never a quote made without the root. The pin holds at most maxBytes (what the payment covers), counting each repeated link; a DAG that turns out larger, or that links to a codec this service cannot walk, fails at once and keeps nothing. Payment is settled when the pin is accepted (202) and is not refunded if the content cannot be fetched.'
 
 export interface PinCreateDeps {
   ledger: PinLedger

@@ -5,7 +5,8 @@
  *   queued ──attempt──▶ pinning ──all blocks, within the cap──▶ pinned
  *     ▲                    │ stalled / unreachable                 
  *     └──── backoff ◀──────┤                                       
- *                          └─ larger than paid, or retry window over ─▶ failed
+ *                          └─ cannot succeed (larger than paid, a codec it
+ *                             cannot walk…), or retry window over ─▶ failed
  *
  * At most `concurrency` pins are fetched at once; each attempt dials the
  * pin's origins (and configured peers) first, then fetches the DAG with
@@ -16,7 +17,7 @@
  */
 import { CID } from 'multiformats/cid'
 import type { CommitLock } from '../ipfs/commit-lock.js'
-import { DagTooLargeError, fetchDag, StalledError } from '../ipfs/fetch-dag.js'
+import { fetchDag, PermanentFetchError, StalledError } from '../ipfs/fetch-dag.js'
 import type { BlockNetwork } from '../ipfs/network.js'
 import type { IpfsNode } from '../ipfs/node.js'
 import type { BlockStaging, StagedImport } from '../ipfs/staging.js'
@@ -165,8 +166,9 @@ export class PinFetcher {
       log.info('pin fetched', { requestid: id, cid: started.cid, blocks: r.blocks, bytes: r.bytes, ms: Date.now() - t0 })
       if (pinned != null) this.announce(r.cids)
     } catch (err) {
-      if (err instanceof DagTooLargeError) {
-        await this.fail(id, `failed: the DAG is larger than the ${err.limit} bytes paid for; nothing was kept`)
+      if (err instanceof PermanentFetchError) {
+        // no later attempt would do better: fail now rather than retry for the whole window
+        await this.fail(id, `failed: ${err.reason}; nothing was kept`)
         return
       }
       if (signal.aborted) {

@@ -1,19 +1,16 @@
 /**
  * The body of POST /pins and POST /pins/{requestid} (the spec's Pin object),
  * checked field by field: `cid` required and parseable, with a codec and hash
- * this node can walk and verify; `name` ≤ 255 characters; `origins` ≤ 20
- * unique multiaddrs; `meta` ≤ 1000 string → string entries. Anything else
- * is a 400 that names the field.
+ * this node can walk and verify (ipfs/codecs.ts; identity roots are refused);
+ * `name` ≤ 255 characters; `origins` ≤ 20 unique multiaddrs; `meta` ≤ 1000
+ * string → string entries. Anything else is a 400 that names the field.
  */
 import { multiaddr } from '@multiformats/multiaddr'
 import { CID } from 'multiformats/cid'
 import { badRequest } from '../errors.js'
+import { unknownCodec, unknownHash } from '../ipfs/codecs.js'
 import { setOwn } from './own-property.js'
 
-/** dag-pb, raw, dag-cbor, dag-json, json */
-const CODECS = new Map([[0x70, 'dag-pb'], [0x55, 'raw'], [0x71, 'dag-cbor'], [0x0129, 'dag-json'], [0x0200, 'json']])
-/** sha2-256, sha2-512 */
-const HASHES = new Set([0x12, 0x13])
 
 export interface PinRequest {
   cid: CID
@@ -37,8 +34,9 @@ export function parsePinRequest (body: unknown): PinRequest {
   } catch {
     throw badRequest(`cid "${cidText.slice(0, 100)}" is not a valid CID`)
   }
-  if (!CODECS.has(cid.code)) throw badRequest(`cid uses codec 0x${cid.code.toString(16)}, which this service cannot pin (supported: ${[...CODECS.values()].join(', ')})`)
-  if (!HASHES.has(cid.multihash.code)) throw badRequest(`cid uses hash function 0x${cid.multihash.code.toString(16)}; supported: sha2-256, sha2-512`)
+  // the node's own table (ipfs/codecs.ts): a root it could not walk is refused before any payment
+  const unsupported = unknownCodec(cid) ?? unknownHash(cid)
+  if (unsupported != null) throw badRequest(`cid uses ${unsupported}`)
 
   let name: string | undefined
   if (b.name != null) {
