@@ -476,7 +476,7 @@ function gatewayOperation (method: 'get' | 'head', withPath: boolean): Obj {
     description: [
       'Free, no credentials. Serves the content of live pins (or, as the operator chose, anything held locally, or fetched from peers).',
       'The response format comes from `?format=` or else from `Accept` (the first of highest q naming a gateway type decides; `format` wins):',
-      '- deserialized (default): a UnixFS file (its detected type; active types such as HTML or SVG as attachment with `Content-Security-Policy: sandbox` unless the operator allows them), a directory (its `index.html`, else an HTML listing; without a trailing `/` a 301 to it), raw and identity blocks as bytes, dag-json/dag-cbor/json/cbor blocks as their bytes with their media type;',
+      '- deserialized (default): a UnixFS file (its detected type: the name, or `filename`, names it unless that would make active content look passive; active types such as HTML or SVG as attachment with `Content-Security-Policy: sandbox` unless the operator allows them), a directory (its `index.html`, else an HTML listing; without a trailing `/` a 301 to it), raw and identity blocks as bytes (identity CIDs of at most 128 bytes; larger ones are a 400), dag-json/dag-cbor/json/cbor blocks as their bytes with their media type;',
       '- `raw` / `application/vnd.ipld.raw`: the block of the CID alone (no path);',
       '- `car` / `application/vnd.ipld.car`: a CARv1 of the path\'s blocks and, per `dag-scope`, the terminal block, the entity or the whole DAG (`entity-bytes` for a byte range of a file); `version=1`, `order=dfs|unk`, `dups=y|n`;',
       '- `dag-json`, `dag-cbor`, `json`, `cbor`: a block of that very codec, unconverted.',

@@ -1,5 +1,5 @@
 /**
- * Issue 13, findings 2 and 10: content crafted to get something for
+ * Issue 13, findings 2, 10 and 14: content crafted to get something for
  * nothing, against the real server (bundle) on a real chain, with a real
  * origin peer (scripts/peer) holding the crafted blocks.
  *
@@ -11,6 +11,9 @@
  *     1 byte per link: 2 MB of blocks, a 41.9 GB file. It must not be quoted
  *     at the minimum, and hidden under a directory (so its root does not
  *     give it away) it must not be pinned for the minimum and then served.
+ * 14. Identity CIDs are content in the URL that nobody pinned or paid for:
+ *     only small ones are served, and `?filename=a.pdf` must not turn HTML
+ *     bytes into an inline PDF.
  */
 import { randomBytes } from 'node:crypto'
 import { CarReader } from '@ipld/car'
@@ -21,11 +24,12 @@ import { UnixFS } from 'ipfs-unixfs'
 import { CID } from 'multiformats/cid'
 import type { BlockCodec } from 'multiformats/codecs/interface'
 import * as json from 'multiformats/codecs/json'
+import { identity } from 'multiformats/hashes/identity'
 import { sha256, sha512 } from 'multiformats/hashes/sha2'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startDevChain, type DevChain } from '../../scripts/devchain/index.mjs'
 import { rawCid, startPeer, type Peer } from '../../scripts/peer/index.mjs'
-import { chainArgs, payingFetch } from '../helpers/paying-client.js'
+import { chainArgs, payingFetch, uploadForm } from '../helpers/paying-client.js'
 import { startPind, type PindProcess } from '../helpers/pind.js'
 import { waitFor } from '../helpers/ports.js'
 
@@ -195,5 +199,44 @@ describe('finding 10: one leaf linked 40,000 times', () => {
     const car = await fetch(`${pind.url}/ipfs/${file}?format=car&dups=y`)
     expect(car.status).toBe(200)
     expect((await car.arrayBuffer()).byteLength).toBeLessThan(13 * MiB)
+  })
+})
+
+describe('finding 14: identity CIDs and ?filename', () => {
+  const html = (n: number): Buffer => Buffer.from(`<html><body><script>alert(document.domain)</script>${'x'.repeat(n)}</body></html>`)
+  const inline = (bytes: Uint8Array): string => CID.createV1(0x55, identity.digest(bytes)).toString()
+
+  it('a large identity CID (content nobody pinned or paid for) is refused', async () => {
+    for (const q of ['', '?filename=a.pdf', '?format=raw']) {
+      const r = await fetch(`${pind.url}/ipfs/${inline(html(3000))}${q}`)
+      expect(r.status, q).toBe(400)
+      expect((await r.json() as any).error.details).toMatch(/at most 128 bytes/)
+    }
+  })
+
+  it('?filename=a.pdf does not serve HTML inline as a PDF, inline or pinned', async () => {
+    const small = html(10)
+    expect(small.length).toBeLessThanOrEqual(128)
+    const r = await fetch(`${pind.url}/ipfs/${inline(small)}?filename=a.pdf`)
+    expect(r.status).toBe(200)
+    expect(r.headers.get('content-type')).not.toMatch(/pdf/)
+    expect(r.headers.get('content-disposition')).toMatch(/^attachment/)
+    expect(r.headers.get('content-security-policy')).toBe('sandbox')
+
+    const page = Buffer.concat([html(5000), Buffer.from(randomBytes(8).toString('hex'))])
+    const up = await pay(`${pind.url}/upload`, { method: 'POST', body: uploadForm(page, 'page.bin') })
+    expect(up.status).toBe(201)
+    const { cid } = await up.json() as any
+    const pinned = await fetch(`${pind.url}/ipfs/${cid}?filename=a.pdf`)
+    expect(pinned.status).toBe(200)
+    expect(pinned.headers.get('content-type')).not.toMatch(/pdf/)
+    expect(pinned.headers.get('content-disposition')).toMatch(/^attachment/)
+    // a real PDF keeps its name's type, inline
+    const pdf = Buffer.from('%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n')
+    const upPdf = await pay(`${pind.url}/upload`, { method: 'POST', body: uploadForm(Buffer.concat([pdf, randomBytes(16)]), 'doc.pdf') })
+    const pdfCid = (await upPdf.json() as any).cid
+    const real = await fetch(`${pind.url}/ipfs/${pdfCid}?filename=doc.pdf`)
+    expect(real.headers.get('content-type')).toBe('application/pdf')
+    expect(real.headers.get('content-disposition')).toBe('inline; filename="doc.pdf"')
   })
 })

@@ -2,10 +2,14 @@
  * Content-Type for deserialized files (by name, then by content), whether a
  * browser would execute it, and Content-Disposition.
  *
- * Order: the file name's extension (mime) → markup sniffing (HTML, SVG, XML:
- * file-type calls an SVG with an XML prolog "application/xml") → file-type on
- * the first bytes → UTF-8 text without control characters → text/plain →
- * application/octet-stream.
+ * The content's own type: markup sniffing (HTML, SVG, XML: file-type calls an
+ * SVG with an XML prolog "application/xml") → file-type on the first bytes →
+ * UTF-8 text without control characters → text/plain →
+ * application/octet-stream. The file name's extension (mime) names the type
+ * instead, unless that would make active content look passive: a name (the
+ * path's, or `?filename=` that anyone can add to a URL) never promotes
+ * content to a type served inline — HTML bytes asked for as `a.pdf` are
+ * still HTML, an attachment.
  */
 import { fileTypeFromBuffer } from 'file-type'
 import mime from 'mime'
@@ -14,12 +18,20 @@ import mime from 'mime'
 export const SNIFF_BYTES = 4100
 
 export async function detectContentType (name: string | undefined, head: Uint8Array): Promise<string> {
-  let type: string | undefined
+  let byName: string | undefined
   if (name != null && name !== '') {
-    const byName = mime.getType(name)
-    if (byName != null && byName !== 'application/octet-stream') type = byName
+    const t = mime.getType(name)
+    if (t != null && t !== 'application/octet-stream') byName = t
   }
-  type ??= sniffMarkup(head)
+  const sniffed = await sniffContent(head)
+  const type = byName != null && (isPassiveType(sniffed) || !isPassiveType(byName)) ? byName : sniffed
+  if (type.startsWith('text/') && !type.includes(';') && isUtf8Prefix(head)) return `${type}; charset=utf-8`
+  return type
+}
+
+/** The type the first bytes say, whatever the name. */
+async function sniffContent (head: Uint8Array): Promise<string> {
+  let type = sniffMarkup(head)
   if (type == null) {
     try {
       type = (await fileTypeFromBuffer(head))?.mime
@@ -28,9 +40,7 @@ export async function detectContentType (name: string | undefined, head: Uint8Ar
     }
   }
   if (type == null && looksLikeText(head)) type = 'text/plain'
-  type ??= 'application/octet-stream'
-  if (type.startsWith('text/') && !type.includes(';') && isUtf8Prefix(head)) type += '; charset=utf-8'
-  return type
+  return type ?? 'application/octet-stream'
 }
 
 const HTML_STARTS = [

@@ -67,6 +67,9 @@ export function gatewayRoutes (router: Router, deps: GatewayDeps): void {
   })
 }
 
+/** the largest identity CID (inline bytes) served: the limit Kubo/boxo's verifcid sets */
+export const MAX_IDENTITY_BYTES = 128
+
 /** codecs whose blocks a deserialized response returns as-is, with this media type */
 const TYPED_BLOCKS: Record<number, string> = {
   [CODEC_DAG_JSON]: 'application/vnd.ipld.dag-json',
@@ -104,6 +107,10 @@ async function serveGateway (rc: RequestContext, deps: GatewayDeps): Promise<voi
     throw new HttpError(400, 'BAD_REQUEST', 'service worker registration is not allowed here')
   }
 
+  // an identity CID is content nobody pinned or paid for, in the URL itself: only small ones
+  if (isIdentity(gw.root) && gw.root.multihash.size > MAX_IDENTITY_BYTES) {
+    throw new HttpError(400, 'BAD_REQUEST', `${truncate(gw.root.toString(), 40)} is an identity CID carrying ${gw.root.multihash.size} bytes; this gateway serves identity CIDs of at most ${MAX_IDENTITY_BYTES} bytes`)
+  }
   // policy first, with no I/O beyond the caller's own check
   if (!(await deps.isServable(gw.root))) {
     throw new HttpError(404, 'NOT_FOUND', `${gw.root} is not served by this gateway`)
