@@ -30,6 +30,7 @@ import { PinLedger } from '../../src/ledger/pins.js'
 import { prng } from '../helpers/bad-input/cases.js'
 import { chainArgs, payingFetch, uploadForm } from '../helpers/paying-client.js'
 import { runPind, startPind, tempDir, type PindProcess } from '../helpers/pind.js'
+import { heldContent, type ModelPin, type ModelState } from '../helpers/hold-model.js'
 import { waitFor } from '../helpers/ports.js'
 
 let chain: DevChain
@@ -186,46 +187,15 @@ describe('replacing a replacement that is still queued', () => {
 
 // ---- the property -----------------------------------------------------------
 
-type State = 'pinned' | 'pending' | 'failed' | 'removed'
-
-interface ModelPin {
-  id: string
-  content: Content
-  state: State
-  /** the pin this one replaced, and the state that pin was in when it was replaced */
-  replaces?: { pin: ModelPin, stateThen: State }
-}
-
-/**
- * What the gateway must serve, from the pins alone: the content of every live
- * pinned pin, and, for a live replacement still pending, the content of the
- * last pinned pin up its chain of pending replacements (kept until the
- * replacement settles, so replacing never interrupts serving).
- */
-function heldContent (pins: ModelPin[]): Set<string> {
-  const out = new Set<string>()
-  for (const p of pins) {
-    if (p.state === 'pinned') out.add(p.content.cid)
-    if (p.state !== 'pending') continue
-    let up = p.replaces
-    while (up != null) {
-      if (up.stateThen === 'pinned') { out.add(up.pin.content.cid); break }
-      if (up.stateThen !== 'pending') break
-      up = up.pin.replaces
-    }
-  }
-  return out
-}
-
 describe('random sequences of upload, pin, replace, delete, expire, fail and gc', () => {
   it('the gateway and gc agree with the pins after every step', async () => {
     const seed = Number(process.env.PIND_TEST_SEED ?? Math.floor(Math.random() * 2 ** 31))
     const steps = Number(process.env.PIND_TEST_STEPS ?? 24)
     const rng = prng(seed)
-    const pins: ModelPin[] = []
+    const pins: Array<ModelPin<Content>> = []
     const contents: Content[] = []
     const log: string[] = []
-    const live = (): ModelPin[] => pins.filter(p => p.state !== 'removed')
+    const live = (): Array<ModelPin<Content>> => pins.filter(p => p.state !== 'removed')
 
     const target = async (): Promise<Content> => {
       const roll = rng.int(10)
@@ -265,13 +235,13 @@ describe('random sequences of upload, pin, replace, delete, expire, fail and gc'
         } else if (op === 'pin') {
           const c = track(await target())
           const r = await pinContent(c)
-          pins.push({ id: r.requestid, content: c, state: r.status as State })
+          pins.push({ id: r.requestid, content: c, state: r.status as ModelState })
           log.push(`pin ${c.kind} ${c.cid} → ${r.status}`)
         } else if (op === 'replace') {
           const old = rng.pick(candidates)
           const c = track(rng.int(6) === 0 && old.content.kind === 'held' ? old.content : await target())
           const r = await pinContent(c, old.id)
-          pins.push({ id: r.requestid, content: c, state: r.status as State, replaces: { pin: old, stateThen: old.state } })
+          pins.push({ id: r.requestid, content: c, state: r.status as ModelState, replaces: { pin: old, stateThen: old.state } })
           log.push(`replace ${old.id} (${old.state} ${old.content.kind}) with ${c.kind} ${c.cid} → ${r.status}`)
           old.state = 'removed'
         } else if (op === 'delete') {

@@ -22,29 +22,11 @@ import { PinLedger } from '../../../src/ledger/pins.js'
 import { runGc, sweepExpired } from '../../../src/service/gc.js'
 import { ServePolicy } from '../../../src/service/serve-policy.js'
 import { prng } from '../../helpers/bad-input/cases.js'
+import { heldContent, type ModelPin } from '../../helpers/hold-model.js'
 import { tempDir } from '../../helpers/pind.js'
 import { pinRecord } from '../../helpers/records.js'
 
-type State = 'pinned' | 'pending' | 'failed' | 'removed'
-
 interface Content { cid: string, bytes?: Uint8Array }
-interface ModelPin { id: string, content: Content, state: State, replaces?: { pin: ModelPin, stateThen: State } }
-
-/** the content of live pinned pins, and what live pending replacements hold up their chains */
-function heldContent (pins: ModelPin[]): Set<string> {
-  const out = new Set<string>()
-  for (const p of pins) {
-    if (p.state === 'pinned') out.add(p.content.cid)
-    if (p.state !== 'pending') continue
-    let up = p.replaces
-    while (up != null) {
-      if (up.stateThen === 'pinned') { out.add(up.pin.content.cid); break }
-      if (up.stateThen !== 'pending') break
-      up = up.pin.replaces
-    }
-  }
-  return out
-}
 
 async function run (seed: number, steps: number): Promise<void> {
   const rng = prng(seed)
@@ -57,7 +39,7 @@ async function run (seed: number, steps: number): Promise<void> {
   await bs.open()
   const policy = new ServePolicy({ pins: ledger, scope: 'pinned' })
   const lock = new CommitLock()
-  const pins: ModelPin[] = []
+  const pins: Array<ModelPin<Content>> = []
   const contents: Content[] = []
   const log: string[] = []
   let n = 0
@@ -79,10 +61,10 @@ async function run (seed: number, steps: number): Promise<void> {
     if (roll < 3 && known.length > 0) return rng.pick(known)
     return roll < 7 ? newContent() : ghost()
   }
-  const queued = async (c: Content, replaces?: ModelPin): Promise<ModelPin> => {
+  const queued = async (c: Content, replaces?: ModelPin<Content>): Promise<ModelPin<Content>> => {
     const id = `p${++n}`
     await ledger.create(pinRecord(id, c.cid, { status: 'queued', ...(replaces != null ? { replaces: replaces.id } : {}) }))
-    const p: ModelPin = { id, content: c, state: 'pending', ...(replaces != null ? { replaces: { pin: replaces, stateThen: replaces.state } } : {}) }
+    const p: ModelPin<Content> = { id, content: c, state: 'pending', ...(replaces != null ? { replaces: { pin: replaces, stateThen: replaces.state } } : {}) }
     if (replaces != null) replaces.state = 'removed'
     pins.push(p)
     return p
