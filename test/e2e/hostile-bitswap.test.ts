@@ -14,22 +14,17 @@ import { startPind, type PindProcess } from '../helpers/pind.js'
 
 let chain: DevChain
 let pinned: PindProcess
-let open: PindProcess
 const peers: Peer[] = []
 
 beforeAll(async () => {
   chain = await startDevChain({ payers: 1 })
   const { args, env } = chainArgs(chain)
-  ;[pinned, open] = await Promise.all([
-    startPind({ args, env }),
-    startPind({ args: [...args, '--gateway-policy', 'blockstore'], env })
-  ])
+  pinned = await startPind({ args, env })
 })
 
 afterAll(async () => {
   for (const p of peers) await p.stop().catch(() => {})
   await pinned?.stop()
-  await open?.stop()
   await chain?.stop()
 })
 
@@ -62,11 +57,14 @@ describe('bitswap after DELETE', () => {
   })
 
   it('with --gateway-policy blockstore, bitswap serves what is held, as the gateway does', async () => {
+    const { args, env } = chainArgs(chain)
+    const open = await startPind({ args: [...args, '--gateway-policy', 'blockstore'], env })
     const bytes = randomBytes(200_000)
     const u = await upload(open, bytes)
     const del = await fetch(`${open.url}/pins/${u.requestid}`, { method: 'DELETE', headers: { authorization: `Bearer ${u.token}` } })
     expect(del.status).toBe(202)
     expect((await fetch(`${open.url}/ipfs/${u.cid}`)).status).toBe(200)
     expect((await fetchOverBitswap(open, u.cid, 30_000)).equals(bytes)).toBe(true)
+    await open.stop()
   })
 })
