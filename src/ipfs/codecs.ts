@@ -22,7 +22,13 @@ export const PIN_CODECS: ReadonlyArray<BlockCodec<number, unknown>> = [dagPb, ra
 /** sha2-256, sha2-512: what pind hash-checks blocks with (identity CIDs carry their bytes and need none) */
 export const PIN_HASHERS: readonly MultihashHasher[] = [sha256, sha512]
 
+const CODECS = new Map(PIN_CODECS.map(c => [c.code, c]))
 const CODEC_NAMES = new Map(PIN_CODECS.map(c => [c.code, c.name]))
+
+/** the codec of this code, when pind pins it */
+export function codecOf (code: number): BlockCodec<number, unknown> | undefined {
+  return CODECS.get(code)
+}
 const HASH_NAMES = new Map(PIN_HASHERS.map(h => [h.code, h.name]))
 
 /** "codec 0x…, which …" when this node cannot decode blocks of `cid`'s codec */

@@ -4,13 +4,15 @@
  * DAG's declared size. dag-pb: block length + Σ link Tsize (UnixFS files also
  * declare their content size, which counts when it is larger: a file whose
  * links repeat one block is read as its file size); raw: the block itself.
- * Other codecs declare nothing. Declared sizes are claims: the fetcher
+ * Other codecs declare nothing (their bytes must still decode, or the root
+ * is refused: no DAG can be walked through it). Declared sizes are claims: the fetcher
  * enforces a byte cap anyway, on the DAG expanded through repeated links too.
  */
 import * as dagPb from '@ipld/dag-pb'
 import { UnixFS } from 'ipfs-unixfs'
 import { CID } from 'multiformats/cid'
 import type { Helia } from '@helia/interface'
+import { codecOf } from './codecs.js'
 
 export const RAW_CODE = 0x55
 export const IDENTITY_HASH = 0x00
@@ -25,7 +27,11 @@ export interface DeclaredSize {
 
 export function declaredSize (cid: CID, bytes: Uint8Array): DeclaredSize | undefined {
   if (cid.code === RAW_CODE) return { dagSize: bytes.byteLength, fileSize: bytes.byteLength, how: 'raw block' }
-  if (cid.code !== dagPb.code) return undefined
+  if (cid.code !== dagPb.code) {
+    // declares nothing, but must be what its codec says (throws otherwise: the DAG cannot be walked)
+    codecOf(cid.code)?.decode(bytes)
+    return undefined
+  }
   const node = dagPb.decode(bytes)
   let dagSize = bytes.byteLength
   for (const link of node.Links) {

@@ -147,6 +147,14 @@ describe('finding 2: pins of dag-cbor, dag-json and json DAGs', () => {
       expect(r.status).toBe(400)
       expect((await r.json() as any).error.details).toMatch(new RegExp(`codec 0x${code.toString(16)}`))
     }
+    // and a root whose bytes are not what its codec says, once the quote has read it
+    for (const code of [dagCbor.code, dagJson.code, json.code]) {
+      const junk = Uint8Array.from([0xff, 0xfe, 0x00, ...randomBytes(8)])
+      const cid = CID.createV1(code, await sha256.digest(junk))
+      await origin.putBlock(cid, junk)
+      const r = await fetch(`${pind.url}/pins`, postPin({ cid: cid.toString(), origins: origin.multiaddrs() }))
+      expect(r.status, `codec 0x${code.toString(16)}`).toBe(400)
+    }
   })
 })
 
@@ -188,7 +196,8 @@ describe('finding 10: one leaf linked 40,000 times', () => {
   })
 
   it('an honest DAG that repeats a leaf (Tsizes count every link) is priced on what it serves and pinned', async () => {
-    const file = await fileNode(Array.from({ length: 12 }, () => leaf), MiB, MiB)
+    const own = await putRaw(randomBytes(MiB)) // not the leaf fetched (and dropped) just before
+    const file = await fileNode(Array.from({ length: 12 }, () => own), MiB, MiB)
     const quote = await fetch(`${pind.url}/pins`, postPin({ cid: file.toString(), origins: origin.multiaddrs() }))
     expect(quote.status).toBe(402)
     expect(Number((await quote.json() as any).size)).toBeGreaterThan(12 * MiB)
