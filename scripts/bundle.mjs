@@ -9,6 +9,7 @@
 // bundle would break. They stay `require('lmdb')` calls, resolved from node_modules
 // when run as `node dist/pind.cjs`, and from pkg's snapshot inside the binary
 // (scripts/package-binary.mjs ships their JS and the addon files there).
+import { execFileSync } from 'node:child_process'
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -82,6 +83,18 @@ try {
   process.exit(1)
 }
 
+// `pind --version` says which commit a binary was built from, and when
+function gitCommit () {
+  try {
+    const git = (...a) => execFileSync('git', a, { cwd: root, stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim()
+    const commit = git('rev-parse', '--short=12', 'HEAD')
+    return git('status', '--porcelain', '--untracked-files=no') === '' ? commit : `${commit}-dirty`
+  } catch {
+    return 'unknown' // not a git checkout (a source tarball)
+  }
+}
+const buildDate = new Date(process.env.SOURCE_DATE_EPOCH != null ? Number(process.env.SOURCE_DATE_EPOCH) * 1000 : Date.now()).toISOString().replace(/\.\d{3}Z$/, 'Z')
+
 const started = performance.now()
 try {
   await build({
@@ -100,7 +113,9 @@ try {
     define: {
       'import.meta.url': '__import_meta_url',
       'import.meta.filename': '__filename',
-      'import.meta.dirname': '__dirname'
+      'import.meta.dirname': '__dirname',
+      __PIND_COMMIT__: JSON.stringify(gitCommit()),
+      __PIND_BUILD_DATE__: JSON.stringify(buildDate)
     },
     // turn `await import('lmdb')` into require('lmdb'): one (CJS) copy of lmdb, which is
     // the form pkg's walker follows and that loads from pkg's snapshot

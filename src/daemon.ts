@@ -35,9 +35,11 @@ import { metricsSources } from './service/metrics-sources.js'
 import { createHttpServer } from './http/server.js'
 import type { CID } from 'multiformats/cid'
 import { loadOrCreateIdentity } from './ipfs/identity.js'
-import { startIpfsNode } from './ipfs/node.js'
+import { P2pListenError, startIpfsNode } from './ipfs/node.js'
+import { listenFailure, type ListenFailure } from './startup-errors.js'
 import { CommitLock } from './ipfs/commit-lock.js'
 import { BlockStaging } from './ipfs/staging.js'
+import { BlockstoreUsageTracker } from './ipfs/blockstore-usage.js'
 import { Slots } from './service/slots.js'
 import { LmdbDatastore } from './ledger/datastore.js'
 import { openLedgerEnv } from './ledger/open.js'
@@ -62,7 +64,9 @@ import { SizeProbe } from './service/size-probe.js'
 import { BlockNetwork } from './ipfs/network.js'
 import { networkReadThrough } from './ipfs/network-read.js'
 import { buildAgentCard } from './service/agent-card.js'
-import { checkHealth } from './service/health.js'
+import { checkHealth, type HealthReport } from './service/health.js'
+import { checkReadiness } from './service/readiness.js'
+import { operatorStatus, type PaymentsCheck } from './service/status.js'
 
 /** blocks in flight per pin fetch (NOTES: 8–16 reached ~50 MiB/s on loopback; measured in scripts/bench-pin.mjs) */
 const BLOCKS_IN_FLIGHT = 32
@@ -75,6 +79,8 @@ export interface Daemon {
   peerId: string
   multiaddrs: string[]
   dataDir: string
+  /** whether paid writes can work (the start-up summary, the logs) */
+  payments(): PaymentsCheck
   stop(deadlineMs: number): Promise<void>
 }
 
@@ -105,10 +111,16 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       peers: config.p2pPeers,
       log,
       mayServe: (cid) => servePolicy?.mayServe(cid, 'bitswap') ?? false
+    }).catch((err: unknown) => {
+      if (err instanceof P2pListenError) throw listenFailure('the libp2p listen address', err.failures[0] as ListenFailure, '--p2p-listen (PIND_P2P_LISTEN)')
+      throw err
     })
     cleanups.push(() => ipfs.stop())
 
-    const staging = new BlockStaging(paths.blocks, paths.staging)
+    // blocks and bytes stored, current for /metrics and `pind status`: a walk (begun now), then what commits and gc report
+    const usage = new BlockstoreUsageTracker(paths.blocks)
+    usage.current().catch(() => {})
+    const staging = new BlockStaging(paths.blocks, paths.staging, (n, bytes) => { usage.added(n, bytes) })
     const notes = new SettlementNotes(ledger)
     // kept: the sealed imports of paid uploads whose notes reconciliation has yet to fulfil
     const leftovers = await staging.sweepLeftovers(stagingInUse(notes.all()))
@@ -126,7 +138,9 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     const settlements = startReconciler(config, notes, new Date(startedAt), actions, log.child({ component: 'settlements' }))
     cleanups.push(async () => { await settlements.reconciler?.stop() })
 
-    const metrics = new Metrics(metricsSources(pins, paths.blocks, () => ipfs.helia.libp2p.getConnections().length))
+    let gate: PaymentGate | undefined
+    const metrics = new Metrics(metricsSources(pins, async () => await usage.current(), () => ipfs.helia.libp2p.getConnections().length,
+      () => gate != null ? { settlesPending: gate.settlesPending, ...(gate.balance?.balance != null ? { settlerBalanceWei: gate.balance.balance } : {}) } : undefined))
     const router = new Router()
     const proxies: ReadonlySet<string> = new Set(config.trustedProxies)
     // what per-client limits count by: the client's address (proxies considered; IPv6 by /64)
@@ -144,19 +158,25 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       // it listens now (to know its port for the public URL) and answers 503 until every route is added
       starting: true
     })
-    const bound = await http.listen(config.host, config.port)
+    const bound = await http.listen(config.host, config.port).catch((err: NodeJS.ErrnoException) => {
+      throw listenFailure('the HTTP address', { address: `${config.host}:${config.port}`, ...(err.code != null ? { code: err.code } : {}) }, '--port (PIND_PORT) / --host (PIND_HOST)')
+    })
     const url = `http://${bound.host.includes(':') ? `[${bound.host}]` : bound.host}:${bound.port}`
     const publicUrl = config.publicUrl ?? url
     let httpClosed = false
     cleanups.push(async () => { if (!httpClosed) await http.close(0) })
 
     const prices: PriceSettings = { rate: config.priceRate, minimum: config.priceMin, maximum: config.priceMax, maxMonths: config.maxMonths }
-    const gate = paymentGate(config, prices, log)
+    gate = paymentGate(config, prices, log)
     if (gate != null) {
-      gate.onEvent = (event, amount) => { metrics.payment(event, amount) }
-      await gate.start()
-      cleanups.push(() => { gate.stop() })
+      const g = gate
+      g.onEvent = (event, amount, reason) => { metrics.payment(event, amount, reason) }
+      await g.start()
+      cleanups.push(() => { g.stop() })
     }
+    const payments = (): PaymentsCheck => gate?.status() ?? (config.payTo == null
+      ? { state: 'no-pay-to', ok: false, message: 'no --pay-to address: paid writes answer 503' }
+      : { state: 'no-facilitator', ok: false, message: 'no facilitator (a settler key and --rpc-url, or --facilitator-url): paid writes answer 503' })
     const keystore = await KeyStore.open(paths.keys)
     const once = new PaymentOnce()
     const tokenLedger = new TokenLedger(ledger)
@@ -168,29 +188,52 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       ledger.meta.put('tokenTtl', config.tokenTtl)
       ledger.meta.put('expiryGrace', config.expiryGrace)
     })
-    const gcDeps: GcDeps = { pins, blocksDir: paths.blocks, lock: commitLock, graceMs: config.expiryGrace * 1000, held: () => blocksHeld(notes.all()) }
-    const admin = await startAdminServer(paths.adminSocket, { keys: { keystore, tokens, tokenLedger }, pins, gc: gcDeps, settlements: settlements.admin, metrics }, log)
+    const gcDeps: GcDeps = { pins, blocksDir: paths.blocks, lock: commitLock, graceMs: config.expiryGrace * 1000, held: () => blocksHeld(notes.all()), onRemoved: (n, bytes) => { usage.removed(n, bytes) } }
+    // (bound once the fetcher exists, below)
+    let cancelFetch = (_requestid: string): void => {}
+    const admin = await startAdminServer(paths.adminSocket, { keys: { keystore, tokens, tokenLedger }, pins, gc: gcDeps, settlements: settlements.admin, metrics, cancelFetch: (id) => { cancelFetch(id) },
+      delegates: () => ipfs.multiaddrs(),
+      status: async () => await operatorStatus({
+        pins,
+        notes,
+        dataDir: paths.root,
+        usage: async () => await usage.current(),
+        live: {
+          pid: process.pid,
+          startedAt,
+          version: VERSION,
+          url,
+          peerId: ipfs.peerId,
+          multiaddrs: ipfs.multiaddrs(),
+          peers: () => ipfs.helia.libp2p.getConnections().map(c => ({ peer: c.remotePeer.toString(), addr: c.remoteAddr.toString() })),
+          payments
+        }
+      })
+    }, log)
     cleanups.push(async () => { await admin.close(); rmSync(paths.adminSocket, { force: true }) })
     if (config.metricsListen != null) {
       const metricsRouter = new Router()
       metricsRoutes(metricsRouter, metrics)
       const metricsHttp = createHttpServer(metricsRouter, log.child({ component: 'metrics' }))
       const at = config.metricsListen.lastIndexOf(':')
-      await metricsHttp.listen(config.metricsListen.slice(0, at).replace(/^\[|\]$/g, ''), Number(config.metricsListen.slice(at + 1)))
+      await metricsHttp.listen(config.metricsListen.slice(0, at).replace(/^\[|\]$/g, ''), Number(config.metricsListen.slice(at + 1))).catch((err: NodeJS.ErrnoException) => {
+        throw listenFailure('the metrics address', { address: config.metricsListen as string, ...(err.code != null ? { code: err.code } : {}) }, '--metrics-listen (PIND_METRICS_LISTEN)')
+      })
       cleanups.push(async () => { await metricsHttp.close(1000) })
     }
     const sweeper = startExpirySweeper(pins, config.expiryGrace * 1000, config.expirySweepInterval * 1000, log)
     cleanups.push(async () => { await sweeper.stop() })
 
     const healthLog = log.child({ component: 'health' })
-    healthRoutes(router, async () => await checkHealth({
+    const health = async (): Promise<HealthReport> => await checkHealth({
       readLedger: () => ledger.meta.get('schemaVersion'),
       blocksDir: paths.blocks,
       libp2pStatus: () => ipfs.helia.libp2p.status,
       diskCheckCacheMs: 1000,
       startedAt,
       log: healthLog
-    }))
+    })
+    healthRoutes(router, health, async () => await checkReadiness(health, payments))
     agentCardRoutes(router, buildAgentCard({
       publicUrl,
       network: config.network,
@@ -224,6 +267,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     })
     fetcher.start()
     wakeFetcher = () => { fetcher.enqueue() }
+    cancelFetch = (id) => { fetcher.cancel(id) }
     cleanups.push(async () => { await fetcher.stop() })
     const delegates = (): string[] => ipfs.multiaddrs()
     pinRoutes(router, {
@@ -284,6 +328,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       peerId: ipfs.peerId,
       multiaddrs: ipfs.multiaddrs(),
       dataDir: paths.root,
+      payments,
       stop: async (deadlineMs) => {
         await http.close(deadlineMs)
         httpClosed = true
@@ -336,6 +381,7 @@ function paymentGate (config: Readonly<Config>, prices: PriceSettings, log: Logg
     maxTimeoutSeconds: config.paymentTimeout,
     prices,
     rpcUrl: config.rpcUrl,
-    facilitator
+    facilitator,
+    settlerMinBalance: config.settlerMinBalance
   }, log.child({ component: 'payment' }))
 }

@@ -12,6 +12,8 @@ import { createHttpServer } from '../http/server.js'
 import { exportRoutes } from './routes/export.js'
 import { gcRoutes } from './routes/gc.js'
 import { keysRoutes } from './routes/keys.js'
+import { pinsRoutes } from './routes/pins.js'
+import { statusRoutes } from './routes/status.js'
 import { settlementsRoutes } from './routes/settlements.js'
 import { metricsRoutes } from '../http/routes/metrics.js'
 import type { AdminDeps } from './deps.js'
@@ -28,6 +30,8 @@ export async function startAdminServer (socketPath: string, d: AdminDeps, log: L
   gcRoutes(router, d)
   exportRoutes(router, d)
   settlementsRoutes(router, d)
+  pinsRoutes(router, d)
+  statusRoutes(router, d)
   const http = createHttpServer(router, log.child({ component: "admin" }), { idleTimeoutMs: 0 })
   await http.listenSocket(socketPath)
   return { close: async () => { await http.close(2000) } }

@@ -34,15 +34,16 @@ Examples:
   pind keys import-identity /secure/pind-identity.json     (on the new machine, serve stopped)
 `)
 
-  const run = (name: string, cmd: Command, op: KeysOp, print: (r: Record<string, unknown>) => string): Promise<void> =>
-    runKeys(name, cmd, op, print)
+  const run = (name: string, cmd: Command, op: KeysOp, print: (r: Record<string, unknown>) => string, note?: (r: Record<string, unknown>) => string | undefined): Promise<void> =>
+    runKeys(name, cmd, op, print, note)
 
   keys.command('list').description('signing keys (id, algorithm, created, active/retired) and operator tokens')
     .option('--json', 'print JSON')
     .action(async (_o, cmd: Command) => {
       await run('list', cmd, { op: 'list' }, (r) => {
-        const lines = ['KID                                          ALG     STATUS   CREATED']
-        for (const k of r.keys as Array<{ kid: string, alg: string, status: string, created: string, retiredAt?: string }>) lines.push(`${k.kid.padEnd(44)} ${k.alg.padEnd(7)} ${k.status.padEnd(8)} ${k.created}${k.retiredAt != null ? `  retired ${k.retiredAt}` : ""}`)
+        const lines = ['  KID                                          ALG     STATUS   CREATED']
+        for (const k of r.keys as Array<{ kid: string, alg: string, status: string, created: string, retiredAt?: string, signing?: boolean }>) lines.push(`${k.signing === true ? '*' : ' '} ${k.kid.padEnd(44)} ${k.alg.padEnd(7)} ${k.status.padEnd(8)} ${k.created}${k.retiredAt != null ? `  retired ${k.retiredAt}` : ''}`)
+        lines.push('(* signs new tokens; the other active keys only verify the tokens they signed)')
         const toks = r.operatorTokens as Array<Record<string, unknown>>
         lines.push('', toks.length === 0 ? 'no operator tokens' : 'OPERATOR TOKENS (jti, owner, permissions, expires, revoked)')
         for (const t of toks) lines.push(`${String(t.jti)}  ${String(t.owner)}  ${(t.permissions as string[]).join(',')}  ${String(t.expiresAt)}${t.revoked != null ? `  REVOKED ${String(t.revoked)}` : ''}${t.note != null ? `  # ${String(t.note)}` : ''}`)
@@ -79,7 +80,8 @@ Examples:
         try { ttlSeconds = duration(60, 10 * 365 * 86400)(o.ttl) } catch (err) { usage(`--ttl: ${(err as Error).message}`) }
       }
       const op: KeysOp = { op: 'mint', owner: o.owner, permissions: o.unpaidPins === true ? [PIN_WITHOUT_PAYMENT] : [], ...(ttlSeconds != null ? { ttlSeconds } : {}), ...(o.note != null ? { note: o.note } : {}) }
-      await run('mint', cmd, op, r => `${String(r.token)}\n# jti ${String(r.jti)}, owner ${String(r.owner)}, permissions ${(r.permissions as string[]).join(',') || 'none'}, expires ${String(r.expiresAt)}`)
+      // stdout carries the token alone, so that T=$(pind keys mint …) works; the facts go to stderr
+      await run('mint', cmd, op, r => String(r.token), r => `minted jti ${String(r.jti)} for ${String(r.owner)}, permissions ${(r.permissions as string[]).join(',') || 'none'}, expires ${String(r.expiresAt)}`)
     })
 
   keys.command('revoke [token]').description('revoke one token (the token itself or --jti), or every token of --owner issued until now')
@@ -89,7 +91,8 @@ Examples:
     .action(async (token: string | undefined, o: { jti?: string, owner?: string }, cmd: Command) => {
       if ([token, o.jti, o.owner].filter(x => x != null).length !== 1) usage('give exactly one of: a token, --jti <id>, --owner <address>')
       const op: KeysOp = { op: 'revoke', ...(token != null ? { token } : {}), ...(o.jti != null ? { jti: o.jti } : {}), ...(o.owner != null ? { owner: o.owner } : {}) }
-      await run('revoke', cmd, op, r => r.revokedOwner != null ? `revoked every token of ${String(r.revokedOwner)} issued until ${String(r.before)}` : `revoked token ${String(r.revokedJti)}`)
+      await run('revoke', cmd, op, r => r.revokedOwner != null ? `revoked every token of ${String(r.revokedOwner)} issued until ${String(r.before)}` : `revoked token ${String(r.revokedJti)}`,
+        r => typeof r.warning === 'string' ? `warning: ${r.warning}` : undefined)
     })
 
   keys.command('peer-id').description("this node's libp2p peer ID")
@@ -146,7 +149,8 @@ Examples:
 
 const IDENTITY_EXPORT_TYPE = 'pind-libp2p-identity'
 
-async function runKeys (name: string, cmd: Command, op: KeysOp, print: (r: Record<string, unknown>) => string): Promise<void> {
+/** `note`: a line for stderr (what stdout must not carry, or a warning) */
+async function runKeys (name: string, cmd: Command, op: KeysOp, print: (r: Record<string, unknown>) => string, note?: (r: Record<string, unknown>) => string | undefined): Promise<void> {
   const config = configFromCli(cmd, 'admin')
   const json = cmd.opts<{ json?: boolean }>().json === true
   let out: { result: Record<string, unknown>, how: Via }
@@ -161,6 +165,8 @@ async function runKeys (name: string, cmd: Command, op: KeysOp, print: (r: Recor
   }
   const where = describeVia(out.how, config.dataDir)
   writeResult(out, json, print)
+  const extra = note?.(out.result)
+  if (extra != null) process.stderr.write(`pind keys ${name}: ${extra}\n`)
   process.stderr.write(`pind keys ${name}: done ${where}\n`)
 }
 

@@ -5,36 +5,48 @@
  * the native-addon cache path is set before lmdb loads.
  */
 import { Command, Option } from 'commander'
-import { SETTINGS } from '../config/settings.js'
+import { SETTINGS, type Setting } from '../config/settings.js'
 import { secureDataDir } from '../datadir/secure.js'
-import { VERSION } from '../version.js'
-import { configFromCli, loggerFor } from './config-from-cli.js'
+import { versionLine } from '../version.js'
+import { checksumErrors } from './checksums.js'
+import { configFromCli, EXIT_USAGE, loggerFor } from './config-from-cli.js'
+import { configCommand } from './config-show.js'
 import { exportLedgerCommand } from './export-ledger.js'
 import { gcCommand } from './gc.js'
 import { importLedgerCommand } from './import-ledger.js'
 import { keysCommand } from './keys.js'
+import { pinsCommand } from './pins.js'
 import { settlementsCommand } from './settlements.js'
+import { statusCommand } from './status.js'
+
+/** A setting as a commander option: its description, environment variable and default in the help. */
+export function settingOption (s: Setting): Option {
+  const def = s.default === undefined ? '' : `; default ${Array.isArray(s.default) ? (s.default.length === 0 ? 'none' : s.default.join(',')) : String(s.default)}`
+  return new Option(s.flag as string, `${s.description} (env ${s.env}${def})`)
+}
 
 export function buildProgram (): Command {
   const program = new Command('pind')
     .description('A paid IPFS pinning service in one binary: Helia node, LMDB ledger, x402 payments.')
-    .version(VERSION, '-V, --version', 'print the version')
+    .version(versionLine(), '-V, --version', 'print the version, commit and build date')
     .option('--config <file>', 'JSON config file (env PIND_CONFIG); flags > environment > file > defaults')
-    .showHelpAfterError()
+    // every subcommand's help lists the global options too (--data-dir, --config, --log-level)
+    .configureHelp({ showGlobalOptions: true })
     // before any subcommand is added, so they inherit it: usage errors reach main.ts (exit 2)
     .exitOverride()
-  for (const s of SETTINGS.filter(s => s.global === true && s.flag != null)) {
-    program.addOption(new Option(s.flag as string, `${s.description} (env ${s.env})`))
-  }
+  for (const s of SETTINGS.filter(s => s.global === true && s.flag != null)) program.addOption(settingOption(s))
 
   const serveCmd = program.command('serve')
     .description('run the pinning service (HTTP API, gateway, libp2p node)')
     .addHelpText('after', '\nExamples:\n  pind serve --data-dir /var/lib/pind --host 0.0.0.0 --port 8080\n  PIND_PAY_TO=0x... PIND_RPC_URL=https://rpc.mainnet.taiko.xyz PIND_SETTLER_KEY_FILE=/etc/pind/settler.key pind serve\n')
-  for (const s of SETTINGS.filter(s => s.global !== true && s.flag != null)) {
-    serveCmd.addOption(new Option(s.flag as string, `${s.description} (env ${s.env})`))
-  }
+  for (const s of SETTINGS.filter(s => s.global !== true && s.flag != null)) serveCmd.addOption(settingOption(s))
   serveCmd.action(async (_opts, cmd: Command) => {
     const config = configFromCli(cmd, 'serve')
+    const bad = await checksumErrors(config)
+    if (bad.length > 0) {
+      for (const e of bad) process.stderr.write(`pind: ${e}\n`)
+      process.exit(EXIT_USAGE)
+    }
     const log = loggerFor(config)
     // before lmdb loads: the binary unpacks lmdb's native addon into the data dir
     const secured = secureDataDir(config.dataDir)
@@ -48,6 +60,15 @@ export function buildProgram (): Command {
   importLedgerCommand(program)
   keysCommand(program)
   settlementsCommand(program)
+  pinsCommand(program)
+  statusCommand(program)
+  configCommand(program)
 
+  // a usage error shows the error, commander's "did you mean", and where the help is: not the whole help
+  const hint = (cmd: Command, path: string): void => {
+    cmd.showHelpAfterError(`(see: ${path} --help)`)
+    for (const sub of cmd.commands) hint(sub, `${path} ${sub.name()}`)
+  }
+  hint(program, 'pind')
   return program
 }

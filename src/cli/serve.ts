@@ -1,13 +1,16 @@
 /**
- * `pind serve`: start the daemon, print the start-up summary, and stop
- * gracefully on SIGINT/SIGTERM (a second signal exits at once).
+ * `pind serve`: start the daemon, print the start-up summary (and log it as
+ * one line), tell systemd it is ready, and stop gracefully on SIGINT/SIGTERM
+ * (a second signal exits at once).
  */
 import type { Config } from '../config/settings.js'
 import { startDaemon } from '../daemon.js'
 import { DataDirLockedError } from '../datadir/lock.js'
 import { holdYoungGeneration } from '../heap.js'
 import type { Logger } from '../log.js'
-import { VERSION } from '../version.js'
+import { StartupError } from '../startup-errors.js'
+import { COMMIT, VERSION } from '../version.js'
+import { notifyServiceManager } from './notify.js'
 
 export async function serve (config: Readonly<Config>, log: Logger): Promise<void> {
   holdYoungGeneration()
@@ -15,12 +18,16 @@ export async function serve (config: Readonly<Config>, log: Logger): Promise<voi
   try {
     daemon = await startDaemon(config, log)
   } catch (err) {
-    if (err instanceof DataDirLockedError) {
+    if (err instanceof DataDirLockedError || err instanceof StartupError) {
       process.stderr.write(`pind: ${err.message}\n`)
       process.exit(1)
     }
     throw err
   }
+  const payments = daemon.payments()
+  const settler = 'settler' in payments && payments.settler != null
+    ? `  settler:    ${payments.settler}${payments.settlerBalanceWei != null ? ` (${payments.settlerBalanceWei} wei)` : ''}`
+    : undefined
   const summary = [
     `pind ${VERSION} serving`,
     `  http:       ${daemon.url}`,
@@ -29,10 +36,27 @@ export async function serve (config: Readonly<Config>, log: Logger): Promise<voi
     ...daemon.multiaddrs.map((ma, i) => `  ${i === 0 ? 'libp2p:    ' : '           '} ${ma}`),
     `  data dir:   ${daemon.dataDir}`,
     `  network:    ${config.network}`,
-    `  pay to:     ${config.payTo ?? '(not configured: paid writes answer 503)'}`
+    `  pay to:     ${config.payTo ?? '(not configured: paid writes answer 503)'}`,
+    `  payments:   ${payments.state}${payments.ok ? '' : ` (${payments.message})`}`,
+    ...(settler != null ? [settler] : [])
   ]
   process.stdout.write(summary.join('\n') + '\n')
-  log.info('started', { url: daemon.url, peerId: daemon.peerId })
+  // the same as one log line (journald, log shippers)
+  log.notice('serving', {
+    version: VERSION,
+    commit: COMMIT,
+    pid: process.pid,
+    url: daemon.url,
+    publicUrl: daemon.publicUrl,
+    peerId: daemon.peerId,
+    multiaddrs: daemon.multiaddrs,
+    dataDir: daemon.dataDir,
+    network: config.network,
+    payTo: config.payTo ?? null,
+    payments: payments.state,
+    ...('settler' in payments && payments.settler != null ? { settler: payments.settler, settlerBalanceWei: payments.settlerBalanceWei ?? null } : {})
+  })
+  void notifyServiceManager({ READY: '1', STATUS: `serving ${daemon.url}; payments ${payments.state}` }, log)
 
   let stopping = false
   const onSignal = (signal: NodeJS.Signals): void => {
@@ -41,9 +65,10 @@ export async function serve (config: Readonly<Config>, log: Logger): Promise<voi
       process.exit(signal === 'SIGINT' ? 130 : 143)
     }
     stopping = true
-    log.info('stopping', { signal })
+    log.notice('stopping', { signal })
+    void notifyServiceManager({ STOPPING: '1' }, log)
     daemon.stop(config.shutdownTimeout * 1000).then(() => {
-      log.info('stopped')
+      log.notice('stopped')
       process.exit(0)
     }, (err: unknown) => {
       log.error('error while stopping', { error: err })

@@ -33,10 +33,14 @@ export function settlementsCommand (program: Command): void {
     .addHelpText('after', `
 A note is written before each payment is settled and removed with the pin or renewal it pays
 for. A note that stays means the process died in between. Serve reconciles them in the
-background against the token's authorizationState: never used and expired → dropped; still
-usable → unused-pending (checked again later); used → paid-unfulfilled: the payer paid and got
-nothing. Refund or re-pin those, then close them. States: unchecked, unused-pending,
-paid-unfulfilled.
+background (at start, then every 5 minutes) against the token's authorizationState:
+  never used and no longer usable → dropped (the money never moved);
+  still usable                    → unused-pending (read again later);
+  used                            → fulfilled automatically: the pin or renewal the note holds
+                                    is recorded with its payment, and the note goes;
+  used, but it cannot be fulfilled (a staged block is missing, or the pin it replaces or
+  renews was removed)             → paid-unfulfilled: refund or re-pin, then close it.
+States: unchecked, unused-pending, paid-unfulfilled.
 
 Works on a running serve (through its admin socket) or on a stopped data dir.
 
@@ -55,7 +59,7 @@ Examples:
       await run('list', cmd, { op: 'list', closed: o.closed === true }, printList)
     })
 
-  const check = settlements.command('check').description('reconcile the notes with the chain now; prints what was dropped and what was confirmed paid')
+  const check = settlements.command('check').description('reconcile the notes with the chain now; prints what was dropped, what was paid and is now pinned, and what is paid-unfulfilled')
     .option('--json', 'print JSON')
     .addHelpText('after', '\nThrough a running serve the check uses serve\'s RPC and asset; the chain options apply on a stopped data dir.\n')
   for (const [key, what] of CHAIN_OPTIONS) {

@@ -21,6 +21,8 @@ export interface ConfigSources {
 export interface ConfigResult {
   config?: Readonly<Config>
   errors: string[]
+  /** where each value came from: the flag, the environment variable, the config file, or "default" (unset settings are absent) */
+  origins?: Partial<Record<keyof Config, string>>
 }
 
 export function loadConfig (sources: ConfigSources): ConfigResult {
@@ -33,14 +35,19 @@ export function loadConfig (sources: ConfigSources): ConfigResult {
     else if (SETTINGS.some(s => s.key === k && s.secret === true)) errors.push(`config file ${sources.configFile}: "${k}" is a secret and is read from the environment only (or use a key file)`)
   }
   const out: Record<string, unknown> = {}
+  const origins: Partial<Record<keyof Config, string>> = {}
   for (const s of settings) {
     const picked = pick(s, sources, file)
     if (picked == null) {
-      if (s.default !== undefined) out[s.key] = s.default
+      if (s.default !== undefined) {
+        out[s.key] = s.default
+        origins[s.key] = 'default'
+      }
       continue
     }
     try {
       out[s.key] = s.parse(picked.raw)
+      origins[s.key] = picked.where
     } catch (err) {
       const shown = s.secret === true ? '(hidden)' : JSON.stringify(picked.raw)
       errors.push(`invalid ${picked.where}: ${shown}: ${(err as Error).message}`)
@@ -49,7 +56,7 @@ export function loadConfig (sources: ConfigSources): ConfigResult {
   if (typeof out.dataDir === 'string') out.dataDir = resolve(out.dataDir)
   if (sources.scope === 'serve') crossCheck(out as unknown as Config, errors)
   if (errors.length > 0) return { errors }
-  return { config: Object.freeze(out as unknown as Config), errors }
+  return { config: Object.freeze(out as unknown as Config), errors, origins }
 }
 
 function pick (s: Setting, sources: ConfigSources, file: Record<string, unknown>): { raw: unknown, where: string } | undefined {
@@ -96,4 +103,5 @@ function crossCheck (c: Config, errors: string[]): void {
   }
   const embedded = c.settlerKey != null || c.settlerKeyFile != null
   if (embedded && c.rpcUrl == null) errors.push('the embedded facilitator (settler key) needs --rpc-url')
+  if (embedded && c.payTo == null) errors.push('a settler key is set (the embedded facilitator) but no --pay-to: payments would have nowhere to go; set --pay-to <address> (or remove the settler key to run without paid writes)')
 }

@@ -71,6 +71,7 @@ export interface Config {
   settlerKey?: `0x${string}`
   settlerKeyFile?: string
   facilitatorUrl?: string
+  settlerMinBalance: bigint
   priceRate: bigint
   priceMin: bigint
   priceMax: bigint
@@ -133,6 +134,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'payTo', flag: '--pay-to <address>', env: 'PIND_PAY_TO', parse: address, description: 'address that receives payments; without it, paid writes answer 503' },
   { key: 'settlerKey', env: 'PIND_SETTLER_KEY', secret: true, parse: privateKeyHex, description: 'embedded facilitator: settler private key (environment only; prefer the key file)' },
   { key: 'settlerKeyFile', flag: '--settler-key-file <file>', env: 'PIND_SETTLER_KEY_FILE', parse: str, description: 'embedded facilitator: file holding the settler private key (mode 0600)' },
+  { key: 'settlerMinBalance', flag: '--settler-min-balance <wei>', env: 'PIND_SETTLER_MIN_BALANCE', default: 1_000_000_000_000_000n, parse: atomic(), description: 'embedded facilitator: warn when the settler holds less than this many wei for gas (10^15 = 0.001 ETH); below the cost of one settlement, paid writes answer 503' },
   { key: 'facilitatorUrl', flag: '--facilitator-url <url>', env: 'PIND_FACILITATOR_URL', parse: httpUrl, description: 'remote x402 facilitator (used when no settler key is set)' },
   { key: 'priceRate', flag: '--price-rate <atomic>', env: 'PIND_PRICE_RATE', default: 100_000n, parse: atomic(), description: 'price per GB (10^9 bytes) per month, in atomic USDC units (100000 = 0.10 USD)' },
   { key: 'priceMin', flag: '--price-min <atomic>', env: 'PIND_PRICE_MIN', default: 1_000n, parse: atomic(), description: 'minimum charge per paid write, atomic units (1000 = 0.001 USD)' },

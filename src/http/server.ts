@@ -8,7 +8,9 @@ import type { AddressInfo } from 'node:net'
 import { chmodSync, rmSync } from 'node:fs'
 import { releaseBytes } from '../buffers.js'
 import { HttpError } from '../errors.js'
-import type { Logger } from '../log.js'
+import { randomUUID } from 'node:crypto'
+import { logContext, type Logger } from '../log.js'
+import { clientIp, normalize } from './client-ip.js'
 import { limitConnections } from './connections.js'
 import { applyCors, type CorsPolicy } from './cors.js'
 import { sendError } from './error-response.js'
@@ -41,7 +43,7 @@ export interface HttpServerOptions {
   maxConnections?: number
   /** open connections per client address at most; default unlimited */
   maxConnectionsPerClient?: number
-  /** peers whose connections are not counted per client (reverse proxies) */
+  /** reverse proxies: their connections are not counted per client, and their X-Forwarded-For and X-Request-Id name the client and the request in the logs */
   trustedProxies?: string[]
   /**
    * The server listens before its routes are all added (it must know its port
@@ -51,6 +53,9 @@ export interface HttpServerOptions {
   starting?: boolean
 }
 
+/** an X-Request-Id a trusted proxy sent is kept if it looks like one */
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/
+
 export function createHttpServer (router: Router, log: Logger, opts: HttpServerOptions = {}): HttpServer {
   let closing = false
   let starting = opts.starting === true
@@ -58,7 +63,8 @@ export function createHttpServer (router: Router, log: Logger, opts: HttpServerO
   let idleWaiters: Array<() => void> = []
   const logRequests = log.enabled('info')
 
-  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+  const proxies = new Set(opts.trustedProxies ?? [])
+  const handle = async (req: IncomingMessage, res: ServerResponse, reqId: string, client: string): Promise<void> => {
     if (req.socket.destroyed) return // refused by the connection limits as its head arrived
     const started = process.hrtime.bigint()
     inFlight++
@@ -70,6 +76,8 @@ export function createHttpServer (router: Router, log: Logger, opts: HttpServerO
       const ms = Number(process.hrtime.bigint() - started) / 1e6
       if (logRequests) {
         log.info('request', {
+          reqId,
+          client,
           method: req.method,
           path: ctx.url.pathname,
           route: ctx.route,
@@ -124,7 +132,14 @@ export function createHttpServer (router: Router, log: Logger, opts: HttpServerO
     maxPerClient: opts.maxConnectionsPerClient ?? 0,
     exempt: new Set(opts.trustedProxies ?? [])
   }, log)
-  server.on('request', (req, res) => { void handle(req, res) })
+  server.on('request', (req, res) => {
+    const client = clientIp(req, proxies)
+    const upstream = proxies.size > 0 && proxies.has(normalize(req.socket.remoteAddress ?? '')) ? req.headers['x-request-id'] : undefined
+    const reqId = typeof upstream === 'string' && REQUEST_ID.test(upstream) ? upstream : randomUUID()
+    res.setHeader('x-request-id', reqId)
+    // every line logged while this request is handled (payments, pins, errors) names it and its client
+    logContext.run({ reqId, client }, () => { void handle(req, res, reqId, client) })
+  })
   // requests node:http would answer by itself (with an empty body) get the spec's error shape too
   server.on('checkExpectation', (req, res) => {
     const body = JSON.stringify({ error: { reason: 'BAD_REQUEST', details: `Expect: ${String(req.headers.expect).slice(0, 50)} is not supported (only 100-continue)` } })

@@ -64,7 +64,12 @@ export async function startIpfsNode (opts: IpfsNodeOptions): Promise<IpfsNode> {
     services: { identify: identify() }
   })
   withBitswap(servingOnly(helia, opts.mayServe))
-  await helia.start()
+  try {
+    await helia.start()
+  } catch (err) {
+    await blockstore.close().catch(() => {})
+    throw listenError(err) ?? err
+  }
   const peerId = helia.libp2p.peerId.toString()
   for (const peer of opts.peers) {
     helia.libp2p.dial(multiaddr(peer)).catch((err: Error) => {
@@ -114,4 +119,19 @@ function servingOnly<T extends Helia> (helia: T, mayServe: ((cid: CID) => boolea
       })
     }
   } as unknown as T
+}
+
+/** libp2p could not listen on some of its addresses (each with its errno code, e.g. EADDRINUSE) */
+export class P2pListenError extends Error {
+  override name = 'P2pListenError'
+  constructor (readonly failures: Array<{ address: string, code?: string }>) {
+    super(`could not listen on ${failures.map(f => `${f.address}${f.code != null ? ` (${f.code})` : ''}`).join(', ')}`)
+  }
+}
+
+/** libp2p's listen failure (its message lists "<multiaddr>: Error: listen EADDRINUSE …" per address), as a P2pListenError */
+function listenError (err: unknown): P2pListenError | undefined {
+  if ((err as Error)?.name !== 'UnsupportedListenAddressesError') return undefined
+  const failures = [...(err as Error).message.matchAll(/^\s*(\/\S+): .*?\b(E[A-Z]{3,})\b/gm)].map(m => ({ address: m[1] as string, code: m[2] as string }))
+  return new P2pListenError(failures.length > 0 ? failures : [{ address: 'the --p2p-listen addresses' }])
 }

@@ -19,7 +19,7 @@
  * exclusively) never sweeps between a commit and its ledger record.
  */
 import { createHash, randomUUID } from 'node:crypto'
-import { mkdir, open, readdir, readFile, rename, rm, unlink } from 'node:fs/promises'
+import { mkdir, open, readdir, readFile, rename, rm, stat, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
 import { FsBlockstore } from 'blockstore-fs'
 import { NextToLast, type ShardingStrategy } from 'blockstore-fs/sharding'
@@ -128,7 +128,8 @@ export class UnusableImportError extends Error {
 export class BlockStaging {
   private readonly chunks = new ChunkPool(CHUNK_SIZE, IDLE_CHUNKS)
 
-  constructor (private readonly blocksDir: string, private readonly stagingDir: string) {}
+  /** `onCommitted`: told how many blocks (and bytes) each commit added to the blockstore (usage metrics) */
+  constructor (private readonly blocksDir: string, private readonly stagingDir: string, private readonly onCommitted?: (blocks: number, bytes: number) => void) {}
 
   /**
    * Removes staging folders left by a crash, except those in `keep`: the
@@ -225,7 +226,21 @@ export class BlockStaging {
     }
     const dirs = new Set(files.values())
     await eachLimited([...dirs], async dir => { await mkdir(join(this.blocksDir, dir), { recursive: true }) })
-    await eachLimited([...files], async ([file, dir]) => { await rename(join(root, file), join(this.blocksDir, dir, file)) })
+    let added = 0
+    let addedBytes = 0
+    await eachLimited([...files], async ([file, dir]) => {
+      const to = join(this.blocksDir, dir, file)
+      if (this.onCommitted != null) {
+        // a block the store holds already (the same content pinned again) adds nothing
+        const [src, dst] = await Promise.allSettled([stat(join(root, file)), stat(to)])
+        if (src.status === 'fulfilled' && dst.status === 'rejected') {
+          added++
+          addedBytes += src.value.size
+        }
+      }
+      await rename(join(root, file), to)
+    })
+    if (added > 0) this.onCommitted?.(added, addedBytes)
     await eachLimited([...dirs], async dir => { await fsyncPath(join(this.blocksDir, dir)) })
     await fsyncPath(this.blocksDir)
     await this.discard(staged)

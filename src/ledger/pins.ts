@@ -21,7 +21,7 @@ import type { Database } from 'lmdb'
 import { CID } from 'multiformats/cid'
 import { seedClock } from './clock.js'
 import type { LedgerEnv } from './open.js'
-import { isLive, type PaymentRecord, type PinRecord } from './records.js'
+import { isLive, withdrawn, type PaymentRecord, type PinRecord } from './records.js'
 import type { SettlingRecord } from './settlements.js'
 
 type OwnerKey = [string, number, string]
@@ -166,7 +166,7 @@ export class PinLedger {
     await this.env.root.transaction(() => {
       this.fetchQueue.remove(requestid)
       const pin = this.pins.get(requestid)
-      if (pin == null || pin.removed != null) return
+      if (pin == null || withdrawn(pin)) return
       done = { ...pin, status: 'pinned', dagSize, statusDetails: details }
       delete done.fetch
       this.putPin(requestid, done)
@@ -182,7 +182,7 @@ export class PinLedger {
     await this.env.root.transaction(() => {
       this.fetchQueue.remove(requestid)
       const pin = this.pins.get(requestid)
-      if (pin == null || pin.removed != null) return
+      if (pin == null || withdrawn(pin)) return
       failed = { ...pin, status: 'failed', statusDetails: details }
       this.putPin(requestid, failed)
       this.releaseReplaced(pin)
@@ -276,12 +276,16 @@ export class PinLedger {
     return (this.blockRefs.get(cidKey(cid)) ?? 0) > 0
   }
 
-  /** Updates fields of an existing pin (status, sizes, removal) in one transaction. */
+  /** Updates fields of an existing pin (status, sizes, removal) in one transaction; a pin an operator took down stays as it is (and is returned so). */
   async update (requestid: string, change: (pin: PinRecord) => PinRecord): Promise<PinRecord | undefined> {
     let updated: PinRecord | undefined
     await this.env.root.transaction(() => {
       const current = this.pins.get(requestid)
       if (current == null) return
+      if (current.takedown != null) {
+        updated = current
+        return
+      }
       updated = change(structuredClone(current))
       this.putPin(requestid, updated)
     })
@@ -307,6 +311,44 @@ export class PinLedger {
       this.releaseReplaced(pin)
     })
     return removed
+  }
+
+  /**
+   * An operator takes a pin down: it becomes `failed` with the reason in its
+   * status details (the owner still sees it, until it would have expired), it
+   * leaves the fetch queue, and its block references go, so its content is no
+   * longer served unless another live pin holds it — one transaction.
+   * Undefined if there is no such pin or it was removed.
+   */
+  async takeDown (requestid: string, reason: string, at: Date = new Date()): Promise<PinRecord | undefined> {
+    let down: PinRecord | undefined
+    await this.env.root.transaction(() => {
+      const pin = this.pins.get(requestid)
+      if (pin == null || pin.removed != null) return
+      down = { ...pin, status: 'failed', statusDetails: `removed by the operator on ${at.toISOString()}: ${reason}`, takedown: { at: at.toISOString(), reason } }
+      delete down.fetch
+      this.putPin(requestid, down)
+      this.fetchQueue.remove(requestid)
+      this.releaseRefs(requestid)
+      if (pin.replaces != null) this.releaseRefs(pin.replaces)
+    })
+    return down
+  }
+
+  /** requestids of every pin (removed ones too) whose root is this CID (v0 and v1 alike) */
+  requestidsOfCid (cid: string | CID): string[] {
+    const k = cidKey(cid)
+    const ids: string[] = []
+    for (const { key } of this.byCid.getRange({ start: [k], end: [k, '\uffff'] })) ids.push(key[1])
+    return ids
+  }
+
+  /** Every owner's summaries created strictly between `afterUs` and `beforeUs`, with their owner and creation time (in owner order). */
+  * allSummaries (beforeUs = Number.MAX_SAFE_INTEGER, afterUs = -1): Generator<{ owner: string, createdUs: number, summary: PinSummary }> {
+    for (const { key, value } of this.byOwner.getRange()) {
+      if (key[1] >= beforeUs || key[1] <= afterUs) continue
+      yield { owner: key[0], createdUs: key[1], summary: value }
+    }
   }
 
   /** requestids of pins not yet removed whose pinned_until is at or before `cutoff`, oldest first */
@@ -437,7 +479,7 @@ export interface PinSummary {
   meta: Record<string, string>
 }
 
-function summaryOf (pin: PinRecord): PinSummary {
+export function summaryOf (pin: PinRecord): PinSummary {
   return { id: pin.requestid, cid: cidKey(pin.cid), status: pin.status, until: Date.parse(pin.pinnedUntil), removed: pin.removed != null, ...(pin.name != null ? { name: pin.name } : {}), meta: pin.meta }
 }
 

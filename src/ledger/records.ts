@@ -48,6 +48,11 @@ export interface PinRecord {
   replaces?: string
   /** set on a replaced pin: the requestid that replaced it */
   replacedBy?: string
+  /**
+   * set when an operator took the pin down (`pind pins rm`): the pin is `failed`, its blocks
+   * released, and the owner sees the reason in status_details until it would have expired
+   */
+  takedown?: { at: string, reason: string }
   /** set when the owner unpinned or the pin was replaced/expired: the record stays for accounting */
   removed?: { at: string, why: 'unpinned' | 'replaced' | 'expired' }
 }
@@ -83,4 +88,9 @@ export interface PaymentRecord {
  */
 export function isLive (pin: PinRecord, now: Date = new Date(), graceMs = 0): boolean {
   return pin.removed == null && pin.status !== 'failed' && Date.parse(pin.pinnedUntil) + graceMs > now.getTime()
+}
+
+/** Removed (unpinned, replaced, expired) or taken down by an operator: nothing may be fetched or pinned for it any more. */
+export function withdrawn (pin: PinRecord): boolean {
+  return pin.removed != null || pin.takedown != null
 }

@@ -52,6 +52,11 @@ export class TokenLedger {
     return before != null && claims.iat <= before
   }
 
+  /** Was an operator token with this id minted here? (wallet tokens are not recorded) */
+  wasIssued (jti: string): boolean {
+    return this.issued.doesExist(jti)
+  }
+
   revokedAt (jti: string): string | undefined {
     return this.revokedJti.get(jti)
   }

@@ -8,6 +8,9 @@
  *   pind_http_request_bytes_total / pind_http_response_bytes_total   (declared Content-Length)
  *   pind_payments_total{event}    required | refused | verified | settled | settle_failed
  *   pind_payments_settled_atomic_total                      USDC atomic units settled
+ *   pind_settles_failed_total{reason}                       failed settlements; reason "server:…" when this side failed
+ *   pind_settles_pending                                    settlements under way
+ *   pind_settler_balance_wei                                the embedded settler's gas balance (when watched)
  *   pind_pins{status}             queued | pinning | pinned | failed (live pins), removed
  *   pind_fetch_queue_depth
  *   pind_blockstore_blocks / pind_blockstore_bytes
@@ -21,6 +24,8 @@ export interface MetricsSources {
   fetchQueueDepth(): number
   blockstoreUsage(): Promise<{ blocks: number, bytes: number }>
   connections(): number
+  /** the payment gate's settlements under way and the settler's balance (absent without a gate) */
+  payments?(): { settlesPending: number, settlerBalanceWei?: bigint } | undefined
 }
 
 export class Metrics {
@@ -31,6 +36,7 @@ export class Metrics {
   private readonly bytesOut: client.Counter
   private readonly payments: client.Counter<'event'>
   private readonly settled: client.Counter
+  private readonly settlesFailed: client.Counter<'reason'>
   /** request counters and timers by "method route status" */
   private readonly children = new Map<string, { count: { inc: () => void }, time: { observe: (v: number) => void } }>()
 
@@ -57,6 +63,15 @@ export class Metrics {
         blocks.set(u.blocks)
       }
     })
+    this.settlesFailed = new client.Counter({ name: 'pind_settles_failed_total', help: 'failed settlements by reason (the facilitator\'s; "server:" when the payment was still valid and this side failed)', labelNames: ['reason'], registers: [r] })
+    new client.Gauge({ name: 'pind_settles_pending', help: 'settlements under way', registers: [r], collect () { this.set(sources.payments?.()?.settlesPending ?? 0) } })
+    new client.Gauge({
+      name: 'pind_settler_balance_wei', help: 'the embedded facilitator settler\'s balance for gas, in wei (last reading)', registers: [r],
+      collect () {
+        const wei = sources.payments?.()?.settlerBalanceWei
+        if (wei != null) this.set(Number(wei))
+      }
+    })
     new client.Gauge({ name: 'pind_libp2p_connections', help: 'open libp2p connections', registers: [r], collect () { this.set(sources.connections()) } })
   }
 
@@ -77,8 +92,10 @@ export class Metrics {
     if (bytesOut > 0) this.bytesOut.inc(bytesOut)
   }
 
-  payment (event: string, amount?: bigint): void {
+  payment (event: string, amount?: bigint, reason?: string): void {
     this.payments.inc({ event })
+    // reasons are the facilitator's machine codes (a small fixed set), cut to keep a bad one from growing the label set
+    if (event === 'settle_failed') this.settlesFailed.inc({ reason: (reason ?? 'unknown').slice(0, 64) })
     if (event === 'settled' && amount != null) this.settled.inc(Number(amount))
   }
 

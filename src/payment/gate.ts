@@ -18,6 +18,7 @@ import { HttpError } from '../errors.js'
 import type { Logger } from '../log.js'
 import { AssetMismatchError, checkAsset } from './asset-check.js'
 import { buildFacilitator, type FacilitatorChoice } from './facilitator.js'
+import { SettlerBalance } from './settler-balance.js'
 import { describeFormula, formatUsdc, type PriceSettings } from './pricing.js'
 
 export interface PaymentSettings {
@@ -30,6 +31,22 @@ export interface PaymentSettings {
   prices: PriceSettings
   rpcUrl?: string
   facilitator: FacilitatorChoice
+  /** embedded facilitator: warn below this settler balance (wei); its balance is watched only when set */
+  settlerMinBalance?: bigint
+  /** how often the settler's balance is read (default 60 s) */
+  settlerBalanceIntervalMs?: number
+}
+
+/** What /ready and `pind status` say about payments. */
+export interface PaymentsStatus {
+  state: 'ready' | 'low-balance' | 'starting' | 'unreachable' | 'unfunded' | 'asset-misconfigured'
+  /** can paid writes succeed now? (low-balance: yes, with a warning) */
+  ok: boolean
+  message: string
+  facilitator: FacilitatorChoice['kind']
+  settler?: string
+  settlerBalanceWei?: string
+  settlerMinBalanceWei?: string
 }
 
 export interface Quote {
@@ -63,7 +80,8 @@ export type GateDecision =
 
 export type SettleOutcome =
   | { ok: true, tx: string, network: string, header: string }
-  | { ok: false, reason: string }
+  /** serverSide: the payment is still good and this service could not settle it (gas, RPC, facilitator): 503, not 402 */
+  | { ok: false, reason: string, serverSide: boolean }
 
 export const PAYMENT_HEADER = 'payment-signature'
 
@@ -76,14 +94,31 @@ export class PaymentGate {
   private retry: NodeJS.Timeout | undefined
   private stopped = false
   readonly settler?: string
-  /** observers (metrics): what happened to each payment */
-  onEvent?: (event: PaymentEvent, amount?: bigint) => void
+  /** the embedded settler's gas balance, when watched */
+  readonly balance?: SettlerBalance
+  /** settlements under way */
+  settlesPending = 0
+  /** observers (metrics): what happened to each payment; `reason` for settle_failed */
+  onEvent?: (event: PaymentEvent, amount?: bigint, reason?: string) => void
+  /** observer (metrics): each reading of the settler's balance (wei) */
+  onSettlerBalance?: (wei: bigint) => void
   /** built 402 answers by quote and reason; each is sent as is, serialized once */
   private readonly challenges = new Map<string, HttpError>()
 
   constructor (private readonly s: PaymentSettings, private readonly log: Logger) {
     const built = buildFacilitator(s.facilitator)
     this.settler = built.settler
+    if (s.facilitator.kind === 'embedded' && built.settler != null && s.settlerMinBalance != null) {
+      this.balance = new SettlerBalance({
+        network: s.network,
+        rpcUrl: s.facilitator.rpcUrl,
+        address: built.settler,
+        minBalance: s.settlerMinBalance,
+        intervalMs: s.settlerBalanceIntervalMs ?? 60_000,
+        log,
+        onReading: (wei) => { this.onSettlerBalance?.(wei) }
+      })
+    }
     this.rs = new x402ResourceServer(built.client).register(s.network as `${string}:${string}`, new ExactEvmScheme())
   }
 
@@ -101,11 +136,34 @@ export class PaymentGate {
       this.log.warn('payments not ready; retrying in the background', { error: (err as Error).message })
       this.scheduleRetry(2000)
     }
+    // the settler's balance, read now (logged with its address) and then periodically
+    await this.balance?.start()
   }
 
   stop (): void {
     this.stopped = true
     clearTimeout(this.retry)
+    this.balance?.stop()
+  }
+
+  /** Can paid writes succeed, and if not, why (for /ready, `pind status` and the logs). */
+  status (): PaymentsStatus {
+    const settler = this.settler != null
+      ? {
+          settler: this.settler,
+          ...(this.balance?.balance != null ? { settlerBalanceWei: this.balance.balance.toString() } : {}),
+          ...(this.s.settlerMinBalance != null ? { settlerMinBalanceWei: this.s.settlerMinBalance.toString() } : {})
+        }
+      : {}
+    const base = { facilitator: this.s.facilitator.kind, ...settler }
+    if (!this.ready) {
+      const state = this.lastError === 'payment asset misconfigured' ? 'asset-misconfigured' : this.lastError === 'payment backend starting' ? 'starting' : 'unreachable'
+      const what = this.s.facilitator.kind === 'remote' ? 'the facilitator' : 'the RPC'
+      return { ...base, state, ok: false, message: state === 'unreachable' ? `${what} does not answer: paid writes answer 503 until it does` : state === 'starting' ? 'payments are starting' : 'the payment asset does not match its configuration: paid writes are disabled' }
+    }
+    if (this.balance?.funding === 'unfunded') return { ...base, state: 'unfunded', ok: false, message: 'the settler cannot pay gas for a settlement: paid writes answer 503 until it is funded' }
+    if (this.balance?.funding === 'low') return { ...base, state: 'low-balance', ok: true, message: 'the settler balance is below --settler-min-balance: fund it soon' }
+    return { ...base, state: 'ready', ok: true, message: 'payments are ready' }
   }
 
   isReady (): boolean {
@@ -225,26 +283,63 @@ export class PaymentGate {
     return { type: 'verified', payment: { payer: from, id, amount: q.amount, proof, payload, requirements: match } }
   }
 
-  /** Settles a verified payment after the work is done. Never throws; facilitator text is logged, not returned. */
+  /**
+   * Settles a verified payment after the work is done. Never throws;
+   * facilitator text is logged, not returned. A refused settlement whose
+   * payment still verifies (the payer's signature, balance and nonce are
+   * fine) failed on this side — the settler's gas, the RPC, the facilitator:
+   * `serverSide`, so the payer is not blamed (503, and the payment stays usable).
+   */
   async settle (p: VerifiedPayment): Promise<SettleOutcome> {
+    this.settlesPending++
     try {
       const r = await this.rs.settlePayment(p.payload, p.requirements)
       if (!r.success) {
-        this.onEvent?.('settle_failed', p.amount)
-        this.log.warn('settlement refused', { payment: p.id, reason: r.errorReason })
-        return { ok: false, reason: r.errorReason ?? 'settlement_failed' }
+        const reason = r.errorReason ?? 'settlement_failed'
+        const serverSide = await this.stillValid(p)
+        this.onEvent?.('settle_failed', p.amount, serverSide ? `server:${reason}` : reason)
+        this.log.warn(serverSide ? 'settlement failed on this side; the payment is still valid' : 'settlement refused', { payment: p.id, reason })
+        if (serverSide) this.balance?.refresh(0)
+        return { ok: false, reason, serverSide }
       }
       this.onEvent?.('settled', p.amount)
       return { ok: true, tx: r.transaction, network: r.network, header: encodePaymentResponseHeader(r) }
     } catch (err) {
-      this.onEvent?.('settle_failed', p.amount)
+      this.onEvent?.('settle_failed', p.amount, 'server:error')
       this.log.warn('settlement failed', { payment: p.id, error: (err as Error).message.split('\n')[0] })
-      return { ok: false, reason: 'settlement_failed' }
+      this.balance?.refresh(0)
+      return { ok: false, reason: 'settlement_failed', serverSide: true }
+    } finally {
+      this.settlesPending--
     }
+  }
+
+  /** After a refused settlement: does the payment still verify? (verification that cannot run counts as this side's fault) */
+  private async stillValid (p: VerifiedPayment): Promise<boolean> {
+    try {
+      return (await this.rs.verifyPayment(p.payload, p.requirements)).isValid
+    } catch {
+      return true
+    }
+  }
+
+  /**
+   * The answer to a failed settlement: 503 with Retry-After when it failed
+   * on this side (the same signed payment can be sent again), else a 402
+   * challenge naming the payer's problem. `outcome`: what was not done.
+   */
+  async settleRefusal (q: Quote, s: Extract<SettleOutcome, { ok: false }>, outcome: string): Promise<HttpError> {
+    if (s.serverSide) return new HttpError(503, 'SERVICE_UNAVAILABLE', `this service could not settle the payment (a problem on its side, not the payment's); ${outcome}, the payment was not used: retry later with the same or a new payment`, { 'retry-after': '60' })
+    return await this.challenge(q, /insufficient/i.test(s.reason) ? 'INSUFFICIENT_FUNDS' : 'PAYMENT_REQUIRED', `the payment could not be settled (${s.reason}); ${outcome}`)
   }
 
   private assertReady (): void {
     if (!this.ready) throw new HttpError(503, 'SERVICE_UNAVAILABLE', `payments are temporarily unavailable (${this.lastError}); retry shortly`, { 'retry-after': '15' })
+    if (this.balance?.funding === 'unfunded') {
+      // before any payment is used: the settlement could not pay its gas (read again soon: the funding shows at once)
+      this.balance.refresh()
+      throw new HttpError(503, 'SERVICE_UNAVAILABLE', 'payments are temporarily unavailable (this service\'s settlement account cannot pay gas); retry later', { 'retry-after': '60' })
+    }
   }
 }
 

@@ -37,6 +37,8 @@ export interface GcDeps {
    * between an upload's commit and its ledger record leaves them so).
    */
   held?: () => Iterable<string>
+  /** told how many blocks (and bytes) each batch deleted (usage metrics) */
+  onRemoved?: (blocks: number, bytes: number) => void
 }
 
 export interface GcOptions {
@@ -106,6 +108,7 @@ export async function runGc (d: GcDeps, opts: GcOptions = {}, onProgress?: (p: G
         })
         return
       }
+      const before = { removed: progress.removed, freed: progress.freedBytes }
       await d.lock.exclusive(async () => {
         await each(todo, async (c) => {
           if (protectedNow.has(c.file)) { kept++; return }
@@ -118,7 +121,7 @@ export async function runGc (d: GcDeps, opts: GcOptions = {}, onProgress?: (p: G
             if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
           }
         })
-      })
+      }).finally(() => { d.onRemoved?.(progress.removed - before.removed, progress.freedBytes - before.freed) })
     }
     for await (const dir of await opendir(d.blocksDir)) {
       if (!dir.isDirectory()) continue

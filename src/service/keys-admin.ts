@@ -26,12 +26,16 @@ export interface KeysAdminDeps {
 }
 
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/
+/** the shape of a jti this service issues (16 random bytes, base64url) */
+const TOKEN_ID = /^[A-Za-z0-9_-]{22}$/
 
 export async function runKeysOp (op: KeysOp, d: KeysAdminDeps): Promise<Record<string, unknown>> {
   switch (op.op) {
     case 'list': {
       await d.keystore.refresh()
-      return { keys: d.keystore.list(), operatorTokens: [...d.tokenLedger.listIssued()] }
+      // the key that signs new tokens is the newest active one; older active keys only verify
+      const signing = d.keystore.active().kid
+      return { keys: d.keystore.list().map(k => ({ ...k, signing: k.kid === signing })), operatorTokens: [...d.tokenLedger.listIssued()] }
     }
     case 'rotate':
       return { rotated: await d.keystore.rotate() }
@@ -76,8 +80,17 @@ export async function runKeysOp (op: KeysOp, d: KeysAdminDeps): Promise<Record<s
         if (jti == null) throw badRequest('that is not a token with an id; pass a token, --jti <id> or --owner <address>')
       }
       if (typeof jti !== 'string' || jti === '') throw badRequest('revoke needs a token, --jti <id> or --owner <address>')
+      if (jti.length > 256) throw badRequest('that is not a token id (too long)')
       await d.tokenLedger.revokeToken(jti)
-      return { revokedJti: jti }
+      // operator tokens are recorded when minted, wallet tokens are not: an id that is neither
+      // recorded nor shaped like one of ours is most likely mistyped (revoking it does nothing)
+      const known = d.tokenLedger.wasIssued(jti)
+      const warning = known
+        ? undefined
+        : TOKEN_ID.test(jti)
+          ? `no operator token ${jti} was minted here; if it is a wallet token's id, that token is revoked, otherwise nothing is`
+          : `${jti} does not look like a pind token id (22 base64url characters); nothing that exists was revoked unless a token has that id`
+      return { revokedJti: jti, known, ...(warning != null ? { warning } : {}) }
     }
     default:
       throw badRequest(`unknown keys operation ${String((op as { op: unknown }).op)}`)

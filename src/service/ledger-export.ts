@@ -37,7 +37,8 @@ export const PIN_COLUMNS = [
   'created', 'pinned_until', 'months', 'dag_size', 'raw_size', 'max_bytes', 'source',
   'removed_at', 'removed_why', 'replaces', 'replaced_by',
   'payment_id', 'payer', 'amount', 'amount_usdc', 'asset', 'network', 'settlement_tx', 'settled_at', 'payment_method',
-  'fetch_attempts', 'fetch_give_up_at', 'fetch_next_attempt_at', 'fetch_last_error'
+  'fetch_attempts', 'fetch_give_up_at', 'fetch_next_attempt_at', 'fetch_last_error',
+  'takedown_at', 'takedown_reason'
 ] as const
 
 export const PAYMENT_COLUMNS = [
@@ -51,7 +52,7 @@ export type PaymentLine = { type: 'payment' } & { [K in typeof PAYMENT_COLUMNS[n
 // rebuilds them exactly): adding a field to PinRecord, PaymentInfo, FetchState
 // or PaymentRecord without mapping it here fails the typecheck.
 type Covered<T extends never> = T
-const PIN_FIELDS = ['requestid', 'owner', 'cid', 'name', 'origins', 'meta', 'status', 'statusDetails', 'created', 'createdUs', 'months', 'pinnedUntil', 'dagSize', 'fileSize', 'maxBytes', 'source', 'payment', 'fetch', 'replaces', 'replacedBy', 'removed'] as const
+const PIN_FIELDS = ['requestid', 'owner', 'cid', 'name', 'origins', 'meta', 'status', 'statusDetails', 'created', 'createdUs', 'months', 'pinnedUntil', 'dagSize', 'fileSize', 'maxBytes', 'source', 'payment', 'fetch', 'replaces', 'replacedBy', 'removed', 'takedown'] as const
 const PAYMENT_INFO_FIELDS = ['id', 'payer', 'amount', 'network', 'asset', 'tx', 'settledAt', 'method'] as const
 const FETCH_FIELDS = ['attempts', 'giveUpAt', 'nextAttemptAt', 'lastError'] as const
 const PAYMENT_FIELDS = ['id', 'requestid', 'purpose', 'payer', 'amount', 'network', 'tx', 'at', 'proof'] as const
@@ -315,7 +316,9 @@ export function pinLine (pin: PinRecord, nowMs: number): PinLine {
     fetch_attempts: pin.fetch?.attempts ?? null,
     fetch_give_up_at: pin.fetch?.giveUpAt ?? null,
     fetch_next_attempt_at: pin.fetch?.nextAttemptAt ?? null,
-    fetch_last_error: pin.fetch?.lastError ?? null
+    fetch_last_error: pin.fetch?.lastError ?? null,
+    takedown_at: pin.takedown?.at ?? null,
+    takedown_reason: pin.takedown?.reason ?? null
   }
 }
 

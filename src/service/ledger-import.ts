@@ -375,6 +375,8 @@ export function pinFromLine (o: Record<string, unknown>): { pin: PinRecord, bloc
   }
   let removed: PinRecord['removed']
   if (f.has('removed_at') || f.has('removed_why')) removed = { at: f.time('removed_at'), why: f.oneOf('removed_why', REMOVED_WHY) }
+  // (added within version 1: files of older pinds have no takedown fields)
+  const takedown: PinRecord['takedown'] = f.has('takedown_at') || f.has('takedown_reason') ? { at: f.time('takedown_at'), reason: f.str('takedown_reason') } : undefined
   const pin: PinRecord = {
     requestid: f.str('requestid'),
     owner: f.str('owner'),
@@ -396,7 +398,8 @@ export function pinFromLine (o: Record<string, unknown>): { pin: PinRecord, bloc
     ...(fetch != null ? { fetch } : {}),
     ...(replaces != null ? { replaces } : {}),
     ...(replacedBy != null ? { replacedBy } : {}),
-    ...(removed != null ? { removed } : {})
+    ...(removed != null ? { removed } : {}),
+    ...(takedown != null ? { takedown } : {})
   }
   if (o.blocks == null) return { pin }
   const blocks = f.strings('blocks')

@@ -1,13 +1,13 @@
 /**
  * What /metrics reads from the ledger, the blockstore and libp2p, with the
- * costly parts cached: pin counts (a pass over the ledger) for 60 s, the
- * blockstore walk for 5 min.
+ * costly part cached: pin counts (a pass over the ledger) for 60 s. The
+ * blockstore's usage is current (a walk kept up to date by commits and gc).
  */
-import { blockstoreUsage } from '../ipfs/blockstore-usage.js'
+import type { Usage } from '../ipfs/blockstore-usage.js'
 import type { PinLedger } from '../ledger/pins.js'
 import type { MetricsSources } from '../metrics/registry.js'
 
-export function metricsSources (pins: PinLedger, blocksDir: string, connections: () => number): MetricsSources {
+export function metricsSources (pins: PinLedger, usage: () => Promise<Usage>, connections: () => number, payments?: MetricsSources['payments']): MetricsSources {
   const counts = cached(60_000, () => {
     const out: Record<string, number> = { queued: 0, pinning: 0, pinned: 0, failed: 0, removed: 0 }
     const now = new Date()
@@ -17,15 +17,12 @@ export function metricsSources (pins: PinLedger, blocksDir: string, connections:
     }
     return out
   })
-  let usage: { at: number, value: Promise<{ blocks: number, bytes: number }> } | undefined
   return {
     pinCounts: counts,
     fetchQueueDepth: () => pins.pendingFetches().length,
-    blockstoreUsage: async () => {
-      if (usage == null || Date.now() - usage.at > 300_000) usage = { at: Date.now(), value: blockstoreUsage(blocksDir) }
-      return await usage.value
-    },
-    connections
+    blockstoreUsage: usage,
+    connections,
+    ...(payments != null ? { payments } : {})
   }
 }
 

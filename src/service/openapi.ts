@@ -67,6 +67,7 @@ export function openApiDocument (o: OpenApiInput): Obj {
       '/ipfs/{cid}': gatewayPathItem(false),
       '/ipfs/{cid}/{path}': gatewayPathItem(true),
       '/health': { get: health() },
+      '/ready': { get: ready() },
       '/.well-known/agent.json': { get: agentCard('getAgentCard', '/.well-known/agent-card.json') },
       '/.well-known/agent-card.json': { get: agentCard('getAgentCardA2A', '/.well-known/agent.json') },
       '/.well-known/jwks.json': { get: jwks() },
@@ -530,6 +531,19 @@ function health (): Obj {
   })
 }
 
+function ready (): Obj {
+  return operation('get', {
+    id: 'getReady',
+    tag: 'service',
+    summary: 'Readiness for load balancers: alive and able to take paid writes',
+    description: 'The health checks plus `payments`, whose `state` is `ready`, `low-balance` (works; the settler needs gas soon), `starting`, `no-pay-to`, `no-facilitator`, `unreachable` (the RPC or facilitator does not answer), `unfunded` (the settler cannot pay gas) or `asset-misconfigured`. A node whose payments cannot work is alive (`/health` 200) but not ready (503).',
+    responses: {
+      200: response('Every check passed, payments included.', schema('Ready')),
+      503: response('A check failed (`status: not-ready`; the failing check carries `error`), or the server is shutting down (a Failure).', { anyOf: [schema('Ready'), schema('Failure')] })
+    }
+  })
+}
+
 function agentCard (id: string, alias: string): Obj {
   return operation('get', {
     id,
@@ -757,6 +771,21 @@ function schemas (o: OpenApiInput): Obj {
       }
     }),
     HealthCheck: object(['ok'], { ok: { type: 'boolean' }, error: str('why the check failed') }),
+    Ready: object(['status', 'checks'], {
+      status: { type: 'string', enum: ['ready', 'not-ready'] },
+      checks: {
+        type: 'object',
+        required: ['payments'],
+        properties: {
+          payments: object(['ok', 'state'], {
+            ok: { type: 'boolean' },
+            state: { type: 'string', enum: ['ready', 'low-balance', 'starting', 'no-pay-to', 'no-facilitator', 'unreachable', 'unfunded', 'asset-misconfigured'] },
+            error: str('why paid writes cannot work now')
+          })
+        },
+        additionalProperties: schema('HealthCheck')
+      }
+    }),
     AgentCard: object(['protocolVersion', 'name', 'url', 'version', 'capabilities', 'skills'], {
       protocolVersion: { type: 'string', examples: ['0.3.0'] },
       name: { type: 'string' },

@@ -153,8 +153,7 @@ async function paid (w: PinWrite, payment: VerifiedPayment, q: PinQuote, purpose
   const draft = newPin(w, owner, q.maxBytes, { id: payment.id, payer: payment.payer, amount: payment.amount.toString(), network: d.network, asset: d.asset, method: 'x402' }, q.declared, d)
   const settled = await settleNoted(gate, d.ledger, payment, purpose, { pin: draft, proof: payment.proof })
   if (!settled.ok) {
-    throw await gate.challenge(q.quote, /insufficient/i.test(settled.reason) ? 'INSUFFICIENT_FUNDS' : 'PAYMENT_REQUIRED',
-      `the payment could not be settled (${settled.reason}); nothing was pinned`)
+    throw await gate.settleRefusal(q.quote, settled, 'nothing was pinned')
   }
   const info: PaymentInfo = { ...draft.payment, network: settled.network, tx: settled.tx, settledAt: new Date().toISOString() }
   const pin: PinRecord = { ...draft, payment: info }

@@ -22,7 +22,7 @@ import type { BlockNetwork } from '../ipfs/network.js'
 import type { IpfsNode } from '../ipfs/node.js'
 import type { BlockStaging, StagedImport } from '../ipfs/staging.js'
 import type { PinLedger } from '../ledger/pins.js'
-import type { PinRecord } from '../ledger/records.js'
+import { withdrawn, type PinRecord } from '../ledger/records.js'
 import type { Logger } from '../log.js'
 
 export interface PinFetcherOptions {
@@ -128,7 +128,7 @@ export class PinFetcher {
     }
     const attempts = (queued.fetch?.attempts ?? 0) + 1
     const started = await ledger.update(id, p => ({ ...p, status: 'pinning', statusDetails: `attempt ${attempts}: connecting to origins and peers`, fetch: { ...(p.fetch ?? { giveUpAt: new Date(giveUpAt).toISOString() }), attempts } }))
-    if (started == null || started.removed != null) return
+    if (started == null || withdrawn(started)) return
 
     const dial = await this.o.network.dial(started.origins, AbortSignal.any([signal, AbortSignal.timeout(this.o.dialTimeoutMs ?? 10_000)]))
     let staged = this.staged.get(id)
@@ -153,7 +153,7 @@ export class PinFetcher {
           if (Date.now() - lastWrite < PROGRESS_EVERY_MS) return
           lastWrite = Date.now()
           ledger.update(id, pin => pin.removed != null ? pin : ({ ...pin, statusDetails: `attempt ${attempts}: fetching, ${p.blocks} blocks / ${p.bytes} bytes received` }))
-            .then(pin => { if (pin?.removed != null) this.cancel(id) })
+            .then(pin => { if (pin != null && withdrawn(pin)) this.cancel(id) })
             .catch(() => {})
         }
       })
@@ -173,7 +173,8 @@ export class PinFetcher {
       }
       if (signal.aborted) {
         // removed or shutting down: a removed pin's staging goes now; on shutdown the queue resumes at the next start
-        if (ledger.get(id)?.removed != null) await this.dropStaged(id)
+        const now = ledger.get(id)
+        if (now != null && withdrawn(now)) await this.dropStaged(id)
         return
       }
       const reason = err instanceof StalledError

@@ -63,8 +63,9 @@ export async function renewPin (_req: IncomingMessage, r: RenewRequest, d: PinCr
     // should the process die once the money has moved, reconciliation renews the pin (settlement-fulfil.ts)
     const settled = d.gate != null ? await settleNoted(d.gate, d.ledger, payment, purpose, { proof: payment.proof, renew: { requestid: pin.requestid, months: r.months } }) : undefined
     if (settled == null || !settled.ok) {
-      throw await d.gate?.challenge(quote, settled != null && /insufficient/i.test(settled.reason) ? 'INSUFFICIENT_FUNDS' : 'PAYMENT_REQUIRED',
-        `the payment could not be settled${settled != null ? ` (${settled.reason})` : ''}; the pin was not renewed`)
+      throw settled != null && d.gate != null
+        ? await d.gate.settleRefusal(quote, settled, 'the pin was not renewed')
+        : await d.gate?.challenge(quote, 'PAYMENT_REQUIRED', 'the payment could not be settled; the pin was not renewed')
     }
     const record: PaymentRecord = {
       id: payment.id, requestid: pin.requestid, purpose, payer: payment.payer, amount: payment.amount.toString(),

@@ -38,6 +38,7 @@ const ROUTES: Array<[string, string]> = [
   ['GET', '/.well-known/agent.json'],
   ['GET', '/.well-known/jwks.json'],
   ['GET', '/health'],
+  ['GET', '/ready'],
   ['GET', '/ipfs/*'],
   ['GET', '/openapi.json'],
   ['GET', '/pins'],

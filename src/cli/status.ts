@@ -1,0 +1,86 @@
+/**
+ * `pind status`: pins by status, bytes stored, disk free, revenue by month,
+ * settlement notes; from a running serve also its uptime, peers and
+ * payments. Through the admin socket, or on a stopped data dir.
+ */
+import type { Command } from 'commander'
+import { AdminCallError, callAdmin } from '../admin/client.js'
+import { CliError, describeVia, runAdmin, writeResult } from './admin-target.js'
+import { configFromCli } from './config-from-cli.js'
+import { mib } from './progress.js'
+
+export function statusCommand (program: Command): void {
+  program.command('status')
+    .description('pins by status, bytes stored, disk free, revenue by month, peers, payments and settlement notes')
+    .option('--json', 'print JSON')
+    .addHelpText('after', `
+Works on a running serve (through its admin socket: adds uptime, peers and whether payments work)
+or on a stopped data dir.
+
+Examples:
+  pind status
+  sudo -u pind pind status --data-dir /var/lib/pind --json | jq .revenue
+`)
+    .action(async (o: { json?: boolean }, cmd: Command) => {
+      const config = configFromCli(cmd, 'admin')
+      try {
+        const out = await runAdmin(config.dataDir, 'status', {
+          viaServe: async (socket) => await callAdmin(socket, '/status', {}),
+          locally: async (r) => {
+            const { PinLedger } = await import('../ledger/pins.js')
+            const { SettlementNotes } = await import('../ledger/settlements.js')
+            const { blockstoreUsage } = await import('../ipfs/blockstore-usage.js')
+            const { operatorStatus } = await import('../service/status.js')
+            const grace = r.ledger.meta.get('expiryGrace')
+            const pins = new PinLedger(r.ledger, { graceMs: (typeof grace === 'number' ? grace : 7 * 86400) * 1000 })
+            await pins.upgrade()
+            return await operatorStatus({ pins, notes: new SettlementNotes(r.ledger), dataDir: r.paths.root, usage: async () => await blockstoreUsage(r.paths.blocks).catch(() => ({ blocks: 0, bytes: 0 })) })
+          }
+        })
+        writeResult(out, o.json === true, text)
+        process.stderr.write(`pind status: ${describeVia(out.how, config.dataDir)}\n`)
+      } catch (err) {
+        const e = err as Error
+        process.stderr.write(`pind status: ${err instanceof CliError || err instanceof AdminCallError ? e.message : `${e.name}: ${e.message}`}\n`)
+        process.exitCode = 1
+      }
+    })
+}
+
+type Obj = Record<string, any>
+
+function text (r: Obj): string {
+  const p = r.pins as Obj
+  const s = r.storage as Obj
+  const lines: string[] = []
+  const serve = r.serve as Obj | null
+  if (serve != null) {
+    lines.push(`serve:      running (pid ${serve.pid}, pind ${serve.version}, up ${duration(serve.uptimeSeconds)}) at ${serve.url}`)
+    lines.push(`peer id:    ${serve.peerId}; ${serve.peers.connected} peer(s) connected${serve.peers.connected > 0 ? `: ${(serve.peers.list as Obj[]).slice(0, 5).map(x => x.peer).join(', ')}${serve.peers.connected > 5 ? ', …' : ''}` : ''}`)
+    const pay = serve.payments as Obj
+    const balance = pay.settlerBalanceWei != null ? `; settler ${pay.settler} holds ${eth(pay.settlerBalanceWei)} ETH` : pay.settler != null ? `; settler ${pay.settler}` : ''
+    lines.push(`payments:   ${pay.state}${pay.ok === true ? '' : ' (paid writes do not work)'}: ${pay.message}${balance}`)
+  } else {
+    lines.push('serve:      not running (figures read from the data dir)')
+  }
+  lines.push(`pins:       ${p.pinned} pinned, ${p.queued} queued, ${p.pinning} pinning, ${p.failed} failed${p.takenDown > 0 ? ` (${p.takenDown} taken down)` : ''}, ${p.expired} expired (in grace), ${p.removed} removed`)
+  lines.push(`stored:     ${s.blocks} blocks, ${mib(s.bytes)}; disk free ${s.diskFreeBytes == null ? 'unknown' : `${mib(s.diskFreeBytes)} of ${mib(s.diskTotalBytes)}`}`)
+  const rev = r.revenue as Obj
+  lines.push(`revenue:    ${rev.totalUsdc} USDC in all`)
+  for (const m of rev.byMonth as Obj[]) lines.push(`  ${m.month}  ${String(m.usdc).padStart(14)} USDC  ${m.payments} payment(s)`)
+  const n = r.settlementNotes as Obj
+  const open = n.unchecked + n['unused-pending'] + n['paid-unfulfilled']
+  lines.push(`settlement notes: ${open === 0 ? 'none' : `${n.unchecked} unchecked, ${n['unused-pending']} unused-pending, ${n['paid-unfulfilled']} paid-unfulfilled (${n.paidUnfulfilledUsdc} USDC: refund or re-pin, then pind settlements close)`}`)
+  return lines.join('\n')
+}
+
+function duration (s: number): string {
+  return s < 120 ? `${s} s` : s < 7200 ? `${Math.floor(s / 60)} min` : s < 172800 ? `${Math.floor(s / 3600)} h` : `${Math.floor(s / 86400)} d`
+}
+
+function eth (wei: string): string {
+  const w = BigInt(wei)
+  const whole = w / 10n ** 18n
+  const frac = (w % 10n ** 18n).toString().padStart(18, '0').slice(0, 6)
+  return `${whole}.${frac}`
+}

@@ -1,0 +1,122 @@
+/**
+ * `pind pins` as operations on the ledger: list any owner's pins with the
+ * filters of GET /pins, and take pins down (by requestid, or every pin of a
+ * CID) with a reason the owner sees in status_details. The same functions
+ * run inside a live serve (over the admin socket) and in the CLI on a
+ * stopped data dir.
+ */
+import { CID } from 'multiformats/cid'
+import { badRequest, notFound } from '../errors.js'
+import { summaryOf, type PinLedger, type PinSummary } from '../ledger/pins.js'
+import type { PinRecord } from '../ledger/records.js'
+import { listPins, matches, parsePinQuery, type PinQuery } from './pin-query.js'
+import { toPinStatus, type PinStatus } from './pin-status.js'
+
+export type PinsOp =
+  /** `query`: GET /pins's query parameters (cid, name, match, status, before, after, limit, meta) */
+  | { op: 'ls', owner?: string, query?: Record<string, string | string[]> }
+  | { op: 'rm', target: string, reason: string }
+
+export interface PinsAdminDeps {
+  ledger: PinLedger
+  /** a running serve stops fetching a pin it takes down */
+  cancelFetch?: (requestid: string) => void
+  delegates?: () => string[]
+}
+
+export const MAX_REASON = 1000
+const ADDRESS = /^0x[0-9a-fA-F]{40}$/
+
+export type OperatorPinStatus = PinStatus & { owner: string }
+
+export async function runPinsOp (op: PinsOp, d: PinsAdminDeps): Promise<Record<string, unknown>> {
+  switch (op?.op) {
+    case 'ls': {
+      const params = new URLSearchParams()
+      for (const [k, v] of Object.entries(op.query ?? {})) for (const one of Array.isArray(v) ? v : [v]) params.append(k, String(one))
+      const q = parsePinQuery(params)
+      if (op.owner != null && !ADDRESS.test(op.owner)) throw badRequest('--owner must be a 0x address')
+      const { count, results } = op.owner != null ? listPins(d.ledger, op.owner.toLowerCase(), q) : listAllOwners(d.ledger, q)
+      const delegates = d.delegates?.() ?? []
+      return { count, results: results.map(p => view(p, delegates)) }
+    }
+    case 'rm': {
+      if (typeof op.reason !== 'string' || op.reason.trim() === '') throw badRequest('rm needs --reason "<why>": the owner sees it in the pin\'s status_details')
+      if (op.reason.length > MAX_REASON) throw badRequest(`--reason is longer than ${MAX_REASON} characters`)
+      if (typeof op.target !== 'string' || op.target === '') throw badRequest('rm needs a requestid or a CID')
+      const reason = op.reason.trim()
+      const cid = parseCid(op.target)
+      const ids = cid != null ? d.ledger.requestidsOfCid(cid) : [op.target]
+      const taken: PinRecord[] = []
+      const at = new Date()
+      for (const id of ids) {
+        const down = await d.ledger.takeDown(id, reason, at)
+        if (down == null) continue
+        d.cancelFetch?.(id)
+        taken.push(down)
+      }
+      if (taken.length === 0) {
+        throw notFound(cid != null
+          ? `no pin of ${op.target.slice(0, 100)} to take down (none, or all removed already)`
+          : `no pin with requestid ${op.target.slice(0, 100)} (or it was removed already); give a requestid or a CID`)
+      }
+      const rootCid = cid ?? CID.parse((taken[0] as PinRecord).cid)
+      const delegates = d.delegates?.() ?? []
+      return {
+        removed: taken.map(p => view(p, delegates)),
+        reason,
+        // another live pin of the same CID keeps it served (rm by requestid leaves the CID's other pins)
+        stillServedBy: d.ledger.requestidsOfCid(rootCid).filter(id => { const p = d.ledger.get(id); return p != null && d.ledger.isLive(p) })
+      }
+    }
+    default:
+      throw badRequest('unknown pins operation')
+  }
+}
+
+function view (pin: PinRecord, delegates: string[]): OperatorPinStatus {
+  return { ...toPinStatus(pin, delegates), owner: pin.owner }
+}
+
+function parseCid (s: string): CID | undefined {
+  try { return CID.parse(s) } catch { return undefined }
+}
+
+/**
+ * GET /pins's filters over every owner: newest first, `count` of every match.
+ * With `cid` it reads only those CIDs' pins (the CID index); otherwise it
+ * filters every pin's summary (the owner index) and keeps the newest `limit`.
+ */
+function listAllOwners (ledger: PinLedger, q: PinQuery, now: Date = new Date()): { count: number, results: PinRecord[] } {
+  const t = now.getTime()
+  let count = 0
+  let newest: Array<{ createdUs: number, id: string }> = []
+  const consider = (s: PinSummary, createdUs: number): void => {
+    if (!matches(s, q, t, ledger.graceMs)) return
+    count++
+    newest.push({ createdUs, id: s.id })
+    if (newest.length >= 2 * q.limit + 64) newest = top(newest, q.limit)
+  }
+  if (q.cids != null) {
+    for (const cid of q.cids) {
+      for (const id of ledger.requestidsOfCid(cid)) {
+        const pin = ledger.get(id)
+        if (pin == null) continue
+        if ((q.beforeUs != null && pin.createdUs >= q.beforeUs) || (q.afterUs != null && pin.createdUs <= q.afterUs)) continue
+        consider(summaryOf(pin), pin.createdUs)
+      }
+    }
+  } else {
+    for (const { createdUs, summary } of ledger.allSummaries(q.beforeUs, q.afterUs)) consider(summary, createdUs)
+  }
+  const results: PinRecord[] = []
+  for (const { id } of top(newest, q.limit)) {
+    const pin = ledger.get(id)
+    if (pin != null) results.push(pin)
+  }
+  return { count, results }
+}
+
+function top (items: Array<{ createdUs: number, id: string }>, n: number): Array<{ createdUs: number, id: string }> {
+  return items.sort((a, b) => b.createdUs - a.createdUs).slice(0, n)
+}
