@@ -10,7 +10,7 @@
 // when run as `node dist/pind.cjs`, and from pkg's snapshot inside the binary
 // (scripts/package-binary.mjs ships their JS and the addon files there).
 import { execFileSync } from 'node:child_process'
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -95,11 +95,14 @@ function gitCommit () {
 }
 const buildDate = new Date(process.env.SOURCE_DATE_EPOCH != null ? Number(process.env.SOURCE_DATE_EPOCH) * 1000 : Date.now()).toISOString().replace(/\.\d{3}Z$/, 'Z')
 
+// written beside the target and renamed into place: a process starting from the bundle
+// meanwhile (a test, a running `npm start`) reads the old file or the new one, never half of one
+const tmpOut = sourcemap ? outfile : `${outfile}.tmp-${process.pid}` // (a source map names its bundle: written in place)
 const started = performance.now()
 try {
   await build({
     entryPoints: [entry],
-    outfile,
+    outfile: tmpOut,
     bundle: true,
     platform: 'node',
     format: 'cjs',
@@ -134,6 +137,7 @@ try {
   })
 } catch {
   // esbuild has already printed the errors
+  if (tmpOut !== outfile) rmSync(tmpOut, { force: true })
   console.error('bundle: failed')
   process.exit(1)
 }
@@ -142,10 +146,11 @@ try {
 // V8 hold the whole 6 MB source as a two-byte string: 12 MB of memory instead of 6 for the
 // life of the process. Escaped as \uXXXX (UTF-16 units), which in any code position would
 // also mean the same character; in a comment it is only text.
-const text = readFileSync(outfile, 'utf8')
+const text = readFileSync(tmpOut, 'utf8')
 // eslint-disable-next-line no-control-regex
 const ascii = text.replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
-if (ascii !== text) writeFileSync(outfile, ascii)
+if (ascii !== text) writeFileSync(tmpOut, ascii)
+if (tmpOut !== outfile) renameSync(tmpOut, outfile)
 const ms = performance.now() - started
 const mib = statSync(outfile).size / 2 ** 20
 console.log(`bundle: ${path.relative(process.cwd(), outfile)} ${mib.toFixed(1)} MiB in ${ms.toFixed(0)} ms`)

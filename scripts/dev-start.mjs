@@ -4,7 +4,7 @@
  * chain (anvil, chain id 167000, the test USDC, funded payers that hold no
  * ETH), then `pind serve` on it with the embedded facilitator. Writes what a
  * client needs (RPC, token address, a payer key) to <data dir>/dev-chain.json
- * for scripts/upload.mjs. Ctrl-C stops both.
+ * for scripts/upload.mjs. Ctrl-C or SIGTERM (to npm or to this process) stops both.
  */
 import { spawn } from 'node:child_process'
 import { mkdirSync, writeFileSync } from 'node:fs'
@@ -39,8 +39,16 @@ const child = spawn(process.execPath, [join(root, 'dist/pind.cjs'), 'serve', ...
     PIND_ORIGIN_ADDRESSES: process.env.PIND_ORIGIN_ADDRESSES ?? 'any'
   }
 })
-for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => { child.kill(sig) })
-child.on('exit', async (code) => {
+// Ctrl-C and SIGTERM alike (npm forwards both to this process: the start script execs it)
+// stop serve, then the chain; a second signal stops both at once
+let signalled = 0
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.on(sig, () => {
+    signalled++
+    child.kill(signalled > 1 ? 'SIGKILL' : sig === 'SIGHUP' ? 'SIGTERM' : sig)
+  })
+}
+child.on('exit', async (code, signal) => {
   await stop()
-  process.exit(code ?? 1)
+  process.exit(code ?? (signal != null ? 0 : 1))
 })

@@ -10,7 +10,7 @@ import { randomBytes, createHash } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startDevChain, type DevChain } from '../../scripts/devchain/index.mjs'
 import { chainArgs, payingFetch, uploadForm } from '../helpers/paying-client.js'
-import { isolatedBinary, startPind } from '../helpers/pind.js'
+import { isolatedBinary, ROOT, startPind } from '../helpers/pind.js'
 import pkg from '../../package.json' with { type: 'json' }
 
 let dir: string
@@ -31,7 +31,11 @@ describe('the binary', () => {
   it('is alone in its directory and prints its version', () => {
     expect(readdirSync(dir).sort()).toEqual(['home', 'pind'])
     const out = execFileSync(bin, ['--version'], { cwd: dir, env: { PATH: '/usr/bin:/bin', HOME: home } }).toString().trim()
-    expect(out).toBe(pkg.version)
+    // version, the commit it was built from (stamped by scripts/bundle.mjs) and the build date
+    const m = new RegExp(`^pind ${pkg.version.replace(/\./g, '\\.')} \\(commit ([0-9a-f]{12})(-dirty)?, built (\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ)\\)$`).exec(out)
+    expect(m, out).not.toBeNull()
+    execFileSync('git', ['cat-file', '-e', `${m?.[1] as string}^{commit}`], { cwd: ROOT }) // a commit of this repository
+    expect(Date.parse(m?.[3] as string)).toBeLessThanOrEqual(Date.now())
     const help = execFileSync(bin, ['--help'], { cwd: dir, env: { PATH: '/usr/bin:/bin', HOME: home } }).toString()
     expect(help).toMatch(/Usage: pind/)
   })

@@ -8,7 +8,7 @@ const get = async (path: string, init: RequestInit = {}): Promise<Response> => a
 const bytesOf = async (r: Response): Promise<Uint8Array> => new Uint8Array(await r.arrayBuffer())
 
 /** headers that legitimately differ between GET and HEAD or between two requests */
-const VOLATILE = new Set(['date', 'connection', 'keep-alive', 'transfer-encoding'])
+const VOLATILE = new Set(['x-request-id', 'date', 'connection', 'keep-alive', 'transfer-encoding'])
 const stable = (h: Headers): Record<string, string> => Object.fromEntries([...h.entries()].filter(([k]) => !VOLATILE.has(k)))
 
 describe('files', () => {
