@@ -318,13 +318,13 @@ export class PinLedger {
    * status details (the owner still sees it, until it would have expired), it
    * leaves the fetch queue, and its block references go, so its content is no
    * longer served unless another live pin holds it — one transaction.
-   * Undefined if there is no such pin or it was removed.
+   * Undefined if there is no such pin, or it was removed or taken down already.
    */
   async takeDown (requestid: string, reason: string, at: Date = new Date()): Promise<PinRecord | undefined> {
     let down: PinRecord | undefined
     await this.env.root.transaction(() => {
       const pin = this.pins.get(requestid)
-      if (pin == null || pin.removed != null) return
+      if (pin == null || pin.removed != null || pin.takedown != null) return
       down = { ...pin, status: 'failed', statusDetails: `removed by the operator on ${at.toISOString()}: ${reason}`, takedown: { at: at.toISOString(), reason } }
       delete down.fetch
       this.putPin(requestid, down)

@@ -54,15 +54,9 @@ export class Metrics {
       collect () { for (const [status, n] of Object.entries(sources.pinCounts())) this.set({ status }, n) }
     })
     new client.Gauge({ name: 'pind_fetch_queue_depth', help: 'pins by CID waiting or being fetched', registers: [r], collect () { this.set(sources.fetchQueueDepth()) } })
-    const blocks = new client.Gauge({ name: 'pind_blockstore_blocks', help: 'block files in the blockstore', registers: [r] })
-    new client.Gauge({
-      name: 'pind_blockstore_bytes', help: 'bytes of block files in the blockstore', registers: [r],
-      async collect () {
-        const u = await sources.blockstoreUsage()
-        this.set(u.bytes)
-        blocks.set(u.blocks)
-      }
-    })
+    // each reads the current usage itself (set from the other's collect, it would show the previous scrape's)
+    new client.Gauge({ name: 'pind_blockstore_blocks', help: 'block files in the blockstore', registers: [r], async collect () { this.set((await sources.blockstoreUsage()).blocks) } })
+    new client.Gauge({ name: 'pind_blockstore_bytes', help: 'bytes of block files in the blockstore', registers: [r], async collect () { this.set((await sources.blockstoreUsage()).bytes) } })
     this.settlesFailed = new client.Counter({ name: 'pind_settles_failed_total', help: 'failed settlements by reason (the facilitator\'s; "server:" when the payment was still valid and this side failed)', labelNames: ['reason'], registers: [r] })
     new client.Gauge({ name: 'pind_settles_pending', help: 'settlements under way', registers: [r], collect () { this.set(sources.payments?.()?.settlesPending ?? 0) } })
     new client.Gauge({

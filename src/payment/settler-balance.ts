@@ -93,6 +93,7 @@ export class SettlerBalance {
     const fields = { settler: address, balance: `${formatEther(balance)} ETH`, balanceWei: balance.toString(), minBalanceWei: minBalance.toString(), settleCostWei: cost.toString() }
     if (this.funding === 'unfunded') log.error('the settler cannot pay gas: paid writes answer 503 until it is funded; send ETH to the settler address', fields)
     else if (this.funding === 'low') log.warn('the settler balance is below --settler-min-balance: fund the settler address', fields)
-    else log.info(was === 'unknown' ? 'settler balance' : 'the settler is funded again', fields)
+    else if (was === 'unknown') log.info('settler balance', fields)
+    else log.notice('the settler is funded again', fields)
   }
 }

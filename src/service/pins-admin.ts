@@ -57,8 +57,8 @@ export async function runPinsOp (op: PinsOp, d: PinsAdminDeps): Promise<Record<s
       }
       if (taken.length === 0) {
         throw notFound(cid != null
-          ? `no pin of ${op.target.slice(0, 100)} to take down (none, or all removed already)`
-          : `no pin with requestid ${op.target.slice(0, 100)} (or it was removed already); give a requestid or a CID`)
+          ? `no pin of ${op.target.slice(0, 100)} to take down (none, or all removed or taken down already)`
+          : `no pin with requestid ${op.target.slice(0, 100)} to take down (none, or removed or taken down already); give a requestid or a CID`)
       }
       const rootCid = cid ?? CID.parse((taken[0] as PinRecord).cid)
       const delegates = d.delegates?.() ?? []
