@@ -80,8 +80,12 @@ export type GateDecision =
 
 export type SettleOutcome =
   | { ok: true, tx: string, network: string, header: string }
-  /** serverSide: the payment is still good and this service could not settle it (gas, RPC, facilitator): 503, not 402 */
-  | { ok: false, reason: string, serverSide: boolean }
+  /**
+   * serverSide: this service could not settle (gas, RPC, facilitator): 503, not 402. Either the
+   * facilitator refused and the payment still verifies (it was not used), or the settlement threw
+   * (`uncertain`: it may have reached the chain before failing)
+   */
+  | { ok: false, reason: string, serverSide: boolean, uncertain?: boolean }
 
 export const PAYMENT_HEADER = 'payment-signature'
 
@@ -308,7 +312,7 @@ export class PaymentGate {
       this.onEvent?.('settle_failed', p.amount, 'server:error')
       this.log.warn('settlement failed', { payment: p.id, error: (err as Error).message.split('\n')[0] })
       this.balance?.refresh(0)
-      return { ok: false, reason: 'settlement_failed', serverSide: true }
+      return { ok: false, reason: 'settlement_failed', serverSide: true, uncertain: true }
     } finally {
       this.settlesPending--
     }
@@ -329,7 +333,11 @@ export class PaymentGate {
    * challenge naming the payer's problem. `outcome`: what was not done.
    */
   async settleRefusal (q: Quote, s: Extract<SettleOutcome, { ok: false }>, outcome: string): Promise<HttpError> {
-    if (s.serverSide) return new HttpError(503, 'SERVICE_UNAVAILABLE', `this service could not settle the payment (a problem on its side, not the payment's); ${outcome}, the payment was not used: retry later with the same or a new payment`, { 'retry-after': '60' })
+    if (s.serverSide) {
+      return new HttpError(503, 'SERVICE_UNAVAILABLE', s.uncertain === true
+        ? `this service could not settle the payment (a problem on its side, not the payment's); ${outcome}: retry later`
+        : `this service could not settle the payment (a problem on its side, not the payment's); ${outcome}, the payment was not used: retry later with the same or a new payment`, { 'retry-after': '60' })
+    }
     return await this.challenge(q, /insufficient/i.test(s.reason) ? 'INSUFFICIENT_FUNDS' : 'PAYMENT_REQUIRED', `the payment could not be settled (${s.reason}); ${outcome}`)
   }
 
