@@ -37,7 +37,7 @@ function files (): UnitRunOptions['files'] {
   const config = JSON.parse(readFileSync(EXAMPLE_CONFIG, 'utf8')) as Record<string, unknown>
   delete config.p2pAnnounce
   return [
-    { path: '/usr/local/bin/pind', symlinkTo: BINARY, mode: 0o755 },
+    { path: '/usr/local/bin/pind', copyFrom: BINARY, mode: 0o755 },
     { path: '/etc/pind/pind.json', content: JSON.stringify(config), mode: 0o644 },
     { path: '/etc/pind/settler.key', content: `${chain.settlerKey}\n`, mode: 0o600, owned: true }
   ]

@@ -27,7 +27,7 @@
  * systemd-analyze.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
-import { chmodSync, chownSync, copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
+import { chmodSync, chownSync, copyFileSync, linkSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { tempDir } from './pind.js'
 
@@ -259,7 +259,7 @@ export interface UnitRunOptions {
   /** the unit file's text */
   unit: string
   /** files the unit's paths show inside the sandbox: path → content (string or a file to copy), with owner and mode */
-  files: Array<{ path: string, content?: string, copyFrom?: string, symlinkTo?: string, mode: number, owned?: boolean }>
+  files: Array<{ path: string, content?: string, copyFrom?: string, mode: number, owned?: boolean }>
   /** the unit's User= and Group= run as this uid/gid */
   uid: number
   gid: number
@@ -295,14 +295,18 @@ export async function runUnit (o: UnitRunOptions): Promise<UnitRun> {
   for (const f of files) {
     const at = under(f.path)
     mkdirSync(join(at, '..'), { recursive: true, mode: 0o755 })
+    let linked = false
     if (f.path === '/etc/pind-sandbox/filter.bpf') writeFileSync(at, program)
-    else if ('symlinkTo' in f && f.symlinkTo != null) symlinkSync(f.symlinkTo, at)
-    else if (f.copyFrom != null) copyFileSync(f.copyFrom, at)
-    else writeFileSync(at, f.content ?? '')
-    if (!('symlinkTo' in f && f.symlinkTo != null)) {
-      chmodSync(at, f.mode)
-      if ('owned' in f && f.owned === true) chownSync(at, o.uid, o.gid)
+    else if (f.copyFrom != null) {
+      // a hard link where it can (the 135 MiB binary is not copied; a symlink could point into the /tmp that PrivateTmp hides)
+      try { linkSync(f.copyFrom, at); linked = true } catch { copyFileSync(f.copyFrom, at) }
+    } else writeFileSync(at, f.content ?? '')
+    if (linked) {
+      if ((statSync(at).mode & 0o777) !== f.mode) throw new Error(`${f.copyFrom as string} is linked, not copied: it needs mode ${f.mode.toString(8)} itself`)
+      continue
     }
+    chmodSync(at, f.mode)
+    if ('owned' in f && f.owned === true) chownSync(at, o.uid, o.gid)
   }
   // StateDirectory= (and its mode), owned by the service user; mounted writable at /var/lib/<name>
   const stateDirs = (svc.values.get('StateDirectory') ?? []).flatMap(l => l.split(/\s+/)).filter(x => x !== '')
