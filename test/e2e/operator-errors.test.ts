@@ -6,7 +6,7 @@
  * names the setting or the fix; no library advice, no stack trace.
  */
 import { execFileSync, spawn } from 'node:child_process'
-import { chmodSync, mkdirSync } from 'node:fs'
+import { chmodSync, copyFileSync, linkSync, mkdirSync } from 'node:fs'
 import { createServer, type Server } from 'node:net'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -16,8 +16,14 @@ import { BINARY, runPind, startPind, tempDir } from '../helpers/pind.js'
 const OTHER = 64124
 let busy: Server
 let busyPort: number
+/** the binary where another user can run it (the checkout may sit in a folder closed to others) */
+let bin: string
 
 beforeAll(async () => {
+  const dir = tempDir('pind-bin-')
+  chmodSync(dir, 0o755)
+  bin = join(dir, 'pind')
+  try { linkSync(BINARY, bin) } catch { copyFileSync(BINARY, bin) }
   busy = createServer()
   await new Promise<void>(resolve => busy.listen(0, '127.0.0.1', resolve))
   busyPort = (busy.address() as { port: number }).port
@@ -26,7 +32,7 @@ afterAll(async () => { await new Promise(resolve => busy.close(resolve)) })
 
 /** the binary as `uid`, with a HOME it cannot write (as a service user has) */
 async function asUser (uid: number, args: string[]): Promise<{ code: number | null, out: string, err: string }> {
-  const p = spawn('setpriv', [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--', BINARY, ...args], { env: { PATH: '/usr/bin:/bin', HOME: '/nonexistent' }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const p = spawn('setpriv', [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--', bin, ...args], { env: { PATH: '/usr/bin:/bin', HOME: '/nonexistent' }, stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
   let err = ''
   p.stdout.on('data', (b: Buffer) => { out += b.toString() })
