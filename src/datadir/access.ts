@@ -7,11 +7,9 @@
  */
 import { accessSync, constants, mkdirSync, readFileSync, statSync } from 'node:fs'
 import { dirname } from 'node:path'
-import { PindError } from '../errors.js'
+import { DataDirAccessError } from './secure.js'
 
-export class DataDirAccessError extends PindError {
-  override name = 'DataDirAccessError'
-}
+export { DataDirAccessError }
 
 /**
  * `create`: make a missing data dir (mode 0700), as serve does; otherwise a
