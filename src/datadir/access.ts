@@ -35,7 +35,9 @@ export function checkDataDirAccess (dir: string, opts: { create: boolean, comman
   if (!st.isDirectory()) throw new DataDirAccessError(`data dir ${dir} is not a directory; choose another --data-dir`)
   if (uid != null && st.uid !== uid) {
     const owner = userName(st.uid)
-    throw new DataDirAccessError(`data dir ${dir} belongs to ${owner ?? `uid ${st.uid}`}, not to ${who(uid)}: run as the data dir's owner: sudo -u ${owner ?? `'#${st.uid}'`} pind ${opts.command} --data-dir ${dir}`)
+    // (a dir left open to others holds every payer and payment for anyone to read: say so too)
+    const open = (st.mode & 0o077) !== 0 ? `; and ${dir} is readable by other users (mode 0${(st.mode & 0o777).toString(8)}): chmod -R go-rwx ${dir}` : ''
+    throw new DataDirAccessError(`data dir ${dir} belongs to ${owner ?? `uid ${st.uid}`}, not to ${who(uid)}: run as the data dir's owner: sudo -u ${owner ?? `'#${st.uid}'`} pind ${opts.command} --data-dir ${dir}${open}`)
   }
   try {
     accessSync(dir, constants.W_OK | constants.X_OK)
