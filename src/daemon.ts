@@ -36,6 +36,7 @@ import { createHttpServer } from './http/server.js'
 import type { CID } from 'multiformats/cid'
 import { loadOrCreateIdentity } from './ipfs/identity.js'
 import { P2pListenError, startIpfsNode } from './ipfs/node.js'
+import type { RoutingStatus } from './ipfs/routing/index.js'
 import { listenFailure, type ListenFailure } from './startup-errors.js'
 import { CommitLock } from './ipfs/commit-lock.js'
 import { BlockStaging } from './ipfs/staging.js'
@@ -64,9 +65,11 @@ import { SizeProbe } from './service/size-probe.js'
 import { BlockNetwork } from './ipfs/network.js'
 import { networkReadThrough } from './ipfs/network-read.js'
 import { buildAgentCard } from './service/agent-card.js'
-import { checkHealth, type HealthReport } from './service/health.js'
+import { checkHealth, HealthCheckError, type HealthCheck, type HealthReport } from './service/health.js'
 import { checkReadiness } from './service/readiness.js'
 import { operatorStatus, type PaymentsCheck } from './service/status.js'
+import { Reprovider } from './service/reprovider.js'
+import { listensBeyondLoopback } from './ipfs/routing/listen.js'
 
 /** blocks in flight per pin fetch (NOTES: 8–16 reached ~50 MiB/s on loopback; measured in scripts/bench-pin.mjs) */
 const BLOCKS_IN_FLIGHT = 32
@@ -102,6 +105,9 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     const privateKey = await loadOrCreateIdentity(paths.identity)
     // what bitswap may send: the serve policy, once the pin ledger is open (nothing before)
     let servePolicy: ServePolicy | undefined
+    const routingOn = !config.routing.includes('none')
+    // lookups finish before the metrics exist only during start-up: those go uncounted
+    let observeLookup = (_seconds: number, _source: string): void => {}
     const ipfs = await startIpfsNode({
       blocksDir: paths.blocks,
       datastore: new LmdbDatastore(ledger.datastore),
@@ -110,12 +116,33 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       announce: config.p2pAnnounce,
       peers: config.p2pPeers,
       log,
-      mayServe: (cid) => servePolicy?.mayServe(cid, 'bitswap') ?? false
+      mayServe: (cid) => servePolicy?.mayServe(cid, 'bitswap') ?? false,
+      limits: { maxConnections: config.p2pMaxConnections, inboundRate: config.p2pInboundRate },
+      ...(routingOn
+        ? {
+            routing: {
+              dht: config.routing.includes('dht'),
+              bootstrap: config.bootstrap,
+              dhtMode: config.dhtMode,
+              privateAddresses: config.routingPrivateAddresses,
+              recordLifetimeMs: config.dhtRecordLifetime * 1000,
+              maxRecords: config.dhtMaxRecords,
+              ...(config.routing.includes('delegated') && config.delegatedRoutingUrl != null ? { delegatedUrl: config.delegatedRoutingUrl } : {}),
+              onLookup: (seconds, _found, source) => { observeLookup(seconds, source) }
+            }
+          }
+        : {})
     }).catch((err: unknown) => {
       if (err instanceof P2pListenError) throw listenFailure('the libp2p listen address', err.failures[0] as ListenFailure, '--p2p-listen (PIND_P2P_LISTEN)')
       throw err
     })
     cleanups.push(() => ipfs.stop())
+    if (!routingOn && listensBeyondLoopback(config.host, config.p2pListen)) {
+      log.warn('listening beyond loopback with --routing none: pinned content is not announced, so IPFS nodes will not find it here (only this gateway and peers that dial this node directly serve it); set --routing dht to announce it')
+    }
+    const find = ipfs.routing.finder != null
+      ? async (cid: CID, signal: AbortSignal) => await (ipfs.routing.finder as NonNullable<typeof ipfs.routing.finder>).findAndConnect(cid, signal)
+      : undefined
 
     // blocks and bytes stored, current for /metrics and `pind status`: a walk (begun now), then what commits and gc report
     const usage = new BlockstoreUsageTracker(paths.blocks)
@@ -139,8 +166,28 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     cleanups.push(async () => { await settlements.reconciler?.stop() })
 
     let gate: PaymentGate | undefined
+    const provideKind = config.provideStrategy === 'all' ? 'blocks' : 'roots'
+    const announcer = ipfs.routing.announcer
+    let reprovider: Reprovider | undefined
     const metrics = new Metrics(metricsSources(pins, async () => await usage.current(), () => ipfs.helia.libp2p.getConnections().length,
-      () => gate != null ? { settlesPending: gate.settlesPending, ...(gate.balance?.balance != null ? { settlerBalanceWei: gate.balance.balance } : {}) } : undefined))
+      () => gate != null ? { settlesPending: gate.settlesPending, ...(gate.balance?.balance != null ? { settlerBalanceWei: gate.balance.balance } : {}) } : undefined, {
+        ...(routingOn ? { routing: () => ipfs.routing.status() } : {}),
+        ...(announcer != null ? { provides: () => (reprovider as Reprovider).status() } : {})
+      }))
+    observeLookup = (seconds, source) => { metrics.findProviders(seconds, source) }
+    if (announcer != null) {
+      reprovider = new Reprovider({
+        keys: pins.provides,
+        kind: provideKind,
+        announcer,
+        intervalMs: config.reprovideInterval * 1000,
+        log: log.child({ component: 'reprovider' }),
+        onRegion: (r) => { metrics.provided(r.provided, r.failed) }
+      })
+      reprovider.start()
+      const started = reprovider
+      cleanups.push(async () => { await started.stop() })
+    }
     const router = new Router()
     const proxies: ReadonlySet<string> = new Set(config.trustedProxies)
     // what per-client limits count by: the client's address (proxies considered; IPv6 by /64)
@@ -187,11 +234,21 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       ledger.meta.put('tokenIssuer', issuer)
       ledger.meta.put('tokenTtl', config.tokenTtl)
       ledger.meta.put('expiryGrace', config.expiryGrace)
+      // what `pind routing status` reports on a stopped data dir
+      ledger.meta.put('provideStrategy', config.provideStrategy)
+      ledger.meta.put('reprovideInterval', config.reprovideInterval)
     })
     const gcDeps: GcDeps = { pins, blocksDir: paths.blocks, lock: commitLock, graceMs: config.expiryGrace * 1000, held: () => blocksHeld(notes.all()), onRemoved: (n, bytes) => { usage.removed(n, bytes) } }
     // (bound once the fetcher exists, below)
     let cancelFetch = (_requestid: string): void => {}
+    const routingAdmin = {
+      keys: pins.provides,
+      strategy: provideKind,
+      intervalMs: config.reprovideInterval * 1000,
+      live: { routing: config.routing, status: () => ipfs.routing.status(), ...(reprovider != null ? { reprovider } : {}) }
+    } as const
     const admin = await startAdminServer(paths.adminSocket, { keys: { keystore, tokens, tokenLedger }, pins, gc: gcDeps, settlements: settlements.admin, metrics, cancelFetch: (id) => { cancelFetch(id) },
+      routing: routingAdmin,
       delegates: () => ipfs.multiaddrs(),
       status: async () => await operatorStatus({
         pins,
@@ -229,6 +286,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       readLedger: () => ledger.meta.get('schemaVersion'),
       blocksDir: paths.blocks,
       libp2pStatus: () => ipfs.helia.libp2p.status,
+      ...(routingOn ? { checks: [routingCheck(() => ipfs.routing.status())] } : {}),
       diskCheckCacheMs: 1000,
       startedAt,
       log: healthLog
@@ -242,7 +300,8 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       assetVersion: config.assetVersion,
       payTo: config.payTo,
       prices,
-      uploadMaxBytes: config.uploadMaxBytes
+      uploadMaxBytes: config.uploadMaxBytes,
+      p2p: { peerId: ipfs.peerId, multiaddrs: ipfs.multiaddrs(), routing: config.routing, provideStrategy: config.provideStrategy }
     }))
     const network = new BlockNetwork(ipfs, config.p2pPeers, config.originAddresses)
     // the ledger decides what is served: by default the roots of live pins and the
@@ -250,7 +309,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     // an operator may open it to anything held locally, or to the network
     const isServable = (cid: CID): boolean => policy.mayServe(cid, 'gateway')
     gatewayRoutes(router, {
-      blockstore: networkGateway ? networkReadThrough(ipfs.blockstore, network, config.gatewayNetworkTimeout * 1000) : ipfs.blockstore,
+      blockstore: networkGateway ? networkReadThrough(ipfs.blockstore, network, config.gatewayNetworkTimeout * 1000, find) : ipfs.blockstore,
       isServable
     })
     const fetcher = new PinFetcher({
@@ -263,7 +322,8 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       concurrency: config.pinFetchConcurrency,
       blockConcurrency: BLOCKS_IN_FLIGHT,
       stallMs: config.pinStallTimeout * 1000,
-      retryWindowMs: config.pinRetryWindow * 1000
+      retryWindowMs: config.pinRetryWindow * 1000,
+      ...(find != null ? { findProviders: find } : {})
     })
     fetcher.start()
     wakeFetcher = () => { fetcher.enqueue() }
@@ -283,7 +343,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
         once,
         prices,
         // the quote tells no more about what this node holds than the gateway does
-        probe: new SizeProbe({ node: ipfs, network, timeoutMs: config.pinProbeTimeout * 1000, ttlMs: config.paymentTimeout * 1000, isServable }),
+        probe: new SizeProbe({ node: ipfs, network, timeoutMs: config.pinProbeTimeout * 1000, ttlMs: config.paymentTimeout * 1000, isServable, ...(find != null ? { findProviders: find } : {}) }),
         enqueue: () => { fetcher.enqueue() },
         pinMaxBytes: config.pinMaxBytes,
         retryWindowMs: config.pinRetryWindow * 1000,
@@ -338,6 +398,17 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
   } catch (err) {
     await cleanup()
     throw err
+  }
+}
+
+/** The /health routing check: started, with at least one routing peer. */
+function routingCheck (status: () => RoutingStatus): HealthCheck {
+  return {
+    name: 'routing',
+    failure: 'routing is not working',
+    run: () => {
+      if (status().dht && status().routingTable === 0) throw new HealthCheckError('no DHT peers yet (the routing table is empty)', 'the DHT routing table is empty: check --bootstrap and the network')
+    }
   }
 }
 

@@ -9,6 +9,8 @@ export interface PeerOptions {
   privateKey?: PrivateKey
   /** keep blocks here (not removed on stop) */
   blocksDir?: string
+  /** join a loopback DHT (scripts/dht-net) through these bootstrap multiaddrs; server: answer DHT queries and keep records (for recordLifetimeMs) */
+  dht?: { bootstrap: string[], server?: boolean, recordLifetimeMs?: number, cleanupIntervalMs?: number }
 }
 
 export interface Peer {
@@ -22,6 +24,9 @@ export interface Peer {
   putBlock(cid: CID, bytes: Uint8Array): Promise<void>
   addLyingDag(leaves: number, leafSize: number): Promise<string>
   dial(addr: string): Promise<void>
+  provide(cid: string | CID): Promise<void>
+  findProviders(cid: string | CID, signal?: AbortSignal): Promise<string[]>
+  routingTableAtLeast(n: number, timeoutMs?: number): Promise<void>
   cat(cid: string, signal?: AbortSignal): Promise<Buffer>
   stop(opts?: { keepBlocks?: boolean }): Promise<void>
 }

@@ -2,7 +2,9 @@
 // instance (TCP on loopback, bitswap), an on-disk blockstore in its own
 // folder, and nothing else — no bootstrap, DHT or discovery. It plays the
 // "origin" that holds content pind is asked to pin, and the third node that
-// fetches pinned content back from pind.
+// fetches pinned content back from pind. With `dht` it also joins a loopback
+// DHT (scripts/dht-net): it announces what it adds, and — a "stranger" —
+// finds and fetches content by CID through the DHT like any IPFS node.
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -13,6 +15,8 @@ import { unixfs } from '@helia/unixfs'
 import * as dagPb from '@ipld/dag-pb'
 import { generateKeyPair } from '@libp2p/crypto/keys'
 import { identify } from '@libp2p/identify'
+import { ping } from '@libp2p/ping'
+import { bootstrap } from '@libp2p/bootstrap'
 import { noise } from '@libp2p/noise'
 import { tcp } from '@libp2p/tcp'
 import { yamux } from '@libp2p/yamux'
@@ -22,6 +26,7 @@ import { MemoryDatastore } from 'datastore-core'
 import { createHeliaLight } from 'helia'
 import { CID } from 'multiformats/cid'
 import * as Digest from 'multiformats/hashes/digest'
+import { loopbackDht } from '../dht-net/index.mjs'
 
 const RAW = 0x55
 const SHA256 = 0x12
@@ -42,8 +47,10 @@ export async function startPeer (opts = {}) {
     transports: [tcp()],
     connectionEncrypters: [noise()],
     streamMuxers: [yamux()],
-    peerDiscovery: [],
-    services: { identify: identify() }
+    peerDiscovery: opts.dht?.bootstrap?.length > 0 ? [bootstrap({ list: opts.dht.bootstrap, timeout: 0 })] : [],
+    services: opts.dht != null
+      ? { identify: identify(), ping: ping(), dht: loopbackDht({ server: opts.dht.server === true, recordLifetimeMs: opts.dht.recordLifetimeMs, cleanupIntervalMs: opts.dht.cleanupIntervalMs }) }
+      : { identify: identify() }
   }))
   await helia.start()
   const fs = unixfs(helia)
@@ -83,6 +90,26 @@ export async function startPeer (opts = {}) {
     },
     async dial (addr) {
       await helia.libp2p.dial(multiaddr(addr))
+    },
+    /** announces a CID on the DHT (stock kad-dht provide) */
+    async provide (cid) {
+      await helia.routing.provide(typeof cid === 'string' ? CID.parse(cid) : cid)
+    },
+    /** peer IDs the DHT names as providers of a CID */
+    async findProviders (cid, signal) {
+      const out = []
+      for await (const p of helia.libp2p.services.dht.findProviders(typeof cid === 'string' ? CID.parse(cid) : cid, { signal })) {
+        if (p.name === 'PROVIDER') out.push(...p.providers.map(x => x.id.toString()))
+      }
+      return [...new Set(out)]
+    },
+    /** waits until the DHT routing table holds at least `n` peers */
+    async routingTableAtLeast (n, timeoutMs = 20_000) {
+      const deadline = Date.now() + timeoutMs
+      while ((helia.libp2p.services.dht?.routingTable.size ?? 0) < n) {
+        if (Date.now() > deadline) throw new Error('the DHT routing table did not fill')
+        await new Promise(resolve => setTimeout(resolve, 50))
+      }
     },
     /** Reads a UnixFS file through the network (bitswap) into one buffer. */
     async cat (cid, signal) {

@@ -7,6 +7,7 @@ import type { KeysAdminDeps } from '../service/keys-admin.js'
 import type { GcDeps } from '../service/gc.js'
 import type { Metrics } from '../metrics/registry.js'
 import type { SettlementsAdminDeps } from '../service/settlements-admin.js'
+import type { RoutingAdminDeps } from '../service/routing-admin.js'
 
 export interface AdminDeps {
   keys: KeysAdminDeps
@@ -19,4 +20,5 @@ export interface AdminDeps {
   delegates?: () => string[]
   /** `pind status` of this serve */
   status?: () => Promise<Record<string, unknown>>
+  routing?: RoutingAdminDeps
 }

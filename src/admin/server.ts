@@ -15,6 +15,7 @@ import { keysRoutes } from './routes/keys.js'
 import { pinsRoutes } from './routes/pins.js'
 import { statusRoutes } from './routes/status.js'
 import { settlementsRoutes } from './routes/settlements.js'
+import { routingRoutes } from './routes/routing.js'
 import { metricsRoutes } from '../http/routes/metrics.js'
 import type { AdminDeps } from './deps.js'
 
@@ -32,6 +33,7 @@ export async function startAdminServer (socketPath: string, d: AdminDeps, log: L
   settlementsRoutes(router, d)
   pinsRoutes(router, d)
   statusRoutes(router, d)
+  routingRoutes(router, d)
   const http = createHttpServer(router, log.child({ component: "admin" }), { idleTimeoutMs: 0 })
   await http.listenSocket(socketPath)
   return { close: async () => { await http.close(2000) } }

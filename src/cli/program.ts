@@ -16,6 +16,7 @@ import { gcCommand } from './gc.js'
 import { importLedgerCommand } from './import-ledger.js'
 import { keysCommand } from './keys.js'
 import { pinsCommand } from './pins.js'
+import { routingCommand } from './routing.js'
 import { settlementsCommand } from './settlements.js'
 import { statusCommand } from './status.js'
 
@@ -63,6 +64,7 @@ export function buildProgram (): Command {
   pinsCommand(program)
   statusCommand(program)
   configCommand(program)
+  routingCommand(program)
 
   // a usage error shows the error, commander's "did you mean", and where the help is: not the whole help
   const hint = (cmd: Command, path: string): void => {

@@ -7,7 +7,7 @@ import { isIP } from 'node:net'
 import { multiaddr } from '@multiformats/multiaddr'
 import { LOG_LEVELS, type LogLevel } from '../log.js'
 import {
-  address, atomic, caip2, ConfigValueError, duration, httpUrl, int, list, oneOf, privateKeyHex, str, type Parser
+  address, atomic, bool, caip2, ConfigValueError, duration, httpUrl, int, list, oneOf, privateKeyHex, str, type Parser
 } from './parse.js'
 
 /** Taiko Alethia USDC (bridged FiatToken), the production default asset. */
@@ -26,6 +26,30 @@ const multiaddrString: Parser<string> = (raw) => {
   const s = str(raw)
   try { multiaddr(s) } catch { throw new ConfigValueError('expected a multiaddr such as /ip4/127.0.0.1/tcp/4001') }
   return s
+}
+
+export const ROUTING_MODES = ['none', 'dht', 'delegated'] as const
+export type RoutingMode = typeof ROUTING_MODES[number]
+export const DHT_MODES = ['auto', 'client', 'server'] as const
+export type DhtMode = typeof DHT_MODES[number]
+export const PROVIDE_STRATEGIES = ['roots', 'all'] as const
+export type ProvideStrategy = typeof PROVIDE_STRATEGIES[number]
+
+/** `none`, or any of `dht` and `delegated` (comma-separated) */
+const routingModes: Parser<RoutingMode[]> = (raw) => {
+  const modes = [...new Set(list(oneOf(ROUTING_MODES))(raw))]
+  if (modes.length === 0) throw new ConfigValueError('expected none, dht, delegated or dht,delegated')
+  if (modes.includes('none') && modes.length > 1) throw new ConfigValueError('none cannot be combined with dht or delegated')
+  return modes
+}
+
+/** `public` (the built-in Amino bootstrap peers, used only when asked for) or multiaddrs ending in /p2p/<peer id> */
+const bootstrapPeer: Parser<string> = (raw) => {
+  const s = str(raw)
+  if (s === 'public') return s
+  const ma = multiaddrString(s)
+  if (!/\/p2p\/[^/]+$/.test(ma)) throw new ConfigValueError('expected "public" or a multiaddr ending in /p2p/<peer id>')
+  return ma
 }
 
 const corsOrigin: Parser<string> = (raw) => {
@@ -62,6 +86,17 @@ export interface Config {
   p2pListen: string[]
   p2pAnnounce: string[]
   p2pPeers: string[]
+  p2pMaxConnections: number
+  p2pInboundRate: number
+  routing: RoutingMode[]
+  bootstrap: string[]
+  dhtMode: DhtMode
+  routingPrivateAddresses: boolean
+  delegatedRoutingUrl?: string
+  provideStrategy: ProvideStrategy
+  reprovideInterval: number
+  dhtRecordLifetime: number
+  dhtMaxRecords: number
   network: string
   rpcUrl?: string
   asset: `0x${string}`
@@ -125,7 +160,18 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'publicUrl', flag: '--public-url <url>', env: 'PIND_PUBLIC_URL', parse: httpUrl, description: 'the URL clients use to reach this service (agent card, gateway links, x402 resource); default http://<host>:<port>' },
   { key: 'p2pListen', flag: '--p2p-listen <multiaddrs>', env: 'PIND_P2P_LISTEN', default: ['/ip4/127.0.0.1/tcp/4001'], parse: list(multiaddrString), description: 'libp2p TCP listen multiaddrs, comma-separated' },
   { key: 'p2pAnnounce', flag: '--p2p-announce <multiaddrs>', env: 'PIND_P2P_ANNOUNCE', default: [], parse: list(multiaddrString), description: 'multiaddrs to announce (delegates in PinStatus); default: the listen addresses' },
-  { key: 'p2pPeers', flag: '--p2p-peers <multiaddrs>', env: 'PIND_P2P_PEERS', default: [], parse: list(multiaddrString), description: 'peers to dial at start; nothing else is dialled unless a pin request names origins' },
+  { key: 'p2pPeers', flag: '--p2p-peers <multiaddrs>', env: 'PIND_P2P_PEERS', default: [], parse: list(multiaddrString), description: 'peers to dial at start; nothing else is dialled unless a pin request names origins or --routing finds providers' },
+  { key: 'p2pMaxConnections', flag: '--p2p-max-connections <n>', env: 'PIND_P2P_MAX_CONNECTIONS', default: 256, parse: int(8, 100_000), description: 'libp2p connections open at once (in and out); past this the least valuable are closed' },
+  { key: 'p2pInboundRate', flag: '--p2p-inbound-rate <per-second>', env: 'PIND_P2P_INBOUND_RATE', default: 5, parse: int(1, 10_000), description: 'inbound libp2p connections accepted per second from one address' },
+  { key: 'routing', flag: '--routing <modes>', env: 'PIND_ROUTING', default: ['none'], parse: routingModes, description: 'content routing: none (dial only configured peers and origins), dht (the Amino DHT, /ipfs/kad/1.0.0: announce pins, find providers), delegated (find providers over the Delegated Routing V1 HTTP API); dht,delegated combines both' },
+  { key: 'bootstrap', flag: '--bootstrap <multiaddrs>', env: 'PIND_BOOTSTRAP', default: [], parse: list(bootstrapPeer), description: 'DHT bootstrap peers, comma-separated multiaddrs ending in /p2p/<id>; "public" adds the well-known Amino bootstrap peers (never used unless named)' },
+  { key: 'dhtMode', flag: '--dht-mode <mode>', env: 'PIND_DHT_MODE', default: 'auto', parse: oneOf(DHT_MODES), description: 'auto: DHT server once AutoNAT confirms a public address, else client; client: query and announce only; server: also answer DHT queries and store records for others' },
+  { key: 'routingPrivateAddresses', flag: '--routing-private-addresses', env: 'PIND_ROUTING_PRIVATE_ADDRESSES', default: false, parse: bool, description: 'keep private and loopback addresses in DHT peer records and dial providers found at them: for a LAN or loopback routing network only (on the public network such addresses are dropped)' },
+  { key: 'delegatedRoutingUrl', flag: '--delegated-routing-url <url>', env: 'PIND_DELEGATED_ROUTING_URL', parse: httpUrl, description: 'Delegated Routing V1 HTTP API endpoint for --routing delegated (no default: name one, e.g. https://delegated-ipfs.dev)' },
+  { key: 'provideStrategy', flag: '--provide-strategy <strategy>', env: 'PIND_PROVIDE_STRATEGY', default: 'roots', parse: oneOf(PROVIDE_STRATEGIES), description: 'what --routing dht announces: roots (the root CID of each live pin) or all (every block of each live pin)' },
+  { key: 'reprovideInterval', flag: '--reprovide-interval <duration>', env: 'PIND_REPROVIDE_INTERVAL', default: 22 * 3600, parse: duration(1, 7 * 86400), description: 'how often each announced CID is announced again (Amino keeps records 48 h; Kubo reprovides every 22 h)' },
+  { key: 'dhtRecordLifetime', flag: '--dht-record-lifetime <duration>', env: 'PIND_DHT_RECORD_LIFETIME', default: 48 * 3600, parse: duration(1, 7 * 86400), description: 'as a DHT server: how long provider records other peers store here stay valid (Amino: 48 h)' },
+  { key: 'dhtMaxRecords', flag: '--dht-max-records <n>', env: 'PIND_DHT_MAX_RECORDS', default: 250_000, parse: int(0, 100_000_000), description: 'as a DHT server: most records other peers may store here at once; past this new ones are dropped' },
   { key: 'network', flag: '--network <caip2>', env: 'PIND_NETWORK', default: 'eip155:167000', parse: caip2, description: 'x402 payment network' },
   { key: 'rpcUrl', flag: '--rpc-url <url>', env: 'PIND_RPC_URL', parse: httpUrl, description: 'EVM JSON-RPC URL (asset check at start, embedded facilitator)' },
   { key: 'asset', flag: '--asset <address>', env: 'PIND_ASSET', default: TAIKO_USDC, parse: address, description: 'EIP-3009 token accepted as payment (USDC)' },

@@ -1,22 +1,28 @@
 /**
  * The gateway's optional read-through to the network (operator opt-in,
  * `--gateway-network-timeout`): a block this node does not hold is wanted
- * over bitswap from the connected peers (there is no DHT: configured
- * `--p2p-peers` and peers that dialled us), each block bounded by the
- * timeout and hash-checked. Fetched blocks are not stored — serving is not
- * pinning — so they cost nothing past the response.
+ * over bitswap from the connected peers (configured `--p2p-peers`, peers
+ * that dialled us, and — with --routing on — providers the routing finds for
+ * a block that does not arrive from them within FIND_AFTER_MS: the root,
+ * typically; its children then come from the same providers), each block
+ * bounded by the timeout and hash-checked. Fetched blocks are not stored —
+ * serving is not pinning — so they cost nothing past the response.
  */
 import type { Blockstore } from 'interface-blockstore'
 import type { CID } from 'multiformats/cid'
 import type { BlockNetwork } from './network.js'
 
-export function networkReadThrough (local: Pick<Blockstore, 'get' | 'has'>, network: Pick<BlockNetwork, 'retrieve'>, timeoutMs: number): Pick<Blockstore, 'get' | 'has'> {
+const FIND_AFTER_MS = 500
+
+export function networkReadThrough (local: Pick<Blockstore, 'get' | 'has'>, network: Pick<BlockNetwork, 'retrieve'>, timeoutMs: number, findProviders?: (cid: CID, signal: AbortSignal) => Promise<unknown>): Pick<Blockstore, 'get' | 'has'> {
   const fetched = new Map<string, Promise<Uint8Array | undefined>>()
   const want = (cid: CID): Promise<Uint8Array | undefined> => {
     const key = cid.toString()
     let p = fetched.get(key)
     if (p == null) {
-      p = network.retrieve(cid, AbortSignal.timeout(timeoutMs), { remember: true }).catch(() => undefined)
+      const signal = AbortSignal.timeout(timeoutMs)
+      const find = findProviders != null ? setTimeout(() => { findProviders(cid, signal).catch(() => {}) }, FIND_AFTER_MS) : undefined
+      p = network.retrieve(cid, signal, { remember: true }).catch(() => undefined).finally(() => { clearTimeout(find) })
       fetched.set(key, p)
       // remembered only while a response is likely to ask again (has → get)
       void p.finally(() => { setTimeout(() => fetched.delete(key), 5_000).unref() })

@@ -1,15 +1,17 @@
 /**
  * Builds the embedded IPFS node explicitly, so that nothing dials out unless
  * configured: Helia (light) + libp2p over TCP with noise and yamux, identify,
- * bitswap as the only block broker; no bootstrap, DHT, mDNS, delegated routing,
- * HTTP gateways, autoNAT or UPnP. Blocks live in an on-disk FsBlockstore.
+ * bitswap as the only block broker; no mDNS, HTTP gateways or UPnP. Content
+ * routing (the Amino DHT with ping and AutoNAT v2, bootstrap peers, delegated
+ * HTTP routing) only when the operator turns it on (`routing`, see
+ * ./routing/). Connection and per-peer stream limits always apply. Blocks
+ * live in an on-disk FsBlockstore.
  * The node knows every codec and hash function pind pins (codecs.ts), and
  * bitswap sends a peer only the blocks the serve policy allows (`mayServe`).
  */
 import { mkdirSync } from 'node:fs'
 import { withBitswap } from '@helia/bitswap'
 import { withLibp2pLight } from '@helia/libp2p'
-import { identify } from '@libp2p/identify'
 import { noise } from '@libp2p/noise'
 import { tcp } from '@libp2p/tcp'
 import { yamux } from '@libp2p/yamux'
@@ -23,6 +25,24 @@ import type { Datastore } from 'interface-datastore'
 import type { CID } from 'multiformats/cid'
 import type { Logger } from '../log.js'
 import { PIN_CODECS, PIN_HASHERS } from './codecs.js'
+import { Libp2pDatastore } from './routing/datastore.js'
+import { startRouting, type Routing } from './routing/index.js'
+import { limitsOptions, MAX_INBOUND_STREAMS_PER_PEER, routingServices, type Limits, type RoutingSetup } from './routing/libp2p-options.js'
+
+export interface IpfsRoutingOptions extends RoutingSetup {
+  delegatedUrl?: string
+  /** as a DHT server: most records others may store here */
+  maxRecords: number
+  onLookup?: (seconds: number, found: number, source: 'dht' | 'delegated') => void
+}
+
+/**
+ * Helia's router for bitswap and sessions: finds nothing. pind looks for
+ * providers itself, once per root, with its own address policy and caps
+ * (./routing/find.ts); named like the one withLibp2pLight would add so that
+ * it adds none.
+ */
+const INERT_ROUTER = { name: 'libp2p-router', async * findProviders () {} }
 
 export interface IpfsNodeOptions {
   blocksDir: string
@@ -39,6 +59,9 @@ export interface IpfsNodeOptions {
    * wants to know). Default: any block held.
    */
   mayServe?: (cid: CID) => boolean
+  /** content routing; absent = none */
+  routing?: IpfsRoutingOptions
+  limits: Omit<Limits, 'refusePrivateDials' | 'exemptDials'>
 }
 
 export interface IpfsNode {
@@ -47,6 +70,7 @@ export interface IpfsNode {
   peerId: string
   /** multiaddrs others can dial, each ending in /p2p/<peerId> */
   multiaddrs(): string[]
+  routing: Routing
   stop(): Promise<void>
 }
 
@@ -54,14 +78,18 @@ export async function startIpfsNode (opts: IpfsNodeOptions): Promise<IpfsNode> {
   mkdirSync(opts.blocksDir, { recursive: true })
   const blockstore = new FsBlockstore(opts.blocksDir)
   await blockstore.open()
-  const helia = withLibp2pLight(createHeliaLight({ blockstore, datastore: opts.datastore, codecs: [...PIN_CODECS], hashers: [...PIN_HASHERS] }), {
+  const r = opts.routing
+  const libp2pDatastore = await Libp2pDatastore.open(opts.datastore, { persistPeers: r != null, maxRecords: r?.maxRecords ?? 0 })
+  const helia = withLibp2pLight(createHeliaLight({ blockstore, datastore: opts.datastore, codecs: [...PIN_CODECS], hashers: [...PIN_HASHERS], routers: [INERT_ROUTER] }), {
     privateKey: opts.privateKey,
+    datastore: libp2pDatastore,
     addresses: { listen: opts.listen, announce: opts.announce },
     transports: [tcp()],
     connectionEncrypters: [noise()],
-    streamMuxers: [yamux()],
+    streamMuxers: [yamux({ maxInboundStreams: MAX_INBOUND_STREAMS_PER_PEER })],
     peerDiscovery: [],
-    services: { identify: identify() }
+    ...limitsOptions({ ...opts.limits, refusePrivateDials: r != null && !r.privateAddresses, exemptDials: [...opts.peers, ...(r?.bootstrap ?? [])] }),
+    services: routingServices(r ?? { dht: false, bootstrap: [], dhtMode: 'auto', privateAddresses: false, recordLifetimeMs: 0 })
   })
   withBitswap(servingOnly(helia, opts.mayServe))
   try {
@@ -70,6 +98,14 @@ export async function startIpfsNode (opts: IpfsNodeOptions): Promise<IpfsNode> {
     await blockstore.close().catch(() => {})
     throw listenError(err) ?? err
   }
+  const routing = await startRouting(helia.libp2p, libp2pDatastore, {
+    dht: r?.dht === true,
+    ...(r?.delegatedUrl != null ? { delegatedUrl: r.delegatedUrl } : {}),
+    bootstrap: r?.bootstrap ?? [],
+    privateAddresses: r?.privateAddresses ?? false,
+    log: opts.log,
+    ...(r?.onLookup != null ? { onLookup: r.onLookup } : {})
+  })
   const peerId = helia.libp2p.peerId.toString()
   for (const peer of opts.peers) {
     helia.libp2p.dial(multiaddr(peer)).catch((err: Error) => {
@@ -81,7 +117,9 @@ export async function startIpfsNode (opts: IpfsNodeOptions): Promise<IpfsNode> {
     blockstore,
     peerId,
     multiaddrs: () => helia.libp2p.getMultiaddrs().map(ma => ma.toString()),
+    routing,
     stop: async () => {
+      routing.stop()
       await helia.stop()
       await blockstore.close()
     }

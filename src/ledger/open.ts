@@ -13,8 +13,8 @@ export interface LedgerEnv {
   meta: Database<unknown, string>
   /** binary sub-database used as the libp2p/helia Datastore */
   datastore: Database<Uint8Array, string>
-  /** open another named sub-database (msgpack values) */
-  db<V>(name: string, opts?: { dupSort?: boolean }): Database<V, any>
+  /** open another named sub-database (msgpack values; keys ordered-binary, or raw bytes with keyEncoding 'binary') */
+  db<V>(name: string, opts?: { dupSort?: boolean, keyEncoding?: 'binary' }): Database<V, any>
   close(): Promise<void>
 }
 
@@ -40,7 +40,7 @@ export async function openLedgerEnv (path: string): Promise<LedgerEnv> {
     root,
     meta,
     datastore,
-    db: <V>(name: string, opts?: { dupSort?: boolean }) => root.openDB<V, any>({ name, ...opts }),
+    db: <V>(name: string, opts?: { dupSort?: boolean, keyEncoding?: 'binary' }) => root.openDB<V, any>({ name, ...opts }),
     close: async () => { await root.close() }
   }
 }

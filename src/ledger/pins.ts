@@ -11,6 +11,7 @@
  *   byExpiry  [pinnedUntilMs, requestid] → requestid        (pins not yet removed, by expiry: the sweeper)
  *   settling  paymentId → SettlingRecord                    (written before settlement, removed with the record it paid for;
  *                                                             leftovers are reconciled and closed through SettlementNotes)
+ *   provide-* kadKey → what the DHT announces, and when       (ProvideKeys: held and released with the block references)
  * The ledger decides what is live; helia's pin refcounts are not used.
  * A pin's block list is held while the pin is not removed, and a replaced
  * pin's while its chain of replacements still queued ends in a live one:
@@ -21,6 +22,7 @@ import type { Database } from 'lmdb'
 import { CID } from 'multiformats/cid'
 import { seedClock } from './clock.js'
 import type { LedgerEnv } from './open.js'
+import { ProvideKeys } from './provide-keys.js'
 import { isLive, withdrawn, type PaymentRecord, type PinRecord } from './records.js'
 import type { SettlingRecord } from './settlements.js'
 
@@ -41,6 +43,8 @@ export class PinLedger {
 
   /** how long after pinned_until a pin still counts as live (until the sweeper marks it expired) */
   readonly graceMs: number
+  /** the DHT provide schedule: the roots and blocks pins hold, kept in step with the block references */
+  readonly provides: ProvideKeys
 
   constructor (private readonly env: LedgerEnv, opts: { graceMs?: number } = {}) {
     this.graceMs = opts.graceMs ?? 0
@@ -53,6 +57,7 @@ export class PinLedger {
     this.fetchQueue = env.db<number>('fetch-queue')
     this.byExpiry = env.db<string>('pins-by-expiry')
     this.settling = env.db<SettlingRecord>('settling')
+    this.provides = new ProvideKeys(env)
     let maxUs = 0
     for (const { key } of this.byOwner.getRange({ reverse: true, limit: 1 })) maxUs = Math.max(maxUs, (key)[1])
     seedClock(maxUs)
@@ -83,6 +88,16 @@ export class PinLedger {
     if (this.env.meta.get('repair:replacement-chains') !== true) {
       await this.releaseUnheld()
       await this.env.root.transaction(() => { this.env.meta.put('repair:replacement-chains', true) })
+    }
+    if (this.env.meta.get('index:provide-keys') !== true) {
+      // every pin holding block references is announced (the same rule as addRefs/releaseRefs)
+      await this.env.root.transaction(() => {
+        for (const { key: requestid, value: blocks } of this.pinBlocks.getRange()) {
+          const pin = this.pins.get(requestid)
+          if (pin != null && blocks.length > 0) this.provides.hold(pin.cid, blocks)
+        }
+        this.env.meta.put('index:provide-keys', true)
+      })
     }
   }
 
@@ -206,16 +221,21 @@ export class PinLedger {
     for (const w of this.refWatchers) w(keys)
     this.pinBlocks.put(requestid, keys)
     for (const k of keys) this.blockRefs.put(k, (this.blockRefs.get(k) ?? 0) + 1)
+    const pin = this.pins.get(requestid)
+    if (pin != null) this.provides.hold(pin.cid, keys)
   }
 
   /** Drops a pin's block references (idempotent: the pin's block list goes with them). */
   private releaseRefs (requestid: string): void {
-    for (const k of this.pinBlocks.get(requestid) ?? []) {
+    const keys = this.pinBlocks.get(requestid) ?? []
+    for (const k of keys) {
       const n = (this.blockRefs.get(k) ?? 0) - 1
       if (n > 0) this.blockRefs.put(k, n)
       else this.blockRefs.remove(k)
     }
     this.pinBlocks.remove(requestid)
+    const pin = this.pins.get(requestid)
+    if (pin != null && keys.length > 0) this.provides.release(pin.cid, keys)
   }
 
   /**

@@ -15,6 +15,12 @@
  *   pind_fetch_queue_depth
  *   pind_blockstore_blocks / pind_blockstore_bytes
  *   pind_libp2p_connections
+ * with --routing on:
+ *   pind_routing_table_peers / pind_dht_records_stored      (routing table; records others store here)
+ *   pind_provide_keys / pind_provide_pending                (CIDs announced; due now)
+ *   pind_provide_oldest_pending_seconds                     (how late the most overdue announcement is)
+ *   pind_provides_total{result}   done | failed             (CIDs announced, by outcome)
+ *   pind_find_providers_seconds{source}                     histogram: dht | delegated
  * plus prom-client's default process metrics (RSS, CPU, event loop lag, heap).
  */
 import client from 'prom-client'
@@ -26,6 +32,10 @@ export interface MetricsSources {
   connections(): number
   /** the payment gate's settlements under way and the settler's balance (absent without a gate) */
   payments?(): { settlesPending: number, settlerBalanceWei?: bigint } | undefined
+  /** present when routing is on */
+  routing?(): { routingTable: number, records: number }
+  /** present when the DHT announces (the reprovider) */
+  provides?(): { keys: number, pending: number, oldestPendingSeconds: number }
 }
 
 export class Metrics {
@@ -37,6 +47,8 @@ export class Metrics {
   private readonly payments: client.Counter<'event'>
   private readonly settled: client.Counter
   private readonly settlesFailed: client.Counter<'reason'>
+  private readonly provides: client.Counter<'result'>
+  private readonly findSeconds: client.Histogram<'source'>
   /** request counters and timers by "method route status" */
   private readonly children = new Map<string, { count: { inc: () => void }, time: { observe: (v: number) => void } }>()
 
@@ -67,6 +79,28 @@ export class Metrics {
       }
     })
     new client.Gauge({ name: 'pind_libp2p_connections', help: 'open libp2p connections', registers: [r], collect () { this.set(sources.connections()) } })
+    this.provides = new client.Counter({ name: 'pind_provides_total', help: 'CIDs announced on the DHT, by result: done (at least one of their peers took the record) or failed', labelNames: ['result'], registers: [r] })
+    this.findSeconds = new client.Histogram({ name: 'pind_find_providers_seconds', help: 'provider lookups by routing source', labelNames: ['source'], buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60], registers: [r] })
+    const routing = sources.routing
+    if (routing != null) {
+      new client.Gauge({ name: 'pind_routing_table_peers', help: 'peers in the DHT routing table', registers: [r], collect () { this.set(routing().routingTable) } })
+      new client.Gauge({ name: 'pind_dht_records_stored', help: 'records other peers store at this DHT server', registers: [r], collect () { this.set(routing().records) } })
+    }
+    const provides = sources.provides
+    if (provides != null) {
+      new client.Gauge({ name: 'pind_provide_keys', help: 'CIDs this node announces on the DHT (--provide-strategy)', registers: [r], collect () { this.set(provides().keys) } })
+      new client.Gauge({ name: 'pind_provide_pending', help: 'CIDs due to be announced now (new or due again)', registers: [r], collect () { this.set(provides().pending) } })
+      new client.Gauge({ name: 'pind_provide_oldest_pending_seconds', help: 'how late the most overdue announcement is (0: none is due)', registers: [r], collect () { this.set(provides().oldestPendingSeconds) } })
+    }
+  }
+
+  provided (done: number, failed: number): void {
+    if (done > 0) this.provides.inc({ result: 'done' }, done)
+    if (failed > 0) this.provides.inc({ result: 'failed' }, failed)
+  }
+
+  findProviders (seconds: number, source: string): void {
+    this.findSeconds.observe({ source }, seconds)
   }
 
   request (method: string, route: string, status: number, seconds: number, bytesIn: number, bytesOut: number): void {

@@ -19,6 +19,8 @@ export interface AgentCardInput {
   payTo?: string
   prices: PriceSettings
   uploadMaxBytes: number
+  /** how the node is reachable on the IPFS network */
+  p2p?: { peerId: string, multiaddrs: string[], routing: string[], provideStrategy: string }
 }
 
 export function buildAgentCard (c: AgentCardInput): Record<string, unknown> {
@@ -77,7 +79,7 @@ export function buildAgentCard (c: AgentCardInput): Record<string, unknown> {
       {
         id: 'pin-by-cid',
         name: 'Pin a CID',
-        description: `POST ${url}/pins with {"cid": "..."} (IPFS Pinning Service API). Paid via x402; the content is fetched from the given origins in the background.`,
+        description: `POST ${url}/pins with {"cid": "..."} (IPFS Pinning Service API). Paid via x402; the content is fetched in the background from the given origins${c.p2p != null && !c.p2p.routing.includes('none') ? ' and from providers found on the IPFS network (origins are optional)' : ' (origins are needed: this node does not search the IPFS network)'}.`,
         tags: ['ipfs', 'pinning', 'x402', 'storage'],
         examples: [`POST /pins {"cid":"bafybeigdyrzt5sfp7udm7hu76uh7y26nf3efuylqabf3oclgtqy55fbzdi","name":"site"} with header X-Pin-Duration-Months: 6`],
         inputModes: ['application/json'],
@@ -101,6 +103,7 @@ export function buildAgentCard (c: AgentCardInput): Record<string, unknown> {
         inputModes: ['text/plain'],
         outputModes: ['application/octet-stream', 'application/vnd.ipld.car', 'application/vnd.ipld.raw']
       },
+      ...(c.p2p != null ? [ipfsSkill(c.p2p)] : []),
       {
         id: 'manage-pins',
         name: 'Manage pins',
@@ -111,5 +114,21 @@ export function buildAgentCard (c: AgentCardInput): Record<string, unknown> {
         outputModes: ['application/json']
       }
     ]
+  }
+}
+
+/** How other IPFS nodes reach what is pinned here. */
+function ipfsSkill (p: NonNullable<AgentCardInput['p2p']>): Record<string, unknown> {
+  const announced = p.routing.includes('dht')
+  return {
+    id: 'ipfs-network',
+    name: 'Fetch pinned content over IPFS',
+    description: announced
+      ? `Every live pin (${p.provideStrategy === 'all' ? 'each of its blocks' : 'its root CID'}) is announced on the public IPFS DHT (Amino, /ipfs/kad/1.0.0) by peer ${p.peerId}: any IPFS node (Kubo, Helia, a public gateway) finds it by CID and fetches it over bitswap. Direct addresses: ${p.multiaddrs.join(', ') || '(none)'}.`
+      : `Pinned content is not announced on the IPFS DHT. Fetch it from this service's gateway (GET /ipfs/{cid}) or over bitswap from peer ${p.peerId} at ${p.multiaddrs.join(', ') || '(no address)'} (the delegates in each PinStatus).`,
+    tags: ['ipfs', 'bitswap', 'dht', 'retrieval'],
+    examples: [`ipfs routing findprovs <cid>${announced ? '' : ' (finds nothing: routing is off on this node)'}`, `ipfs swarm connect ${p.multiaddrs[0] ?? `/ip4/<host>/tcp/4001/p2p/${p.peerId}`}`],
+    inputModes: ['text/plain'],
+    outputModes: ['application/vnd.ipld.raw']
   }
 }

@@ -1,7 +1,7 @@
 /**
  * Liveness with real checks: the ledger answers a read, the blockstore
  * directory takes a write, libp2p is started (and any check added through
- * `checks`).
+ * `checks`: with --routing on, the routing is started with a routing peer).
  *
  * What a client sees of a failing check is its name and a public message;
  * the error itself (a path in the data dir, an errno, a library's words) goes

@@ -42,6 +42,8 @@ export interface PinFetcherOptions {
   /** how long after its creation a pin keeps being retried */
   retryWindowMs: number
   dialTimeoutMs?: number
+  /** with --routing on: looks for providers of the root and connects to them (bitswap asks connected peers) */
+  findProviders?: (cid: CID, signal: AbortSignal) => Promise<unknown>
 }
 
 const FIRST_BACKOFF_MS = 5_000
@@ -130,6 +132,8 @@ export class PinFetcher {
     const started = await ledger.update(id, p => ({ ...p, status: 'pinning', statusDetails: `attempt ${attempts}: connecting to origins and peers`, fetch: { ...(p.fetch ?? { giveUpAt: new Date(giveUpAt).toISOString() }), attempts } }))
     if (started == null || withdrawn(started)) return
 
+    // routing-found providers are looked for beside the origins, not instead: whichever has the blocks serves them
+    this.o.findProviders?.(CID.parse(started.cid), signal).catch(() => {})
     const dial = await this.o.network.dial(started.origins, AbortSignal.any([signal, AbortSignal.timeout(this.o.dialTimeoutMs ?? 10_000)]))
     let staged = this.staged.get(id)
     if (staged == null) {

@@ -56,6 +56,8 @@ export class SizeProbe {
     ttlMs: number
     /** may a block held here be used (and so be seen to be held)? The gateway's rule. */
     isServable: (cid: CID) => boolean
+    /** with --routing on: looks for providers of the root and connects to them */
+    findProviders?: (cid: CID, signal: AbortSignal) => Promise<unknown>
   }) {}
 
   /** how long a busy client should wait: a probe ends within its timeout */
@@ -100,6 +102,7 @@ export class SizeProbe {
     const signal = AbortSignal.timeout(this.o.timeoutMs)
     let bytes: Uint8Array
     try {
+      this.o.findProviders?.(cid, signal).catch(() => {})
       await this.o.network.dial(origins, signal, { maxOrigins: PROBE_ORIGINS })
       // kept: the paid pin wants this block again right away (see ipfs/network.ts)
       bytes = await this.o.network.retrieve(cid, signal, { remember: true })

@@ -1,0 +1,15 @@
+import { sendJson } from '../../http/respond.js'
+import type { Router } from '../../http/router.js'
+import { routingReport } from '../../service/routing-admin.js'
+import type { AdminDeps } from '../deps.js'
+
+/** POST /routing: `pind routing status` inside a running serve. */
+export function routingRoutes (router: Router, d: AdminDeps): void {
+  router.add('POST', '/routing', ({ res }) => {
+    if (d.routing == null) {
+      sendJson(res, 404, { error: { reason: 'NOT_FOUND', details: 'this serve has no routing status' } })
+      return
+    }
+    sendJson(res, 200, routingReport(d.routing))
+  })
+}

@@ -1,0 +1,64 @@
+/**
+ * ADD_PROVIDER, the Kademlia message that stores a provider record ("this
+ * peer, at these addresses, has the block with this multihash") at a DHT
+ * server — the wire format of libp2p's kad-dht spec, as @libp2p/kad-dht and
+ * Kubo speak it:
+ *
+ *   message Message { MessageType type = 1; bytes key = 2; repeated Peer providerPeers = 9; }
+ *   message Peer    { bytes id = 1; repeated bytes addrs = 2; }        ADD_PROVIDER = 2
+ *
+ * A server reads any number of messages from one stream (kad-dht's RPC loop
+ * and Kubo's alike), so a batch of records for one peer goes down a single
+ * stream, length-prefixed, instead of one stream (and one lookup) per CID.
+ * @libp2p/kad-dht does not export its message codec; this one writes the
+ * three fields above with protons-runtime, the codec runtime it uses.
+ */
+import type { Libp2p, PeerId } from '@libp2p/interface'
+import { lpStream } from '@libp2p/utils'
+import type { Multiaddr } from '@multiformats/multiaddr'
+import { writer } from 'protons-runtime'
+
+const ADD_PROVIDER = 2
+/** records written per stream write (each a few hundred bytes) */
+const WRITE_BATCH = 64
+
+/** The providerPeers field (tag 9) for this node: encoded once per batch. */
+export function providerField (self: PeerId, addrs: Multiaddr[]): Uint8Array {
+  const peer = writer()
+  peer.uint32(10).bytes(self.toMultihash().bytes)
+  for (const a of addrs) peer.uint32(18).bytes(a.bytes)
+  const w = writer()
+  w.uint32(74).bytes(peer.finish())
+  return w.finish()
+}
+
+/** One ADD_PROVIDER message for `multihash`, with the provider field from providerField(). */
+export function addProviderMessage (multihash: Uint8Array, provider: Uint8Array): Uint8Array {
+  const w = writer()
+  w.uint32(8).int32(ADD_PROVIDER)
+  w.uint32(18).bytes(multihash)
+  const head = w.finish()
+  const out = new Uint8Array(head.byteLength + provider.byteLength)
+  out.set(head, 0)
+  out.set(provider, head.byteLength)
+  return out
+}
+
+/**
+ * Sends provider records for `multihashes` to one DHT server over one
+ * stream. Resolves when every record was written and the stream closed;
+ * rejects on the first failure (the caller counts the peer unreachable).
+ */
+export async function sendProviderRecords (libp2p: Pick<Libp2p, 'dialProtocol'>, peer: PeerId, protocol: string, multihashes: Uint8Array[], provider: Uint8Array, signal: AbortSignal): Promise<void> {
+  const stream = await libp2p.dialProtocol(peer, protocol, { signal })
+  try {
+    const lp = lpStream(stream)
+    for (let i = 0; i < multihashes.length; i += WRITE_BATCH) {
+      await lp.writeV(multihashes.slice(i, i + WRITE_BATCH).map(mh => addProviderMessage(mh, provider)), { signal })
+    }
+    await stream.close({ signal })
+  } catch (err) {
+    stream.abort(err as Error)
+    throw err
+  }
+}

@@ -1,0 +1,95 @@
+/**
+ * What routing adds to the libp2p node, and the resource limits every node
+ * gets. Production and tests differ only in these inputs: the public Amino
+ * DHT drops private and loopback addresses from peer records
+ * (removePrivateAddressesMapper) and refuses to dial them; a loopback test
+ * network keeps them (passthroughMapper) — `privateAddresses`.
+ */
+import { autoNATv2 } from '@libp2p/autonat-v2'
+import { bootstrap } from '@libp2p/bootstrap'
+import { identify } from '@libp2p/identify'
+import { kadDHT, passthroughMapper, removePrivateAddressesMapper } from '@libp2p/kad-dht'
+import { ping } from '@libp2p/ping'
+import { isPrivate } from '@libp2p/utils'
+import type { ConnectionGater } from '@libp2p/interface'
+import type { Multiaddr } from '@multiformats/multiaddr'
+import type { Libp2pOptions } from 'libp2p'
+
+/** the Amino DHT's protocol, the one Kubo speaks */
+export const AMINO_PROTOCOL = '/ipfs/kad/1.0.0'
+
+/** The well-known Amino bootstrap peers (Kubo's list): dialled only when the operator names `public`. */
+export const AMINO_BOOTSTRAP = [
+  '/dnsaddr/bootstrap.libp2p.io/p2p/QmNnooDu7bfjPFoTZYxMNLWUQJyrVwtbZg5gBMjTezGAJN',
+  '/dnsaddr/bootstrap.libp2p.io/p2p/QmbLHAnMoJPWSCR5Zhtx6BHJX9KiKNN6tpvbUcqanj75Nb',
+  '/dnsaddr/bootstrap.libp2p.io/p2p/QmcZf59bWwK5XFi76CZX8cbJ4BhTzzA3gU1ZjYZcYW3dwt',
+  '/dnsaddr/va1.bootstrap.libp2p.io/p2p/12D3KooWKnDdG3iXw9eTFijk3EWSunZcFi54Zka4wmtqtt6rPxc8',
+  '/ip4/104.131.131.82/tcp/4001/p2p/QmaCpDMGvV2BGHeYERUEnRQAwe3N8SzbUtfsmvsqQLuvuJ'
+]
+
+export interface RoutingSetup {
+  dht: boolean
+  /** multiaddrs, or `public` for AMINO_BOOTSTRAP */
+  bootstrap: string[]
+  dhtMode: 'auto' | 'client' | 'server'
+  /** keep and dial private/loopback addresses (LAN or loopback routing network) */
+  privateAddresses: boolean
+  /** as a DHT server: how long records others store here are valid */
+  recordLifetimeMs: number
+}
+
+export interface Limits {
+  maxConnections: number
+  /** inbound connections per second from one address */
+  inboundRate: number
+  /** dials that are never refused by the private-address rule (the operator's own peers) */
+  refusePrivateDials: boolean
+  exemptDials: string[]
+}
+
+/** streams one connection may open to us at once, all protocols together (yamux) */
+export const MAX_INBOUND_STREAMS_PER_PEER = 256
+
+export function bootstrapList (entries: string[]): string[] {
+  return [...new Set(entries.flatMap(e => e === 'public' ? AMINO_BOOTSTRAP : [e]))]
+}
+
+export function routingServices (r: RoutingSetup): Record<string, (components: any) => unknown> {
+  const services: Record<string, (components: any) => unknown> = { identify: identify() }
+  if (!r.dht) return services
+  services.ping = ping()
+  if (r.dhtMode === 'auto') services.autoNAT = autoNATv2()
+  services.dht = kadDHT({
+    protocol: AMINO_PROTOCOL,
+    // auto: kad-dht turns server once a public address is confirmed (AutoNAT), client otherwise
+    ...(r.dhtMode === 'auto' ? {} : { clientMode: r.dhtMode === 'client' }),
+    peerInfoMapper: r.privateAddresses ? passthroughMapper : removePrivateAddressesMapper,
+    // kad-dht's own reprovider only expires others' records here: pind announces through its sweep
+    reprovide: { validity: r.recordLifetimeMs, interval: Math.min(3_600_000, Math.max(1_000, Math.floor(r.recordLifetimeMs / 4))) }
+  })
+  const list = bootstrapList(r.bootstrap)
+  if (list.length > 0) services.bootstrap = bootstrap({ list, timeout: 0 })
+  return services
+}
+
+export function limitsOptions (l: Limits): Pick<Libp2pOptions, 'connectionManager' | 'connectionGater'> {
+  const exempt = new Set(l.exemptDials.map(withoutPeer))
+  const gater: ConnectionGater = {
+    // a VPS that dials private ranges gets abuse reports (Kubo's `server` profile filters them too)
+    denyDialMultiaddr: (ma: Multiaddr) => l.refusePrivateDials && isPrivate(ma) && !exempt.has(withoutPeer(ma.toString()))
+  }
+  return {
+    connectionManager: {
+      maxConnections: l.maxConnections,
+      inboundConnectionThreshold: l.inboundRate,
+      maxIncomingPendingConnections: 32,
+      maxParallelDials: 50,
+      maxPeerAddrsToDial: 8
+    },
+    connectionGater: gater
+  }
+}
+
+function withoutPeer (ma: string): string {
+  return ma.replace(/\/p2p\/[^/]+$/, '')
+}
