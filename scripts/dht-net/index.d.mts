@@ -27,6 +27,7 @@ export interface DhtNetwork {
   nodes: DhtNode[]
   addrs(n?: number): string[]
   records(cid: string | CID, provider: string): Promise<Array<{ node: string, at: number }>>
+  connectionsWith(peerId: string): Array<{ node: string, direction: string }>
   watchConnections(peerId: string): { seen: Array<{ node: string, direction: string }>, stop(): void }
   dial(addr: string): Promise<void>
   stop(): Promise<void>

@@ -78,6 +78,10 @@ export async function startDhtNetwork ({ nodes = 10, links, recordLifetimeMs, cl
       }
       return out
     },
+    /** the connections the nodes have with `peerId` now, with their direction as the nodes see it */
+    connectionsWith (peerId) {
+      return list.flatMap(n => n.libp2p.getConnections().filter(c => c.remotePeer.toString() === peerId).map(c => ({ node: n.peerId, direction: c.direction })))
+    },
     /** every inbound or outbound connection any node had with `peerId` since this call */
     watchConnections (peerId) {
       const seen = []
