@@ -21,6 +21,8 @@ export async function openBenchLedger (dataDir) {
   const byCid = root.openDB({ name: 'pins-by-cid' })
   const byExpiry = root.openDB({ name: 'pins-by-expiry' })
   const payments = root.openDB({ name: 'payments' })
+  const pinBlocks = root.openDB({ name: 'pin-blocks' })
+  const blockRefs = root.openDB({ name: 'block-refs' })
   await meta.transaction(() => {
     meta.put('schemaVersion', 1)
     meta.put('created', new Date().toISOString())
@@ -40,6 +42,12 @@ export async function openBenchLedger (dataDir) {
       })
       byCid.put([cidV1, pin.requestid], pin.owner)
       if (pin.removed == null) byExpiry.put([Date.parse(pin.pinnedUntil), pin.requestid], pin.requestid)
+    },
+    /** the block CIDs a pinned pin references, as PinLedger.addRefs writes them (call inside batch) */
+    putBlocks (requestid, cids) {
+      const keys = cids.map(c => CID.parse(c).toV1().toString())
+      pinBlocks.put(requestid, keys)
+      for (const k of keys) blockRefs.put(k, (blockRefs.get(k) ?? 0) + 1)
     },
     /** a PaymentRecord (call inside batch) */
     putPayment (p) { payments.put(p.id, p) },

@@ -47,16 +47,20 @@ export async function startDhtNetwork ({ nodes = 10, links, recordLifetimeMs, cl
       streamMuxers: [yamux()],
       datastore,
       connectionManager: { maxConnections: 1000, inboundConnectionThreshold: 10_000, maxIncomingPendingConnections: 1000 },
+      // loopback connections do not fail; a ping answered late on a loaded machine must not cut them
+      connectionMonitor: { abortConnectionOnPingFailure: false },
       services: { identify: identify(), ping: ping(), dht: loopbackDht({ recordLifetimeMs, cleanupIntervalMs }) }
     })
     const earlier = links == null ? list : list.slice(Math.max(0, list.length - links))
     await Promise.all(earlier.map(async n => { await libp2p.dial(n.libp2p.getMultiaddrs()[0]) }))
     list.push({ libp2p, datastore, peerId: libp2p.peerId.toString(), multiaddr: libp2p.getMultiaddrs()[0].toString() })
   }
-  const want = links == null ? nodes - 1 : Math.min(nodes - 1, 2)
-  const deadline = Date.now() + 30_000
+  // every node knows (nearly) every other: a connection dropped under start-up load (libp2p's
+  // connection monitor pings) is found again by the DHT's own self-queries
+  const want = links == null ? Math.ceil((nodes - 1) * 0.8) : Math.min(nodes - 1, 2)
+  const deadline = Date.now() + 60_000
   while (list.some(n => n.libp2p.services.dht.routingTable.size < want)) {
-    if (Date.now() > deadline) throw new Error(`the loopback DHT did not fill its routing tables in 30 s: ${list.map(n => n.libp2p.services.dht.routingTable.size).join(',')}; connections ${list.map(n => n.libp2p.getConnections().length).join(',')}`)
+    if (Date.now() > deadline) throw new Error(`the loopback DHT did not fill its routing tables in 60 s: ${list.map(n => n.libp2p.services.dht.routingTable.size).join(',')}; connections ${list.map(n => n.libp2p.getConnections().length).join(',')}`)
     await new Promise(resolve => setTimeout(resolve, 50))
   }
 

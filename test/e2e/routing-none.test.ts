@@ -40,6 +40,8 @@ describe('--routing none', () => {
     const sockets = watchOutbound(pind.pid)
     try {
       expect(pind.stderr()).toMatch(/listening beyond loopback with --routing none: pinned content is not announced/)
+      const card = await (await fetch(`${pind.url}/.well-known/agent-card.json`)).json() as { skills: Array<{ id: string, description: string }> }
+      expect(card.skills.find(s => s.id === 'ipfs-network')?.description).toMatch(/not announced on the IPFS DHT/)
       const quote = await fetch(`${pind.url}/pins`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-pin-duration-months': '1' }, body: JSON.stringify({ cid: NOBODY_HAS }) })
       expect([402, 503]).toContain(quote.status)
       expect((await fetch(`${pind.url}/ipfs/${NOBODY_HAS}`)).status).toBe(404)

@@ -10,6 +10,12 @@
  * A server reads any number of messages from one stream (kad-dht's RPC loop
  * and Kubo's alike), so a batch of records for one peer goes down a single
  * stream, length-prefixed, instead of one stream (and one lookup) per CID.
+ * ADD_PROVIDER has no reply, and @libp2p/kad-dht stops reading a stream as
+ * soon as the sender's side is closed — buffered records included (stock
+ * `provide()` loses about half its records that way on a busy loopback
+ * network). So the batch ends with a PING, which every server answers in
+ * order: its reply means every record before it was handled, and only then
+ * is the stream closed.
  * @libp2p/kad-dht does not export its message codec; this one writes the
  * three fields above with protons-runtime, the codec runtime it uses.
  */
@@ -19,6 +25,7 @@ import type { Multiaddr } from '@multiformats/multiaddr'
 import { writer } from 'protons-runtime'
 
 const ADD_PROVIDER = 2
+const PING = 5
 /** records written per stream write (each a few hundred bytes) */
 const WRITE_BATCH = 64
 
@@ -44,19 +51,30 @@ export function addProviderMessage (multihash: Uint8Array, provider: Uint8Array)
   return out
 }
 
+function pingMessage (): Uint8Array {
+  return writer().uint32(8).int32(PING).finish()
+}
+
 /**
  * Sends provider records for `multihashes` to one DHT server over one
- * stream. Resolves when every record was written and the stream closed;
- * rejects on the first failure (the caller counts the peer unreachable).
+ * stream. Resolves when the server has handled every record (it answered the
+ * PING after them); rejects on the first failure, or when the server takes
+ * no more records for `stallMs` (the caller counts the peer unreachable). A
+ * slow but live server is not cut off: writes wait for it (stream flow
+ * control) as long as it keeps reading.
  */
-export async function sendProviderRecords (libp2p: Pick<Libp2p, 'dialProtocol'>, peer: PeerId, protocol: string, multihashes: Uint8Array[], provider: Uint8Array, signal: AbortSignal): Promise<void> {
-  const stream = await libp2p.dialProtocol(peer, protocol, { signal })
+export async function sendProviderRecords (libp2p: Pick<Libp2p, 'dialProtocol'>, peer: PeerId, protocol: string, multihashes: Uint8Array[], provider: Uint8Array, signal: AbortSignal, stallMs: number): Promise<void> {
+  const step = (): AbortSignal => AbortSignal.any([signal, AbortSignal.timeout(stallMs)])
+  const stream = await libp2p.dialProtocol(peer, protocol, { signal: step() })
   try {
     const lp = lpStream(stream)
     for (let i = 0; i < multihashes.length; i += WRITE_BATCH) {
-      await lp.writeV(multihashes.slice(i, i + WRITE_BATCH).map(mh => addProviderMessage(mh, provider)), { signal })
+      await lp.writeV(multihashes.slice(i, i + WRITE_BATCH).map(mh => addProviderMessage(mh, provider)), { signal: step() })
     }
-    await stream.close({ signal })
+    await lp.write(pingMessage(), { signal: step() })
+    // what is still buffered at the server (a stream window) is handled before the reply
+    await lp.read({ signal: step() })
+    await stream.close({ signal: step() })
   } catch (err) {
     stream.abort(err as Error)
     throw err

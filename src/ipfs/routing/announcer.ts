@@ -7,6 +7,7 @@
  */
 import type { KadDHT } from '@libp2p/kad-dht'
 import type { Libp2p, PeerId } from '@libp2p/interface'
+import { CODE_P2P } from '@multiformats/multiaddr'
 import { providerField, sendProviderRecords } from './add-provider.js'
 import { bitsOf, peerKadId } from './keyspace.js'
 import { closestInRegion, exploreRegion, type Region } from './region.js'
@@ -30,9 +31,11 @@ export interface AnnounceOutcome {
 const MIN_REACHABLE = 0.2
 /** peers written to at once */
 const PEER_CONCURRENCY = 16
-const SEND_BASE_MS = 15_000
-const SEND_PER_RECORD_MS = 10
-const P2P_CODE = 421
+/** a peer that takes no record (or does not answer the closing PING) for this long is given up */
+const SEND_STALL_MS = 120_000
+/** and a peer that reads, but slower than this overall, too (a trickle must not hold a worker for ever) */
+const SEND_BASE_MS = 60_000
+const SEND_PER_RECORD_MS = 50
 
 export class DhtAnnouncer {
   constructor (private readonly libp2p: Libp2p, private readonly dht: KadDHT, private readonly protocol: string) {}
@@ -65,7 +68,7 @@ export class DhtAnnouncer {
 
   /** Sends each key's provider record to its k closest peers of the region. */
   async announce (region: Region, keys: AnnounceKey[], signal: AbortSignal): Promise<AnnounceOutcome> {
-    const addrs = this.libp2p.getMultiaddrs().map(ma => ma.decapsulateCode(P2P_CODE))
+    const addrs = this.libp2p.getMultiaddrs().map(ma => ma.decapsulateCode(CODE_P2P))
     if (addrs.length === 0) throw new Error('this node has no address to announce')
     const provider = providerField(this.libp2p.peerId, addrs)
     const perPeer = new Map<string, { id: PeerId, keys: AnnounceKey[] }>()
@@ -83,9 +86,9 @@ export class DhtAnnouncer {
     const queue = [...perPeer.values()]
     const worker = async (): Promise<void> => {
       for (let job = queue.shift(); job != null; job = queue.shift()) {
-        const timeout = AbortSignal.timeout(SEND_BASE_MS + SEND_PER_RECORD_MS * job.keys.length)
+        const deadline = AbortSignal.timeout(SEND_BASE_MS + SEND_PER_RECORD_MS * job.keys.length)
         try {
-          await sendProviderRecords(this.libp2p, job.id, this.protocol, job.keys.map(k => k.mh), provider, AbortSignal.any([signal, timeout]))
+          await sendProviderRecords(this.libp2p, job.id, this.protocol, job.keys.map(k => k.mh), provider, AbortSignal.any([signal, deadline]), SEND_STALL_MS)
           reachable++
           records += job.keys.length
           for (const k of job.keys) accepted.add(k)

@@ -17,7 +17,7 @@ import type { KadDHT } from '@libp2p/kad-dht'
 import type { Libp2p, PeerId } from '@libp2p/interface'
 import { peerIdFromCID } from '@libp2p/peer-id'
 import { isPrivate } from '@libp2p/utils'
-import type { Multiaddr } from '@multiformats/multiaddr'
+import { CODE_P2P, type Multiaddr } from '@multiformats/multiaddr'
 import type { CID } from 'multiformats/cid'
 
 const MAX_DIALS = 8
@@ -26,7 +26,6 @@ const ENOUGH = 3
 const MAX_ACTIVE = 16
 const RECENT_MS = 30_000
 const RECENT_MAX = 4096
-const P2P_CODE = 421
 
 export interface FindOutcome {
   /** providers the routing returned (deduplicated) */
@@ -104,7 +103,7 @@ export class ProviderFinder {
         return
       }
       if (dials.length >= MAX_DIALS) return
-      const addrs = c.addrs.filter(a => this.dialable(a)).map(a => a.decapsulateCode(P2P_CODE).encapsulate(`/p2p/${id}`))
+      const addrs = c.addrs.filter(a => this.dialable(a)).map(a => a.decapsulateCode(CODE_P2P).encapsulate(`/p2p/${id}`))
       if (addrs.length === 0) return
       dials.push(libp2p.dial(addrs, { signal }).then(() => {
         if (++connected >= ENOUGH) done.abort()

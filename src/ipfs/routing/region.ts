@@ -41,22 +41,23 @@ export async function exploreRegion (closest: ClosestPeers, start: { kad: Buffer
   const covered: string[] = []
   let target = start
   let lookups = 0
+  let stale = 0
   for (;;) {
     const found = await closest(target.preimage, signal)
     lookups++
     if (found.length === 0 && known.size === 0) throw new Error('the DHT lookup found no peers')
+    let fresh = 0
     for (const id of found) {
       const key = id.toString()
-      if (!known.has(key)) known.set(key, { id, kad: peerKadId(id) })
+      if (!known.has(key)) { known.set(key, { id, kad: peerKadId(id) }); fresh++ }
     }
-    if (found.length < k) {
-      // fewer than k peers answered: the network (as reachable) is smaller than k
-      covered.push('')
-    } else {
-      let m = 256
-      for (const id of found) m = Math.min(m, commonPrefixLength(target.kad, known.get(id.toString())?.kad as Buffer))
-      covered.push(bitsOf(target.kad, Math.min(m + 1, 256)))
-    }
+    // (peers that did not answer are as good as absent: no record can be stored with them)
+    let m = 256
+    for (const id of found) m = Math.min(m, commonPrefixLength(target.kad, known.get(id.toString())?.kad as Buffer))
+    covered.push(bitsOf(target.kad, Math.min(m + 1, 256)))
+    // lookups that bring no new peer, twice in a row: every reachable peer is known (a network smaller than k)
+    stale = fresh === 0 ? stale + 1 : 0
+    if (stale >= 2) covered.push('')
     const prefix = regionPrefix(start.kad, [...known.values()], k)
     const missing = gaps(prefix, covered)
     const peers = [...known.values()].filter(p => hasPrefix(p.kad, prefix))

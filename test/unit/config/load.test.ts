@@ -54,6 +54,21 @@ describe('configuration', () => {
     expect(errors.join('\n')).toMatch(/chmod 600/)
   })
 
+  it('takes routing none (the default), dht, delegated or both, and refuses what cannot work', () => {
+    expect(loadConfig({ flags: {}, env: {}, scope: 'serve' }).config?.routing).toEqual(['none'])
+    const dht = loadConfig({ flags: { routing: 'dht', bootstrap: 'public,/ip4/127.0.0.1/tcp/4001/p2p/12D3KooWDDe7yq3VAfmFkwyCitU1hQXPM6PMxbhtJSEmwb1WjgS2' }, env: {}, scope: 'serve' })
+    expect(dht.errors).toEqual([])
+    expect(dht.config).toMatchObject({ routing: ['dht'], dhtMode: 'auto', provideStrategy: 'roots', reprovideInterval: 22 * 3600, routingPrivateAddresses: false })
+    expect(dht.config?.bootstrap).toHaveLength(2)
+    const bad = loadConfig({ flags: { routing: 'none,dht', bootstrap: '/ip4/127.0.0.1/tcp/4001' }, env: { PIND_DHT_MODE: 'sometimes' }, scope: 'serve' }).errors.join('\n')
+    expect(bad).toMatch(/--routing: "none,dht": none cannot be combined/)
+    expect(bad).toMatch(/--bootstrap: .*ending in \/p2p\/<peer id>/)
+    expect(bad).toMatch(/PIND_DHT_MODE: "sometimes": expected one of auto, client, server/)
+    expect(loadConfig({ flags: { routing: 'delegated' }, env: {}, scope: 'serve' }).errors).toEqual(['--routing delegated needs --delegated-routing-url'])
+    expect(loadConfig({ flags: { bootstrap: 'public' }, env: {}, scope: 'serve' }).errors).toEqual(['--bootstrap is for the DHT: add --routing dht (or drop --bootstrap)'])
+    expect(loadConfig({ flags: { routingPrivateAddresses: true, routing: 'dht,delegated', delegatedRoutingUrl: 'http://127.0.0.1:1' }, env: {}, scope: 'serve' }).config).toMatchObject({ routing: ['dht', 'delegated'], routingPrivateAddresses: true })
+  })
+
   it('names every flag after its setting key, so commander fills the right field', () => {
     for (const s of SETTINGS) {
       if (s.flag == null) continue
