@@ -101,6 +101,9 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     const startedAt = Date.now()
     const ledger = await openLedgerEnv(paths.ledger)
     cleanups.push(() => ledger.close())
+    // before libp2p starts: building a new index of a large ledger holds the event loop
+    const pins = new PinLedger(ledger, { graceMs: config.expiryGrace * 1000 })
+    await pins.upgrade()
 
     const privateKey = await loadOrCreateIdentity(paths.identity)
     // what bitswap may send: the serve policy, once the pin ledger is open (nothing before)
@@ -152,8 +155,6 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     // kept: the sealed imports of paid uploads whose notes reconciliation has yet to fulfil
     const leftovers = await staging.sweepLeftovers(stagingInUse(notes.all()))
     if (leftovers > 0) log.warn('removed unfinished imports left by a previous run', { count: leftovers })
-    const pins = new PinLedger(ledger, { graceMs: config.expiryGrace * 1000 })
-    await pins.upgrade()
     const networkGateway = config.gatewayNetworkTimeout > 0
     // one answer to "may this block be served" for the gateway and bitswap
     servePolicy = new ServePolicy({ pins, scope: config.gatewayPolicy, gatewayReadThrough: networkGateway })

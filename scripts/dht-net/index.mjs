@@ -28,7 +28,9 @@ export function loopbackDht ({ server = true, recordLifetimeMs = 48 * 3600_000, 
     protocol: AMINO,
     clientMode: !server,
     peerInfoMapper: passthroughMapper,
-    reprovide: { validity: recordLifetimeMs, interval: cleanupIntervalMs }
+    reprovide: { validity: recordLifetimeMs, interval: cleanupIntervalMs },
+    // Kubo's servers give an idle stream a minute (kad-dht's 10 s default cuts batches short on a loaded machine)
+    incomingMessageTimeout: 60_000
   })
 }
 
@@ -52,7 +54,12 @@ export async function startDhtNetwork ({ nodes = 10, links, recordLifetimeMs, cl
       services: { identify: identify(), ping: ping(), dht: loopbackDht({ recordLifetimeMs, cleanupIntervalMs }) }
     })
     const earlier = links == null ? list : list.slice(Math.max(0, list.length - links))
-    await Promise.all(earlier.map(async n => { await libp2p.dial(n.libp2p.getMultiaddrs()[0]) }))
+    // one at a time, and a dial that times out on a loaded machine is tried again (the DHT also finds peers itself)
+    for (const n of earlier) {
+      for (let attempt = 0; attempt < 3; attempt++) {
+        try { await libp2p.dial(n.libp2p.getMultiaddrs()[0]); break } catch {}
+      }
+    }
     list.push({ libp2p, datastore, peerId: libp2p.peerId.toString(), multiaddr: libp2p.getMultiaddrs()[0].toString() })
   }
   // every node knows (nearly) every other: a connection dropped under start-up load (libp2p's

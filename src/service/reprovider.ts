@@ -182,9 +182,11 @@ export class Reprovider {
       const region = near.length <= INDIVIDUAL_THRESHOLD
         ? await this.o.announcer.single(key, signal)
         : await this.o.announcer.region(key, signal)
-      this.claims.add(region.prefix)
-      this.claims.delete(held)
-      held = region.prefix
+      if (region.prefix !== held) {
+        this.claims.add(region.prefix)
+        this.claims.delete(held)
+        held = region.prefix
+      }
       if (region.prefix.length < 256) this.prefixLen = Math.round((this.prefixLen * 3 + region.prefix.length) / 4)
       const batch = this.collect(prefixRange(region.prefix), half, MAX_BATCH)
       if (!batch.some(k => k.kad.equals(key.kad))) batch.push(key)
@@ -203,7 +205,7 @@ export class Reprovider {
       const report: RegionReport = { prefix: region.prefix.length >= 256 ? '(one key)' : region.prefix, lookups: region.lookups, peers: out.peers, reachable: out.reachable, provided: out.provided.length, failed: out.failed.length, ms: now - t0 }
       this.lastRegion = { ...report, at: new Date(now).toISOString() }
       this.o.onRegion?.(report)
-      this.o.log.debug('region announced', { ...report })
+      this.o.log.debug('region announced', { ...report, ...(Object.keys(out.errors ?? {}).length > 0 ? { errors: out.errors } : {}) })
     } catch (err) {
       if (signal.aborted) return
       // no peers to ask (offline, or not bootstrapped yet): everything waits, with backoff

@@ -13,9 +13,12 @@
  * ADD_PROVIDER has no reply, and @libp2p/kad-dht stops reading a stream as
  * soon as the sender's side is closed — buffered records included (stock
  * `provide()` loses about half its records that way on a busy loopback
- * network). So the batch ends with a PING, which every server answers in
- * order: its reply means every record before it was handled, and only then
- * is the stream closed.
+ * network). So every WINDOW records are followed by a PING, which every
+ * server answers in order: its reply means every record before it was
+ * handled. The next window goes only then, so a server never has more than
+ * one window queued (a busy one stays responsive: libp2p's connection monitor
+ * would otherwise cut the connection whose pings queue behind the records),
+ * and a failure mid-batch still counts the windows acknowledged before it.
  * @libp2p/kad-dht does not export its message codec; this one writes the
  * three fields above with protons-runtime, the codec runtime it uses.
  */
@@ -28,6 +31,8 @@ const ADD_PROVIDER = 2
 const PING = 5
 /** records written per stream write (each a few hundred bytes) */
 const WRITE_BATCH = 64
+/** records sent before waiting for the server to confirm them */
+const WINDOW = 256
 
 /** The providerPeers field (tag 9) for this node: encoded once per batch. */
 export function providerField (self: PeerId, addrs: Multiaddr[]): Uint8Array {
@@ -57,23 +62,25 @@ function pingMessage (): Uint8Array {
 
 /**
  * Sends provider records for `multihashes` to one DHT server over one
- * stream. Resolves when the server has handled every record (it answered the
- * PING after them); rejects on the first failure, or when the server takes
- * no more records for `stallMs` (the caller counts the peer unreachable). A
- * slow but live server is not cut off: writes wait for it (stream flow
- * control) as long as it keeps reading.
+ * stream, a window at a time. Resolves when the server has handled every
+ * record; rejects on a failure, or when one step (a write, a window's
+ * confirmation) takes longer than `stallMs`. `acknowledged` is called with
+ * the number of records the server confirmed so far, after each window.
  */
-export async function sendProviderRecords (libp2p: Pick<Libp2p, 'dialProtocol'>, peer: PeerId, protocol: string, multihashes: Uint8Array[], provider: Uint8Array, signal: AbortSignal, stallMs: number): Promise<void> {
+export async function sendProviderRecords (libp2p: Pick<Libp2p, 'dialProtocol'>, peer: PeerId, protocol: string, multihashes: Uint8Array[], provider: Uint8Array, signal: AbortSignal, stallMs: number, acknowledged?: (n: number) => void): Promise<void> {
   const step = (): AbortSignal => AbortSignal.any([signal, AbortSignal.timeout(stallMs)])
   const stream = await libp2p.dialProtocol(peer, protocol, { signal: step() })
   try {
     const lp = lpStream(stream)
-    for (let i = 0; i < multihashes.length; i += WRITE_BATCH) {
-      await lp.writeV(multihashes.slice(i, i + WRITE_BATCH).map(mh => addProviderMessage(mh, provider)), { signal: step() })
+    for (let w = 0; w < multihashes.length; w += WINDOW) {
+      const end = Math.min(w + WINDOW, multihashes.length)
+      for (let i = w; i < end; i += WRITE_BATCH) {
+        await lp.writeV(multihashes.slice(i, Math.min(i + WRITE_BATCH, end)).map(mh => addProviderMessage(mh, provider)), { signal: step() })
+      }
+      await lp.write(pingMessage(), { signal: step() })
+      await lp.read({ signal: step() })
+      acknowledged?.(end)
     }
-    await lp.write(pingMessage(), { signal: step() })
-    // what is still buffered at the server (a stream window) is handled before the reply
-    await lp.read({ signal: step() })
     await stream.close({ signal: step() })
   } catch (err) {
     stream.abort(err as Error)

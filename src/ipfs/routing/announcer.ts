@@ -25,14 +25,16 @@ export interface AnnounceOutcome {
   peers: number
   reachable: number
   records: number
+  /** why peers could not be reached, by error (a few words each), for the logs */
+  errors: Record<string, number>
 }
 
 /** below this share of reachable peers a region counts as failed (Kubo: 20 %) */
 const MIN_REACHABLE = 0.2
 /** peers written to at once */
 const PEER_CONCURRENCY = 16
-/** a peer that takes no record (or does not answer the closing PING) for this long is given up */
-const SEND_STALL_MS = 120_000
+/** a peer that takes no record (or does not confirm a window) for this long is given up */
+const SEND_STALL_MS = 60_000
 /** and a peer that reads, but slower than this overall, too (a trickle must not hold a worker for ever) */
 const SEND_BASE_MS = 60_000
 const SEND_PER_RECORD_MS = 50
@@ -83,17 +85,25 @@ export class DhtAnnouncer {
     const accepted = new Set<AnnounceKey>()
     let reachable = 0
     let records = 0
+    const errors: Record<string, number> = {}
     const queue = [...perPeer.values()]
     const worker = async (): Promise<void> => {
       for (let job = queue.shift(); job != null; job = queue.shift()) {
         const deadline = AbortSignal.timeout(SEND_BASE_MS + SEND_PER_RECORD_MS * job.keys.length)
+        let acked = 0
+        const ack = (n: number): void => {
+          for (const k of job.keys.slice(acked, n)) accepted.add(k)
+          records += n - acked
+          acked = n
+        }
         try {
-          await sendProviderRecords(this.libp2p, job.id, this.protocol, job.keys.map(k => k.mh), provider, AbortSignal.any([signal, deadline]), SEND_STALL_MS)
+          await sendProviderRecords(this.libp2p, job.id, this.protocol, job.keys.map(k => k.mh), provider, AbortSignal.any([signal, deadline]), SEND_STALL_MS, ack)
           reachable++
-          records += job.keys.length
-          for (const k of job.keys) accepted.add(k)
-        } catch {
+        } catch (err) {
           signal.throwIfAborted()
+          const e = err as Error
+          const why = e instanceof Error ? `${e.name}: ${e.message.slice(0, 80)}` : String(err).slice(0, 80)
+          errors[why] = (errors[why] ?? 0) + 1
         }
       }
     }
@@ -104,7 +114,8 @@ export class DhtAnnouncer {
       failed: regionFailed ? keys : keys.filter(k => !accepted.has(k)),
       peers: perPeer.size,
       reachable,
-      records
+      records,
+      errors
     }
   }
 }

@@ -60,7 +60,7 @@ export class ProviderFinder {
 
   /** Finds providers of `cid` and connects to up to MAX_DIALS of them, within the signal. */
   async findAndConnect (cid: CID, signal: AbortSignal): Promise<FindOutcome> {
-    const key = cid.multihash.bytes.toString()
+    const key = Buffer.from(cid.multihash.bytes).toString('base64')
     const last = this.recent.get(key)
     if (last != null && Date.now() - last < RECENT_MS) return { found: 0, connected: 0, skipped: 'recent' }
     const running = this.inflight.get(key)

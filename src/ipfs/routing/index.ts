@@ -24,7 +24,7 @@ export type { ProviderFinder } from './find.js'
 
 /** peers the peer store keeps beyond the connected ones */
 export const MAX_STORED_PEERS = 2048
-const WATCHDOG_MS = 30_000
+const WATCHDOG_MS = 10_000
 
 export interface RoutingStatus {
   dht: boolean

@@ -72,7 +72,16 @@ export function routingServices (r: RoutingSetup): Record<string, (components: a
   return services
 }
 
-export function limitsOptions (l: Limits): Pick<Libp2pOptions, 'connectionManager' | 'connectionGater'> {
+/**
+ * libp2p pings every connection and cuts one whose ping is not answered in
+ * time (adaptive, 5 s at least by default): a DHT server busy with a batch of
+ * records answers late, not never. Pings every 30 s, answered within 20–25 s
+ * (a ping must end before the next starts: one ping stream per connection).
+ */
+const PING_INTERVAL_MS = 30_000
+const PING_TIMEOUT = { minTimeout: 20_000, maxTimeout: 25_000 }
+
+export function limitsOptions (l: Limits): Pick<Libp2pOptions, 'connectionManager' | 'connectionGater' | 'connectionMonitor'> {
   const exempt = new Set(l.exemptDials.map(withoutPeer))
   const gater: ConnectionGater = {
     // a VPS that dials private ranges gets abuse reports (Kubo's `server` profile filters them too)
@@ -86,7 +95,8 @@ export function limitsOptions (l: Limits): Pick<Libp2pOptions, 'connectionManage
       maxParallelDials: 50,
       maxPeerAddrsToDial: 8
     },
-    connectionGater: gater
+    connectionGater: gater,
+    connectionMonitor: { pingInterval: PING_INTERVAL_MS, pingTimeout: PING_TIMEOUT }
   }
 }
 

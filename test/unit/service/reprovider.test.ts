@@ -7,7 +7,7 @@
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import type { AnnounceKey } from '../../../src/ipfs/routing/announcer.js'
+import type { AnnounceKey, AnnounceOutcome } from '../../../src/ipfs/routing/announcer.js'
 import { bitsOf } from '../../../src/ipfs/routing/keyspace.js'
 import type { Region } from '../../../src/ipfs/routing/region.js'
 import { openLedgerEnv, type LedgerEnv } from '../../../src/ledger/open.js'
@@ -33,11 +33,11 @@ class FakeAnnouncer implements Announcer {
   fail = false
   async region (): Promise<Region> { return { prefix: '', peers: [], lookups: 3, complete: true } }
   async single (key: AnnounceKey): Promise<Region> { return { prefix: bitsOf(key.kad, 256), peers: [], lookups: 1, complete: true } }
-  async announce (_r: Region, keys: AnnounceKey[]) {
+  async announce (_r: Region, keys: AnnounceKey[]): Promise<AnnounceOutcome> {
     this.calls.push(keys.map(k => k.kad.toString('hex')))
     return this.fail
-      ? { provided: [], failed: keys, peers: 20, reachable: 0, records: 0 }
-      : { provided: keys, failed: [], peers: 20, reachable: 20, records: keys.length * 20 }
+      ? { provided: [], failed: keys, peers: 20, reachable: 0, records: 0, errors: { 'Error: unreachable': 20 } }
+      : { provided: keys, failed: [], peers: 20, reachable: 20, records: keys.length * 20, errors: {} }
   }
 }
 
