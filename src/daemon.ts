@@ -120,7 +120,12 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       peers: config.p2pPeers,
       log,
       mayServe: (cid) => servePolicy?.mayServe(cid, 'bitswap') ?? false,
-      limits: { maxConnections: config.p2pMaxConnections, inboundRate: config.p2pInboundRate },
+      limits: {
+        maxConnections: config.p2pMaxConnections,
+        inboundRate: config.p2pInboundRate,
+        // on the public network nothing dials private ranges, unless the operator runs a private one
+        refusePrivateDials: routingOn && !config.routingPrivateAddresses && config.originAddresses !== 'any'
+      },
       ...(routingOn
         ? {
             routing: {
@@ -140,6 +145,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       throw err
     })
     cleanups.push(() => ipfs.stop())
+    if (config.bootstrap.length > 0 && !config.routing.includes('dht')) log.warn('--bootstrap is set but --routing has no dht: the bootstrap peers are not used')
     if (!routingOn && listensBeyondLoopback(config.host, config.p2pListen)) {
       log.warn('listening beyond loopback with --routing none: pinned content is not announced, so IPFS nodes will not find it here (only this gateway and peers that dial this node directly serve it); set --routing dht to announce it')
     }

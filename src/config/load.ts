@@ -106,5 +106,4 @@ function crossCheck (c: Config, errors: string[]): void {
   if (embedded && c.payTo == null) errors.push('a settler key is set (the embedded facilitator) but no --pay-to: payments would have nowhere to go; set --pay-to <address> (or remove the settler key to run without paid writes)')
   // (a routing value that did not parse is reported already)
   if (c.routing?.includes('delegated') === true && c.delegatedRoutingUrl == null) errors.push('--routing delegated needs --delegated-routing-url')
-  if (c.routing != null && (c.bootstrap?.length ?? 0) > 0 && !c.routing.includes('dht')) errors.push('--bootstrap is for the DHT: add --routing dht (or drop --bootstrap)')
 }

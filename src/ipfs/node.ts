@@ -61,7 +61,8 @@ export interface IpfsNodeOptions {
   mayServe?: (cid: CID) => boolean
   /** content routing; absent = none */
   routing?: IpfsRoutingOptions
-  limits: Omit<Limits, 'refusePrivateDials' | 'exemptDials'>
+  /** connection limits, and whether private ranges are refused (the configured peers are exempt) */
+  limits: Omit<Limits, 'exemptDials'>
 }
 
 export interface IpfsNode {
@@ -88,7 +89,7 @@ export async function startIpfsNode (opts: IpfsNodeOptions): Promise<IpfsNode> {
     connectionEncrypters: [noise()],
     streamMuxers: [yamux({ maxInboundStreams: MAX_INBOUND_STREAMS_PER_PEER })],
     peerDiscovery: [],
-    ...limitsOptions({ ...opts.limits, refusePrivateDials: r != null && !r.privateAddresses, exemptDials: [...opts.peers, ...(r?.bootstrap ?? [])] }),
+    ...limitsOptions({ ...opts.limits, exemptDials: [...opts.peers, ...(r?.bootstrap ?? [])] }),
     services: routingServices(r ?? { dht: false, bootstrap: [], dhtMode: 'auto', privateAddresses: false, recordLifetimeMs: 0 })
   })
   withBitswap(servingOnly(helia, opts.mayServe))

@@ -51,7 +51,9 @@ async function overrides (): Promise<Record<string, string>> {
     PIND_PAY_TO: chain.payTo,
     PIND_PORT: String(await freePort()),
     PIND_P2P_LISTEN: `/ip4/0.0.0.0/tcp/${await freePort()}`,
-    PIND_METRICS_LISTEN: `127.0.0.1:${await freePort()}`
+    PIND_METRICS_LISTEN: `127.0.0.1:${await freePort()}`,
+    // the example joins the public IPFS DHT through the public bootstrap peers: a test never dials them
+    PIND_ROUTING: 'none'
   }
 }
 

@@ -42,8 +42,9 @@ export interface Limits {
   maxConnections: number
   /** inbound connections per second from one address */
   inboundRate: number
-  /** dials that are never refused by the private-address rule (the operator's own peers) */
+  /** refuse every dial to a private, loopback or link-local address (the public network) … */
   refusePrivateDials: boolean
+  /** … except these (the operator's own peers) */
   exemptDials: string[]
 }
 
