@@ -3,10 +3,9 @@
  * `?format=` or `Accept`, `format` winning) and the CAR/trustless parameters.
  * Everything malformed is a 400 here; well-formed but unsupported is a 406.
  */
-import { bases } from 'multiformats/basics'
-import { CID } from 'multiformats/cid'
-import type { MultibaseDecoder } from 'multiformats/bases/interface'
+import type { CID } from 'multiformats/cid'
 import { HttpError } from '../../errors.js'
+import { decodeCid } from '../../ipfs/cid-text.js'
 import type { DagScope, EntityBytes } from '../../ipfs/content-car.js'
 
 /** deserialized (UnixFS files/dirs, typed blocks) or one of the verifiable/typed block formats */
@@ -49,20 +48,10 @@ export interface GatewayRequest {
   download: boolean
 }
 
-/** every multibase multiformats knows (base32, base58btc, base36 …), picked by prefix */
-const BASES = new Map<string, { decode(text: string): Uint8Array<ArrayBuffer> }>(Object.values(bases).map(b => [b.prefix as string, b]))
-const decoder: MultibaseDecoder<string> = {
-  decode (text: string): Uint8Array<ArrayBuffer> {
-    const base = BASES.get(text.charAt(0))
-    if (base == null) throw new Error('unknown multibase prefix')
-    return base.decode(text)
-  }
-}
-
 export function parseCid (text: string): CID {
   if (text === '') throw new HttpError(400, 'BAD_REQUEST', 'the path must be /ipfs/{cid}[/{path}]')
   try {
-    return CID.parse(text, decoder)
+    return decodeCid(text)
   } catch {
     throw new HttpError(400, 'BAD_REQUEST', `not a valid CID: ${truncate(text)}`)
   }
