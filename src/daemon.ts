@@ -60,7 +60,11 @@ import { PinFetcher } from './service/pin-fetcher.js'
 import { blocksHeld, settlementActions, stagingInUse } from './service/settlement-fulfil.js'
 import { logSummary, startSettlementReconciler, type SettlementReconciler } from './service/settlement-reconcile.js'
 import type { SettlementsAdminDeps } from './service/settlements-admin.js'
-import { ServePolicy } from './service/serve-policy.js'
+import { ServePolicy, type Refusal } from './service/serve-policy.js'
+import { Denials, refusingDenied } from './service/denials.js'
+import type { DenyAdminDeps } from './service/deny-admin.js'
+import { DenylistSources } from './denylist/sources.js'
+import { DenialLedger } from './ledger/denials.js'
 import { SizeProbe } from './service/size-probe.js'
 import { BlockNetwork } from './ipfs/network.js'
 import { networkReadThrough } from './ipfs/network-read.js'
@@ -162,9 +166,18 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     const leftovers = await staging.sweepLeftovers(stagingInUse(notes.all()))
     if (leftovers > 0) log.warn('removed unfinished imports left by a previous run', { count: leftovers })
     const networkGateway = config.gatewayNetworkTimeout > 0
+    // what is denied (the operator's denials, the denylists), read before anything is served
+    const denialLedger = new DenialLedger(ledger)
+    const denylists = new DenylistSources(config.denylist, log.child({ component: 'denylist' }))
+    await denylists.load()
+    denylists.watch()
+    cleanups.push(async () => { await denylists.close() })
+    const denials = new Denials({ ledger: denialLedger, files: () => denylists.files() })
     // one answer to "may this block be served" for the gateway and bitswap
     servePolicy = new ServePolicy({ pins, scope: config.gatewayPolicy, gatewayReadThrough: networkGateway })
+    servePolicy.deny((cid, path) => denials.denied(cid, path))
     const policy = servePolicy
+    const refusal = (cid: CID): Refusal | undefined => policy.refusal(cid)
     const commitLock = new CommitLock()
     // a pin recorded by reconciliation wakes the fetcher (once there is one: it reads its queue at start anyway)
     let wakeFetcher = (): void => {}
@@ -254,7 +267,8 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       intervalMs: config.reprovideInterval * 1000,
       live: { routing: config.routing, status: () => ipfs.routing.status(), ...(reprovider != null ? { reprovider } : {}) }
     } as const
-    const admin = await startAdminServer(paths.adminSocket, { keys: { keystore, tokens, tokenLedger }, pins, gc: gcDeps, settlements: settlements.admin, metrics, cancelFetch: (id) => { cancelFetch(id) },
+    const deny: DenyAdminDeps = { ledger: denialLedger, pins, denials, files: () => denylists.files() }
+    const admin = await startAdminServer(paths.adminSocket, { keys: { keystore, tokens, tokenLedger }, pins, gc: gcDeps, settlements: settlements.admin, metrics, deny, cancelFetch: (id) => { cancelFetch(id) },
       routing: routingAdmin,
       delegates: () => ipfs.multiaddrs(),
       status: async () => await operatorStatus({
@@ -316,8 +330,10 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     // an operator may open it to anything held locally, or to the network
     const isServable = (cid: CID): boolean => policy.mayServe(cid, 'gateway')
     gatewayRoutes(router, {
-      blockstore: networkGateway ? networkReadThrough(ipfs.blockstore, network, config.gatewayNetworkTimeout * 1000, find) : ipfs.blockstore,
-      isServable
+      // every block read under a root is held to the denials too
+      blockstore: refusingDenied(networkGateway ? networkReadThrough(ipfs.blockstore, network, config.gatewayNetworkTimeout * 1000, find) : ipfs.blockstore, refusal),
+      isServable,
+      refusal: (root, path) => policy.refusal(root, path)
     })
     const fetcher = new PinFetcher({
       ledger: pins,
@@ -330,6 +346,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       blockConcurrency: BLOCKS_IN_FLIGHT,
       stallMs: config.pinStallTimeout * 1000,
       retryWindowMs: config.pinRetryWindow * 1000,
+      refusal,
       ...(find != null ? { findProviders: find } : {})
     })
     fetcher.start()
@@ -343,6 +360,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       delegates,
       cancelFetch: (id) => { fetcher.cancel(id) },
       clientOf,
+      refusal,
       create: {
         ledger: pins,
         gate,
@@ -358,7 +376,8 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
         network: config.network,
         asset: config.asset,
         delegates,
-        log
+        log,
+        refusal
       }
     })
     jwksRoutes(router, keystore)
@@ -385,7 +404,8 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       publicUrl,
       network: config.network,
       asset: config.asset,
-      log
+      log,
+      refusal
     })
     http.ready()
 

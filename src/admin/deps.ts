@@ -8,6 +8,7 @@ import type { GcDeps } from '../service/gc.js'
 import type { Metrics } from '../metrics/registry.js'
 import type { SettlementsAdminDeps } from '../service/settlements-admin.js'
 import type { RoutingAdminDeps } from '../service/routing-admin.js'
+import type { DenyAdminDeps } from '../service/deny-admin.js'
 
 export interface AdminDeps {
   keys: KeysAdminDeps
@@ -21,4 +22,5 @@ export interface AdminDeps {
   /** `pind status` of this serve */
   status?: () => Promise<Record<string, unknown>>
   routing?: RoutingAdminDeps
+  deny?: DenyAdminDeps
 }

@@ -16,6 +16,7 @@ import { pinsRoutes } from './routes/pins.js'
 import { statusRoutes } from './routes/status.js'
 import { settlementsRoutes } from './routes/settlements.js'
 import { routingRoutes } from './routes/routing.js'
+import { denyRoutes } from './routes/deny.js'
 import { metricsRoutes } from '../http/routes/metrics.js'
 import type { AdminDeps } from './deps.js'
 
@@ -34,6 +35,7 @@ export async function startAdminServer (socketPath: string, d: AdminDeps, log: L
   pinsRoutes(router, d)
   statusRoutes(router, d)
   routingRoutes(router, d)
+  if (d.deny != null) denyRoutes(router, d.deny)
   const http = createHttpServer(router, log.child({ component: "admin" }), { idleTimeoutMs: 0 })
   await http.listenSocket(socketPath)
   return { close: async () => { await http.close(2000) } }

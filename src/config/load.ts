@@ -2,7 +2,7 @@
  * Builds the frozen Config from flags > environment > config file > defaults,
  * and reports one clear message per bad value.
  */
-import { readFileSync, statSync } from 'node:fs'
+import { accessSync, constants, readFileSync, statSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { type Config, SETTINGS, type Setting } from './settings.js'
 
@@ -54,6 +54,7 @@ export function loadConfig (sources: ConfigSources): ConfigResult {
     }
   }
   if (typeof out.dataDir === 'string') out.dataDir = resolve(out.dataDir)
+  if (Array.isArray(out.denylist)) out.denylist = out.denylist.map(p => resolve(p as string))
   if (sources.scope === 'serve') crossCheck(out as unknown as Config, errors)
   if (errors.length > 0) return { errors }
   return { config: Object.freeze(out as unknown as Config), errors, origins }
@@ -99,6 +100,16 @@ function crossCheck (c: Config, errors: string[]): void {
       if ((st.mode & 0o077) !== 0) errors.push(`settler key file ${c.settlerKeyFile} must not be readable by group or others (chmod 600)`)
     } catch (err) {
       errors.push(`cannot read settler key file ${c.settlerKeyFile}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`)
+    }
+  }
+  for (const p of c.denylist ?? []) {
+    try {
+      const st = statSync(p)
+      if (!st.isFile() && !st.isDirectory()) errors.push(`--denylist ${p}: not a file or directory`)
+      else accessSync(p, st.isDirectory() ? constants.R_OK | constants.X_OK : constants.R_OK)
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code
+      errors.push(`--denylist ${p}: ${code === 'ENOENT' ? 'no such file or directory' : code ?? 'cannot be read'}`)
     }
   }
   const embedded = c.settlerKey != null || c.settlerKeyFile != null

@@ -136,6 +136,7 @@ export interface Config {
   shutdownTimeout: number
   expiryGrace: number
   expirySweepInterval: number
+  denylist: string[]
 }
 
 export interface Setting {
@@ -210,5 +211,6 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'httpMaxConnections', flag: '--http-max-connections <n>', env: 'PIND_HTTP_MAX_CONNECTIONS', parse: int(1, 1_000_000), description: 'open HTTP connections at most; past it a new connection closes the one waiting longest for a request head (503 if all are busy); default half the open-file limit' },
   { key: 'httpMaxConnectionsPerClient', flag: '--http-max-connections-per-client <n>', env: 'PIND_HTTP_MAX_CONNECTIONS_PER_CLIENT', parse: int(1, 1_000_000), description: 'open HTTP connections per client address (IPv6: per /64; trusted proxies not counted) at most, same policy; default an eighth of --http-max-connections' },
   { key: 'metricsListen', flag: '--metrics-listen <host:port>', env: 'PIND_METRICS_LISTEN', parse: hostPort, description: 'also serve GET /metrics (Prometheus) on this separate address, e.g. 127.0.0.1:9464; it is always on the admin socket' },
+  { key: 'denylist', flag: '--denylist <paths>', env: 'PIND_DENYLIST', default: [], parse: list(str), description: 'IPIP-383 denylists (Kubo\'s compact *.deny format, e.g. Bad Bits): files, or directories whose *.deny files are all read; comma-separated; reloaded when they change. Denied content answers 410 at the gateway, is not sent over bitswap and is refused (451) by paid writes' },
   { key: 'shutdownTimeout', flag: '--shutdown-timeout <duration>', env: 'PIND_SHUTDOWN_TIMEOUT', default: 10, parse: duration(0, 3600), description: 'how long in-flight requests may finish after SIGTERM' }
 ]

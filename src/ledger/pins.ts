@@ -459,6 +459,17 @@ export class PinLedger {
     return false
   }
 
+  /** The requestids of live pins (any status but failed) whose root is this CID. */
+  livePinsOf (cid: string | CID, now: Date = new Date()): string[] {
+    const k = cidKey(cid)
+    const out: string[] = []
+    for (const { key } of this.byCid.getRange({ start: [k], end: [k, '\uffff'] })) {
+      const pin = this.pins.get(key[1])
+      if (pin != null && isLive(pin, now, this.graceMs)) out.push(pin.requestid)
+    }
+    return out
+  }
+
   /** Pins of one owner, newest first, created strictly between `afterUs` and `beforeUs`. */
   * byOwnerNewestFirst (owner: string, beforeUs = Number.MAX_SAFE_INTEGER, afterUs = -1): Generator<PinRecord> {
     for (const s of this.summariesByOwner(owner, beforeUs, afterUs)) {

@@ -303,8 +303,14 @@ function pinWriteErrors (): Obj {
     ...jsonBodyErrors(JSON_LIMIT, `${PIN_BODY_BAD}; or X-Pin-Duration-Months or X-Pin-Size is malformed, or the price would exceed the service's maximum price; or the root block was found and is not valid for the CID's codec (such a DAG cannot be pinned).`),
     413: failure(`The JSON body is larger than ${JSON_LIMIT} bytes, or X-Pin-Size or the size the root block declares is over the service's largest pin (\`--pin-max-bytes\`).`),
     429: failure('Over the per-address rate limit the operator set, or this address already has as many probes for the size of a DAG running as one client may (4): retry after `Retry-After` seconds.', { 'Retry-After': ref('headers', 'RetryAfter') }),
+    451: legalReasons('The CID is denied by this service (the operator\'s takedowns or denylists; the details say why): refused before any quote or payment, nothing was charged.'),
     503: writesUnavailable(', every probe for the size of a DAG is in use (`SERVICE_UNAVAILABLE`, `Retry-After`: no quote is given rather than one priced without the root)')
   }
+}
+
+/** 451 Unavailable For Legal Reasons (RFC 7725), with `Link: <service>; rel="blocked-by"` */
+function legalReasons (description: string): Obj {
+  return failure(description, { Link: ref('headers', 'BlockedBy') })
 }
 
 function createPin (): Obj {
@@ -375,6 +381,7 @@ function renewPin (o: OpenApiInput): Obj {
       402: paymentRequired('No payment, or it is malformed, does not match the quote (the body adds `pinned_until_now` and `pinned_until_after`), was refused, could not be settled, or was already used for another request; the pin was not renewed.'),
       404: failure('No pin with this requestid for this owner (or it was removed meanwhile).'),
       409: failure('A failed pin cannot be renewed; create a new pin or replace this one.'),
+      451: legalReasons('The pin\'s CID is denied by this service, so it is not served and not renewed (before any payment; the owner may still delete it, or replace it with other content).'),
       503: writesUnavailable()
     }
   })
@@ -414,6 +421,7 @@ function uploadFile (o: OpenApiInput): Obj {
       402: paymentRequired('No payment, or it is malformed, does not match the quote, was refused (`INSUFFICIENT_FUNDS` when that is the reason), could not be settled, or was already used for other content; nothing was pinned or kept.'),
       408: failure('A request re-sending a payment already used did not send its body in time (`REQUEST_TIMEOUT`); the connection is closed.'),
       411: failure('Neither X-Upload-Size nor Content-Length was sent, so the upload cannot be priced.'),
+      451: legalReasons('The file (its root, or a block of it) is denied by this service. Its CID is known only once it is read, so this answers the paid request, after the payment was verified and before it is settled: the payer is not charged and nothing is kept.'),
       413: failure(`The declared size is over the limit (${o.uploadMaxBytes} bytes of file), or the file streamed (or the whole body, multipart framing included, past 64 KiB over it) is larger than the limit or than the size declared and paid for; nothing was kept.`),
       503: writesUnavailable(', as many paid uploads as the operator allows are already streaming (`SERVICE_UNAVAILABLE`, `Retry-After: 5`; the payment was not used and can be sent again), or as many re-sent used payments as are checked at once')
     }
@@ -509,6 +517,7 @@ function gatewayOperation (method: 'get' | 'head', withPath: boolean): Obj {
       304: { description: '`If-None-Match` matches the ETag of the selected representation.', headers: hdrs(['ETag', 'Cache-Control']) },
       400: err('Not a valid CID or path segment (`.`, `..`, bad percent-encoding), an unknown `format`, a bad `dag-scope` or `entity-bytes` (or entity-bytes with another dag-scope, or entirely outside the file), `format=raw` with a path, an IPNS record asked for, a codec that cannot be deserialized, or a service-worker registration.'),
       404: err('The CID is not served by this gateway (no live pin, per the operator\'s policy), not held by this node, or a block under the path is missing.'),
+      410: err('The CID, the path, or a block under it is denied by this service (the operator\'s takedowns or denylists, `GONE`; the details say why). A response already streaming when it reaches a denied block is cut.'),
       406: err('The format cannot be produced: TAR, an unsupported CAR variant (version, order, dups), a typed format for a block of another codec, a symlink or UnixFS metadata asked for deserialized, content that cannot be deserialized, or `dag-scope=all` over a codec whose links cannot be walked.'),
       412: err('`Cache-Control: only-if-cached` and the root block is not held by this node.'),
       416: err('The `Range` starts past the end of the file or block.', { 'Content-Range': ref('headers', 'ContentRange') })
@@ -647,7 +656,8 @@ function schemas (o: OpenApiInput): Obj {
         dag_size: str('bytes of all blocks, once known', { pattern: DIGITS }),
         raw_size: str('file bytes (UnixFS), when known', { pattern: DIGITS }),
         max_bytes: str('pins by CID: the most DAG bytes the payment covers', { pattern: DIGITS }),
-        status_details: str('progress (attempt, blocks and bytes received), the next retry, or the reason for failure')
+        status_details: str('progress (attempt, blocks and bytes received), the next retry, or the reason for failure; `not served: …` first while the CID is denied'),
+        denied: str('present while the pin\'s CID is denied by this service (the operator\'s takedowns or denylists): why. The pin stays (status unchanged) but is not served on any channel and cannot be renewed; DELETE it, or replace it with other content')
       },
       additionalProperties: { type: 'string' }
     },
@@ -915,6 +925,7 @@ function headers (): Obj {
     WalletAuthTokenExpires: h('When the wallet token expires', { type: 'string', format: 'date-time' }),
     Location: h('The URL of the pin (or, for 301, of the directory)', { type: 'string', format: 'uri-reference' }),
     RetryAfter: h('Seconds to wait before retrying', { type: 'integer', minimum: 0 }),
+    BlockedBy: h('RFC 7725: who blocks the content, `<public URL of this service>; rel="blocked-by"`'),
     WwwAuthenticate: h('`Bearer`', { type: 'string', const: 'Bearer' }),
     CacheControlPublic: h('`public, max-age=300`'),
     XContentTypeOptions: h('`nosniff`', { type: 'string', const: 'nosniff' }),

@@ -28,6 +28,9 @@ import type { PinRequest } from './pin-request.js'
 import { toPinStatus } from './pin-status.js'
 import { settleNoted } from './settle.js'
 import type { SizeProbe } from './size-probe.js'
+import { unavailableForLegalReasons } from './denials.js'
+import type { Refusal } from './serve-policy.js'
+import type { CID } from 'multiformats/cid'
 
 export const PIN_SIZE_HEADER = 'x-pin-size'
 
@@ -50,6 +53,8 @@ export interface PinCreateDeps {
   asset: string
   delegates: () => string[]
   log: Logger
+  /** why a CID may not be pinned (the operator's denials and denylists): 451 before anything is quoted or paid */
+  refusal?: (cid: CID) => Refusal | undefined
 }
 
 export interface PinWrite {
@@ -71,6 +76,9 @@ export interface PinResponse {
 }
 
 export async function createPin (req: IncomingMessage, w: PinWrite, d: PinCreateDeps): Promise<PinResponse> {
+  // denied content is refused first: no probe, no quote, no payment (replacing a pin with it too)
+  const refused = d.refusal?.(w.request.cid)
+  if (refused != null) throw unavailableForLegalReasons(w.request.cidText.slice(0, 100), refused, d.publicUrl)
   if (w.auth?.permissions.includes(PIN_WITHOUT_PAYMENT) === true) return await unpaid(w, w.auth, d)
   if (d.gate == null) throw unavailable('payments are not configured on this server (no pay-to address or facilitator); writes are disabled', 3600)
   const purpose = purposeOf(w)

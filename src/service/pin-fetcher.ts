@@ -24,6 +24,7 @@ import type { BlockStaging, StagedImport } from '../ipfs/staging.js'
 import type { PinLedger } from '../ledger/pins.js'
 import { withdrawn, type PinRecord } from '../ledger/records.js'
 import type { Logger } from '../log.js'
+import type { Refusal } from './serve-policy.js'
 
 export interface PinFetcherOptions {
   ledger: PinLedger
@@ -44,6 +45,14 @@ export interface PinFetcherOptions {
   dialTimeoutMs?: number
   /** with --routing on: looks for providers of the root and connects to them (bitswap asks connected peers) */
   findProviders?: (cid: CID, signal: AbortSignal) => Promise<unknown>
+  /**
+   * why content is denied: a pin whose root is denied is not fetched, and one
+   * whose DAG holds a denied block is not committed (its staged blocks wait,
+   * never served, as a stalled attempt's do), while the denial lasts; it
+   * waits like an unreachable one, until the denial is lifted or its retry
+   * window ends
+   */
+  refusal?: (cid: CID) => Refusal | undefined
 }
 
 const FIRST_BACKOFF_MS = 5_000
@@ -129,6 +138,11 @@ export class PinFetcher {
       return
     }
     const attempts = (queued.fetch?.attempts ?? 0) + 1
+    const refused = this.o.refusal?.(CID.parse(queued.cid))
+    if (refused != null) {
+      await this.retryLater(id, attempts, giveUpAt, `not fetched: the content is ${refused.message}`)
+      return
+    }
     const started = await ledger.update(id, p => ({ ...p, status: 'pinning', statusDetails: `attempt ${attempts}: connecting to origins and peers`, fetch: { ...(p.fetch ?? { giveUpAt: new Date(giveUpAt).toISOString() }), attempts } }))
     if (started == null || withdrawn(started)) return
 
@@ -161,6 +175,12 @@ export class PinFetcher {
             .catch(() => {})
         }
       })
+      // a denied block is never committed (nor served); the staged DAG waits, as a stalled one does, for the next attempt
+      const denied = this.o.refusal != null ? r.cids.find(c => this.o.refusal?.(c) != null) : undefined
+      if (denied != null) {
+        await this.retryLater(id, attempts, giveUpAt, `not committed: the DAG holds ${denied}, ${this.o.refusal?.(denied)?.message ?? 'denied'}`)
+        return
+      }
       const committed = staged
       const pinned = await this.o.lock.shared(async () => {
         await this.o.staging.commit(committed)
@@ -184,17 +204,21 @@ export class PinFetcher {
       const reason = err instanceof StalledError
         ? `${err.message}${dial.failed.length > 0 ? `; could not reach ${dial.failed.map(f => f.addr).join(', ')}` : ''}${dial.connected === 0 ? '; no peers connected' : ''}`
         : `${(err as Error).name}: ${(err as Error).message}`.slice(0, 300)
-      const retryAt = Math.min(Date.now() + backoff(attempts), giveUpAt)
-      log.info('pin fetch attempt failed; will retry', { requestid: id, attempt: attempts, reason })
-      await ledger.update(id, p => p.removed != null
-        ? p
-        : {
-            ...p,
-            status: 'queued',
-            statusDetails: `waiting to retry: attempt ${attempts} failed (${reason}); next attempt at ${new Date(retryAt).toISOString()}, gives up at ${new Date(giveUpAt).toISOString()}`,
-            fetch: { ...(p.fetch as NonNullable<PinRecord['fetch']>), attempts, nextAttemptAt: new Date(retryAt).toISOString(), lastError: reason }
-          })
+      await this.retryLater(id, attempts, giveUpAt, reason)
     }
+  }
+
+  private async retryLater (id: string, attempts: number, giveUpAt: number, reason: string): Promise<void> {
+    const retryAt = Math.min(Date.now() + backoff(attempts), giveUpAt)
+    this.o.log.info('pin fetch attempt failed; will retry', { requestid: id, attempt: attempts, reason })
+    await this.o.ledger.update(id, p => p.removed != null
+      ? p
+      : {
+          ...p,
+          status: 'queued',
+          statusDetails: `waiting to retry: attempt ${attempts} failed (${reason}); next attempt at ${new Date(retryAt).toISOString()}, gives up at ${new Date(giveUpAt).toISOString()}`,
+          fetch: { ...(p.fetch ?? { giveUpAt: new Date(giveUpAt).toISOString() }), attempts, nextAttemptAt: new Date(retryAt).toISOString(), lastError: reason }
+        })
   }
 
   private async fail (id: string, details: string): Promise<void> {

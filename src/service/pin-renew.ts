@@ -18,6 +18,8 @@ import { priceFor, PriceTooHighError } from '../payment/pricing.js'
 import type { PinCreateDeps, PinResponse } from './pin-create.js'
 import { toPinStatus } from './pin-status.js'
 import { settleNoted } from './settle.js'
+import { unavailableForLegalReasons } from './denials.js'
+import { CID } from 'multiformats/cid'
 
 export interface RenewRequest {
   requestid: string
@@ -29,6 +31,9 @@ export interface RenewRequest {
 export async function renewPin (_req: IncomingMessage, r: RenewRequest, d: PinCreateDeps): Promise<PinResponse> {
   const pin = d.ledger.get(r.requestid)
   if (pin == null || pin.owner !== r.auth.owner || pin.removed != null) throw notFound(`no pin with requestid ${r.requestid.slice(0, 100)} for this owner`)
+  // a pin this service does not serve is not sold more time (the owner may still DELETE it, or replace it with other content)
+  const refused = d.refusal?.(CID.parse(pin.cid))
+  if (refused != null) throw unavailableForLegalReasons(`renewing pin ${pin.requestid} of ${pin.cid}`, refused, d.publicUrl)
   if (pin.status === 'failed') throw new HttpError(409, 'CONFLICT', 'a failed pin cannot be renewed; create a new pin (or replace this one)')
   const until = nextUntil(pin, r.months, d.prices.maxMonths)
   if (r.auth.permissions.includes(PIN_WITHOUT_PAYMENT)) {

@@ -4,8 +4,12 @@
  * what a browser cannot get over HTTP.
  *
  * In order:
- * 1. denials: rules that refuse a CID whatever else holds (a denylist goes
- *    here: `deny(rule)`); no channel gets past them;
+ * 1. denials: rules that refuse a CID whatever else holds (the operator's
+ *    denials and the denylists, service/denials.ts, go here: `deny(rule)`);
+ *    no channel gets past them, and `refusal()` says why (the gateway
+ *    answers 410 with it, writes 451). A rule is also asked about a path
+ *    under a CID, for the gateway, which resolves paths (`refusal(cid,
+ *    path)`); bitswap asks for blocks by CID alone;
  * 2. an identity CID of the raw codec carries its own bytes and links
  *    nowhere: nothing to hold, always allowed (the gateway bounds its size);
  * 3. the scope (--gateway-policy): `pinned`, the blocks of live pins, as
@@ -21,8 +25,16 @@ import type { PinLedger } from '../ledger/pins.js'
 export type ServeScope = 'pinned' | 'blockstore'
 export type ServeChannel = 'gateway' | 'bitswap'
 
-/** true: refuse this CID on every channel */
-export type ServeDenial = (cid: CID) => boolean
+/** Why a CID is refused, in words a client may read. */
+export interface Refusal {
+  message: string
+}
+
+/**
+ * A refusal (or true) for a CID refused on every channel; `path`: a path
+ * under it the gateway was asked for ('' for the CID itself).
+ */
+export type ServeDenial = (cid: CID, path: string) => Refusal | boolean | undefined
 
 const RAW = 0x55
 const IDENTITY = 0x00
@@ -44,8 +56,18 @@ export class ServePolicy {
     this.denials.push(rule)
   }
 
+  /** Why `cid` (or `path` under it) is refused on every channel; undefined when no rule refuses it. */
+  refusal (cid: CID, path = ''): Refusal | undefined {
+    for (const denied of this.denials) {
+      const r = denied(cid, path)
+      if (r === true) return { message: 'refused by this service' }
+      if (r != null && r !== false) return r
+    }
+    return undefined
+  }
+
   mayServe (cid: CID, via: ServeChannel): boolean {
-    for (const denied of this.denials) if (denied(cid)) return false
+    if (this.denials.length > 0 && this.refusal(cid) != null) return false
     if (cid.multihash.code === IDENTITY && cid.code === RAW) return true
     if (this.o.scope === 'blockstore') return true
     if (via === 'gateway' && this.o.gatewayReadThrough === true) return true

@@ -22,6 +22,8 @@ import { formatUsdc, priceFor, PriceTooHighError, type PriceSettings } from '../
 import type { PaymentOnce } from './paid-once.js'
 import { settleNoted } from './settle.js'
 import type { Slots } from './slots.js'
+import { unavailableForLegalReasons } from './denials.js'
+import type { Refusal } from './serve-policy.js'
 
 /** multipart framing allowed on top of the file limit before a declared length is refused outright */
 export const MULTIPART_SLACK = 64 * 1024
@@ -48,6 +50,8 @@ export interface UploadDeps {
   network: string
   asset: string
   log: Logger
+  /** why content may not be kept (denials): checked once imported, before the payment is settled */
+  refusal?: (cid: CID) => Refusal | undefined
 }
 
 export interface UploadResponse {
@@ -113,6 +117,9 @@ async function paidUpload (req: IncomingMessage, payment: VerifiedPayment, month
   try {
     const imported = await importBody(req, staged, { maxFileBytes, maxBodyBytes: maxFileBytes + MULTIPART_SLACK })
     const cid = imported.cid.toString()
+    // the CID is known only now: denied content (its root or any block) is refused before the
+    // payment is settled, so the payer is not charged, and its staged blocks go (finally, below)
+    refuseDenied(imported.cid, staged.cids, d)
     const draft = uploadPin(payment, months, imported, staged, d)
     // the staged blocks and their folder are on disk before anyone is charged: should the process
     // die once the money has moved, reconciliation commits them and records this pin (settlement-fulfil.ts)
@@ -158,6 +165,17 @@ async function paidUpload (req: IncomingMessage, payment: VerifiedPayment, month
   } finally {
     // a failed cleanup must not hide the request's own outcome (the folder is swept at the next start anyway)
     if (!keep) await d.staging.discard(staged).catch((err: Error) => { d.log.warn('could not remove a staging folder', { error: err.message }) })
+  }
+}
+
+function refuseDenied (root: CID, blocks: readonly CID[], d: UploadDeps): void {
+  if (d.refusal == null) return
+  for (const cid of [root, ...blocks]) {
+    const refused = d.refusal(cid)
+    if (refused != null) {
+      d.log.info('upload of denied content refused before settlement', { cid: root.toString(), block: cid.toString(), why: refused.message })
+      throw unavailableForLegalReasons(cid.equals(root) ? root.toString() : `${root} (it holds block ${cid})`, refused, d.publicUrl)
+    }
   }
 }
 

@@ -37,6 +37,8 @@ import {
   type Headers
 } from '../gateway/respond.js'
 import type { RequestContext, Router } from '../router.js'
+import { goneDenied } from '../../service/denials.js'
+import type { Refusal } from '../../service/serve-policy.js'
 
 export interface GatewayDeps {
   /** the node's LOCAL blockstore (FsBlockstore), never helia.blockstore */
@@ -51,6 +53,13 @@ export interface GatewayDeps {
    * makes this gateway useless to them beyond the root block.
    */
   isServable(root: CID): boolean | Promise<boolean>
+  /**
+   * why the root, or the path under it (segments joined by '/', '' for the
+   * root itself), is denied (service/denials.ts); a refusal → 410 Gone.
+   * Blocks reached under the root are held to the same denials by the
+   * blockstore the daemon passes (service/denials.ts refusingDenied).
+   */
+  refusal?(root: CID, path: string): Refusal | undefined
   /** serve HTML/SVG/JS/XML etc. inline instead of as attachment (operator opt-in); default false */
   allowActiveContent?: boolean
 }
@@ -111,7 +120,9 @@ async function serveGateway (rc: RequestContext, deps: GatewayDeps): Promise<voi
   if (isIdentity(gw.root) && gw.root.multihash.size > MAX_IDENTITY_BYTES) {
     throw new HttpError(400, 'BAD_REQUEST', `${truncate(gw.root.toString(), 40)} is an identity CID carrying ${gw.root.multihash.size} bytes; this gateway serves identity CIDs of at most ${MAX_IDENTITY_BYTES} bytes`)
   }
-  // policy first, with no I/O beyond the caller's own check
+  // policy first, with no I/O beyond the caller's own check: denied content is gone (410), not unknown
+  const refused = deps.refusal?.(gw.root, gw.segments.join('/'))
+  if (refused != null) throw goneDenied(`/ipfs/${truncate([gw.root.toString(), ...gw.segments].join('/'), 200)}`, refused)
   if (!(await deps.isServable(gw.root))) {
     throw new HttpError(404, 'NOT_FOUND', `${gw.root} is not served by this gateway`)
   }

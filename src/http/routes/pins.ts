@@ -15,7 +15,10 @@ import { DURATION_HEADER, parseMonths } from '../../service/terms.js'
 import { readJson } from '../json-body.js'
 import type { PinLedger } from '../../ledger/pins.js'
 import { listPins, parsePinQuery } from '../../service/pin-query.js'
-import { toPinStatus } from '../../service/pin-status.js'
+import { toPinStatus, type PinStatus } from '../../service/pin-status.js'
+import { withDenial } from '../../service/denials.js'
+import type { Refusal } from '../../service/serve-policy.js'
+import type { CID } from 'multiformats/cid'
 import { bearer } from '../bearer.js'
 import { sendJson } from '../respond.js'
 import type { Router } from '../router.js'
@@ -28,15 +31,18 @@ export interface PinRoutesDeps {
   cancelFetch(requestid: string): void
   /** the client's address (rate limits' notion: X-Forwarded-For from trusted proxies only) */
   clientOf(req: IncomingMessage): string
+  /** why a pin's CID is denied: its owner sees it in the PinStatus (service/denials.ts withDenial) */
+  refusal?: (cid: CID) => Refusal | undefined
 }
 
 export function pinRoutes (router: Router, d: PinRoutesDeps): void {
+  const shown = (status: PinStatus): PinStatus => d.refusal != null ? withDenial(status, d.refusal) : status
   router.add('GET', '/pins', async ({ req, res, url }) => {
     const { owner } = await bearer(req, d.tokens)
     const q = parsePinQuery(url.searchParams)
     const { count, results } = listPins(d.ledger, owner, q)
     const delegates = d.delegates()
-    sendJson(res, 200, { count, results: results.map(p => toPinStatus(p, delegates)) })
+    sendJson(res, 200, { count, results: results.map(p => shown(toPinStatus(p, delegates))) })
   })
 
   const ownPin = (owner: string, requestid: string) => {
@@ -49,7 +55,7 @@ export function pinRoutes (router: Router, d: PinRoutesDeps): void {
 
   router.add('GET', '/pins/:requestid', async ({ req, res, params }) => {
     const { owner } = await bearer(req, d.tokens)
-    sendJson(res, 200, toPinStatus(ownPin(owner, params.requestid as string), d.delegates()))
+    sendJson(res, 200, shown(toPinStatus(ownPin(owner, params.requestid as string), d.delegates())))
   })
 
   router.add('DELETE', '/pins/:requestid', async ({ req, res, params, countAsPaid }) => {
