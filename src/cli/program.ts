@@ -13,6 +13,7 @@ import { configFromCli, EXIT_USAGE, loggerFor } from './config-from-cli.js'
 import { configCommand } from './config-show.js'
 import { exportLedgerCommand } from './export-ledger.js'
 import { gcCommand } from './gc.js'
+import { denyCommand } from './deny.js'
 import { importLedgerCommand } from './import-ledger.js'
 import { keysCommand } from './keys.js'
 import { pinsCommand } from './pins.js'
@@ -65,6 +66,7 @@ export function buildProgram (): Command {
   statusCommand(program)
   configCommand(program)
   routingCommand(program)
+  denyCommand(program)
 
   // a usage error shows the error, commander's "did you mean", and where the help is: not the whole help
   const hint = (cmd: Command, path: string): void => {
