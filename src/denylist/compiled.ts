@@ -35,11 +35,10 @@ export interface Match {
 
 const sha256 = hasherFor(SHA2_256) as DoubleHasher
 
-/** the value of an ASCII hex digit (the caller checked it is one) */
-function nibble (c: number): number {
-  return c <= 57 ? c - 48 : (c | 32) - 87
-}
-const utf8 = new TextEncoder()
+/** ASCII code → hex digit value, -1 for anything else */
+const HEX = new Int8Array(256).fill(-1)
+for (let c = 0; c < 10; c++) HEX[48 + c] = c
+for (let c = 0; c < 6; c++) { HEX[97 + c] = 10 + c; HEX[65 + c] = 10 + c }
 
 /**
  * What one CID (and a path under it) is looked up by, computed at most once
@@ -66,7 +65,7 @@ export class Probe {
   /** sha2-256 of `CIDv1-base32/path` (the trailing slash stays when the path is empty) */
   legacy (path: string): Uint8Array {
     return this.hashed(`legacy:${path}`, sha256, () => {
-      this.v1 ??= CID.createV1(this.cid.code, this.cid.multihash).toString(base32)
+      this.v1 ??= (this.cid.version === 1 ? this.cid : CID.createV1(this.cid.code, this.cid.multihash)).toString(base32)
       return `${this.v1}/${path}`
     })
   }
@@ -74,7 +73,7 @@ export class Probe {
   private hashed (key: string, hasher: DoubleHasher, preimage: () => string): Uint8Array {
     let d = this.digests.get(key)
     if (d == null) {
-      d = hasher.digest(utf8.encode(preimage()))
+      d = hasher.digest(preimage())
       this.digests.set(key, d)
     }
     return d
@@ -126,22 +125,44 @@ export class CompiledList {
       else list.push({ path: rule.path, value })
       return
     }
-    this.tableOf(SHA2_256).set(sha256.digest(utf8.encode(rule.path === '' ? b58 : `${b58}/${rule.path}`)), value)
+    this.tableOf(SHA2_256).set(sha256.digest(rule.path === '' ? b58 : `${b58}/${rule.path}`), value)
   }
 
   /**
-   * `//<64 hex digits>` read straight from a file's bytes (`hex` at
-   * `offset`): a legacy double hash, the bulk of Bad Bits. The caller
-   * checked that the digits hold a `0`, so they cannot also read as base58
-   * (every other hex digit is one): the one reading the spec asks for.
+   * A line of a file, from its bytes (`bytes[start .. end)`, no newline),
+   * when it is `//` and 64 hex digits at least one of which is `0` (a CR may
+   * end it): a legacy double hash, the bulk of Bad Bits, which reads only as
+   * hex (a `0` is no base58 digit), compiled without making a string.
+   * False, and nothing added, for any other line.
    */
-  addLegacyHex (bytes: Uint8Array, offset: number, line: number): void {
-    for (let i = 0; i < 32; i++) this.scratch[i] = (nibble(bytes[offset + 2 * i] as number) << 4) | nibble(bytes[offset + 2 * i + 1] as number)
+  addLegacyHexLine (bytes: Uint8Array, start: number, end: number, line: number): boolean {
+    const len = end > start && bytes[end - 1] === 13 ? end - start - 1 : end - start
+    if (len !== 66 || bytes[start] !== 47 || bytes[start + 1] !== 47) return false
+    let zero = false
+    for (let i = 0, at = start + 2; i < 32; i++, at += 2) {
+      const c1 = bytes[at] as number
+      const c2 = bytes[at + 1] as number
+      const hi = HEX[c1] as number
+      const lo = HEX[c2] as number
+      if (hi < 0 || lo < 0) return false
+      if (c1 === 48 || c2 === 48) zero = true
+      this.scratch[i] = (hi << 4) | lo
+    }
+    if (!zero) return false
     this.tableOf(SHA2_256, true).set(this.scratch, line * 2)
     this.counts.rules++
+    return true
   }
 
   private readonly scratch = new Uint8Array(32)
+
+  /** `expected`: about how many sha2-256 keys will be added (sized once rather than grown) */
+  constructor (private readonly expected = 0) {}
+
+  /** Frees the room tables grew into and no rule took (the list is complete). */
+  trim (): void {
+    for (const { table } of this.tables.values()) table.trim()
+  }
 
   /** The latest rule matching `path` ('' = the CID itself) under the probe's CID, if any. */
   match (probe: Probe, path: string): Match | undefined {
@@ -164,7 +185,7 @@ export class CompiledList {
     if (t == null) {
       const hasher = hasherFor(code)
       if (hasher == null) throw new RangeError(`no hasher for 0x${code.toString(16)}`)
-      t = { table: new DigestTable(hasher.length), hasher, modern: false, legacy: false }
+      t = { table: new DigestTable(hasher.length, code === SHA2_256 ? this.expected : 0), hasher, modern: false, legacy: false }
       this.tables.set(code, t)
     }
     if (legacy) t.legacy = true

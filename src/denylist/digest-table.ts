@@ -43,17 +43,29 @@ export class DigestTable {
 
   /** Sets the value of `digest` (`digest[offset .. offset+length)`), replacing an earlier one. */
   set (digest: Uint8Array, value: number, offset = 0): void {
-    const at = this.find(digest, offset)
-    if (at >= 0) {
-      this.values[at] = value
-      return
+    if (digest.length - offset < this.length) throw new RangeError(`a digest of ${this.length} bytes`)
+    // room first, so the empty slot the probe ends on is where the entry goes
+    if ((this.count + 1) * 2 > this.slots.length) this.growSlots()
+    let s = this.slotOf(digest, offset)
+    for (let i = this.slots[s] as number; i !== EMPTY; s = (s + 1) & this.mask, i = this.slots[s] as number) {
+      if (this.equalAt(i, digest, offset)) {
+        this.values[i] = value
+        return
+      }
     }
     if (this.count === this.values.length) this.growEntries()
-    if ((this.count + 1) * 2 > this.slots.length) this.growSlots()
     const i = this.count++
-    this.keys.set(digest.subarray(offset, offset + this.length), i * this.length)
+    const base = i * this.length
+    for (let k = 0; k < this.length; k++) this.keys[base + k] = digest[offset + k] as number
     this.values[i] = value
-    this.place(i)
+    this.slots[s] = i
+  }
+
+  /** Frees what growing by doubling left unused (once a list is read whole). */
+  trim (): void {
+    if (this.values.length === this.count) return
+    this.keys = this.keys.slice(0, Math.max(1, this.count) * this.length)
+    this.values = this.values.slice(0, Math.max(1, this.count))
   }
 
   get (digest: Uint8Array, offset = 0): number | undefined {
@@ -89,7 +101,7 @@ export class DigestTable {
   }
 
   private growEntries (): void {
-    const entries = this.values.length * 2
+    const entries = Math.max(MIN_CAPACITY, this.values.length * 2)
     const keys = new Uint8Array(entries * this.length)
     keys.set(this.keys)
     const values = new Uint32Array(entries)

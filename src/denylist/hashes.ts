@@ -13,8 +13,11 @@ export interface DoubleHasher {
   name: string
   /** digest length in bytes */
   length: number
-  digest (input: Uint8Array): Uint8Array
+  /** the digest of the UTF-8 bytes of `input` */
+  digest (input: string): Uint8Array
 }
+
+const utf8 = new TextEncoder()
 
 const node = (name: string, algorithm: string, length: number): DoubleHasher => ({
   name,
@@ -30,10 +33,13 @@ const HASHERS = new Map<number, DoubleHasher>([
   [0x15, node('sha3-384', 'sha3-384', 48)],
   [0x16, node('sha3-256', 'sha3-256', 32)],
   [0x17, node('sha3-224', 'sha3-224', 28)],
-  [0x1e, { name: 'blake3', length: 32, digest: (input) => blake3(input) }],
+  [0x1e, { name: 'blake3', length: 32, digest: (input) => blake3(utf8.encode(input)) }],
   [0xb240, node('blake2b-512', 'blake2b512', 64)],
   [0xb260, node('blake2s-256', 'blake2s256', 32)]
 ])
+
+/** the multihash codes of the functions above */
+export const SUPPORTED_HASHES: readonly number[] = [...HASHERS.keys()]
 
 export function hasherFor (code: number): DoubleHasher | undefined {
   return HASHERS.get(code)

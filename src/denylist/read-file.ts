@@ -10,6 +10,7 @@
  * skipped: the rest of the list still applies.
  */
 import { createReadStream } from 'node:fs'
+import { stat } from 'node:fs/promises'
 import { CompiledList } from './compiled.js'
 import { HeaderError, parseHeader, type DenylistHeader } from './header.js'
 import { parseLine, RuleError } from './rule.js'
@@ -34,7 +35,8 @@ export interface LineProblem {
 export { HeaderError }
 
 export async function readDenylistFile (path: string, onProblem: (p: LineProblem) => void = () => {}): Promise<ReadDenylist> {
-  const list = new CompiledList()
+  // sized for a list of double hashes (50-67 bytes a line: the bulk of large lists), trimmed once read
+  const list = new CompiledList(Math.ceil((await stat(path)).size / 50))
   let header: DenylistHeader | undefined
   let problems = 0
   let lineNo = 0
@@ -78,7 +80,7 @@ export async function readDenylistFile (path: string, onProblem: (p: LineProblem
 
   let carry: Buffer | undefined
   let skipping = false
-  for await (const chunk of createReadStream(path, { highWaterMark: 256 * 1024 }) as AsyncIterable<Buffer>) {
+  for await (const chunk of createReadStream(path, { highWaterMark: 1024 * 1024 }) as AsyncIterable<Buffer>) {
     let start = 0
     for (let nl = chunk.indexOf(10, start); nl >= 0; nl = chunk.indexOf(10, start)) {
       if (skipping) skipping = false
@@ -88,7 +90,7 @@ export async function readDenylistFile (path: string, onProblem: (p: LineProblem
         if (bytes.length > MAX_LINE_BYTES) tooLong()
         else onLine(stripCr(bytes.toString('utf8')))
       } else if (nl - start > MAX_LINE_BYTES) tooLong()
-      else if (pending == null && isLegacyHex(chunk, start, nl)) list.addLegacyHex(chunk, start + 2, ++lineNo)
+      else if (pending == null && list.addLegacyHexLine(chunk, start, nl, lineNo + 1)) lineNo++
       else onLine(stripCr(chunk.toString('utf8', start, nl)))
       start = nl + 1
     }
@@ -102,25 +104,8 @@ export async function readDenylistFile (path: string, onProblem: (p: LineProblem
   }
   if (carry != null) onLine(stripCr(carry.toString('utf8')))
   if (pending != null) noHeader()
+  list.trim()
   return { list, ...(header != null ? { header } : {}), lines: lineNo, problems }
-}
-
-/**
- * `//` and 64 hex digits, one of them `0`, then the end of the line (a CR
- * allowed): a legacy double hash that reads only as hex, compiled from the
- * bytes without making a string (CompiledList.addLegacyHex).
- */
-function isLegacyHex (b: Buffer, start: number, end: number): boolean {
-  let len = end - start
-  if (len === 67 && b[end - 1] === 13) len = 66
-  if (len !== 66 || b[start] !== 47 || b[start + 1] !== 47) return false
-  let zero = false
-  for (let i = start + 2; i < start + 66; i++) {
-    const c = b[i] as number
-    if (c === 48) zero = true
-    else if (!((c > 48 && c <= 57) || (c >= 97 && c <= 102) || (c >= 65 && c <= 70))) return false
-  }
-  return zero
 }
 
 function stripCr (s: string): string {

@@ -19,7 +19,7 @@
 import { base58btc } from 'multiformats/bases/base58'
 import * as Digest from 'multiformats/hashes/digest'
 import { decodeCid } from '../ipfs/cid-text.js'
-import { hasherFor, SHA2_256 } from './hashes.js'
+import { hasherFor, SHA2_256, SUPPORTED_HASHES } from './hashes.js'
 
 export type Rule =
   | { kind: 'ipfs', allow: boolean, multihash: Uint8Array, path: string, prefix: boolean }
@@ -46,6 +46,17 @@ const HARMLESS = new Map<string, string>([
 
 const HEX_SHA256 = /^[0-9a-fA-F]{64}$/
 const BASE58 = /^[1-9A-HJ-NP-Za-km-z]+$/
+/**
+ * how long the base58 text of a multihash of each supported function is: a
+ * double hash of another length cannot be one, and is not decoded (base58
+ * decoding is slow, and Bad Bits' hex lines without a 0 would all try)
+ */
+const B58_LENGTHS = new Set(SUPPORTED_HASHES.flatMap(code => {
+  const h = hasherFor(code) as NonNullable<ReturnType<typeof hasherFor>>
+  const low = base58btc.baseEncode(Digest.create(code, new Uint8Array(h.length)).bytes).length
+  const high = base58btc.baseEncode(Digest.create(code, new Uint8Array(h.length).fill(255)).bytes).length
+  return Array.from({ length: high - low + 3 }, (_, i) => low - 1 + i)
+}))
 
 /**
  * A line of a .deny file: undefined for a blank line or a comment; hints
@@ -124,8 +135,8 @@ function cut (s: string): [string, string | undefined] {
 
 function doubleHash (text: string): Array<{ code: number, digest: Uint8Array, legacy?: true }> {
   const out: Array<{ code: number, digest: Uint8Array, legacy?: true }> = []
-  let why58 = 'not base58btc'
-  if (BASE58.test(text)) {
+  let why58 = 'not a base58btc multihash of a supported hash function'
+  if (B58_LENGTHS.has(text.length) && BASE58.test(text)) {
     try {
       const mh = Digest.decode(base58btc.baseDecode(text))
       const hasher = hasherFor(mh.code)

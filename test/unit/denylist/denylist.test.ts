@@ -191,12 +191,13 @@ describe('rules', () => {
     expect(denied(list, `/ipfs/${c}/a%20b/c`)).toBe(false)
   })
 
-  it('a double hash that reads as a base58 multihash and as hex is kept both ways', () => {
-    // 64 hex digits without a 0 are valid base58 too
+  it('64 hex digits with no 0 (base58 digits too) are a legacy hash: no supported multihash is 64 base58 digits long', () => {
     const hex = '1'.repeat(64)
     const r = parseRule(`//${hex}`)
-    expect(r.kind).toBe('double-hash')
-    if (r.kind === 'double-hash') expect(r.digests.some(d => Buffer.from(d.digest).toString('hex') === hex)).toBe(true)
+    expect(r.kind === 'double-hash' && r.digests.map(d => [d.code, Buffer.from(d.digest).toString('hex'), d.legacy])).toEqual([[0x12, hex, true]])
+    // and a 46-digit base58 multihash is a modern one
+    const modern = parseRule('//QmX9dhRcQcKUw3Ws8485T5a9dtjrSCQaUAHnG4iK9i4ceM')
+    expect(modern.kind === 'double-hash' && modern.digests.map(d => [d.code, d.legacy])).toEqual([[0x12, undefined]])
   })
 
   it('what is not a rule says why', () => {
@@ -286,5 +287,12 @@ describe('DigestTable', () => {
     for (let i = 50_000; i < 51_000; i++) if (t.get(d(i)) !== undefined) wrong.push(i)
     expect(wrong).toEqual([])
     expect(t.get(Buffer.alloc(5))).toBeUndefined()
+    // trimmed to its entries, it still finds them all and can grow again
+    const before = t.byteSize
+    t.trim()
+    expect(t.byteSize).toBeLessThan(before)
+    t.set(d(-1), 1)
+    for (let i = -1; i < 50_000; i++) if (t.get(d(i)) !== (i === 7 ? 70 : i === -1 ? 1 : i)) wrong.push(i)
+    expect(wrong).toEqual([])
   })
 })
