@@ -63,8 +63,9 @@ import type { SettlementsAdminDeps } from './service/settlements-admin.js'
 import { ServePolicy, type Refusal } from './service/serve-policy.js'
 import { Denials, refusingDenied } from './service/denials.js'
 import type { DenyAdminDeps } from './service/deny-admin.js'
-import { DenylistSources } from './denylist/sources.js'
+import { DenylistConfigError, DenylistSources } from './denylist/sources.js'
 import { DenialLedger } from './ledger/denials.js'
+import { StartupError } from './startup-errors.js'
 import { SizeProbe } from './service/size-probe.js'
 import { BlockNetwork } from './ipfs/network.js'
 import { networkReadThrough } from './ipfs/network-read.js'
@@ -169,7 +170,13 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     // what is denied (the operator's denials, the denylists), read before anything is served
     const denialLedger = new DenialLedger(ledger)
     const denylists = new DenylistSources(config.denylist, log.child({ component: 'denylist' }))
-    await denylists.load()
+    try {
+      await denylists.load()
+    } catch (err) {
+      // checked with the configuration already; a path gone since then
+      if (err instanceof DenylistConfigError) throw new StartupError(`${err.message}: fix --denylist (PIND_DENYLIST)`)
+      throw err
+    }
     denylists.watch()
     cleanups.push(async () => { await denylists.close() })
     const denials = new Denials({ ledger: denialLedger, files: () => denylists.files() })
