@@ -1,0 +1,103 @@
+#!/usr/bin/env node
+/**
+ * The import graph between the folders of src/: one line per edge
+ * (`from → to  N imports`), then the upward imports, which make it exit 1.
+ *
+ *   npm run graph                  the graph of this checkout
+ *   npm run graph -- --json        the same as JSON ({ edges, upward })
+ *   node scripts/import-graph.mjs --root <dir>   another checkout
+ *
+ * A node is a folder of src/ (`service`, `ledger`, …) or a file at the top of
+ * src/ (`daemon.ts`, `errors.ts`, …). Imports are read with the TypeScript
+ * compiler's own pre-processor (type-only imports count too: a type is a
+ * dependency of the design), so comments and strings that look like imports
+ * are not taken for them.
+ *
+ * Upward (see README, "Source layout"): the service core imports no shell,
+ * and the components below it import neither the core nor a shell.
+ */
+import { readdirSync, readFileSync } from 'node:fs'
+import { dirname, join, relative, resolve, sep } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import ts from 'typescript'
+
+/** the shells over the core: the CLI, the HTTP API and gateway, the admin channel, the composition roots */
+export const SHELLS = ['cli', 'http', 'admin', 'main.ts', 'daemon.ts', 'core.ts']
+/** the transport-free use cases */
+export const CORE = ['service']
+/** the components the core is built from */
+export const COMPONENTS = ['ledger', 'ipfs', 'payment', 'auth', 'denylist', 'metrics', 'config', 'datadir']
+
+/** why an edge points upward, or undefined when it does not */
+export function upwardReason (from, to) {
+  if (CORE.includes(from) && SHELLS.includes(to)) return `the core (${from}) imports a shell (${to})`
+  if (COMPONENTS.includes(from) && (CORE.includes(to) || SHELLS.includes(to))) return `a component (${from}) imports ${CORE.includes(to) ? 'the core' : 'a shell'} (${to})`
+  return undefined
+}
+
+function sourceFiles (dir) {
+  const out = []
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name)
+    if (e.isDirectory()) out.push(...sourceFiles(p))
+    else if (/\.(ts|mts|cts)$/.test(e.name) && !e.name.endsWith('.d.ts')) out.push(p)
+  }
+  return out
+}
+
+/** the node a file of src/ belongs to */
+function nodeOf (src, file) {
+  return relative(src, file).split(sep)[0]
+}
+
+/**
+ * Every relative import between files of `<root>/src`, grouped by folder.
+ * Returns the edges (`from`, `to`, `count`, and the `imports` behind them) and
+ * the upward ones among the file-level imports.
+ */
+export function importGraph (root) {
+  const src = resolve(root, 'src')
+  const edges = new Map()
+  const upward = []
+  for (const file of sourceFiles(src)) {
+    const text = readFileSync(file, 'utf8')
+    const info = ts.preProcessFile(text, true, true)
+    const from = nodeOf(src, file)
+    for (const ref of info.importedFiles) {
+      if (!ref.fileName.startsWith('.')) continue
+      const target = resolve(dirname(file), ref.fileName.replace(/\.(m|c)?js$/, '.$1ts'))
+      if (!target.startsWith(src + sep)) continue
+      const to = nodeOf(src, target)
+      if (to === from) continue
+      const key = `${from}\u0000${to}`
+      const edge = edges.get(key) ?? { from, to, count: 0, imports: [] }
+      edge.count++
+      const at = { file: relative(root, file).split(sep).join('/'), line: text.slice(0, ref.pos).split('\n').length, imports: ref.fileName }
+      edge.imports.push(at)
+      edges.set(key, edge)
+      const why = upwardReason(from, to)
+      if (why != null) upward.push({ ...at, from, to, why })
+    }
+  }
+  const sorted = [...edges.values()].sort((a, b) => a.from.localeCompare(b.from) || a.to.localeCompare(b.to))
+  return { edges: sorted, upward }
+}
+
+function main (argv) {
+  const at = argv.indexOf('--root')
+  const root = at >= 0 ? argv[at + 1] : join(dirname(fileURLToPath(import.meta.url)), '..')
+  const { edges, upward } = importGraph(root)
+  if (argv.includes('--json')) {
+    process.stdout.write(JSON.stringify({ edges: edges.map(({ from, to, count }) => ({ from, to, count })), upward }, null, 2) + '\n')
+  } else {
+    const width = Math.max(...edges.map(e => e.from.length))
+    const lines = edges.map(e => `${e.from.padEnd(width)} → ${e.to.padEnd(width)} ${String(e.count).padStart(4)}${upwardReason(e.from, e.to) != null ? '  UPWARD' : ''}`)
+    process.stdout.write(`import graph of src/ (folder → folder, imports)\n${lines.join('\n')}\n`)
+    process.stdout.write(upward.length === 0
+      ? 'no upward imports\n'
+      : `${upward.length} upward import(s):\n${upward.map(u => `  ${u.file}:${u.line} imports ${u.imports}: ${u.why}`).join('\n')}\n`)
+  }
+  process.exitCode = upward.length === 0 ? 0 : 1
+}
+
+if (process.argv[1] != null && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) main(process.argv.slice(2))

@@ -1,0 +1,81 @@
+/**
+ * `npm run graph` (scripts/import-graph.mjs): the folder graph of src/ and
+ * its check that nothing imports upward (README, "Source layout").
+ */
+import { execFile } from 'node:child_process'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { promisify } from 'node:util'
+import { afterEach, describe, expect, it } from 'vitest'
+
+const run = promisify(execFile)
+const SCRIPT = new URL('../../../scripts/import-graph.mjs', import.meta.url).pathname
+const REPO = new URL('../../..', import.meta.url).pathname
+
+interface Upward { file: string, line: number, imports: string, from: string, to: string, why: string }
+interface Report { edges: Array<{ from: string, to: string, count: number }>, upward: Upward[] }
+
+/** upward imports that issue 16's transport-free service layer (items 1–3) removes; none may be added */
+const KNOWN = new Set(['src/service/upload.ts imports ../http/multipart.js'])
+
+async function graph (root: string): Promise<{ code: number, report: Report }> {
+  try {
+    const { stdout } = await run(process.execPath, [SCRIPT, '--root', root, '--json'])
+    return { code: 0, report: JSON.parse(stdout) as Report }
+  } catch (err) {
+    const e = err as { code: number, stdout: string }
+    return { code: e.code, report: JSON.parse(e.stdout) as Report }
+  }
+}
+
+const dirs: string[] = []
+function tree (files: Record<string, string>): string {
+  const root = mkdtempSync(join(tmpdir(), 'pind-graph-'))
+  dirs.push(root)
+  for (const [path, text] of Object.entries(files)) {
+    mkdirSync(dirname(join(root, path)), { recursive: true })
+    writeFileSync(join(root, path), text)
+  }
+  return root
+}
+afterEach(() => { for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true }) })
+
+describe('import graph', () => {
+  it('src/ has no upward import beyond the known ones', async () => {
+    const { report } = await graph(REPO)
+    expect(report.edges.length).toBeGreaterThan(20)
+    expect(report.edges).toContainEqual(expect.objectContaining({ from: 'service', to: 'ledger' }))
+    const unknown = report.upward.filter(u => !KNOWN.has(`${u.file} imports ${u.imports}`))
+    expect(unknown).toEqual([])
+  })
+
+  it('fails on a component importing the core, and on the core importing a shell', async () => {
+    const root = tree({
+      'src/ledger/pins.ts': "import { x } from '../service/use.js'\nexport const y = x\n",
+      'src/service/use.ts': "import type { R } from '../http/router.js'\nexport const x = 1 as unknown as R\n",
+      'src/http/router.ts': "import { x } from '../service/use.js'\nexport type R = typeof x\n",
+      // a comment or a string that looks like an import is not one
+      'src/ipfs/node.ts': "// import '../service/use.js'\nexport const s = \"import '../cli/x.js'\"\n"
+    })
+    const { code, report } = await graph(root)
+    expect(code).toBe(1)
+    expect(report.upward.map(u => `${u.file}:${u.line} ${u.from}→${u.to}`).sort()).toEqual([
+      'src/ledger/pins.ts:1 ledger→service',
+      'src/service/use.ts:1 service→http'
+    ])
+    expect(report.edges).toContainEqual({ from: 'http', to: 'service', count: 1 })
+  })
+
+  it('passes a tree whose imports point down', async () => {
+    const root = tree({
+      'src/cli/gc.ts': "import { run } from '../service/gc.js'\nrun()\n",
+      'src/service/gc.ts': "import { open } from '../ledger/open.js'\nexport const run = open\n",
+      'src/ledger/open.ts': 'export function open (): void {}\n'
+    })
+    const { code, report } = await graph(root)
+    expect(code).toBe(0)
+    expect(report.upward).toEqual([])
+    expect(report.edges).toEqual([{ from: 'cli', to: 'service', count: 1 }, { from: 'service', to: 'ledger', count: 1 }])
+  })
+})
