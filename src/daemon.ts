@@ -76,7 +76,7 @@ import { operatorStatus, type PaymentsCheck } from './service/status.js'
 import { Reprovider } from './service/reprovider.js'
 import { listensBeyondLoopback } from './ipfs/routing/listen.js'
 
-/** blocks in flight per pin fetch (NOTES: 8–16 reached ~50 MiB/s on loopback; measured in scripts/bench-pin.mjs) */
+/** blocks in flight per pin fetch: twice the 8–16 that reached ~50 MiB/s on loopback (NOTES), so that latency to a remote origin is covered too; scripts/bench-pin.mjs measures the whole pin against a plain Helia peer, not this figure */
 const BLOCKS_IN_FLIGHT = 32
 /** uploads re-sending a used payment whose bodies are checked at once (hashed, not stored; see service/upload.ts) */
 const REPLAY_CHECKS = 8

@@ -2,7 +2,6 @@ import pkg from '../package.json' with { type: 'json' }
 
 /** The version of this build, from package.json (bundled in at build time). */
 export const VERSION: string = pkg.version
-export const NAME = 'pind'
 
 // stamped by scripts/bundle.mjs (esbuild `define`); absent when the sources run unbundled
 declare const __PIND_COMMIT__: string | undefined

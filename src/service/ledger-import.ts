@@ -74,12 +74,6 @@ export function fileLines (path: string): LineSource {
   return () => createInterface({ input: createReadStream(path, { encoding: 'utf8' }), crlfDelay: Infinity })
 }
 
-/** Both passes: check the whole input, then write it. */
-export async function importLedger (source: LineSource, target: PinLedger, opts: ImportOptions = {}): Promise<ImportResult> {
-  await checkImport(source, target, opts)
-  return await writeImport(source, target, opts)
-}
-
 /** True when the ledger holds no pin and no payment. */
 export function ledgerIsEmpty (pins: PinLedger): boolean {
   for (const _ of pins.all()) return false

@@ -97,18 +97,29 @@ describe('RateLimiter', () => {
 
   it('counts the addresses of one IPv6 /64 as one client', () => {
     const rl = new RateLimiter({ unpaidPerMinute: 2, readsPerMinute: 0, trustedProxies: [] }, () => 0)
-    rl.admit(req('POST', '2001:db8:1:2::1'))
-    rl.admit(req('POST', '2001:db8:1:2::2'))
+    expect(() => rl.admit(req('POST', '2001:db8:1:2::1'))).not.toThrow()
+    expect(() => rl.admit(req('POST', '2001:db8:1:2::2'))).not.toThrow()
     expect(() => rl.admit(req('POST', '2001:db8:1:2:ffff::3'))).toThrow(/too many unpaid/)
-    rl.admit(req('POST', '2001:db8:1:3::1'))
+    // the next /64 is another client, with its own allowance
+    expect(() => rl.admit(req('POST', '2001:db8:1:3::1'))).not.toThrow()
+    expect(() => rl.admit(req('POST', '2001:db8:1:3::2'))).not.toThrow()
+    expect(() => rl.admit(req('POST', '2001:db8:1:3::3'))).toThrow(/too many unpaid/)
   })
 
   it('keeps at most maxClients buckets', () => {
     const rl = new RateLimiter({ unpaidPerMinute: 1, readsPerMinute: 0, trustedProxies: [], maxClients: 2 })
-    rl.admit(req('POST', '192.0.2.1'))
-    rl.admit(req('POST', '192.0.2.2'))
-    rl.admit(req('POST', '192.0.2.3')) // evicts .1
-    rl.admit(req('POST', '192.0.2.1')) // a fresh bucket again
-    for (let i = 0; i < 100; i++) rl.admit(req('GET', '192.0.2.9')) // reads unlimited
+    const admit = (from: string): (() => void) => () => { rl.admit(req('POST', from)) }
+    expect(admit('192.0.2.1')).not.toThrow()
+    expect(admit('192.0.2.2')).not.toThrow()
+    // both buckets are kept while there is room: each client's allowance is spent
+    expect(admit('192.0.2.1')).toThrow(/too many unpaid/)
+    expect(admit('192.0.2.2')).toThrow(/too many unpaid/)
+    // a third client evicts the least recently seen bucket (.1), not the newest
+    expect(admit('192.0.2.3')).not.toThrow()
+    expect(admit('192.0.2.2')).toThrow(/too many unpaid/)
+    expect(admit('192.0.2.1')).not.toThrow() // a fresh bucket again (and .3's is evicted now)
+    expect(admit('192.0.2.3')).not.toThrow()
+    // reads with readsPerMinute 0 are unlimited and keep no bucket
+    expect(() => { for (let i = 0; i < 100; i++) rl.admit(req('GET', '192.0.2.9')) }).not.toThrow()
   })
 })
