@@ -1,18 +1,18 @@
 /**
- * The composition root of `pind serve`: opens the data dir (locked), the
- * ledger, the IPFS node and the HTTP server, in that order, and stops them in
- * reverse. Nothing else wires components together.
+ * The composition root of `pind serve`: locks the data dir, opens the core
+ * (core.ts: the ledger, staging and keys, as the admin commands do on a
+ * stopped data dir), starts the IPFS node and the HTTP server, in that order,
+ * and stops them in reverse.
  */
 import { readFileSync, rmSync } from 'node:fs'
 import type { IncomingMessage } from 'node:http'
 import { join } from 'node:path'
 import { startAdminServer } from './admin/server.js'
-import { KeyStore } from './auth/keystore.js'
 import { SiweChallenges } from './auth/siwe.js'
-import { TokenService } from './auth/tokens.js'
 import { privateKeyHex } from './config/parse.js'
 import type { Config } from './config/settings.js'
 import { acquireLock } from './datadir/lock.js'
+import { openCore } from './core.js'
 import { layout } from './datadir/layout.js'
 import { secureDataDir } from './datadir/secure.js'
 import { agentCardRoutes } from './http/routes/agent-card.js'
@@ -38,15 +38,8 @@ import { loadOrCreateIdentity } from './ipfs/identity.js'
 import { P2pListenError, startIpfsNode } from './ipfs/node.js'
 import type { RoutingStatus } from './ipfs/routing/index.js'
 import { listenFailure, type ListenFailure } from './startup-errors.js'
-import { CommitLock } from './ipfs/commit-lock.js'
-import { BlockStaging } from './ipfs/staging.js'
-import { BlockstoreUsageTracker } from './ipfs/blockstore-usage.js'
 import { Slots } from './service/slots.js'
-import { LmdbDatastore } from './ledger/datastore.js'
-import { openLedgerEnv } from './ledger/open.js'
-import { PinLedger } from './ledger/pins.js'
 import { SettlementNotes } from './ledger/settlements.js'
-import { TokenLedger } from './ledger/tokens.js'
 import type { Logger } from './log.js'
 import { authorizationStateReader } from './payment/authorization-state.js'
 import { chainIdOf } from './payment/chain.js'
@@ -55,16 +48,14 @@ import { PaymentGate } from './payment/gate.js'
 import type { PriceSettings } from './payment/pricing.js'
 import { PaymentOnce } from './service/paid-once.js'
 import { startExpirySweeper } from './service/expiry.js'
-import type { GcDeps } from './service/gc.js'
 import { PinFetcher } from './service/pin-fetcher.js'
-import { blocksHeld, settlementActions, stagingInUse } from './service/settlement-fulfil.js'
+import { settlementActions, stagingInUse } from './service/settlement-fulfil.js'
 import { logSummary, startSettlementReconciler, type SettlementReconciler } from './service/settlement-reconcile.js'
 import type { SettlementsAdminDeps } from './service/settlements-admin.js'
 import { ServePolicy, type Refusal } from './service/serve-policy.js'
 import { Denials, refusingDenied } from './service/denials.js'
 import type { DenyAdminDeps } from './service/deny-admin.js'
 import { DenylistConfigError, DenylistSources } from './denylist/sources.js'
-import { DenialLedger } from './ledger/denials.js'
 import { StartupError } from './startup-errors.js'
 import { SizeProbe } from './service/size-probe.js'
 import { BlockNetwork } from './ipfs/network.js'
@@ -104,11 +95,12 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
   }
   try {
     const startedAt = Date.now()
-    const ledger = await openLedgerEnv(paths.ledger)
-    cleanups.push(() => ledger.close())
-    // before libp2p starts: building a new index of a large ledger holds the event loop
-    const pins = new PinLedger(ledger, { graceMs: config.expiryGrace * 1000 })
-    await pins.upgrade()
+    // a pin recorded by reconciliation wakes the fetcher (once there is one: it reads its queue at start anyway)
+    let wakeFetcher = (): void => {}
+    // the ledger's indexes are upgraded here, before libp2p starts
+    const core = await openCore(paths, { graceMs: config.expiryGrace * 1000, onRecorded: () => { wakeFetcher() } })
+    cleanups.push(() => core.close())
+    const { pins, notes, staging, usage, denialLedger } = core
 
     const privateKey = await loadOrCreateIdentity(paths.identity)
     // what bitswap may send: the serve policy, once the pin ledger is open (nothing before)
@@ -118,7 +110,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     let observeLookup = (_seconds: number, _source: string): void => {}
     const ipfs = await startIpfsNode({
       blocksDir: paths.blocks,
-      datastore: new LmdbDatastore(ledger.datastore),
+      datastore: core.datastore(),
       privateKey,
       listen: config.p2pListen,
       announce: config.p2pAnnounce,
@@ -159,16 +151,12 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       : undefined
 
     // blocks and bytes stored, current for /metrics and `pind status`: a walk (begun now), then what commits and gc report
-    const usage = new BlockstoreUsageTracker(paths.blocks)
     usage.current().catch(() => {})
-    const staging = new BlockStaging(paths.blocks, paths.staging, (n, bytes) => { usage.added(n, bytes) })
-    const notes = new SettlementNotes(ledger)
     // kept: the sealed imports of paid uploads whose notes reconciliation has yet to fulfil
     const leftovers = await staging.sweepLeftovers(stagingInUse(notes.all()))
     if (leftovers > 0) log.warn('removed unfinished imports left by a previous run', { count: leftovers })
     const networkGateway = config.gatewayNetworkTimeout > 0
     // what is denied (the operator's denials, the denylists), read before anything is served
-    const denialLedger = new DenialLedger(ledger)
     const denylists = new DenylistSources(config.denylist, log.child({ component: 'denylist' }))
     try {
       await denylists.load()
@@ -185,11 +173,8 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     servePolicy.deny((cid, path) => denials.denied(cid, path))
     const policy = servePolicy
     const refusal = (cid: CID): Refusal | undefined => policy.refusal(cid)
-    const commitLock = new CommitLock()
-    // a pin recorded by reconciliation wakes the fetcher (once there is one: it reads its queue at start anyway)
-    let wakeFetcher = (): void => {}
-    const actions = settlementActions({ ledger: pins, staging, lock: commitLock }, () => { wakeFetcher() })
-    const settlements = startReconciler(config, notes, new Date(startedAt), actions, log.child({ component: 'settlements' }))
+    const commitLock = core.lock
+    const settlements = startReconciler(config, notes, new Date(startedAt), core.settlement, log.child({ component: 'settlements' }))
     cleanups.push(async () => { await settlements.reconciler?.stop() })
 
     let gate: PaymentGate | undefined
@@ -251,21 +236,13 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     const payments = (): PaymentsCheck => gate?.status() ?? (config.payTo == null
       ? { state: 'no-pay-to', ok: false, message: 'no --pay-to address: paid writes answer 503' }
       : { state: 'no-facilitator', ok: false, message: 'no facilitator (a settler key and --rpc-url, or --facilitator-url): paid writes answer 503' })
-    const keystore = await KeyStore.open(paths.keys)
+    const keystore = await core.keystore()
     const once = new PaymentOnce()
-    const tokenLedger = new TokenLedger(ledger)
+    const tokenLedger = core.tokenLedger
     const issuer = config.tokenIssuer ?? publicUrl
-    const tokens = new TokenService({ keystore, issuer, audience: issuer, ttlSeconds: config.tokenTtl, isRevoked: (c) => tokenLedger.isRevoked(c) })
-    // admin commands on a stopped data dir mint tokens this serve accepts
-    await ledger.root.transaction(() => {
-      ledger.meta.put('tokenIssuer', issuer)
-      ledger.meta.put('tokenTtl', config.tokenTtl)
-      ledger.meta.put('expiryGrace', config.expiryGrace)
-      // what `pind routing status` reports on a stopped data dir
-      ledger.meta.put('provideStrategy', config.provideStrategy)
-      ledger.meta.put('reprovideInterval', config.reprovideInterval)
-    })
-    const gcDeps: GcDeps = { pins, blocksDir: paths.blocks, lock: commitLock, graceMs: config.expiryGrace * 1000, held: () => blocksHeld(notes.all()), onRemoved: (n, bytes) => { usage.removed(n, bytes) } }
+    const tokens = core.tokens(keystore, issuer, config.tokenTtl)
+    // admin commands on a stopped data dir mint tokens this serve accepts, sweep with its grace and report its provide schedule
+    await core.record({ tokenIssuer: issuer, tokenTtl: config.tokenTtl, expiryGrace: config.expiryGrace, provideStrategy: config.provideStrategy, reprovideInterval: config.reprovideInterval })
     // (bound once the fetcher exists, below)
     let cancelFetch = (_requestid: string): void => {}
     const routingAdmin = {
@@ -275,7 +252,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       live: { routing: config.routing, status: () => ipfs.routing.status(), ...(reprovider != null ? { reprovider } : {}) }
     } as const
     const deny: DenyAdminDeps = { ledger: denialLedger, pins, denials, files: () => denylists.files() }
-    const admin = await startAdminServer(paths.adminSocket, { keys: { keystore, tokens, tokenLedger }, pins, gc: gcDeps, settlements: settlements.admin, metrics, deny, cancelFetch: (id) => { cancelFetch(id) },
+    const admin = await startAdminServer(paths.adminSocket, { keys: { keystore, tokens, tokenLedger }, pins, gc: core.gc, settlements: settlements.admin, metrics, deny, cancelFetch: (id) => { cancelFetch(id) },
       routing: routingAdmin,
       delegates: () => ipfs.multiaddrs(),
       status: async () => await operatorStatus({
@@ -311,7 +288,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
 
     const healthLog = log.child({ component: 'health' })
     const health = async (): Promise<HealthReport> => await checkHealth({
-      readLedger: () => ledger.meta.get('schemaVersion'),
+      readLedger: () => core.schemaVersion(),
       blocksDir: paths.blocks,
       libp2pStatus: () => ipfs.helia.libp2p.status,
       ...(routingOn ? { checks: [routingCheck(() => ipfs.routing.status())] } : {}),

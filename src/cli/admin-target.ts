@@ -5,25 +5,10 @@
  * same service functions; the caller is told which one ran.
  */
 import { existsSync } from 'node:fs'
-import { KeyStore } from '../auth/keystore.js'
-import { TokenService } from '../auth/tokens.js'
+import type { Core } from '../core.js'
 import { acquireLock, lockHolder } from '../datadir/lock.js'
-import { layout, type DataDirLayout } from '../datadir/layout.js'
-import type { LedgerEnv } from '../ledger/open.js'
-import { TokenLedger } from '../ledger/tokens.js'
-
-export class CliError extends Error {
-  override name = 'CliError'
-}
-
-export interface LocalResources {
-  paths: DataDirLayout
-  ledger: LedgerEnv
-  keystore: KeyStore
-  tokenLedger: TokenLedger
-  /** undefined when no serve ever recorded its token issuer here */
-  tokens?: TokenService
-}
+import { layout } from '../datadir/layout.js'
+import { CliError } from './fail.js'
 
 export type Via = { via: 'serve', pid: number } | { via: 'data-dir' }
 
@@ -39,7 +24,8 @@ export function writeResult<T extends object> (out: { result: T, how: Via }, jso
 
 export async function runAdmin<T> (dataDir: string, label: string, ops: {
   viaServe: (socketPath: string) => Promise<T>
-  locally: (r: LocalResources) => Promise<T>
+  /** on the core a serve would run on (core.ts), assembled here */
+  locally: (core: Core) => Promise<T>
 }): Promise<{ result: T, how: Via }> {
   const paths = layout(dataDir)
   if (!existsSync(paths.root)) throw new CliError(`data dir ${paths.root} does not exist (set --data-dir or PIND_DATA_DIR)`)
@@ -52,20 +38,13 @@ export async function runAdmin<T> (dataDir: string, label: string, ops: {
   if (!existsSync(paths.ledger)) throw new CliError(`${paths.root} is not a pind data dir (no ledger.mdb); run pind serve on it first`)
   const lock = acquireLock(paths.lock, paths.root, `pind ${label}`)
   try {
-    const { openLedgerEnv } = await import('../ledger/open.js')
-    const ledger = await openLedgerEnv(paths.ledger)
+    // lmdb and the rest of the core load only now (--help stays instant)
+    const { openCore } = await import('../core.js')
+    const core = await openCore(paths)
     try {
-      const keystore = await KeyStore.open(paths.keys)
-      const tokenLedger = new TokenLedger(ledger)
-      const issuer = ledger.meta.get('tokenIssuer')
-      const ttl = ledger.meta.get('tokenTtl')
-      const tokens = typeof issuer === 'string' && typeof ttl === 'number'
-        ? new TokenService({ keystore, issuer, audience: issuer, ttlSeconds: ttl, isRevoked: (c) => tokenLedger.isRevoked(c) })
-        : undefined
-      const result = await ops.locally({ paths, ledger, keystore, tokenLedger, ...(tokens != null ? { tokens } : {}) })
-      return { result, how: { via: 'data-dir' } }
+      return { result: await ops.locally(core), how: { via: 'data-dir' } }
     } finally {
-      await ledger.close()
+      await core.close()
     }
   } finally {
     lock.release()

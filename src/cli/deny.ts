@@ -5,11 +5,11 @@
  */
 import { userInfo } from 'node:os'
 import type { Command } from 'commander'
-import { AdminCallError, callAdmin } from '../admin/client.js'
-import { HttpError } from '../errors.js'
+import { callAdmin } from '../admin/client.js'
 import type { DenyOp } from '../service/deny-admin.js'
-import { CliError, describeVia, runAdmin, writeResult, type Via } from './admin-target.js'
+import { describeVia, runAdmin, writeResult, type Via } from './admin-target.js'
 import { configFromCli } from './config-from-cli.js'
+import { CliError, fail } from './fail.js'
 
 type Rec = Record<string, unknown>
 
@@ -80,14 +80,10 @@ async function run (name: string, cmd: Command, op: DenyOp, print: (r: Rec) => s
   try {
     out = await runAdmin(config.dataDir, `deny ${name}`, {
       viaServe: async (socket) => await callAdmin(socket, '/deny', op),
-      locally: async (r) => {
-        const { DenialLedger } = await import('../ledger/denials.js')
-        const { PinLedger } = await import('../ledger/pins.js')
+      locally: async (core) => {
         const { Denials } = await import('../service/denials.js')
         const { runDenyOp } = await import('../service/deny-admin.js')
-        const ledger = new DenialLedger(r.ledger)
-        const grace = r.ledger.meta.get('expiryGrace')
-        const pins = new PinLedger(r.ledger, { graceMs: (typeof grace === 'number' ? grace : 0) * 1000 })
+        const { denialLedger: ledger, pins } = core
         if (op.op !== 'check') return await runDenyOp(op, { ledger, pins })
         const { DenylistSources, DenylistConfigError } = await import('../denylist/sources.js')
         const { silentLogger } = await import('../log.js')
@@ -102,7 +98,8 @@ async function run (name: string, cmd: Command, op: DenyOp, print: (r: Rec) => s
       }
     })
   } catch (err) {
-    fail(err)
+    // a refused operation (not a CID, no such denial) is a failure (1), as for pind keys; usage errors exit 2 before
+    fail('deny', err)
     return
   }
   writeResult(out, json, print)
@@ -143,12 +140,4 @@ function operatorName (): string {
   const sudo = process.env.SUDO_USER
   if (sudo != null && sudo !== '') return sudo
   try { return userInfo().username } catch { return 'unknown' }
-}
-
-function fail (err: unknown): void {
-  const e = err as Error
-  const message = err instanceof HttpError ? err.details : err instanceof AdminCallError || err instanceof CliError ? e.message : `${e.name}: ${e.message}`
-  process.stderr.write(`pind deny: ${message}\n`)
-  // a refused operation (not a CID, no such denial) is a failure (1), as for pind keys; usage errors exit 2 before
-  process.exitCode = 1
 }

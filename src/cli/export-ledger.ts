@@ -11,10 +11,11 @@ import { resolve } from 'node:path'
 import { StringDecoder } from 'node:string_decoder'
 import type { Command } from 'commander'
 import { AdminCallError, openAdminStream } from '../admin/client.js'
-import { HttpError } from '../errors.js'
 import { EXPORT_SCHEMA, EXPORT_VERSION, ExportOptionsError, exportLedger, parseExportOptions, STATUS_CLASSES, type ExportOptions, type ExportRequest } from '../service/ledger-export.js'
-import { CliError, runAdmin, describeVia } from './admin-target.js'
+import { runAdmin, describeVia } from './admin-target.js'
 import { configFromCli, EXIT_USAGE } from './config-from-cli.js'
+import { CliError, fail, usage } from './fail.js'
+import { count, progressLine } from './progress.js'
 
 interface ExportFlags {
   format?: string
@@ -74,11 +75,15 @@ async function runExport (o: ExportFlags, cmd: Command): Promise<void> {
     opts = parseExportOptions(request)
   } catch (err) {
     if (!(err instanceof ExportOptionsError)) throw err
-    process.stderr.write(`pind export-ledger: ${err.message}\n`)
-    process.exit(EXIT_USAGE)
+    usage('export-ledger', err.message)
   }
   const started = performance.now()
-  const progress = new Progress(process.stderr.isTTY === true && (o.output != null || process.stdout.isTTY !== true))
+  // not while the export itself goes to the terminal
+  const bar = progressLine('export-ledger', { enabled: o.output != null || process.stdout.isTTY !== true })
+  const progress = {
+    show: (records: number): void => { bar.update(`${count(records)} records (${count(Math.round(records / Math.max(0.001, (performance.now() - started) / 1000)))}/s)`) },
+    clear: (): void => { bar.done() }
+  }
   const interrupt = new AbortController()
   const onSignal = (): void => { interrupt.abort(new CliError('interrupted')) }
   process.once('SIGINT', onSignal)
@@ -101,12 +106,9 @@ async function runExport (o: ExportFlags, cmd: Command): Promise<void> {
           await stream.close()
         }
       },
-      locally: async (res) => {
-        const { PinLedger } = await import('../ledger/pins.js')
-        const pins = new PinLedger(res.ledger)
-        await pins.upgrade()
+      locally: async (core) => {
         out = await Output.open(o.output)
-        const run = exportLedger(pins, opts)
+        const run = exportLedger(core.pins, opts)
         for (const chunk of run.chunks) {
           if (interrupt.signal.aborted) throw interrupt.signal.reason
           await out.write(chunk)
@@ -140,26 +142,24 @@ async function runExport (o: ExportFlags, cmd: Command): Promise<void> {
   } catch (err) {
     progress.clear()
     await out?.abort()
-    fail(err)
+    fail('export-ledger', explain(err))
   } finally {
     process.off('SIGINT', onSignal)
     process.off('SIGTERM', onSignal)
   }
 }
 
-function fail (err: unknown): void {
+/** the export's own failures, as the operator should read them */
+function explain (err: unknown): unknown {
   const e = err as Error & { code?: string }
-  let message: string
-  if (err instanceof HttpError) message = err.details
-  else if (err instanceof AdminCallError || err instanceof CliError || err instanceof OutputError) message = e.message
-  else if (e.name === 'AbortError' || e.code === 'UND_ERR_ABORTED') message = 'interrupted'
-  else if (e.code === 'UND_ERR_SOCKET' || e.name === 'SocketError') message = `the running serve ended the export early (${e.message}); nothing was kept`
-  else message = `${e.name}: ${e.message}`
-  process.stderr.write(`pind export-ledger: ${message}\n`)
-  process.exitCode = err instanceof AdminCallError && err.status === 400 ? EXIT_USAGE : 1
+  if (err instanceof AdminCallError && err.status === 400) return new CliError(err.message, EXIT_USAGE)
+  if (err instanceof AdminCallError || err instanceof CliError) return err
+  if (e.name === 'AbortError' || e.code === 'UND_ERR_ABORTED') return new CliError('interrupted')
+  if (e.code === 'UND_ERR_SOCKET' || e.name === 'SocketError') return new CliError(`the running serve ended the export early (${e.message}); nothing was kept`)
+  return err
 }
 
-class OutputError extends Error {}
+class OutputError extends CliError {}
 
 /** stdout, or a file written as `<file>.partial` and renamed into place when complete. */
 class Output {
@@ -278,29 +278,5 @@ class StreamCounter {
       throw new CliError('the export from the running serve ended without its end line (was serve stopped?); nothing was kept')
     }
     return { pins: end.pins, payments: end.payments }
-  }
-}
-
-/** One status line on stderr (a terminal), redrawn at most 10 times a second. */
-class Progress {
-  private lastDraw = 0
-  private readonly started = performance.now()
-  private drawn = false
-
-  constructor (private readonly enabled: boolean) {}
-
-  show (records: number): void {
-    if (!this.enabled) return
-    const now = performance.now()
-    if (now - this.lastDraw < 100) return
-    this.lastDraw = now
-    const rate = records / Math.max(0.001, (now - this.started) / 1000)
-    process.stderr.write(`\r\x1b[Kexport-ledger: ${records.toLocaleString('en-US')} records (${Math.round(rate).toLocaleString('en-US')}/s)`)
-    this.drawn = true
-  }
-
-  clear (): void {
-    if (this.drawn) process.stderr.write('\r\x1b[K')
-    this.drawn = false
   }
 }

@@ -4,13 +4,11 @@
  */
 import type { Command } from 'commander'
 import { AdminCallError, callAdminLines } from '../admin/client.js'
-import { CommitLock } from '../ipfs/commit-lock.js'
 import { runGc, type GcProgress, type GcResult } from '../service/gc.js'
-import { CliError, runAdmin, describeVia, writeResult } from './admin-target.js'
+import { runAdmin, describeVia, writeResult } from './admin-target.js'
 import { configFromCli } from './config-from-cli.js'
+import { CliError, fail } from './fail.js'
 import { mib, progressLine } from './progress.js'
-
-const DEFAULT_GRACE_S = 7 * 86400
 
 export function gcCommand (program: Command): void {
   program.command('gc')
@@ -35,17 +33,7 @@ Examples:
       try {
         const out = await runAdmin(config.dataDir, 'gc', {
           viaServe: async (socket) => await callAdminLines(socket, '/gc', { dryRun: o.dryRun === true }, (e) => { show(e.progress as GcProgress) }, abort.signal) as unknown as GcResult,
-          locally: async (r) => {
-            const { PinLedger } = await import('../ledger/pins.js')
-            const { SettlementNotes } = await import('../ledger/settlements.js')
-            const { blocksHeld } = await import('../service/settlement-fulfil.js')
-            const notes = new SettlementNotes(r.ledger)
-            const grace = r.ledger.meta.get('expiryGrace')
-            const graceMs = (typeof grace === 'number' ? grace : DEFAULT_GRACE_S) * 1000
-            const pins = new PinLedger(r.ledger, { graceMs })
-            await pins.upgrade()
-            return await runGc({ pins, blocksDir: r.paths.blocks, lock: new CommitLock(), graceMs, held: () => blocksHeld(notes.all()) }, { dryRun: o.dryRun === true }, show, abort.signal)
-          }
+          locally: async (core) => await runGc(core.gc, { dryRun: o.dryRun === true }, show, abort.signal)
         })
         progress.done()
         const where = describeVia(out.how, config.dataDir)
@@ -54,9 +42,8 @@ Examples:
         process.stderr.write(`pind gc: done ${where}\n`)
       } catch (err) {
         progress.done()
-        const e = err as Error
-        process.stderr.write(`pind gc: ${err instanceof CliError || err instanceof AdminCallError ? e.message : abort.signal.aborted ? 'interrupted; nothing half-done — run it again to finish' : `${e.name}: ${e.message}`}\n`)
-        process.exitCode = 1
+        const interrupted = abort.signal.aborted && !(err instanceof CliError || err instanceof AdminCallError)
+        fail('gc', interrupted ? new CliError('interrupted; nothing half-done — run it again to finish') : err)
       } finally {
         process.off('SIGINT', onSigint)
       }

@@ -12,9 +12,10 @@ import type { Command } from 'commander'
 import { acquireLock, DataDirLockedError, lockHolder } from '../datadir/lock.js'
 import { layout } from '../datadir/layout.js'
 import { EXPORT_SCHEMA } from '../service/ledger-export.js'
-import { checkImport, fileLines, ImportError, writeImport, type ImportCounts, type ImportOptions } from '../service/ledger-import.js'
-import { CliError } from './admin-target.js'
+import { checkImport, fileLines, ImportError, writeImport, type ImportOptions } from '../service/ledger-import.js'
 import { configFromCli } from './config-from-cli.js'
+import { CliError, fail } from './fail.js'
+import { count, progressLine } from './progress.js'
 
 export function importLedgerCommand (program: Command): void {
   program.command('import-ledger <file>')
@@ -42,7 +43,7 @@ Examples:
 async function runImport (file: string, o: { merge?: boolean, json?: boolean }, cmd: Command): Promise<void> {
   const config = configFromCli(cmd, 'admin')
   const paths = layout(config.dataDir)
-  const progress = new Progress(process.stderr.isTTY === true)
+  const progress = progressLine('import-ledger')
   let tempCopy: string | undefined
   try {
     const holder = lockHolder(paths.lock)
@@ -61,7 +62,7 @@ async function runImport (file: string, o: { merge?: boolean, json?: boolean }, 
       if (!ok) throw new CliError(`cannot read ${file}: no such file`)
     }
     const source = fileLines(input)
-    const opts: ImportOptions = { merge: o.merge === true, onProgress: (phase, c) => { progress.show(phase, c) } }
+    const opts: ImportOptions = { merge: o.merge === true, onProgress: (phase, c) => { progress.update(phase === 'checking' ? `checking: ${count(c.lines)} lines` : `writing: ${count(c.pins)} pins, ${count(c.payments)} payments`) } }
 
     const fresh = !existsSync(paths.ledger)
     // a new ledger is created only once the input has been checked
@@ -82,21 +83,19 @@ async function runImport (file: string, o: { merge?: boolean, json?: boolean }, 
     }
     let result
     try {
-      const { openLedgerEnv } = await import('../ledger/open.js')
-      const { PinLedger } = await import('../ledger/pins.js')
-      const env = await openLedgerEnv(paths.ledger)
+      // the core a serve would run on (admin-target.ts opens it so for the other commands)
+      const { openCore } = await import('../core.js')
+      const core = await openCore(paths)
       try {
-        const pins = new PinLedger(env)
-        await pins.upgrade()
-        if (!fresh) await checkImport(source, pins, opts)
-        result = await writeImport(source, pins, opts)
+        if (!fresh) await checkImport(source, core.pins, opts)
+        result = await writeImport(source, core.pins, opts)
       } finally {
-        await env.close()
+        await core.close()
       }
     } finally {
       lock.release()
     }
-    progress.clear()
+    progress.done()
     const where = `on the data dir ${paths.root} (no serve running)`
     if (o.json === true) process.stdout.write(JSON.stringify({ pins: result.pins, payments: result.payments, requeued: result.requeued, withBlocks: result.withBlocks, dataDir: paths.root, via: 'data-dir' }) + '\n')
     else {
@@ -105,11 +104,8 @@ async function runImport (file: string, o: { merge?: boolean, json?: boolean }, 
     }
     process.stderr.write(`pind import-ledger: done ${where}\n`)
   } catch (err) {
-    progress.clear()
-    const e = err as Error
-    const message = err instanceof CliError || err instanceof ImportError ? e.message : `${e.name}: ${e.message}`
-    process.stderr.write(`pind import-ledger: ${message}\n`)
-    process.exitCode = 1
+    progress.done()
+    fail('import-ledger', err instanceof ImportError ? new CliError(err.message) : err)
   } finally {
     if (tempCopy != null) await rm(tempCopy, { force: true })
   }
@@ -122,27 +118,5 @@ async function copyStdin (path: string): Promise<void> {
     for await (const chunk of process.stdin as AsyncIterable<Buffer>) await fh.write(chunk)
   } finally {
     await fh.close()
-  }
-}
-
-class Progress {
-  private lastDraw = 0
-  private drawn = false
-
-  constructor (private readonly enabled: boolean) {}
-
-  show (phase: 'checking' | 'writing', c: ImportCounts): void {
-    if (!this.enabled) return
-    const now = performance.now()
-    if (now - this.lastDraw < 100) return
-    this.lastDraw = now
-    const text = phase === 'checking' ? `checking: ${c.lines.toLocaleString('en-US')} lines` : `writing: ${c.pins.toLocaleString('en-US')} pins, ${c.payments.toLocaleString('en-US')} payments`
-    process.stderr.write(`\r\x1b[Kimport-ledger: ${text}`)
-    this.drawn = true
-  }
-
-  clear (): void {
-    if (this.drawn) process.stderr.write('\r\x1b[K')
-    this.drawn = false
   }
 }

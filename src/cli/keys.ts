@@ -5,16 +5,16 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { privateKeyFromProtobuf, privateKeyToProtobuf } from '@libp2p/crypto/keys'
 import type { Command } from 'commander'
-import { AdminCallError, callAdmin } from '../admin/client.js'
+import { callAdmin } from '../admin/client.js'
 import { PIN_WITHOUT_PAYMENT } from '../auth/permissions.js'
 import { duration } from '../config/parse.js'
 import { layout } from '../datadir/layout.js'
 import { acquireLock, lockHolder } from '../datadir/lock.js'
-import { HttpError } from '../errors.js'
 import { peerIdOf, readIdentity, writeIdentity } from '../ipfs/identity.js'
 import { runKeysOp, type KeysOp } from '../service/keys-admin.js'
-import { CliError, runAdmin, type Via, describeVia, writeResult } from './admin-target.js'
+import { runAdmin, type Via, describeVia, writeResult } from './admin-target.js'
 import { configFromCli } from './config-from-cli.js'
+import { CliError, fail as failWith, usage as usageOf } from './fail.js'
 
 export function keysCommand (program: Command): void {
   const keys = program.command('keys')
@@ -157,7 +157,10 @@ async function runKeys (name: string, cmd: Command, op: KeysOp, print: (r: Recor
   try {
     out = await runAdmin(config.dataDir, `keys ${name}`, {
       viaServe: async (socket) => await callAdmin(socket, '/keys', op),
-      locally: async (r) => await runKeysOp(op, { keystore: r.keystore, tokenLedger: r.tokenLedger, ...(r.tokens != null ? { tokens: r.tokens } : {}) })
+      locally: async (core) => {
+        const tokens = await core.recordedTokens()
+        return await runKeysOp(op, { keystore: await core.keystore(), tokenLedger: core.tokenLedger, ...(tokens != null ? { tokens } : {}) })
+      }
     })
   } catch (err) {
     fail(err)
@@ -171,14 +174,10 @@ async function runKeys (name: string, cmd: Command, op: KeysOp, print: (r: Recor
 }
 
 function usage (message: string): never {
-  process.stderr.write(`pind keys: ${message}\n`)
-  process.exit(2)
+  usageOf('keys', message)
 }
 
+/** a refused operation (unknown key, bad address) is a failure (1); usage errors exit 2 before we get here */
 function fail (err: unknown): void {
-  const e = err as Error
-  const message = err instanceof HttpError ? err.details : err instanceof AdminCallError || err instanceof CliError ? e.message : `${e.name}: ${e.message}`
-  process.stderr.write(`pind keys: ${message}\n`)
-  // a refused operation (unknown key, bad address) is a failure (1); usage errors exit 2 before we get here
-  process.exitCode = 1
+  failWith('keys', err)
 }

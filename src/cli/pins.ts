@@ -6,11 +6,11 @@
  * stopped data dir.
  */
 import type { Command } from 'commander'
-import { AdminCallError, callAdmin } from '../admin/client.js'
-import { HttpError } from '../errors.js'
+import { callAdmin } from '../admin/client.js'
 import type { OperatorPinStatus, PinsOp } from '../service/pins-admin.js'
-import { CliError, describeVia, runAdmin, type Via, writeResult } from './admin-target.js'
+import { describeVia, runAdmin, type Via, writeResult } from './admin-target.js'
 import { configFromCli } from './config-from-cli.js'
+import { fail, usage as usageOf } from './fail.js'
 
 interface LsFlags { owner?: string, cid?: string, name?: string, match?: string, status?: string, before?: string, after?: string, limit?: string, meta?: string[], json?: boolean }
 
@@ -79,19 +79,13 @@ async function run (name: string, cmd: Command, op: PinsOp, print: (r: Record<st
   try {
     out = await runAdmin(config.dataDir, `pins ${name}`, {
       viaServe: async (socket) => await callAdmin(socket, '/pins', op),
-      locally: async (r) => {
-        const { PinLedger } = await import('../ledger/pins.js')
+      locally: async (core) => {
         const { runPinsOp } = await import('../service/pins-admin.js')
-        const grace = r.ledger.meta.get('expiryGrace')
-        const ledger = new PinLedger(r.ledger, { graceMs: (typeof grace === 'number' ? grace : 7 * 86400) * 1000 })
-        await ledger.upgrade()
-        return await runPinsOp(op, { ledger })
+        return await runPinsOp(op, { ledger: core.pins })
       }
     })
   } catch (err) {
-    const e = err as Error
-    process.stderr.write(`pind pins ${name}: ${err instanceof HttpError ? err.details : err instanceof AdminCallError || err instanceof CliError ? e.message : `${e.name}: ${e.message}`}\n`)
-    process.exitCode = 1
+    fail(`pins ${name}`, err)
     return
   }
   writeResult(out, json, print)
@@ -110,6 +104,5 @@ function printList (r: Record<string, unknown>): string {
 }
 
 function usage (message: string): never {
-  process.stderr.write(`pind pins: ${message}\n`)
-  process.exit(2)
+  usageOf('pins', message)
 }

@@ -3,10 +3,12 @@
  * a running serve's admin socket, or the schedule on a stopped data dir).
  */
 import type { Command } from 'commander'
-import { AdminCallError, callAdmin } from '../admin/client.js'
+import { callAdmin } from '../admin/client.js'
+import { settingDefault } from '../config/settings.js'
 import type { RoutingReport } from '../service/routing-admin.js'
-import { CliError, describeVia, runAdmin, writeResult } from './admin-target.js'
+import { describeVia, runAdmin, writeResult } from './admin-target.js'
 import { configFromCli } from './config-from-cli.js'
+import { fail } from './fail.js'
 
 export function routingCommand (program: Command): void {
   const routing = program.command('routing')
@@ -27,20 +29,17 @@ Examples:
       try {
         const out = await runAdmin(config.dataDir, 'routing status', {
           viaServe: async (socket) => await callAdmin(socket, '/routing', {}) as unknown as RoutingReport,
-          locally: async (r) => {
-            const { ProvideKeys } = await import('../ledger/provide-keys.js')
+          locally: async (core) => {
             const { routingReport } = await import('../service/routing-admin.js')
-            const strategy = r.ledger.meta.get('provideStrategy') === 'all' ? 'blocks' : 'roots'
-            const interval = r.ledger.meta.get('reprovideInterval')
-            return routingReport({ keys: new ProvideKeys(r.ledger), strategy, intervalMs: (typeof interval === 'number' ? interval : 22 * 3600) * 1000 })
+            const strategy = (core.recorded.provideStrategy ?? settingDefault('provideStrategy')) === 'all' ? 'blocks' : 'roots'
+            const interval = core.recorded.reprovideInterval ?? settingDefault('reprovideInterval')
+            return routingReport({ keys: core.pins.provides, strategy, intervalMs: interval * 1000 })
           }
         })
         writeResult(out, o.json === true, describe)
         process.stderr.write(`pind routing status: done ${describeVia(out.how, config.dataDir)}\n`)
       } catch (err) {
-        const e = err as Error
-        process.stderr.write(`pind routing status: ${err instanceof CliError || err instanceof AdminCallError ? e.message : `${e.name}: ${e.message}`}\n`)
-        process.exitCode = 1
+        fail('routing status', err)
       }
     })
 }

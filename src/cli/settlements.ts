@@ -5,13 +5,13 @@
  * with. Through a running serve's admin socket, or on a stopped data dir.
  */
 import { Option, type Command } from 'commander'
-import { AdminCallError, callAdmin } from '../admin/client.js'
+import { callAdmin } from '../admin/client.js'
 import { SETTINGS, type Config } from '../config/settings.js'
-import { HttpError } from '../errors.js'
 import type { SettlementsOp } from '../service/settlements-admin.js'
 import type { ReconcileReport } from '../service/settlement-reconcile.js'
-import { CliError, runAdmin, type Via, describeVia, writeResult } from './admin-target.js'
+import { runAdmin, type Via, describeVia, writeResult } from './admin-target.js'
 import { configFromCli, EXIT_USAGE } from './config-from-cli.js'
+import { CliError, fail } from './fail.js'
 
 /** what `check` reads the chain with on a stopped data dir (a running serve uses its own) */
 const CHAIN_OPTIONS: ReadonlyArray<[keyof Config, string]> = [
@@ -20,10 +20,6 @@ const CHAIN_OPTIONS: ReadonlyArray<[keyof Config, string]> = [
   ['network', 'the payment network']
 ]
 const CHAIN_SETTINGS = CHAIN_OPTIONS.map(([key]) => key)
-
-class UsageError extends Error {
-  override name = 'UsageError'
-}
 
 type Note = Record<string, string | null>
 
@@ -88,18 +84,13 @@ async function run (name: string, cmd: Command, op: SettlementsOp, print: (r: Re
   try {
     out = await runAdmin(config.dataDir, `settlements ${name}`, {
       viaServe: async (socket) => await callAdmin(socket, '/settlements', op),
-      locally: async (r) => {
-        const { SettlementNotes } = await import('../ledger/settlements.js')
+      locally: async (core) => {
         const { runSettlementsOp } = await import('../service/settlements-admin.js')
-        const notes = new SettlementNotes(r.ledger)
-        const { BlockStaging } = await import('../ipfs/staging.js')
-        const { CommitLock } = await import('../ipfs/commit-lock.js')
-        const { PinLedger } = await import('../ledger/pins.js')
-        const { settlementActions } = await import('../service/settlement-fulfil.js')
+        const { notes } = core
         // a pin by CID recorded here is fetched by the next serve (it reads its fetch queue at start)
-        const { fulfil, release } = settlementActions({ ledger: new PinLedger(r.ledger), staging: new BlockStaging(r.paths.blocks, r.paths.staging), lock: new CommitLock() })
+        const { fulfil, release } = core.settlement
         if (op.op !== 'check') return await runSettlementsOp(op, { notes, release })
-        if (config.rpcUrl == null) throw new UsageError('check on a stopped data dir reads the chain: give --rpc-url (or PIND_RPC_URL) and the --asset serve uses')
+        if (config.rpcUrl == null) throw new CliError('check on a stopped data dir reads the chain: give --rpc-url (or PIND_RPC_URL) and the --asset serve uses', EXIT_USAGE)
         const { authorizationStateReader } = await import('../payment/authorization-state.js')
         const { reconcileSettlements } = await import('../service/settlement-reconcile.js')
         const { silentLogger } = await import('../log.js')
@@ -109,7 +100,7 @@ async function run (name: string, cmd: Command, op: SettlementsOp, print: (r: Re
       }
     })
   } catch (err) {
-    fail(err)
+    fail('settlements', err)
     return
   }
   const where = describeVia(out.how, config.dataDir)
@@ -152,11 +143,4 @@ function printCheck (r: Record<string, unknown>): string {
   for (const n of fulfilled) lines.push(`pinned   ${line(n)}  as ${String(n.requestid)} for ${String(n.payer)}`)
   for (const n of confirmed) lines.push(`PAID     ${line(n)}  payer ${String(n.payer)}`)
   return lines.join('\n')
-}
-
-function fail (err: unknown): void {
-  const e = err as Error
-  const message = err instanceof HttpError ? err.details : err instanceof AdminCallError || err instanceof CliError || err instanceof UsageError ? e.message : `${e.name}: ${e.message}`
-  process.stderr.write(`pind settlements: ${message}\n`)
-  process.exitCode = err instanceof UsageError ? EXIT_USAGE : 1
 }

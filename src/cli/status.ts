@@ -4,9 +4,10 @@
  * payments. Through the admin socket, or on a stopped data dir.
  */
 import type { Command } from 'commander'
-import { AdminCallError, callAdmin } from '../admin/client.js'
-import { CliError, describeVia, runAdmin, writeResult } from './admin-target.js'
+import { callAdmin } from '../admin/client.js'
+import { describeVia, runAdmin, writeResult } from './admin-target.js'
 import { configFromCli } from './config-from-cli.js'
+import { fail } from './fail.js'
 import { mib } from './progress.js'
 
 export function statusCommand (program: Command): void {
@@ -26,23 +27,15 @@ Examples:
       try {
         const out = await runAdmin(config.dataDir, 'status', {
           viaServe: async (socket) => await callAdmin(socket, '/status', {}),
-          locally: async (r) => {
-            const { PinLedger } = await import('../ledger/pins.js')
-            const { SettlementNotes } = await import('../ledger/settlements.js')
-            const { blockstoreUsage } = await import('../ipfs/blockstore-usage.js')
+          locally: async (core) => {
             const { operatorStatus } = await import('../service/status.js')
-            const grace = r.ledger.meta.get('expiryGrace')
-            const pins = new PinLedger(r.ledger, { graceMs: (typeof grace === 'number' ? grace : 7 * 86400) * 1000 })
-            await pins.upgrade()
-            return await operatorStatus({ pins, notes: new SettlementNotes(r.ledger), dataDir: r.paths.root, usage: async () => await blockstoreUsage(r.paths.blocks).catch(() => ({ blocks: 0, bytes: 0 })) })
+            return await operatorStatus({ pins: core.pins, notes: core.notes, dataDir: core.paths.root, usage: async () => await core.usage.current().catch(() => ({ blocks: 0, bytes: 0 })) })
           }
         })
         writeResult(out, o.json === true, text)
         process.stderr.write(`pind status: ${describeVia(out.how, config.dataDir)}\n`)
       } catch (err) {
-        const e = err as Error
-        process.stderr.write(`pind status: ${err instanceof CliError || err instanceof AdminCallError ? e.message : `${e.name}: ${e.message}`}\n`)
-        process.exitCode = 1
+        fail('status', err)
       }
     })
 }

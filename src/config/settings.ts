@@ -214,3 +214,10 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'denylist', flag: '--denylist <paths>', env: 'PIND_DENYLIST', default: [], parse: list(str), description: 'IPIP-383 denylists (Kubo\'s compact *.deny format, e.g. Bad Bits): files, or directories whose *.deny files are all read; comma-separated; reloaded when they change. Denied content answers 410 at the gateway, is not sent over bitswap and is refused (451) by paid writes' },
   { key: 'shutdownTimeout', flag: '--shutdown-timeout <duration>', env: 'PIND_SHUTDOWN_TIMEOUT', default: 10, parse: duration(0, 3600), description: 'how long in-flight requests may finish after SIGTERM' }
 ]
+
+/** A setting's default, for code that needs it without a whole configuration (admin commands on a stopped data dir). */
+export function settingDefault<K extends keyof Config> (key: K): Config[K] {
+  const s = SETTINGS.find(x => x.key === key)
+  if (s?.default === undefined) throw new Error(`setting ${key} has no default`)
+  return s.default as Config[K]
+}

@@ -1,0 +1,51 @@
+/**
+ * What `pind serve` records of its configuration in the ledger, so that an
+ * admin command on a stopped data dir acts as that serve would (mints tokens
+ * it accepts, sweeps with its grace, reports its provide schedule). Typed
+ * accessors over the ledger's meta entries: nothing outside this folder reads
+ * or writes them by name.
+ */
+import type { LedgerEnv } from './open.js'
+
+export interface RecordedSettings {
+  /** the `iss` (and `aud`) of the wallet tokens serve issues */
+  tokenIssuer: string
+  /** seconds */
+  tokenTtl: number
+  /** seconds an expired pin keeps its blocks */
+  expiryGrace: number
+  /** --provide-strategy: roots, pinned or all */
+  provideStrategy: string
+  /** seconds */
+  reprovideInterval: number
+}
+
+const TYPES: { [K in keyof RecordedSettings]: 'string' | 'number' } = {
+  tokenIssuer: 'string',
+  tokenTtl: 'number',
+  expiryGrace: 'number',
+  provideStrategy: 'string',
+  reprovideInterval: 'number'
+}
+
+/** What the last serve recorded (a value of the wrong type reads as absent). */
+export function recordedSettings (env: LedgerEnv): Partial<RecordedSettings> {
+  const out: Record<string, unknown> = {}
+  for (const [key, type] of Object.entries(TYPES)) {
+    const v = env.meta.get(key)
+    if (typeof v === type) out[key] = v
+  }
+  return out as Partial<RecordedSettings>
+}
+
+/** Records serve's settings, all in one transaction. */
+export async function recordSettings (env: LedgerEnv, s: RecordedSettings): Promise<void> {
+  await env.root.transaction(() => {
+    for (const key of Object.keys(TYPES) as Array<keyof RecordedSettings>) env.meta.put(key, s[key])
+  })
+}
+
+/** The ledger's schema version (a read that proves the ledger answers: /health). */
+export function schemaVersion (env: LedgerEnv): unknown {
+  return env.meta.get('schemaVersion')
+}
