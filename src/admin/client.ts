@@ -3,6 +3,7 @@
  */
 import { Agent, request } from 'undici'
 import { socketPath as shortPath } from '../http/unix-socket.js'
+import type { AdminJsonPath, AdminJsonRoutes, AdminLinePath, AdminLineRoutes } from './api.js'
 
 export class AdminCallError extends Error {
   override name = 'AdminCallError'
@@ -11,7 +12,7 @@ export class AdminCallError extends Error {
   }
 }
 
-export async function callAdmin (socketPath: string, path: string, body: unknown): Promise<Record<string, unknown>> {
+export async function callAdmin<P extends AdminJsonPath> (socketPath: string, path: P, body: AdminJsonRoutes[P]['request']): Promise<AdminJsonRoutes[P]['reply']> {
   const at = shortPath(socketPath)
   const dispatcher = new Agent({ connect: { socketPath: at.path } })
   try {
@@ -21,12 +22,13 @@ export async function callAdmin (socketPath: string, path: string, body: unknown
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify(body)
     })
-    const json = await r.body.json() as Record<string, unknown>
     if (r.statusCode >= 400) {
-      const e = (json.error ?? {}) as { reason?: string, details?: string }
+      const json = await r.body.json() as { error?: { reason?: string, details?: string } }
+      const e = json.error ?? {}
       throw new AdminCallError(r.statusCode, e.reason ?? 'ERROR', e.details ?? `admin call failed with status ${r.statusCode}`)
     }
-    return json
+    // the route's reply (src/admin/api.ts), as its route sent it
+    return await r.body.json() as AdminJsonRoutes[P]['reply']
   } finally {
     await dispatcher.close()
     at.close()
@@ -64,11 +66,12 @@ export async function openAdminStream (socketPath: string, path: string, body: u
  * Reads a stream of JSON lines (NDJSON) from an admin call: progress events
  * as they come, then the final `{"result": …}` or `{"error": …}` line.
  */
-export async function callAdminLines (socketPath: string, path: string, body: unknown, onEvent: (event: Record<string, unknown>) => void, signal?: AbortSignal): Promise<Record<string, unknown>> {
+export async function callAdminLines<P extends AdminLinePath> (socketPath: string, path: P, body: AdminLineRoutes[P]['request'], onProgress: (progress: AdminLineRoutes[P]['progress']) => void, signal?: AbortSignal): Promise<AdminLineRoutes[P]['reply']> {
+  type Line = { progress?: AdminLineRoutes[P]['progress'], result?: AdminLineRoutes[P]['reply'], error?: { reason?: string, details?: string } }
   const stream = await openAdminStream(socketPath, path, body, signal)
   try {
     let buf = ''
-    let result: Record<string, unknown> | undefined
+    let result: AdminLineRoutes[P]['reply'] | undefined
     for await (const chunk of stream.body) {
       buf += chunk.toString('utf8')
       let nl: number
@@ -76,13 +79,10 @@ export async function callAdminLines (socketPath: string, path: string, body: un
         const line = buf.slice(0, nl)
         buf = buf.slice(nl + 1)
         if (line.trim() === '') continue
-        const event = JSON.parse(line) as Record<string, unknown>
-        if (event.error != null) {
-          const e = event.error as { reason?: string, details?: string }
-          throw new AdminCallError(500, e.reason ?? 'ERROR', e.details ?? 'the admin operation failed')
-        }
-        if (event.result != null) result = event.result as Record<string, unknown>
-        else onEvent(event)
+        const event = JSON.parse(line) as Line
+        if (event.error != null) throw new AdminCallError(500, event.error.reason ?? 'ERROR', event.error.details ?? 'the admin operation failed')
+        if (event.result != null) result = event.result
+        else if (event.progress != null) onProgress(event.progress)
       }
     }
     if (result == null) throw new AdminCallError(500, 'ERROR', 'the running serve ended the operation without a result (was it stopped?)')

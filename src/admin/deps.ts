@@ -9,6 +9,7 @@ import type { Metrics } from '../metrics/registry.js'
 import type { SettlementsAdminDeps } from '../service/settlements-admin.js'
 import type { RoutingAdminDeps } from '../service/routing-admin.js'
 import type { DenyAdminDeps } from '../service/deny-admin.js'
+import type { StatusReport } from '../service/status.js'
 
 export interface AdminDeps {
   keys: KeysAdminDeps
@@ -20,7 +21,7 @@ export interface AdminDeps {
   cancelFetch?: (requestid: string) => void
   delegates?: () => string[]
   /** `pind status` of this serve */
-  status?: () => Promise<Record<string, unknown>>
+  status?: () => Promise<StatusReport>
   routing?: RoutingAdminDeps
   deny?: DenyAdminDeps
 }

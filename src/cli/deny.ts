@@ -6,7 +6,7 @@
 import { userInfo } from 'node:os'
 import type { Command } from 'commander'
 import { callAdmin } from '../admin/client.js'
-import type { DenyOp } from '../service/deny-admin.js'
+import type { DenyOp, DenyReply } from '../service/deny-admin.js'
 import { describeVia, runAdmin, writeResult, type Via } from './admin-target.js'
 import { configFromCli } from './config-from-cli.js'
 import { CliError, fail } from './fail.js'
@@ -48,8 +48,8 @@ Examples:
     .option('--json', 'print JSON')
     .action(async (target: string, o: { reason?: string, by?: string }, cmd: Command) => {
       await run('rm', cmd, { op: 'rm', target, by: o.by ?? operatorName(), ...(o.reason != null ? { reason: o.reason } : {}) }, (r) => {
-        const d = r.removed as Rec
-        return `lifted the denial of ${String(d.rule)} (added ${String(d.at)} by ${String(d.by)}: ${String(d.reason)})`
+        const d = r.removed
+        return `lifted the denial of ${String(d?.rule)} (added ${String(d?.at)} by ${String(d?.by)}: ${String(d?.reason)})`
       })
     })
 
@@ -66,17 +66,17 @@ Examples:
     .action(async (target: string, _o, cmd: Command) => {
       await run('check', cmd, { op: 'check', target }, (r) => {
         if (r.denied !== true) return `${String(r.target)} is not denied`
-        const d = r.denial as Rec
-        const where = d.source === 'operator' ? `rule ${String(d.rule)}, added ${String(d.at)} by ${String(d.by)}` : `${String(d.file)}:${String(d.line)}`
-        return `${String(r.target)} is denied: ${String(d.message)} (${where})`
+        const d = r.denial
+        const where = d?.source === 'operator' ? `rule ${String(d.rule)}, added ${String(d.at)} by ${String(d.by)}` : `${String(d?.file)}:${String(d?.line)}`
+        return `${String(r.target)} is denied: ${String(d?.message)} (${where})`
       })
     })
 }
 
-async function run (name: string, cmd: Command, op: DenyOp, print: (r: Rec) => string): Promise<void> {
+async function run (name: string, cmd: Command, op: DenyOp, print: (r: DenyReply) => string): Promise<void> {
   const config = configFromCli(cmd, 'admin', name === 'check' ? ['denylist'] : [])
   const json = cmd.opts<{ json?: boolean }>().json === true
-  let out: { result: Rec, how: Via }
+  let out: { result: DenyReply, how: Via }
   try {
     out = await runAdmin(config.dataDir, `deny ${name}`, {
       viaServe: async (socket) => await callAdmin(socket, '/deny', op),

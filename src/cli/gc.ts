@@ -4,7 +4,7 @@
  */
 import type { Command } from 'commander'
 import { AdminCallError, callAdminLines } from '../admin/client.js'
-import { runGc, type GcProgress, type GcResult } from '../service/gc.js'
+import { runGc, type GcProgress } from '../service/gc.js'
 import { runAdmin, describeVia, writeResult } from './admin-target.js'
 import { configFromCli } from './config-from-cli.js'
 import { CliError, fail } from './fail.js'
@@ -32,7 +32,7 @@ Examples:
       process.once('SIGINT', onSigint)
       try {
         const out = await runAdmin(config.dataDir, 'gc', {
-          viaServe: async (socket) => await callAdminLines(socket, '/gc', { dryRun: o.dryRun === true }, (e) => { show(e.progress as GcProgress) }, abort.signal) as unknown as GcResult,
+          viaServe: async (socket) => await callAdminLines(socket, '/gc', { dryRun: o.dryRun === true }, show, abort.signal),
           locally: async (core) => await runGc(core.gc, { dryRun: o.dryRun === true }, show, abort.signal)
         })
         progress.done()

@@ -11,7 +11,7 @@ import { duration } from '../config/parse.js'
 import { layout } from '../datadir/layout.js'
 import { acquireLock, lockHolder } from '../datadir/lock.js'
 import { peerIdOf, readIdentity, writeIdentity } from '../ipfs/identity.js'
-import { runKeysOp, type KeysOp } from '../service/keys-admin.js'
+import { runKeysOp, type KeysOp, type KeysReply } from '../service/keys-admin.js'
 import { runAdmin, type Via, describeVia, writeResult } from './admin-target.js'
 import { configFromCli } from './config-from-cli.js'
 import { CliError, fail as failWith, usage as usageOf } from './fail.js'
@@ -34,7 +34,7 @@ Examples:
   pind keys import-identity /secure/pind-identity.json     (on the new machine, serve stopped)
 `)
 
-  const run = (name: string, cmd: Command, op: KeysOp, print: (r: Record<string, unknown>) => string, note?: (r: Record<string, unknown>) => string | undefined): Promise<void> =>
+  const run = (name: string, cmd: Command, op: KeysOp, print: (r: KeysReply) => string, note?: (r: KeysReply) => string | undefined): Promise<void> =>
     runKeys(name, cmd, op, print, note)
 
   keys.command('list').description('signing keys (id, algorithm, created, active/retired) and operator tokens')
@@ -44,9 +44,9 @@ Examples:
         const lines = ['  KID                                          ALG     STATUS   CREATED']
         for (const k of r.keys as Array<{ kid: string, alg: string, status: string, created: string, retiredAt?: string, signing?: boolean }>) lines.push(`${k.signing === true ? '*' : ' '} ${k.kid.padEnd(44)} ${k.alg.padEnd(7)} ${k.status.padEnd(8)} ${k.created}${k.retiredAt != null ? `  retired ${k.retiredAt}` : ''}`)
         lines.push('(* signs new tokens; the other active keys only verify the tokens they signed)')
-        const toks = r.operatorTokens as Array<Record<string, unknown>>
+        const toks = r.operatorTokens ?? []
         lines.push('', toks.length === 0 ? 'no operator tokens' : 'OPERATOR TOKENS (jti, owner, permissions, expires, revoked)')
-        for (const t of toks) lines.push(`${String(t.jti)}  ${String(t.owner)}  ${(t.permissions as string[]).join(',')}  ${String(t.expiresAt)}${t.revoked != null ? `  REVOKED ${String(t.revoked)}` : ''}${t.note != null ? `  # ${String(t.note)}` : ''}`)
+        for (const t of toks) lines.push(`${t.jti}  ${t.owner}  ${t.permissions.join(',')}  ${t.expiresAt}${t.revoked != null ? `  REVOKED ${t.revoked}` : ''}${t.note != null ? `  # ${t.note}` : ''}`)
         return lines.join('\n')
       })
     })
@@ -54,13 +54,13 @@ Examples:
   keys.command('rotate').description('make a new signing key active; tokens signed by older keys keep working until those keys are retired')
     .option('--json', 'print JSON')
     .action(async (_o, cmd: Command) => {
-      await run('rotate', cmd, { op: 'rotate' }, r => `new active key ${String((r.rotated as Record<string, string>).kid)}`)
+      await run('rotate', cmd, { op: 'rotate' }, r => `new active key ${String(r.rotated?.kid)}`)
     })
 
   keys.command('retire <kid>').description('retire a key: every token it signed stops working')
     .option('--json', 'print JSON')
     .action(async (kid: string, _o, cmd: Command) => {
-      await run('retire', cmd, { op: 'retire', kid }, r => `retired ${String((r.retired as Record<string, string>).kid)}`)
+      await run('retire', cmd, { op: 'retire', kid }, r => `retired ${String(r.retired?.kid)}`)
     })
 
   keys.command('jwks').description('the public signing keys as a JWKS document (also served at /.well-known/jwks.json)')
@@ -150,10 +150,10 @@ Examples:
 const IDENTITY_EXPORT_TYPE = 'pind-libp2p-identity'
 
 /** `note`: a line for stderr (what stdout must not carry, or a warning) */
-async function runKeys (name: string, cmd: Command, op: KeysOp, print: (r: Record<string, unknown>) => string, note?: (r: Record<string, unknown>) => string | undefined): Promise<void> {
+async function runKeys (name: string, cmd: Command, op: KeysOp, print: (r: KeysReply) => string, note?: (r: KeysReply) => string | undefined): Promise<void> {
   const config = configFromCli(cmd, 'admin')
   const json = cmd.opts<{ json?: boolean }>().json === true
-  let out: { result: Record<string, unknown>, how: Via }
+  let out: { result: KeysReply, how: Via }
   try {
     out = await runAdmin(config.dataDir, `keys ${name}`, {
       viaServe: async (socket) => await callAdmin(socket, '/keys', op),

@@ -7,7 +7,7 @@
  */
 import type { Command } from 'commander'
 import { callAdmin } from '../admin/client.js'
-import type { OperatorPinStatus, PinsOp } from '../service/pins-admin.js'
+import type { OperatorPinStatus, PinsOp, PinsReply } from '../service/pins-admin.js'
 import { describeVia, runAdmin, type Via, writeResult } from './admin-target.js'
 import { configFromCli } from './config-from-cli.js'
 import { fail, usage as usageOf } from './fail.js'
@@ -72,10 +72,10 @@ serving them (unless another live pin holds the same content) and the next "pind
     })
 }
 
-async function run (name: string, cmd: Command, op: PinsOp, print: (r: Record<string, unknown>) => string): Promise<void> {
+async function run (name: string, cmd: Command, op: PinsOp, print: (r: PinsReply) => string): Promise<void> {
   const config = configFromCli(cmd, 'admin')
   const json = cmd.opts<{ json?: boolean }>().json === true
-  let out: { result: Record<string, unknown>, how: Via }
+  let out: { result: PinsReply, how: Via }
   try {
     out = await runAdmin(config.dataDir, `pins ${name}`, {
       viaServe: async (socket) => await callAdmin(socket, '/pins', op),
@@ -92,7 +92,7 @@ async function run (name: string, cmd: Command, op: PinsOp, print: (r: Record<st
   process.stderr.write(`pind pins ${name}: done ${describeVia(out.how, config.dataDir)}\n`)
 }
 
-function printList (r: Record<string, unknown>): string {
+function printList (r: PinsReply): string {
   const results = r.results as OperatorPinStatus[]
   const lines = [`${String(r.count)} pin(s) match${results.length < Number(r.count) ? `; the newest ${results.length} shown (--limit, --before)` : ''}`]
   if (results.length > 0) lines.push('REQUESTID                             STATUS   OWNER                                       CREATED                      PINNED UNTIL              SIZE        CID  NAME')

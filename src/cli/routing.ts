@@ -28,7 +28,7 @@ Examples:
       const config = configFromCli(cmd, 'admin')
       try {
         const out = await runAdmin(config.dataDir, 'routing status', {
-          viaServe: async (socket) => await callAdmin(socket, '/routing', {}) as unknown as RoutingReport,
+          viaServe: async (socket) => await callAdmin(socket, '/routing', {}),
           locally: async (core) => {
             const { routingReport } = await import('../service/routing-admin.js')
             const strategy = (core.recorded.provideStrategy ?? settingDefault('provideStrategy')) === 'all' ? 'blocks' : 'roots'

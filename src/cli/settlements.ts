@@ -7,7 +7,7 @@
 import { Option, type Command } from 'commander'
 import { callAdmin } from '../admin/client.js'
 import { SETTINGS, type Config } from '../config/settings.js'
-import type { SettlementsOp } from '../service/settlements-admin.js'
+import type { SettlementsOp, SettlementsReply } from '../service/settlements-admin.js'
 import type { ReconcileReport } from '../service/settlement-reconcile.js'
 import { runAdmin, type Via, describeVia, writeResult } from './admin-target.js'
 import { configFromCli, EXIT_USAGE } from './config-from-cli.js'
@@ -77,10 +77,10 @@ Examples:
     })
 }
 
-async function run (name: string, cmd: Command, op: SettlementsOp, print: (r: Record<string, unknown>) => string): Promise<void> {
+async function run (name: string, cmd: Command, op: SettlementsOp, print: (r: SettlementsReply) => string): Promise<void> {
   const config = configFromCli(cmd, 'admin', name === 'check' ? CHAIN_SETTINGS : [])
   const json = cmd.opts<{ json?: boolean }>().json === true
-  let out: { result: Record<string, unknown>, how: Via }
+  let out: { result: SettlementsReply, how: Via }
   try {
     out = await runAdmin(config.dataDir, `settlements ${name}`, {
       viaServe: async (socket) => await callAdmin(socket, '/settlements', op),
@@ -119,7 +119,7 @@ function line (n: Note): string {
   return `${String(n.state).padEnd(16)} ${String(n.amountUsdc).padStart(12)} USDC  ${String(n.purpose)}  noted ${String(n.at)}  valid before ${validBefore}  ${String(n.paymentId)}${fulfils}`
 }
 
-function printList (r: Record<string, unknown>): string {
+function printList (r: SettlementsReply): string {
   const notes = r.notes as Note[]
   const paid = notes.filter(n => n.state === 'paid-unfulfilled').length
   const lines = [notes.length === 0
@@ -134,7 +134,7 @@ function printList (r: Record<string, unknown>): string {
   return lines.join('\n')
 }
 
-function printCheck (r: Record<string, unknown>): string {
+function printCheck (r: SettlementsReply): string {
   const dropped = r.dropped as Note[]
   const confirmed = r.confirmed as Note[]
   const fulfilled = r.fulfilled as Note[]

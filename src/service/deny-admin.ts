@@ -13,6 +13,7 @@ import { checkTarget, operatorTarget, type Denials } from './denials.js'
 import { CID } from 'multiformats/cid'
 import * as Digest from 'multiformats/hashes/digest'
 import { PIN_CODECS } from '../ipfs/codecs.js'
+import type { Reply } from './reply.js'
 
 export type DenyOp =
   | { op: 'add', target: string, reason: string, by: string }
@@ -32,7 +33,14 @@ export interface DenyAdminDeps {
 export const MAX_REASON = 1000
 const MAX_BY = 200
 
-export async function runDenyOp (op: DenyOp, d: DenyAdminDeps): Promise<Record<string, unknown>> {
+/** what POST /deny answers (`pind deny`) */
+export type DenyReply = Reply<Awaited<ReturnType<typeof run>>>
+
+export async function runDenyOp (op: DenyOp, d: DenyAdminDeps): Promise<DenyReply> {
+  return await run(op, d)
+}
+
+async function run (op: DenyOp, d: DenyAdminDeps) {
   switch (op?.op) {
     case 'add': {
       const t = operatorTarget(op.target)

@@ -9,6 +9,7 @@ import type { KeyStore } from '../auth/keystore.js'
 import { tokenIdOf, type TokenService } from '../auth/tokens.js'
 import { badRequest } from '../errors.js'
 import type { TokenLedger } from '../ledger/tokens.js'
+import type { Reply } from './reply.js'
 
 export type KeysOp =
   | { op: 'list' }
@@ -29,7 +30,14 @@ const ADDRESS = /^0x[0-9a-fA-F]{40}$/
 /** the shape of a jti this service issues (16 random bytes, base64url) */
 const TOKEN_ID = /^[A-Za-z0-9_-]{22}$/
 
-export async function runKeysOp (op: KeysOp, d: KeysAdminDeps): Promise<Record<string, unknown>> {
+/** what POST /keys answers (`pind keys`) */
+export type KeysReply = Reply<Awaited<ReturnType<typeof run>>>
+
+export async function runKeysOp (op: KeysOp, d: KeysAdminDeps): Promise<KeysReply> {
+  return await run(op, d)
+}
+
+async function run (op: KeysOp, d: KeysAdminDeps) {
   switch (op.op) {
     case 'list': {
       await d.keystore.refresh()
@@ -49,7 +57,7 @@ export async function runKeysOp (op: KeysOp, d: KeysAdminDeps): Promise<Record<s
       }
     case 'jwks':
       await d.keystore.refresh()
-      return d.keystore.jwks() as unknown as Record<string, unknown>
+      return d.keystore.jwks()
     case 'mint': {
       if (typeof op.owner !== 'string' || !ADDRESS.test(op.owner)) throw badRequest('mint needs --owner <0x address>')
       const unknown = op.permissions.filter(p => !(KNOWN_PERMISSIONS as readonly string[]).includes(p))

@@ -11,6 +11,7 @@ import { summaryOf, type PinLedger, type PinSummary } from '../ledger/pins.js'
 import type { PinRecord } from '../ledger/records.js'
 import { listPins, matches, parsePinQuery, type PinQuery } from './pin-query.js'
 import { toPinStatus, type PinStatus } from './pin-status.js'
+import type { Reply } from './reply.js'
 
 export type PinsOp =
   /** `query`: GET /pins's query parameters (cid, name, match, status, before, after, limit, meta) */
@@ -29,7 +30,14 @@ const ADDRESS = /^0x[0-9a-fA-F]{40}$/
 
 export type OperatorPinStatus = PinStatus & { owner: string }
 
-export async function runPinsOp (op: PinsOp, d: PinsAdminDeps): Promise<Record<string, unknown>> {
+/** what POST /pins answers (`pind pins`) */
+export type PinsReply = Reply<Awaited<ReturnType<typeof run>>>
+
+export async function runPinsOp (op: PinsOp, d: PinsAdminDeps): Promise<PinsReply> {
+  return await run(op, d)
+}
+
+async function run (op: PinsOp, d: PinsAdminDeps) {
   switch (op?.op) {
     case 'ls': {
       const params = new URLSearchParams()

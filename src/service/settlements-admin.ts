@@ -8,6 +8,7 @@ import { badRequest, notFound, unavailable } from '../errors.js'
 import type { ClosedSettlement, SettlementNotes, SettlingRecord } from '../ledger/settlements.js'
 import { formatUsdc } from '../payment/pricing.js'
 import type { ReconcileReport } from './settlement-reconcile.js'
+import type { Reply } from './reply.js'
 
 export type SettlementsOp =
   | { op: 'list', closed?: boolean }
@@ -24,7 +25,14 @@ export interface SettlementsAdminDeps {
 
 export const MAX_OPERATOR_NOTE = 1000
 
-export async function runSettlementsOp (op: SettlementsOp, d: SettlementsAdminDeps): Promise<Record<string, unknown>> {
+/** what POST /settlements answers (`pind settlements`) */
+export type SettlementsReply = Reply<Awaited<ReturnType<typeof run>>>
+
+export async function runSettlementsOp (op: SettlementsOp, d: SettlementsAdminDeps): Promise<SettlementsReply> {
+  return await run(op, d)
+}
+
+async function run (op: SettlementsOp, d: SettlementsAdminDeps) {
   switch (op?.op) {
     case 'list':
       return {

@@ -34,7 +34,10 @@ export interface StatusDeps {
   }
 }
 
-export async function operatorStatus (d: StatusDeps, now: Date = new Date()): Promise<Record<string, unknown>> {
+/** what POST /status answers (`pind status`) */
+export type StatusReport = Awaited<ReturnType<typeof operatorStatus>>
+
+export async function operatorStatus (d: StatusDeps, now: Date = new Date()) {
   const pins: Record<string, number> = Object.fromEntries(STATUS_CLASSES.map(c => [c, 0]))
   let takenDown = 0
   for (const pin of d.pins.all()) {

@@ -1,6 +1,7 @@
 import { readJson } from '../../http/json-body.js'
 import type { Router } from '../../http/router.js'
 import { runGc } from '../../service/gc.js'
+import type { AdminLineRoutes } from '../api.js'
 import type { AdminDeps } from '../deps.js'
 
 /**
@@ -10,13 +11,13 @@ import type { AdminDeps } from '../deps.js'
  */
 export function gcRoutes (router: Router, d: AdminDeps): void {
   router.add('POST', '/gc', async ({ req, res }) => {
-    const body = await readJson(req) as { dryRun?: unknown }
+    const body = await readJson(req) as Partial<AdminLineRoutes['/gc']['request']> | null
     const abort = new AbortController()
     res.on('close', () => { if (!res.writableFinished) abort.abort(new Error('the admin client went away')) })
     res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' })
     let last = 0
     try {
-      const result = await runGc(d.gc, { dryRun: body?.dryRun === true }, (p) => {
+      const result: AdminLineRoutes['/gc']['reply'] = await runGc(d.gc, { dryRun: body?.dryRun === true }, (p) => {
         if (Date.now() - last < 100) return
         last = Date.now()
         res.write(JSON.stringify({ progress: p }) + '\n')

@@ -1,6 +1,7 @@
 import { sendJson } from '../../http/respond.js'
 import type { Router } from '../../http/router.js'
 import { routingReport } from '../../service/routing-admin.js'
+import type { AdminJsonRoutes } from '../api.js'
 import type { AdminDeps } from '../deps.js'
 
 /** POST /routing: `pind routing status` inside a running serve. */
@@ -10,6 +11,7 @@ export function routingRoutes (router: Router, d: AdminDeps): void {
       sendJson(res, 404, { error: { reason: 'NOT_FOUND', details: 'this serve has no routing status' } })
       return
     }
-    sendJson(res, 200, routingReport(d.routing))
+    const reply: AdminJsonRoutes['/routing']['reply'] = routingReport(d.routing)
+    sendJson(res, 200, reply)
   })
 }
