@@ -181,7 +181,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     const provideKind = config.provideStrategy === 'all' ? 'blocks' : 'roots'
     const announcer = ipfs.routing.announcer
     let reprovider: Reprovider | undefined
-    const metrics = new Metrics(metricsSources(pins, async () => await usage.current(), () => ipfs.helia.libp2p.getConnections().length,
+    const metrics = new Metrics(metricsSources(pins, async () => await usage.current(), () => ipfs.connections().length,
       () => gate != null ? { settlesPending: gate.settlesPending, ...(gate.balance?.balance != null ? { settlerBalanceWei: gate.balance.balance } : {}) } : undefined, {
         ...(routingOn ? { routing: () => ipfs.routing.status() } : {}),
         ...(announcer != null ? { provides: () => (reprovider as Reprovider).status() } : {})
@@ -267,7 +267,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
           url,
           peerId: ipfs.peerId,
           multiaddrs: ipfs.multiaddrs(),
-          peers: () => ipfs.helia.libp2p.getConnections().map(c => ({ peer: c.remotePeer.toString(), addr: c.remoteAddr.toString() })),
+          peers: () => ipfs.connections(),
           payments
         }
       })
@@ -290,7 +290,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     const health = async (): Promise<HealthReport> => await checkHealth({
       readLedger: () => core.schemaVersion(),
       blocksDir: paths.blocks,
-      libp2pStatus: () => ipfs.helia.libp2p.status,
+      libp2pStatus: () => ipfs.status(),
       ...(routingOn ? { checks: [routingCheck(() => ipfs.routing.status())] } : {}),
       diskCheckCacheMs: 1000,
       startedAt,

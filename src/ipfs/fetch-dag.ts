@@ -65,7 +65,7 @@ export interface FetchDagOptions {
   root: CID
   staged: StagedImport
   /** the node's own blockstore: blocks found here are copied, not fetched */
-  local: Blockstore
+  local: Pick<Blockstore, 'get' | 'has'>
   network: Pick<BlockNetwork, 'retrieve'>
   helia: Pick<Helia, 'getCodec'>
   maxBytes: number
@@ -198,7 +198,7 @@ async function blockBytes (cid: CID, o: FetchDagOptions, signal: AbortSignal): P
   return bytes
 }
 
-async function readAll (bs: Blockstore, cid: CID): Promise<Uint8Array> {
+async function readAll (bs: Pick<Blockstore, 'get'>, cid: CID): Promise<Uint8Array> {
   const chunks: Uint8Array[] = []
   for await (const c of bs.get(cid)) chunks.push(c)
   return chunks.length === 1 ? chunks[0] as Uint8Array : Buffer.concat(chunks)

@@ -6,7 +6,6 @@
  * Blocks fetched here are returned, not stored: the caller stages them.
  */
 import { multiaddr, type Multiaddr } from '@multiformats/multiaddr'
-import type { BlockBroker } from '@helia/interface'
 import type { CID } from 'multiformats/cid'
 import type { IpfsNode } from './node.js'
 import { dialableOrigins, type OriginPolicy } from './origins.js'
@@ -46,7 +45,7 @@ export class BlockNetwork {
   private recentBytes = 0
 
   /** `originPolicy`: which addresses request-supplied origins may make this node dial (see origins.ts) */
-  constructor (private readonly node: IpfsNode, private readonly peers: string[] = [], private readonly originPolicy: OriginPolicy = 'public') {}
+  constructor (private readonly node: Pick<IpfsNode, 'dial' | 'isConnected' | 'connections' | 'bitswap' | 'getHasher'>, private readonly peers: string[] = [], private readonly originPolicy: OriginPolicy = 'public') {}
 
   /**
    * Dials origins and configured peers (in parallel, each bounded by the
@@ -55,7 +54,6 @@ export class BlockNetwork {
    * list); configured peers are the operator's and always dialled.
    */
   async dial (origins: string[], signal: AbortSignal, opts: { maxOrigins?: number } = {}): Promise<DialOutcome> {
-    const libp2p = this.node.helia.libp2p
     const allowed = await dialableOrigins(origins, { policy: this.originPolicy, max: opts.maxOrigins ?? MAX_ORIGINS, signal })
     const failed: DialOutcome['failed'] = allowed.skipped.map(s => ({ addr: s.addr, error: `not dialled: ${s.why}` }))
     const addrs: Array<string | Multiaddr> = [...allowed.addrs, ...this.peers]
@@ -63,18 +61,18 @@ export class BlockNetwork {
       let ma: Multiaddr
       try { ma = typeof addr === 'string' ? multiaddr(addr) : addr } catch { failed.push({ addr: String(addr), error: 'not a multiaddr' }); return }
       const peer = ma.getComponents().findLast(c => c.name === 'p2p')?.value
-      if (peer != null && libp2p.getConnections().some(c => c.remotePeer.toString() === peer)) return
+      if (peer != null && this.node.isConnected(peer)) return
       try {
-        await libp2p.dial(ma, { signal })
+        await this.node.dial(ma, { signal })
       } catch (err) {
         failed.push({ addr: ma.toString(), error: shortError(err) })
       }
     }))
-    return { connected: libp2p.getConnections().length, failed }
+    return { connected: this.node.connections().length, failed }
   }
 
   connectedPeers (): number {
-    return this.node.helia.libp2p.getConnections().length
+    return this.node.connections().length
   }
 
   /**
@@ -86,7 +84,7 @@ export class BlockNetwork {
     const key = Buffer.from(cid.multihash.bytes).toString('base64')
     const hit = this.recent.get(key)
     if (hit != null && hit.until > Date.now()) return hit.bytes
-    const bytes = await this.bitswap().retrieve?.(cid, { signal, maxSize: MAX_BLOCK_BYTES }) as Uint8Array
+    const bytes = await this.node.bitswap().retrieve?.(cid, { signal, maxSize: MAX_BLOCK_BYTES }) as Uint8Array
     await verifyBlock(this.node, cid, bytes)
     if (opts.remember === true) this.remember(key, bytes)
     return bytes
@@ -107,19 +105,12 @@ export class BlockNetwork {
 
   /** Tells peers that asked for this block that we have it now. */
   async announce (cid: CID): Promise<void> {
-    await this.bitswap().announce?.(cid)
-  }
-
-  private bitswap (): BlockBroker {
-    const brokers = (this.node.helia as unknown as { blockBrokers: BlockBroker[] }).blockBrokers
-    const b = brokers.find(b => b.name === 'bitswap')
-    if (b?.retrieve == null) throw new Error('bitswap is not running')
-    return b
+    await this.node.bitswap().announce?.(cid)
   }
 }
 
-export async function verifyBlock (node: IpfsNode, cid: CID, bytes: Uint8Array): Promise<void> {
-  const hasher = await node.helia.getHasher(cid.multihash.code)
+export async function verifyBlock (node: Pick<IpfsNode, 'getHasher'>, cid: CID, bytes: Uint8Array): Promise<void> {
+  const hasher = await node.getHasher(cid.multihash.code)
   const digest = await hasher.digest(bytes)
   if (!Buffer.from(digest.digest).equals(cid.multihash.digest)) throw new BlockHashMismatchError(`block ${cid.toString()} does not match its hash`)
 }

@@ -18,8 +18,9 @@ import { yamux } from '@libp2p/yamux'
 import { multiaddr } from '@multiformats/multiaddr'
 import { FsBlockstore } from 'blockstore-fs'
 import { createHeliaLight } from 'helia'
-import type { Helia, HeliaMixin } from '@helia/interface'
-import type { Libp2p, PrivateKey } from '@libp2p/interface'
+import type { BlockBroker, Helia, HeliaMixin } from '@helia/interface'
+import type { AbortOptions, PrivateKey } from '@libp2p/interface'
+import type { Multiaddr } from '@multiformats/multiaddr'
 import type { Blockstore } from 'interface-blockstore'
 import type { Datastore } from 'interface-datastore'
 import type { CID } from 'multiformats/cid'
@@ -65,12 +66,28 @@ export interface IpfsNodeOptions {
   limits: Omit<Limits, 'exemptDials'>
 }
 
+/**
+ * What the rest of pind may do with the node: read the blocks held here,
+ * reach peers, know codecs and hashes. Helia, libp2p and the blockstore
+ * behind it stay in this folder.
+ */
 export interface IpfsNode {
-  helia: Helia & { libp2p: Libp2p }
-  blockstore: FsBlockstore
+  /** the blocks held here (never the network, unlike Helia's own blockstore) */
+  blockstore: Pick<Blockstore, 'get' | 'has'>
   peerId: string
   /** multiaddrs others can dial, each ending in /p2p/<peerId> */
   multiaddrs(): string[]
+  /** the peers connected now */
+  connections(): Array<{ peer: string, addr: string }>
+  /** whether this peer is connected now */
+  isConnected(peer: string): boolean
+  dial(addr: Multiaddr, options?: AbortOptions): Promise<void>
+  /** libp2p's state: 'started' while it runs */
+  status(): string
+  getCodec: Helia['getCodec']
+  getHasher: Helia['getHasher']
+  /** the node's bitswap (what ./network.ts wants blocks with) */
+  bitswap(): BlockBroker
   routing: Routing
   stop(): Promise<void>
 }
@@ -114,10 +131,21 @@ export async function startIpfsNode (opts: IpfsNodeOptions): Promise<IpfsNode> {
     })
   }
   return {
-    helia,
     blockstore,
     peerId,
     multiaddrs: () => helia.libp2p.getMultiaddrs().map(ma => ma.toString()),
+    connections: () => helia.libp2p.getConnections().map(c => ({ peer: c.remotePeer.toString(), addr: c.remoteAddr.toString() })),
+    isConnected: (peer) => helia.libp2p.getConnections().some(c => c.remotePeer.toString() === peer),
+    dial: async (addr, options) => { await helia.libp2p.dial(addr, options) },
+    status: () => helia.libp2p.status,
+    getCodec: async (code) => await helia.getCodec(code),
+    getHasher: async (code) => await helia.getHasher(code),
+    bitswap: () => {
+      // Helia keeps its block brokers on the node (not in its interface)
+      const b = (helia as unknown as { blockBrokers: BlockBroker[] }).blockBrokers.find(b => b.name === 'bitswap')
+      if (b?.retrieve == null) throw new Error('bitswap is not running')
+      return b
+    },
     routing,
     stop: async () => {
       routing.stop()

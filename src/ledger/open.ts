@@ -7,9 +7,16 @@ import { open, type Database, type RootDatabase } from 'lmdb'
 
 export const LEDGER_SCHEMA_VERSION = 1
 
+/**
+ * The environment, for the ledger's own classes (this folder). Outside it,
+ * nothing holds the environment: src/core.ts builds the ledger's classes on
+ * it, and serve's settings are read and written through ./settings.ts.
+ */
 export interface LedgerEnv {
   root: RootDatabase
-  /** small key → value facts about the ledger itself (schema version, created) */
+  /** runs `fn` in one write transaction */
+  transaction<T>(fn: () => T): Promise<T>
+  /** small key → value facts about the ledger itself (schema version, created, upgrades done, serve's settings) */
   meta: Database<unknown, string>
   /** binary sub-database used as the libp2p/helia Datastore */
   datastore: Database<Uint8Array, string>
@@ -38,6 +45,7 @@ export async function openLedgerEnv (path: string): Promise<LedgerEnv> {
   }
   return {
     root,
+    transaction: async (fn) => await root.transaction(fn),
     meta,
     datastore,
     db: <V>(name: string, opts?: { dupSort?: boolean, keyEncoding?: 'binary' }) => root.openDB<V, any>({ name, ...opts }),

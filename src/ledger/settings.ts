@@ -40,7 +40,7 @@ export function recordedSettings (env: LedgerEnv): Partial<RecordedSettings> {
 
 /** Records serve's settings, all in one transaction. */
 export async function recordSettings (env: LedgerEnv, s: RecordedSettings): Promise<void> {
-  await env.root.transaction(() => {
+  await env.transaction(() => {
     for (const key of Object.keys(TYPES) as Array<keyof RecordedSettings>) env.meta.put(key, s[key])
   })
 }

@@ -27,12 +27,13 @@ import type { Logger } from '../log.js'
 import type { Refusal } from './serve-policy.js'
 
 export interface PinFetcherOptions {
-  ledger: PinLedger
-  staging: BlockStaging
+  ledger: Pick<PinLedger, 'pendingFetches' | 'get' | 'update' | 'failFetch' | 'finishFetch'>
+  staging: Pick<BlockStaging, 'begin' | 'commit' | 'discard'>
   /** commits hold it shared so gc never sweeps between commit and ledger record */
-  lock: CommitLock
-  node: IpfsNode
-  network: BlockNetwork
+  lock: Pick<CommitLock, 'shared'>
+  /** the blocks held here, and the codecs (a DAG's links) */
+  node: Pick<IpfsNode, 'blockstore' | 'getCodec'>
+  network: Pick<BlockNetwork, 'dial' | 'retrieve' | 'announce'>
   log: Logger
   /** pins fetched at the same time */
   concurrency: number
@@ -162,7 +163,7 @@ export class PinFetcher {
         staged,
         local: this.o.node.blockstore,
         network: this.o.network,
-        helia: this.o.node.helia,
+        helia: this.o.node,
         maxBytes: started.maxBytes ?? Number.MAX_SAFE_INTEGER,
         concurrency: this.o.blockConcurrency,
         stallMs: this.o.stallMs,

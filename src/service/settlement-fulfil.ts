@@ -26,10 +26,10 @@ export class CannotFulfilError extends Error {
 }
 
 export interface FulfilDeps {
-  ledger: PinLedger
+  ledger: Pick<PinLedger, 'create' | 'get' | 'payment' | 'renew'>
   /** for uploads: where their sealed imports wait, and the lock commits take */
-  staging: BlockStaging
-  lock: CommitLock
+  staging: Pick<BlockStaging, 'adopt' | 'commit' | 'discard'>
+  lock: Pick<CommitLock, 'shared'>
 }
 
 /** Records the note's pin and payment; throws CannotFulfilError when that is not possible (an operator decides). */
@@ -102,7 +102,7 @@ async function renew (d: FulfilDeps, note: SettlingRecord, r: { requestid: strin
 }
 
 /** What a note that will not be fulfilled leaves on disk (an upload's kept staging folder) is removed. */
-export async function releaseNote (staging: BlockStaging, note: SettlingRecord): Promise<void> {
+export async function releaseNote (staging: Pick<BlockStaging, 'discard'>, note: SettlingRecord): Promise<void> {
   const id = note.fulfil?.upload?.staging
   if (id != null) await staging.discard({ id })
 }

@@ -16,7 +16,7 @@ export type SettlementsOp =
   | { op: 'close', paymentId: string, note: string }
 
 export interface SettlementsAdminDeps {
-  notes: SettlementNotes
+  notes: Pick<SettlementNotes, 'all' | 'closed' | 'close'>
   /** one reconciliation pass; absent when no RPC is configured */
   reconcile?: () => Promise<ReconcileReport>
   /** frees what a closed note kept on disk (an upload's staging folder) */

@@ -49,8 +49,8 @@ export class SizeProbe {
   private active = 0
 
   constructor (private readonly o: {
-    node: IpfsNode
-    network: BlockNetwork
+    node: Pick<IpfsNode, 'blockstore'>
+    network: Pick<BlockNetwork, 'dial' | 'retrieve'>
     timeoutMs: number
     /** how long what a root says is remembered (the payment validity) */
     ttlMs: number

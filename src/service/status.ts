@@ -17,8 +17,8 @@ import { STATUS_CLASSES, pinStatusClass } from './ledger-export.js'
 export type PaymentsCheck = PaymentsStatus | { state: 'no-pay-to' | 'no-facilitator', ok: false, message: string }
 
 export interface StatusDeps {
-  pins: PinLedger
-  notes: SettlementNotes
+  pins: Pick<PinLedger, 'all' | 'allPayments'>
+  notes: Pick<SettlementNotes, 'all'>
   dataDir: string
   usage: () => Promise<Usage>
   /** a running serve */
