@@ -35,10 +35,7 @@ const MAX_BY = 200
 
 /** what POST /deny answers (`pind deny`) */
 export type DenyReply = Reply<Awaited<ReturnType<typeof run>>>
-
-export async function runDenyOp (op: DenyOp, d: DenyAdminDeps): Promise<DenyReply> {
-  return await run(op, d)
-}
+export const runDenyOp: (op: DenyOp, d: DenyAdminDeps) => Promise<DenyReply> = run
 
 async function run (op: DenyOp, d: DenyAdminDeps) {
   switch (op?.op) {

@@ -32,10 +32,7 @@ const TOKEN_ID = /^[A-Za-z0-9_-]{22}$/
 
 /** what POST /keys answers (`pind keys`) */
 export type KeysReply = Reply<Awaited<ReturnType<typeof run>>>
-
-export async function runKeysOp (op: KeysOp, d: KeysAdminDeps): Promise<KeysReply> {
-  return await run(op, d)
-}
+export const runKeysOp: (op: KeysOp, d: KeysAdminDeps) => Promise<KeysReply> = run
 
 async function run (op: KeysOp, d: KeysAdminDeps) {
   switch (op.op) {

@@ -32,10 +32,7 @@ export type OperatorPinStatus = PinStatus & { owner: string }
 
 /** what POST /pins answers (`pind pins`) */
 export type PinsReply = Reply<Awaited<ReturnType<typeof run>>>
-
-export async function runPinsOp (op: PinsOp, d: PinsAdminDeps): Promise<PinsReply> {
-  return await run(op, d)
-}
+export const runPinsOp: (op: PinsOp, d: PinsAdminDeps) => Promise<PinsReply> = run
 
 async function run (op: PinsOp, d: PinsAdminDeps) {
   switch (op?.op) {

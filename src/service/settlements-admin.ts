@@ -27,10 +27,7 @@ export const MAX_OPERATOR_NOTE = 1000
 
 /** what POST /settlements answers (`pind settlements`) */
 export type SettlementsReply = Reply<Awaited<ReturnType<typeof run>>>
-
-export async function runSettlementsOp (op: SettlementsOp, d: SettlementsAdminDeps): Promise<SettlementsReply> {
-  return await run(op, d)
-}
+export const runSettlementsOp: (op: SettlementsOp, d: SettlementsAdminDeps) => Promise<SettlementsReply> = run
 
 async function run (op: SettlementsOp, d: SettlementsAdminDeps) {
   switch (op?.op) {
