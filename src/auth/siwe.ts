@@ -16,6 +16,7 @@
  * all MAX_OPEN_CHALLENGES, the oldest open challenge is dropped, never a new
  * one refused.
  */
+import { PindError } from '../errors.js'
 import { getAddress, isAddress, verifyMessage } from 'viem'
 import { createSiweMessage, generateSiweNonce, parseSiweMessage, validateSiweMessage } from 'viem/siwe'
 
@@ -24,7 +25,7 @@ export const MAX_OPEN_CHALLENGES = 10_000
 export const MAX_PER_CLIENT = 16
 export const MAX_PER_CLIENT_WALLET = 3
 
-export class SiweError extends Error {
+export class SiweError extends PindError {
   override name = 'SiweError'
 }
 

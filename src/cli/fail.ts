@@ -5,7 +5,7 @@
  * anything else prints its name too.
  */
 import { AdminCallError } from '../admin/client.js'
-import { HttpError } from '../errors.js'
+import { RefusedError } from '../errors.js'
 import { EXIT_USAGE } from './config-from-cli.js'
 
 /** A failure whose message is meant for the operator as it is. */
@@ -18,7 +18,7 @@ export class CliError extends Error {
 
 export function fail (command: string, err: unknown): void {
   const e = err as Error
-  const message = err instanceof HttpError ? err.details : err instanceof AdminCallError || err instanceof CliError ? e.message : `${e.name}: ${e.message}`
+  const message = err instanceof RefusedError ? err.message : err instanceof AdminCallError || err instanceof CliError ? e.message : `${e.name}: ${e.message}`
   process.stderr.write(`pind ${command}: ${message}\n`)
   process.exitCode = err instanceof CliError ? err.exitCode : 1
 }

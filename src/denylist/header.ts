@@ -15,6 +15,7 @@
  * unknown fields. This is not a YAML parser: a top-level line that is not
  * `key: value` (or a comment) makes the header invalid, and the list with it.
  */
+import { PindError } from '../errors.js'
 export interface DenylistHeader {
   version: number
   name?: string
@@ -23,7 +24,7 @@ export interface DenylistHeader {
   hints: Record<string, string>
 }
 
-export class HeaderError extends Error {
+export class HeaderError extends PindError {
   override name = 'HeaderError'
 }
 

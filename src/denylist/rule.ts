@@ -16,6 +16,7 @@
  * Rules naming the empty block or empty directory are ignored (blocking them
  * breaks applications), as boxo's nopfs does.
  */
+import { PindError } from '../errors.js'
 import { base58btc } from 'multiformats/bases/base58'
 import * as Digest from 'multiformats/hashes/digest'
 import { decodeCid } from '../ipfs/cid-text.js'
@@ -29,7 +30,7 @@ export type Rule =
   /** a known empty block or directory: never blocked */
   | { kind: 'harmless', cid: string, what: string }
 
-export class RuleError extends Error {
+export class RuleError extends PindError {
   override name = 'RuleError'
 }
 

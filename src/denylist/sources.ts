@@ -16,6 +16,7 @@
  * lines are logged with file:line and skipped, at most LOGGED_PROBLEMS per
  * read (then a count).
  */
+import { PindError } from '../errors.js'
 import { watch, type FSWatcher } from 'node:fs'
 import { readdir, stat } from 'node:fs/promises'
 import { basename, dirname, join } from 'node:path'
@@ -42,7 +43,7 @@ export interface DenylistFile {
 
 interface Stamp { size: number, mtimeMs: number, ino: number }
 
-export class DenylistConfigError extends Error {
+export class DenylistConfigError extends PindError {
   override name = 'DenylistConfigError'
 }
 

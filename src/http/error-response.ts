@@ -1,16 +1,15 @@
 /**
- * The one place where a thrown error becomes an HTTP response. Known errors
- * carry their status and reason; anything else is a 500 whose details never
- * include internals (they go to the log instead).
+ * The one place where a thrown error becomes an HTTP response, through the
+ * error catalog (./error-catalog.ts). Known errors carry their status and
+ * reason; anything else is a 500 whose details never include internals
+ * (they go to the log instead).
  */
 import type { ServerResponse } from 'node:http'
-import { HttpError } from '../errors.js'
 import type { Logger } from '../log.js'
+import { errorAnswer } from './error-catalog.js'
 import { sendJson } from './respond.js'
 
-export function errorBody (reason: string, details: string): { error: { reason: string, details: string } } {
-  return { error: { reason, details } }
-}
+export { errorBody } from './error-catalog.js'
 
 export function sendError (res: ServerResponse, err: unknown, log: Logger): void {
   if (res.headersSent) {
@@ -19,12 +18,9 @@ export function sendError (res: ServerResponse, err: unknown, log: Logger): void
     res.destroy()
     return
   }
-  if (err instanceof HttpError) {
-    sendJson(res, err.status, err.bodyBytes(), err.headers)
-    return
-  }
-  log.error('internal error', { error: describe(err) })
-  sendJson(res, 500, errorBody('INTERNAL_SERVER_ERROR', 'the server failed to handle this request; it has been logged'))
+  const a = errorAnswer(err)
+  if (a.fault === true) log.error('internal error', { error: describe(err) })
+  sendJson(res, a.status, a.body, a.headers)
 }
 
 function describe (err: unknown): string {

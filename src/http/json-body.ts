@@ -3,17 +3,17 @@
  * received (not on Content-Length).
  */
 import type { IncomingMessage } from 'node:http'
-import { badRequest, HttpError, tooLarge } from '../errors.js'
+import { InputTooLargeError, InvalidInputError, UnsupportedFormatError } from '../errors.js'
 
 export const DEFAULT_JSON_LIMIT = 64 * 1024
 
 export async function readJson (req: IncomingMessage, limit = DEFAULT_JSON_LIMIT): Promise<unknown> {
   const type = req.headers['content-type'] ?? ''
   if (!/^application\/json\s*(;|$)/i.test(type)) {
-    throw new HttpError(415, 'UNSUPPORTED_MEDIA_TYPE', 'send the body as application/json')
+    throw new UnsupportedFormatError('send the body as application/json')
   }
   const declared = Number(req.headers['content-length'] ?? 0)
-  if (declared > limit) throw tooLarge(`JSON bodies are limited to ${limit} bytes`)
+  if (declared > limit) throw new InputTooLargeError(`JSON bodies are limited to ${limit} bytes`)
   // listeners, not `for await`: leaving an async iterator early destroys the request, and
   // the connection with it; stopping here leaves the rest for the server to drain
   const text = await new Promise<Buffer>((resolve, reject) => {
@@ -28,12 +28,12 @@ export async function readJson (req: IncomingMessage, limit = DEFAULT_JSON_LIMIT
     }
     const onData = (chunk: Buffer): void => {
       size += chunk.length
-      if (size > limit) { done(tooLarge(`JSON bodies are limited to ${limit} bytes`)); return }
+      if (size > limit) { done(new InputTooLargeError(`JSON bodies are limited to ${limit} bytes`)); return }
       chunks.push(chunk)
     }
     const onEnd = (): void => { done() }
-    const onError = (): void => { done(badRequest('the request body was cut short')) }
-    const onAborted = (): void => { done(badRequest('the request body was cut short')) }
+    const onError = (): void => { done(new InvalidInputError('the request body was cut short')) }
+    const onAborted = (): void => { done(new InvalidInputError('the request body was cut short')) }
     req.on('data', onData)
     req.on('end', onEnd)
     req.on('error', onError)
@@ -43,6 +43,6 @@ export async function readJson (req: IncomingMessage, limit = DEFAULT_JSON_LIMIT
   try {
     return JSON.parse(Buffer.concat(chunks).toString('utf8'))
   } catch {
-    throw badRequest('the body is not valid JSON')
+    throw new InvalidInputError('the body is not valid JSON')
   }
 }

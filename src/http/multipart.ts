@@ -6,7 +6,7 @@
 import type { IncomingMessage } from 'node:http'
 import type { Readable } from 'node:stream'
 import { Busboy } from '@fastify/busboy'
-import { badRequest, HttpError } from '../errors.js'
+import { BodyTooLargeError, InvalidInputError } from '../errors.js'
 
 export interface UploadedFile {
   filename: string
@@ -19,17 +19,11 @@ const MAX_PARTS = 4
 export function assertMultipart (req: IncomingMessage): void {
   const type = req.headers['content-type'] ?? ''
   if (!/^multipart\/form-data\s*;.*boundary=/i.test(type)) {
-    throw new HttpError(400, 'BAD_REQUEST', 'the body must be multipart/form-data (with a boundary) carrying one file part named "file"')
+    throw new InvalidInputError('the body must be multipart/form-data (with a boundary) carrying one file part named "file"')
   }
 }
 
-/** The whole body (framing, preamble and all) went past the limit it was read with. */
-export class BodyTooLargeError extends Error {
-  override name = 'BodyTooLargeError'
-  constructor (readonly limit: number) {
-    super(`the request body is larger than ${limit} bytes`)
-  }
-}
+export { BodyTooLargeError }
 
 export interface ReadOptions {
   /** the most body bytes read in all (a parser skips a preamble: the file's own cap does not see it) */
@@ -44,7 +38,7 @@ export async function readSingleFile<T> (req: IncomingMessage, consume: (file: U
   try {
     bb = new Busboy({ headers: req.headers as { 'content-type': string }, limits: { parts: MAX_PARTS, fieldSize: 1024, headerPairs: 20 } })
   } catch {
-    throw badRequest('malformed multipart/form-data header')
+    throw new InvalidInputError('malformed multipart/form-data header')
   }
   return await new Promise<T>((resolve, reject) => {
     let failure: unknown
@@ -76,7 +70,7 @@ export async function readSingleFile<T> (req: IncomingMessage, consume: (file: U
       }
       if (!finished) return
       if (consumed == null) {
-        reject(badRequest('the form has no part named "file": send the file as a multipart part named "file"'))
+        reject(new InvalidInputError('the form has no part named "file": send the file as a multipart part named "file"'))
         return
       }
       consumed.then(resolve, reject)
@@ -85,7 +79,7 @@ export async function readSingleFile<T> (req: IncomingMessage, consume: (file: U
       // a body cut inside this part errors the part's stream; whoever reads it sees the error
       // through its iterator, and once nobody does (refused, or the consumer stopped) it must
       // not become an uncaught 'error' that takes the process down
-      stream.on('error', (err: Error) => { fail(badRequest(`malformed or truncated multipart/form-data body (${err.message.slice(0, 80)})`)) })
+      stream.on('error', (err: Error) => { fail(new InvalidInputError(`malformed or truncated multipart/form-data body (${err.message.slice(0, 80)})`)) })
       if (failure != null) {
         // already refused (busboy may still emit parts it had buffered): never start a consumer now
         stream.resume()
@@ -93,12 +87,12 @@ export async function readSingleFile<T> (req: IncomingMessage, consume: (file: U
       }
       if (name !== 'file') {
         stream.resume()
-        fail(badRequest(`unexpected form part "${name}": send exactly one part, named "file"`))
+        fail(new InvalidInputError(`unexpected form part "${name}": send exactly one part, named "file"`))
         return
       }
       if (consumed != null) {
         stream.resume()
-        fail(badRequest('more than one "file" part: send exactly one file per upload'))
+        fail(new InvalidInputError('more than one "file" part: send exactly one file per upload'))
         return
       }
       fileStream = stream
@@ -106,14 +100,14 @@ export async function readSingleFile<T> (req: IncomingMessage, consume: (file: U
       // the consumer gave up (e.g. the byte cap): stop parsing now rather than wait for a body nobody reads
       consumed.catch((err: unknown) => { fail(err) })
     })
-    bb.on('field', (name) => { fail(badRequest(`unexpected form field "${name}": send exactly one part, named "file"`)) })
-    bb.on('partsLimit', () => { fail(badRequest(`too many form parts (at most ${MAX_PARTS}); send exactly one part, named "file"`)) })
-    bb.on('error', () => { fail(badRequest('malformed or truncated multipart/form-data body')) })
+    bb.on('field', (name) => { fail(new InvalidInputError(`unexpected form field "${name}": send exactly one part, named "file"`)) })
+    bb.on('partsLimit', () => { fail(new InvalidInputError(`too many form parts (at most ${MAX_PARTS}); send exactly one part, named "file"`)) })
+    bb.on('error', () => { fail(new InvalidInputError('malformed or truncated multipart/form-data body')) })
     bb.on('finish', () => {
       finished = true
       settle()
     })
-    req.on('aborted', () => { fail(badRequest('the client aborted the upload')) })
+    req.on('aborted', () => { fail(new InvalidInputError('the client aborted the upload')) })
     if (opts.maxBodyBytes != null) req.on('data', count)
     if (opts.signal != null) {
       if (opts.signal.aborted) { abort(); return }

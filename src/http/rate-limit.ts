@@ -16,7 +16,7 @@
  * bounded: at most `maxClients` buckets, the idlest dropped first.
  */
 import type { IncomingMessage } from 'node:http'
-import { HttpError } from '../errors.js'
+import { TooManyRequestsError } from '../errors.js'
 import { clientIp, clientKey } from './client-ip.js'
 
 export interface RateLimits {
@@ -54,7 +54,7 @@ export class RateLimiter {
     this.max = limits.maxClients ?? 100_000
   }
 
-  /** Admits a request or throws a 429 HttpError when it is over its client's limit. */
+  /** Admits a request or throws a TooManyRequestsError when it is over its client's limit. */
   admit (req: IncomingMessage): Admission {
     const method = req.method ?? 'GET'
     if (method === 'GET' || method === 'HEAD' || method === 'OPTIONS') {
@@ -106,6 +106,6 @@ export class RateLimiter {
       return { bucket: b, lent: true }
     }
     const retry = Math.max(1, Math.ceil((1 - b.tokens) * 60 / perMinute))
-    throw new HttpError(429, 'TOO_MANY_REQUESTS', `too many ${what} from this address (limit ${perMinute} per minute); retry in ${retry} s`, { 'retry-after': String(retry) })
+    throw new TooManyRequestsError(`too many ${what} from this address (limit ${perMinute} per minute); retry in ${retry} s`, retry)
   }
 }

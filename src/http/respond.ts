@@ -2,7 +2,7 @@
  * Small helpers for writing responses on node:http.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { HttpError } from '../errors.js'
+import type { ErrorAnswer } from './error-catalog.js'
 
 /** `body` is serialized, unless it already is (a Buffer of JSON text). */
 export function sendJson (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
@@ -36,15 +36,15 @@ const LINGER_MS = 1000
  * once, the unread bytes would reset the connection, and the client could
  * lose the answer before it read it.
  */
-export function answerUnread (req: IncomingMessage, res: ServerResponse, err: HttpError): void {
+export function answerUnread (req: IncomingMessage, res: ServerResponse, err: ErrorAnswer): void {
   if (req.complete) {
     // the whole body is in already: an ordinary answer, and the connection may be used again
-    sendJson(res, err.status, err.bodyBytes(), err.headers)
+    sendJson(res, err.status, err.body, err.headers)
     return
   }
   // paused, and taken up as read (read(0)): node:http would otherwise dump the rest of the body after the answer
   req.pause()
   req.read(0)
-  sendJson(res, err.status, err.bodyBytes(), err.headers)
+  sendJson(res, err.status, err.body, err.headers)
   res.once('finish', () => { setTimeout(() => { req.socket?.destroy() }, LINGER_MS).unref() })
 }

@@ -3,7 +3,7 @@
  * parameters, or a trailing `*` that captures the rest of the path.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { HttpError } from '../errors.js'
+import { NotFoundError, OperationNotAllowedError } from '../errors.js'
 import type { Logger } from '../log.js'
 
 export interface RequestContext {
@@ -51,9 +51,9 @@ export class Router {
         // what this resource supports (CORS preflights are answered before routing)
         return { handler: ({ res }) => { res.writeHead(204, { allow, 'content-length': '0' }); res.end() }, params: {}, pattern: 'OPTIONS *' }
       }
-      throw new HttpError(405, 'METHOD_NOT_ALLOWED', `${method} is not supported here; use ${allow}`, { allow })
+      throw new OperationNotAllowedError(`${method} is not supported here; use ${allow}`, allow)
     }
-    throw new HttpError(404, 'NOT_FOUND', `no such endpoint: ${pathname}`)
+    throw new NotFoundError(`no such endpoint: ${pathname}`)
   }
 }
 

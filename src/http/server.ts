@@ -3,11 +3,12 @@
  * graceful close (stop accepting, let in-flight requests finish up to a
  * deadline, then cut what is left).
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { chmodSync, rmSync } from 'node:fs'
 import { releaseBytes } from '../buffers.js'
-import { HttpError } from '../errors.js'
+import { ExpectationFailedError, HeadTooLargeError, InvalidInputError, NameTooLongError, OperationNotAllowedError, ShuttingDownError, UnavailableError } from '../errors.js'
+import { errorAnswer } from './error-catalog.js'
 import { randomUUID } from 'node:crypto'
 import { logContext, type Logger } from '../log.js'
 import { clientIp, normalize } from './client-ip.js'
@@ -103,12 +104,12 @@ export function createHttpServer (router: Router, log: Logger, opts: HttpServerO
     try {
       if (closing) {
         res.setHeader('connection', 'close')
-        throw new HttpError(503, 'SHUTTING_DOWN', 'the server is shutting down; retry shortly', { 'retry-after': '5' })
+        throw new ShuttingDownError('the server is shutting down; retry shortly', 5)
       }
-      if (starting) throw new HttpError(503, 'SERVICE_UNAVAILABLE', 'the server is starting; retry shortly', { 'retry-after': '1' })
+      if (starting) throw new UnavailableError('the server is starting; retry shortly', 1)
       let hosts = 0
       for (let i = 0; i < req.rawHeaders.length; i += 2) if ((req.rawHeaders[i] as string).length === 4 && (req.rawHeaders[i] as string).toLowerCase() === 'host') hosts++
-      if (hosts !== 1 && req.httpVersion !== '1.0') throw new HttpError(400, 'BAD_REQUEST', hosts === 0 ? 'the Host header is required' : 'send the Host header once')
+      if (hosts !== 1 && req.httpVersion !== '1.0') throw new InvalidInputError(hosts === 0 ? 'the Host header is required' : 'send the Host header once')
       if (opts.cors != null && applyCors(req, res, opts.cors)) return
       admission = opts.rateLimiter?.admit(req)
       ctx.url = parseUrl(req.url)
@@ -142,25 +143,23 @@ export function createHttpServer (router: Router, log: Logger, opts: HttpServerO
   })
   // requests node:http would answer by itself (with an empty body) get the spec's error shape too
   server.on('checkExpectation', (req, res) => {
-    const body = JSON.stringify({ error: { reason: 'BAD_REQUEST', details: `Expect: ${String(req.headers.expect).slice(0, 50)} is not supported (only 100-continue)` } })
-    res.writeHead(417, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), connection: 'close' })
-    res.end(body)
+    const a = errorAnswer(new ExpectationFailedError(`Expect: ${String(req.headers.expect).slice(0, 50)} is not supported (only 100-continue)`))
+    res.writeHead(a.status, { 'content-type': 'application/json', 'content-length': a.body.byteLength, connection: 'close' })
+    res.end(a.body)
   })
   server.on('connect', (_req, socket) => {
-    const body = JSON.stringify({ error: { reason: 'METHOD_NOT_ALLOWED', details: 'CONNECT is not supported: this is not a proxy' } })
     socket.on('error', () => {})
-    socket.end(`HTTP/1.1 405 Method Not Allowed\r\nallow: GET, HEAD, POST, DELETE, OPTIONS\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`)
+    socket.end(rawAnswer(new OperationNotAllowedError('CONNECT is not supported: this is not a proxy', 'GET, HEAD, POST, DELETE, OPTIONS')))
   })
   server.maxHeadersCount = 100
   const idleMs = opts.idleTimeoutMs ?? 60_000
   if (idleMs > 0) server.setTimeout(idleMs, (socket) => { socket.destroy() })
   server.on('clientError', (err, socket) => {
     const code = (err as NodeJS.ErrnoException).code
-    const [status, details] = code === 'HPE_HEADER_OVERFLOW'
-      ? ['431 Request Header Fields Too Large', 'the request headers are larger than 16 KiB or more than 100 fields']
-      : ['400 Bad Request', 'malformed HTTP request']
-    const body = JSON.stringify({ error: { reason: 'BAD_REQUEST', details } })
-    if (socket.writable) socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`)
+    const refusal = code === 'HPE_HEADER_OVERFLOW'
+      ? new HeadTooLargeError('the request headers are larger than 16 KiB or more than 100 fields')
+      : new InvalidInputError('malformed HTTP request')
+    if (socket.writable) socket.end(rawAnswer(refusal))
     else socket.destroy()
     log.debug('client error', { error: err.message })
   })
@@ -214,6 +213,14 @@ export function createHttpServer (router: Router, log: Logger, opts: HttpServerO
   }
 }
 
+/** An error's answer as raw HTTP/1.1 bytes, for a socket node:http no longer writes responses on; the connection closes after it. */
+function rawAnswer (err: Error): Buffer {
+  const a = errorAnswer(err)
+  const head = [`HTTP/1.1 ${a.status} ${STATUS_CODES[a.status] ?? ''}`, ...Object.entries(a.headers).map(([k, v]) => `${k}: ${v}`),
+    'connection: close', 'content-type: application/json', `content-length: ${a.body.byteLength}`]
+  return Buffer.concat([Buffer.from(head.join('\r\n') + '\r\n\r\n'), a.body])
+}
+
 /** Largest unread request body drained (so the client reads our answer) rather than cut off. */
 const MAX_DRAIN_BYTES = 128 * 1024 * 1024
 
@@ -242,11 +249,11 @@ function discardBody (req: IncomingMessage, res: ServerResponse): void {
 export const MAX_URL_LENGTH = 8192
 
 function parseUrl (raw: string | undefined): URL {
-  if (raw == null || !raw.startsWith('/')) throw new HttpError(400, 'BAD_REQUEST', 'the request target must be an absolute path')
-  if (raw.length > MAX_URL_LENGTH) throw new HttpError(414, 'URI_TOO_LONG', `the request target is longer than ${MAX_URL_LENGTH} characters`)
+  if (raw == null || !raw.startsWith('/')) throw new InvalidInputError('the request target must be an absolute path')
+  if (raw.length > MAX_URL_LENGTH) throw new NameTooLongError(`the request target is longer than ${MAX_URL_LENGTH} characters`)
   try {
     return new URL(raw, 'http://localhost')
   } catch {
-    throw new HttpError(400, 'BAD_REQUEST', 'the request target is not a valid URL path')
+    throw new InvalidInputError('the request target is not a valid URL path')
   }
 }

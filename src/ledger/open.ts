@@ -3,6 +3,7 @@
  * dir holds every sub-database: pins, indexes, payments, the fetch queue, and
  * the libp2p/helia datastore. This folder is the only importer of lmdb.
  */
+import { PindError } from '../errors.js'
 import { open, type Database, type RootDatabase } from 'lmdb'
 
 export const LEDGER_SCHEMA_VERSION = 1
@@ -25,7 +26,7 @@ export interface LedgerEnv {
   close(): Promise<void>
 }
 
-export class LedgerSchemaError extends Error {
+export class LedgerSchemaError extends PindError {
   override name = 'LedgerSchemaError'
 }
 

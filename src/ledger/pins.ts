@@ -18,6 +18,7 @@
  * every chain of replacements, removals, expiries and failures releases
  * exactly what it holds (releaseReplaced, holdsRefs).
  */
+import { PindError } from '../errors.js'
 import type { Database } from 'lmdb'
 import { CID } from 'multiformats/cid'
 import { seedClock } from './clock.js'
@@ -519,14 +520,14 @@ function cidKey (cid: string | CID): string {
   return (typeof cid === 'string' ? CID.parse(cid) : cid).toV1().toString()
 }
 
-export class PinGoneError extends Error {
+export class PinGoneError extends PindError {
   override name = 'PinGoneError'
   constructor (readonly requestid: string) {
     super(`pin ${requestid} no longer exists`)
   }
 }
 
-export class PaymentReusedError extends Error {
+export class PaymentReusedError extends PindError {
   override name = 'PaymentReusedError'
   constructor (readonly paymentId: string) {
     super('this payment was already used')

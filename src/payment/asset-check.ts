@@ -3,6 +3,7 @@
  * the configured EIP-712 domain on the configured chain. A mismatch is fatal
  * (payments would never verify); an unreachable RPC is not (retried later).
  */
+import { PindError } from '../errors.js'
 import { domainSeparator, parseAbi } from 'viem'
 import { chainIdOf, publicClientFor } from './chain.js'
 
@@ -14,11 +15,11 @@ const ABI = parseAbi([
   'function authorizationState(address authorizer, bytes32 nonce) view returns (bool)'
 ])
 
-export class AssetMismatchError extends Error {
+export class AssetMismatchError extends PindError {
   override name = 'AssetMismatchError'
 }
 
-export class RpcUnreachableError extends Error {
+export class RpcUnreachableError extends PindError {
   override name = 'RpcUnreachableError'
 }
 

@@ -14,7 +14,7 @@ import {
 import { x402ResourceServer } from '@x402/core/server'
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types'
 import { ExactEvmScheme } from '@x402/evm/exact/server'
-import { HttpError } from '../errors.js'
+import { InsufficientFundsError, PaymentRequiredError, UnavailableError } from '../errors.js'
 import type { Logger } from '../log.js'
 import { AssetMismatchError, checkAsset } from './asset-check.js'
 import { buildFacilitator, type FacilitatorChoice } from './facilitator.js'
@@ -73,7 +73,7 @@ export interface VerifiedPayment {
 }
 
 export type GateDecision =
-  | { type: 'payment-required', error: HttpError }
+  | { type: 'payment-required', error: PaymentRequiredError }
   | { type: 'verified', payment: VerifiedPayment }
   /** a payment already settled by this server (an honest retry, or a replay): not verified again */
   | { type: 'settled-before', payment: VerifiedPayment }
@@ -88,6 +88,18 @@ export type SettleOutcome =
   | { ok: false, reason: string, serverSide: boolean, uncertain?: boolean }
 
 export const PAYMENT_HEADER = 'payment-signature'
+
+/**
+ * The reasons (x402's named codes) a verifier or settler gives when the
+ * payer's balance does not cover the payment: @x402/evm's exact EIP-3009
+ * and Permit2 checks, its batch settlement, and x402 v1's generic name.
+ */
+export const INSUFFICIENT_FUNDS: ReadonlySet<string> = new Set([
+  'invalid_exact_evm_insufficient_balance',
+  'permit2_insufficient_balance',
+  'invalid_batch_settlement_evm_insufficient_balance',
+  'insufficient_funds'
+])
 
 export type PaymentEvent = 'required' | 'refused' | 'verified' | 'settled' | 'settle_failed'
 
@@ -107,7 +119,7 @@ export class PaymentGate {
   /** observer (metrics): each reading of the settler's balance (wei) */
   onSettlerBalance?: (wei: bigint) => void
   /** built 402 answers by quote and reason; each is sent as is, serialized once */
-  private readonly challenges = new Map<string, HttpError>()
+  private readonly challenges = new Map<string, PaymentRequiredError>()
 
   constructor (private readonly s: PaymentSettings, private readonly log: Logger) {
     const built = buildFacilitator(s.facilitator)
@@ -210,16 +222,16 @@ export class PaymentGate {
     return req
   }
 
-  /** A 402 challenge for this quote, with a readable reason. */
-  async challenge (q: Quote, reason: string, details: string): Promise<HttpError> {
+  /** A challenge (x402's 402) for this quote, with a readable reason; `insufficient`: the payer's balance is the reason. */
+  async challenge (q: Quote, details: string, insufficient = false): Promise<PaymentRequiredError> {
     this.assertReady()
     // the same quote always yields the same challenge: build it once (the 402 path is the hot one)
-    const key = JSON.stringify([q.amount.toString(), q.months, q.bytes.toString(), q.resourceUrl, q.description, q.notes, reason, details])
+    const key = JSON.stringify([q.amount.toString(), q.months, q.bytes.toString(), q.resourceUrl, q.description, q.notes, insufficient, details])
     let built = this.challenges.get(key)
     if (built == null) {
       const req = await this.requirementsFor(q)
       const pr = await this.rs.createPaymentRequiredResponse([req], { url: q.resourceUrl, description: q.description, mimeType: 'application/json' }, details)
-      built = new HttpError(402, reason as 'PAYMENT_REQUIRED', details, { 'payment-required': encodePaymentRequiredHeader(pr) }, this.readableTerms(q))
+      built = new (insufficient ? InsufficientFundsError : PaymentRequiredError)(details, encodePaymentRequiredHeader(pr), this.readableTerms(q))
       if (this.challenges.size >= 1000) this.challenges.delete(this.challenges.keys().next().value as string)
       this.challenges.set(key, built)
     }
@@ -248,23 +260,23 @@ export class PaymentGate {
     this.assertReady()
     if (header == null || header === '') {
       this.onEvent?.('required')
-      return { type: 'payment-required', error: await this.challenge(q, 'PAYMENT_REQUIRED', 'this write must be paid: see the PAYMENT-REQUIRED header') }
+      return { type: 'payment-required', error: await this.challenge(q, 'this write must be paid: see the PAYMENT-REQUIRED header') }
     }
     let payload: PaymentPayload
     try {
       payload = decodePaymentSignatureHeader(header)
     } catch {
-      return { type: 'payment-required', error: await this.challenge(q, 'PAYMENT_REQUIRED', 'the PAYMENT-SIGNATURE header is not a valid base64 x402 payment payload') }
+      return { type: 'payment-required', error: await this.challenge(q, 'the PAYMENT-SIGNATURE header is not a valid base64 x402 payment payload') }
     }
     const req = await this.requirementsFor(q)
     const match = payload?.x402Version === 2 ? this.rs.findMatchingRequirements([req], payload) : undefined
     if (match == null) {
-      return { type: 'payment-required', error: await this.challenge(q, 'PAYMENT_REQUIRED', `the payment does not match this request's terms (amount ${q.amount} of ${this.s.asset} to ${this.s.payTo} on ${this.s.network})`) }
+      return { type: 'payment-required', error: await this.challenge(q, `the payment does not match this request's terms (amount ${q.amount} of ${this.s.asset} to ${this.s.payTo} on ${this.s.network})`) }
     }
     const who = identify(payload)
     if (who == null) {
       this.onEvent?.('refused')
-      return { type: 'payment-required', error: await this.challenge(q, 'PAYMENT_REQUIRED', 'only well-formed EIP-3009 (transferWithAuthorization) payments are accepted: payload.authorization needs from, to, value, validAfter, validBefore and nonce, and payload.signature') }
+      return { type: 'payment-required', error: await this.challenge(q, 'only well-formed EIP-3009 (transferWithAuthorization) payments are accepted: payload.authorization needs from, to, value, validAfter, validBefore and nonce, and payload.signature') }
     }
     const { payer: from, id, proof } = who
     if (settledBefore(id)) {
@@ -275,13 +287,12 @@ export class PaymentGate {
       verify = await this.rs.verifyPayment(payload, match)
     } catch (err) {
       this.log.warn('payment verification failed to run', { error: (err as Error).message })
-      throw new HttpError(503, 'SERVICE_UNAVAILABLE', 'the payment could not be verified right now; retry shortly', { 'retry-after': '10' })
+      throw new UnavailableError('the payment could not be verified right now; retry shortly', 10)
     }
     if (!verify.isValid) {
       this.onEvent?.('refused')
       const code = verify.invalidReason ?? 'invalid_payment'
-      const insufficient = /insufficient/i.test(code)
-      return { type: 'payment-required', error: await this.challenge(q, insufficient ? 'INSUFFICIENT_FUNDS' : 'PAYMENT_REQUIRED', `the payment was refused: ${code}`) }
+      return { type: 'payment-required', error: await this.challenge(q, `the payment was refused: ${code}`, INSUFFICIENT_FUNDS.has(code)) }
     }
     this.onEvent?.('verified', q.amount)
     return { type: 'verified', payment: { payer: from, id, amount: q.amount, proof, payload, requirements: match } }
@@ -332,21 +343,21 @@ export class PaymentGate {
    * on this side (the same signed payment can be sent again), else a 402
    * challenge naming the payer's problem. `outcome`: what was not done.
    */
-  async settleRefusal (q: Quote, s: Extract<SettleOutcome, { ok: false }>, outcome: string): Promise<HttpError> {
+  async settleRefusal (q: Quote, s: Extract<SettleOutcome, { ok: false }>, outcome: string): Promise<UnavailableError | PaymentRequiredError> {
     if (s.serverSide) {
-      return new HttpError(503, 'SERVICE_UNAVAILABLE', s.uncertain === true
+      return new UnavailableError(s.uncertain === true
         ? `this service could not settle the payment (a problem on its side, not the payment's); ${outcome}: retry later`
-        : `this service could not settle the payment (a problem on its side, not the payment's); ${outcome}, the payment was not used: retry later with the same or a new payment`, { 'retry-after': '60' })
+        : `this service could not settle the payment (a problem on its side, not the payment's); ${outcome}, the payment was not used: retry later with the same or a new payment`, 60)
     }
-    return await this.challenge(q, /insufficient/i.test(s.reason) ? 'INSUFFICIENT_FUNDS' : 'PAYMENT_REQUIRED', `the payment could not be settled (${s.reason}); ${outcome}`)
+    return await this.challenge(q, `the payment could not be settled (${s.reason}); ${outcome}`, INSUFFICIENT_FUNDS.has(s.reason))
   }
 
   private assertReady (): void {
-    if (!this.ready) throw new HttpError(503, 'SERVICE_UNAVAILABLE', `payments are temporarily unavailable (${this.lastError}); retry shortly`, { 'retry-after': '15' })
+    if (!this.ready) throw new UnavailableError(`payments are temporarily unavailable (${this.lastError}); retry shortly`, 15)
     if (this.balance?.funding === 'unfunded') {
       // before any payment is used: the settlement could not pay its gas (read again soon: the funding shows at once)
       this.balance.refresh()
-      throw new HttpError(503, 'SERVICE_UNAVAILABLE', 'payments are temporarily unavailable (this service\'s settlement account cannot pay gas); retry later', { 'retry-after': '60' })
+      throw new UnavailableError('payments are temporarily unavailable (this service\'s settlement account cannot pay gas); retry later', 60)
     }
   }
 }

@@ -21,7 +21,7 @@ import { basename } from 'node:path'
 import type { Blockstore } from 'interface-blockstore'
 import { base58btc } from 'multiformats/bases/base58'
 import type { CID } from 'multiformats/cid'
-import { badRequest, HttpError } from '../errors.js'
+import { GoneError, InvalidInputError, LegallyRefusedError } from '../errors.js'
 import { decodeCid } from '../ipfs/cid-text.js'
 import { CompiledList, Probe } from '../denylist/compiled.js'
 import { parseRule, RuleError, trimSlashes, type Rule } from '../denylist/rule.js'
@@ -110,21 +110,21 @@ export interface OperatorTarget {
 export const MAX_TARGET_LENGTH = 4096
 
 export function operatorTarget (text: unknown): OperatorTarget {
-  if (typeof text !== 'string' || text.trim() === '') throw badRequest('give a CID, CID/path, /ipfs/CID[/path] or //<double hash>')
+  if (typeof text !== 'string' || text.trim() === '') throw new InvalidInputError('give a CID, CID/path, /ipfs/CID[/path] or //<double hash>')
   let t = text.trim()
-  if (t.length > MAX_TARGET_LENGTH) throw badRequest(`a rule is at most ${MAX_TARGET_LENGTH} characters`)
-  if (/^[!+-]/.test(t)) throw badRequest('exceptions (!rules) belong in a .deny file of --denylist (a later file overrides an earlier one); pind deny removes only its own rules')
+  if (t.length > MAX_TARGET_LENGTH) throw new InvalidInputError(`a rule is at most ${MAX_TARGET_LENGTH} characters`)
+  if (/^[!+-]/.test(t)) throw new InvalidInputError('exceptions (!rules) belong in a .deny file of --denylist (a later file overrides an earlier one); pind deny removes only its own rules')
   if (t.startsWith('ipfs://')) t = `/ipfs/${t.slice('ipfs://'.length)}`
   else if (!t.startsWith('/')) t = `/ipfs/${t}`
   let parsed: Rule
   try {
     parsed = parseRule(t)
   } catch (err) {
-    if (err instanceof RuleError) throw badRequest(err.message)
+    if (err instanceof RuleError) throw new InvalidInputError(err.message)
     throw err
   }
-  if (parsed.kind === 'ipns') throw badRequest('pind serves no IPNS names: deny the CID the name points to')
-  if (parsed.kind === 'harmless') throw badRequest(`${parsed.cid} is ${parsed.what}: every application needs it, so it is never denied`)
+  if (parsed.kind === 'ipns') throw new InvalidInputError('pind serves no IPNS names: deny the CID the name points to')
+  if (parsed.kind === 'harmless') throw new InvalidInputError(`${parsed.cid} is ${parsed.what}: every application needs it, so it is never denied`)
   if (parsed.kind === 'double-hash') return { key: t, rule: t, parsed }
   const b58 = base58btc.baseEncode(parsed.multihash)
   const tail = parsed.prefix ? (parsed.path === '' ? '/*' : `/${parsed.path}*`) : (parsed.path === '' ? '' : `/${parsed.path}`)
@@ -134,7 +134,7 @@ export function operatorTarget (text: unknown): OperatorTarget {
 
 /** The CID and path a target names, for `pind deny check` (no prefix, no double hash: a thing a client could ask for). */
 export function checkTarget (text: unknown): { cid: CID, path: string } {
-  if (typeof text !== 'string' || text.trim() === '') throw badRequest('give a CID, CID/path or /ipfs/CID[/path]')
+  if (typeof text !== 'string' || text.trim() === '') throw new InvalidInputError('give a CID, CID/path or /ipfs/CID[/path]')
   let t = text.trim()
   if (t.startsWith('ipfs://')) t = t.slice('ipfs://'.length)
   else if (t.startsWith('/ipfs/')) t = t.slice('/ipfs/'.length)
@@ -144,21 +144,21 @@ export function checkTarget (text: unknown): { cid: CID, path: string } {
   try {
     cid = decodeCid(cidText)
   } catch {
-    throw badRequest(`not a CID: ${cidText.slice(0, 100)}`)
+    throw new InvalidInputError(`not a CID: ${cidText.slice(0, 100)}`)
   }
   let path = i < 0 ? '' : t.slice(i + 1)
-  try { path = decodeURIComponent(path) } catch { throw badRequest('malformed %-encoding in the path') }
+  try { path = decodeURIComponent(path) } catch { throw new InvalidInputError('malformed %-encoding in the path') }
   return { cid, path: trimSlashes(path) }
 }
 
 /** 451 Unavailable For Legal Reasons (RFC 7725), naming who blocks it. */
-export function unavailableForLegalReasons (what: string, refusal: Refusal, publicUrl: string): HttpError {
-  return new HttpError(451, 'UNAVAILABLE_FOR_LEGAL_REASONS', `${what} is not accepted by this service: ${refusal.message}; nothing was charged`, { link: `<${publicUrl}>; rel="blocked-by"` })
+export function unavailableForLegalReasons (what: string, refusal: Refusal, publicUrl: string): LegallyRefusedError {
+  return new LegallyRefusedError(`${what} is not accepted by this service: ${refusal.message}; nothing was charged`, publicUrl)
 }
 
 /** 410 Gone: the gateway's answer for denied content. */
-export function goneDenied (what: string, refusal: Refusal): HttpError {
-  return new HttpError(410, 'GONE', `${what} is not served by this gateway: ${refusal.message}`)
+export function goneDenied (what: string, refusal: Refusal): GoneError {
+  return new GoneError(`${what} is not served by this gateway: ${refusal.message}`)
 }
 
 /**

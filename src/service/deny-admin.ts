@@ -5,7 +5,7 @@
  * data dir (it applies from the next start).
  */
 import { basename } from 'node:path'
-import { badRequest, notFound } from '../errors.js'
+import { InvalidInputError, NotFoundError } from '../errors.js'
 import type { DenylistFile } from '../denylist/sources.js'
 import type { DenialLedger, DenialRecord } from '../ledger/denials.js'
 import type { PinLedger } from '../ledger/pins.js'
@@ -42,7 +42,7 @@ async function run (op: DenyOp, d: DenyAdminDeps) {
     case 'add': {
       const t = operatorTarget(op.target)
       const reason = text(op.reason, '--reason', MAX_REASON)
-      if (reason === '') throw badRequest('add needs --reason "<why>" (kept in the ledger, and shown to clients and to the owners of pins of it)')
+      if (reason === '') throw new InvalidInputError('add needs --reason "<why>" (kept in the ledger, and shown to clients and to the owners of pins of it)')
       const rec: DenialRecord = { key: t.key, rule: t.rule, reason, by: who(op.by), at: new Date().toISOString() }
       const replaced = await d.ledger.add(rec)
       d.denials?.reload()
@@ -53,7 +53,7 @@ async function run (op: DenyOp, d: DenyAdminDeps) {
       const t = operatorTarget(op.target)
       const reason = text(op.reason, '--reason', MAX_REASON)
       const removed = await d.ledger.remove(t.key, { by: who(op.by), at: new Date().toISOString(), ...(reason !== '' ? { reason } : {}) })
-      if (removed == null) throw notFound(`no denial ${t.rule.slice(0, 200)} (see pind deny ls; rules of --denylist files are changed in the files)`)
+      if (removed == null) throw new NotFoundError(`no denial ${t.rule.slice(0, 200)} (see pind deny ls; rules of --denylist files are changed in the files)`)
       d.denials?.reload()
       return { removed }
     }
@@ -69,7 +69,7 @@ async function run (op: DenyOp, d: DenyAdminDeps) {
       return { target: `/ipfs/${cid}${path !== '' ? `/${path}` : ''}`, denied: denial != null, ...(denial != null ? { denial } : {}) }
     }
     default:
-      throw badRequest('unknown deny operation')
+      throw new InvalidInputError('unknown deny operation')
   }
 }
 
@@ -95,11 +95,11 @@ function fileView (f: DenylistFile): Record<string, unknown> {
 
 function text (v: unknown, what: string, max: number): string {
   if (v == null) return ''
-  if (typeof v !== 'string') throw badRequest(`${what} must be text`)
+  if (typeof v !== 'string') throw new InvalidInputError(`${what} must be text`)
   const s = v.trim()
-  if (s.length > max) throw badRequest(`${what} is longer than ${max} characters`)
+  if (s.length > max) throw new InvalidInputError(`${what} is longer than ${max} characters`)
   // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u001f\u007f]/.test(s)) throw badRequest(`${what} must be one line of printable text`)
+  if (/[\u0000-\u001f\u007f]/.test(s)) throw new InvalidInputError(`${what} must be one line of printable text`)
   return s
 }
 

@@ -8,6 +8,7 @@
  * to the log only. A check says what may be shown by throwing a
  * HealthCheckError; anything else it throws shows as its `failure` text.
  */
+import { PindError } from '../errors.js'
 import { randomBytes } from 'node:crypto'
 import { unlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -15,7 +16,7 @@ import type { Logger } from '../log.js'
 import { VERSION } from '../version.js'
 
 /** A failure whose message is fit for clients; `detail` goes to the log only. */
-export class HealthCheckError extends Error {
+export class HealthCheckError extends PindError {
   override name = 'HealthCheckError'
   constructor (publicMessage: string, readonly detail?: string) {
     super(publicMessage)

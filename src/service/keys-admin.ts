@@ -7,7 +7,7 @@ import { KeyStoreError, UnknownKeyError } from '../auth/errors.js'
 import { KNOWN_PERMISSIONS } from '../auth/permissions.js'
 import type { KeyStore } from '../auth/keystore.js'
 import { tokenIdOf, type TokenService } from '../auth/tokens.js'
-import { badRequest } from '../errors.js'
+import { InvalidInputError } from '../errors.js'
 import type { TokenLedger } from '../ledger/tokens.js'
 import type { Reply } from './reply.js'
 
@@ -45,21 +45,21 @@ async function run (op: KeysOp, d: KeysAdminDeps) {
     case 'rotate':
       return { rotated: await d.keystore.rotate() }
     case 'retire':
-      if (typeof op.kid !== 'string' || op.kid === '') throw badRequest('retire needs a key id')
+      if (typeof op.kid !== 'string' || op.kid === '') throw new InvalidInputError('retire needs a key id')
       try {
         return { retired: await d.keystore.retire(op.kid) }
       } catch (err) {
-        if (err instanceof UnknownKeyError || err instanceof KeyStoreError) throw badRequest(err.message)
+        if (err instanceof UnknownKeyError || err instanceof KeyStoreError) throw new InvalidInputError(err.message)
         throw err
       }
     case 'jwks':
       await d.keystore.refresh()
       return d.keystore.jwks()
     case 'mint': {
-      if (typeof op.owner !== 'string' || !ADDRESS.test(op.owner)) throw badRequest('mint needs --owner <0x address>')
+      if (typeof op.owner !== 'string' || !ADDRESS.test(op.owner)) throw new InvalidInputError('mint needs --owner <0x address>')
       const unknown = op.permissions.filter(p => !(KNOWN_PERMISSIONS as readonly string[]).includes(p))
-      if (unknown.length > 0) throw badRequest(`unknown permission ${unknown.join(', ')}; known: ${KNOWN_PERMISSIONS.join(', ')}`)
-      if (d.tokens == null) throw badRequest('this data dir has never been served, so the token issuer is unknown: run `pind serve` once (or mint through a running serve)')
+      if (unknown.length > 0) throw new InvalidInputError(`unknown permission ${unknown.join(', ')}; known: ${KNOWN_PERMISSIONS.join(', ')}`)
+      if (d.tokens == null) throw new InvalidInputError('this data dir has never been served, so the token issuer is unknown: run `pind serve` once (or mint through a running serve)')
       const issued = await d.tokens.issue(op.owner, { permissions: op.permissions, ...(op.ttlSeconds != null ? { ttlSeconds: op.ttlSeconds } : {}) })
       const kid = d.keystore.active().kid
       await d.tokenLedger.recordIssued({
@@ -75,17 +75,17 @@ async function run (op: KeysOp, d: KeysAdminDeps) {
     }
     case 'revoke': {
       if (op.owner != null) {
-        if (!ADDRESS.test(op.owner)) throw badRequest('--owner must be a 0x address')
+        if (!ADDRESS.test(op.owner)) throw new InvalidInputError('--owner must be a 0x address')
         await d.tokenLedger.revokeOwner(op.owner)
         return { revokedOwner: op.owner.toLowerCase(), before: new Date().toISOString() }
       }
       let jti = op.jti
       if (op.token != null) {
         jti = tokenIdOf(op.token)
-        if (jti == null) throw badRequest('that is not a token with an id; pass a token, --jti <id> or --owner <address>')
+        if (jti == null) throw new InvalidInputError('that is not a token with an id; pass a token, --jti <id> or --owner <address>')
       }
-      if (typeof jti !== 'string' || jti === '') throw badRequest('revoke needs a token, --jti <id> or --owner <address>')
-      if (jti.length > 256) throw badRequest('that is not a token id (too long)')
+      if (typeof jti !== 'string' || jti === '') throw new InvalidInputError('revoke needs a token, --jti <id> or --owner <address>')
+      if (jti.length > 256) throw new InvalidInputError('that is not a token id (too long)')
       await d.tokenLedger.revokeToken(jti)
       // operator tokens are recorded when minted, wallet tokens are not: an id that is neither
       // recorded nor shaped like one of ours is most likely mistyped (revoking it does nothing)
@@ -98,6 +98,6 @@ async function run (op: KeysOp, d: KeysAdminDeps) {
       return { revokedJti: jti, known, ...(warning != null ? { warning } : {}) }
     }
     default:
-      throw badRequest(`unknown keys operation ${String((op as { op: unknown }).op)}`)
+      throw new InvalidInputError(`unknown keys operation ${String((op as { op: unknown }).op)}`)
   }
 }

@@ -16,6 +16,7 @@
  * header row, the first column `schema_version` (1 on every row); origins,
  * meta as JSON text. CSV is for accounting, not for import.
  */
+import { PindError } from '../errors.js'
 import { isoMicros, parseMicros } from '../ledger/clock.js'
 import type { PinLedger } from '../ledger/pins.js'
 import type { FetchState, PaymentInfo, PaymentRecord, PinRecord } from '../ledger/records.js'
@@ -91,7 +92,7 @@ export interface ExportOptions {
 }
 
 /** A bad export request: a usage error (exit 2, HTTP 400). */
-export class ExportOptionsError extends Error {
+export class ExportOptionsError extends PindError {
   override name = 'ExportOptionsError'
 }
 

@@ -18,6 +18,7 @@
  * live comes back `queued`: serve's fetcher walks its DAG again, reading the
  * local blockstore first, and references the blocks when it is complete.
  */
+import { PindError } from '../errors.js'
 import { createReadStream } from 'node:fs'
 import { createInterface } from 'node:readline'
 import { CID } from 'multiformats/cid'
@@ -29,7 +30,7 @@ import { EXPORT_SCHEMA, EXPORT_VERSION } from './ledger-export.js'
 /** Yields the lines of the input; called once per pass. */
 export type LineSource = () => AsyncIterable<string>
 
-export class ImportError extends Error {
+export class ImportError extends PindError {
   override name = 'ImportError'
 }
 

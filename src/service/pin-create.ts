@@ -16,13 +16,13 @@ import { randomUUID } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import { PIN_WITHOUT_PAYMENT } from '../auth/permissions.js'
 import type { TokenService, VerifiedToken } from '../auth/tokens.js'
-import { HttpError, badRequest, tooLarge, unavailable } from '../errors.js'
+import { ConflictError, InputTooLargeError, InvalidInputError, NotFoundError, PaymentRequiredError, TooManyRequestsError, UnavailableError } from '../errors.js'
 import { addMonths, nextCreated } from '../ledger/clock.js'
 import { PinGoneError, type PinLedger } from '../ledger/pins.js'
 import type { PaymentInfo, PaymentRecord, PinRecord } from '../ledger/records.js'
 import type { Logger } from '../log.js'
 import { identifyPayment, type PaymentGate, type PaymentIdentity, type Quote, type VerifiedPayment } from '../payment/gate.js'
-import { bytesCoveredBy, priceFor, PriceTooHighError, type PriceSettings } from '../payment/pricing.js'
+import { bytesCoveredBy, priceFor, type PriceSettings } from '../payment/pricing.js'
 import type { PaymentOnce } from './paid-once.js'
 import type { PinRequest } from './pin-request.js'
 import { toPinStatus } from './pin-status.js'
@@ -80,7 +80,7 @@ export async function createPin (req: IncomingMessage, w: PinWrite, d: PinCreate
   const refused = d.refusal?.(w.request.cid)
   if (refused != null) throw unavailableForLegalReasons(w.request.cidText.slice(0, 100), refused, d.publicUrl)
   if (w.auth?.permissions.includes(PIN_WITHOUT_PAYMENT) === true) return await unpaid(w, w.auth, d)
-  if (d.gate == null) throw unavailable('payments are not configured on this server (no pay-to address or facilitator); writes are disabled', 3600)
+  if (d.gate == null) throw new UnavailableError('payments are not configured on this server (no pay-to address or facilitator); writes are disabled', 3600)
   const purpose = purposeOf(w)
   // a payment that was already used is known from its header alone: its replay is answered without a quote (no probe, no dial)
   const used = w.paymentHeader != null ? identifyPayment(w.paymentHeader) : undefined
@@ -113,22 +113,17 @@ async function quoteFor (req: IncomingMessage, w: PinWrite, d: PinCreateDeps): P
   const claimed = clientSize(req, d.pinMaxBytes)
   const probed = await d.probe.probe(w.request.cid, w.request.origins, w.client)
   // no probe free: no quote at all, rather than one priced as if the root could not be had
-  const retry = { 'retry-after': String(d.probe.retryAfterSeconds) }
-  if (probed.source === 'busy') throw new HttpError(503, 'SERVICE_UNAVAILABLE', 'every probe for the size of a DAG is in use; retry shortly (no quote is given rather than one that may be wrong)', retry)
-  if (probed.source === 'client-busy') throw new HttpError(429, 'TOO_MANY_REQUESTS', 'this address has as many DAG size probes running as it may; retry when one has answered', retry)
-  if (probed.source === 'invalid') throw badRequest(`the root block of ${w.request.cidText.slice(0, 100)} is not valid ${w.request.cid.code === 0x70 ? 'dag-pb' : 'for its codec'} (${probed.invalid ?? 'cannot be decoded'}): such a DAG cannot be pinned`)
+  const retry = d.probe.retryAfterSeconds
+  if (probed.source === 'busy') throw new UnavailableError('every probe for the size of a DAG is in use; retry shortly (no quote is given rather than one that may be wrong)', retry)
+  if (probed.source === 'client-busy') throw new TooManyRequestsError('this address has as many DAG size probes running as it may; retry when one has answered', retry)
+  if (probed.source === 'invalid') throw new InvalidInputError(`the root block of ${w.request.cidText.slice(0, 100)} is not valid ${w.request.cid.code === 0x70 ? 'dag-pb' : 'for its codec'} (${probed.invalid ?? 'cannot be decoded'}): such a DAG cannot be pinned`)
   const known = probed.size?.dagSize
   if (known != null && known > d.pinMaxBytes) {
-    throw tooLarge(`the DAG's root declares ${known} bytes; this service pins DAGs of at most ${d.pinMaxBytes} bytes`)
+    throw new InputTooLargeError(`the DAG's root declares ${known} bytes; this service pins DAGs of at most ${d.pinMaxBytes} bytes`)
   }
   const bytes = Math.max(known ?? 0, claimed ?? 0)
-  let amount: bigint
-  try {
-    amount = priceFor(BigInt(bytes), w.months, d.prices)
-  } catch (err) {
-    if (err instanceof PriceTooHighError) throw badRequest(err.message)
-    throw err
-  }
+  // a price over the maximum is a PriceTooHighError: a bad request (src/http/error-catalog.ts)
+  const amount = priceFor(BigInt(bytes), w.months, d.prices)
   const covered = bytesCoveredBy(amount, w.months, d.prices)
   const maxBytes = Number(covered > BigInt(d.pinMaxBytes) ? BigInt(d.pinMaxBytes) : covered)
   const sizeSource = known != null
@@ -174,7 +169,7 @@ async function paid (w: PinWrite, payment: VerifiedPayment, q: PinQuote, purpose
   } catch (err) {
     if (err instanceof PinGoneError) {
       d.log.error('pin replacement settled but the replaced pin was removed meanwhile', { payment: payment.id, tx: settled.tx, replaced: err.requestid })
-      throw new HttpError(409, 'CONFLICT', `pin ${err.requestid} was removed while this replacement was being paid; payment ${payment.id} (transaction ${settled.tx}) needs an operator`)
+      throw new ConflictError(`pin ${err.requestid} was removed while this replacement was being paid; payment ${payment.id} (transaction ${settled.tx}) needs an operator`)
     }
     d.log.error('pin settled but could not be recorded', { payment: payment.id, tx: settled.tx, cid: pin.cid, error: err })
     throw err
@@ -196,7 +191,7 @@ async function unpaid (w: PinWrite, auth: VerifiedToken, d: PinCreateDeps): Prom
   try {
     await d.ledger.create(pin)
   } catch (err) {
-    if (err instanceof PinGoneError) throw new HttpError(404, 'NOT_FOUND', `no pin with requestid ${err.requestid} for this owner`)
+    if (err instanceof PinGoneError) throw new NotFoundError(`no pin with requestid ${err.requestid} for this owner`)
     throw err
   }
   d.enqueue()
@@ -244,7 +239,7 @@ function replay (payment: PaymentIdentity, purpose: string, d: PinCreateDeps): P
   const record = d.ledger.payment(payment.id)
   const pin = record != null ? d.ledger.get(record.requestid) : undefined
   if (record == null || pin == null || record.proof !== payment.proof || record.purpose !== purpose) {
-    throw new HttpError(402, 'PAYMENT_REQUIRED', 'this payment was already used for another request; sign a new payment')
+    throw new PaymentRequiredError('this payment was already used for another request; sign a new payment')
   }
   return { status: 202, body: toPinStatus(pin, d.delegates()), headers: { location: `${d.publicUrl}/pins/${pin.requestid}` } }
 }
@@ -252,8 +247,8 @@ function replay (payment: PaymentIdentity, purpose: string, d: PinCreateDeps): P
 function clientSize (req: IncomingMessage, max: number): number | undefined {
   const raw = req.headers[PIN_SIZE_HEADER]
   if (raw == null) return undefined
-  if (typeof raw !== 'string' || !/^\d{1,16}$/.test(raw.trim())) throw badRequest('X-Pin-Size must be a whole number of bytes (the size of the whole DAG)')
+  if (typeof raw !== 'string' || !/^\d{1,16}$/.test(raw.trim())) throw new InvalidInputError('X-Pin-Size must be a whole number of bytes (the size of the whole DAG)')
   const n = Number(raw.trim())
-  if (n > max) throw tooLarge(`X-Pin-Size declares ${n} bytes; this service pins DAGs of at most ${max} bytes`)
+  if (n > max) throw new InputTooLargeError(`X-Pin-Size declares ${n} bytes; this service pins DAGs of at most ${max} bytes`)
   return n
 }

@@ -7,7 +7,7 @@
  * (before/after included), so paging with `before` terminates.
  */
 import { CID } from 'multiformats/cid'
-import { badRequest } from '../errors.js'
+import { InvalidInputError } from '../errors.js'
 import { parseMicros } from '../ledger/clock.js'
 import type { PinLedger, PinSummary } from '../ledger/pins.js'
 import type { PinRecord, PinState } from '../ledger/records.js'
@@ -30,45 +30,45 @@ export interface PinQuery {
 export function parsePinQuery (params: URLSearchParams): PinQuery {
   const one = (key: string): string | undefined => {
     const all = params.getAll(key)
-    if (all.length > 1) throw badRequest(`query parameter "${key}" given more than once`)
+    if (all.length > 1) throw new InvalidInputError(`query parameter "${key}" given more than once`)
     return all[0]
   }
   const q: PinQuery = { match: 'exact', statuses: new Set(['pinned']), limit: 10 }
   const cid = one('cid')
   if (cid != null) {
     const list = cid.split(',').filter(s => s !== '')
-    if (list.length < 1 || list.length > 10) throw badRequest('cid takes 1 to 10 comma-separated CIDs')
+    if (list.length < 1 || list.length > 10) throw new InvalidInputError('cid takes 1 to 10 comma-separated CIDs')
     q.cids = new Set(list.map(c => {
-      try { return CID.parse(c).toV1().toString() } catch { throw badRequest(`not a valid CID: "${c.slice(0, 100)}"`) }
+      try { return CID.parse(c).toV1().toString() } catch { throw new InvalidInputError(`not a valid CID: "${c.slice(0, 100)}"`) }
     }))
   }
   const name = one('name')
   if (name != null) {
-    if (name.length > 255) throw badRequest('name is at most 255 characters')
+    if (name.length > 255) throw new InvalidInputError('name is at most 255 characters')
     q.name = name
   }
   const match = one('match')
   if (match != null) {
-    if (!(MATCHES as readonly string[]).includes(match)) throw badRequest(`match must be one of ${MATCHES.join(', ')}`)
+    if (!(MATCHES as readonly string[]).includes(match)) throw new InvalidInputError(`match must be one of ${MATCHES.join(', ')}`)
     q.match = match as PinQuery['match']
   }
   const status = one('status')
   if (status != null) {
     const list = status.split(',').filter(s => s !== '')
-    if (list.length === 0 || list.some(s => !(STATES as readonly string[]).includes(s))) throw badRequest(`status takes comma-separated values from ${STATES.join(', ')}`)
+    if (list.length === 0 || list.some(s => !(STATES as readonly string[]).includes(s))) throw new InvalidInputError(`status takes comma-separated values from ${STATES.join(', ')}`)
     q.statuses = new Set(list as PinState[])
   }
   for (const key of ['before', 'after'] as const) {
     const v = one(key)
     if (v == null) continue
     const us = parseMicros(v)
-    if (us == null) throw badRequest(`${key} must be an RFC 3339 timestamp such as 2026-11-22T03:20:38.955Z`)
+    if (us == null) throw new InvalidInputError(`${key} must be an RFC 3339 timestamp such as 2026-11-22T03:20:38.955Z`)
     if (key === 'before') q.beforeUs = us
     else q.afterUs = us
   }
   const limit = one('limit')
   if (limit != null) {
-    if (!/^\d{1,4}$/.test(limit) || Number(limit) < 1 || Number(limit) > 1000) throw badRequest('limit must be a whole number from 1 to 1000')
+    if (!/^\d{1,4}$/.test(limit) || Number(limit) < 1 || Number(limit) > 1000) throw new InvalidInputError('limit must be a whole number from 1 to 1000')
     q.limit = Number(limit)
   }
   q.meta = parseMeta(params, one('meta'))
@@ -79,10 +79,10 @@ function parseMeta (params: URLSearchParams, json: string | undefined): Record<s
   const meta: Record<string, string> = {}
   if (json != null) {
     let parsed: unknown
-    try { parsed = JSON.parse(json) } catch { throw badRequest('meta must be a URL-encoded JSON object of string values') }
-    if (parsed == null || typeof parsed !== 'object' || Array.isArray(parsed)) throw badRequest('meta must be a JSON object of string values')
+    try { parsed = JSON.parse(json) } catch { throw new InvalidInputError('meta must be a URL-encoded JSON object of string values') }
+    if (parsed == null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new InvalidInputError('meta must be a JSON object of string values')
     for (const [k, v] of Object.entries(parsed)) {
-      if (typeof v !== 'string') throw badRequest(`meta value for "${k}" must be a string`)
+      if (typeof v !== 'string') throw new InvalidInputError(`meta value for "${k}" must be a string`)
       setOwn(meta, k, v)
     }
   }

@@ -9,12 +9,12 @@
 import type { IncomingMessage } from 'node:http'
 import { PIN_WITHOUT_PAYMENT } from '../auth/permissions.js'
 import type { VerifiedToken } from '../auth/tokens.js'
-import { badRequest, HttpError, notFound, unavailable } from '../errors.js'
+import { ConflictError, InvalidInputError, NotFoundError, PaymentRequiredError, UnavailableError } from '../errors.js'
 import { addMonths } from '../ledger/clock.js'
 import { PinGoneError } from '../ledger/pins.js'
 import type { PaymentRecord, PinRecord } from '../ledger/records.js'
 import type { Quote, VerifiedPayment } from '../payment/gate.js'
-import { priceFor, PriceTooHighError } from '../payment/pricing.js'
+import { priceFor } from '../payment/pricing.js'
 import type { PinCreateDeps, PinResponse } from './pin-create.js'
 import { toPinStatus } from './pin-status.js'
 import { settleNoted } from './settle.js'
@@ -30,26 +30,21 @@ export interface RenewRequest {
 
 export async function renewPin (_req: IncomingMessage, r: RenewRequest, d: PinCreateDeps): Promise<PinResponse> {
   const pin = d.ledger.get(r.requestid)
-  if (pin == null || pin.owner !== r.auth.owner || pin.removed != null) throw notFound(`no pin with requestid ${r.requestid.slice(0, 100)} for this owner`)
+  if (pin == null || pin.owner !== r.auth.owner || pin.removed != null) throw new NotFoundError(`no pin with requestid ${r.requestid.slice(0, 100)} for this owner`)
   // a pin this service does not serve is not sold more time (the owner may still DELETE it, or replace it with other content)
   const refused = d.refusal?.(CID.parse(pin.cid))
   if (refused != null) throw unavailableForLegalReasons(`renewing pin ${pin.requestid} of ${pin.cid}`, refused, d.publicUrl)
-  if (pin.status === 'failed') throw new HttpError(409, 'CONFLICT', 'a failed pin cannot be renewed; create a new pin (or replace this one)')
+  if (pin.status === 'failed') throw new ConflictError('a failed pin cannot be renewed; create a new pin (or replace this one)')
   const until = nextUntil(pin, r.months, d.prices.maxMonths)
   if (r.auth.permissions.includes(PIN_WITHOUT_PAYMENT)) {
     const renewed = await write(r, undefined, d)
     d.log.info('pin renewed', { requestid: r.requestid, months: r.months, method: 'operator-token' })
     return { status: 200, body: toPinStatus(renewed, d.delegates()), headers: {} }
   }
-  if (d.gate == null) throw unavailable('payments are not configured on this server (no pay-to address or facilitator); writes are disabled', 3600)
+  if (d.gate == null) throw new UnavailableError('payments are not configured on this server (no pay-to address or facilitator); writes are disabled', 3600)
   const bytes = BigInt(pin.dagSize ?? pin.maxBytes ?? 0)
-  let amount: bigint
-  try {
-    amount = priceFor(bytes, r.months, d.prices)
-  } catch (err) {
-    if (err instanceof PriceTooHighError) throw badRequest(err.message)
-    throw err
-  }
+  // a price over the maximum is a PriceTooHighError: a bad request (src/http/error-catalog.ts)
+  const amount = priceFor(bytes, r.months, d.prices)
   const quote: Quote = {
     amount,
     months: r.months,
@@ -70,7 +65,7 @@ export async function renewPin (_req: IncomingMessage, r: RenewRequest, d: PinCr
     if (settled == null || !settled.ok) {
       throw settled != null && d.gate != null
         ? await d.gate.settleRefusal(quote, settled, 'the pin was not renewed')
-        : await d.gate?.challenge(quote, 'PAYMENT_REQUIRED', 'the payment could not be settled; the pin was not renewed')
+        : await d.gate?.challenge(quote, 'the payment could not be settled; the pin was not renewed')
     }
     const record: PaymentRecord = {
       id: payment.id, requestid: pin.requestid, purpose, payer: payment.payer, amount: payment.amount.toString(),
@@ -94,7 +89,7 @@ async function write (r: RenewRequest, record: PaymentRecord | undefined, d: Pin
   try {
     return await d.ledger.renew(r.requestid, r.months, record, (current) => nextUntil(current, r.months, d.prices.maxMonths))
   } catch (err) {
-    if (err instanceof PinGoneError) throw notFound(`no pin with requestid ${r.requestid.slice(0, 100)} for this owner`)
+    if (err instanceof PinGoneError) throw new NotFoundError(`no pin with requestid ${r.requestid.slice(0, 100)} for this owner`)
     throw err
   }
 }
@@ -106,7 +101,7 @@ function nextUntil (pin: PinRecord, months: number, maxMonths: number): Date {
   const until = addMonths(from, months)
   const limit = addMonths(now, maxMonths)
   if (until.getTime() > limit.getTime()) {
-    throw badRequest(`a pin can be paid for at most ${maxMonths} months ahead (until ${limit.toISOString()}); it is pinned until ${pin.pinnedUntil}, so ${months} more month(s) is too many`)
+    throw new InvalidInputError(`a pin can be paid for at most ${maxMonths} months ahead (until ${limit.toISOString()}); it is pinned until ${pin.pinnedUntil}, so ${months} more month(s) is too many`)
   }
   return until
 }
@@ -115,7 +110,7 @@ function replay (payment: VerifiedPayment, d: PinCreateDeps): PinResponse {
   const record = d.ledger.payment(payment.id)
   const pin = record != null ? d.ledger.get(record.requestid) : undefined
   if (record == null || pin == null || record.proof !== payment.proof || !record.purpose.startsWith(`renew:${pin.requestid}:`)) {
-    throw new HttpError(402, 'PAYMENT_REQUIRED', 'this payment was already used for another request; sign a new payment')
+    throw new PaymentRequiredError('this payment was already used for another request; sign a new payment')
   }
   return { status: 200, body: toPinStatus(pin, d.delegates()), headers: {} }
 }

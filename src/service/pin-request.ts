@@ -7,7 +7,7 @@
  */
 import { multiaddr } from '@multiformats/multiaddr'
 import { CID } from 'multiformats/cid'
-import { badRequest } from '../errors.js'
+import { InvalidInputError } from '../errors.js'
 import { unknownCodec, unknownHash } from '../ipfs/codecs.js'
 import { setOwn } from './own-property.js'
 
@@ -22,53 +22,53 @@ export interface PinRequest {
 }
 
 export function parsePinRequest (body: unknown): PinRequest {
-  if (body == null || typeof body !== 'object' || Array.isArray(body)) throw badRequest('the body must be a JSON object: {"cid": "...", "name"?, "origins"?, "meta"?}')
+  if (body == null || typeof body !== 'object' || Array.isArray(body)) throw new InvalidInputError('the body must be a JSON object: {"cid": "...", "name"?, "origins"?, "meta"?}')
   const b = body as Record<string, unknown>
-  if (b.cid == null) throw badRequest('cid is required')
-  if (typeof b.cid !== 'string') throw badRequest('cid must be a string')
+  if (b.cid == null) throw new InvalidInputError('cid is required')
+  if (typeof b.cid !== 'string') throw new InvalidInputError('cid must be a string')
   const cidText = b.cid.trim()
   let cid: CID
   try {
     if (cidText.length === 0 || cidText.length > 512) throw new Error('length')
     cid = CID.parse(cidText)
   } catch {
-    throw badRequest(`cid "${cidText.slice(0, 100)}" is not a valid CID`)
+    throw new InvalidInputError(`cid "${cidText.slice(0, 100)}" is not a valid CID`)
   }
   // the node's own table (ipfs/codecs.ts): a root it could not walk is refused before any payment
   const unsupported = unknownCodec(cid) ?? unknownHash(cid)
-  if (unsupported != null) throw badRequest(`cid uses ${unsupported}`)
+  if (unsupported != null) throw new InvalidInputError(`cid uses ${unsupported}`)
 
   let name: string | undefined
   if (b.name != null) {
-    if (typeof b.name !== 'string') throw badRequest('name must be a string')
-    if ([...b.name].length > 255) throw badRequest('name must be at most 255 characters')
+    if (typeof b.name !== 'string') throw new InvalidInputError('name must be a string')
+    if ([...b.name].length > 255) throw new InvalidInputError('name must be at most 255 characters')
     name = b.name
   }
 
   const origins: string[] = []
   if (b.origins != null) {
-    if (!Array.isArray(b.origins)) throw badRequest('origins must be an array of multiaddr strings')
-    if (b.origins.length > 20) throw badRequest('origins may list at most 20 multiaddrs')
+    if (!Array.isArray(b.origins)) throw new InvalidInputError('origins must be an array of multiaddr strings')
+    if (b.origins.length > 20) throw new InvalidInputError('origins may list at most 20 multiaddrs')
     for (const [i, o] of b.origins.entries()) {
-      if (typeof o !== 'string') throw badRequest(`origins[${i}] must be a string`)
+      if (typeof o !== 'string') throw new InvalidInputError(`origins[${i}] must be a string`)
       try {
         if (o.length > 1024 || !o.startsWith('/')) throw new Error('shape')
         multiaddr(o)
       } catch {
-        throw badRequest(`origins[${i}] "${o.slice(0, 100)}" is not a valid multiaddr`)
+        throw new InvalidInputError(`origins[${i}] "${o.slice(0, 100)}" is not a valid multiaddr`)
       }
-      if (origins.includes(o)) throw badRequest(`origins[${i}] is listed twice`)
+      if (origins.includes(o)) throw new InvalidInputError(`origins[${i}] is listed twice`)
       origins.push(o)
     }
   }
 
   const meta: Record<string, string> = {}
   if (b.meta != null) {
-    if (typeof b.meta !== 'object' || Array.isArray(b.meta)) throw badRequest('meta must be an object of string values')
+    if (typeof b.meta !== 'object' || Array.isArray(b.meta)) throw new InvalidInputError('meta must be an object of string values')
     const entries = Object.entries(b.meta as Record<string, unknown>)
-    if (entries.length > 1000) throw badRequest('meta may have at most 1000 entries')
+    if (entries.length > 1000) throw new InvalidInputError('meta may have at most 1000 entries')
     for (const [k, v] of entries) {
-      if (typeof v !== 'string') throw badRequest(`meta.${k.slice(0, 100)} must be a string`)
+      if (typeof v !== 'string') throw new InvalidInputError(`meta.${k.slice(0, 100)} must be a string`)
       setOwn(meta, k, v)
     }
   }

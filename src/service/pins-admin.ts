@@ -6,7 +6,7 @@
  * stopped data dir.
  */
 import { CID } from 'multiformats/cid'
-import { badRequest, notFound } from '../errors.js'
+import { InvalidInputError, NotFoundError } from '../errors.js'
 import { summaryOf, type PinLedger, type PinSummary } from '../ledger/pins.js'
 import type { PinRecord } from '../ledger/records.js'
 import { listPins, matches, parsePinQuery, type PinQuery } from './pin-query.js'
@@ -40,15 +40,15 @@ async function run (op: PinsOp, d: PinsAdminDeps) {
       const params = new URLSearchParams()
       for (const [k, v] of Object.entries(op.query ?? {})) for (const one of Array.isArray(v) ? v : [v]) params.append(k, String(one))
       const q = parsePinQuery(params)
-      if (op.owner != null && !ADDRESS.test(op.owner)) throw badRequest('--owner must be a 0x address')
+      if (op.owner != null && !ADDRESS.test(op.owner)) throw new InvalidInputError('--owner must be a 0x address')
       const { count, results } = op.owner != null ? listPins(d.ledger, op.owner.toLowerCase(), q) : listAllOwners(d.ledger, q)
       const delegates = d.delegates?.() ?? []
       return { count, results: results.map(p => view(p, delegates)) }
     }
     case 'rm': {
-      if (typeof op.reason !== 'string' || op.reason.trim() === '') throw badRequest('rm needs --reason "<why>": the owner sees it in the pin\'s status_details')
-      if (op.reason.length > MAX_REASON) throw badRequest(`--reason is longer than ${MAX_REASON} characters`)
-      if (typeof op.target !== 'string' || op.target === '') throw badRequest('rm needs a requestid or a CID')
+      if (typeof op.reason !== 'string' || op.reason.trim() === '') throw new InvalidInputError('rm needs --reason "<why>": the owner sees it in the pin\'s status_details')
+      if (op.reason.length > MAX_REASON) throw new InvalidInputError(`--reason is longer than ${MAX_REASON} characters`)
+      if (typeof op.target !== 'string' || op.target === '') throw new InvalidInputError('rm needs a requestid or a CID')
       const reason = op.reason.trim()
       const cid = parseCid(op.target)
       const ids = cid != null ? d.ledger.requestidsOfCid(cid) : [op.target]
@@ -61,7 +61,7 @@ async function run (op: PinsOp, d: PinsAdminDeps) {
         taken.push(down)
       }
       if (taken.length === 0) {
-        throw notFound(cid != null
+        throw new NotFoundError(cid != null
           ? `no pin of ${op.target.slice(0, 100)} to take down (none, or all removed or taken down already)`
           : `no pin with requestid ${op.target.slice(0, 100)} to take down (none, or removed or taken down already); give a requestid or a CID`)
       }
@@ -75,7 +75,7 @@ async function run (op: PinsOp, d: PinsAdminDeps) {
       }
     }
     default:
-      throw badRequest('unknown pins operation')
+      throw new InvalidInputError('unknown pins operation')
   }
 }
 

@@ -13,6 +13,7 @@
  * chain shows (looked up by the caller); without it the records carry none.
  * A pin's retry window starts over from the time it is recorded.
  */
+import { PindError } from '../errors.js'
 import { CID } from 'multiformats/cid'
 import type { CommitLock } from '../ipfs/commit-lock.js'
 import { UnusableImportError, type BlockStaging } from '../ipfs/staging.js'
@@ -21,7 +22,7 @@ import type { PaymentRecord, PinRecord } from '../ledger/records.js'
 import type { SettlementFulfilment, SettlingRecord } from '../ledger/settlements.js'
 import { addMonths } from '../ledger/clock.js'
 
-export class CannotFulfilError extends Error {
+export class CannotFulfilError extends PindError {
   override name = 'CannotFulfilError'
 }
 

@@ -4,7 +4,7 @@
  * functions run inside a live serve (over the admin socket) and in the CLI
  * on a stopped data dir.
  */
-import { badRequest, notFound, unavailable } from '../errors.js'
+import { InvalidInputError, NotFoundError, UnavailableError } from '../errors.js'
 import type { ClosedSettlement, SettlementNotes, SettlingRecord } from '../ledger/settlements.js'
 import { formatUsdc } from '../payment/pricing.js'
 import type { ReconcileReport } from './settlement-reconcile.js'
@@ -37,7 +37,7 @@ async function run (op: SettlementsOp, d: SettlementsAdminDeps) {
         ...(op.closed === true ? { closed: [...d.notes.closed()].map(closedView) } : {})
       }
     case 'check': {
-      if (d.reconcile == null) throw unavailable('no --rpc-url is configured, so the chain cannot be read')
+      if (d.reconcile == null) throw new UnavailableError('no --rpc-url is configured, so the chain cannot be read')
       const r = await d.reconcile()
       return {
         checked: r.checked,
@@ -51,16 +51,16 @@ async function run (op: SettlementsOp, d: SettlementsAdminDeps) {
       }
     }
     case 'close': {
-      if (typeof op.paymentId !== 'string' || op.paymentId === '') throw badRequest('close needs a payment id (payer:nonce, see pind settlements list)')
-      if (typeof op.note !== 'string' || op.note.trim() === '') throw badRequest('close needs --note "<what was done, e.g. refunded in tx 0x…>"')
-      if (op.note.length > MAX_OPERATOR_NOTE) throw badRequest(`--note is longer than ${MAX_OPERATOR_NOTE} characters`)
+      if (typeof op.paymentId !== 'string' || op.paymentId === '') throw new InvalidInputError('close needs a payment id (payer:nonce, see pind settlements list)')
+      if (typeof op.note !== 'string' || op.note.trim() === '') throw new InvalidInputError('close needs --note "<what was done, e.g. refunded in tx 0x…>"')
+      if (op.note.length > MAX_OPERATOR_NOTE) throw new InvalidInputError(`--note is longer than ${MAX_OPERATOR_NOTE} characters`)
       const closed = await d.notes.close(op.paymentId, op.note.trim())
-      if (closed == null) throw notFound(`no settlement note ${op.paymentId.slice(0, 200)} (see pind settlements list)`)
+      if (closed == null) throw new NotFoundError(`no settlement note ${op.paymentId.slice(0, 200)} (see pind settlements list)`)
       await d.release?.(closed.note)
       return { closed: closedView(closed) }
     }
     default:
-      throw badRequest('unknown settlements operation')
+      throw new InvalidInputError('unknown settlements operation')
   }
 }
 

@@ -7,8 +7,8 @@
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import type { TokenService } from '../auth/tokens.js'
-import { HttpError, tooLarge, unavailable, UnreadBodyError } from '../errors.js'
-import { BodyTooLargeError, readSingleFile } from '../http/multipart.js'
+import { BodyTooLargeError, InputTimeoutError, InputTooLargeError, InvalidInputError, LengthRequiredError, PaymentRequiredError, RefusedError, ReplayRefusedError, UnavailableError } from '../errors.js'
+import { readSingleFile } from '../http/multipart.js'
 import { importFile, TooLargeError, type ImportTarget } from '../ipfs/import.js'
 import type { CommitLock } from '../ipfs/commit-lock.js'
 import type { BlockStaging, StagedImport } from '../ipfs/staging.js'
@@ -18,7 +18,7 @@ import type { PaymentRecord, PinRecord } from '../ledger/records.js'
 import type { Logger } from '../log.js'
 import type { CID } from 'multiformats/cid'
 import { identifyPayment, type PaymentGate, type PaymentIdentity, type Quote, type VerifiedPayment } from '../payment/gate.js'
-import { formatUsdc, priceFor, PriceTooHighError, type PriceSettings } from '../payment/pricing.js'
+import { formatUsdc, priceFor, type PriceSettings } from '../payment/pricing.js'
 import type { PaymentOnce } from './paid-once.js'
 import { settleNoted } from './settle.js'
 import type { Slots } from './slots.js'
@@ -62,13 +62,8 @@ export interface UploadResponse {
 
 export async function upload (req: IncomingMessage, months: number, paymentHeader: string | undefined, d: UploadDeps): Promise<UploadResponse> {
   const declared = declaredSize(req, d.uploadMaxBytes)
-  let amount: bigint
-  try {
-    amount = priceFor(BigInt(declared), months, d.prices)
-  } catch (err) {
-    if (err instanceof PriceTooHighError) throw new HttpError(400, 'BAD_REQUEST', err.message)
-    throw err
-  }
+  // a price over the maximum is a PriceTooHighError: a bad request (src/http/error-catalog.ts)
+  const amount = priceFor(BigInt(declared), months, d.prices)
   const quote: Quote = {
     amount,
     months,
@@ -85,7 +80,7 @@ export async function upload (req: IncomingMessage, months: number, paymentHeade
   // a paid upload needs a slot, taken before the payment is even looked at: a busy
   // server answers 503 and nobody is charged (the unpaid 402 needs none: no body is read)
   if (paid && !d.slots.take()) {
-    throw unavailable(`${d.slots.size} uploads are in progress, the most this server takes at once; retry shortly (your payment was not used)`, 5)
+    throw new UnavailableError(`${d.slots.size} uploads are in progress, the most this server takes at once; retry shortly (your payment was not used)`, 5)
   }
   try {
     return await decideAndUpload(req, months, quote, paymentHeader, declared, d)
@@ -230,7 +225,7 @@ async function replay (req: IncomingMessage, payment: PaymentIdentity, d: Upload
     return await checkReplay(req, payment, d)
   } catch (err) {
     // whatever the answer, the rest of the body is not read
-    if (err instanceof HttpError && !(err instanceof UnreadBodyError)) throw new UnreadBodyError(err.status, err.reason, err.details, err.headers)
+    if (err instanceof RefusedError) throw new ReplayRefusedError(err)
     throw err
   }
 }
@@ -245,15 +240,15 @@ async function checkReplay (req: IncomingMessage, payment: PaymentIdentity, d: U
   const length = headerNumber(req, 'content-length')
   if ((declaredFile != null && declaredFile < fileBytes) || (length != null && (length < fileBytes || length > maxBodyBytes))) throw usedElsewhere()
   const deadlineMs = REPLAY_BASE_MS + Math.ceil(fileBytes / REPLAY_MIN_RATE * 1000)
-  if (!d.replaySlots.take()) throw unavailable('too many requests are re-sending payments that were already used; retry shortly', 5)
+  if (!d.replaySlots.take()) throw new UnavailableError('too many requests are re-sending payments that were already used; retry shortly', 5)
   let cid: string
   try {
     const signal = AbortSignal.timeout(deadlineMs)
     cid = (await importBody(req, d.staging.discarding(), { maxFileBytes: fileBytes, maxBodyBytes, signal })).cid.toString()
   } catch (err) {
-    if (err instanceof HttpError && err.status === 413) throw usedElsewhere()
+    if (err instanceof InputTooLargeError) throw usedElsewhere()
     if ((err as Error)?.name === 'TimeoutError') {
-      throw new HttpError(408, 'REQUEST_TIMEOUT', `the body of a request re-sending a used payment must arrive within ${Math.round(deadlineMs / 1000)} s; the connection is closed`)
+      throw new InputTimeoutError(`the body of a request re-sending a used payment must arrive within ${Math.round(deadlineMs / 1000)} s; the connection is closed`)
     }
     throw err
   } finally {
@@ -263,8 +258,8 @@ async function checkReplay (req: IncomingMessage, payment: PaymentIdentity, d: U
   return { status: 200, body: { ...uploadBody(pin, d), replayed: true, token_hint: 'this payment was already settled for this upload; get a new wallet token with POST /auth/challenge and POST /auth/token' }, headers: {} }
 }
 
-function usedElsewhere (): HttpError {
-  return new HttpError(402, 'PAYMENT_REQUIRED', 'this payment was already used for another request; sign a new payment')
+function usedElsewhere (): PaymentRequiredError {
+  return new PaymentRequiredError('this payment was already used for another request; sign a new payment')
 }
 
 function headerNumber (req: IncomingMessage, name: string): number | undefined {
@@ -282,10 +277,10 @@ async function importBody (req: IncomingMessage, target: { blockstore: ImportTar
     }, { maxBodyBytes, ...(signal != null ? { signal } : {}) })
   } catch (err) {
     if (err instanceof BodyTooLargeError) {
-      throw tooLarge(`the request body is larger than ${maxBodyBytes} bytes (the file declared and paid for, and its multipart framing); nothing was kept`)
+      throw new InputTooLargeError(`the request body is larger than ${maxBodyBytes} bytes (the file declared and paid for, and its multipart framing); nothing was kept`)
     }
     if (err instanceof TooLargeError || (err as Error)?.name === 'TooLargeError') {
-      throw tooLarge(`the file is larger than ${maxFileBytes} bytes (the upload limit or the size declared and paid for); nothing was kept`)
+      throw new InputTooLargeError(`the file is larger than ${maxFileBytes} bytes (the upload limit or the size declared and paid for); nothing was kept`)
     }
     throw err
   }
@@ -317,12 +312,12 @@ function declaredSize (req: IncomingMessage, max: number): number {
   const explicit = req.headers[UPLOAD_SIZE_HEADER]
   const raw = typeof explicit === 'string' ? explicit : req.headers['content-length']
   if (raw == null) {
-    throw new HttpError(411, 'BAD_REQUEST', 'send Content-Length (or X-Upload-Size with the file size in bytes) so the upload can be priced')
+    throw new LengthRequiredError('send Content-Length (or X-Upload-Size with the file size in bytes) so the upload can be priced')
   }
-  if (!/^\d{1,16}$/.test(raw.trim())) throw new HttpError(400, 'BAD_REQUEST', `${typeof explicit === 'string' ? 'X-Upload-Size' : 'Content-Length'} must be a whole number of bytes`)
+  if (!/^\d{1,16}$/.test(raw.trim())) throw new InvalidInputError(`${typeof explicit === 'string' ? 'X-Upload-Size' : 'Content-Length'} must be a whole number of bytes`)
   const n = Number(raw.trim())
   const limit = typeof explicit === 'string' ? max : max + MULTIPART_SLACK
-  if (n > limit) throw tooLarge(`uploads are limited to ${max} bytes of file content; this request declares ${n} bytes`)
+  if (n > limit) throw new InputTooLargeError(`uploads are limited to ${max} bytes of file content; this request declares ${n} bytes`)
   return n
 }
 

@@ -1,8 +1,8 @@
 import type { ServerResponse } from 'node:http'
-import { badRequest } from '../../errors.js'
+import { InvalidInputError } from '../../errors.js'
 import { readJson } from '../../http/json-body.js'
 import type { Router } from '../../http/router.js'
-import { EXPORT_SCHEMA, EXPORT_VERSION, ExportOptionsError, exportLedger, parseExportOptions, type ExportOptions, type ExportRequest } from '../../service/ledger-export.js'
+import { EXPORT_SCHEMA, EXPORT_VERSION, exportLedger, parseExportOptions, type ExportRequest } from '../../service/ledger-export.js'
 import type { AdminDeps } from '../deps.js'
 
 /**
@@ -16,14 +16,9 @@ import type { AdminDeps } from '../deps.js'
 export function exportRoutes (router: Router, d: AdminDeps): void {
   router.add('POST', '/export-ledger', async ({ req, res }) => {
     const body = await readJson(req)
-    if (body == null || typeof body !== 'object' || Array.isArray(body)) throw badRequest('send the export options as a JSON object')
-    let opts: ExportOptions
-    try {
-      opts = parseExportOptions(body as ExportRequest)
-    } catch (err) {
-      if (err instanceof ExportOptionsError) throw badRequest(err.message)
-      throw err
-    }
+    if (body == null || typeof body !== 'object' || Array.isArray(body)) throw new InvalidInputError('send the export options as a JSON object')
+    // a bad option is an ExportOptionsError: a bad request (src/http/error-catalog.ts)
+    const opts = parseExportOptions(body as ExportRequest)
     const run = exportLedger(d.pins, opts)
     let gone = false
     res.on('close', () => { gone = true })

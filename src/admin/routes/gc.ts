@@ -1,3 +1,4 @@
+import { errorAnswer, errorBody } from '../../http/error-catalog.js'
 import { readJson } from '../../http/json-body.js'
 import type { Router } from '../../http/router.js'
 import { runGc } from '../../service/gc.js'
@@ -24,7 +25,9 @@ export function gcRoutes (router: Router, d: AdminDeps): void {
       }, abort.signal)
       res.end(JSON.stringify({ result }) + '\n')
     } catch (err) {
-      res.end(JSON.stringify({ error: { reason: 'INTERNAL_SERVER_ERROR', details: (err as Error).message } }) + '\n')
+      // the operator's own channel: a fault's message is shown too
+      const a = errorAnswer(err)
+      res.end(JSON.stringify(errorBody(a.reason, a.fault === true ? (err as Error).message : a.details)) + '\n')
     }
   })
 }

@@ -1,3 +1,4 @@
+import { NotFoundError } from '../../errors.js'
 import { sendJson } from '../../http/respond.js'
 import type { Router } from '../../http/router.js'
 import { routingReport } from '../../service/routing-admin.js'
@@ -7,10 +8,7 @@ import type { AdminDeps } from '../deps.js'
 /** POST /routing: `pind routing status` inside a running serve. */
 export function routingRoutes (router: Router, d: AdminDeps): void {
   router.add('POST', '/routing', ({ res }) => {
-    if (d.routing == null) {
-      sendJson(res, 404, { error: { reason: 'NOT_FOUND', details: 'this serve has no routing status' } })
-      return
-    }
+    if (d.routing == null) throw new NotFoundError('this serve has no routing status')
     const reply: AdminJsonRoutes['/routing']['reply'] = routingReport(d.routing)
     sendJson(res, 200, reply)
   })

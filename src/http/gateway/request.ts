@@ -4,7 +4,7 @@
  * Everything malformed is a 400 here; well-formed but unsupported is a 406.
  */
 import type { CID } from 'multiformats/cid'
-import { HttpError } from '../../errors.js'
+import { InvalidInputError, NotAcceptableError } from '../../errors.js'
 import { decodeCid } from '../../ipfs/cid-text.js'
 import type { DagScope, EntityBytes } from '../../ipfs/content-car.js'
 
@@ -49,11 +49,11 @@ export interface GatewayRequest {
 }
 
 export function parseCid (text: string): CID {
-  if (text === '') throw new HttpError(400, 'BAD_REQUEST', 'the path must be /ipfs/{cid}[/{path}]')
+  if (text === '') throw new InvalidInputError('the path must be /ipfs/{cid}[/{path}]')
   try {
     return decodeCid(text)
   } catch {
-    throw new HttpError(400, 'BAD_REQUEST', `not a valid CID: ${truncate(text)}`)
+    throw new InvalidInputError(`not a valid CID: ${truncate(text)}`)
   }
 }
 
@@ -72,10 +72,10 @@ export function splitContentPath (pathname: string): { cidText: string, segments
     try {
       name = decodeURIComponent(part)
     } catch {
-      throw new HttpError(400, 'BAD_REQUEST', `malformed percent-encoding in path segment: ${truncate(part)}`)
+      throw new InvalidInputError(`malformed percent-encoding in path segment: ${truncate(part)}`)
     }
     if (name === '.' || name === '..' || name.includes('/') || name.includes('\0')) {
-      throw new HttpError(400, 'BAD_REQUEST', `invalid path segment: ${truncate(part)}`)
+      throw new InvalidInputError(`invalid path segment: ${truncate(part)}`)
     }
     segments.push(name)
   }
@@ -140,7 +140,7 @@ export function negotiateAccept (header: string | undefined): Negotiated {
         rejected = 'TAR responses are not supported'
         continue
       case 'application/vnd.ipfs.ipns-record':
-        throw new HttpError(400, 'BAD_REQUEST', 'IPNS records are only served for /ipns/ names, and this gateway serves /ipfs/ only')
+        throw new InvalidInputError('IPNS records are only served for /ipns/ names, and this gateway serves /ipfs/ only')
       default:
         return { format: 'deserialized' }
     }
@@ -156,8 +156,8 @@ function carVariantProblem (version: string | undefined, order: string | undefin
   return undefined
 }
 
-export function notAcceptable (details: string): HttpError {
-  return new HttpError(406, 'NOT_ACCEPTABLE', `${details}. Supported: deserialized UnixFS, ?format=raw, ?format=car (version=1; order=dfs|unk; dups=y|n), and ?format=dag-json|dag-cbor|json|cbor for blocks of that codec`)
+export function notAcceptable (details: string): NotAcceptableError {
+  return new NotAcceptableError(`${details}. Supported: deserialized UnixFS, ?format=raw, ?format=car (version=1; order=dfs|unk; dups=y|n), and ?format=dag-json|dag-cbor|json|cbor for blocks of that codec`)
 }
 
 function parseFormatParam (value: string): ResponseFormat {
@@ -167,9 +167,9 @@ function parseFormatParam (value: string): ResponseFormat {
     case 'tar':
       throw notAcceptable('TAR responses are not supported')
     case 'ipns-record':
-      throw new HttpError(400, 'BAD_REQUEST', 'format=ipns-record is only valid for /ipns/ names')
+      throw new InvalidInputError('format=ipns-record is only valid for /ipns/ names')
     default:
-      throw new HttpError(400, 'BAD_REQUEST', `unknown format: ${truncate(value, 30)}`)
+      throw new InvalidInputError(`unknown format: ${truncate(value, 30)}`)
   }
 }
 
@@ -177,11 +177,11 @@ const ENTITY_BYTES = /^(-?\d{1,19}):(-?\d{1,19}|\*)$/
 
 export function parseEntityBytes (text: string): EntityBytes {
   const m = ENTITY_BYTES.exec(text)
-  if (m == null) throw new HttpError(400, 'BAD_REQUEST', `entity-bytes must be from:to (integers, to may be *), not ${truncate(text, 40)}`)
+  if (m == null) throw new InvalidInputError(`entity-bytes must be from:to (integers, to may be *), not ${truncate(text, 40)}`)
   const from = BigInt(m[1] as string)
   const to = m[2] === '*' ? '*' : BigInt(m[2] as string)
   if (from >= 0n && to !== '*' && to >= 0n && to < from) {
-    throw new HttpError(400, 'BAD_REQUEST', `entity-bytes ${text}: to is before from`)
+    throw new InvalidInputError(`entity-bytes ${text}: to is before from`)
   }
   return { from, to }
 }
@@ -224,14 +224,14 @@ export function parseGatewayRequest (url: URL, acceptHeader: string | undefined)
     const scope = q.get('dag-scope')
     if (scope != null && scope !== '') {
       if (scope !== 'block' && scope !== 'entity' && scope !== 'all') {
-        throw new HttpError(400, 'BAD_REQUEST', `dag-scope must be block, entity or all, not ${truncate(scope, 20)}`)
+        throw new InvalidInputError(`dag-scope must be block, entity or all, not ${truncate(scope, 20)}`)
       }
       car.scope = scope
     }
     const eb = q.get('entity-bytes')
     if (eb != null && eb !== '') {
       if (scope != null && scope !== '' && scope !== 'entity') {
-        throw new HttpError(400, 'BAD_REQUEST', 'entity-bytes implies dag-scope=entity; it cannot be combined with dag-scope=' + scope)
+        throw new InvalidInputError('entity-bytes implies dag-scope=entity; it cannot be combined with dag-scope=' + scope)
       }
       car.scope = 'entity'
       car.entityBytes = parseEntityBytes(eb)

@@ -4,7 +4,7 @@
  */
 import { createHash } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { HttpError } from '../../errors.js'
+import { RangeOutsideError } from '../../errors.js'
 import { FORMAT_MEDIA_TYPES, type GatewayRequest } from './request.js'
 import { evaluateRange } from './range.js'
 
@@ -75,11 +75,7 @@ export function decideBytes (req: IncomingMessage, size: number, headers: Header
   const ifRange = typeof req.headers['if-range'] === 'string' ? req.headers['if-range'] : undefined
   const decision = evaluateRange(req.headers.range, size, ifRange, etag)
   if (decision.kind === 'unsatisfiable') {
-    throw new HttpError(416, 'RANGE_NOT_SATISFIABLE', `the requested range is outside the ${size} bytes of this resource`, {
-      'content-range': `bytes */${size}`,
-      'accept-ranges': 'bytes',
-      'x-content-type-options': 'nosniff'
-    })
+    throw new RangeOutsideError(`the requested range is outside the ${size} bytes of this resource`, size)
   }
   if (decision.kind === 'partial') {
     return {

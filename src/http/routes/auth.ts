@@ -4,9 +4,9 @@
  *   POST /auth/token {"message":"…","signature":"0x…"} → {token, expires_at} (+ x-wallet-auth-token)
  */
 import type { IncomingMessage } from 'node:http'
-import { SiweBusyError, SiweError, type SiweChallenges } from '../../auth/siwe.js'
+import { SiweError, type SiweChallenges } from '../../auth/siwe.js'
 import type { TokenService } from '../../auth/tokens.js'
-import { HttpError, badRequest, unauthorized } from '../../errors.js'
+import { InvalidInputError, UnauthorizedError } from '../../errors.js'
 import { readJson } from '../json-body.js'
 import { sendJson } from '../respond.js'
 import type { Router } from '../router.js'
@@ -21,14 +21,9 @@ export interface AuthRoutesDeps {
 export function authRoutes (router: Router, d: AuthRoutesDeps): void {
   router.add('POST', '/auth/challenge', async ({ req, res }) => {
     const body = await readJson(req, 4096) as { address?: unknown }
-    try {
-      const c = d.siwe.challenge(body?.address as string, d.clientOf(req))
-      sendJson(res, 200, { message: c.message, nonce: c.nonce, expires_at: c.expiresAt })
-    } catch (err) {
-      if (err instanceof SiweBusyError) throw new HttpError(429, 'TOO_MANY_REQUESTS', err.message, { 'retry-after': String(err.retryAfterSeconds) })
-      if (err instanceof SiweError) throw badRequest(err.message)
-      throw err
-    }
+    // a SiweError is a bad address (400), a SiweBusyError too many open challenges (429): src/http/error-catalog.ts
+    const c = d.siwe.challenge(body?.address as string, d.clientOf(req))
+    sendJson(res, 200, { message: c.message, nonce: c.nonce, expires_at: c.expiresAt })
   })
 
   router.add('POST', '/auth/token', async ({ req, res, countAsPaid }) => {
@@ -37,8 +32,8 @@ export function authRoutes (router: Router, d: AuthRoutesDeps): void {
     try {
       owner = await d.siwe.verify(body?.message as string, body?.signature as string)
     } catch (err) {
-      if (err instanceof SiweError) throw unauthorized(err.message)
-      throw badRequest('the message is not a valid Sign-In with Ethereum message')
+      if (err instanceof SiweError) throw new UnauthorizedError(err.message)
+      throw new InvalidInputError('the message is not a valid Sign-In with Ethereum message')
     }
     const t = await d.tokens.issue(owner)
     countAsPaid() // a valid signed sign-in: authorized, not an unpaid attempt

@@ -17,13 +17,13 @@
  * A 206 carries the same ETag as the 200 (RFC 9110: the ETag names the
  * selected representation, of which the 206 is a part).
  */
-import type { ServerResponse } from 'node:http'
 import type { CID } from 'multiformats/cid'
 import type { Blockstore } from 'interface-blockstore'
-import { HttpError } from '../../errors.js'
+import { InvalidInputError, NotFoundError, NotHeldError } from '../../errors.js'
+import { isAnswered } from '../error-catalog.js'
 import {
   CODEC_CBOR, CODEC_DAG_CBOR, CODEC_DAG_JSON, CODEC_DAG_PB, CODEC_JSON, CODEC_RAW,
-  ContentNotFoundError, InvalidContentError, UnsupportedContentError,
+  InvalidContentError,
   findChild, hasBlock, isIdentity, listDirectory, loadEntry, readBlock, readFile, resolvePath,
   type DirectoryEntry, type FileEntry, type LocalBlockstore
 } from '../../ipfs/content.js'
@@ -66,13 +66,9 @@ export interface GatewayDeps {
 
 export function gatewayRoutes (router: Router, deps: GatewayDeps): void {
   router.add('GET', '/ipfs/*', async (ctx) => {
-    try {
-      await serveGateway(ctx, deps)
-    } catch (err) {
-      // error bodies are JSON: make sure nothing sniffs them into something else
-      if (err instanceof HttpError) throw new HttpError(err.status, err.reason, err.details, { ...err.headers, 'x-content-type-options': 'nosniff' })
-      throw err
-    }
+    // every answer, error bodies (JSON) too: make sure nothing sniffs them into something else
+    ctx.res.setHeader('x-content-type-options', 'nosniff')
+    await serveGateway(ctx, deps)
   })
 }
 
@@ -113,24 +109,24 @@ async function serveGateway (rc: RequestContext, deps: GatewayDeps): Promise<voi
   const bs = deps.blockstore
 
   if (req.headers['service-worker'] === 'script' && (gw.segments.length === 0 || deps.allowActiveContent !== true)) {
-    throw new HttpError(400, 'BAD_REQUEST', 'service worker registration is not allowed here')
+    throw new InvalidInputError('service worker registration is not allowed here')
   }
 
   // an identity CID is content nobody pinned or paid for, in the URL itself: only small ones
   if (isIdentity(gw.root) && gw.root.multihash.size > MAX_IDENTITY_BYTES) {
-    throw new HttpError(400, 'BAD_REQUEST', `${truncate(gw.root.toString(), 40)} is an identity CID carrying ${gw.root.multihash.size} bytes; this gateway serves identity CIDs of at most ${MAX_IDENTITY_BYTES} bytes`)
+    throw new InvalidInputError(`${truncate(gw.root.toString(), 40)} is an identity CID carrying ${gw.root.multihash.size} bytes; this gateway serves identity CIDs of at most ${MAX_IDENTITY_BYTES} bytes`)
   }
   // policy first, with no I/O beyond the caller's own check: denied content is gone (410), not unknown
   const refused = deps.refusal?.(gw.root, gw.segments.join('/'))
   if (refused != null) throw goneDenied(`/ipfs/${truncate([gw.root.toString(), ...gw.segments].join('/'), 200)}`, refused)
   if (!(await deps.isServable(gw.root))) {
-    throw new HttpError(404, 'NOT_FOUND', `${gw.root} is not served by this gateway`)
+    throw new NotFoundError(`${gw.root} is not served by this gateway`)
   }
   if (!(await hasBlock(bs, gw.root))) {
     if (/\bonly-if-cached\b/i.test(req.headers['cache-control'] ?? '')) {
-      throw new HttpError(412, 'NOT_FOUND', `${gw.root} is not held by this node`)
+      throw new NotHeldError(`${gw.root} is not held by this node`)
     }
-    throw new HttpError(404, 'NOT_FOUND', `${gw.root} is not held by this node`)
+    throw new NotFoundError(`${gw.root} is not held by this node`)
   }
 
   const signal = responseSignal(res)
@@ -147,27 +143,18 @@ async function serveGateway (rc: RequestContext, deps: GatewayDeps): Promise<voi
       default: await serveDeserialized(ctx)
     }
   } catch (err) {
-    if (signal.aborted && !(err instanceof HttpError)) return // the client left; nothing to answer
-    throw toHttpError(err, res)
+    if (signal.aborted && !isAnswered(err)) return // the client left; nothing to answer
+    throw err
   }
 }
 
-function toHttpError (err: unknown, res: ServerResponse): unknown {
-  if (res.headersSent) return err // too late for a status: the server cuts the connection
-  if (err instanceof ContentNotFoundError) return new HttpError(404, 'NOT_FOUND', err.message)
-  if (err instanceof UnsupportedContentError) return new HttpError(400, 'BAD_REQUEST', err.message)
-  if (err instanceof InvalidContentError) {
-    return new HttpError(406, 'NOT_ACCEPTABLE', `${err.message}; it cannot be deserialized, ask for ?format=raw or ?format=car`)
-  }
-  return err
-}
 
 // ---- trustless: raw block -------------------------------------------------
 
 async function serveRawBlock (ctx: Ctx): Promise<void> {
   const { gw, rc } = ctx
   if (gw.segments.length > 0) {
-    throw new HttpError(400, 'BAD_REQUEST', 'a raw block is requested by CID alone: /ipfs/{cid}?format=raw (use ?format=car for paths)')
+    throw new InvalidInputError('a raw block is requested by CID alone: /ipfs/{cid}?format=raw (use ?format=car for paths)')
   }
   // any codec will do: the block's bytes are the answer
   const bytes = await readBlock(ctx.bs, gw.root, { signal: ctx.signal })
@@ -206,7 +193,7 @@ async function serveCar (ctx: Ctx): Promise<void> {
   const { gw, rc } = ctx
   const resolved = await resolvePath(ctx.bs, gw.root, gw.segments, { signal: ctx.signal })
   if (!(await hasBlock(ctx.bs, resolved.cid))) {
-    throw new HttpError(404, 'NOT_FOUND', `${resolved.cid} (end of the path) is not held by this node`)
+    throw new NotFoundError(`${resolved.cid} (end of the path) is not held by this node`)
   }
   const plan: CarPlan = {
     roots: [gw.root],
@@ -226,7 +213,7 @@ async function serveCar (ctx: Ctx): Promise<void> {
     if (entry?.kind === 'file') {
       const range = resolveEntityBytes(entry.size, gw.car.entityBytes)
       if (range === 'outside') {
-        throw new HttpError(400, 'BAD_REQUEST', `entity-bytes=${gw.car.entityBytesText ?? ''} is entirely outside the ${entry.size} bytes of ${entry.cid}`)
+        throw new InvalidInputError(`entity-bytes=${gw.car.entityBytesText ?? ''} is entirely outside the ${entry.size} bytes of ${entry.cid}`)
       }
       if (range === 'empty') plan.scope = 'block'
       else plan.range = range
@@ -267,7 +254,7 @@ async function serveDeserialized (ctx: Ctx): Promise<void> {
       const type = TYPED_BLOCKS[entry.codec]
       if (type == null) {
         if (entry.codec === CODEC_DAG_PB) throw notAcceptable(`${entry.cid} is UnixFS metadata, not a file or directory`)
-        throw new HttpError(400, 'BAD_REQUEST', `codec 0x${entry.codec.toString(16)} of ${entry.cid} is not supported for deserialized responses; ask for ?format=raw`)
+        throw new InvalidInputError(`codec 0x${entry.codec.toString(16)} of ${entry.cid} is not supported for deserialized responses; ask for ?format=raw`)
       }
       sendBytes(rc.req, rc.res, entry.block, {
         ...ctx.headers,

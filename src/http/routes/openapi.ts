@@ -1,6 +1,6 @@
 /**
  * GET /openapi.json: the OpenAPI 3.1 description of this API
- * (src/service/openapi.ts). The document never changes while the server
+ * (src/http/openapi.ts). The document never changes while the server
  * runs, so it is serialized once here rather than on every request.
  */
 import type { Router } from '../router.js'

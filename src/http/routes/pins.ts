@@ -5,7 +5,7 @@
  */
 import type { IncomingMessage } from 'node:http'
 import type { TokenService, VerifiedToken } from '../../auth/tokens.js'
-import { notFound } from '../../errors.js'
+import { NotFoundError } from '../../errors.js'
 import type { PinRecord } from '../../ledger/records.js'
 import { PAYMENT_HEADER } from '../../payment/gate.js'
 import { createPin, type PinCreateDeps, type PinResponse } from '../../service/pin-create.js'
@@ -48,7 +48,7 @@ export function pinRoutes (router: Router, d: PinRoutesDeps): void {
   const ownPin = (owner: string, requestid: string) => {
     const pin = d.ledger.get(requestid)
     if (pin == null || pin.owner !== owner || pin.removed != null || (!d.ledger.isLive(pin) && pin.status !== 'failed')) {
-      throw notFound(`no pin with requestid ${requestid.slice(0, 100)} for this owner`)
+      throw new NotFoundError(`no pin with requestid ${requestid.slice(0, 100)} for this owner`)
     }
     return pin
   }

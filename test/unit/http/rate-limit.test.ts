@@ -6,7 +6,8 @@ import type { IncomingMessage } from 'node:http'
 import { describe, expect, it } from 'vitest'
 import { clientIp, clientKey } from '../../../src/http/client-ip.js'
 import { RateLimiter } from '../../../src/http/rate-limit.js'
-import { HttpError } from '../../../src/errors.js'
+import { TooManyRequestsError } from '../../../src/errors.js'
+import { errorAnswer } from '../../../src/http/error-catalog.js'
 
 const req = (method: string, from: string, headers: Record<string, string> = {}): IncomingMessage =>
   ({ method, headers, socket: { remoteAddress: from } }) as unknown as IncomingMessage
@@ -43,10 +44,10 @@ describe('RateLimiter', () => {
     rl.admit(a('POST'))
     let err: unknown
     try { rl.admit(a('POST')) } catch (e) { err = e }
-    expect(err).toBeInstanceOf(HttpError)
-    expect((err as HttpError).status).toBe(429)
-    expect((err as HttpError).reason).toBe('TOO_MANY_REQUESTS')
-    expect(Number((err as HttpError).headers['retry-after'])).toBeGreaterThanOrEqual(1)
+    expect(err).toBeInstanceOf(TooManyRequestsError)
+    expect(errorAnswer(err).status).toBe(429)
+    expect(errorAnswer(err).reason).toBe('TOO_MANY_REQUESTS')
+    expect(Number(errorAnswer(err).headers['retry-after'])).toBeGreaterThanOrEqual(1)
     // another client has its own bucket
     rl.admit(req('POST', '198.51.100.2'))
     for (let i = 0; i < 3; i++) rl.admit(a('GET'))

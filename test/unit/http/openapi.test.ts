@@ -8,6 +8,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { errorAnswer } from '../../../src/http/error-catalog.js'
 import { errorBody } from '../../../src/http/error-response.js'
 import { openApiRoutes } from '../../../src/http/routes/openapi.js'
 import { Router } from '../../../src/http/router.js'
@@ -15,7 +16,7 @@ import type { PinRecord } from '../../../src/ledger/records.js'
 import { createLogger } from '../../../src/log.js'
 import { PaymentGate } from '../../../src/payment/gate.js'
 import { buildAgentCard } from '../../../src/service/agent-card.js'
-import { openApiDocument } from '../../../src/service/openapi.js'
+import { openApiDocument } from '../../../src/http/openapi.js'
 import { toPinStatus } from '../../../src/service/pin-status.js'
 
 type Obj = Record<string, unknown>
@@ -366,8 +367,9 @@ describe('schemas match the bodies pind builds', () => {
         description: 'Pin bafy… for 3 month(s)',
         notes: { sizeSource: 'the X-Pin-Size header', maxBytes: '10000000' }
       }
-      const err = await gate.challenge(quote, 'PAYMENT_REQUIRED', 'this write must be paid')
-      const body = JSON.parse(err.bodyBytes().toString())
+      const err = errorAnswer(await gate.challenge(quote, 'this write must be paid'))
+      expect(err.status).toBe(402)
+      const body = JSON.parse(err.body.toString())
       expect(problems(body, schemaOf('PaymentRequired'))).toEqual([])
       const header = JSON.parse(Buffer.from(err.headers['payment-required'] as string, 'base64').toString('utf8')) as unknown
       expect(problems(header, schemaOf('X402PaymentRequired'))).toEqual([])

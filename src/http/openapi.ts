@@ -5,9 +5,11 @@
  * are those of the IPFS Pinning Service API v1.0.0, written as JSON Schema
  * 2020-12; the rest describes what the routes in src/http/routes really
  * answer: the x402 flow, uploads, Sign-In with Ethereum, the gateway,
- * discovery and health. test/unit/service/openapi.test.ts fails when a
+ * discovery and health. test/unit/http/openapi.test.ts fails when a
  * registered route has no path item here.
  */
+
+import { REASONS } from './error-catalog.js'
 
 type Obj = Record<string, unknown>
 
@@ -28,11 +30,8 @@ const DIGITS = '^[0-9]+$'
 const USDC = '^[0-9]+\\.[0-9]{6}$'
 const JSON_LIMIT = 64 * 1024
 
-const REASONS = [
-  'BAD_REQUEST', 'UNAUTHORIZED', 'PAYMENT_REQUIRED', 'INSUFFICIENT_FUNDS', 'NOT_FOUND', 'METHOD_NOT_ALLOWED',
-  'NOT_ACCEPTABLE', 'CONFLICT', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'RANGE_NOT_SATISFIABLE',
-  'TOO_MANY_REQUESTS', 'INTERNAL_SERVER_ERROR', 'SERVICE_UNAVAILABLE', 'SHUTTING_DOWN', 'URI_TOO_LONG'
-]
+/** every reason an error body can carry: the error catalog's */
+const REASON_LIST = Object.keys(REASONS)
 
 export function openApiDocument (o: OpenApiInput): Obj {
   return {
@@ -95,7 +94,7 @@ function description (o: OpenApiInput): string {
     '',
     '**Owner endpoints** (`GET /pins`, `GET`/`DELETE /pins/{requestid}`, replace, renew) take `Authorization: Bearer <wallet token>` (the `bearer` scheme). Another owner\'s requestid answers 404, never 403.',
     '',
-    `**Errors** always have the Pinning Service API shape \`{"error":{"reason","details"}}\` (the \`Failure\` schema). Reasons: ${REASONS.map(r => `\`${r}\``).join(', ')}.`,
+    `**Errors** always have the Pinning Service API shape \`{"error":{"reason","details"}}\` (the \`Failure\` schema). Reasons: ${REASON_LIST.map(r => `\`${r}\``).join(', ')}.`,
     '',
     '**Everywhere:** every GET also answers HEAD (same status and headers, no body). A path that exists answers other methods with 405 and `Allow`; an unknown path answers 404. ' +
       'A request head that is malformed answers 400, one that does not arrive within 20 s answers 408, one over 16 KiB or 100 fields answers 431. ' +
@@ -669,7 +668,7 @@ function schemas (o: OpenApiInput): Obj {
     },
     Failure: object(['error'], {
       error: object(['reason', 'details'], {
-        reason: str('Mandatory string identifying the type of error', { examples: [...REASONS] }),
+        reason: str('Mandatory string identifying the type of error', { examples: [...REASON_LIST] }),
         details: str('Longer description of the error, for humans')
       })
     }, { description: 'Response for a failed request (every error of this API)' }),
