@@ -151,12 +151,12 @@ export function checkTarget (text: unknown): { cid: CID, path: string } {
   return { cid, path: trimSlashes(path) }
 }
 
-/** 451 Unavailable For Legal Reasons (RFC 7725), naming who blocks it. */
+/** Content this service does not accept (HTTP: 451, RFC 7725), naming who blocks it. */
 export function unavailableForLegalReasons (what: string, refusal: Refusal, publicUrl: string): LegallyRefusedError {
   return new LegallyRefusedError(`${what} is not accepted by this service: ${refusal.message}; nothing was charged`, publicUrl)
 }
 
-/** 410 Gone: the gateway's answer for denied content. */
+/** Content the gateway no longer serves (HTTP: 410 Gone). */
 export function goneDenied (what: string, refusal: Refusal): GoneError {
   return new GoneError(`${what} is not served by this gateway: ${refusal.message}`)
 }

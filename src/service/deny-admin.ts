@@ -42,7 +42,7 @@ async function run (op: DenyOp, d: DenyAdminDeps) {
     case 'add': {
       const t = operatorTarget(op.target)
       const reason = text(op.reason, '--reason', MAX_REASON)
-      if (reason === '') throw new InvalidInputError('add needs --reason "<why>" (kept in the ledger, and shown to clients and to the owners of pins of it)')
+      if (reason === '') throw new InvalidInputError('add needs a reason (why it is denied: kept in the ledger, and shown to clients and to the owners of pins of it)')
       const rec: DenialRecord = { key: t.key, rule: t.rule, reason, by: who(op.by), at: new Date().toISOString() }
       const replaced = await d.ledger.add(rec)
       d.denials?.reload()

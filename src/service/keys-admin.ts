@@ -56,7 +56,7 @@ async function run (op: KeysOp, d: KeysAdminDeps) {
       await d.keystore.refresh()
       return d.keystore.jwks()
     case 'mint': {
-      if (typeof op.owner !== 'string' || !ADDRESS.test(op.owner)) throw new InvalidInputError('mint needs --owner <0x address>')
+      if (typeof op.owner !== 'string' || !ADDRESS.test(op.owner)) throw new InvalidInputError('mint needs an owner (a 0x address)')
       const unknown = op.permissions.filter(p => !(KNOWN_PERMISSIONS as readonly string[]).includes(p))
       if (unknown.length > 0) throw new InvalidInputError(`unknown permission ${unknown.join(', ')}; known: ${KNOWN_PERMISSIONS.join(', ')}`)
       if (d.tokens == null) throw new InvalidInputError('this data dir has never been served, so the token issuer is unknown: run `pind serve` once (or mint through a running serve)')
@@ -75,16 +75,16 @@ async function run (op: KeysOp, d: KeysAdminDeps) {
     }
     case 'revoke': {
       if (op.owner != null) {
-        if (!ADDRESS.test(op.owner)) throw new InvalidInputError('--owner must be a 0x address')
+        if (!ADDRESS.test(op.owner)) throw new InvalidInputError('the owner must be a 0x address')
         await d.tokenLedger.revokeOwner(op.owner)
         return { revokedOwner: op.owner.toLowerCase(), before: new Date().toISOString() }
       }
       let jti = op.jti
       if (op.token != null) {
         jti = tokenIdOf(op.token)
-        if (jti == null) throw new InvalidInputError('that is not a token with an id; pass a token, --jti <id> or --owner <address>')
+        if (jti == null) throw new InvalidInputError('that is not a token with an id; give a token, a token id (jti) or an owner address')
       }
-      if (typeof jti !== 'string' || jti === '') throw new InvalidInputError('revoke needs a token, --jti <id> or --owner <address>')
+      if (typeof jti !== 'string' || jti === '') throw new InvalidInputError('revoke needs a token, a token id (jti) or an owner address')
       if (jti.length > 256) throw new InvalidInputError('that is not a token id (too long)')
       await d.tokenLedger.revokeToken(jti)
       // operator tokens are recorded when minted, wallet tokens are not: an id that is neither

@@ -91,7 +91,7 @@ export interface ExportOptions {
   status?: StatusClass[]
 }
 
-/** A bad export request: a usage error (exit 2, HTTP 400). */
+/** A bad export request: a usage error (the CLI exits 2; src/http/error-catalog.ts answers it). */
 export class ExportOptionsError extends PindError {
   override name = 'ExportOptionsError'
 }

@@ -13,7 +13,6 @@
  * creates pins without payment, capped at the service's pin limit.
  */
 import { randomUUID } from 'node:crypto'
-import type { IncomingMessage } from 'node:http'
 import { PIN_WITHOUT_PAYMENT } from '../auth/permissions.js'
 import type { TokenService, VerifiedToken } from '../auth/tokens.js'
 import { ConflictError, InputTooLargeError, InvalidInputError, NotFoundError, PaymentRequiredError, TooManyRequestsError, UnavailableError } from '../errors.js'
@@ -25,14 +24,12 @@ import { identifyPayment, type PaymentGate, type PaymentIdentity, type Quote, ty
 import { bytesCoveredBy, priceFor, type PriceSettings } from '../payment/pricing.js'
 import type { PaymentOnce } from './paid-once.js'
 import type { PinRequest } from './pin-request.js'
-import { toPinStatus } from './pin-status.js'
+import { toPinStatus, type PinStatus } from './pin-status.js'
 import { settleNoted } from './settle.js'
 import type { SizeProbe } from './size-probe.js'
 import { unavailableForLegalReasons } from './denials.js'
 import type { Refusal } from './serve-policy.js'
 import type { CID } from 'multiformats/cid'
-
-export const PIN_SIZE_HEADER = 'x-pin-size'
 
 /** How a pin by CID is priced, in words: in the agent card and the API description (a 402 says only which size it used). */
 export const PIN_PRICING_RULE = 'A pin by CID is priced on the size its root block declares (dag-pb: block + link Tsizes, or the UnixFS file size when larger; raw: the block), or on X-Pin-Size (bytes) when that is larger or the root cannot be read within a few seconds, or else at the minimum price. When every probe for root blocks is busy the answer is 503 with Retry-After, never a quote made without the root. The pin holds at most maxBytes (what the payment covers), counting each repeated link; a DAG that turns out larger, or that links to a codec this service cannot walk, fails at once and keeps nothing. Payment is settled when the pin is accepted (202) and is not refunded if the content cannot be fetched.'
@@ -53,13 +50,16 @@ export interface PinCreateDeps {
   asset: string
   delegates: () => string[]
   log: Logger
-  /** why a CID may not be pinned (the operator's denials and denylists): 451 before anything is quoted or paid */
+  /** why a CID may not be pinned (the operator's denials and denylists): refused before anything is quoted or paid */
   refusal?: (cid: CID) => Refusal | undefined
 }
 
 export interface PinWrite {
   request: PinRequest
   months: number
+  /** the size of the whole DAG as the client declares it (X-Pin-Size), when it does */
+  claimedBytes?: number
+  /** the x402 payment (PAYMENT-SIGNATURE), when one was sent */
   paymentHeader?: string
   /** the verified bearer token, when one was sent */
   auth?: VerifiedToken
@@ -69,13 +69,18 @@ export interface PinWrite {
   client?: string
 }
 
-export interface PinResponse {
-  status: number
-  body: unknown
-  headers: Record<string, string>
+/** What a pin write answers: the pin's status, and what the payment and the owner's token became. */
+export interface PinOutcome {
+  pin: PinStatus
+  /** the pin's URL (a new pin) */
+  location?: string
+  /** x402's settlement response (PAYMENT-RESPONSE) */
+  settlement?: string
+  /** the owner's new wallet token */
+  token?: { token: string, expiresAt: Date }
 }
 
-export async function createPin (req: IncomingMessage, w: PinWrite, d: PinCreateDeps): Promise<PinResponse> {
+export async function createPin (w: PinWrite, d: PinCreateDeps): Promise<PinOutcome> {
   // denied content is refused first: no probe, no quote, no payment (replacing a pin with it too)
   const refused = d.refusal?.(w.request.cid)
   if (refused != null) throw unavailableForLegalReasons(w.request.cidText.slice(0, 100), refused, d.publicUrl)
@@ -88,7 +93,7 @@ export async function createPin (req: IncomingMessage, w: PinWrite, d: PinCreate
     await d.once.finished(used.id)
     if (d.ledger.payment(used.id) != null) return replay(used, purpose, d)
   }
-  const quote = await quoteFor(req, w, d)
+  const quote = await quoteFor(w, d)
   const decision = await d.gate.decide(w.paymentHeader, quote.quote, (id) => d.ledger.payment(id) != null)
   if (decision.type === 'payment-required') throw decision.error
   const payment = decision.payment
@@ -109,8 +114,9 @@ interface PinQuote {
   declared?: { dagSize: number, fileSize?: number, how: string }
 }
 
-async function quoteFor (req: IncomingMessage, w: PinWrite, d: PinCreateDeps): Promise<PinQuote> {
-  const claimed = clientSize(req, d.pinMaxBytes)
+async function quoteFor (w: PinWrite, d: PinCreateDeps): Promise<PinQuote> {
+  const claimed = w.claimedBytes
+  if (claimed != null && claimed > d.pinMaxBytes) throw new InputTooLargeError(`X-Pin-Size declares ${claimed} bytes; this service pins DAGs of at most ${d.pinMaxBytes} bytes`)
   const probed = await d.probe.probe(w.request.cid, w.request.origins, w.client)
   // no probe free: no quote at all, rather than one priced as if the root could not be had
   const retry = d.probe.retryAfterSeconds
@@ -149,7 +155,7 @@ async function quoteFor (req: IncomingMessage, w: PinWrite, d: PinCreateDeps): P
   }
 }
 
-async function paid (w: PinWrite, payment: VerifiedPayment, q: PinQuote, purpose: string, gate: PaymentGate, d: PinCreateDeps): Promise<PinResponse> {
+async function paid (w: PinWrite, payment: VerifiedPayment, q: PinQuote, purpose: string, gate: PaymentGate, d: PinCreateDeps): Promise<PinOutcome> {
   const owner = w.replaces?.owner ?? payment.payer
   // the pin as it will be recorded, kept in the settlement note: should the process die once the
   // money has moved, reconciliation records it (settlement-fulfil.ts) instead of leaving it to an operator
@@ -176,16 +182,12 @@ async function paid (w: PinWrite, payment: VerifiedPayment, q: PinQuote, purpose
   }
   d.enqueue()
   d.log.info('pin accepted', { requestid: pin.requestid, cid: pin.cid, payer: payment.payer, tx: settled.tx, maxBytes: q.maxBytes })
-  const headers: Record<string, string> = { 'payment-response': settled.header, location: `${d.publicUrl}/pins/${pin.requestid}` }
-  if (w.replaces == null || w.auth == null) {
-    const token = await d.tokens.issue(owner)
-    headers['x-wallet-auth-token'] = token.token
-    headers['x-wallet-auth-token-expires'] = token.expiresAt.toISOString()
-  }
-  return { status: 202, body: toPinStatus(pin, d.delegates()), headers }
+  // a replacement made with the owner's token needs no new one
+  const token = w.replaces == null || w.auth == null ? await d.tokens.issue(owner) : undefined
+  return { pin: toPinStatus(pin, d.delegates()), settlement: settled.header, location: `${d.publicUrl}/pins/${pin.requestid}`, ...(token != null ? { token } : {}) }
 }
 
-async function unpaid (w: PinWrite, auth: VerifiedToken, d: PinCreateDeps): Promise<PinResponse> {
+async function unpaid (w: PinWrite, auth: VerifiedToken, d: PinCreateDeps): Promise<PinOutcome> {
   const info: PaymentInfo = { id: `operator-token:${auth.jti}`, payer: auth.owner, amount: '0', network: d.network, asset: d.asset, method: 'operator-token' }
   const pin = newPin(w, w.replaces?.owner ?? auth.owner, d.pinMaxBytes, info, undefined, d)
   try {
@@ -196,7 +198,7 @@ async function unpaid (w: PinWrite, auth: VerifiedToken, d: PinCreateDeps): Prom
   }
   d.enqueue()
   d.log.info('pin accepted', { requestid: pin.requestid, cid: pin.cid, owner: pin.owner, token: auth.jti, method: 'operator-token' })
-  return { status: 202, body: toPinStatus(pin, d.delegates()), headers: { location: `${d.publicUrl}/pins/${pin.requestid}` } }
+  return { pin: toPinStatus(pin, d.delegates()), location: `${d.publicUrl}/pins/${pin.requestid}` }
 }
 
 function newPin (w: PinWrite, owner: string, maxBytes: number, payment: PaymentInfo, declared: PinQuote['declared'], d: PinCreateDeps): PinRecord {
@@ -233,22 +235,13 @@ function purposeOf (w: PinWrite): string {
 
 /**
  * The same payment again: an honest retry of this very request gets the pin
- * it created (no new token — see service/upload.ts); anything else is a 402.
+ * it created (no new token — see service/upload.ts); anything else must pay again.
  */
-function replay (payment: PaymentIdentity, purpose: string, d: PinCreateDeps): PinResponse {
+function replay (payment: PaymentIdentity, purpose: string, d: PinCreateDeps): PinOutcome {
   const record = d.ledger.payment(payment.id)
   const pin = record != null ? d.ledger.get(record.requestid) : undefined
   if (record == null || pin == null || record.proof !== payment.proof || record.purpose !== purpose) {
     throw new PaymentRequiredError('this payment was already used for another request; sign a new payment')
   }
-  return { status: 202, body: toPinStatus(pin, d.delegates()), headers: { location: `${d.publicUrl}/pins/${pin.requestid}` } }
-}
-
-function clientSize (req: IncomingMessage, max: number): number | undefined {
-  const raw = req.headers[PIN_SIZE_HEADER]
-  if (raw == null) return undefined
-  if (typeof raw !== 'string' || !/^\d{1,16}$/.test(raw.trim())) throw new InvalidInputError('X-Pin-Size must be a whole number of bytes (the size of the whole DAG)')
-  const n = Number(raw.trim())
-  if (n > max) throw new InputTooLargeError(`X-Pin-Size declares ${n} bytes; this service pins DAGs of at most ${max} bytes`)
-  return n
+  return { pin: toPinStatus(pin, d.delegates()), location: `${d.publicUrl}/pins/${pin.requestid}` }
 }

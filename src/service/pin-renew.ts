@@ -6,7 +6,6 @@
  * ahead of now. An expired pin can be renewed during the grace period.
  * Operator tokens with `pins:create-unpaid` renew without payment.
  */
-import type { IncomingMessage } from 'node:http'
 import { PIN_WITHOUT_PAYMENT } from '../auth/permissions.js'
 import type { VerifiedToken } from '../auth/tokens.js'
 import { ConflictError, InvalidInputError, NotFoundError, PaymentRequiredError, UnavailableError } from '../errors.js'
@@ -15,7 +14,7 @@ import { PinGoneError } from '../ledger/pins.js'
 import type { PaymentRecord, PinRecord } from '../ledger/records.js'
 import type { Quote, VerifiedPayment } from '../payment/gate.js'
 import { priceFor } from '../payment/pricing.js'
-import type { PinCreateDeps, PinResponse } from './pin-create.js'
+import type { PinCreateDeps, PinOutcome } from './pin-create.js'
 import { toPinStatus } from './pin-status.js'
 import { settleNoted } from './settle.js'
 import { unavailableForLegalReasons } from './denials.js'
@@ -28,7 +27,7 @@ export interface RenewRequest {
   paymentHeader?: string
 }
 
-export async function renewPin (_req: IncomingMessage, r: RenewRequest, d: PinCreateDeps): Promise<PinResponse> {
+export async function renewPin (r: RenewRequest, d: PinCreateDeps): Promise<PinOutcome> {
   const pin = d.ledger.get(r.requestid)
   if (pin == null || pin.owner !== r.auth.owner || pin.removed != null) throw new NotFoundError(`no pin with requestid ${r.requestid.slice(0, 100)} for this owner`)
   // a pin this service does not serve is not sold more time (the owner may still DELETE it, or replace it with other content)
@@ -39,7 +38,7 @@ export async function renewPin (_req: IncomingMessage, r: RenewRequest, d: PinCr
   if (r.auth.permissions.includes(PIN_WITHOUT_PAYMENT)) {
     const renewed = await write(r, undefined, d)
     d.log.info('pin renewed', { requestid: r.requestid, months: r.months, method: 'operator-token' })
-    return { status: 200, body: toPinStatus(renewed, d.delegates()), headers: {} }
+    return { pin: toPinStatus(renewed, d.delegates()) }
   }
   if (d.gate == null) throw new UnavailableError('payments are not configured on this server (no pay-to address or facilitator); writes are disabled', 3600)
   const bytes = BigInt(pin.dagSize ?? pin.maxBytes ?? 0)
@@ -79,7 +78,7 @@ export async function renewPin (_req: IncomingMessage, r: RenewRequest, d: PinCr
       throw err
     }
     d.log.info('pin renewed', { requestid: pin.requestid, months: r.months, payer: payment.payer, tx: settled.tx })
-    return { status: 200, body: toPinStatus(renewed, d.delegates()), headers: { 'payment-response': settled.header } }
+    return { pin: toPinStatus(renewed, d.delegates()), settlement: settled.header }
   })
   if (outcome.first && outcome.value != null) return outcome.value
   return replay(payment, d)
@@ -106,11 +105,11 @@ function nextUntil (pin: PinRecord, months: number, maxMonths: number): Date {
   return until
 }
 
-function replay (payment: VerifiedPayment, d: PinCreateDeps): PinResponse {
+function replay (payment: VerifiedPayment, d: PinCreateDeps): PinOutcome {
   const record = d.ledger.payment(payment.id)
   const pin = record != null ? d.ledger.get(record.requestid) : undefined
   if (record == null || pin == null || record.proof !== payment.proof || !record.purpose.startsWith(`renew:${pin.requestid}:`)) {
     throw new PaymentRequiredError('this payment was already used for another request; sign a new payment')
   }
-  return { status: 200, body: toPinStatus(pin, d.delegates()), headers: {} }
+  return { pin: toPinStatus(pin, d.delegates()) }
 }

@@ -3,7 +3,7 @@
  * checked field by field: `cid` required and parseable, with a codec and hash
  * this node can walk and verify (ipfs/codecs.ts; identity roots are refused);
  * `name` ≤ 255 characters; `origins` ≤ 20 unique multiaddrs; `meta` ≤ 1000
- * string → string entries. Anything else is a 400 that names the field.
+ * string → string entries. Anything else is an InvalidInputError that names the field.
  */
 import { multiaddr } from '@multiformats/multiaddr'
 import { CID } from 'multiformats/cid'

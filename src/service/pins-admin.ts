@@ -40,14 +40,14 @@ async function run (op: PinsOp, d: PinsAdminDeps) {
       const params = new URLSearchParams()
       for (const [k, v] of Object.entries(op.query ?? {})) for (const one of Array.isArray(v) ? v : [v]) params.append(k, String(one))
       const q = parsePinQuery(params)
-      if (op.owner != null && !ADDRESS.test(op.owner)) throw new InvalidInputError('--owner must be a 0x address')
+      if (op.owner != null && !ADDRESS.test(op.owner)) throw new InvalidInputError('the owner must be a 0x address')
       const { count, results } = op.owner != null ? listPins(d.ledger, op.owner.toLowerCase(), q) : listAllOwners(d.ledger, q)
       const delegates = d.delegates?.() ?? []
       return { count, results: results.map(p => view(p, delegates)) }
     }
     case 'rm': {
-      if (typeof op.reason !== 'string' || op.reason.trim() === '') throw new InvalidInputError('rm needs --reason "<why>": the owner sees it in the pin\'s status_details')
-      if (op.reason.length > MAX_REASON) throw new InvalidInputError(`--reason is longer than ${MAX_REASON} characters`)
+      if (typeof op.reason !== 'string' || op.reason.trim() === '') throw new InvalidInputError('rm needs a reason (why it is taken down): the owner sees it in the pin\'s status_details')
+      if (op.reason.length > MAX_REASON) throw new InvalidInputError(`the reason is longer than ${MAX_REASON} characters`)
       if (typeof op.target !== 'string' || op.target === '') throw new InvalidInputError('rm needs a requestid or a CID')
       const reason = op.reason.trim()
       const cid = parseCid(op.target)

@@ -52,8 +52,8 @@ async function run (op: SettlementsOp, d: SettlementsAdminDeps) {
     }
     case 'close': {
       if (typeof op.paymentId !== 'string' || op.paymentId === '') throw new InvalidInputError('close needs a payment id (payer:nonce, see pind settlements list)')
-      if (typeof op.note !== 'string' || op.note.trim() === '') throw new InvalidInputError('close needs --note "<what was done, e.g. refunded in tx 0x…>"')
-      if (op.note.length > MAX_OPERATOR_NOTE) throw new InvalidInputError(`--note is longer than ${MAX_OPERATOR_NOTE} characters`)
+      if (typeof op.note !== 'string' || op.note.trim() === '') throw new InvalidInputError('close needs a note saying what was done (e.g. refunded in tx 0x…)')
+      if (op.note.length > MAX_OPERATOR_NOTE) throw new InvalidInputError(`the note is longer than ${MAX_OPERATOR_NOTE} characters`)
       const closed = await d.notes.close(op.paymentId, op.note.trim())
       if (closed == null) throw new NotFoundError(`no settlement note ${op.paymentId.slice(0, 200)} (see pind settlements list)`)
       await d.release?.(closed.note)

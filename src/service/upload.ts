@@ -5,10 +5,8 @@
  * the owner's wallet token. Unpaid or refused work leaves nothing behind.
  */
 import { randomUUID } from 'node:crypto'
-import type { IncomingMessage } from 'node:http'
 import type { TokenService } from '../auth/tokens.js'
-import { BodyTooLargeError, InputTimeoutError, InputTooLargeError, InvalidInputError, LengthRequiredError, PaymentRequiredError, RefusedError, ReplayRefusedError, UnavailableError } from '../errors.js'
-import { readSingleFile } from '../http/multipart.js'
+import { BodyTooLargeError, InputTimeoutError, InputTooLargeError, LengthRequiredError, PaymentRequiredError, RefusedError, ReplayRefusedError, UnavailableError } from '../errors.js'
 import { importFile, TooLargeError, type ImportTarget } from '../ipfs/import.js'
 import type { CommitLock } from '../ipfs/commit-lock.js'
 import type { BlockStaging, StagedImport } from '../ipfs/staging.js'
@@ -27,7 +25,6 @@ import type { Refusal } from './serve-policy.js'
 
 /** multipart framing allowed on top of the file limit before a declared length is refused outright */
 export const MULTIPART_SLACK = 64 * 1024
-export const UPLOAD_SIZE_HEADER = 'x-upload-size'
 /** the body of a replayed payment must arrive within this, plus the original file's size at REPLAY_MIN_RATE */
 const REPLAY_BASE_MS = 10_000
 /** bytes per second */
@@ -54,14 +51,43 @@ export interface UploadDeps {
   refusal?: (cid: CID) => Refusal | undefined
 }
 
-export interface UploadResponse {
-  status: number
-  body: Record<string, unknown>
-  headers: Record<string, string>
+/**
+ * Reads the one file a request carries: `consume` gets its name and its
+ * bytes while the rest is still arriving (nothing is buffered whole), and
+ * the reader stops at `maxBodyBytes` of input in all (a BodyTooLargeError),
+ * or when `signal` aborts. The chunks are the reader's to give away: nobody
+ * else holds them. (A callback rather than an iterable: the limits and the
+ * abort apply to the whole input, framing included, around the file.)
+ */
+export type FileReader = <T>(consume: (file: { name?: string, bytes: AsyncIterable<Uint8Array> }) => Promise<T>, limits: { maxBodyBytes: number, signal?: AbortSignal }) => Promise<T>
+
+export interface UploadInput {
+  months: number
+  /** the x402 payment (PAYMENT-SIGNATURE), when one was sent */
+  payment?: string
+  /** the size of the file, when the client declared it (X-Upload-Size): the price is based on it */
+  fileBytes?: number
+  /** the size of the whole input, file and framing (Content-Length), when declared: the price is based on it when fileBytes is not */
+  bodyBytes?: number
+  file: FileReader
 }
 
-export async function upload (req: IncomingMessage, months: number, paymentHeader: string | undefined, d: UploadDeps): Promise<UploadResponse> {
-  const declared = declaredSize(req, d.uploadMaxBytes)
+/** What an upload answers: the pin, and for a first upload the settlement and the owner's new token. */
+export interface UploadOutcome {
+  /** a payment already used for this very upload: the original pin, no new token */
+  replayed: boolean
+  result: Record<string, unknown>
+  /** x402's settlement response (PAYMENT-RESPONSE) */
+  settlement?: string
+  token?: { token: string, expiresAt: Date }
+  /** the pin's URL */
+  location?: string
+}
+
+export async function upload (input: UploadInput, d: UploadDeps): Promise<UploadOutcome> {
+  const { months } = input
+  const paymentHeader = input.payment
+  const declared = declaredSize(input, d.uploadMaxBytes)
   // a price over the maximum is a PriceTooHighError: a bad request (src/http/error-catalog.ts)
   const amount = priceFor(BigInt(declared), months, d.prices)
   const quote: Quote = {
@@ -70,47 +96,48 @@ export async function upload (req: IncomingMessage, months: number, paymentHeade
     bytes: BigInt(declared),
     resourceUrl: `${d.publicUrl}/upload`,
     description: `Pin an uploaded file of up to ${declared} bytes for ${months} month(s)`,
-    notes: { sizeSource: req.headers[UPLOAD_SIZE_HEADER] != null ? 'X-Upload-Size header' : 'Content-Length of the request' }
+    notes: { sizeSource: input.fileBytes != null ? 'X-Upload-Size header' : 'Content-Length of the request' }
   }
   const paid = paymentHeader != null && paymentHeader !== ''
   // a payment that was already used (it is public on chain once settled: anyone can send it again)
   // is known from the header alone, before any body is read: it takes no upload slot
   const used = paid ? await usedBefore(paymentHeader, d) : undefined
-  if (used != null) return await replay(req, used, d)
+  if (used != null) return await replay(input, used, d)
   // a paid upload needs a slot, taken before the payment is even looked at: a busy
   // server answers 503 and nobody is charged (the unpaid 402 needs none: no body is read)
   if (paid && !d.slots.take()) {
     throw new UnavailableError(`${d.slots.size} uploads are in progress, the most this server takes at once; retry shortly (your payment was not used)`, 5)
   }
   try {
-    return await decideAndUpload(req, months, quote, paymentHeader, declared, d)
+    return await decideAndUpload(input, quote, declared, d)
   } finally {
     if (paid) d.slots.release()
   }
 }
 
-async function decideAndUpload (req: IncomingMessage, months: number, quote: Quote, paymentHeader: string | undefined, declared: number, d: UploadDeps): Promise<UploadResponse> {
-  const decision = await d.gate.decide(paymentHeader, quote, (id) => d.ledger.payment(id) != null)
+async function decideAndUpload (input: UploadInput, quote: Quote, declared: number, d: UploadDeps): Promise<UploadOutcome> {
+  const decision = await d.gate.decide(input.payment, quote, (id) => d.ledger.payment(id) != null)
   if (decision.type === 'payment-required') throw decision.error
   const payment = decision.payment
   // the file may not exceed what was declared (and paid for), nor the service limit
   const maxFileBytes = Math.min(d.uploadMaxBytes, declared)
 
-  if (decision.type === 'settled-before') return await replay(req, payment, d)
+  if (decision.type === 'settled-before') return await replay(input, payment, d)
   d.log.info('payment verified', { payment: payment.id, amount: payment.amount })
   const outcome = await d.once.run(payment.id, async () => {
     if (d.ledger.payment(payment.id) != null) return undefined
-    return await paidUpload(req, payment, months, maxFileBytes, d)
+    return await paidUpload(input, payment, maxFileBytes, d)
   })
   if (outcome.first && outcome.value != null) return outcome.value
-  return await replay(req, payment, d)
+  return await replay(input, payment, d)
 }
 
-async function paidUpload (req: IncomingMessage, payment: VerifiedPayment, months: number, maxFileBytes: number, d: UploadDeps): Promise<UploadResponse> {
+async function paidUpload (input: UploadInput, payment: VerifiedPayment, maxFileBytes: number, d: UploadDeps): Promise<UploadOutcome> {
+  const { months } = input
   const staged = await d.staging.begin()
   let keep = false
   try {
-    const imported = await importBody(req, staged, { maxFileBytes, maxBodyBytes: maxFileBytes + MULTIPART_SLACK })
+    const imported = await importBody(input.file, staged, { maxFileBytes, maxBodyBytes: maxFileBytes + MULTIPART_SLACK })
     const cid = imported.cid.toString()
     // the CID is known only now: denied content (its root or any block) is refused before the
     // payment is settled, so the payer is not charged, and its staged blocks go (finally, below)
@@ -147,16 +174,7 @@ async function paidUpload (req: IncomingMessage, payment: VerifiedPayment, month
     })
     d.log.info('upload pinned', { requestid: pin.requestid, cid: pin.cid, bytes: imported.fileSize, payer: payment.payer, tx: settled.tx })
     const token = await d.tokens.issue(payment.payer)
-    return {
-      status: 201,
-      body: uploadBody(pin, d),
-      headers: {
-        'payment-response': settled.header,
-        'x-wallet-auth-token': token.token,
-        'x-wallet-auth-token-expires': token.expiresAt.toISOString(),
-        location: `${d.publicUrl}/pins/${pin.requestid}`
-      }
-    }
+    return { replayed: false, result: uploadBody(pin, d), settlement: settled.header, token, location: `${d.publicUrl}/pins/${pin.requestid}` }
   } finally {
     // a failed cleanup must not hide the request's own outcome (the folder is swept at the next start anyway)
     if (!keep) await d.staging.discard(staged).catch((err: Error) => { d.log.warn('could not remove a staging folder', { error: err.message }) })
@@ -220,9 +238,9 @@ async function usedBefore (header: string, d: UploadDeps): Promise<PaymentIdenti
  * `replaySlots` at once; and a refused replay's connection is closed rather
  * than its body read.
  */
-async function replay (req: IncomingMessage, payment: PaymentIdentity, d: UploadDeps): Promise<UploadResponse> {
+async function replay (input: UploadInput, payment: PaymentIdentity, d: UploadDeps): Promise<UploadOutcome> {
   try {
-    return await checkReplay(req, payment, d)
+    return await checkReplay(input, payment, d)
   } catch (err) {
     // whatever the answer, the rest of the body is not read
     if (err instanceof RefusedError) throw new ReplayRefusedError(err)
@@ -230,21 +248,21 @@ async function replay (req: IncomingMessage, payment: PaymentIdentity, d: Upload
   }
 }
 
-async function checkReplay (req: IncomingMessage, payment: PaymentIdentity, d: UploadDeps): Promise<UploadResponse> {
+async function checkReplay (input: UploadInput, payment: PaymentIdentity, d: UploadDeps): Promise<UploadOutcome> {
   const record = d.ledger.payment(payment.id)
   const pin = record != null ? d.ledger.get(record.requestid) : undefined
   if (record == null || pin == null || record.proof !== payment.proof || !record.purpose.startsWith('upload:')) throw usedElsewhere()
   const fileBytes = pin.fileSize ?? pin.dagSize ?? d.uploadMaxBytes
   const maxBodyBytes = fileBytes + MULTIPART_SLACK
-  const declaredFile = headerNumber(req, UPLOAD_SIZE_HEADER)
-  const length = headerNumber(req, 'content-length')
+  const declaredFile = input.fileBytes
+  const length = input.bodyBytes
   if ((declaredFile != null && declaredFile < fileBytes) || (length != null && (length < fileBytes || length > maxBodyBytes))) throw usedElsewhere()
   const deadlineMs = REPLAY_BASE_MS + Math.ceil(fileBytes / REPLAY_MIN_RATE * 1000)
   if (!d.replaySlots.take()) throw new UnavailableError('too many requests are re-sending payments that were already used; retry shortly', 5)
   let cid: string
   try {
     const signal = AbortSignal.timeout(deadlineMs)
-    cid = (await importBody(req, d.staging.discarding(), { maxFileBytes: fileBytes, maxBodyBytes, signal })).cid.toString()
+    cid = (await importBody(input.file, d.staging.discarding(), { maxFileBytes: fileBytes, maxBodyBytes, signal })).cid.toString()
   } catch (err) {
     if (err instanceof InputTooLargeError) throw usedElsewhere()
     if ((err as Error)?.name === 'TimeoutError') {
@@ -255,25 +273,20 @@ async function checkReplay (req: IncomingMessage, payment: PaymentIdentity, d: U
     d.replaySlots.release()
   }
   if (record.purpose !== `upload:${cid}`) throw usedElsewhere()
-  return { status: 200, body: { ...uploadBody(pin, d), replayed: true, token_hint: 'this payment was already settled for this upload; get a new wallet token with POST /auth/challenge and POST /auth/token' }, headers: {} }
+  return { replayed: true, result: { ...uploadBody(pin, d), replayed: true, token_hint: 'this payment was already settled for this upload; get a new wallet token with POST /auth/challenge and POST /auth/token' } }
 }
 
 function usedElsewhere (): PaymentRequiredError {
   return new PaymentRequiredError('this payment was already used for another request; sign a new payment')
 }
 
-function headerNumber (req: IncomingMessage, name: string): number | undefined {
-  const raw = req.headers[name]
-  return typeof raw === 'string' && /^\d{1,16}$/.test(raw.trim()) ? Number(raw.trim()) : undefined
-}
-
-async function importBody (req: IncomingMessage, target: { blockstore: ImportTarget, chunker: StagedImport['chunker'] }, limits: { maxFileBytes: number, maxBodyBytes: number, signal?: AbortSignal }): Promise<{ cid: CID, fileSize: number, name?: string }> {
+async function importBody (file: FileReader, target: { blockstore: ImportTarget, chunker: StagedImport['chunker'] }, limits: { maxFileBytes: number, maxBodyBytes: number, signal?: AbortSignal }): Promise<{ cid: CID, fileSize: number, name?: string }> {
   const { maxFileBytes, maxBodyBytes, signal } = limits
   try {
-    return await readSingleFile(req, async (file) => {
-      // the file part's pieces are slices of the body's own buffers, held by nobody else: the chunker frees them once copied
-      const r = await importFile(file.stream, { blockstore: target.blockstore, chunker: target.chunker({ ownsInput: true }), maxBytes: maxFileBytes, ...(signal != null ? { signal } : {}) })
-      return { ...r, name: sanitizeName(file.filename) }
+    return await file(async (f) => {
+      // the reader's chunks are held by nobody else (FileReader): the chunker frees them once copied
+      const r = await importFile(f.bytes, { blockstore: target.blockstore, chunker: target.chunker({ ownsInput: true }), maxBytes: maxFileBytes, ...(signal != null ? { signal } : {}) })
+      return { ...r, name: sanitizeName(f.name) }
     }, { maxBodyBytes, ...(signal != null ? { signal } : {}) })
   } catch (err) {
     if (err instanceof BodyTooLargeError) {
@@ -307,16 +320,13 @@ function uploadBody (pin: PinRecord, d: UploadDeps): Record<string, unknown> {
   }
 }
 
-/** The size a quote is based on: X-Upload-Size (file bytes) or the request's Content-Length. */
-function declaredSize (req: IncomingMessage, max: number): number {
-  const explicit = req.headers[UPLOAD_SIZE_HEADER]
-  const raw = typeof explicit === 'string' ? explicit : req.headers['content-length']
-  if (raw == null) {
+/** The size a quote is based on: the file's (X-Upload-Size) or the whole input's (Content-Length). */
+function declaredSize (input: UploadInput, max: number): number {
+  const n = input.fileBytes ?? input.bodyBytes
+  if (n == null) {
     throw new LengthRequiredError('send Content-Length (or X-Upload-Size with the file size in bytes) so the upload can be priced')
   }
-  if (!/^\d{1,16}$/.test(raw.trim())) throw new InvalidInputError(`${typeof explicit === 'string' ? 'X-Upload-Size' : 'Content-Length'} must be a whole number of bytes`)
-  const n = Number(raw.trim())
-  const limit = typeof explicit === 'string' ? max : max + MULTIPART_SLACK
+  const limit = input.fileBytes != null ? max : max + MULTIPART_SLACK
   if (n > limit) throw new InputTooLargeError(`uploads are limited to ${max} bytes of file content; this request declares ${n} bytes`)
   return n
 }

@@ -8,10 +8,9 @@ import type { TokenService, VerifiedToken } from '../../auth/tokens.js'
 import { NotFoundError } from '../../errors.js'
 import type { PinRecord } from '../../ledger/records.js'
 import { PAYMENT_HEADER } from '../../payment/gate.js'
-import { createPin, type PinCreateDeps, type PinResponse } from '../../service/pin-create.js'
+import { createPin, type PinCreateDeps, type PinOutcome } from '../../service/pin-create.js'
 import { parsePinRequest } from '../../service/pin-request.js'
 import { renewPin } from '../../service/pin-renew.js'
-import { DURATION_HEADER, parseMonths } from '../../service/terms.js'
 import { readJson } from '../json-body.js'
 import type { PinLedger } from '../../ledger/pins.js'
 import { listPins, parsePinQuery } from '../../service/pin-query.js'
@@ -20,6 +19,7 @@ import { withDenial } from '../../service/denials.js'
 import type { Refusal } from '../../service/serve-policy.js'
 import type { CID } from 'multiformats/cid'
 import { bearer } from '../bearer.js'
+import { byteCount, DURATION_HEADER, parseMonths, PIN_SIZE_HEADER } from '../write-headers.js'
 import { sendJson } from '../respond.js'
 import type { Router } from '../router.js'
 
@@ -68,15 +68,17 @@ export function pinRoutes (router: Router, d: PinRoutesDeps): void {
     res.end()
   })
 
-  const write = async (req: IncomingMessage, replaces?: (owner: string) => PinRecord): Promise<PinResponse> => {
+  const write = async (req: IncomingMessage, replaces?: (owner: string) => PinRecord): Promise<PinOutcome> => {
     const request = parsePinRequest(await readJson(req))
     const months = parseMonths(req.headers[DURATION_HEADER], d.create.prices.maxMonths)
+    const claimedBytes = byteCount(req, PIN_SIZE_HEADER, 'X-Pin-Size must be a whole number of bytes (the size of the whole DAG)')
     // a token is optional on POST /pins (operator tokens pin without paying) and required to replace
     const auth = replaces != null || req.headers.authorization != null ? await bearer(req, d.tokens) : undefined
     const paymentHeader = req.headers[PAYMENT_HEADER]
-    return await createPin(req, {
+    return await createPin({
       request,
       months,
+      ...(claimedBytes != null ? { claimedBytes } : {}),
       ...(typeof paymentHeader === 'string' ? { paymentHeader } : {}),
       ...(auth != null ? { auth } : {}),
       client: d.clientOf(req),
@@ -88,21 +90,29 @@ export function pinRoutes (router: Router, d: PinRoutesDeps): void {
   router.add('POST', '/pins', async ({ req, res, countAsPaid }) => {
     const r = await write(req)
     countAsPaid()
-    sendJson(res, r.status, r.body, r.headers)
+    sendJson(res, 202, r.pin, outcomeHeaders(r))
   })
 
   router.add('POST', '/pins/:requestid/renew', async ({ req, res, params, countAsPaid }) => {
     const auth = await bearer(req, d.tokens)
     const months = parseMonths(req.headers[DURATION_HEADER], d.create.prices.maxMonths)
     const paymentHeader = req.headers[PAYMENT_HEADER]
-    const r = await renewPin(req, { requestid: params.requestid as string, months, auth, ...(typeof paymentHeader === 'string' ? { paymentHeader } : {}) }, d.create)
+    const r = await renewPin({ requestid: params.requestid as string, months, auth, ...(typeof paymentHeader === 'string' ? { paymentHeader } : {}) }, d.create)
     countAsPaid()
-    sendJson(res, r.status, r.body, r.headers)
+    sendJson(res, 200, r.pin, outcomeHeaders(r))
   })
 
   router.add('POST', '/pins/:requestid', async ({ req, res, params, countAsPaid }) => {
     const r = await write(req, (owner) => ownPin(owner, params.requestid as string))
     countAsPaid()
-    sendJson(res, r.status, r.body, r.headers)
+    sendJson(res, 202, r.pin, outcomeHeaders(r))
   })
+}
+
+function outcomeHeaders (r: PinOutcome): Record<string, string> {
+  return {
+    ...(r.settlement != null ? { 'payment-response': r.settlement } : {}),
+    ...(r.location != null ? { location: r.location } : {}),
+    ...(r.token != null ? { 'x-wallet-auth-token': r.token.token, 'x-wallet-auth-token-expires': r.token.expiresAt.toISOString() } : {})
+  }
 }
