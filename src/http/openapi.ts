@@ -9,6 +9,8 @@
  * registered route has no path item here.
  */
 
+import { z } from 'zod/v4'
+import { Origins, Pin, PinMeta } from '../service/pin-request.js'
 import { REASONS } from './error-catalog.js'
 
 type Obj = Record<string, unknown>
@@ -585,6 +587,21 @@ function openApi (): Obj {
 
 // ---- components --------------------------------------------------------------
 
+/** the request shapes defined once as zod schemas (validation uses the same), by component name */
+const SCHEMAS = z.registry<{ id: string }>()
+SCHEMAS.add(Pin, { id: 'Pin' }).add(Origins, { id: 'Origins' }).add(PinMeta, { id: 'PinMeta' })
+
+/** JSON Schema 2020-12 of the zod-defined shapes, as components.schemas entries (built fresh each time) */
+function fromSchemas (): Obj {
+  const { schemas } = z.toJSONSchema(SCHEMAS, { io: 'input', uri: (id) => `#/components/schemas/${id}` })
+  const out: Obj = {}
+  for (const [name, s] of Object.entries(schemas)) {
+    const { $schema: _s, $id: _i, ...rest } = s as Obj
+    out[name] = rest
+  }
+  return out
+}
+
 function schemas (o: OpenApiInput): Obj {
   const str = (description: string, extra: Obj = {}): Obj => ({ type: 'string', description, ...extra })
   const int = (description: string, extra: Obj = {}): Obj => ({ type: 'integer', description, ...extra })
@@ -592,12 +609,8 @@ function schemas (o: OpenApiInput): Obj {
   const requirements = schema('X402PaymentRequirements')
   return {
     // the Pinning Service API v1.0.0
-    Pin: object(['cid'], {
-      cid: str('Content Identifier (CID) to be pinned recursively: codec dag-pb, raw, dag-cbor, dag-json or json; hash sha2-256 or sha2-512. Kept as sent.', { maxLength: 512, examples: ['bafybeigdyrzt5sfp7udm7hu76uh7y26nf3efuylqabf3oclgtqy55fbzdi'] }),
-      name: str('Optional name for pinned data; can be used for lookups later', { maxLength: 255, examples: ['PreciousData.pdf'] }),
-      origins: schema('Origins'),
-      meta: schema('PinMeta')
-    }, { description: 'Pin object' }),
+    // the request shapes described once, as zod schemas: derived here
+    ...fromSchemas(),
     PinStatus: object(['requestid', 'status', 'created', 'pin', 'delegates', 'info'], {
       requestid: str('Globally unique identifier of the pin request; can be used to check the status of ongoing pinning, or pin removal', { format: 'uuid' }),
       status: schema('Status'),
@@ -623,21 +636,6 @@ function schemas (o: OpenApiInput): Obj {
       minItems: 1,
       maxItems: 20,
       examples: [['/ip4/203.0.113.1/tcp/4001/p2p/12D3KooWServicePeerId']]
-    },
-    Origins: {
-      type: 'array',
-      description: 'Optional list of multiaddrs known to provide the data (dialled first); see Provider Hints in the Pinning Service API',
-      items: { type: 'string', maxLength: 1024 },
-      uniqueItems: true,
-      maxItems: 20,
-      examples: [['/ip4/203.0.113.142/tcp/4001/p2p/12D3KooWSourcePeerId']]
-    },
-    PinMeta: {
-      type: 'object',
-      description: 'Optional metadata for pin object (string values)',
-      additionalProperties: { type: 'string' },
-      maxProperties: 1000,
-      examples: [{ app_id: '99986338-1113-4706-8302-4420da6158aa' }]
     },
     StatusInfo: {
       type: 'object',

@@ -24,15 +24,20 @@ export interface RequestContext {
 
 export type Handler = (ctx: RequestContext) => Promise<void> | void
 
-interface Route { method: string, pattern: string, segments: string[], handler: Handler }
+interface Route { method: string, pattern: string, segments: string[], handler: Handler, implicit?: true }
 
 export class Router {
   private readonly routes: Route[] = []
 
   add (method: string, pattern: string, handler: Handler): this {
     this.routes.push({ method, pattern, segments: split(pattern), handler })
-    if (method === 'GET') this.routes.push({ method: 'HEAD', pattern, segments: split(pattern), handler })
+    if (method === 'GET') this.routes.push({ method: 'HEAD', pattern, segments: split(pattern), handler, implicit: true })
     return this
+  }
+
+  /** The routes added, in order (the HEAD every GET answers too is implied, not listed). */
+  list (): Array<{ method: string, pattern: string }> {
+    return this.routes.filter(r => r.implicit !== true).map(r => ({ method: r.method, pattern: r.pattern }))
   }
 
   /** Finds the handler; throws 404 or 405 (with Allow) when none fits. */
