@@ -10,6 +10,7 @@
  */
 
 import { z } from 'zod/v4'
+import { Status, TextMatchingStrategy } from '../service/pin-query.js'
 import { Origins, Pin, PinMeta } from '../service/pin-request.js'
 import { REASONS } from './error-catalog.js'
 
@@ -590,6 +591,7 @@ function openApi (): Obj {
 /** the request shapes defined once as zod schemas (validation uses the same), by component name */
 const SCHEMAS = z.registry<{ id: string }>()
 SCHEMAS.add(Pin, { id: 'Pin' }).add(Origins, { id: 'Origins' }).add(PinMeta, { id: 'PinMeta' })
+  .add(Status, { id: 'Status' }).add(TextMatchingStrategy, { id: 'TextMatchingStrategy' })
 
 /** JSON Schema 2020-12 of the zod-defined shapes, as components.schemas entries (built fresh each time) */
 function fromSchemas (): Obj {
@@ -623,11 +625,6 @@ function schemas (o: OpenApiInput): Obj {
       count: int('The total number of pin objects that exist for passed query filters', { minimum: 0 }),
       results: { type: 'array', description: 'An array of PinStatus results, newest first', items: schema('PinStatus'), uniqueItems: true, maxItems: 1000 }
     }, { description: 'Response used for listing pin objects matching request' }),
-    Status: {
-      type: 'string',
-      description: 'Status a pin object can have at a pinning service: queued (waiting), pinning (being fetched), pinned, failed (see info.status_details)',
-      enum: ['queued', 'pinning', 'pinned', 'failed']
-    },
     Delegates: {
       type: 'array',
       description: 'This node\'s libp2p addresses (announced, else listening), each ending in /p2p/<peer id>; see Provider Hints in the Pinning Service API',
@@ -657,12 +654,6 @@ function schemas (o: OpenApiInput): Obj {
         denied: str('present while the pin\'s CID is denied by this service (the operator\'s takedowns or denylists): why. The pin stays (status unchanged) but is not served on any channel and cannot be renewed; DELETE it, or replace it with other content')
       },
       additionalProperties: { type: 'string' }
-    },
-    TextMatchingStrategy: {
-      type: 'string',
-      description: 'Alternative text matching strategy',
-      default: 'exact',
-      enum: ['exact', 'iexact', 'partial', 'ipartial']
     },
     Failure: object(['error'], {
       error: object(['reason', 'details'], {

@@ -11,10 +11,17 @@ import { InvalidInputError } from '../errors.js'
 import { parseMicros } from '../ledger/clock.js'
 import type { PinLedger, PinSummary } from '../ledger/pins.js'
 import type { PinRecord, PinState } from '../ledger/records.js'
+import { z } from 'zod/v4'
 import { setOwn } from './own-property.js'
 
-const STATES: readonly PinState[] = ['queued', 'pinning', 'pinned', 'failed']
-const MATCHES = ['exact', 'iexact', 'partial', 'ipartial'] as const
+/** a pin's status (the Pinning Service API's Status): the `status` filter takes a comma-separated list of them */
+export const Status = z.enum(['queued', 'pinning', 'pinned', 'failed'] satisfies PinState[]).meta({
+  description: 'Status a pin object can have at a pinning service: queued (waiting), pinning (being fetched), pinned, failed (see info.status_details)'
+})
+/** how `name` is matched (the Pinning Service API's TextMatchingStrategy) */
+export const TextMatchingStrategy = z.enum(['exact', 'iexact', 'partial', 'ipartial']).meta({ description: 'Alternative text matching strategy', default: 'exact' })
+const STATES = Status.options
+const MATCHES = TextMatchingStrategy.options
 
 export interface PinQuery {
   cids?: Set<string>
@@ -49,13 +56,14 @@ export function parsePinQuery (params: URLSearchParams): PinQuery {
   }
   const match = one('match')
   if (match != null) {
-    if (!(MATCHES as readonly string[]).includes(match)) throw new InvalidInputError(`match must be one of ${MATCHES.join(', ')}`)
-    q.match = match as PinQuery['match']
+    const strategy = TextMatchingStrategy.safeParse(match)
+    if (!strategy.success) throw new InvalidInputError(`match must be one of ${MATCHES.join(', ')}`)
+    q.match = strategy.data
   }
   const status = one('status')
   if (status != null) {
     const list = status.split(',').filter(s => s !== '')
-    if (list.length === 0 || list.some(s => !(STATES as readonly string[]).includes(s))) throw new InvalidInputError(`status takes comma-separated values from ${STATES.join(', ')}`)
+    if (list.length === 0 || list.some(s => !Status.safeParse(s).success)) throw new InvalidInputError(`status takes comma-separated values from ${STATES.join(', ')}`)
     q.statuses = new Set(list as PinState[])
   }
   for (const key of ['before', 'after'] as const) {
