@@ -12,6 +12,7 @@
 import { z } from 'zod/v4'
 import { Status, TextMatchingStrategy } from '../service/pin-query.js'
 import { Origins, Pin, PinMeta } from '../service/pin-request.js'
+import { Delegates, PinResults, PinStatusSchema, StatusInfo } from '../service/pin-status.js'
 import { REASONS } from './error-catalog.js'
 
 type Obj = Record<string, unknown>
@@ -592,15 +593,18 @@ function openApi (): Obj {
 const SCHEMAS = z.registry<{ id: string }>()
 SCHEMAS.add(Pin, { id: 'Pin' }).add(Origins, { id: 'Origins' }).add(PinMeta, { id: 'PinMeta' })
   .add(Status, { id: 'Status' }).add(TextMatchingStrategy, { id: 'TextMatchingStrategy' })
+  .add(PinStatusSchema, { id: 'PinStatus' }).add(PinResults, { id: 'PinResults' }).add(Delegates, { id: 'Delegates' }).add(StatusInfo, { id: 'StatusInfo' })
 
 /** JSON Schema 2020-12 of the zod-defined shapes, as components.schemas entries (built fresh each time) */
-function fromSchemas (): Obj {
+function fromSchemas (o: OpenApiInput): Obj {
   const { schemas } = z.toJSONSchema(SCHEMAS, { io: 'input', uri: (id) => `#/components/schemas/${id}` })
   const out: Obj = {}
   for (const [name, s] of Object.entries(schemas)) {
     const { $schema: _s, $id: _i, ...rest } = s as Obj
     out[name] = rest
   }
+  // the one example that depends on the settings
+  ;(((out.StatusInfo as Obj).properties as Obj).network as Obj).examples = [o.network]
   return out
 }
 
@@ -612,49 +616,7 @@ function schemas (o: OpenApiInput): Obj {
   return {
     // the Pinning Service API v1.0.0
     // the request shapes described once, as zod schemas: derived here
-    ...fromSchemas(),
-    PinStatus: object(['requestid', 'status', 'created', 'pin', 'delegates', 'info'], {
-      requestid: str('Globally unique identifier of the pin request; can be used to check the status of ongoing pinning, or pin removal', { format: 'uuid' }),
-      status: schema('Status'),
-      created: str('Immutable timestamp indicating when a pin request entered a pinning service; unique and at least 1 ms apart (RFC 3339 with microseconds), so it pages exactly', { format: 'date-time', examples: ['2026-11-22T03:20:38.955123Z'] }),
-      pin: schema('Pin'),
-      delegates: schema('Delegates'),
-      info: schema('StatusInfo')
-    }, { description: 'Pin object with status' }),
-    PinResults: object(['count', 'results'], {
-      count: int('The total number of pin objects that exist for passed query filters', { minimum: 0 }),
-      results: { type: 'array', description: 'An array of PinStatus results, newest first', items: schema('PinStatus'), uniqueItems: true, maxItems: 1000 }
-    }, { description: 'Response used for listing pin objects matching request' }),
-    Delegates: {
-      type: 'array',
-      description: 'This node\'s libp2p addresses (announced, else listening), each ending in /p2p/<peer id>; see Provider Hints in the Pinning Service API',
-      items: { type: 'string' },
-      uniqueItems: true,
-      minItems: 1,
-      maxItems: 20,
-      examples: [['/ip4/203.0.113.1/tcp/4001/p2p/12D3KooWServicePeerId']]
-    },
-    StatusInfo: {
-      type: 'object',
-      description: 'pind\'s information about the pin; every value is a string',
-      required: ['pinned_until', 'months', 'source', 'amount_paid', 'amount_paid_usdc', 'network', 'status_details'],
-      properties: {
-        pinned_until: str('paid until (then the grace period, then the pin is swept)', { format: 'date-time' }),
-        months: str('months bought, renewals included', { pattern: DIGITS }),
-        source: str('how the pin was made', { enum: ['upload', 'pin'] }),
-        amount_paid: str('atomic units of the asset (10^-6 USDC); 0 for operator-token pins', { pattern: DIGITS }),
-        amount_paid_usdc: str('amount_paid in USDC', { pattern: USDC }),
-        network: str('payment network (CAIP-2)', { examples: [o.network] }),
-        settlement_tx: str('the settlement transaction'),
-        payment_method: str('present when the pin was not paid with x402', { enum: ['operator-token'] }),
-        dag_size: str('bytes of all blocks, once known', { pattern: DIGITS }),
-        raw_size: str('file bytes (UnixFS), when known', { pattern: DIGITS }),
-        max_bytes: str('pins by CID: the most DAG bytes the payment covers', { pattern: DIGITS }),
-        status_details: str('progress (attempt, blocks and bytes received), the next retry, or the reason for failure; `not served: …` first while the CID is denied'),
-        denied: str('present while the pin\'s CID is denied by this service (the operator\'s takedowns or denylists): why. The pin stays (status unchanged) but is not served on any channel and cannot be renewed; DELETE it, or replace it with other content')
-      },
-      additionalProperties: { type: 'string' }
-    },
+    ...fromSchemas(o),
     Failure: object(['error'], {
       error: object(['reason', 'details'], {
         reason: str('Mandatory string identifying the type of error', { examples: [...REASON_LIST] }),
