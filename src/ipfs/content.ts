@@ -28,7 +28,7 @@ import type { CID } from 'multiformats/cid'
 import * as raw from 'multiformats/codecs/raw'
 import { identity } from 'multiformats/hashes/identity'
 import type { Blockstore } from 'interface-blockstore'
-import { NotFoundError, PindError } from '../errors.js'
+import { PindError } from '../errors.js'
 
 /** What the gateway may read from: the node's local blockstore. */
 export type LocalBlockstore = Pick<Blockstore, 'get' | 'has'>
