@@ -16,9 +16,6 @@ const REPO = new URL('../../..', import.meta.url).pathname
 interface Upward { file: string, line: number, imports: string, from: string, to: string, why: string }
 interface Report { edges: Array<{ from: string, to: string, count: number }>, upward: Upward[] }
 
-/** upward imports that issue 16's transport-free service layer (items 1–3) removes; none may be added */
-const KNOWN = new Set(['src/service/upload.ts imports ../http/multipart.js'])
-
 async function graph (root: string): Promise<{ code: number, report: Report }> {
   try {
     const { stdout } = await run(process.execPath, [SCRIPT, '--root', root, '--json'])
@@ -42,12 +39,11 @@ function tree (files: Record<string, string>): string {
 afterEach(() => { for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true }) })
 
 describe('import graph', () => {
-  it('src/ has no upward import beyond the known ones', async () => {
+  it('src/ has no upward import', async () => {
     const { report } = await graph(REPO)
     expect(report.edges.length).toBeGreaterThan(20)
     expect(report.edges).toContainEqual(expect.objectContaining({ from: 'service', to: 'ledger' }))
-    const unknown = report.upward.filter(u => !KNOWN.has(`${u.file} imports ${u.imports}`))
-    expect(unknown).toEqual([])
+    expect(report.upward).toEqual([])
   })
 
   it('fails on a component importing the core, and on the core importing a shell', async () => {
