@@ -9,6 +9,7 @@ import { multiaddr, type Multiaddr } from '@multiformats/multiaddr'
 import type { CID } from 'multiformats/cid'
 import type { IpfsNode } from './node.js'
 import { dialableOrigins, type OriginPolicy } from './origins.js'
+import { WantCancels, type BitswapInternals } from './want-cancels.js'
 
 /** bitswap's own default: larger blocks are refused */
 export const MAX_BLOCK_BYTES = 2_097_152
@@ -26,16 +27,11 @@ export interface DialOutcome {
 
 /**
  * Blocks fetched to be asked for again soon — the root block probed for a
- * quote, then fetched for the pin once paid — kept by CID. A second want
- * of a block to the peer that sent it can go unanswered: @helia/bitswap
- * keeps the block it sent in that peer's ledger ("sent", for its resend
- * window of 5 s), never gets a cancel (our side sends none), ignores a new
- * want for a block it holds as sent, and drops the entry once it expires —
- * as it handles that very want. The fetch would then stall for
- * --pin-stall-timeout. Any block bitswap takes (up to MAX_BLOCK_BYTES) is
- * kept: a limit below that (1 MiB, once) stalled the first fetch of every
- * root between 1 and 2 MiB. Kept for the life of a quote, within a byte
- * budget (oldest first out).
+ * quote, then fetched for the pin once paid — kept by CID, so that the paid
+ * fetch does not want it again. (A second want of a block from the peer that
+ * sent it is answered since every ended want is cancelled: want-cancels.ts.)
+ * Any block bitswap takes (up to MAX_BLOCK_BYTES) is kept. Kept for the life
+ * of a quote, within a byte budget (oldest first out).
  */
 const RECENT_MAX_BYTES = 16 * 1024 * 1024
 const RECENT_TTL_MS = 10 * 60_000
@@ -43,9 +39,12 @@ const RECENT_TTL_MS = 10 * 60_000
 export class BlockNetwork {
   private readonly recent = new Map<string, { bytes: Uint8Array, until: number }>()
   private recentBytes = 0
+  private readonly cancels: WantCancels
 
   /** `originPolicy`: which addresses request-supplied origins may make this node dial (see origins.ts) */
-  constructor (private readonly node: Pick<IpfsNode, 'dial' | 'isConnected' | 'connections' | 'bitswap' | 'getHasher'>, private readonly peers: string[] = [], private readonly originPolicy: OriginPolicy = 'public') {}
+  constructor (private readonly node: Pick<IpfsNode, 'dial' | 'isConnected' | 'connections' | 'bitswap' | 'getHasher'>, private readonly peers: string[] = [], private readonly originPolicy: OriginPolicy = 'public') {
+    this.cancels = new WantCancels(() => (node.bitswap() as unknown as { bitswap: BitswapInternals }).bitswap, (peer) => node.isConnected(peer.toString()))
+  }
 
   /**
    * Dials origins and configured peers (in parallel, each bounded by the
@@ -84,7 +83,8 @@ export class BlockNetwork {
     const key = Buffer.from(cid.multihash.bytes).toString('base64')
     const hit = this.recent.get(key)
     if (hit != null && hit.until > Date.now()) return hit.bytes
-    const bytes = await this.node.bitswap().retrieve?.(cid, { signal, maxSize: MAX_BLOCK_BYTES }) as Uint8Array
+    const broker = this.node.bitswap()
+    const bytes = await this.cancels.want(cid, signal, async () => await broker.retrieve?.(cid, { signal, maxSize: MAX_BLOCK_BYTES }) as Uint8Array)
     await verifyBlock(this.node, cid, bytes)
     if (opts.remember === true) this.remember(key, bytes)
     return bytes

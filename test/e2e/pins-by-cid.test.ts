@@ -3,6 +3,10 @@
  * content, pind (the bundle, as a child process) is paid with @x402/fetch on
  * the anvil chain, fetches the DAG from that origin in the background, and a
  * third fresh node then gets the content from pind over bitswap.
+ * A CID fetched, deleted, collected and pinned again is fetched again from
+ * the same origin within one attempt: the origin (@helia/bitswap) dropped
+ * every repeated want of a block it had sent while pind never cancelled its
+ * wants (ipfs/want-cancels.ts).
  */
 import { readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
@@ -10,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startDevChain, type DevChain } from '../../scripts/devchain/index.mjs'
 import { startPeer, type Peer } from '../../scripts/peer/index.mjs'
 import { chainArgs, payingFetch, signChallenge } from '../helpers/paying-client.js'
-import { startPind, type PindProcess } from '../helpers/pind.js'
+import { runPind, startPind, type PindProcess } from '../helpers/pind.js'
 import { waitFor } from '../helpers/ports.js'
 
 let chain: DevChain
@@ -210,5 +214,32 @@ describe('POST /pins', () => {
     const elsewhere = await fetch(`${pind.url}/pins`, postPin({ cid: other.cid, origins: origin.multiaddrs() }, { 'payment-signature': signature }))
     expect(elsewhere.status).toBe(402)
     expect((await elsewhere.json() as any).error.details).toMatch(/already used/)
+  })
+
+  it('pins a CID again after it was deleted and collected: the origin that sent its blocks sends them again', async () => {
+    const { cid, bytes } = await origin.addRandom(3 * 1024 * 1024 + 77)
+    const pay = payingFetch(chain, chain.payers[0]!.privateKey)
+    const pinOnce = async (): Promise<{ token: string, requestid: string, done: any }> => {
+      const r = await pay(`${pind.url}/pins`, postPin({ cid, origins: origin.multiaddrs() }))
+      expect(r.status).toBe(202)
+      const token = r.headers.get('x-wallet-auth-token') as string
+      const { requestid } = await r.json() as any
+      return { token, requestid, done: await untilSettled(token, requestid) }
+    }
+    const first = await pinOnce()
+    expect(first.done.status).toBe('pinned')
+    const del = await fetch(`${pind.url}/pins/${first.requestid}`, { method: 'DELETE', headers: { authorization: `Bearer ${first.token}` } })
+    expect(del.status).toBe(202)
+    const gc = await runPind(['gc', '--json', '--data-dir', pind.dataDir])
+    expect(gc.code, gc.err).toBe(0)
+    expect((await fetch(`${pind.url}/ipfs/${cid}`)).status).toBe(404)
+
+    // the origin still holds every block it sent as "sent" to pind unless pind cancelled its wants:
+    // the new fetch's wants went unanswered, it stalled (2 s) and the 6 s retry window ran out
+    const second = await pinOnce()
+    expect(second.done.info.status_details).not.toMatch(/retry window|stalled|no block arrived/)
+    expect(second.done.status).toBe('pinned')
+    const served = Buffer.from(await (await fetch(`${pind.url}/ipfs/${cid}`)).arrayBuffer())
+    expect(served.equals(bytes)).toBe(true)
   })
 })
