@@ -159,6 +159,17 @@ export class PinLedger {
     await this.env.root.transaction(() => { this.settling.put(rec.paymentId, rec) })
   }
 
+  /**
+   * The settlement failed, but the payment may have gone through all the same: the note stays,
+   * marked with when its request gave up, so reconciliation need not wait for it to finish.
+   */
+  async markSettleUncertain (paymentId: string, at: string): Promise<void> {
+    await this.env.root.transaction(() => {
+      const note = this.settling.get(paymentId)
+      if (note != null) this.settling.put(paymentId, { ...note, settleFailedAt: at })
+    })
+  }
+
   /** The settlement did not happen (refused): forget the note. */
   async clearSettling (paymentId: string): Promise<void> {
     await this.env.root.transaction(() => { this.settling.remove(paymentId) })

@@ -26,6 +26,12 @@ export interface SettlingRecord {
   /** the authorization's validBefore (unix seconds, decimal): it cannot be used from then on; absent in notes of older versions */
   validBefore?: string
   state?: SettlementState
+  /**
+   * when its request gave up on a settlement whose outcome it could not tell (it threw, or the
+   * chain said the payment was used after all): the request is over, so reconciliation reads the
+   * note at its next pass rather than waiting for it as a request that may still be settling
+   */
+  settleFailedAt?: string
   /** when the chain was last read for this note */
   checkedAt?: string
   /**

@@ -17,6 +17,7 @@ import { ExactEvmScheme } from '@x402/evm/exact/server'
 import { InsufficientFundsError, PaymentRequiredError, UnavailableError } from '../errors.js'
 import type { Logger } from '../log.js'
 import { AssetMismatchError, checkAsset } from './asset-check.js'
+import { authorizationStateReader, type AuthorizationStateReader } from './authorization-state.js'
 import { buildFacilitator, type FacilitatorChoice } from './facilitator.js'
 import { SettlerBalance } from './settler-balance.js'
 import { describeFormula, formatUsdc, type PriceSettings } from './pricing.js'
@@ -82,8 +83,11 @@ export type SettleOutcome =
   | { ok: true, tx: string, network: string, header: string }
   /**
    * serverSide: this service could not settle (gas, RPC, facilitator): 503, not 402. Either the
-   * facilitator refused and the payment still verifies (it was not used), or the settlement threw
-   * (`uncertain`: it may have reached the chain before failing)
+   * facilitator refused and the payment still verifies (it was not used), or `uncertain`: the
+   * payment may have been used all the same — the settlement threw (it may have reached the chain
+   * before failing: a facilitator that went away, a receipt never read), or it was refused but the
+   * chain says the authorization is used, or that could not be checked. An uncertain settlement's
+   * note stays for reconciliation (service/settle.ts).
    */
   | { ok: false, reason: string, serverSide: boolean, uncertain?: boolean }
 
@@ -120,9 +124,12 @@ export class PaymentGate {
   onSettlerBalance?: (wei: bigint) => void
   /** built 402 answers by quote and reason; each is sent as is, serialized once */
   private readonly challenges = new Map<string, PaymentRequiredError>()
+  /** reads whether a refused settlement's authorization was used all the same (with --rpc-url) */
+  private readonly authorizations?: AuthorizationStateReader
 
   constructor (private readonly s: PaymentSettings, private readonly log: Logger) {
     const built = buildFacilitator(s.facilitator)
+    if (s.rpcUrl != null) this.authorizations = authorizationStateReader({ network: s.network, rpcUrl: s.rpcUrl, asset: s.asset })
     this.settler = built.settler
     if (s.facilitator.kind === 'embedded' && built.settler != null && s.settlerMinBalance != null) {
       this.balance = new SettlerBalance({
@@ -311,11 +318,17 @@ export class PaymentGate {
       const r = await this.rs.settlePayment(p.payload, p.requirements)
       if (!r.success) {
         const reason = r.errorReason ?? 'settlement_failed'
-        const serverSide = await this.stillValid(p)
+        const state = await this.afterRefusal(p)
+        const serverSide = state !== 'refused'
         this.onEvent?.('settle_failed', p.amount, serverSide ? `server:${reason}` : reason)
-        this.log.warn(serverSide ? 'settlement failed on this side; the payment is still valid' : 'settlement refused', { payment: p.id, reason })
+        this.log.warn({
+          unused: 'settlement failed on this side; the payment is still valid',
+          refused: 'settlement refused',
+          used: 'settlement failed, yet the authorization is used on chain: the payment went through; its note stays for reconciliation',
+          unknown: 'settlement failed and whether the payment was used cannot be told now: its note stays for reconciliation'
+        }[state], { payment: p.id, reason })
         if (serverSide) this.balance?.refresh(0)
-        return { ok: false, reason, serverSide }
+        return state === 'used' || state === 'unknown' ? { ok: false, reason, serverSide, uncertain: true } : { ok: false, reason, serverSide }
       }
       this.onEvent?.('settled', p.amount)
       return { ok: true, tx: r.transaction, network: r.network, header: encodePaymentResponseHeader(r) }
@@ -329,12 +342,26 @@ export class PaymentGate {
     }
   }
 
-  /** After a refused settlement: does the payment still verify? (verification that cannot run counts as this side's fault) */
-  private async stillValid (p: VerifiedPayment): Promise<boolean> {
+  /**
+   * After a refused settlement: `unused` when the payment still verifies (this side failed; the
+   * payment stays good). When it no longer does, the payer may be at fault (balance spent, nonce
+   * used elsewhere) — or the facilitator's transaction went through before it failed (an RPC
+   * that dropped the answer to eth_sendRawTransaction, a receipt that could not be read): the
+   * token's authorizationState tells `used` (the money moved) from `refused`. `unknown`: the
+   * payment could not be verified, or its authorization not read.
+   */
+  private async afterRefusal (p: VerifiedPayment): Promise<'unused' | 'refused' | 'used' | 'unknown'> {
     try {
-      return (await this.rs.verifyPayment(p.payload, p.requirements)).isValid
+      if ((await this.rs.verifyPayment(p.payload, p.requirements)).isValid) return 'unused'
     } catch {
-      return true
+      return 'unknown'
+    }
+    const [authorizer, nonce] = p.id.split(':') as [`0x${string}`, `0x${string}`]
+    if (this.authorizations == null) return 'refused'
+    try {
+      return await this.authorizations.isUsed(authorizer, nonce) ? 'used' : 'refused'
+    } catch {
+      return 'unknown'
     }
   }
 

@@ -1,7 +1,9 @@
 /**
  * Settlement with a durable note: the note is written before the payment is
  * settled and removed in the same transaction as the record the payment
- * buys (see PinLedger.markSettling). A refused settlement removes it at once.
+ * buys (see PinLedger.markSettling). A refused settlement removes it at once;
+ * one whose outcome is uncertain (it threw, or the chain says the payment was
+ * used after all) keeps it, and an upload keeps its staged blocks with it.
  * The note keeps the authorization's validBefore, so that a note left by a
  * crash can be reconciled against the chain (settlement-reconcile.ts).
  */
@@ -23,6 +25,12 @@ export async function settleNoted (gate: PaymentGate, ledger: PinLedger, payment
     ...(fulfil != null ? { fulfil } : {})
   })
   const settled = await gate.settle(payment)
-  if (!settled.ok) await ledger.clearSettling(payment.id)
+  if (!settled.ok && settled.uncertain === true) {
+    // the payment may have gone through: the note (and what it keeps) stays, as after a crash, and
+    // says that its request is over, so reconciliation reads it at its next pass (settlement-reconcile.ts)
+    await ledger.markSettleUncertain(payment.id, new Date().toISOString())
+  } else if (!settled.ok) {
+    await ledger.clearSettling(payment.id)
+  }
   return settled
 }

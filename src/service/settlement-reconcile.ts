@@ -1,6 +1,7 @@
 /**
  * Reconciles settlement notes left by requests that never recorded what
- * they paid for (the process died between settling and recording) against
+ * they paid for (the process died between settling and recording, or the
+ * settlement failed in a way that may have moved the money) against
  * the token's EIP-3009 authorizationState:
  *   - unused, and it can no longer be used (validBefore has passed; notes
  *     without validBefore: older than an hour): the money never moved, the
@@ -67,7 +68,7 @@ export async function reconcileSettlements (notes: SettlementNotes, chain: Autho
   const todo: Array<{ note: SettlingRecord, authorizer: `0x${string}`, nonce: `0x${string}` }> = []
   for (const note of notes.all()) {
     if (note.state === 'paid-unfulfilled') continue
-    if (opts.liveSince != null && Date.parse(note.at) >= opts.liveSince.getTime() && now.getTime() - Date.parse(note.at) < IN_FLIGHT_MS) {
+    if (note.settleFailedAt == null && opts.liveSince != null && Date.parse(note.at) >= opts.liveSince.getTime() && now.getTime() - Date.parse(note.at) < IN_FLIGHT_MS) {
       report.inFlight++
       continue
     }

@@ -148,6 +148,8 @@ async function paidUpload (input: UploadInput, payment: VerifiedPayment, maxFile
     await d.staging.seal(staged)
     const settled = await settleNoted(d.gate, d.ledger, payment, `upload:${cid}`, { pin: draft, proof: payment.proof, upload: { staging: staged.id, blocks: staged.cids.map(String) } })
     if (!settled.ok) {
+      // the payment may have gone through: its note keeps the staged blocks for reconciliation to commit
+      if (settled.uncertain === true) keep = true
       throw await d.gate.settleRefusal(quoteOf(payment, months, d), settled, 'nothing was pinned')
     }
     const pin: PinRecord = { ...draft, payment: { ...draft.payment, network: settled.network, tx: settled.tx, settledAt: new Date().toISOString() } }

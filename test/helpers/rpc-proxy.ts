@@ -1,0 +1,47 @@
+/**
+ * A JSON-RPC pass-through in front of anvil that can lose an answer: armed
+ * with `dropAfterSend`, it forwards the next eth_sendRawTransaction to the
+ * chain (the transaction is mined) and then cuts the client's connection
+ * instead of answering — an RPC that went away at the worst moment.
+ */
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+
+export interface RpcProxy {
+  url: string
+  /** cut the answer to the next eth_sendRawTransaction (after forwarding it); resolves with the transaction's hash once done */
+  dropAfterSend(): Promise<string>
+  close(): Promise<void>
+}
+
+export async function startRpcProxy (target: string): Promise<RpcProxy> {
+  let armed: ((hash: string) => void) | undefined
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', () => {
+      const body = Buffer.concat(chunks)
+      const calls = [JSON.parse(body.toString())].flat() as Array<{ method?: string }>
+      const cut = armed != null && calls.some(c => c.method === 'eth_sendRawTransaction')
+      fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
+        .then(async (r) => {
+          const text = await r.text()
+          if (cut && armed != null) {
+            const done = armed
+            armed = undefined
+            res.socket?.destroy()
+            done(String(([JSON.parse(text)].flat()[0] as { result?: string })?.result))
+            return
+          }
+          res.writeHead(r.status, { 'content-type': 'application/json' })
+          res.end(text)
+        }, () => { res.socket?.destroy() })
+    })
+  })
+  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    dropAfterSend: async () => await new Promise<string>(resolve => { armed = resolve }),
+    close: async () => { server.closeAllConnections(); await new Promise(resolve => server.close(resolve)) }
+  }
+}
