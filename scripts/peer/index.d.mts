@@ -9,6 +9,8 @@ export interface PeerOptions {
   privateKey?: PrivateKey
   /** keep blocks here (not removed on stop) */
   blocksDir?: string
+  /** every block read (bitswap's answers included) waits this long first: an origin on slow disks */
+  readDelayMs?: number
   /** join a loopback DHT (scripts/dht-net) through these bootstrap multiaddrs; server: answer DHT queries and keep records (for recordLifetimeMs) */
   dht?: { bootstrap: string[], server?: boolean, recordLifetimeMs?: number, cleanupIntervalMs?: number }
 }

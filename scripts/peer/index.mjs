@@ -40,6 +40,13 @@ export async function startPeer (opts = {}) {
   const dir = opts.blocksDir ?? mkdtempSync(join(tmpdir(), 'pind-peer-'))
   const blockstore = new FsBlockstore(dir)
   await blockstore.open()
+  if (opts.readDelayMs > 0) {
+    const get = blockstore.get.bind(blockstore)
+    blockstore.get = async function * (cid, options) {
+      await new Promise(resolve => setTimeout(resolve, opts.readDelayMs))
+      yield * get(cid, options)
+    }
+  }
   const privateKey = opts.privateKey ?? await generateKeyPair('Ed25519')
   const helia = withBitswap(withLibp2pLight(createHeliaLight({ blockstore, datastore: new MemoryDatastore() }), {
     privateKey,

@@ -15,6 +15,15 @@
  * blocks but a 40 GiB file to the gateway, and a 40 GiB CAR with dups=y.
  * The expanded size counts every path to a block (the bytes a reader of the
  * whole DAG would get), computed from the links once all blocks are here.
+ *
+ * Blocks in flight start at INITIAL_WINDOW and grow by one per block that
+ * arrives within a quarter of the stall timeout, up to `concurrency` and to
+ * about WINDOW_BYTES of blocks (by the average size seen); a block that took
+ * more than half the stall timeout halves them. An origin running
+ * @helia/bitswap reads every block wanted from it before it sends the first:
+ * 12 wants of 1 MiB at once on a loaded machine brought the first block after
+ * 5 s, past the stall timeout, and the attempt was thrown away while its
+ * blocks were on the way; a slow origin's answer grows with what is wanted.
  */
 import type { Helia } from '@helia/interface'
 import type { Blockstore } from 'interface-blockstore'
@@ -75,6 +84,11 @@ export interface FetchDagOptions {
   onProgress?: (p: FetchProgress) => void
 }
 
+/** blocks wanted at once when a fetch starts (see above) */
+export const INITIAL_WINDOW = 2
+/** the bytes wanted at once, at most (a bitswap message carries up to 4 MiB) */
+export const WINDOW_BYTES = 8 * 1024 * 1024
+
 export async function fetchDag (o: FetchDagOptions): Promise<FetchProgress & { cids: CID[] }> {
   const stall = new AbortController()
   const signal = o.signal != null ? AbortSignal.any([o.signal, stall.signal]) : stall.signal
@@ -91,12 +105,18 @@ export async function fetchDag (o: FetchDagOptions): Promise<FetchProgress & { c
   const sizes: number[] = []
   const kids: Int32Array[] = []
 
+  // blocks wanted at once: slow start, bounded by concurrency and by WINDOW_BYTES at the average block size
+  let window = Math.min(INITIAL_WINDOW, o.concurrency)
   const one = async (i: number): Promise<void> => {
     const cid = nodes[i] as CID
+    const wanted = Date.now()
     const bytes = await blockBytes(cid, o, signal)
     arm()
     progress.blocks++
     progress.bytes += bytes.byteLength
+    const took = Date.now() - wanted
+    const grown = took > o.stallMs / 2 ? Math.floor(window / 2) : took < o.stallMs / 4 ? window + 1 : window
+    window = Math.max(1, Math.min(o.concurrency, grown, Math.floor(WINDOW_BYTES / (progress.bytes / progress.blocks))))
     if (progress.bytes > o.maxBytes) throw new DagTooLargeError(o.maxBytes, progress.bytes)
     o.onProgress?.(progress)
     let links: CID[]
@@ -129,7 +149,7 @@ export async function fetchDag (o: FetchDagOptions): Promise<FetchProgress & { c
       let active = 0
       let failed = false
       const pump = (): void => {
-        while (!failed && active < o.concurrency && head < nodes.length) {
+        while (!failed && active < window && head < nodes.length) {
           active++
           one(head++).then(() => {
             active--

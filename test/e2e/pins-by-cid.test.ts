@@ -6,7 +6,9 @@
  * A CID fetched, deleted, collected and pinned again is fetched again from
  * the same origin within one attempt: the origin (@helia/bitswap) dropped
  * every repeated want of a block it had sent while pind never cancelled its
- * wants (ipfs/want-cancels.ts).
+ * wants (ipfs/want-cancels.ts). An origin that reads each block slowly
+ * (@helia/bitswap reads every block wanted before it sends the first) is
+ * fetched from without stalling: the blocks wanted at once start small.
  */
 import { readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
@@ -239,6 +241,23 @@ describe('POST /pins', () => {
     const second = await pinOnce()
     expect(second.done.info.status_details).not.toMatch(/retry window|stalled|no block arrived/)
     expect(second.done.status).toBe('pinned')
+    const served = Buffer.from(await (await fetch(`${pind.url}/ipfs/${cid}`)).arrayBuffer())
+    expect(served.equals(bytes)).toBe(true)
+  })
+
+  it('pins from an origin that reads every block slowly: the first blocks wanted come within the stall timeout', async () => {
+    // 200 ms per block read: 12 leaves of 1 MiB wanted at once came back after 2.4 s, past the
+    // 2 s --pin-stall-timeout, and the attempt failed with its blocks on the way
+    const slow = await startPeer({ readDelayMs: 200 })
+    peers.push(slow)
+    const { cid, bytes } = await slow.addRandom(12 * 1024 * 1024)
+    const r = await payingFetch(chain, chain.payers[0]!.privateKey)(`${pind.url}/pins`, postPin({ cid, origins: slow.multiaddrs() }))
+    expect(r.status).toBe(202)
+    const token = r.headers.get('x-wallet-auth-token') as string
+    const { requestid } = await r.json() as any
+    const done = await untilSettled(token, requestid)
+    expect(done.info.status_details).not.toMatch(/retry window|no block arrived/)
+    expect(done.status).toBe('pinned')
     const served = Buffer.from(await (await fetch(`${pind.url}/ipfs/${cid}`)).arrayBuffer())
     expect(served.equals(bytes)).toBe(true)
   })
