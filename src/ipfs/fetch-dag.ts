@@ -110,8 +110,9 @@ export async function fetchDag (o: FetchDagOptions): Promise<FetchProgress & { c
   const one = async (i: number): Promise<void> => {
     const cid = nodes[i] as CID
     const wanted = Date.now()
-    const bytes = await blockBytes(cid, o, signal)
-    arm()
+    // the stall clock restarts as the bytes arrive, not after they are written to staging: on a
+    // busy machine that write let the timer fire with the blocks already here
+    const bytes = await blockBytes(cid, o, signal, arm)
     progress.blocks++
     progress.bytes += bytes.byteLength
     const took = Date.now() - wanted
@@ -208,12 +209,17 @@ export function expandedSize (sizes: number[], kids: Int32Array[], limit: number
   return total[0] as number
 }
 
-async function blockBytes (cid: CID, o: FetchDagOptions, signal: AbortSignal): Promise<Uint8Array> {
-  if (await o.staged.blockstore.has(cid)) return await readAll(o.staged.blockstore, cid)
+async function blockBytes (cid: CID, o: FetchDagOptions, signal: AbortSignal, arrived: () => void): Promise<Uint8Array> {
+  if (await o.staged.blockstore.has(cid)) {
+    const bytes = await readAll(o.staged.blockstore, cid)
+    arrived()
+    return bytes
+  }
   let bytes: Uint8Array
   if (await o.local.has(cid)) bytes = await readAll(o.local, cid)
   else bytes = await o.network.retrieve(cid, signal)
   signal.throwIfAborted()
+  arrived()
   await o.staged.blockstore.put(cid, bytes)
   return bytes
 }

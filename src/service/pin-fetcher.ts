@@ -59,6 +59,8 @@ export interface PinFetcherOptions {
 const FIRST_BACKOFF_MS = 5_000
 const MAX_BACKOFF_MS = 15 * 60_000
 const PROGRESS_EVERY_MS = 1_000
+/** how long before the end of the retry window the last attempt is due (see attempt) */
+const LAST_ATTEMPT_BEFORE_MS = 1_000
 
 export class PinFetcher {
   private readonly running = new Map<string, { abort: AbortController, done: Promise<void> }>()
@@ -210,7 +212,8 @@ export class PinFetcher {
   }
 
   private async retryLater (id: string, attempts: number, giveUpAt: number, reason: string): Promise<void> {
-    const retryAt = Math.min(Date.now() + backoff(attempts), giveUpAt)
+    // the last attempt starts inside the retry window: one due at its end would only be failed
+    const retryAt = Math.min(Date.now() + backoff(attempts), giveUpAt - LAST_ATTEMPT_BEFORE_MS)
     this.o.log.info('pin fetch attempt failed; will retry', { requestid: id, attempt: attempts, reason })
     await this.o.ledger.update(id, p => p.removed != null
       ? p

@@ -196,6 +196,9 @@ describe('POST /pins', () => {
       return /waiting to retry/.test(s.info.status_details) ? s : undefined
     }, 'a retry to be scheduled', 20_000)
     expect(retrying.status).toBe('queued')
+    // the backoff (5 s) reaches past the 6 s window: the last attempt is still made inside it
+    const [, next, end] = /next attempt at (\S+), gives up at (\S+)/.exec(retrying.info.status_details) as RegExpExecArray
+    expect(Date.parse(next as string)).toBeLessThan(Date.parse(end as string))
     const done = await untilSettled(token, requestid, 30_000)
     expect(done.status).toBe('failed')
     expect(done.info.status_details).toMatch(/retry window/)
