@@ -75,15 +75,18 @@ export class WantCancels {
 
   private ended (key: string, cid: CID): void {
     this.pending.set(key, cid.bytes)
-    this.flush ??= new Promise<void>(resolve => setTimeout(resolve, FLUSH_AFTER_MS)).then(async () => { await this.send() })
+    if (this.flush == null) {
+      const flush: Promise<void> = new Promise<void>(resolve => setTimeout(resolve, FLUSH_AFTER_MS)).then(async () => { await this.send(flush) })
+      this.flush = flush
+    }
     this.sending.set(key, this.flush)
   }
 
-  private async send (): Promise<void> {
+  /** never rejects: a cancel that cannot be sent (bitswap stopping, a peer gone) is given up */
+  private async send (flush: Promise<void>): Promise<void> {
     const batch = [...this.pending]
     this.pending.clear()
     this.flush = undefined
-    const bitswap = this.bitswap()
     // a block wanted again meanwhile is not cancelled (nor waited for: settled() found nothing to wait for)
     const wantlist = new Map<string, unknown>()
     for (const [key, cid] of batch) {
@@ -91,14 +94,17 @@ export class WantCancels {
     }
     try {
       if (wantlist.size === 0) return
+      const bitswap = this.bitswap()
       const peers = [...bitswap.wantList.peers.keys()].filter(p => this.connected(p))
       await Promise.all(peers.map(async (peer) => {
         // one message object per peer: bitswap's send queue merges later messages into a queued one
         const message = { full: false, pendingBytes: 0, wantlist: new Map(wantlist), blocks: new Map(), blockPresences: new Map() }
         await bitswap.network.sendMessage(peer, message, { signal: AbortSignal.timeout(SEND_TIMEOUT_MS) }).catch(() => {})
       }))
+    } catch {
+      // bitswap is not running (the node is stopping): nothing to cancel at
     } finally {
-      for (const [key] of batch) if (this.sending.get(key) != null && !this.pending.has(key)) this.sending.delete(key)
+      for (const [key] of batch) if (this.sending.get(key) === flush) this.sending.delete(key)
     }
   }
 }
