@@ -235,7 +235,7 @@ describe('POST /pins', () => {
   it('pins a CID again after it was deleted and collected: the origin that sent its blocks sends them again', async () => {
     const { cid, bytes } = await origin.addRandom(3 * 1024 * 1024 + 77)
     const pay = payingFetch(chain, chain.payers[0]!.privateKey)
-    const pinOnce = async (): Promise<{ token: string, requestid: string, done: any }> => {
+    const pinOnce = async (): Promise<{ token: string, requestid: string, done: any, seen: string[] }> => {
       const r = await pay(`${pind.url}/pins`, postPin({ cid, origins: origin.multiaddrs() }))
       expect(r.status).toBe(202)
       const token = r.headers.get('x-wallet-auth-token') as string
