@@ -134,7 +134,11 @@ describe.skipIf(unavailable != null)(`the container image (scripts/Dockerfile, R
     const hello = Buffer.from('/multistream/1.0.0\n')
     const answer = await new Promise<string>((resolve, reject) => {
       const s = connect(p2pPort, '127.0.0.1', () => { s.write(Buffer.concat([Buffer.from([hello.length]), hello])) })
-      s.on('data', (d: Buffer) => { resolve(d.toString('latin1')); s.destroy() })
+      let got = ''
+      s.on('data', (d: Buffer) => {
+        got += d.toString('latin1')
+        if (got.includes('\n')) { resolve(got); s.destroy() }
+      })
       s.on('error', reject)
       s.setTimeout(10_000, () => { reject(new Error('no answer on the p2p port')); s.destroy() })
     })
