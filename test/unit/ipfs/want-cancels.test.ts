@@ -24,7 +24,16 @@ beforeAll(async () => {
   fetcher = await startPeer()
   await fetcher.helia.libp2p.dial(multiaddr(origin.multiaddrs()[0] as string))
   await fetcher.helia.libp2p.dial(multiaddr(slow.multiaddrs()[0] as string))
-  network = new BlockNetwork({ helia: fetcher.helia } as unknown as IpfsNode)
+  // the parts of IpfsNode BlockNetwork uses, over the fetcher's Helia (as src/ipfs/node.ts builds them)
+  const helia = fetcher.helia
+  const node: Pick<IpfsNode, 'dial' | 'isConnected' | 'connections' | 'bitswap' | 'getHasher'> = {
+    dial: async (addr, options) => { await helia.libp2p.dial(addr, options) },
+    isConnected: (peer) => helia.libp2p.getConnections().some(c => c.remotePeer.toString() === peer),
+    connections: () => helia.libp2p.getConnections().map(c => ({ peer: c.remotePeer.toString(), addr: c.remoteAddr.toString() })),
+    getHasher: async (code) => await helia.getHasher(code),
+    bitswap: () => (helia as unknown as { blockBrokers: Array<ReturnType<IpfsNode['bitswap']>> }).blockBrokers.find(b => b.name === 'bitswap') as ReturnType<IpfsNode['bitswap']>
+  }
+  network = new BlockNetwork(node)
 })
 afterAll(async () => {
   await fetcher?.stop()
