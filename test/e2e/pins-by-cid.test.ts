@@ -251,10 +251,10 @@ describe('POST /pins', () => {
     expect((await fetch(`${pind.url}/ipfs/${cid}`)).status).toBe(404)
 
     // the origin still holds every block it sent as "sent" to pind unless pind cancelled its wants:
-    // the new fetch's wants went unanswered, it stalled (2 s) and the 6 s retry window ran out
+    // the new fetch's wants went unanswered, every attempt stalled (2 s) and the 6 s retry window ran out
+    // (without the cancels no later attempt is answered either: the pin fails, retry or not)
     const second = await pinOnce()
     expect(second.done.status).toBe('pinned')
-    expect(second.seen.filter(d => /waiting to retry|retry window/.test(d))).toEqual([])
     const served = Buffer.from(await (await fetch(`${pind.url}/ipfs/${cid}`)).arrayBuffer())
     expect(served.equals(bytes)).toBe(true)
   })
