@@ -8,6 +8,11 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { toClientEvmSigner } from '@x402/evm'
+import { ExactEvmScheme } from '@x402/evm/exact/client'
+import { x402Client, x402HTTPClient } from '@x402/fetch'
+import { request } from 'undici'
+import { privateKeyToAccount } from 'viem/accounts'
 
 export const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)))
 export const BINARY = join(ROOT, 'dist/pind')
@@ -43,6 +48,8 @@ export async function startServe ({ args = [], env = {}, binary = BINARY, binary
   const ms = performance.now() - t0
   return {
     url, proc, dataDir, ms,
+    /** what the service wrote on stderr so far */
+    stderr: () => err,
     /** SIGTERM, wait for the exit, remove the data dir */
     stop: async () => {
       if (proc.exitCode == null && proc.signalCode == null) {
@@ -63,3 +70,48 @@ export function rss (pid) {
 }
 
 export const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)] }
+
+const BOUNDARY = 'pind-bench-boundary'
+const HEAD = Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="bench.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`)
+const TAIL = Buffer.from(`\r\n--${BOUNDARY}--\r\n`)
+
+/** A multipart upload body streamed from memory in 64 KiB pieces, as a socket would deliver it (undici.request). */
+export function multipartPost (url, bytes, headers = {}) {
+  async function * body () {
+    yield HEAD
+    for (let o = 0; o < bytes.length; o += 65536) yield bytes.subarray(o, o + 65536)
+    yield TAIL
+  }
+  return request(url, {
+    method: 'POST',
+    body: body(),
+    headers: { ...headers, 'content-type': `multipart/form-data; boundary=${BOUNDARY}`, 'content-length': String(HEAD.length + bytes.length + TAIL.length) }
+  })
+}
+
+/** The x402 client of a payer of the dev chain, and its HTTP helper. */
+export function x402For (chain, privateKey) {
+  const client = x402Client.fromConfig({
+    schemes: [{ network: 'eip155:167000', client: new ExactEvmScheme(toClientEvmSigner(privateKeyToAccount(privateKey))) }],
+    spendControls: { allowedAssets: [{ network: 'eip155:167000', asset: chain.usdc }] }
+  })
+  return { client, http: new x402HTTPClient(client) }
+}
+
+/**
+ * The whole paid exchange with a lean client: unpaid POST /upload → 402 (pind answers as soon as
+ * the head is read) → sign the EIP-3009 authorization → paid POST → 201. Resolves with the time
+ * and the response body.
+ */
+export async function paidUpload (url, bytes, { client, http }) {
+  const t0 = performance.now()
+  const unpaid = await multipartPost(`${url}/upload`, bytes)
+  const challenge = await unpaid.body.text()
+  if (unpaid.statusCode !== 402) throw new Error(`expected 402, got ${unpaid.statusCode} ${challenge}`)
+  const required = http.getPaymentRequiredResponse(n => unpaid.headers[n.toLowerCase()], JSON.parse(challenge))
+  const headers = http.encodePaymentSignatureHeader(await client.createPaymentPayload(required))
+  const paid = await multipartPost(`${url}/upload`, bytes, headers)
+  const text = await paid.body.text()
+  if (paid.statusCode !== 201) throw new Error(`upload failed: ${paid.statusCode} ${text}`)
+  return { ms: performance.now() - t0, body: JSON.parse(text) }
+}

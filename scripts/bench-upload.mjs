@@ -34,14 +34,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { unixfs } from '@helia/unixfs'
-import { toClientEvmSigner } from '@x402/evm'
-import { ExactEvmScheme } from '@x402/evm/exact/client'
-import { wrapFetchWithPayment, x402Client, x402HTTPClient } from '@x402/fetch'
+import { wrapFetchWithPayment } from '@x402/fetch'
 import { FsBlockstore } from 'blockstore-fs'
 import { NextToLast } from 'blockstore-fs/sharding'
-import { request } from 'undici'
-import { privateKeyToAccount } from 'viem/accounts'
-import { median, ROOT, rss, startServe } from './bench-lib.mjs'
+import { median, multipartPost as post, paidUpload, ROOT, rss, startServe, x402For } from './bench-lib.mjs'
 import { startDevChain } from './devchain/index.mjs'
 
 const argv = process.argv.slice(2)
@@ -65,42 +61,11 @@ const pind = await startServe({
   env: { PIND_SETTLER_KEY: chain.settlerKey }
 })
 const floor = await startFloorServer()
-const client = x402Client.fromConfig({
-  schemes: [{ network: 'eip155:167000', client: new ExactEvmScheme(toClientEvmSigner(privateKeyToAccount(chain.payers[0].privateKey))) }],
-  spendControls: { allowedAssets: [{ network: 'eip155:167000', asset: chain.usdc }] }
-})
-const http = new x402HTTPClient(client)
-const payingFetch = wrapFetchWithPayment(fetch, client)
-
-const BOUNDARY = 'pind-bench-boundary'
-const HEAD = Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="bench.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`)
-const TAIL = Buffer.from(`\r\n--${BOUNDARY}--\r\n`)
-
-/** multipart body streamed from memory in 64 KiB pieces, as a socket would deliver it */
-function post (url, bytes, headers = {}) {
-  async function * body () {
-    yield HEAD
-    for (let o = 0; o < bytes.length; o += 65536) yield bytes.subarray(o, o + 65536)
-    yield TAIL
-  }
-  return request(url, {
-    method: 'POST',
-    body: body(),
-    headers: { ...headers, 'content-type': `multipart/form-data; boundary=${BOUNDARY}`, 'content-length': String(HEAD.length + bytes.length + TAIL.length) }
-  })
-}
+const payer = x402For(chain, chain.payers[0].privateKey)
+const payingFetch = wrapFetchWithPayment(fetch, payer.client)
 
 async function leanExchange (bytes) {
-  const t0 = performance.now()
-  const unpaid = await post(`${pind.url}/upload`, bytes)
-  const challenge = await unpaid.body.text()
-  if (unpaid.statusCode !== 402) throw new Error(`expected 402, got ${unpaid.statusCode} ${challenge}`)
-  const required = http.getPaymentRequiredResponse(n => unpaid.headers[n.toLowerCase()], JSON.parse(challenge))
-  const headers = http.encodePaymentSignatureHeader(await client.createPaymentPayload(required))
-  const paid = await post(`${pind.url}/upload`, bytes, headers)
-  const text = await paid.body.text()
-  if (paid.statusCode !== 201) throw new Error(`upload failed: ${paid.statusCode} ${text}`)
-  return performance.now() - t0
+  return (await paidUpload(pind.url, bytes, payer)).ms
 }
 
 async function sdkExchange (bytes) {

@@ -18,7 +18,9 @@
  *   - gc frees exactly the orphaned blocks: afterwards every block file is
  *     referenced and every referenced block exists (a dry run then finds
  *     scanned == marked and nothing to remove).
- * Usage: node scripts/crash-test.mjs [rounds=5] [concurrency=20] [--bundle]
+ * With --s3 (or `blockstore` from a test) the blocks live in an S3 bucket of a
+ * throwaway Ceph RADOS Gateway (scripts/s3/): the same checks hold.
+ * Usage: node scripts/crash-test.mjs [rounds=5] [concurrency=20] [--bundle] [--s3]
  */
 import { spawn } from 'node:child_process'
 import { createHash, randomBytes } from 'node:crypto'
@@ -36,7 +38,7 @@ import { startPeer } from './peer/index.mjs'
 const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)))
 const sha = (b) => createHash('sha256').update(b).digest('hex')
 
-export async function runCrashTest ({ rounds = 5, concurrency = 20, bundle = false, log = console.log } = {}) {
+export async function runCrashTest ({ rounds = 5, concurrency = 20, bundle = false, log = console.log, blockstore = { args: [], env: {} } } = {}) {
   const cmd = bundle ? [process.execPath, join(ROOT, 'dist/pind.cjs')] : [join(ROOT, 'dist/pind')]
   const dataDir = mkdtempSync(join(tmpdir(), 'pind-crash-'))
   const chain = await startDevChain({ payers: 2 })
@@ -48,7 +50,7 @@ export async function runCrashTest ({ rounds = 5, concurrency = 20, bundle = fal
   const sent = new Set()
   const procs = new Set()
   const run = (args) => {
-    const p = spawn(cmd[0], [...cmd.slice(1), ...args, '--data-dir', dataDir], { env: { ...process.env, PIND_SETTLER_KEY: chain.settlerKey }, stdio: ['ignore', 'pipe', 'pipe'] })
+    const p = spawn(cmd[0], [...cmd.slice(1), ...args, '--data-dir', dataDir, ...blockstore.args], { env: { ...process.env, ...blockstore.env, PIND_SETTLER_KEY: chain.settlerKey }, stdio: ['ignore', 'pipe', 'pipe'] })
     procs.add(p)
     p.on('exit', () => procs.delete(p))
     let out = ''
@@ -199,6 +201,14 @@ export async function runCrashTest ({ rounds = 5, concurrency = 20, bundle = fal
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const args = process.argv.slice(2)
   const nums = args.filter(a => /^\d+$/.test(a)).map(Number)
-  const r = await runCrashTest({ rounds: nums[0] ?? 5, concurrency: nums[1] ?? 20, bundle: args.includes('--bundle') })
-  console.log(`crash test passed: ${r.rounds} kill -9 rounds, ${r.acknowledged} acknowledged writes, all intact; ${r.fulfilled} paid writes recorded from settlement notes, all pinned and intact`)
+  const s3 = args.includes('--s3') ? await (await import('./s3/index.mjs')).startS3() : undefined
+  try {
+    const blockstore = s3 != null
+      ? { args: ['--blockstore', 's3', '--s3-endpoint', s3.endpoint, '--s3-bucket', await s3.createBucket(`crash-${Date.now()}`), '--s3-force-path-style'], env: s3.env() }
+      : undefined
+    const r = await runCrashTest({ rounds: nums[0] ?? 5, concurrency: nums[1] ?? 20, bundle: args.includes('--bundle'), ...(blockstore != null ? { blockstore } : {}) })
+    console.log(`crash test passed${s3 != null ? ' (blocks in S3)' : ''}: ${r.rounds} kill -9 rounds, ${r.acknowledged} acknowledged writes, all intact; ${r.fulfilled} paid writes recorded from settlement notes, all pinned and intact`)
+  } finally {
+    await s3?.stop()
+  }
 }

@@ -4,19 +4,51 @@
  * chain (anvil, chain id 167000, the test USDC, funded payers that hold no
  * ETH), then `pind serve` on it with the embedded facilitator. Writes what a
  * client needs (RPC, token address, a payer key) to <data dir>/dev-chain.json
- * for scripts/upload.mjs. Ctrl-C or SIGTERM (to npm or to this process) stops both.
+ * for scripts/upload.mjs. Ctrl-C or SIGTERM (to npm or to this process) stops
+ * serve, the chain and (with --s3) the gateway.
+ *
+ * `npm start -- --s3`: the blocks go to an S3 bucket of a throwaway Ceph RADOS
+ * Gateway on 127.0.0.1 (scripts/s3/; the first time it installs the Debian
+ * packages, as root). Its data lives in RAM and goes when it stops, so this
+ * mode uses its own data dir, ./pind-dev-data-s3, emptied at every start (a
+ * PIND_DATA_DIR given instead must be empty: nothing else is ever removed).
+ * Where the gateway runs goes to <data dir>/dev-s3.json (endpoint, bucket,
+ * its folder and pids; the credentials stay in that folder's s3.json).
  */
 import { spawn } from 'node:child_process'
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { startDevChain } from './devchain/index.mjs'
 
 const root = resolve(fileURLToPath(new URL('..', import.meta.url)))
-const dataDir = resolve(process.env.PIND_DATA_DIR ?? join(root, 'pind-dev-data'))
+const withS3 = process.argv.includes('--s3')
+const serveArgs = process.argv.slice(2).filter(a => a !== '--s3')
+const dataDir = resolve(process.env.PIND_DATA_DIR ?? join(root, withS3 ? 'pind-dev-data-s3' : 'pind-dev-data'))
+if (withS3) {
+  if (process.env.PIND_DATA_DIR == null) rmSync(dataDir, { recursive: true, force: true })
+  else if (existsSync(dataDir) && readdirSync(dataDir).length > 0) {
+    process.stderr.write(`npm start -- --s3: ${dataDir} is not empty; the throwaway bucket lives in RAM, so --s3 needs an empty data dir (or unset PIND_DATA_DIR to use ./pind-dev-data-s3)\n`)
+    process.exit(2)
+  }
+}
 mkdirSync(dataDir, { recursive: true, mode: 0o700 })
 
-const chain = await startDevChain({ payers: 3 })
+let s3
+let s3Env = {}
+if (withS3) {
+  const { startS3 } = await import('./s3/index.mjs')
+  process.stdout.write('starting a throwaway S3 server (Ceph RADOS Gateway)...\n')
+  s3 = await startS3({ quiet: false })
+  const bucket = await s3.createBucket('pind-dev')
+  serveArgs.push('--blockstore', 's3', '--s3-endpoint', s3.endpoint, '--s3-bucket', bucket, '--s3-force-path-style')
+  s3Env = s3.env()
+  writeFileSync(join(dataDir, 'dev-s3.json'), JSON.stringify({ endpoint: s3.endpoint, bucket, dir: s3.dir, pids: s3.pids }, null, 2) + '\n', { mode: 0o600 })
+  process.stdout.write(`dev S3: ${s3.endpoint}, bucket ${bucket} (data in RAM, gone when this stops)\n`)
+}
+
+// (a chain that fails to start must not leave the gateway's daemons behind)
+const chain = await startDevChain({ payers: 3 }).catch(async (err) => { await s3?.stop(); throw err })
 const settlerKeyFile = join(dataDir, 'settler.key')
 writeFileSync(settlerKeyFile, chain.settlerKey + '\n', { mode: 0o600 })
 const { stop, ...info } = chain
@@ -25,10 +57,11 @@ writeFileSync(join(dataDir, 'dev-chain.json'), JSON.stringify(info, null, 2) + '
 process.stdout.write(`dev chain: ${chain.rpcUrl} (chain id ${chain.chainId}), USDC ${chain.usdc}\n`)
 process.stdout.write(`dev payer: ${chain.payers[0].address} (1,000,000 test USDC, no ETH)\n`)
 
-const child = spawn(process.execPath, [join(root, 'dist/pind.cjs'), 'serve', ...process.argv.slice(2)], {
+const child = spawn(process.execPath, [join(root, 'dist/pind.cjs'), 'serve', ...serveArgs], {
   stdio: 'inherit',
   env: {
     ...process.env,
+    ...s3Env,
     PIND_DATA_DIR: dataDir,
     PIND_RPC_URL: chain.rpcUrl,
     PIND_ASSET: chain.usdc,
@@ -50,5 +83,6 @@ for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
 }
 child.on('exit', async (code, signal) => {
   await stop()
+  await s3?.stop()
   process.exit(code ?? (signal != null ? 0 : 1))
 })

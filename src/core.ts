@@ -11,7 +11,9 @@ import { KeyStore } from './auth/keystore.js'
 import { TokenService } from './auth/tokens.js'
 import { settingDefault } from './config/settings.js'
 import type { DataDirLayout } from './datadir/layout.js'
+import type { BlockBackend } from './ipfs/block-backend.js'
 import { BlockstoreUsageTracker } from './ipfs/blockstore-usage.js'
+import { FsBackend } from './ipfs/fs-backend.js'
 import { CommitLock } from './ipfs/commit-lock.js'
 import { BlockStaging } from './ipfs/staging.js'
 import { LmdbDatastore } from './ledger/datastore.js'
@@ -29,6 +31,11 @@ export interface CoreOptions {
   graceMs?: number
   /** a settlement note fulfilled a pin (serve wakes its fetcher) */
   onRecorded?: () => void
+  /**
+   * where the blocks are (the caller opens and closes it: serve its switchable
+   * backend, admin commands the data dir's); default: blocks/ on disk
+   */
+  blocks?: BlockBackend
 }
 
 export interface Core {
@@ -40,6 +47,8 @@ export interface Core {
   notes: SettlementNotes
   tokenLedger: TokenLedger
   denialLedger: DenialLedger
+  /** where the blocks are (disk or an S3 bucket) */
+  blocks: BlockBackend
   staging: BlockStaging
   /** blocks and bytes stored: one walk, then what commits and gc report */
   usage: BlockstoreUsageTracker
@@ -74,8 +83,9 @@ export async function openCore (paths: DataDirLayout, opts: CoreOptions = {}): P
     // a large ledger's new index holds the event loop: before anything else starts
     await pins.upgrade()
     const notes = new SettlementNotes(env)
-    const usage = new BlockstoreUsageTracker(paths.blocks)
-    const staging = new BlockStaging(paths.blocks, paths.staging, (n, bytes) => { usage.added(n, bytes) })
+    const blocks = opts.blocks ?? new FsBackend(paths.blocks)
+    const usage = new BlockstoreUsageTracker(async () => await blocks.usage())
+    const staging = new BlockStaging(blocks, paths.staging, (n, bytes) => { usage.added(n, bytes) })
     const lock = new CommitLock()
     const tokenLedger = new TokenLedger(env)
     let keys: Promise<KeyStore> | undefined
@@ -90,11 +100,12 @@ export async function openCore (paths: DataDirLayout, opts: CoreOptions = {}): P
       notes,
       tokenLedger,
       denialLedger: new DenialLedger(env),
+      blocks,
       staging,
       usage,
       lock,
       settlement: settlementActions({ ledger: pins, staging, lock }, () => { opts.onRecorded?.() }),
-      gc: { pins, blocksDir: paths.blocks, lock, graceMs, held: () => blocksHeld(notes.all()), onRemoved: (n, bytes) => { usage.removed(n, bytes) } },
+      gc: { pins, blocks, lock, graceMs, held: () => blocksHeld(notes.all()), onRemoved: (n, bytes) => { usage.removed(n, bytes) } },
       keystore,
       tokens,
       recordedTokens: async () => recorded.tokenIssuer != null && recorded.tokenTtl != null ? tokens(await keystore(), recorded.tokenIssuer, recorded.tokenTtl) : undefined,

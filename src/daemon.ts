@@ -38,6 +38,10 @@ import { loadOrCreateIdentity } from './ipfs/identity.js'
 import { P2pListenError, startIpfsNode } from './ipfs/node.js'
 import type { RoutingStatus } from './ipfs/routing/index.js'
 import { listenFailure, type ListenFailure } from './startup-errors.js'
+import { openDataDirBackend, openS3Backend } from './ipfs/open-backend.js'
+import { SwitchableBackend } from './ipfs/switchable-backend.js'
+import { Maintenance } from './service/maintenance.js'
+import { RetryLater } from './service/retry-later.js'
 import { Slots } from './service/slots.js'
 import { SettlementNotes } from './ledger/settlements.js'
 import type { Logger } from './log.js'
@@ -80,6 +84,8 @@ export interface Daemon {
   dataDir: string
   /** whether paid writes can work (the start-up summary, the logs) */
   payments(): PaymentsCheck
+  /** where the blocks are (for the start-up summary) */
+  blocks: string
   stop(deadlineMs: number): Promise<void>
 }
 
@@ -97,8 +103,15 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     const startedAt = Date.now()
     // a pin recorded by reconciliation wakes the fetcher (once there is one: it reads its queue at start anyway)
     let wakeFetcher = (): void => {}
+    // metrics exist later; the S3 connection reports its requests to them from the start
+    let s3Metrics: Metrics | undefined
+    const observer = (operation: string, seconds: number, outcome: string): void => { s3Metrics?.s3Request(operation, seconds, outcome) }
+    // where blocks live (disk or S3), behind one indirection that `pind blocks migrate` can switch
+    const blocks = new SwitchableBackend(await openDataDirBackend(config, paths, { log, observer, record: true }))
+    cleanups.push(() => blocks.close())
+    log.info('block store', { store: blocks.describe() })
     // the ledger's indexes are upgraded here, before libp2p starts
-    const core = await openCore(paths, { graceMs: config.expiryGrace * 1000, onRecorded: () => { wakeFetcher() } })
+    const core = await openCore(paths, { graceMs: config.expiryGrace * 1000, onRecorded: () => { wakeFetcher() }, blocks })
     cleanups.push(() => core.close())
     const { pins, notes, staging, usage, denialLedger } = core
 
@@ -109,7 +122,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     // lookups finish before the metrics exist only during start-up: those go uncounted
     let observeLookup = (_seconds: number, _source: string): void => {}
     const ipfs = await startIpfsNode({
-      blocksDir: paths.blocks,
+      blockstore: blocks.blockstore,
       datastore: core.datastore(),
       privateKey,
       listen: config.p2pListen,
@@ -184,8 +197,10 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     const metrics = new Metrics(metricsSources(pins, async () => await usage.current(), () => ipfs.connections().length,
       () => gate != null ? { settlesPending: gate.settlesPending, ...(gate.balance?.balance != null ? { settlerBalanceWei: gate.balance.balance } : {}) } : undefined, {
         ...(routingOn ? { routing: () => ipfs.routing.status() } : {}),
-        ...(announcer != null ? { provides: () => (reprovider as Reprovider).status() } : {})
+        ...(announcer != null ? { provides: () => (reprovider as Reprovider).status() } : {}),
+        s3Up: () => blocks.kind === 's3' ? blocks.writable() : undefined
       }))
+    s3Metrics = metrics
     observeLookup = (seconds, source) => { metrics.findProviders(seconds, source) }
     if (announcer != null) {
       reprovider = new Reprovider({
@@ -270,7 +285,24 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
           peers: () => ipfs.connections(),
           payments
         }
-      })
+      }),
+      maintenance: new Maintenance(),
+      blocks: {
+        current: () => blocks.active,
+        // the bucket and the credentials come from the admin client; this serve's cache setting applies
+        openTarget: async (location, c) => await openS3Backend(location,
+          { s3AccessKeyId: c.accessKeyId, s3SecretAccessKey: c.secretAccessKey, ...(c.sessionToken != null ? { s3SessionToken: c.sessionToken } : {}), s3CacheSize: config.s3CacheSize },
+          { blocksDir: paths.blocks, cacheDir: paths.s3Cache, log, observer, requireReachable: true }),
+        lock: commitLock,
+        paths,
+        pins,
+        switchTo: (target) => {
+          blocks.switchTo(target)
+          // the usage figures are the new store's from now on
+          usage.reset()
+          log.warn('blocks migrated: this serve now keeps its blocks in S3', { store: target.describe() })
+        }
+      }
     }, log)
     cleanups.push(async () => { await admin.close(); rmSync(paths.adminSocket, { force: true }) })
     if (config.metricsListen != null) {
@@ -289,7 +321,9 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     const healthLog = log.child({ component: 'health' })
     const health = async (): Promise<HealthReport> => await checkHealth({
       readLedger: () => core.schemaVersion(),
-      blocksDir: paths.blocks,
+      probeBlockstore: async () => { await blocks.probe() },
+      // with blocks in S3 the bucket is named, and the local staging folder is checked too
+      ...(blocks.kind === 's3' ? { blockstoreFailure: 'the S3 bucket does not take writes', stagingDir: paths.staging } : {}),
       libp2pStatus: () => ipfs.status(),
       ...(routingOn ? { checks: [routingCheck(() => ipfs.routing.status())] } : {}),
       diskCheckCacheMs: 1000,
@@ -315,7 +349,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     const isServable = (cid: CID): boolean => policy.mayServe(cid, 'gateway')
     gatewayRoutes(router, {
       // every block read under a root is held to the denials too
-      blockstore: refusingDenied(networkGateway ? networkReadThrough(ipfs.blockstore, network, config.gatewayNetworkTimeout * 1000, find) : ipfs.blockstore, refusal),
+      blockstore: refusingDenied(networkGateway ? networkReadThrough(blocks.blockstore, network, config.gatewayNetworkTimeout * 1000, find) : blocks.blockstore, refusal),
       isServable,
       refusal: (root, path) => policy.refusal(root, path)
     })
@@ -361,7 +395,8 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
         asset: config.asset,
         delegates,
         log,
-        refusal
+        refusal,
+        storage: blocks
       }
     })
     jwksRoutes(router, keystore)
@@ -374,6 +409,8 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       uploadMaxBytes: config.uploadMaxBytes
     }))
     authRoutes(router, { siwe: new SiweChallenges({ publicUrl, chainId: chainIdOf(config.network) }), tokens, clientOf })
+    const retry = new RetryLater(log)
+    cleanups.push(() => { retry.stop() })
     uploadRoutes(router, {
       ledger: pins,
       staging,
@@ -389,7 +426,9 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       network: config.network,
       asset: config.asset,
       log,
-      refusal
+      refusal,
+      storage: blocks,
+      retry
     })
     http.ready()
 
@@ -400,6 +439,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       multiaddrs: ipfs.multiaddrs(),
       dataDir: paths.root,
       payments,
+      blocks: blocks.describe(),
       stop: async (deadlineMs) => {
         await http.close(deadlineMs)
         httpClosed = true

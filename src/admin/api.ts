@@ -4,6 +4,9 @@
  * types, and a command run on a stopped data dir returns the same reply from
  * the same service function.
  */
+import type { MigrateProgress } from '../ipfs/migrate.js'
+import type { S3Credentials, S3Location } from '../ipfs/s3-client.js'
+import type { MigrateReport } from '../service/blocks-migrate.js'
 import type { DenyOp, DenyReply } from '../service/deny-admin.js'
 import type { GcProgress, GcResult } from '../service/gc.js'
 import type { KeysOp, KeysReply } from '../service/keys-admin.js'
@@ -25,6 +28,7 @@ export interface AdminJsonRoutes {
 /** POST routes answering JSON lines: `{progress}` events, then `{result}` or `{error}` */
 export interface AdminLineRoutes {
   '/gc': { request: { dryRun: boolean }, progress: GcProgress, reply: GcResult }
+  '/blocks/migrate': { request: { location: S3Location, credentials: S3Credentials }, progress: MigrateProgress, reply: MigrateReport }
 }
 
 export type AdminJsonPath = keyof AdminJsonRoutes

@@ -10,6 +10,10 @@ import type { SettlementsAdminDeps } from '../service/settlements-admin.js'
 import type { RoutingAdminDeps } from '../service/routing-admin.js'
 import type { DenyAdminDeps } from '../service/deny-admin.js'
 import type { StatusReport } from '../service/status.js'
+import type { BlocksMigrateDeps } from '../service/blocks-migrate.js'
+import type { Maintenance } from '../service/maintenance.js'
+import type { S3Backend } from '../ipfs/s3-backend.js'
+import type { S3Credentials, S3Location } from '../ipfs/s3-client.js'
 
 export interface AdminDeps {
   keys: KeysAdminDeps
@@ -24,4 +28,8 @@ export interface AdminDeps {
   status?: () => Promise<StatusReport>
   routing?: RoutingAdminDeps
   deny?: DenyAdminDeps
+  /** gc and blocks migrate, one at a time */
+  maintenance?: Maintenance
+  /** blocks migrate: all but the bucket, which the admin client names (with the credentials it holds) */
+  blocks?: Omit<BlocksMigrateDeps, 'openTarget'> & { openTarget: (location: S3Location, credentials: S3Credentials) => Promise<S3Backend> }
 }

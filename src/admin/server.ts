@@ -10,6 +10,7 @@ import { sendJson } from '../http/respond.js'
 import { Router } from '../http/router.js'
 import { createHttpServer } from '../http/server.js'
 import { exportRoutes } from './routes/export.js'
+import { blocksRoutes } from './routes/blocks.js'
 import { gcRoutes } from './routes/gc.js'
 import { keysRoutes } from './routes/keys.js'
 import { pinsRoutes } from './routes/pins.js'
@@ -36,6 +37,7 @@ export async function startAdminServer (socketPath: string, d: AdminDeps, log: L
   statusRoutes(router, d)
   routingRoutes(router, d)
   if (d.deny != null) denyRoutes(router, d.deny)
+  blocksRoutes(router, d)
   const http = createHttpServer(router, log.child({ component: "admin" }), { idleTimeoutMs: 0 })
   await http.listenSocket(socketPath)
   return { close: async () => { await http.close(2000) } }

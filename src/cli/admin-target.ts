@@ -7,7 +7,8 @@
 import { existsSync } from 'node:fs'
 import type { Core } from '../core.js'
 import { acquireLock, lockHolder } from '../datadir/lock.js'
-import { layout } from '../datadir/layout.js'
+import { layout, type DataDirLayout } from '../datadir/layout.js'
+import type { BlockBackend } from '../ipfs/block-backend.js'
 import { CliError } from './fail.js'
 
 export type Via = { via: 'serve', pid: number } | { via: 'data-dir' }
@@ -26,6 +27,8 @@ export async function runAdmin<T> (dataDir: string, label: string, ops: {
   viaServe: (socketPath: string) => Promise<T>
   /** on the core a serve would run on (core.ts), assembled here */
   locally: (core: Core) => Promise<T>
+  /** the data dir's block store, for commands that work on blocks (default: blocks/ on disk, not read) */
+  blocks?: (paths: DataDirLayout) => Promise<BlockBackend>
 }): Promise<{ result: T, how: Via }> {
   const paths = layout(dataDir)
   if (!existsSync(paths.root)) throw new CliError(`data dir ${paths.root} does not exist (set --data-dir or PIND_DATA_DIR)`)
@@ -40,11 +43,16 @@ export async function runAdmin<T> (dataDir: string, label: string, ops: {
   try {
     // lmdb and the rest of the core load only now (--help stays instant)
     const { openCore } = await import('../core.js')
-    const core = await openCore(paths)
+    const blocks = await ops.blocks?.(paths)
     try {
-      return { result: await ops.locally(core), how: { via: 'data-dir' } }
+      const core = await openCore(paths, blocks != null ? { blocks } : {})
+      try {
+        return { result: await ops.locally(core), how: { via: 'data-dir' } }
+      } finally {
+        await core.close()
+      }
     } finally {
-      await core.close()
+      await blocks?.close()
     }
   } finally {
     lock.release()

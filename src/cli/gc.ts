@@ -8,6 +8,7 @@ import { runGc, type GcProgress } from '../service/gc.js'
 import { runAdmin, describeVia, writeResult } from './admin-target.js'
 import { configFromCli } from './config-from-cli.js'
 import { CliError, fail } from './fail.js'
+import { openLocalBackend } from './local-backend.js'
 import { mib, progressLine } from './progress.js'
 
 export function gcCommand (program: Command): void {
@@ -33,7 +34,9 @@ Examples:
       try {
         const out = await runAdmin(config.dataDir, 'gc', {
           viaServe: async (socket) => await callAdminLines(socket, '/gc', { dryRun: o.dryRun === true }, show, abort.signal),
-          locally: async (core) => await runGc(core.gc, { dryRun: o.dryRun === true }, show, abort.signal)
+          locally: async (core) => await runGc(core.gc, { dryRun: o.dryRun === true }, show, abort.signal),
+          // the data dir's block store (blocks/, or the bucket it records), reached with this command's settings
+          blocks: async (paths) => await openLocalBackend(config, paths)
         })
         progress.done()
         const where = describeVia(out.how, config.dataDir)

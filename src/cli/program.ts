@@ -11,6 +11,7 @@ import { versionLine } from '../version.js'
 import { checksumErrors } from './checksums.js'
 import { configFromCli, EXIT_USAGE, loggerFor } from './config-from-cli.js'
 import { configCommand } from './config-show.js'
+import { blocksCommand } from './blocks.js'
 import { exportLedgerCommand } from './export-ledger.js'
 import { gcCommand } from './gc.js'
 import { denyCommand } from './deny.js'
@@ -67,6 +68,7 @@ export function buildProgram (): Command {
   configCommand(program)
   routingCommand(program)
   denyCommand(program)
+  blocksCommand(program)
 
   // a usage error shows the error, commander's "did you mean", and where the help is: not the whole help
   const hint = (cmd: Command, path: string): void => {

@@ -6,6 +6,9 @@
 import type { Config } from '../config/settings.js'
 import { startDaemon } from '../daemon.js'
 import { DataDirLockedError } from '../datadir/lock.js'
+import { BlockstoreRecordError } from '../datadir/blockstore-record.js'
+import { BackendChoiceError } from '../ipfs/open-backend.js'
+import { S3ConfigError } from '../ipfs/s3-client.js'
 import { holdYoungGeneration } from '../heap.js'
 import type { Logger } from '../log.js'
 import { StartupError } from '../startup-errors.js'
@@ -22,6 +25,11 @@ export async function serve (config: Readonly<Config>, log: Logger): Promise<voi
       process.stderr.write(`pind: ${err.message}\n`)
       process.exit(1)
     }
+    // the block store is misconfigured (credentials, bucket, a data dir recorded for another store)
+    if (err instanceof BackendChoiceError || err instanceof S3ConfigError || err instanceof BlockstoreRecordError) {
+      process.stderr.write(`pind: ${err.message}\n`)
+      process.exit(2)
+    }
     throw err
   }
   const payments = daemon.payments()
@@ -35,6 +43,7 @@ export async function serve (config: Readonly<Config>, log: Logger): Promise<voi
     `  peer id:    ${daemon.peerId}`,
     ...daemon.multiaddrs.map((ma, i) => `  ${i === 0 ? 'libp2p:    ' : '           '} ${ma}`),
     `  data dir:   ${daemon.dataDir}`,
+    `  blocks:     ${daemon.blocks}`,
     `  network:    ${config.network}`,
     `  pay to:     ${config.payTo ?? '(not configured: paid writes answer 503)'}`,
     `  payments:   ${payments.state}${payments.ok ? '' : ` (${payments.message})`}`,

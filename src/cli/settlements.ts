@@ -12,6 +12,8 @@ import type { ReconcileReport } from '../service/settlement-reconcile.js'
 import { runAdmin, type Via, describeVia, writeResult } from './admin-target.js'
 import { configFromCli, EXIT_USAGE } from './config-from-cli.js'
 import { CliError, fail } from './fail.js'
+import { openLocalBackend } from './local-backend.js'
+import type { DataDirLayout } from '../datadir/layout.js'
 
 /** what `check` reads the chain with on a stopped data dir (a running serve uses its own) */
 const CHAIN_OPTIONS: ReadonlyArray<[keyof Config, string]> = [
@@ -97,7 +99,10 @@ async function run (name: string, cmd: Command, op: SettlementsOp, print: (r: Se
         const chain = authorizationStateReader({ network: config.network, rpcUrl: config.rpcUrl, asset: config.asset })
         const reconcile = async (): Promise<ReconcileReport> => await reconcileSettlements(notes, chain, silentLogger, { fulfil, release })
         return await runSettlementsOp(op, { notes, reconcile, release })
-      }
+      },
+      // check commits a paid upload's kept blocks to the data dir's block store (blocks/, or its bucket);
+      // list and close only read notes and remove staging folders
+      ...(op.op === 'check' ? { blocks: async (paths: DataDirLayout) => await openLocalBackend(config, paths) } : {})
     })
   } catch (err) {
     fail('settlements', err)

@@ -9,6 +9,9 @@ import { describeVia, runAdmin, writeResult } from './admin-target.js'
 import { configFromCli } from './config-from-cli.js'
 import { fail } from './fail.js'
 import { mib } from './progress.js'
+import { openLocalBackend } from './local-backend.js'
+import type { BlockBackend } from '../ipfs/block-backend.js'
+import type { DataDirLayout } from '../datadir/layout.js'
 
 export function statusCommand (program: Command): void {
   program.command('status')
@@ -30,7 +33,10 @@ Examples:
           locally: async (core) => {
             const { operatorStatus } = await import('../service/status.js')
             return await operatorStatus({ pins: core.pins, notes: core.notes, dataDir: core.paths.root, usage: async () => await core.usage.current().catch(() => ({ blocks: 0, bytes: 0 })) })
-          }
+          },
+          // counted where the blocks are (blocks/, or the bucket the data dir records); a store that
+          // cannot be reached counts as empty rather than failing the whole status
+          blocks: async (paths) => await openLocalBackend(config, paths).catch(async () => await emptyStore(paths))
         })
         writeResult(out, o.json === true, text)
         process.stderr.write(`pind status: ${describeVia(out.how, config.dataDir)}\n`)
@@ -76,4 +82,11 @@ function eth (wei: string): string {
   const whole = w / 10n ** 18n
   const frac = (w % 10n ** 18n).toString().padStart(18, '0').slice(0, 6)
   return `${whole}.${frac}`
+}
+
+/** what status counts when the data dir's block store cannot be reached: nothing */
+async function emptyStore (paths: DataDirLayout): Promise<BlockBackend> {
+  const { FsBackend } = await import('../ipfs/fs-backend.js')
+  const fs = new FsBackend(paths.blocks)
+  return Object.assign(Object.create(fs) as BlockBackend, { usage: async () => ({ blocks: 0, bytes: 0 }) })
 }

@@ -22,6 +22,9 @@ export type GatewayPolicy = typeof GATEWAY_POLICIES[number]
 export const ORIGIN_POLICIES = ['public', 'any'] as const
 export type OriginPolicy = typeof ORIGIN_POLICIES[number]
 
+export const BLOCKSTORES = ['fs', 's3'] as const
+export type BlockstoreKind = typeof BLOCKSTORES[number]
+
 const multiaddrString: Parser<string> = (raw) => {
   const s = str(raw)
   try { multiaddr(s) } catch { throw new ConfigValueError('expected a multiaddr such as /ip4/127.0.0.1/tcp/4001') }
@@ -69,6 +72,32 @@ const hostPort: Parser<string> = (raw) => {
   const m = /^(.+):(\d{1,5})$/.exec(s)
   if (m == null || Number(m[2]) > 65535 || !/^[0-9A-Za-z.:[\]-]+$/.test(m[1] as string)) throw new ConfigValueError('expected host:port such as 127.0.0.1:9464')
   return s
+}
+
+/** S3 bucket names (AWS rules, loosely: other stores allow a little more) */
+const bucketName: Parser<string> = (raw) => {
+  const s = str(raw)
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{1,254}$/.test(s)) throw new ConfigValueError('expected a bucket name such as pind-blocks')
+  return s
+}
+
+/** a key prefix inside the bucket: may be empty (the whole bucket); never starts with / */
+const keyPrefix: Parser<string> = (raw) => {
+  if (typeof raw !== 'string') throw new ConfigValueError('expected a key prefix such as blocks/ (or "" for none)')
+  const s = raw.trim()
+  // eslint-disable-next-line no-control-regex
+  if (s.startsWith('/') || s.length > 512 || /[\u0000-\u001f\u007f]/.test(s)) throw new ConfigValueError('expected a key prefix such as blocks/ (not starting with /)')
+  return s
+}
+
+/** a size in bytes: 1073741824, or with a unit: 512MiB, 1GiB, 10GB (0 = off) */
+const byteSize: Parser<number> = (raw) => {
+  const s = typeof raw === 'number' ? String(raw) : typeof raw === 'string' ? raw.trim() : ''
+  const m = /^(\d+)\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)?$/i.exec(s)
+  const units: Record<string, number> = { b: 1, kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12, kib: 2 ** 10, mib: 2 ** 20, gib: 2 ** 30, tib: 2 ** 40 }
+  const n = m == null ? NaN : Number(m[1]) * (units[(m[2] ?? 'b').toLowerCase()] ?? NaN)
+  if (!Number.isSafeInteger(n) || n < 0) throw new ConfigValueError('expected a size in bytes such as 1073741824, 512MiB or 10GB')
+  return n
 }
 
 const host: Parser<string> = (raw) => {
@@ -137,6 +166,18 @@ export interface Config {
   expiryGrace: number
   expirySweepInterval: number
   denylist: string[]
+  /** absent: fs, or what the data dir records (blockstore.json) */
+  blockstore?: BlockstoreKind
+  s3Endpoint?: string
+  s3Bucket?: string
+  s3Prefix?: string
+  s3Region?: string
+  s3ForcePathStyle?: boolean
+  s3AccessKeyId?: string
+  s3SecretAccessKey?: string
+  s3SessionToken?: string
+  s3CredentialsFile?: string
+  s3CacheSize: number
 }
 
 export interface Setting {
@@ -212,7 +253,19 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'httpMaxConnectionsPerClient', flag: '--http-max-connections-per-client <n>', env: 'PIND_HTTP_MAX_CONNECTIONS_PER_CLIENT', parse: int(1, 1_000_000), description: 'open HTTP connections per client address (IPv6: per /64; trusted proxies not counted) at most, same policy; default an eighth of --http-max-connections' },
   { key: 'metricsListen', flag: '--metrics-listen <host:port>', env: 'PIND_METRICS_LISTEN', parse: hostPort, description: 'also serve GET /metrics (Prometheus) on this separate address, e.g. 127.0.0.1:9464; it is always on the admin socket' },
   { key: 'denylist', flag: '--denylist <paths>', env: 'PIND_DENYLIST', default: [], parse: list(str), description: 'IPIP-383 denylists (Kubo\'s compact *.deny format, e.g. Bad Bits): files, or directories whose *.deny files are all read; comma-separated; reloaded when they change. Denied content answers 410 at the gateway, is not sent over bitswap and is refused (451) by paid writes' },
-  { key: 'shutdownTimeout', flag: '--shutdown-timeout <duration>', env: 'PIND_SHUTDOWN_TIMEOUT', default: 10, parse: duration(0, 3600), description: 'how long in-flight requests may finish after SIGTERM' }
+  { key: 'shutdownTimeout', flag: '--shutdown-timeout <duration>', env: 'PIND_SHUTDOWN_TIMEOUT', default: 10, parse: duration(0, 3600), description: 'how long in-flight requests may finish after SIGTERM' },
+  // block storage: global, because gc, settlements and blocks migrate work on the blocks too
+  { key: 'blockstore', flag: '--blockstore <fs|s3>', env: 'PIND_BLOCKSTORE', global: true, parse: oneOf(BLOCKSTORES), description: 'where blocks live: fs (blocks/ in the data dir) or s3 (a bucket); default: what the data dir records, else fs' },
+  { key: 's3Endpoint', flag: '--s3-endpoint <url>', env: 'PIND_S3_ENDPOINT', global: true, parse: httpUrl, description: 'S3 API endpoint (R2: https://<account>.r2.cloudflarestorage.com, B2: https://s3.<region>.backblazeb2.com); default AWS S3 of the region' },
+  { key: 's3Bucket', flag: '--s3-bucket <name>', env: 'PIND_S3_BUCKET', global: true, parse: bucketName, description: 'the bucket that holds the blocks (it must exist)' },
+  { key: 's3Prefix', flag: '--s3-prefix <prefix>', env: 'PIND_S3_PREFIX', global: true, parse: keyPrefix, description: 'key prefix of the blocks in the bucket (default blocks/; one prefix per data dir)' },
+  { key: 's3Region', flag: '--s3-region <region>', env: 'PIND_S3_REGION', global: true, parse: str, description: 'the bucket\'s region for request signing (default us-east-1; R2: auto)' },
+  { key: 's3ForcePathStyle', flag: '--s3-force-path-style [bool]', env: 'PIND_S3_FORCE_PATH_STYLE', global: true, parse: bool, description: 'address the bucket as <endpoint>/<bucket> instead of <bucket>.<endpoint> (Ceph, MinIO, Garage; default false)' },
+  { key: 's3AccessKeyId', env: 'PIND_S3_ACCESS_KEY_ID', global: true, secret: true, parse: str, description: 'S3 access key id (environment only; or the credentials file)' },
+  { key: 's3SecretAccessKey', env: 'PIND_S3_SECRET_ACCESS_KEY', global: true, secret: true, parse: str, description: 'S3 secret access key (environment only; or the credentials file)' },
+  { key: 's3SessionToken', env: 'PIND_S3_SESSION_TOKEN', global: true, secret: true, parse: str, description: 'S3 session token for temporary credentials (environment only; optional)' },
+  { key: 's3CredentialsFile', flag: '--s3-credentials-file <file>', env: 'PIND_S3_CREDENTIALS_FILE', global: true, parse: str, description: 'file with the S3 credentials (mode 0600; aws_access_key_id = …, aws_secret_access_key = …)' },
+  { key: 's3CacheSize', flag: '--s3-cache-size <bytes>', env: 'PIND_S3_CACHE_SIZE', global: true, default: 0, parse: byteSize, description: 'on-disk read cache for S3 blocks in <data-dir>/s3-cache, e.g. 10GiB (0 = none)' }
 ]
 
 /** A setting's default, for code that needs it without a whole configuration (admin commands on a stopped data dir). */

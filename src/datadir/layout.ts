@@ -7,8 +7,14 @@ export interface DataDirLayout {
   root: string
   ledger: string
   blocks: string
-  /** per-import staging folders; committed blocks are renamed into `blocks` */
+  /** per-import staging folders; committed blocks are renamed into `blocks` (or PUT to the bucket) */
   staging: string
+  /** which block backend this data dir uses (absent: blocks on disk); see blockstore-record.ts */
+  blockstoreRecord: string
+  /** the S3 backend's read cache (--s3-cache-size) */
+  s3Cache: string
+  /** what `pind blocks migrate` has copied and verified so far (resume) */
+  migrateJournal: string
   keys: string
   identity: string
   lock: string
@@ -22,6 +28,9 @@ export function layout (root: string): DataDirLayout {
     ledger: join(root, 'ledger.mdb'),
     blocks: join(root, 'blocks'),
     staging: join(root, 'staging'),
+    blockstoreRecord: join(root, 'blockstore.json'),
+    s3Cache: join(root, 's3-cache'),
+    migrateJournal: join(root, 'blocks-migrate.journal'),
     keys: join(root, 'keys'),
     identity: join(root, 'identity.key'),
     lock: join(root, 'serve.lock'),

@@ -74,6 +74,9 @@ export const ERRORS: Record<string, Entry<any>> = {
   LegallyRefusedError: { status: 451, reason: 'UNAVAILABLE_FOR_LEGAL_REASONS', headers: (e: { blockedBy: string }) => ({ link: `<${e.blockedBy}>; rel="blocked-by"` }) },
   UnavailableError: { status: 503, reason: 'SERVICE_UNAVAILABLE', headers: retryAfter },
   ShuttingDownError: { status: 503, reason: 'SHUTTING_DOWN', headers: retryAfter },
+  // ipfs/block-backend.ts: the block store (an S3 bucket) unreachable, or too slow
+  StorageUnavailableError: { status: 503, reason: 'SERVICE_UNAVAILABLE', headers: retryAfter },
+  StorageTimeoutError: { status: 504, reason: 'SERVICE_UNAVAILABLE', headers: retryAfter },
   ReplayRefusedError: { status: 0, reason: 'PAYMENT_REQUIRED' }, // answered as its cause (see errorAnswer)
   // auth/
   InvalidTokenError: { status: 401, reason: 'UNAUTHORIZED', headers: () => ({ 'www-authenticate': 'Bearer' }) },

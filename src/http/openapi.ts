@@ -535,7 +535,7 @@ function health (): Obj {
     id: 'getHealth',
     tag: 'service',
     summary: 'Liveness with real checks',
-    description: 'The ledger answers a read, the blockstore directory takes a write, libp2p is started.',
+    description: 'The ledger answers a read, the block store takes a write (a file in blocks/, or an object in the S3 bucket; with S3 the local staging folder too), libp2p is started. A 503 names the failing check.',
     responses: {
       200: response('Every check passed.', schema('Health')),
       503: response('A check failed (`status: failing`; the failing check carries `error`, a short public message: the error itself is logged), or the server is starting or shutting down (a Failure).', { anyOf: [schema('Health'), schema('Failure')] })

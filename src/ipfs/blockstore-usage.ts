@@ -1,37 +1,19 @@
 /**
- * Block files and their bytes in the blockstore folder. A walk counts them
- * (at start, then rarely, to correct any drift); in between, commits and gc
- * report what they add and delete, so the figures are current.
+ * The block store's current usage (blocks and bytes). A full walk (a folder
+ * walk on disk, a bucket listing in S3) counts them at start, then rarely, to
+ * correct any drift; in between, commits and gc report what they add and
+ * delete, so the figures are current without a walk per scrape.
  */
-import { opendir, stat } from 'node:fs/promises'
-import { join } from 'node:path'
-
 export interface Usage { blocks: number, bytes: number }
 
-export async function blockstoreUsage (blocksDir: string): Promise<Usage> {
-  let blocks = 0
-  let bytes = 0
-  for await (const dir of await opendir(blocksDir)) {
-    if (!dir.isDirectory()) continue
-    for await (const f of await opendir(join(blocksDir, dir.name))) {
-      if (!f.isFile() || !f.name.endsWith('.data')) continue
-      try {
-        bytes += (await stat(join(blocksDir, dir.name, f.name))).size
-        blocks++
-      } catch {}
-    }
-  }
-  return { blocks, bytes }
-}
-
-/** The blockstore's current usage: a walk, kept up to date by the writers' reports. */
 export class BlockstoreUsageTracker {
   private base: Promise<Usage> | undefined
   private at = 0
   /** changes reported since the walk in progress (or the last one) began */
   private delta: Usage = { blocks: 0, bytes: 0 }
 
-  constructor (private readonly blocksDir: string, private readonly rewalkMs = 3_600_000) {}
+  /** `walk`: counts every stored block (the backend's `usage()`) */
+  constructor (private readonly walk: () => Promise<Usage>, private readonly rewalkMs = 3_600_000) {}
 
   added (blocks: number, bytes: number): void {
     this.delta.blocks += blocks
@@ -42,13 +24,19 @@ export class BlockstoreUsageTracker {
     this.added(-blocks, -bytes)
   }
 
+  /** forgets the figures (the store was switched): the next read walks again */
+  reset (): void {
+    this.base = undefined
+  }
+
   async current (): Promise<Usage> {
     if (this.base == null || Date.now() - this.at > this.rewalkMs) {
       // changes from now on are on top of this walk (one that races it may be counted twice until the next walk)
       this.at = Date.now()
       this.delta = { blocks: 0, bytes: 0 }
-      const walk = blockstoreUsage(this.blocksDir)
+      const walk = this.walk()
       this.base = walk
+      // a failed walk (a bucket away) is not kept: the next read tries again
       walk.catch(() => { if (this.base === walk) this.base = undefined })
     }
     const b = await this.base

@@ -30,8 +30,13 @@ import { identity } from 'multiformats/hashes/identity'
 import type { Blockstore } from 'interface-blockstore'
 import { PindError } from '../errors.js'
 
-/** What the gateway may read from: the node's local blockstore. */
-export type LocalBlockstore = Pick<Blockstore, 'get' | 'has'>
+/**
+ * What the gateway may read from: the node's local blockstore. A store whose
+ * reads take longer (S3: a round trip each) says how many it wants in flight
+ * per reader (`readAhead`, default 2); the process-wide budget still bounds
+ * the total.
+ */
+export type LocalBlockstore = Pick<Blockstore, 'get' | 'has'> & { readonly readAhead?: number }
 
 export interface ReadOptions {
   signal?: AbortSignal
@@ -377,7 +382,7 @@ function sliceRange (data: Uint8Array, pos: bigint, walk: FileWalk): Uint8Array 
  * their failures swallowed) before the generator completes.
  */
 export async function * readAhead<T extends { cid: CID }> (bs: LocalBlockstore, items: T[], options: ReadOptions = {}): AsyncGenerator<[T, Uint8Array], void, undefined> {
-  const window = Math.max(1, options.readAhead ?? DEFAULT_READ_AHEAD)
+  const window = Math.max(1, options.readAhead ?? bs.readAhead ?? DEFAULT_READ_AHEAD)
   // each reader always has one block in hand; blocks read AHEAD of that come
   // from a process-wide budget, so many concurrent readers cannot multiply memory
   const pending: Array<{ block: Promise<Uint8Array>, budgeted: boolean }> = []

@@ -5,18 +5,17 @@
  * routing (the Amino DHT with ping and AutoNAT v2, bootstrap peers, delegated
  * HTTP routing) only when the operator turns it on (`routing`, see
  * ./routing/). Connection and per-peer stream limits always apply. Blocks
- * live in an on-disk FsBlockstore.
+ * live in the block backend's store (block-backend.ts: on disk or in S3),
+ * opened and closed by its owner.
  * The node knows every codec and hash function pind pins (codecs.ts), and
  * bitswap sends a peer only the blocks the serve policy allows (`mayServe`).
  */
-import { mkdirSync } from 'node:fs'
 import { withBitswap } from '@helia/bitswap'
 import { withLibp2pLight } from '@helia/libp2p'
 import { noise } from '@libp2p/noise'
 import { tcp } from '@libp2p/tcp'
 import { yamux } from '@libp2p/yamux'
 import { multiaddr } from '@multiformats/multiaddr'
-import { FsBlockstore } from 'blockstore-fs'
 import { createHeliaLight } from 'helia'
 import type { BlockBroker, Helia, HeliaMixin } from '@helia/interface'
 import type { AbortOptions, PrivateKey } from '@libp2p/interface'
@@ -46,7 +45,8 @@ export interface IpfsRoutingOptions extends RoutingSetup {
 const INERT_ROUTER = { name: 'libp2p-router', async * findProviders () {} }
 
 export interface IpfsNodeOptions {
-  blocksDir: string
+  /** the block backend's store (the caller opens and closes it) */
+  blockstore: Blockstore
   datastore: Datastore
   privateKey: PrivateKey
   listen: string[]
@@ -93,9 +93,7 @@ export interface IpfsNode {
 }
 
 export async function startIpfsNode (opts: IpfsNodeOptions): Promise<IpfsNode> {
-  mkdirSync(opts.blocksDir, { recursive: true })
-  const blockstore = new FsBlockstore(opts.blocksDir)
-  await blockstore.open()
+  const blockstore = opts.blockstore
   const r = opts.routing
   const libp2pDatastore = await Libp2pDatastore.open(opts.datastore, { persistPeers: r != null, maxRecords: r?.maxRecords ?? 0 })
   const helia = withLibp2pLight(createHeliaLight({ blockstore, datastore: opts.datastore, codecs: [...PIN_CODECS], hashers: [...PIN_HASHERS], routers: [INERT_ROUTER] }), {
@@ -113,7 +111,7 @@ export async function startIpfsNode (opts: IpfsNodeOptions): Promise<IpfsNode> {
   try {
     await helia.start()
   } catch (err) {
-    await blockstore.close().catch(() => {})
+    // (the blockstore is its owner's to close)
     throw listenError(err) ?? err
   }
   const routing = await startRouting(helia.libp2p, libp2pDatastore, {
@@ -150,7 +148,6 @@ export async function startIpfsNode (opts: IpfsNodeOptions): Promise<IpfsNode> {
     stop: async () => {
       routing.stop()
       await helia.stop()
-      await blockstore.close()
     }
   }
 }

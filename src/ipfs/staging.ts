@@ -11,20 +11,25 @@
  * while the body is still arriving (blockstore-fs writes a temp file and
  * renames it, and never fsyncs). The temp-and-rename step is not needed
  * here: nothing else reads a staging folder, a failed write removes its file,
- * and a crash leaves the whole folder to the start-up sweep. The commit is
- * then only renames and directory fsyncs, run in parallel so the file
- * system can group them into few journal commits.
+ * and a crash leaves the whole folder to the start-up sweep. The commit hands
+ * the staged files to the block backend: on disk, only renames and directory
+ * fsyncs, run in parallel so the file system can group them into few journal
+ * commits; in S3, one PUT per block (see block-backend.ts). Whatever the
+ * backend, nothing reaches the store before the commit, which the caller
+ * makes only once the upload is paid or the fetched DAG complete.
  *
  * Commits run under the blockstore's commit lock so gc (which takes it
  * exclusively) never sweeps between a commit and its ledger record.
  */
 import { createHash, randomUUID } from 'node:crypto'
-import { mkdir, open, readdir, readFile, rename, rm, stat, unlink } from 'node:fs/promises'
+import { mkdir, open, readdir, readFile, rm, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
 import { FsBlockstore } from 'blockstore-fs'
 import { NextToLast, type ShardingStrategy } from 'blockstore-fs/sharding'
 import type { CID } from 'multiformats/cid'
+import type { BlockBackend } from './block-backend.js'
 import { ChunkPool, type Chunker } from './chunk-pool.js'
+import { fsyncPath } from './fs-backend.js'
 import { CHUNK_SIZE, type ImportTarget } from './import.js'
 
 /** the blockstore's layout */
@@ -43,8 +48,6 @@ const FLAT: ShardingStrategy = {
 const STAGING_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 /** the sha2-256 multihash code: the only hash this service writes */
 const SHA2_256 = 0x12
-/** renames and directory fsyncs in flight during a commit */
-const COMMIT_CONCURRENCY = 32
 /**
  * idle chunk buffers kept between uploads: about what one import has in
  * flight (the importer writes up to 10 leaves at once), 12 MiB at most
@@ -128,8 +131,11 @@ export class UnusableImportError extends Error {
 export class BlockStaging {
   private readonly chunks = new ChunkPool(CHUNK_SIZE, IDLE_CHUNKS)
 
-  /** `onCommitted`: told how many blocks (and bytes) each commit added to the blockstore (usage metrics) */
-  constructor (private readonly blocksDir: string, private readonly stagingDir: string, private readonly onCommitted?: (blocks: number, bytes: number) => void) {}
+  /**
+   * `store`: where commits put the blocks (the node's block backend);
+   * `onCommitted`: told how many blocks (and bytes) each commit added to the store (usage metrics)
+   */
+  constructor (private readonly store: BlockBackend, private readonly stagingDir: string, private readonly onCommitted?: (blocks: number, bytes: number) => void) {}
 
   /**
    * Removes staging folders left by a crash, except those in `keep`: the
@@ -165,19 +171,14 @@ export class BlockStaging {
     const staged: StagedImport = { id, blockstore: new FsBlockstore(root, { shardingStrategy: FLAT }), cids: [], bytes: 0, chunker: (opts) => this.chunks.chunker(opts) }
     for (const cid of cids) {
       const inStaging = join(root, FLAT.encode(cid).file)
-      const { dir, file } = SHARDING.encode(cid)
       let bytes: Uint8Array
       try {
         bytes = await readFile(inStaging)
         staged.cids.push(cid)
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
-        try {
-          bytes = await readFile(join(this.blocksDir, dir, file))
-        } catch (err2) {
-          if ((err2 as NodeJS.ErrnoException).code !== 'ENOENT') throw err2
-          throw new UnusableImportError(`block ${cid.toString()} is neither staged nor in the blockstore`)
-        }
+        // committed already (the crash came after the commit): read it back from the store
+        bytes = await readCommitted(this.store, cid)
       }
       const digest = createHash('sha256').update(bytes).digest()
       if (cid.multihash.code !== SHA2_256 || !digest.equals(cid.multihash.digest)) throw new UnusableImportError(`block ${cid.toString()} does not hash to its CID`)
@@ -213,59 +214,38 @@ export class BlockStaging {
   }
 
   /**
-   * Moves every staged block into the blockstore durably: the files were
-   * fsync'd when written; here they are renamed, then every directory that
-   * gained an entry is fsync'd. Call under the commit lock.
+   * Stores every staged block durably in the block backend (the files were
+   * fsync'd when written), then removes the staging folder. Call under the
+   * commit lock.
    */
   async commit (staged: StagedImport): Promise<void> {
     const root = join(this.stagingDir, staged.id)
-    const files = new Map<string, string>()
+    const files = new Map<string, { cid: CID, path: string }>()
     for (const cid of staged.cids) {
-      const { dir, file } = SHARDING.encode(cid)
-      files.set(file, dir)
+      const file = FLAT.encode(cid).file
+      files.set(file, { cid, path: join(root, file) })
     }
-    const dirs = new Set(files.values())
-    await eachLimited([...dirs], async dir => { await mkdir(join(this.blocksDir, dir), { recursive: true }) })
-    let added = 0
-    let addedBytes = 0
-    await eachLimited([...files], async ([file, dir]) => {
-      const to = join(this.blocksDir, dir, file)
-      if (this.onCommitted != null) {
-        // a block the store holds already (the same content pinned again) adds nothing
-        const [src, dst] = await Promise.allSettled([stat(join(root, file)), stat(to)])
-        if (src.status === 'fulfilled' && dst.status === 'rejected') {
-          added++
-          addedBytes += src.value.size
-        }
-      }
-      await rename(join(root, file), to)
-    })
+    // an S3 commit reads the staged files into the import's chunk buffers (idle by now) instead of buffers of its own
+    const { added, addedBytes } = await this.store.commit([...files.values()], undefined, this.chunks)
     if (added > 0) this.onCommitted?.(added, addedBytes)
-    await eachLimited([...dirs], async dir => { await fsyncPath(join(this.blocksDir, dir)) })
-    await fsyncPath(this.blocksDir)
     await this.discard(staged)
   }
 
-  /** Removes a staging folder; retried if a late write races the removal (ENOTEMPTY). A name that is not one (a note's, read back) is ignored. */
+  /** Removes a staging folder (see discardStagingFolder). */
   async discard (staged: Pick<StagedImport, 'id'>): Promise<void> {
-    if (!STAGING_ID.test(staged.id)) return
-    await rm(join(this.stagingDir, staged.id), { recursive: true, force: true, maxRetries: 5, retryDelay: 50 })
+    await discardStagingFolder(this.stagingDir, staged.id)
   }
 }
 
-async function eachLimited<T> (items: T[], fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0
-  const worker = async (): Promise<void> => {
-    while (next < items.length) await fn(items[next++] as T)
-  }
-  await Promise.all(Array.from({ length: Math.min(COMMIT_CONCURRENCY, items.length) }, worker))
+/** Removes a staging folder; retried if a late write races the removal (ENOTEMPTY). A name that is not one (a note's, read back) is ignored. */
+export async function discardStagingFolder (stagingDir: string, id: string): Promise<void> {
+  if (!STAGING_ID.test(id)) return
+  await rm(join(stagingDir, id), { recursive: true, force: true, maxRetries: 5, retryDelay: 50 })
 }
 
-async function fsyncPath (path: string): Promise<void> {
-  const fh = await open(path, 'r')
-  try {
-    await fh.sync()
-  } finally {
-    await fh.close()
-  }
+/** A committed block's bytes; UnusableImportError when the store does not have it (any other failure passes). */
+async function readCommitted (store: BlockBackend, cid: CID): Promise<Uint8Array> {
+  const bytes = await store.read(cid)
+  if (bytes == null) throw new UnusableImportError(`block ${cid.toString()} is neither staged nor in the blockstore`)
+  return bytes
 }

@@ -21,6 +21,10 @@
  *   pind_provide_oldest_pending_seconds                     (how late the most overdue announcement is)
  *   pind_provides_total{result}   done | failed             (CIDs announced, by outcome)
  *   pind_find_providers_seconds{source}                     histogram: dht | delegated
+ * with --blockstore s3:
+ *   pind_s3_requests_total{operation,outcome}   ok | not_found | unavailable | timeout | error
+ *   pind_s3_request_duration_seconds{operation}  histogram (retries included)
+ *   pind_s3_up                                   1 while the bucket answers (S3 block backend only)
  * plus prom-client's default process metrics (RSS, CPU, event loop lag, heap).
  */
 import client from 'prom-client'
@@ -36,6 +40,8 @@ export interface MetricsSources {
   routing?(): { routingTable: number, records: number }
   /** present when the DHT announces (the reprovider) */
   provides?(): { keys: number, pending: number, oldestPendingSeconds: number }
+  /** S3 block backend: does the bucket answer? (undefined: blocks on disk) */
+  s3Up?(): boolean | undefined
 }
 
 export class Metrics {
@@ -49,6 +55,8 @@ export class Metrics {
   private readonly settlesFailed: client.Counter<'reason'>
   private readonly provides: client.Counter<'result'>
   private readonly findSeconds: client.Histogram<'source'>
+  private readonly s3Requests: client.Counter<'operation' | 'outcome'>
+  private readonly s3Duration: client.Histogram<'operation'>
   /** request counters and timers by "method route status" */
   private readonly children = new Map<string, { count: { inc: () => void }, time: { observe: (v: number) => void } }>()
 
@@ -67,8 +75,9 @@ export class Metrics {
     })
     new client.Gauge({ name: 'pind_fetch_queue_depth', help: 'pins by CID waiting or being fetched', registers: [r], collect () { this.set(sources.fetchQueueDepth()) } })
     // each reads the current usage itself (set from the other's collect, it would show the previous scrape's)
-    new client.Gauge({ name: 'pind_blockstore_blocks', help: 'block files in the blockstore', registers: [r], async collect () { this.set((await sources.blockstoreUsage()).blocks) } })
-    new client.Gauge({ name: 'pind_blockstore_bytes', help: 'bytes of block files in the blockstore', registers: [r], async collect () { this.set((await sources.blockstoreUsage()).bytes) } })
+    // (a bucket away fails the walk: the last figures stay, the scrape goes on)
+    new client.Gauge({ name: 'pind_blockstore_blocks', help: 'blocks in the block store (files on disk or objects in S3)', registers: [r], async collect () { const u = await sources.blockstoreUsage().catch(() => undefined); if (u != null) this.set(u.blocks) } })
+    new client.Gauge({ name: 'pind_blockstore_bytes', help: 'bytes of blocks in the block store', registers: [r], async collect () { const u = await sources.blockstoreUsage().catch(() => undefined); if (u != null) this.set(u.bytes) } })
     this.settlesFailed = new client.Counter({ name: 'pind_settles_failed_total', help: 'failed settlements by reason (the facilitator\'s; "server:" when the payment was still valid and this side failed)', labelNames: ['reason'], registers: [r] })
     new client.Gauge({ name: 'pind_settles_pending', help: 'settlements under way', registers: [r], collect () { this.set(sources.payments?.()?.settlesPending ?? 0) } })
     new client.Gauge({
@@ -81,6 +90,15 @@ export class Metrics {
     new client.Gauge({ name: 'pind_libp2p_connections', help: 'open libp2p connections', registers: [r], collect () { this.set(sources.connections()) } })
     this.provides = new client.Counter({ name: 'pind_provides_total', help: 'CIDs announced on the DHT, by result: done (at least one of their peers took the record) or failed', labelNames: ['result'], registers: [r] })
     this.findSeconds = new client.Histogram({ name: 'pind_find_providers_seconds', help: 'provider lookups by routing source', labelNames: ['source'], buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60], registers: [r] })
+    this.s3Requests = new client.Counter({ name: 'pind_s3_requests_total', help: 'requests to the S3 bucket by operation and outcome (ok, not_found, unavailable, timeout, error)', labelNames: ['operation', 'outcome'], registers: [r] })
+    this.s3Duration = new client.Histogram({ name: 'pind_s3_request_duration_seconds', help: 'S3 request duration by operation, retries included', labelNames: ['operation'], buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [r] })
+    new client.Gauge({
+      name: 'pind_s3_up', help: '1 while the S3 bucket answers, 0 while it does not (S3 block backend only)', registers: [r],
+      collect () {
+        const up = sources.s3Up?.()
+        if (up != null) this.set(up ? 1 : 0)
+      }
+    })
     const routing = sources.routing
     if (routing != null) {
       new client.Gauge({ name: 'pind_routing_table_peers', help: 'peers in the DHT routing table', registers: [r], collect () { this.set(routing().routingTable) } })
@@ -101,6 +119,12 @@ export class Metrics {
 
   findProviders (seconds: number, source: string): void {
     this.findSeconds.observe({ source }, seconds)
+  }
+
+  /** one request to the S3 bucket (operation: GetObject, PutObject, …) */
+  s3Request (operation: string, seconds: number, outcome: string): void {
+    this.s3Requests.inc({ operation, outcome })
+    this.s3Duration.observe({ operation }, seconds)
   }
 
   request (method: string, route: string, status: number, seconds: number, bytesIn: number, bytesOut: number): void {

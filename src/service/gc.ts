@@ -4,30 +4,28 @@
  * every block no live pin references — blocks of unpinned, expired, failed
  * and replaced pins, and of uploads that were never paid or recorded.
  *
- * Mark: the ledger's referenced blocks (by multihash, as the blockstore names
- * its files). Sweep: walk the blockstore's folders; delete unmarked files in
- * batches while holding the commit lock exclusively, skipping any block a
- * pin started to reference since the mark (commits hold the lock shared, so
- * a block is never deleted between its commit and its ledger record).
+ * Mark: the ledger's referenced blocks (by name: the multihash, as both block
+ * backends name blocks). Sweep: list the block backend page by page (folders
+ * on disk, ListObjectsV2 pages in S3); delete unmarked blocks in batches
+ * while holding the commit lock exclusively, skipping any block a pin
+ * started to reference since the mark (commits hold the lock shared, so a
+ * block is never deleted between its commit and its ledger record).
  * In-flight uploads and fetches live in staging/, which gc never touches;
  * blocks that settlement notes hold for a paid upload still to be recorded
  * are kept too (GcDeps.held).
  * Deleting is idempotent: an interrupted gc is simply run again.
  */
-import { opendir, stat, unlink } from 'node:fs/promises'
-import { join } from 'node:path'
-import { NextToLast } from 'blockstore-fs/sharding'
 import { CID } from 'multiformats/cid'
+import { blockName, type BlockBackend, type StoredBlock } from '../ipfs/block-backend.js'
 import type { CommitLock } from '../ipfs/commit-lock.js'
 import type { PinLedger } from '../ledger/pins.js'
 
-const SHARDING = new NextToLast()
 const BATCH = 1000
-const PARALLEL = 32
 
 export interface GcDeps {
   pins: PinLedger
-  blocksDir: string
+  /** where the blocks are: listed in pages, deleted in batches */
+  blocks: Pick<BlockBackend, 'list' | 'sizeOf' | 'remove'>
   lock: CommitLock
   /** expired pins are swept this long after their pinned_until */
   graceMs: number
@@ -72,65 +70,55 @@ export async function runGc (d: GcDeps, opts: GcOptions = {}, onProgress?: (p: G
   progress.phase = 'mark'
   onProgress?.(progress)
   const protectedNow = new Set<string>()
-  const unwatch = d.pins.watchNewRefs((keys) => { for (const k of keys) protectedNow.add(fileOf(k)) })
+  const unwatch = d.pins.watchNewRefs((keys) => { for (const k of keys) protectedNow.add(nameOf(k)) })
   try {
     const marked = new Set<string>()
-    for (const k of d.pins.referencedBlocks()) marked.add(fileOf(k))
+    for (const k of d.pins.referencedBlocks()) marked.add(nameOf(k))
     const held = new Set<string>()
-    for (const c of d.held?.() ?? []) held.add(fileOf(c))
+    for (const c of d.held?.() ?? []) held.add(nameOf(c))
     if (dryRun) {
       // a real run would first release the blocks of pins expiring now: unmark those no other pin holds
       const released = new Map<string, number>()
       for (const id of d.pins.expiredBy(new Date(Date.now() - d.graceMs))) {
         for (const k of d.pins.blocksOf(id)) released.set(k, (released.get(k) ?? 0) + 1)
       }
-      for (const [k, n] of released) if (d.pins.refCount(k) <= n) marked.delete(fileOf(k))
+      for (const [k, n] of released) if (d.pins.refCount(k) <= n) marked.delete(nameOf(k))
     }
 
     progress.phase = 'sweep'
     let kept = 0
-    let batch: Array<{ path: string, file: string }> = []
-    // stat and unlink a batch with bounded parallelism (the file system, not JS, is the limit)
-    const each = async (todo: typeof batch, fn: (c: typeof batch[number]) => Promise<void>): Promise<void> => {
-      for (let i = 0; i < todo.length; i += PARALLEL) await Promise.all(todo.slice(i, i + PARALLEL).map(fn))
-    }
+    let batch: StoredBlock[] = []
     const flush = async (): Promise<void> => {
       const todo = batch
       batch = []
+      if (todo.length === 0) return
       if (dryRun) {
-        await each(todo, async (c) => {
-          // (read the size first: `x += await …` would add to a stale x)
-          try {
-            const size = (await stat(c.path)).size
+        // sizes with bounded parallelism (on disk a stat each; a listing in S3 carries them)
+        for (let i = 0; i < todo.length; i += 32) {
+          const sizes = await Promise.all(todo.slice(i, i + 32).map(async b => await d.blocks.sizeOf(b)))
+          for (const size of sizes) {
+            if (size == null) continue
             progress.freedBytes += size
             progress.removed++
-          } catch {}
-        })
+          }
+        }
         return
       }
       const before = { removed: progress.removed, freed: progress.freedBytes }
       await d.lock.exclusive(async () => {
-        await each(todo, async (c) => {
-          if (protectedNow.has(c.file)) { kept++; return }
-          try {
-            const size = (await stat(c.path)).size
-            await unlink(c.path)
-            progress.removed++
-            progress.freedBytes += size
-          } catch (err) {
-            if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
-          }
-        })
+        const gone = todo.filter(b => !protectedNow.has(b.name))
+        kept += todo.length - gone.length
+        const r = await d.blocks.remove(gone)
+        progress.removed += r.removed
+        progress.freedBytes += r.freedBytes
       }).finally(() => { d.onRemoved?.(progress.removed - before.removed, progress.freedBytes - before.freed) })
     }
-    for await (const dir of await opendir(d.blocksDir)) {
-      if (!dir.isDirectory()) continue
-      for await (const f of await opendir(join(d.blocksDir, dir.name))) {
+    for await (const page of d.blocks.list(signal)) {
+      for (const b of page) {
         signal?.throwIfAborted()
-        if (!f.isFile() || !f.name.endsWith('.data')) continue
         progress.scanned++
-        if (marked.has(f.name) || held.has(f.name)) { kept++; continue }
-        batch.push({ path: join(d.blocksDir, dir.name, f.name), file: f.name })
+        if (marked.has(b.name) || held.has(b.name)) { kept++; continue }
+        batch.push(b)
         if (batch.length >= BATCH) {
           await flush()
           onProgress?.(progress)
@@ -166,7 +154,7 @@ export async function sweepExpired (pins: PinLedger, cutoff: Date, dryRun = fals
   return n
 }
 
-/** The blockstore file name of a block CID (files are named by multihash). */
-function fileOf (cid: string): string {
-  return SHARDING.encode(CID.parse(cid)).file
+/** The name a block CID is stored under (its multihash). */
+function nameOf (cid: string): string {
+  return blockName(CID.parse(cid))
 }

@@ -1,7 +1,9 @@
 /**
- * Liveness with real checks: the ledger answers a read, the blockstore
- * directory takes a write, libp2p is started (and any check added through
- * `checks`: with --routing on, the routing is started with a routing peer).
+ * Liveness with real checks: the ledger answers a read, the block store takes
+ * a write (a file in blocks/, or an object in the S3 bucket; with S3 the local
+ * staging folder too, where uploads wait for their payment), libp2p is
+ * started (and any check added through `checks`: with --routing on, the
+ * routing is started with a routing peer).
  *
  * What a client sees of a failing check is its name and a public message;
  * the error itself (a path in the data dir, an errno, a library's words) goes
@@ -32,7 +34,12 @@ export interface HealthCheck {
 
 export interface HealthDeps {
   readLedger(): unknown
-  blocksDir: string
+  /** a write to the block store (the block backend's probe) */
+  probeBlockstore(): Promise<void>
+  /** what clients are told when it fails (default: the blockstore does not take writes) */
+  blockstoreFailure?: string
+  /** S3 backend: the local staging folder, checked too */
+  stagingDir?: string
   libp2pStatus(): string
   startedAt: number
   /** reuse a passed blockstore write check for this long (a probe per request costs a file create + unlink); default 0 */
@@ -50,21 +57,28 @@ export interface HealthReport {
   checks: Record<string, { ok: boolean, error?: string }>
 }
 
-let lastDiskOk = -Infinity
-let diskProbe: Promise<void> | undefined
 /** when each failing check was last logged: when it starts failing, then at most once a minute */
 const logged = new Map<string, number>()
 const RELOG_MS = 60_000
 
-async function probeDisk (blocksDir: string, cacheMs: number): Promise<void> {
-  if (cacheMs > 0 && Date.now() - lastDiskOk < cacheMs) return
-  diskProbe ??= (async () => {
-    const probe = join(blocksDir, `.health-${randomBytes(6).toString('hex')}`)
-    await writeFile(probe, 'ok')
-    await unlink(probe)
-    lastDiskOk = Date.now()
-  })().finally(() => { diskProbe = undefined })
-  await diskProbe
+/** a probe whose pass is reused for `cacheMs`, and that runs once however many ask at the same time */
+function cachedProbe (): (fn: () => Promise<void>, cacheMs: number) => Promise<void> {
+  let lastOk = -Infinity
+  let running: Promise<void> | undefined
+  return async (fn, cacheMs) => {
+    if (cacheMs > 0 && Date.now() - lastOk < cacheMs) return
+    running ??= fn().then(() => { lastOk = Date.now() }).finally(() => { running = undefined })
+    await running
+  }
+}
+
+const blockstoreProbe = cachedProbe()
+const stagingProbe = cachedProbe()
+
+async function writeProbe (dir: string): Promise<void> {
+  const probe = join(dir, `.health-${randomBytes(6).toString('hex')}`)
+  await writeFile(probe, 'ok')
+  await unlink(probe)
 }
 
 function builtinChecks (deps: HealthDeps): HealthCheck[] {
@@ -76,9 +90,16 @@ function builtinChecks (deps: HealthDeps): HealthCheck[] {
     },
     {
       name: 'blockstore',
-      failure: 'the blockstore does not take writes',
-      run: async () => { await probeDisk(deps.blocksDir, deps.diskCheckCacheMs ?? 0) }
+      failure: deps.blockstoreFailure ?? 'the blockstore does not take writes',
+      run: async () => { await blockstoreProbe(deps.probeBlockstore, deps.diskCheckCacheMs ?? 0) }
     },
+    ...(deps.stagingDir != null
+      ? [{
+          name: 'staging',
+          failure: 'the staging folder does not take writes',
+          run: async () => { await stagingProbe(async () => { await writeProbe(deps.stagingDir as string) }, deps.diskCheckCacheMs ?? 0) }
+        }]
+      : []),
     {
       name: 'libp2p',
       failure: 'libp2p is not running',

@@ -7,7 +7,7 @@ import type { Usage } from '../ipfs/blockstore-usage.js'
 import type { PinLedger } from '../ledger/pins.js'
 import type { MetricsSources } from '../metrics/registry.js'
 
-export function metricsSources (pins: PinLedger, usage: () => Promise<Usage>, connections: () => number, payments?: MetricsSources['payments'], extra: Pick<MetricsSources, 'routing' | 'provides'> = {}): MetricsSources {
+export function metricsSources (pins: PinLedger, usage: () => Promise<Usage>, connections: () => number, payments?: MetricsSources['payments'], extra: Pick<MetricsSources, 'routing' | 'provides' | 's3Up'> = {}): MetricsSources {
   const counts = cached(60_000, () => {
     const out: Record<string, number> = { queued: 0, pinning: 0, pinned: 0, failed: 0, removed: 0 }
     const now = new Date()
@@ -24,7 +24,8 @@ export function metricsSources (pins: PinLedger, usage: () => Promise<Usage>, co
     connections,
     ...(payments != null ? { payments } : {}),
     ...(extra.routing != null ? { routing: cached(1000, extra.routing) } : {}),
-    ...(extra.provides != null ? { provides: cached(1000, extra.provides) } : {})
+    ...(extra.provides != null ? { provides: cached(1000, extra.provides) } : {}),
+    ...(extra.s3Up != null ? { s3Up: extra.s3Up } : {})
   }
 }
 

@@ -16,6 +16,7 @@ import { randomUUID } from 'node:crypto'
 import { PIN_WITHOUT_PAYMENT } from '../auth/permissions.js'
 import type { TokenService, VerifiedToken } from '../auth/tokens.js'
 import { ConflictError, InputTooLargeError, InvalidInputError, NotFoundError, PaymentRequiredError, TooManyRequestsError, UnavailableError } from '../errors.js'
+import { StorageUnavailableError, type BlockBackend } from '../ipfs/block-backend.js'
 import { addMonths, nextCreated } from '../ledger/clock.js'
 import { PinGoneError, type PinLedger } from '../ledger/pins.js'
 import type { PaymentInfo, PaymentRecord, PinRecord } from '../ledger/records.js'
@@ -52,6 +53,8 @@ export interface PinCreateDeps {
   log: Logger
   /** why a CID may not be pinned (the operator's denials and denylists): refused before anything is quoted or paid */
   refusal?: (cid: CID) => Refusal | undefined
+  /** the block store: while it cannot be reached, paid pins answer 503 before any payment is used */
+  storage?: Pick<BlockBackend, 'writable'>
 }
 
 export interface PinWrite {
@@ -93,6 +96,8 @@ export async function createPin (w: PinWrite, d: PinCreateDeps): Promise<PinOutc
     await d.once.finished(used.id)
     if (d.ledger.payment(used.id) != null) return replay(used, purpose, d)
   }
+  // a new pin needs the block store: while it cannot be reached, 503 before any payment is used
+  if (d.storage?.writable() === false) throw new StorageUnavailableError('the block storage is unreachable right now; retry shortly (no payment was used)')
   const quote = await quoteFor(w, d)
   const decision = await d.gate.decide(w.paymentHeader, quote.quote, (id) => d.ledger.payment(id) != null)
   if (decision.type === 'payment-required') throw decision.error

@@ -8,16 +8,18 @@ import { randomUUID } from 'node:crypto'
 import type { TokenService } from '../auth/tokens.js'
 import { BodyTooLargeError, InputTimeoutError, InputTooLargeError, LengthRequiredError, PaymentRequiredError, RefusedError, ReplayRefusedError, UnavailableError } from '../errors.js'
 import { importFile, TooLargeError, type ImportTarget } from '../ipfs/import.js'
+import { RETRY_AFTER_S, StorageTimeoutError, StorageUnavailableError, type BlockBackend } from '../ipfs/block-backend.js'
 import type { CommitLock } from '../ipfs/commit-lock.js'
 import type { BlockStaging, StagedImport } from '../ipfs/staging.js'
 import { addMonths, nextCreated } from '../ledger/clock.js'
-import type { PinLedger } from '../ledger/pins.js'
+import { PaymentReusedError, type PinLedger } from '../ledger/pins.js'
 import type { PaymentRecord, PinRecord } from '../ledger/records.js'
 import type { Logger } from '../log.js'
 import type { CID } from 'multiformats/cid'
 import { identifyPayment, type PaymentGate, type PaymentIdentity, type Quote, type VerifiedPayment } from '../payment/gate.js'
 import { formatUsdc, priceFor, type PriceSettings } from '../payment/pricing.js'
 import type { PaymentOnce } from './paid-once.js'
+import type { RetryLater } from './retry-later.js'
 import { settleNoted } from './settle.js'
 import type { Slots } from './slots.js'
 import { unavailableForLegalReasons } from './denials.js'
@@ -49,6 +51,10 @@ export interface UploadDeps {
   log: Logger
   /** why content may not be kept (denials): checked once imported, before the payment is settled */
   refusal?: (cid: CID) => Refusal | undefined
+  /** the block store: while it cannot be reached, uploads answer 503 before any payment is used */
+  storage?: Pick<BlockBackend, 'writable' | 'ready'>
+  /** finishes a paid upload the block store went away from between settlement and commit */
+  retry?: RetryLater
 }
 
 /**
@@ -103,6 +109,8 @@ export async function upload (input: UploadInput, d: UploadDeps): Promise<Upload
   // is known from the header alone, before any body is read: it takes no upload slot
   const used = paid ? await usedBefore(paymentHeader, d) : undefined
   if (used != null) return await replay(input, used, d)
+  // a store that cannot be reached takes no upload: 503 before the payment is even looked at
+  if (d.storage?.writable() === false) throw new StorageUnavailableError('the block storage is unreachable right now; retry shortly (no payment was used)')
   // a paid upload needs a slot, taken before the payment is even looked at: a busy
   // server answers 503 and nobody is charged (the unpaid 402 needs none: no body is read)
   if (paid && !d.slots.take()) {
@@ -136,8 +144,11 @@ async function paidUpload (input: UploadInput, payment: VerifiedPayment, maxFile
   const { months } = input
   const staged = await d.staging.begin()
   let keep = false
+  const t0 = performance.now()
+  const ms = { import: 0, settle: 0, commit: 0 }
   try {
     const imported = await importBody(input.file, staged, { maxFileBytes, maxBodyBytes: maxFileBytes + MULTIPART_SLACK })
+    ms.import = Math.round(performance.now() - t0)
     const cid = imported.cid.toString()
     // the CID is known only now: denied content (its root or any block) is refused before the
     // payment is settled, so the payer is not charged, and its staged blocks go (finally, below)
@@ -146,12 +157,21 @@ async function paidUpload (input: UploadInput, payment: VerifiedPayment, maxFile
     // the staged blocks and their folder are on disk before anyone is charged: should the process
     // die once the money has moved, reconciliation commits them and records this pin (settlement-fulfil.ts)
     await d.staging.seal(staged)
+    // the store must answer before anyone is charged (one round trip): if it went away while the
+    // body streamed in, the answer is 503 and the payment is not used
+    try {
+      await d.storage?.ready()
+    } catch (err) {
+      if (err instanceof StorageUnavailableError || err instanceof StorageTimeoutError) throw new StorageUnavailableError('the block storage became unreachable during the upload; nothing was kept and your payment was not used; retry shortly')
+      throw err
+    }
     const settled = await settleNoted(d.gate, d.ledger, payment, `upload:${cid}`, { pin: draft, proof: payment.proof, upload: { staging: staged.id, blocks: staged.cids.map(String) } })
     if (!settled.ok) {
       // the payment may have gone through: its note keeps the staged blocks for reconciliation to commit
       if (settled.uncertain === true) keep = true
       throw await d.gate.settleRefusal(quoteOf(payment, months, d), settled, 'nothing was pinned')
     }
+    ms.settle = Math.round(performance.now() - t0) - ms.import
     const pin: PinRecord = { ...draft, payment: { ...draft.payment, network: settled.network, tx: settled.tx, settledAt: new Date().toISOString() } }
     const record: PaymentRecord = {
       id: payment.id, requestid: pin.requestid, purpose: `upload:${cid}`, payer: payment.payer, amount: pin.payment.amount,
@@ -165,8 +185,13 @@ async function paidUpload (input: UploadInput, payment: VerifiedPayment, maxFile
         // paid but not stored: the note stays, and with it the staging folder, for reconciliation to retry
         keep = true
         d.log.error('upload settled but its blocks could not be stored', { payment: payment.id, tx: settled.tx, error: err })
+        if (d.retry != null && (err instanceof StorageUnavailableError || err instanceof StorageTimeoutError)) {
+          finishLater(staged, pin, record, d, d.retry)
+          throw new UnavailableError(`your payment was settled (transaction ${settled.tx}), but the block storage went away before the file could be stored; the file is kept and is pinned under your wallet as soon as the storage answers again (GET /pins). Do not pay again`, RETRY_AFTER_S)
+        }
         throw err
       }
+      ms.commit = Math.round(performance.now() - t0) - ms.import - ms.settle
       try {
         await d.ledger.create(pin, record, staged.cids)
       } catch (err) {
@@ -174,7 +199,7 @@ async function paidUpload (input: UploadInput, payment: VerifiedPayment, maxFile
         throw err
       }
     })
-    d.log.info('upload pinned', { requestid: pin.requestid, cid: pin.cid, bytes: imported.fileSize, payer: payment.payer, tx: settled.tx })
+    d.log.info('upload pinned', { requestid: pin.requestid, cid: pin.cid, bytes: imported.fileSize, payer: payment.payer, tx: settled.tx, importMs: ms.import, settleMs: ms.settle, commitMs: ms.commit })
     const token = await d.tokens.issue(payment.payer)
     return { replayed: false, result: uploadBody(pin, d), settlement: settled.header, token, location: `${d.publicUrl}/pins/${pin.requestid}` }
   } finally {
@@ -192,6 +217,24 @@ function refuseDenied (root: CID, blocks: readonly CID[], d: UploadDeps): void {
       throw unavailableForLegalReasons(cid.equals(root) ? root.toString() : `${root} (it holds block ${cid})`, refused, d.publicUrl)
     }
   }
+}
+
+/**
+ * A settled upload whose commit met a storage outage: committed and recorded
+ * (with its payment, removing the settlement note) once the store answers.
+ * If reconciliation recorded it first, the ledger refuses the second record
+ * and this stops.
+ */
+function finishLater (staged: StagedImport, pin: PinRecord, record: PaymentRecord, d: UploadDeps, retry: RetryLater): void {
+  retry.schedule('finishing a paid upload after a storage outage', async () => {
+    if (d.ledger.payment(record.id) != null) return
+    if (d.storage?.writable() === false) throw new StorageUnavailableError()
+    await d.lock.shared(async () => {
+      await d.staging.commit(staged)
+      await d.ledger.create(pin, record, staged.cids)
+    })
+    d.log.warn('a paid upload is pinned now: the block storage answered again', { requestid: pin.requestid, cid: pin.cid, payment: record.id })
+  }, (err) => err instanceof PaymentReusedError || /exists already/.test(String((err as Error)?.message)))
 }
 
 /** The pin an upload records: pinned from the start; payment fields as known before settlement. */

@@ -9,13 +9,13 @@
  * wants (ipfs/want-cancels.ts). An origin that reads each block slowly
  * (@helia/bitswap reads every block wanted before it sends the first) is
  * fetched from without stalling: the blocks wanted at once start small.
+ * Blocks on disk, or (vitest project s3) in a bucket of a real Ceph RADOS Gateway.
  */
-import { readdirSync, statSync } from 'node:fs'
-import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startDevChain, type DevChain } from '../../scripts/devchain/index.mjs'
 import { startPeer, type Peer } from '../../scripts/peer/index.mjs'
 import { chainArgs, payingFetch, signChallenge } from '../helpers/paying-client.js'
+import { blockstoreUnderTest, type BlockstoreUnderTest } from '../helpers/backend.js'
 import { runPind, startPind, type PindProcess } from '../helpers/pind.js'
 import { waitFor } from '../helpers/ports.js'
 
@@ -23,13 +23,15 @@ let chain: DevChain
 let pind: PindProcess
 let origin: Peer
 const peers: Peer[] = []
+let blocks: BlockstoreUnderTest
 
 beforeAll(async () => {
   chain = await startDevChain({ payers: 1 })
   const { args, env } = chainArgs(chain)
   origin = await startPeer()
   peers.push(origin)
-  pind = await startPind({ args: [...args, '--pin-probe-timeout', '3s', '--pin-stall-timeout', '2s', '--pin-retry-window', '6s'], env })
+  blocks = await blockstoreUnderTest()
+  pind = await startPind({ args: [...args, ...blocks.args, '--pin-probe-timeout', '3s', '--pin-stall-timeout', '2s', '--pin-retry-window', '6s'], env: { ...env, ...blocks.env } })
 })
 
 afterAll(async () => {
@@ -57,15 +59,6 @@ async function settleWatching (token: string, requestid: string, timeoutMs = 60_
     return s.status === 'pinned' || s.status === 'failed' ? s : undefined
   }, `pin ${requestid} to settle`, timeoutMs)
   return { done, seen }
-}
-
-function blockFiles (dir: string): number {
-  let n = 0
-  for (const d of readdirSync(dir)) {
-    const p = join(dir, d)
-    if (statSync(p).isDirectory()) n += readdirSync(p).filter(f => f.endsWith('.data')).length
-  }
-  return n
 }
 
 const postPin = (body: unknown, headers: Record<string, string> = {}): RequestInit =>
@@ -169,7 +162,7 @@ describe('POST /pins', () => {
   it('quotes the minimum (or X-Pin-Size) when the root cannot be had, and the byte cap is enforced on what arrives', async () => {
     // 12 blocks of 1 MiB under a root that declares a few bytes: priced at the minimum, which covers 10 MB
     const cid = await origin.addLyingDag(12, 1024 * 1024)
-    const before = blockFiles(join(pind.dataDir, 'blocks'))
+    const before = await blocks.count(pind.dataDir)
     const r = await payingFetch(chain, chain.payers[0]!.privateKey)(`${pind.url}/pins`, postPin({ cid, origins: origin.multiaddrs() }))
     expect(r.status).toBe(202)
     const token = r.headers.get('x-wallet-auth-token') as string
@@ -178,7 +171,7 @@ describe('POST /pins', () => {
     const done = await untilSettled(token, accepted.requestid)
     expect(done.status).toBe('failed')
     expect(done.info.status_details).toMatch(/larger than the 10000000 bytes paid for; nothing was kept/)
-    expect(blockFiles(join(pind.dataDir, 'blocks'))).toBe(before)
+    expect(await blocks.count(pind.dataDir)).toBe(before)
     expect((await fetch(`${pind.url}/ipfs/${cid}`)).status).toBe(404)
 
     // nobody has this one: the quote falls back to X-Pin-Size

@@ -1,6 +1,7 @@
 /**
  * Paid upload end to end: real anvil chain with an EIP-3009 token, the real
- * pind (bundle) with the embedded facilitator, paid with @x402/fetch.
+ * pind (bundle) with the embedded facilitator, paid with @x402/fetch; blocks
+ * on disk, or (vitest project s3) in a bucket of a real Ceph RADOS Gateway.
  */
 import { createHash, randomBytes } from 'node:crypto'
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from '@x402/core/http'
@@ -8,16 +9,19 @@ import { decodeJwt, decodeProtectedHeader } from 'jose'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startDevChain, transferUsdc, usdcBalance, type DevChain } from '../../scripts/devchain/index.mjs'
 import { chainArgs, payingFetch, signChallenge, uploadChallenge, uploadForm } from '../helpers/paying-client.js'
+import { blockstoreUnderTest, type BlockstoreUnderTest } from '../helpers/backend.js'
 import { startPind, type PindProcess } from '../helpers/pind.js'
 import { waitFor } from '../helpers/ports.js'
 
 let chain: DevChain
 let pind: PindProcess
+let blocks: BlockstoreUnderTest
 
 beforeAll(async () => {
   chain = await startDevChain({ payers: 6 })
+  blocks = await blockstoreUnderTest()
   const { args, env } = chainArgs(chain)
-  pind = await startPind({ args, env: { ...env, PIND_LOG_LEVEL: 'info' } })
+  pind = await startPind({ args: [...args, ...blocks.args], env: { ...env, ...blocks.env, PIND_LOG_LEVEL: 'info' } })
 })
 
 afterAll(async () => {
@@ -112,6 +116,7 @@ describe('POST /upload', () => {
     const payer = chain.payers[1]!
     const header = await signChallenge(chain, payer.privateKey, await uploadChallenge(pind.url, 1000))
     const before = await usdcBalance(chain, payer.address)
+    const storedBefore = await blocks.count(pind.dataDir)
     // declares 1000 bytes, sends 200 KB in a chunked stream
     const big = randomBytes(200_000)
     const boundary = 'pindboundary'
@@ -129,6 +134,7 @@ describe('POST /upload', () => {
     expect(r.status).toBe(413)
     expect((await r.json() as any).error.reason).toBe('PAYLOAD_TOO_LARGE')
     expect(await usdcBalance(chain, payer.address)).toBe(before)
+    expect(await blocks.count(pind.dataDir)).toBe(storedBefore)
   })
 
   it('refuses a declared size over 100 MB before reading the body', async () => {
@@ -222,9 +228,12 @@ describe('POST /upload', () => {
         c.close()
       }
     })
+    const storedBefore = await blocks.count(pind.dataDir)
     const pending = fetch(`${pind.url}/upload`, { method: 'POST', body: stream, duplex: 'half', headers: { 'content-type': `multipart/form-data; boundary=${boundary}`, 'x-upload-size': '4000000', 'payment-signature': header } } as RequestInit)
     // once the server has verified the payment (it logs so), spend the payer's balance elsewhere
     await waitFor(() => pind.stderr().includes(`"payment":"${payer.address.toLowerCase()}:`) ? true : undefined, 'payment verified')
+    // the first megabyte is staged locally by now; none of it is in the block store before settlement
+    expect(await blocks.count(pind.dataDir)).toBe(storedBefore)
     const balance = await usdcBalance(chain, payer.address)
     await transferUsdc(chain, payer.privateKey, chain.payTo, balance)
     release()
@@ -233,12 +242,14 @@ describe('POST /upload', () => {
     const body = await r.json() as any
     expect(body.error.reason).toBe('INSUFFICIENT_FUNDS')
     expect(body.error.details).toMatch(/nothing was pinned/)
+    expect(await blocks.count(pind.dataDir)).toBe(storedBefore)
   })
 
   it('settles many concurrent paid uploads from one payer and from many payers', async () => {
     const many = await startDevChain({ payers: 4 })
     const { args, env } = chainArgs(many)
-    const node = await startPind({ args, env })
+    const own = await blockstoreUnderTest(blocks.kind)
+    const node = await startPind({ args: [...args, ...own.args], env: { ...env, ...own.env } })
     try {
       const jobs = many.payers.flatMap((p, i) => [0, 1, 2].map(j => ({ p, bytes: randomBytes(20_000 + i * 100 + j) })))
       const results = await Promise.all(jobs.map(async ({ p, bytes }) => {

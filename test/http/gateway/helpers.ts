@@ -1,8 +1,10 @@
 /**
- * Shared fixtures for the gateway tests: a temp FsBlockstore filled with
- * @helia/unixfs, a counting wrapper around it (open `get` iterators, reads),
- * a real server on 127.0.0.1:0, and a tracker that lets a test await the end
- * of every gateway handler (no sleeps).
+ * Shared fixtures for the gateway tests: a block store filled with
+ * @helia/unixfs — a temp FsBlockstore, or, in the vitest project `s3`, the S3
+ * backend on a bucket of the run's Ceph RADOS Gateway (test/helpers/backend.ts)
+ * — a counting wrapper around it (open `get` iterators, reads), a real server
+ * on 127.0.0.1:0, and a tracker that lets a test await the end of every
+ * gateway handler (no sleeps).
  */
 import { createHash, randomBytes } from 'node:crypto'
 import { mkdtemp, rm } from 'node:fs/promises'
@@ -19,6 +21,7 @@ import * as raw from 'multiformats/codecs/raw'
 import { sha256 } from 'multiformats/hashes/sha2'
 import type { Blockstore } from 'interface-blockstore'
 import { afterAll, beforeAll } from 'vitest'
+import { BLOCKSTORE, s3Backend } from '../../helpers/backend.js'
 import { Router, type Handler } from '../../../src/http/router.js'
 import { createHttpServer, type HttpServer } from '../../../src/http/server.js'
 import { gatewayRoutes, type GatewayDeps } from '../../../src/http/routes/gateway.js'
@@ -31,9 +34,14 @@ export const sha = (b: Uint8Array): string => createHash('sha256').update(b).dig
 export class CountingBlockstore implements Pick<Blockstore, 'get' | 'has'> {
   open = 0
   reads = 0
-  constructor (readonly inner: FsBlockstore) {}
-  has (cid: CID, options?: { signal?: AbortSignal }): Promise<boolean> {
-    return this.inner.has(cid, options)
+  constructor (readonly inner: Pick<Blockstore, 'get' | 'has'>) {}
+  /** the store's read-ahead hint (content.ts), passed through */
+  get readAhead (): number | undefined {
+    return (this.inner as { readAhead?: number }).readAhead
+  }
+
+  async has (cid: CID, options?: { signal?: AbortSignal }): Promise<boolean> {
+    return await this.inner.has(cid, options)
   }
 
   async * get (cid: CID, options?: { signal?: AbortSignal }): AsyncGenerator<Uint8Array> {
@@ -67,7 +75,8 @@ function chunker (size: number) {
 
 export interface Fixture {
   dir: string
-  fs: FsBlockstore
+  /** the block store under test (on disk, or the S3 backend's) */
+  fs: Blockstore
   store: CountingBlockstore
   /** a few MiB, 10 000-byte chunks, 174 links per node: two DAG levels, CIDv1 raw leaves */
   big: { cid: CID, bytes: Uint8Array }
@@ -94,8 +103,18 @@ export interface Fixture {
 
 export async function makeFixture (): Promise<Fixture> {
   const dir = await mkdtemp(join(tmpdir(), 'pind-gw-'))
-  const fsStore = new FsBlockstore(join(dir, 'blocks'))
-  await fsStore.open()
+  let fsStore: Blockstore
+  let closeStore: () => Promise<void>
+  if (BLOCKSTORE === 's3') {
+    const backend = await s3Backend()
+    fsStore = backend.blockstore
+    closeStore = async () => { await backend.close() }
+  } else {
+    const disk = new FsBlockstore(join(dir, 'blocks'))
+    await disk.open()
+    fsStore = disk
+    closeStore = async () => { await disk.close() }
+  }
   const store = new CountingBlockstore(fsStore)
   const ufs = unixfs({ blockstore: fsStore })
 
@@ -178,7 +197,7 @@ export async function makeFixture (): Promise<Fixture> {
     unservable,
     broken: { cid: brokenCid, bytes: brokenBytes, missingLeafIndex },
     close: async () => {
-      await fsStore.close()
+      await closeStore()
       await rm(dir, { recursive: true, force: true })
     }
   }

@@ -7,6 +7,7 @@ import { FsBlockstore } from 'blockstore-fs'
 import { afterEach, describe, expect, it } from 'vitest'
 import { ChunkPool } from '../../../src/ipfs/chunk-pool.js'
 import { CHUNK_SIZE, importFile } from '../../../src/ipfs/import.js'
+import { FsBackend } from '../../../src/ipfs/fs-backend.js'
 import { BlockStaging } from '../../../src/ipfs/staging.js'
 
 async function * pieces (bytes: Uint8Array, sizes: number[]): AsyncGenerator<Uint8Array> {
@@ -77,7 +78,7 @@ describe('staged import with reused chunk buffers', () => {
   it('gives the same CID as the stock importer and every staged block holds its own bytes', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'pind-chunks-'))
     dirs.push(dir)
-    const staging = new BlockStaging(join(dir, 'blocks'), join(dir, 'staging'))
+    const staging = new BlockStaging(new FsBackend(join(dir, 'blocks')), join(dir, 'staging'))
     await staging.sweepLeftovers()
     // 13.5 chunks in odd-sized pieces, with repeated chunks (the same CID written twice)
     const unique = randomBytes(CHUNK_SIZE * 5)

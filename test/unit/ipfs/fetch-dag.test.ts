@@ -18,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { rawCid } from '../../../scripts/peer/index.mjs'
 import { PIN_CODECS } from '../../../src/ipfs/codecs.js'
 import { DagExpandsError, DagTooLargeError, expandedSize, fetchDag, PermanentFetchError, UnwalkableDagError, type FetchDagOptions } from '../../../src/ipfs/fetch-dag.js'
+import { FsBackend } from '../../../src/ipfs/fs-backend.js'
 import { BlockStaging } from '../../../src/ipfs/staging.js'
 import { tempDir } from '../../helpers/pind.js'
 
@@ -28,7 +29,7 @@ beforeAll(async () => {
   const dir = tempDir('pind-fetch-dag-')
   local = new FsBlockstore(join(dir, 'blocks'))
   await local.open()
-  staging = new BlockStaging(join(dir, 'blocks'), join(dir, 'staging'))
+  staging = new BlockStaging(new FsBackend(join(dir, 'blocks')), join(dir, 'staging'))
 })
 afterAll(async () => { await local.close() })
 

@@ -1,39 +1,46 @@
 /**
- * gc against a real blockstore folder and LMDB ledger: a block committed
- * (commit lock held shared) while gc is between its mark and its sweep is
- * not deleted; unreferenced blocks are, with exact byte counts; a dry run
- * changes nothing.
+ * gc against a real block backend — a blockstore folder, or (vitest project
+ * s3) a bucket of the run's Ceph RADOS Gateway — and a real LMDB ledger: a
+ * block committed (commit lock held shared) while gc is between its mark and
+ * its sweep is not deleted; unreferenced blocks are, with exact byte counts;
+ * a dry run changes nothing.
  */
 import { randomBytes } from 'node:crypto'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { FsBlockstore } from 'blockstore-fs'
 import { CID } from 'multiformats/cid'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { rawCid } from '../../../scripts/peer/index.mjs'
+import type { BlockBackend } from '../../../src/ipfs/block-backend.js'
 import { CommitLock } from '../../../src/ipfs/commit-lock.js'
+import { FsBackend } from '../../../src/ipfs/fs-backend.js'
 import { openLedgerEnv, type LedgerEnv } from '../../../src/ledger/open.js'
 import { PinLedger } from '../../../src/ledger/pins.js'
 import type { PinRecord } from '../../../src/ledger/records.js'
 import { runGc } from '../../../src/service/gc.js'
 import { tempDir } from '../../helpers/pind.js'
 import { pinRecord } from '../../helpers/records.js'
+import { BLOCKSTORE, s3Backend } from '../../helpers/backend.js'
 
 let dir: string
 let env: LedgerEnv
 let pins: PinLedger
-let bs: FsBlockstore
+let backend: BlockBackend
 
 beforeEach(async () => {
   dir = tempDir('pind-gc-')
   env = await openLedgerEnv(join(dir, 'ledger.mdb'))
   pins = new PinLedger(env)
   await pins.upgrade()
-  bs = new FsBlockstore(join(dir, 'blocks'))
-  await bs.open()
+  if (BLOCKSTORE === 's3') backend = await s3Backend()
+  else {
+    const fs = new FsBackend(join(dir, 'blocks'))
+    await fs.open()
+    backend = fs
+  }
 })
 afterEach(async () => {
-  await bs.close()
+  await backend.close()
   await env.close()
   rmSync(dir, { recursive: true, force: true })
 })
@@ -41,7 +48,7 @@ afterEach(async () => {
 async function block (size: number): Promise<string> {
   const b = randomBytes(size)
   const cid = rawCid(b)
-  await bs.put(cid, b)
+  await backend.blockstore.put(cid, b)
   return cid.toString()
 }
 
@@ -54,8 +61,8 @@ describe('runGc', () => {
     const old = await block(300)
     await pins.create(pin('live', keep), undefined, [keep])
     await pins.create(pin('expired', old, { pinnedUntil: new Date(Date.now() - 1000).toISOString() }), undefined, [old])
-    const deps = { pins, blocksDir: join(dir, 'blocks'), lock: new CommitLock(), graceMs: 0 }
-    const has = async (c: string): Promise<boolean> => await bs.has(CID.parse(c))
+    const deps = { pins, blocks: backend, lock: new CommitLock(), graceMs: 0 }
+    const has = async (c: string): Promise<boolean> => await backend.blockstore.has(CID.parse(c))
     const dry = await runGc(deps, { dryRun: true })
     expect(dry).toMatchObject({ dryRun: true, expiredPins: 1, scannedBlocks: 3, removedBlocks: 2, freedBytes: 500 })
     expect([await has(keep), await has(drop), await has(old)]).toEqual([true, true, true])
@@ -70,21 +77,21 @@ describe('runGc', () => {
     const held = await block(100)
     const orphan = await block(200)
     let holding = [held]
-    const deps = { pins, blocksDir: join(dir, 'blocks'), lock: new CommitLock(), graceMs: 0, held: () => holding }
+    const deps = { pins, blocks: backend, lock: new CommitLock(), graceMs: 0, held: () => holding }
     expect(await runGc(deps)).toMatchObject({ scannedBlocks: 2, removedBlocks: 1, freedBytes: 200, keptBlocks: 1, markedBlocks: 0 })
-    expect(await bs.has(CID.parse(held))).toBe(true)
-    expect(await bs.has(CID.parse(orphan))).toBe(false)
+    expect(await backend.blockstore.has(CID.parse(held))).toBe(true)
+    expect(await backend.blockstore.has(CID.parse(orphan))).toBe(false)
     holding = []
     expect(await runGc(deps)).toMatchObject({ removedBlocks: 1, freedBytes: 100 })
   })
 
   it('does not delete a block committed while it ran', async () => {
     const lock = new CommitLock()
-    const fresh = await block(123) // renamed into the blockstore by a commit that has not written its pin yet
+    const fresh = await block(123) // stored by a commit that has not written its pin yet
     let gcDone = false
     let gc!: Promise<unknown>
     await lock.shared(async () => {
-      gc = runGc({ pins, blocksDir: join(dir, 'blocks'), lock, graceMs: 0 }).finally(() => { gcDone = true })
+      gc = runGc({ pins, blocks: backend, lock, graceMs: 0 }).finally(() => { gcDone = true })
       // gc has marked and found `fresh` unreferenced; it now waits for the lock
       await new Promise(resolve => setTimeout(resolve, 100))
       expect(gcDone).toBe(false)
@@ -92,6 +99,6 @@ describe('runGc', () => {
     })
     const result = await gc as { removedBlocks: number, keptBlocks: number }
     expect(result).toMatchObject({ removedBlocks: 0, keptBlocks: 1 })
-    expect(await bs.has(CID.parse(fresh))).toBe(true)
+    expect(await backend.blockstore.has(CID.parse(fresh))).toBe(true)
   })
 })

@@ -1,15 +1,18 @@
-import { chmodSync, mkdirSync } from 'node:fs'
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
+import { FsBackend } from '../../../src/ipfs/fs-backend.js'
 import { createLogger } from '../../../src/log.js'
 import { checkHealth, HealthCheckError } from '../../../src/service/health.js'
 import { tempDir } from '../../helpers/pind.js'
 
 describe('health checks', () => {
   const blocksDir = (): string => { const d = join(tempDir(), 'blocks'); mkdirSync(d); return d }
+  const file = (dir: string): string => { const f = join(dir, 'not-a-folder'); writeFileSync(f, ''); return f }
 
   it('is ok when the ledger reads, the blockstore takes a write and libp2p runs', async () => {
-    const r = await checkHealth({ readLedger: () => 1, blocksDir: blocksDir(), libp2pStatus: () => 'started', startedAt: Date.now() - 5000 })
+    const blocks = new FsBackend(blocksDir())
+    const r = await checkHealth({ readLedger: () => 1, probeBlockstore: async () => { await blocks.probe() }, libp2pStatus: () => 'started', startedAt: Date.now() - 5000 })
     expect(r.status).toBe('ok')
     expect(r.uptimeSeconds).toBeGreaterThanOrEqual(4)
   })
@@ -22,7 +25,8 @@ describe('health checks', () => {
     const log = createLogger({ level: 'info', write: (l) => { lines.push(l) } })
     const deps = {
       readLedger: () => { throw new Error('MDB_CORRUPTED: /secret/data/ledger.mdb') },
-      blocksDir: asRoot ? join(dir, 'missing', 'deeper') : dir,
+      // root writes into a read-only folder: then the blocks "folder" is a file
+      probeBlockstore: async () => { await new FsBackend(asRoot ? file(dir) : dir).probe() },
       libp2pStatus: () => 'stopping',
       startedAt: Date.now(),
       checks: [{ name: 'extra', failure: 'the extra check failed', run: () => { throw new HealthCheckError('extra is not ready', 'detail for the log') } }],
@@ -49,5 +53,24 @@ describe('health checks', () => {
     expect(lines.length).toBe(4)
     await checkHealth({ ...deps, readLedger: () => 1 })
     expect(JSON.parse(lines[4] as string)).toMatchObject({ msg: 'health check passes again', check: 'ledger' })
+  })
+
+  it('with blocks in S3: names the bucket in the public message, and checks the local staging folder too', async () => {
+    const staging = join(tempDir(), 'staging-missing', 'deeper')
+    const r = await checkHealth({
+      readLedger: () => 1,
+      probeBlockstore: async () => { throw new Error('PutObject: ECONNREFUSED 127.0.0.1:9000') },
+      blockstoreFailure: 'the S3 bucket does not take writes',
+      stagingDir: staging,
+      libp2pStatus: () => 'started',
+      startedAt: Date.now()
+    })
+    expect(r.checks).toEqual({
+      ledger: { ok: true },
+      blockstore: { ok: false, error: 'the S3 bucket does not take writes' },
+      staging: { ok: false, error: 'the staging folder does not take writes' },
+      libp2p: { ok: true }
+    })
+    expect(JSON.stringify(r)).not.toContain('127.0.0.1')
   })
 })

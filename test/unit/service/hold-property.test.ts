@@ -17,6 +17,7 @@ import { CID } from 'multiformats/cid'
 import { describe, expect, it } from 'vitest'
 import { rawCid } from '../../../scripts/peer/index.mjs'
 import { CommitLock } from '../../../src/ipfs/commit-lock.js'
+import { FsBackend } from '../../../src/ipfs/fs-backend.js'
 import { openLedgerEnv } from '../../../src/ledger/open.js'
 import { PinLedger } from '../../../src/ledger/pins.js'
 import { runGc, sweepExpired } from '../../../src/service/gc.js'
@@ -115,7 +116,7 @@ async function run (seed: number, steps: number): Promise<void> {
         p.state = 'removed'
         log.push(`expire ${p.id}`)
       } else if (op === 'gc') {
-        await runGc({ pins: ledger, blocksDir, lock, graceMs: 0 })
+        await runGc({ pins: ledger, blocks: new FsBackend(blocksDir), lock, graceMs: 0 })
         log.push('gc')
       }
       const want = heldContent(pins)

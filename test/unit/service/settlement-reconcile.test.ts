@@ -20,6 +20,7 @@ import { createLogger, type Logger } from '../../../src/log.js'
 import { authorizationStateReader, type AuthorizationStateReader } from '../../../src/payment/authorization-state.js'
 import { CommitLock } from '../../../src/ipfs/commit-lock.js'
 import { importFile } from '../../../src/ipfs/import.js'
+import { FsBackend } from '../../../src/ipfs/fs-backend.js'
 import { BlockStaging } from '../../../src/ipfs/staging.js'
 import { settlementActions, stagingInUse, type FulfilDeps } from '../../../src/service/settlement-fulfil.js'
 import { reconcileSettlements, startSettlementReconciler } from '../../../src/service/settlement-reconcile.js'
@@ -57,7 +58,7 @@ beforeEach(async () => {
   env = await openLedgerEnv(join(dir, 'ledger.mdb'))
   pins = new PinLedger(env)
   notes = new SettlementNotes(env)
-  staging = new BlockStaging(join(dir, 'blocks'), join(dir, 'staging'))
+  staging = new BlockStaging(new FsBackend(join(dir, 'blocks')), join(dir, 'staging'))
   await staging.sweepLeftovers()
   logged = []
   log = createLogger({ level: 'debug', write: (l) => { logged.push(JSON.parse(l)) } })

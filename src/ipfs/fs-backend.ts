@@ -1,0 +1,166 @@
+/**
+ * Blocks on the local disk: blockstore-fs's layout under blocks/ (one file
+ * per block, `<shard>/<name>.data`, the shard being the name's next-to-last
+ * two characters). A commit renames fsync'd staged files into their shards
+ * and fsyncs every directory that gained an entry; gc walks the shard folders.
+ */
+import { randomBytes } from 'node:crypto'
+import { mkdirSync } from 'node:fs'
+import { mkdir, open, opendir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { FsBlockstore } from 'blockstore-fs'
+import { NextToLast } from 'blockstore-fs/sharding'
+import type { CID } from 'multiformats/cid'
+import { blockName, type BlockBackend, type StagedFile, type StoredBlock } from './block-backend.js'
+
+const SHARDING = new NextToLast()
+const EXT = SHARDING.extension
+/** renames, stats, unlinks and directory fsyncs in flight (the file system, not JS, is the limit) */
+const PARALLEL = 32
+const PAGE = 1000
+
+export class FsBackend implements BlockBackend {
+  readonly kind = 'fs' as const
+  readonly blockstore: FsBlockstore
+
+  constructor (readonly dir: string) {
+    mkdirSync(dir, { recursive: true })
+    this.blockstore = new FsBlockstore(dir)
+  }
+
+  async open (): Promise<void> {
+    await this.blockstore.open()
+  }
+
+  describe (): string {
+    return `blocks on disk in ${this.dir}`
+  }
+
+  writable (): boolean {
+    return true
+  }
+
+  async ready (): Promise<void> {}
+
+  async commit (files: StagedFile[]): Promise<{ added: number, addedBytes: number }> {
+    const targets = new Map<string, { from: string, dir: string }>()
+    for (const f of files) {
+      const { dir, file } = SHARDING.encode(f.cid)
+      targets.set(file, { from: f.path, dir })
+    }
+    const dirs = new Set([...targets.values()].map(t => t.dir))
+    await eachLimited([...dirs], async dir => { await mkdir(join(this.dir, dir), { recursive: true }) })
+    let added = 0
+    let addedBytes = 0
+    await eachLimited([...targets], async ([file, t]) => {
+      const to = join(this.dir, t.dir, file)
+      // a block the store holds already (the same content pinned again) adds nothing
+      const [src, dst] = await Promise.allSettled([stat(t.from), stat(to)])
+      if (src.status === 'fulfilled' && dst.status === 'rejected') {
+        added++
+        addedBytes += src.value.size
+      }
+      await rename(t.from, to)
+    })
+    await eachLimited([...dirs], async dir => { await fsyncPath(join(this.dir, dir)) })
+    await fsyncPath(this.dir)
+    return { added, addedBytes }
+  }
+
+  async read (cid: CID): Promise<Uint8Array | undefined> {
+    try {
+      return await readFile(this.pathOf(blockName(cid)))
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined
+      throw err
+    }
+  }
+
+  async * list (signal?: AbortSignal): AsyncIterable<StoredBlock[]> {
+    let page: StoredBlock[] = []
+    for await (const shard of await opendir(this.dir)) {
+      if (!shard.isDirectory()) continue
+      for await (const f of await opendir(join(this.dir, shard.name))) {
+        signal?.throwIfAborted()
+        if (!f.isFile() || !f.name.endsWith(EXT)) continue
+        page.push({ name: f.name.slice(0, -EXT.length) })
+        if (page.length >= PAGE) {
+          yield page
+          page = []
+        }
+      }
+    }
+    if (page.length > 0) yield page
+  }
+
+  async sizeOf (block: StoredBlock): Promise<number | undefined> {
+    try {
+      return (await stat(this.pathOf(block.name))).size
+    } catch {
+      return undefined
+    }
+  }
+
+  async remove (blocks: StoredBlock[]): Promise<{ removed: number, freedBytes: number }> {
+    let removed = 0
+    let freedBytes = 0
+    await eachLimited(blocks, async (b) => {
+      const path = this.pathOf(b.name)
+      try {
+        // (read the size first: `x += await …` would add to a stale x)
+        const size = (await stat(path)).size
+        await unlink(path)
+        removed++
+        freedBytes += size
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
+      }
+    })
+    return { removed, freedBytes }
+  }
+
+  async usage (): Promise<{ blocks: number, bytes: number }> {
+    let blocks = 0
+    let bytes = 0
+    for await (const page of this.list()) {
+      for (const b of page) {
+        const size = await this.sizeOf(b)
+        if (size == null) continue
+        blocks++
+        bytes += size
+      }
+    }
+    return { blocks, bytes }
+  }
+
+  async probe (): Promise<void> {
+    const probe = join(this.dir, `.health-${randomBytes(6).toString('hex')}`)
+    await writeFile(probe, 'ok')
+    await unlink(probe)
+  }
+
+  async close (): Promise<void> {
+    await this.blockstore.close()
+  }
+
+  private pathOf (name: string): string {
+    return join(this.dir, name.slice(-2), `${name}${EXT}`)
+  }
+}
+
+export async function eachLimited<T> (items: T[], fn: (item: T) => Promise<void>, parallel = PARALLEL): Promise<void> {
+  let next = 0
+  const worker = async (): Promise<void> => {
+    while (next < items.length) await fn(items[next++] as T)
+  }
+  await Promise.all(Array.from({ length: Math.min(parallel, items.length) }, worker))
+}
+
+export async function fsyncPath (path: string): Promise<void> {
+  const fh = await open(path, 'r')
+  try {
+    await fh.sync()
+  } finally {
+    await fh.close()
+  }
+}

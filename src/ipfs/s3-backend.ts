@@ -1,0 +1,335 @@
+/**
+ * Blocks in an S3-compatible bucket: one object per block, the key being the
+ * configured prefix + the block's name (its multihash in base32, as
+ * blockstore-fs names its files), the body the block's bytes. Keys are
+ * content addresses, so every write is idempotent.
+ *
+ * - Reads (`blockstore`, used by Helia, bitswap, the gateway, the fetcher and
+ *   CAR export) go to the optional read cache first, then GetObject.
+ * - A commit PUTs each staged block (fsync'd on local disk until then), at
+ *   most S3_TUNING.concurrency at once, and returns only when every PUT has
+ *   succeeded; the ledger records the pin after that. The staged files then
+ *   move into the read cache (or are removed with their staging folder).
+ * - gc lists the prefix with ListObjectsV2 (pages of 1000, sizes included)
+ *   and deletes with DeleteObjects (batches of up to 1000).
+ * - A bucket that cannot be reached makes reads and writes fail at once with
+ *   503/504 until a probe finds it again (S3Connection).
+ */
+import { open } from 'node:fs/promises'
+import {
+  DeleteObjectCommand, DeleteObjectsCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand,
+  type GetObjectCommandOutput, type HeadObjectCommandOutput, type ListObjectsV2CommandOutput, type DeleteObjectsCommandOutput
+} from '@aws-sdk/client-s3'
+import type { Blockstore, InputPair, Pair } from 'interface-blockstore'
+import { base32upper } from 'multiformats/bases/base32'
+import { CID } from 'multiformats/cid'
+import * as Digest from 'multiformats/hashes/digest'
+import { randomBytes } from 'node:crypto'
+import { blockName, notFound, StorageUnavailableError, type BlockBackend, type BlockBuffers, type StagedFile, type StoredBlock } from './block-backend.js'
+import { eachLimited } from './fs-backend.js'
+import type { ReadCache } from './read-cache.js'
+import { S3_TUNING, S3RequestError, type S3Connection } from './s3-client.js'
+
+/** a block's name: base32 (upper, with its multibase prefix B) of its multihash */
+const NAME = /^B[A-Z2-7]+$/
+/** names known to be in the bucket (saves a HEAD before most GETs); bounded */
+const KNOWN_MAX = 20_000
+/**
+ * names found missing, for a while: a peer's wantlist or a fetch asking again
+ * costs no request. Every write goes through this process (one serve per data
+ * dir and prefix), and a write forgets the name here, so this never hides a block.
+ */
+const ABSENT_MAX = 10_000
+const ABSENT_TTL_MS = 30_000
+const RAW = 0x55
+const SHA2_256 = 0x12
+
+export class S3Backend implements BlockBackend {
+  readonly kind = 's3' as const
+  readonly blockstore: Blockstore
+  private readonly known = new Set<string>()
+  private readonly absent = new Map<string, number>()
+
+  constructor (readonly conn: S3Connection, readonly cache?: ReadCache) {
+    this.blockstore = new S3Blockstore(this)
+  }
+
+  describe (): string {
+    const l = this.conn.location
+    return `blocks in S3 bucket ${l.bucket}${l.prefix !== '' ? `, prefix ${l.prefix}` : ''}${l.endpoint != null ? ` at ${l.endpoint}` : ''}`
+  }
+
+  writable (): boolean {
+    return this.conn.isUp()
+  }
+
+  async ready (): Promise<void> {
+    if (!this.conn.isUp()) throw new StorageUnavailableError()
+    await this.conn.check()
+  }
+
+  private get bucket (): string {
+    return this.conn.location.bucket
+  }
+
+  async has (cid: CID, signal?: AbortSignal): Promise<boolean> {
+    const name = blockName(cid)
+    if (this.known.has(name) || this.cache?.has(name) === true) return true
+    if ((this.absent.get(name) ?? 0) > Date.now()) return false
+    const head = await this.conn.send<HeadObjectCommandOutput>('HeadObject', new HeadObjectCommand({ Bucket: this.bucket, Key: this.conn.key(name) }), { signal, allowMissing: true })
+    if (head == null) {
+      this.missing(name)
+      return false
+    }
+    this.remember(name)
+    return true
+  }
+
+  async read (cid: CID, signal?: AbortSignal): Promise<Uint8Array | undefined> {
+    const name = blockName(cid)
+    const cached = await this.cache?.get(name)
+    if (cached != null) return cached
+    const ticket = this.cache?.ticket() ?? 0
+    const bytes = await this.readFromBucket(name, signal)
+    if (bytes != null && this.cache != null) void this.cache.put(name, bytes, ticket)
+    return bytes
+  }
+
+  /** GetObject, past the cache (migration reads every block back from the bucket to verify it). */
+  async readFromBucket (name: string, signal?: AbortSignal): Promise<Uint8Array | undefined> {
+    const bytes = await this.conn.send<GetObjectCommandOutput, Uint8Array>('GetObject', new GetObjectCommand({ Bucket: this.bucket, Key: this.conn.key(name) }), { signal, allowMissing: true },
+      async (out) => await (out.Body as { transformToByteArray: () => Promise<Uint8Array> }).transformToByteArray())
+    if (bytes == null) {
+      this.known.delete(name)
+      this.missing(name)
+      return undefined
+    }
+    this.remember(name)
+    return bytes
+  }
+
+  async write (cid: CID, bytes: Uint8Array, signal?: AbortSignal): Promise<void> {
+    const name = blockName(cid)
+    this.absent.delete(name)
+    const put = new PutObjectCommand({ Bucket: this.bucket, Key: this.conn.key(name), Body: bytes, ContentLength: bytes.byteLength })
+    if (cid.multihash.code === SHA2_256) {
+      // the request signature covers the body's SHA-256, and the store checks the body against it:
+      // a sha2-256 block's CID is that hash already, so it is given instead of computed again
+      const hash = Buffer.from(cid.multihash.digest).toString('hex')
+      put.middlewareStack.add((next) => async (args) => {
+        (args.request as { headers: Record<string, string> }).headers['x-amz-content-sha256'] = hash
+        return await next(args)
+      }, { step: 'build', name: 'pindContentSha256' })
+    }
+    await this.conn.send('PutObject', put, { signal })
+    this.remember(name)
+  }
+
+  async commit (files: StagedFile[], signal?: AbortSignal, buffers?: BlockBuffers): Promise<{ added: number, addedBytes: number }> {
+    const sizes = new Map<StagedFile, number>()
+    let added = 0
+    let addedBytes = 0
+    await eachLimited(files, async (f) => {
+      signal?.throwIfAborted()
+      // read into a reused buffer (the import's chunk buffers, idle by now): a 100 MB upload would
+      // otherwise leave 100 MB of read buffers for the garbage collector, resident meanwhile
+      const staged = await readStaged(f.path, buffers ?? ownBuffers)
+      const size = staged.bytes.byteLength
+      const knownBefore = this.known.has(blockName(f.cid))
+      try {
+        await this.write(f.cid, staged.bytes, signal)
+      } finally {
+        staged.release()
+      }
+      sizes.set(f, size)
+      if (!knownBefore) {
+        added++
+        addedBytes += size
+      }
+    }, S3_TUNING.concurrency)
+    // every block is in the bucket: the staged copies become cached ones
+    if (this.cache != null) for (const [f, size] of sizes) await this.cache.adopt(blockName(f.cid), f.path, size)
+    return { added, addedBytes }
+  }
+
+  async * list (signal?: AbortSignal): AsyncIterable<StoredBlock[]> {
+    const prefix = this.conn.location.prefix
+    let token: string | undefined
+    do {
+      const page = await this.conn.send<ListObjectsV2CommandOutput>('ListObjectsV2', new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, MaxKeys: 1000, ContinuationToken: token }), { signal }) as ListObjectsV2CommandOutput
+      const blocks: StoredBlock[] = []
+      for (const o of page.Contents ?? []) {
+        const name = o.Key?.slice(prefix.length)
+        if (name != null && NAME.test(name)) blocks.push({ name, ...(o.Size != null ? { size: o.Size } : {}) })
+      }
+      if (blocks.length > 0) yield blocks
+      token = page.IsTruncated === true ? page.NextContinuationToken : undefined
+    } while (token != null)
+  }
+
+  async sizeOf (block: StoredBlock): Promise<number | undefined> {
+    if (block.size != null) return block.size
+    const head = await this.conn.send<HeadObjectCommandOutput>('HeadObject', new HeadObjectCommand({ Bucket: this.bucket, Key: this.conn.key(block.name) }), { allowMissing: true })
+    return head?.ContentLength
+  }
+
+  async remove (blocks: StoredBlock[]): Promise<{ removed: number, freedBytes: number }> {
+    let removed = 0
+    let freedBytes = 0
+    for (let i = 0; i < blocks.length; i += 1000) {
+      const batch = blocks.slice(i, i + 1000)
+      // forget first: a read racing the delete must not put the block back in the cache
+      for (const b of batch) {
+        this.known.delete(b.name)
+        await this.cache?.drop(b.name)
+      }
+      const out = await this.conn.send<DeleteObjectsCommandOutput>('DeleteObjects', new DeleteObjectsCommand({
+        Bucket: this.bucket,
+        Delete: { Objects: batch.map(b => ({ Key: this.conn.key(b.name) })), Quiet: true }
+      })) as DeleteObjectsCommandOutput
+      const failed = new Set((out.Errors ?? []).map(e => e.Key))
+      if (failed.size > 0) {
+        const first = out.Errors?.[0]
+        throw new S3RequestError(`DeleteObjects: ${failed.size} of ${batch.length} keys were not deleted (${first?.Code ?? 'error'}); run gc again`)
+      }
+      removed += batch.length
+      for (const b of batch) freedBytes += b.size ?? 0
+    }
+    return { removed, freedBytes }
+  }
+
+  async usage (): Promise<{ blocks: number, bytes: number }> {
+    let blocks = 0
+    let bytes = 0
+    for await (const page of this.list()) {
+      blocks += page.length
+      for (const b of page) bytes += b.size ?? 0
+    }
+    return { blocks, bytes }
+  }
+
+  async probe (): Promise<void> {
+    if (!this.conn.isUp()) throw new Error(this.conn.downReason())
+    const key = this.conn.key(`.health-${randomBytes(6).toString('hex')}`)
+    try {
+      await this.conn.send('PutObject', new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: 'ok' }))
+      await this.conn.send('DeleteObject', new DeleteObjectCommand({ Bucket: this.bucket, Key: key }))
+    } catch (err) {
+      throw new Error(`the S3 bucket does not take a write: ${err instanceof S3RequestError ? err.message : this.conn.failure()}`)
+    }
+  }
+
+  async close (): Promise<void> {
+    this.conn.close()
+  }
+
+  private remember (name: string): void {
+    this.absent.delete(name)
+    if (this.known.size >= KNOWN_MAX) this.known.delete(this.known.values().next().value as string)
+    this.known.add(name)
+  }
+
+  private missing (name: string): void {
+    if (this.absent.size >= ABSENT_MAX) this.absent.delete(this.absent.keys().next().value as string)
+    this.absent.set(name, Date.now() + ABSENT_TTL_MS)
+  }
+}
+
+/** read buffers of commits given none (1 MiB each, as many as are in flight at most) */
+const ownBuffers: BlockBuffers = (() => {
+  const idle: Uint8Array[] = []
+  const chunkSize = 1_048_576
+  return {
+    chunkSize,
+    take: () => idle.pop() ?? new Uint8Array(chunkSize),
+    give: (bytes) => { if (bytes.buffer.byteLength === chunkSize && idle.length < S3_TUNING.concurrency) idle.push(new Uint8Array(bytes.buffer, 0, chunkSize)) }
+  }
+})()
+
+/** A staged block's bytes in a reused buffer (larger blocks get their own); release() gives it back once sent. */
+async function readStaged (path: string, buffers: BlockBuffers): Promise<{ bytes: Uint8Array, release: () => void }> {
+  const fh = await open(path, 'r')
+  try {
+    const { size } = await fh.stat()
+    const pooled = size <= buffers.chunkSize
+    const buf = pooled ? buffers.take() : new Uint8Array(size)
+    let released = false
+    const release = (): void => {
+      if (released) return
+      released = true
+      if (pooled) buffers.give(buf)
+    }
+    let at = 0
+    try {
+      while (at < size) {
+        const { bytesRead } = await fh.read(buf, at, size - at, at)
+        if (bytesRead === 0) throw new Error(`${path} ended after ${at} of ${size} bytes`)
+        at += bytesRead
+      }
+    } catch (err) {
+      release()
+      throw err
+    }
+    return { bytes: buf.subarray(0, size), release }
+  } finally {
+    await fh.close()
+  }
+}
+
+async function collect (bytes: InputPair['bytes']): Promise<Uint8Array> {
+  if (bytes instanceof Uint8Array) return bytes
+  const chunks: Uint8Array[] = []
+  for await (const c of bytes as AsyncIterable<Uint8Array>) chunks.push(c)
+  return Buffer.concat(chunks)
+}
+
+/** interface-blockstore over the bucket (what Helia and bitswap are given). */
+class S3Blockstore implements Blockstore {
+  /** blocks a gateway reader keeps in flight (content.ts): a GET is a round trip */
+  readonly readAhead = S3_TUNING.readAhead
+
+  constructor (private readonly b: S3Backend) {}
+
+  async has (cid: CID, options?: { signal?: AbortSignal }): Promise<boolean> {
+    return await this.b.has(cid, options?.signal)
+  }
+
+  async put (cid: CID, bytes: InputPair['bytes'], options?: { signal?: AbortSignal }): Promise<CID> {
+    await this.b.write(cid, await collect(bytes), options?.signal)
+    return cid
+  }
+
+  async * putMany (source: Iterable<InputPair> | AsyncIterable<InputPair>, options?: { signal?: AbortSignal }): AsyncGenerator<CID> {
+    for await (const { cid, bytes } of source) yield await this.put(cid, bytes, options)
+  }
+
+  async * get (cid: CID, options?: { signal?: AbortSignal }): AsyncGenerator<Uint8Array> {
+    const bytes = await this.b.read(cid, options?.signal)
+    if (bytes == null) throw notFound(cid)
+    yield bytes
+  }
+
+  async * getMany (source: Iterable<CID> | AsyncIterable<CID>, options?: { signal?: AbortSignal }): AsyncGenerator<Pair> {
+    for await (const cid of source) yield { cid, bytes: this.get(cid, options) }
+  }
+
+  async delete (cid: CID): Promise<void> {
+    await this.b.remove([{ name: blockName(cid) }])
+  }
+
+  async * deleteMany (source: Iterable<CID> | AsyncIterable<CID>): AsyncGenerator<CID> {
+    for await (const cid of source) {
+      await this.delete(cid)
+      yield cid
+    }
+  }
+
+  async * getAll (options?: { signal?: AbortSignal }): AsyncGenerator<Pair> {
+    for await (const page of this.b.list(options?.signal)) {
+      for (const block of page) {
+        const cid = CID.createV1(RAW, Digest.decode(base32upper.decode(block.name)))
+        yield { cid, bytes: this.get(cid, options) }
+      }
+    }
+  }
+}

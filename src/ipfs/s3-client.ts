@@ -1,0 +1,295 @@
+/**
+ * The one connection to the S3 bucket, and the one place where how it talks
+ * to S3 is set (S3_TUNING): sockets in flight, attempts and backoff, timeouts.
+ *
+ * - Retries: the SDK's standard mode, exponential backoff with jitter, on 5xx,
+ *   throttling (429, SlowDown, 503), timeouts and connection errors, up to
+ *   `maxAttempts` per request.
+ * - Timeouts: a connection must open within `connectTimeoutMs`, a response
+ *   must start within `firstByteTimeoutMs`, and a body must not stall for
+ *   `idleTimeoutMs`.
+ * - Outages: a request that still fails for a reason of the store (not
+ *   reachable, 5xx, throttled, timed out, bucket gone, access denied) marks
+ *   the bucket down. While it is down no request is sent: reads and writes
+ *   fail at once with 503 (StorageUnavailableError), and a probe (HeadBucket)
+ *   runs every `probeIntervalMs` until the bucket answers; then it is up
+ *   again by itself. Paid writes check `writable()` before any payment is used.
+ * - Every request is observed (operation, seconds, outcome) for metrics.
+ * - Credentials come from the environment or a 0600 file (readS3Credentials)
+ *   and never appear in a log line or an error: messages from the store are
+ *   passed through `redact`.
+ */
+import { readFileSync, statSync } from 'node:fs'
+import { HeadBucketCommand, S3Client } from '@aws-sdk/client-s3'
+import type { Logger } from '../log.js'
+import { StorageTimeoutError, StorageUnavailableError } from './block-backend.js'
+
+export const S3_TUNING = {
+  /** sockets (requests in flight) to the bucket across the whole process */
+  maxSockets: 64,
+  /** blocks written or read at once by one commit, migration worker pool or gc batch */
+  concurrency: 8,
+  /** blocks one gateway reader reads ahead (each a GET; the process-wide read-ahead budget still applies) */
+  readAhead: 8,
+  /** attempts per request (1 + retries) */
+  maxAttempts: 4,
+  connectTimeoutMs: 3_000,
+  firstByteTimeoutMs: 15_000,
+  idleTimeoutMs: 30_000,
+  /** while the bucket is down, it is probed this often */
+  probeIntervalMs: 1_000
+} as const
+
+/** Where the blocks are: endpoint (absent: AWS S3 itself), bucket, key prefix, region, path-style addressing. */
+export interface S3Location {
+  endpoint?: string
+  bucket: string
+  prefix: string
+  region: string
+  forcePathStyle: boolean
+}
+
+export interface S3Credentials {
+  accessKeyId: string
+  secretAccessKey: string
+  sessionToken?: string
+}
+
+export class S3ConfigError extends Error {
+  override name = 'S3ConfigError'
+}
+
+/** where the credentials may come from (the settings of the same names) */
+export interface S3CredentialSources {
+  s3AccessKeyId?: string
+  s3SecretAccessKey?: string
+  s3SessionToken?: string
+  s3CredentialsFile?: string
+}
+
+/**
+ * The credentials, from the environment (PIND_S3_ACCESS_KEY_ID,
+ * PIND_S3_SECRET_ACCESS_KEY, optionally PIND_S3_SESSION_TOKEN) or from a file
+ * that only its owner can read, in AWS's shared-credentials format
+ * (`aws_access_key_id = …`, `aws_secret_access_key = …`, optionally
+ * `aws_session_token = …`; `[section]` and comment lines are ignored).
+ * Errors never quote the values.
+ */
+export function readS3Credentials (c: S3CredentialSources): S3Credentials {
+  const file = c.s3CredentialsFile
+  if (c.s3AccessKeyId != null && file != null) throw new S3ConfigError('set either PIND_S3_ACCESS_KEY_ID/PIND_S3_SECRET_ACCESS_KEY or --s3-credentials-file, not both')
+  if (c.s3AccessKeyId != null || c.s3SecretAccessKey != null) {
+    if (c.s3AccessKeyId == null || c.s3SecretAccessKey == null) throw new S3ConfigError('set both PIND_S3_ACCESS_KEY_ID and PIND_S3_SECRET_ACCESS_KEY')
+    return { accessKeyId: c.s3AccessKeyId, secretAccessKey: c.s3SecretAccessKey, ...(c.s3SessionToken != null ? { sessionToken: c.s3SessionToken } : {}) }
+  }
+  if (file == null) throw new S3ConfigError('S3 credentials are missing: set PIND_S3_ACCESS_KEY_ID and PIND_S3_SECRET_ACCESS_KEY, or --s3-credentials-file <file> (mode 0600)')
+  let text: string
+  try {
+    if ((statSync(file).mode & 0o077) !== 0) throw new S3ConfigError(`the S3 credentials file ${file} must not be readable by group or others (chmod 600)`)
+    text = readFileSync(file, 'utf8')
+  } catch (err) {
+    if (err instanceof S3ConfigError) throw err
+    throw new S3ConfigError(`cannot read the S3 credentials file ${file}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`)
+  }
+  const values: Record<string, string> = {}
+  for (const line of text.split(/\r?\n/)) {
+    const m = /^\s*([A-Za-z_]+)\s*=\s*(\S+)\s*$/.exec(line)
+    if (m != null) values[(m[1] as string).toLowerCase()] = m[2] as string
+  }
+  const accessKeyId = values.aws_access_key_id
+  const secretAccessKey = values.aws_secret_access_key
+  if (accessKeyId == null || secretAccessKey == null) throw new S3ConfigError(`the S3 credentials file ${file} needs the lines aws_access_key_id = … and aws_secret_access_key = …`)
+  return { accessKeyId, secretAccessKey, ...(values.aws_session_token != null ? { sessionToken: values.aws_session_token } : {}) }
+}
+
+export type S3Outcome = 'ok' | 'not_found' | 'unavailable' | 'timeout' | 'error'
+/** observes every request to the bucket: operation (GetObject, PutObject, …), seconds, outcome */
+export type S3Observer = (operation: string, seconds: number, outcome: S3Outcome) => void
+
+type Failure = 'missing' | 'timeout' | 'unavailable' | 'other'
+
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNABORTED', 'ERR_SOCKET_CONNECTION_TIMEOUT'])
+
+export function classify (err: unknown): Failure {
+  const e = err as { name?: string, code?: string, $metadata?: { httpStatusCode?: number } }
+  const status = e?.$metadata?.httpStatusCode
+  const name = e?.name ?? ''
+  if (name === 'NoSuchKey' || (status === 404 && name === 'NotFound')) return 'missing'
+  if (name === 'TimeoutError' || name === 'RequestTimeout' || e?.code === 'ETIMEDOUT' || e?.code === 'ESOCKETTIMEDOUT' || status === 504 || status === 408) return 'timeout'
+  if (status != null && (status >= 500 || status === 429 || status === 401 || status === 403)) return 'unavailable'
+  if (name === 'NoSuchBucket' || name === 'SlowDown' || name === 'AccessDenied' || name === 'InvalidAccessKeyId' || name === 'SignatureDoesNotMatch') return 'unavailable'
+  if (e?.code != null && NETWORK_CODES.has(e.code)) return 'unavailable'
+  if (status == null && /socket hang up|ECONNREFUSED|ECONNRESET|connect/i.test(String((err as Error)?.message))) return 'unavailable'
+  return 'other'
+}
+
+/** A store-side failure that is not an outage (a bug, a bad request): carries no SDK internals. */
+export class S3RequestError extends Error {
+  override name = 'S3RequestError'
+}
+
+/** an SDK command (what S3Client.send takes) */
+type SdkCommand = object
+
+export class S3Connection {
+  readonly client: S3Client
+  private down = false
+  private downSince = 0
+  private lastFailure = ''
+  private probeTimer: NodeJS.Timeout | undefined
+  private closed = false
+  observer?: S3Observer
+  /** called when the bucket goes down or comes back */
+  onChange?: (up: boolean) => void
+
+  constructor (readonly location: S3Location, private readonly credentials: S3Credentials, private readonly log: Logger) {
+    const sdkLog = {
+      debug: () => {},
+      info: () => {},
+      warn: (...a: unknown[]) => { log.debug('s3 client', { message: this.redact(a.map(String).join(' ')).slice(0, 300) }) },
+      error: (...a: unknown[]) => { log.debug('s3 client', { message: this.redact(a.map(String).join(' ')).slice(0, 300) }) }
+    }
+    this.client = new S3Client({
+      ...(location.endpoint != null ? { endpoint: location.endpoint } : {}),
+      region: location.region,
+      forcePathStyle: location.forcePathStyle,
+      credentials,
+      // S3-compatible stores (Ceph RGW 16, older MinIO, …) refuse the SDK's default
+      // streaming trailer checksums; send and check checksums only where S3 requires them
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
+      maxAttempts: S3_TUNING.maxAttempts,
+      retryMode: 'standard',
+      logger: sdkLog,
+      requestHandler: {
+        connectionTimeout: S3_TUNING.connectTimeoutMs,
+        requestTimeout: S3_TUNING.firstByteTimeoutMs,
+        throwOnRequestTimeout: true,
+        socketTimeout: S3_TUNING.idleTimeoutMs,
+        logger: sdkLog,
+        httpAgent: { keepAlive: true, maxSockets: S3_TUNING.maxSockets },
+        httpsAgent: { keepAlive: true, maxSockets: S3_TUNING.maxSockets }
+      }
+    })
+  }
+
+  /** The bucket answers (as far as this process knows). */
+  isUp (): boolean {
+    return !this.down
+  }
+
+  /** Why the bucket is down (public wording, no internals). */
+  downReason (): string {
+    return `the S3 bucket has not answered since ${new Date(this.downSince).toISOString()} (${this.lastFailure})`
+  }
+
+  /** The object key of a name under the configured prefix. */
+  key (name: string): string {
+    return `${this.location.prefix}${name}`
+  }
+
+  /**
+   * Sends one command (`operation` names it in metrics and logs: class
+   * names do not survive bundling). Outages become StorageUnavailableError (503) or
+   * StorageTimeoutError (504) and mark the bucket down; `missing` answers
+   * (NoSuchKey, a 404 HEAD) are returned as `undefined` when `allowMissing`.
+   */
+  async send<T, R = T> (operation: string, command: SdkCommand, opts: { signal?: AbortSignal, allowMissing?: boolean, probe?: boolean } = {}, finish?: (out: T) => Promise<R>): Promise<R | undefined> {
+    if (this.down && opts.probe !== true) throw new StorageUnavailableError(`the block storage is unreachable (${this.lastFailure}); retry shortly`)
+    const t0 = performance.now()
+    try {
+      const out = await this.client.send(command as never, opts.signal != null ? { abortSignal: opts.signal } : {}) as T
+      // a body is read inside the same error handling: a connection cut mid-body is an outage too
+      const result = finish != null ? await finish(out) : out as unknown as R
+      this.observe(operation, t0, 'ok')
+      this.up()
+      return result
+    } catch (err) {
+      if (opts.signal?.aborted === true) throw opts.signal.reason ?? err
+      let kind = classify(err)
+      // HeadBucket's 404 has no body: the bucket itself is missing
+      if (kind === 'missing' && operation === 'HeadBucket') kind = 'unavailable'
+      if (kind === 'missing') {
+        this.observe(operation, t0, 'not_found')
+        this.up()
+        if (opts.allowMissing === true) return undefined
+        throw new S3RequestError(`${operation}: not found`)
+      }
+      if (kind === 'timeout' || kind === 'unavailable') {
+        this.observe(operation, t0, kind)
+        this.markDown(operation, err)
+        throw kind === 'timeout' ? new StorageTimeoutError() : new StorageUnavailableError()
+      }
+      this.observe(operation, t0, 'error')
+      throw new S3RequestError(`${operation} failed: ${this.describeError(err)}`)
+    }
+  }
+
+  /** HeadBucket, past the fast-fail: does the bucket answer now? */
+  async check (): Promise<void> {
+    await this.send('HeadBucket', new HeadBucketCommand({ Bucket: this.location.bucket }), { probe: true })
+  }
+
+  /** The last reason the bucket was found down (public wording). */
+  failure (): string {
+    return this.lastFailure
+  }
+
+  close (): void {
+    this.closed = true
+    clearTimeout(this.probeTimer)
+    this.client.destroy()
+  }
+
+  /** Replaces the credentials' values in a message (they must never reach a log or an error). */
+  redact (text: string): string {
+    let out = text
+    for (const secret of [this.credentials.secretAccessKey, this.credentials.accessKeyId, this.credentials.sessionToken]) {
+      if (secret != null && secret.length >= 4) out = out.split(secret).join('(redacted)')
+    }
+    return out
+  }
+
+  describeError (err: unknown): string {
+    const e = err as { name?: string, code?: string, message?: string, $metadata?: { httpStatusCode?: number } }
+    const parts = [e?.name ?? 'Error']
+    if (e?.$metadata?.httpStatusCode != null) parts.push(`HTTP ${e.$metadata.httpStatusCode}`)
+    if (e?.code != null) parts.push(e.code)
+    const message = this.redact(String(e?.message ?? '')).replace(/\s+/g, ' ').slice(0, 200)
+    return `${parts.join(' ')}${message !== '' && message !== e?.name ? `: ${message}` : ''}`
+  }
+
+  private observe (operation: string, t0: number, outcome: S3Outcome): void {
+    this.observer?.(operation, (performance.now() - t0) / 1000, outcome)
+  }
+
+  private up (): void {
+    if (!this.down) return
+    this.down = false
+    clearTimeout(this.probeTimer)
+    this.log.warn('S3 bucket reachable again', { bucket: this.location.bucket, downSeconds: Math.round((Date.now() - this.downSince) / 1000) })
+    this.onChange?.(true)
+  }
+
+  private markDown (operation: string, err: unknown): void {
+    const e = err as { name?: string, code?: string, $metadata?: { httpStatusCode?: number } }
+    this.lastFailure = operation === 'HeadBucket' && e?.$metadata?.httpStatusCode === 404
+      ? 'the bucket does not exist'
+      : e?.$metadata?.httpStatusCode != null ? `HTTP ${e.$metadata.httpStatusCode}` : (e?.code ?? e?.name ?? 'error')
+    if (this.down) return
+    this.down = true
+    this.downSince = Date.now()
+    this.log.warn('S3 bucket unreachable: paid writes answer 503 and reads of blocks not cached answer 503/504 until it answers again', { bucket: this.location.bucket, operation, error: this.describeError(err) })
+    this.onChange?.(false)
+    this.scheduleProbe()
+  }
+
+  private scheduleProbe (): void {
+    if (this.closed) return
+    clearTimeout(this.probeTimer)
+    this.probeTimer = setTimeout(() => {
+      this.check().catch(() => { this.scheduleProbe() })
+    }, S3_TUNING.probeIntervalMs)
+    this.probeTimer.unref()
+  }
+}
