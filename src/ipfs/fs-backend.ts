@@ -5,7 +5,6 @@
  * and fsyncs every directory that gained an entry; gc walks the shard folders.
  */
 import { randomBytes } from 'node:crypto'
-import { mkdirSync } from 'node:fs'
 import { mkdir, open, opendir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { FsBlockstore } from 'blockstore-fs'
@@ -23,12 +22,13 @@ export class FsBackend implements BlockBackend {
   readonly kind = 'fs' as const
   readonly blockstore: FsBlockstore
 
+  /** (creates nothing: the folder is made by open() or the first commit, so an admin command on a data dir leaves no blocks/ behind) */
   constructor (readonly dir: string) {
-    mkdirSync(dir, { recursive: true })
     this.blockstore = new FsBlockstore(dir)
   }
 
   async open (): Promise<void> {
+    await mkdir(this.dir, { recursive: true })
     await this.blockstore.open()
   }
 
@@ -78,7 +78,14 @@ export class FsBackend implements BlockBackend {
 
   async * list (signal?: AbortSignal): AsyncIterable<StoredBlock[]> {
     let page: StoredBlock[] = []
-    for await (const shard of await opendir(this.dir)) {
+    let shards
+    try {
+      shards = await opendir(this.dir)
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return // no folder yet: no blocks
+      throw err
+    }
+    for await (const shard of shards) {
       if (!shard.isDirectory()) continue
       for await (const f of await opendir(join(this.dir, shard.name))) {
         signal?.throwIfAborted()
