@@ -77,6 +77,9 @@ export const ERRORS: Record<string, Entry<any>> = {
   // ipfs/block-backend.ts: the block store (an S3 bucket) unreachable, or too slow
   StorageUnavailableError: { status: 503, reason: 'SERVICE_UNAVAILABLE', headers: retryAfter },
   StorageTimeoutError: { status: 504, reason: 'SERVICE_UNAVAILABLE', headers: retryAfter },
+  // admin: pind blocks migrate, one maintenance task at a time
+  MigrateError: { status: 409, reason: 'CONFLICT' },
+  MaintenanceBusyError: { status: 409, reason: 'CONFLICT' },
   ReplayRefusedError: { status: 0, reason: 'PAYMENT_REQUIRED' }, // answered as its cause (see errorAnswer)
   // auth/
   InvalidTokenError: { status: 401, reason: 'UNAUTHORIZED', headers: () => ({ 'www-authenticate': 'Bearer' }) },
@@ -104,7 +107,8 @@ export const FAULTS: readonly string[] = [
   'PinGoneError', 'PaymentReusedError', 'AssetMismatchError', 'RpcUnreachableError',
   'TooLargeError', 'UnusableImportError', 'PermanentFetchError', 'DagTooLargeError', 'DagExpandsError', 'UnwalkableDagError',
   'StalledError', 'P2pListenError', 'BlockHashMismatchError', 'HealthCheckError', 'ImportError', 'CannotFulfilError',
-  'HeaderError', 'RuleError', 'DenylistConfigError', 'AdminCallError'
+  'HeaderError', 'RuleError', 'DenylistConfigError', 'AdminCallError',
+  'BlockstoreRecordError', 'BackendChoiceError', 'S3ConfigError', 'S3RequestError'
 ]
 
 /** What an error becomes on the wire. */

@@ -18,6 +18,7 @@
  * on disk is in the bucket and verified; a block on disk that does not match
  * its hash stops the migration (it names them) instead of being carried over.
  */
+import { PindError } from '../errors.js'
 import { createHash } from 'node:crypto'
 import { open, readFile, rm } from 'node:fs/promises'
 import { base32upper } from 'multiformats/bases/base32'
@@ -55,7 +56,8 @@ export interface MigrateResult {
   missingReferenced: number
 }
 
-export class MigrateError extends Error {
+/** A migration that cannot go on as things stand (an admin answer: 409, src/http/error-catalog.ts). */
+export class MigrateError extends PindError {
   override name = 'MigrateError'
 }
 

@@ -3,7 +3,10 @@
  * second one is refused with the name of the one running, rather than
  * sweeping a store that is being moved.
  */
-export class MaintenanceBusyError extends Error {
+import { PindError } from '../errors.js'
+
+/** Another maintenance task runs (an admin answer: 409). */
+export class MaintenanceBusyError extends PindError {
   override name = 'MaintenanceBusyError'
 }
 
