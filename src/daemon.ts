@@ -322,6 +322,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     const health = async (): Promise<HealthReport> => await checkHealth({
       readLedger: () => core.schemaVersion(),
       probeBlockstore: async () => { await blocks.probe() },
+      blockstoreWritable: () => blocks.writable(),
       // with blocks in S3 the bucket is named, and the local staging folder is checked too
       ...(blocks.kind === 's3' ? { blockstoreFailure: 'the S3 bucket does not take writes', stagingDir: paths.staging } : {}),
       libp2pStatus: () => ipfs.status(),

@@ -38,6 +38,8 @@ export interface HealthDeps {
   probeBlockstore(): Promise<void>
   /** what clients are told when it fails (default: the blockstore does not take writes) */
   blockstoreFailure?: string
+  /** false while the block store is known to be unreachable (a remote one): fails the check at once, past the reused pass */
+  blockstoreWritable?: () => boolean
   /** S3 backend: the local staging folder, checked too */
   stagingDir?: string
   libp2pStatus(): string
@@ -91,7 +93,10 @@ function builtinChecks (deps: HealthDeps): HealthCheck[] {
     {
       name: 'blockstore',
       failure: deps.blockstoreFailure ?? 'the blockstore does not take writes',
-      run: async () => { await blockstoreProbe(deps.probeBlockstore, deps.diskCheckCacheMs ?? 0) }
+      run: async () => {
+        if (deps.blockstoreWritable?.() === false) throw new Error('the block store is marked unreachable')
+        await blockstoreProbe(deps.probeBlockstore, deps.diskCheckCacheMs ?? 0)
+      }
     },
     ...(deps.stagingDir != null
       ? [{
