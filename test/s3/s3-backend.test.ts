@@ -42,7 +42,10 @@ describe('S3Backend', () => {
       pages.push(page.length)
       listed.push(...page)
     }
-    expect(pages).toEqual([1000, 150])
+    // S3 may return fewer keys than MaxKeys in a page (RGW does, under load: 977 + 173 was seen); never more
+    expect(pages.length).toBeGreaterThanOrEqual(2)
+    for (const n of pages) expect(n).toBeLessThanOrEqual(1000)
+    expect(pages.reduce((a, b) => a + b, 0)).toBe(1150)
     expect(new Set(listed.map(b => b.name))).toEqual(new Set(sizes.keys()))
     for (const b of listed) expect(b.size).toBe(sizes.get(b.name))
     const r = await backend.remove(listed)
