@@ -18,6 +18,13 @@ export interface DevChainOptions {
   payerBalance?: bigint;
   /** Deadline for anvil to answer JSON-RPC. Default 15000 ms. */
   timeoutMs?: number;
+  /**
+   * anvil --prune-history N: persist no historical states (long runs otherwise fill ~/.foundry/anvil/tmp)
+   * and keep the last N in memory (`true`: 64; with none, eth_call at "latest" fails now and then while a block is mined).
+   */
+  pruneHistory?: boolean | number;
+  /** anvil --cache-path: where it may persist states. */
+  cachePath?: string;
 }
 
 export interface DevChainAccount {

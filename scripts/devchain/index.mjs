@@ -101,10 +101,10 @@ async function rpc(rpcUrl, method, params = []) {
 }
 
 /** Spawns anvil and resolves once it answers eth_chainId; rejects if it exits first or the deadline passes. */
-async function spawnAnvil(port, timeoutMs) {
+async function spawnAnvil(port, timeoutMs, extraArgs = []) {
   const child = spawn(anvilBin(), [
     '--chain-id', String(CHAIN_ID), '--host', '127.0.0.1', '--port', String(port), '--silent',
-    '--accounts', String(ANVIL_KEYS.length),
+    '--accounts', String(ANVIL_KEYS.length), ...extraArgs,
   ], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.setEncoding('utf8').on('data', (d) => { stderr = (stderr + d).slice(-4000); });
@@ -154,15 +154,23 @@ async function spawnAnvil(port, timeoutMs) {
 
 /**
  * Starts anvil on a free loopback port, deploys TestUSDC, installs Multicall3 and funds payers.
- * @param {{port?: number, payers?: number, payerBalance?: bigint, timeoutMs?: number}} [opts]
+ * `pruneHistory`: persist no historical states (a long run otherwise leaves gigabytes of them under
+ * ~/.foundry/anvil/tmp, see NOTES) and keep only the last N in memory (`true`: 64). Not 0: with no
+ * state kept, an eth_call at "latest" fails now and then while a block is mined (79 of 3620 calls
+ * beside a stream of transfers). `cachePath`: where anvil may persist states instead of ~/.foundry.
+ * @param {{port?: number, payers?: number, payerBalance?: bigint, timeoutMs?: number, pruneHistory?: boolean | number, cachePath?: string}} [opts]
  */
 export async function startDevChain(opts = {}) {
   const { payers: payerCount = 1, payerBalance = 1_000_000n * 10n ** 6n, timeoutMs = 15_000 } = opts;
+  const anvilArgs = [
+    ...(opts.pruneHistory ? ['--prune-history', String(opts.pruneHistory === true ? 64 : opts.pruneHistory)] : []),
+    ...(opts.cachePath !== undefined ? ['--cache-path', opts.cachePath] : []),
+  ];
   let node;
   for (let attempt = 1; !node; attempt++) {
     const port = opts.port ?? await freePort();
     try {
-      node = { port, ...await spawnAnvil(port, timeoutMs) };
+      node = { port, ...await spawnAnvil(port, timeoutMs, anvilArgs) };
     } catch (err) {
       // Another process may grab a free port between our probe and anvil's bind: retry.
       if (opts.port !== undefined || attempt >= 3 || !/exited/.test(err.message)) throw err;

@@ -15,6 +15,7 @@
  *   pind_fetch_queue_depth
  *   pind_blockstore_blocks / pind_blockstore_bytes
  *   pind_libp2p_connections
+ *   pind_nodejs_array_buffers_bytes                         ArrayBuffer memory (part of external)
  * with --routing on:
  *   pind_routing_table_peers / pind_dht_records_stored      (routing table; records others store here)
  *   pind_provide_keys / pind_provide_pending                (CIDs announced; due now)
@@ -63,6 +64,8 @@ export class Metrics {
   constructor (sources: MetricsSources) {
     const r = this.registry
     client.collectDefaultMetrics({ register: r, prefix: 'pind_' })
+    // the default metrics have heap and external memory but not the ArrayBuffer share of external (upload bodies, blocks)
+    new client.Gauge({ name: 'pind_nodejs_array_buffers_bytes', help: 'memory held by ArrayBuffers (a part of external memory)', registers: [r], collect () { this.set(process.memoryUsage().arrayBuffers) } })
     this.requests = new client.Counter({ name: 'pind_http_requests_total', help: 'HTTP requests by method, route pattern and status', labelNames: ['method', 'route', 'status'], registers: [r] })
     this.duration = new client.Histogram({ name: 'pind_http_request_duration_seconds', help: 'HTTP request duration', labelNames: ['method', 'route'], buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [r] })
     this.bytesIn = new client.Counter({ name: 'pind_http_request_bytes_total', help: 'request body bytes (declared Content-Length)', registers: [r] })
