@@ -160,7 +160,11 @@ export function errorBody (reason: string, details: string): { error: { reason: 
 }
 
 function answer (status: number, reason: Reason, details: string, headers: Record<string, string>, extra?: Record<string, unknown>): ErrorAnswer {
-  const body = Buffer.from(JSON.stringify({ ...extra, ...errorBody(reason, details) }, (_k, v: unknown) => typeof v === 'bigint' ? v.toString() : v))
+  const json = JSON.stringify({ ...extra, ...errorBody(reason, details) }, (_k, v: unknown) => typeof v === 'bigint' ? v.toString() : v)
+  // a buffer of its own, not a slice of Buffer's shared 64 KiB pool: a kept answer (the gate keeps
+  // 1000 challenges) must not keep a whole pool slab alive with it
+  const body = Buffer.allocUnsafeSlow(Buffer.byteLength(json))
+  body.write(json)
   return { status, reason, details, headers, body }
 }
 

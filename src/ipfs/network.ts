@@ -99,7 +99,11 @@ export class BlockNetwork {
       this.recentBytes -= v.bytes.byteLength
     }
     if (this.recent.has(key)) return
-    this.recent.set(key, { bytes, until: now + RECENT_TTL_MS })
+    // bitswap hands a block out as a view into the whole message it came in (up to a few MiB):
+    // keep a copy of the block alone, or the budget counts bytes while whole messages stay held
+    // (measured in the soak: 91 kept roots held 37 MiB of messages)
+    const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : bytes.slice()
+    this.recent.set(key, { bytes: own, until: now + RECENT_TTL_MS })
     this.recentBytes += bytes.byteLength
   }
 

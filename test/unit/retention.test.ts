@@ -1,0 +1,49 @@
+/**
+ * What long-lived caches keep: only the bytes they count, never the larger
+ * buffer those bytes are a view of (found by heap snapshots in the soak,
+ * scripts/soak.mjs: 91 remembered root blocks held 37 MiB of bitswap
+ * messages; 1000 cached 402 bodies held 55 of Buffer's 64 KiB pool slabs).
+ */
+import { randomBytes } from 'node:crypto'
+import { describe, expect, it } from 'vitest'
+import { sha256 } from 'multiformats/hashes/sha2'
+import { rawCid } from '../../scripts/peer/index.mjs'
+import { PaymentRequiredError } from '../../src/errors.js'
+import { errorAnswer } from '../../src/http/error-catalog.js'
+import { BlockNetwork } from '../../src/ipfs/network.js'
+import type { IpfsNode } from '../../src/ipfs/node.js'
+
+describe('kept blocks', () => {
+  it('a remembered block is a copy of the block alone, not a view of the message it came in', async () => {
+    const block = randomBytes(1000)
+    const cid = rawCid(block)
+    // as bitswap hands blocks out: a view into a 4 MiB message
+    const message = new Uint8Array(4 * 1024 * 1024)
+    message.set(block, 12345)
+    const view = message.subarray(12345, 12345 + block.length)
+    let asked = 0
+    const node = {
+      helia: {
+        blockBrokers: [{ name: 'bitswap', retrieve: async () => { asked++; return view } }],
+        getHasher: async () => sha256
+      }
+    } as unknown as IpfsNode
+    const network = new BlockNetwork(node)
+    const first = await network.retrieve(cid, AbortSignal.timeout(1000), { remember: true })
+    expect(Buffer.from(first).equals(block)).toBe(true)
+    const kept = await network.retrieve(cid, AbortSignal.timeout(1000))
+    expect(asked).toBe(1) // the second came from what was kept
+    expect(Buffer.from(kept).equals(block)).toBe(true)
+    expect(kept.buffer.byteLength).toBe(block.length) // before: the whole 4 MiB message
+  })
+})
+
+describe('cached answers', () => {
+  it('an error body is a buffer of its own, not a slice of the shared Buffer pool', () => {
+    const err = new PaymentRequiredError('pay', 'challenge', { price: '1000' })
+    const body = errorAnswer(err).body
+    expect(JSON.parse(body.toString()).error.reason).toBe('PAYMENT_REQUIRED')
+    expect(body.buffer.byteLength).toBe(body.byteLength) // before: a 64 KiB pool slab
+    expect(errorAnswer(err).body).toBe(body)
+  })
+})
