@@ -19,6 +19,9 @@
  * bytes are copied (releaseBytes). Measured on a 100 MB upload: no
  * mark-compacts left from the body (there were ~3), and ~100 MB less
  * waiting for one.
+ *
+ * Idle buffers are freed once no buffer has been taken or given back for
+ * `releaseMs` (10 s by default): a quiet service holds none of them.
  */
 import { releaseBytes } from '../buffers.js'
 
@@ -29,10 +32,13 @@ export class ChunkPool {
   private readonly idle: Uint8Array[] = []
   /** buffers handed out and not yet given back */
   private readonly out = new WeakSet<ArrayBufferLike>()
+  private lastUse = 0
+  private releaser?: NodeJS.Timeout
 
-  constructor (readonly chunkSize: number, private readonly maxIdle: number) {}
+  constructor (readonly chunkSize: number, private readonly maxIdle: number, private readonly releaseMs = 10_000) {}
 
   take (): Uint8Array {
+    this.lastUse = Date.now()
     const buf = this.idle.pop() ?? new Uint8Array(this.chunkSize)
     this.out.add(buf.buffer)
     return buf
@@ -43,7 +49,24 @@ export class ChunkPool {
     const ab = bytes.buffer
     if (!this.out.has(ab)) return
     this.out.delete(ab)
-    if (this.idle.length < this.maxIdle) this.idle.push(new Uint8Array(ab, 0, this.chunkSize))
+    this.lastUse = Date.now()
+    if (this.idle.length < this.maxIdle) {
+      this.idle.push(new Uint8Array(ab, 0, this.chunkSize))
+      this.releaseWhenQuiet(this.releaseMs)
+    }
+  }
+
+  /** Frees the idle buffers once the pool has been quiet for `releaseMs` (the timer keeps no process alive). */
+  private releaseWhenQuiet (ms: number): void {
+    if (this.releaser != null) return
+    this.releaser = setTimeout(() => {
+      this.releaser = undefined
+      const quiet = Date.now() - this.lastUse
+      if (quiet < this.releaseMs) { this.releaseWhenQuiet(this.releaseMs - quiet); return }
+      // given back, so nobody else holds them: freed now rather than at some later garbage collection
+      for (const buf of this.idle.splice(0)) releaseBytes(buf)
+    }, ms)
+    this.releaser.unref()
   }
 
   get idleCount (): number {

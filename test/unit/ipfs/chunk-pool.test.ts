@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { unixfs } from '@helia/unixfs'
 import { FsBlockstore } from 'blockstore-fs'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { ChunkPool } from '../../../src/ipfs/chunk-pool.js'
 import { CHUNK_SIZE, importFile } from '../../../src/ipfs/import.js'
 import { FsBackend } from '../../../src/ipfs/fs-backend.js'
@@ -68,6 +68,34 @@ describe('ChunkPool', () => {
     const many = [pool.take(), pool.take(), pool.take(), pool.take()]
     for (const m of many) pool.give(m)
     expect(pool.idleCount).toBe(2)
+  })
+
+  it('frees its idle buffers once it has been quiet for a while, not while it is in use', () => {
+    vi.useFakeTimers()
+    try {
+      const pool = new ChunkPool(8, 4, 150)
+      const a = pool.take()
+      const b = pool.take()
+      pool.give(a)
+      // in use: a buffer given back within the quiet time keeps the idle ones
+      vi.advanceTimersByTime(100)
+      pool.give(b)
+      vi.advanceTimersByTime(100)
+      expect(pool.idleCount).toBe(2)
+      expect((a.buffer as ArrayBuffer).detached).toBe(false)
+      // quiet for 150 ms: freed at once (detached), not left to a garbage collection
+      vi.advanceTimersByTime(60)
+      expect(pool.idleCount).toBe(0)
+      expect((a.buffer as ArrayBuffer).detached).toBe(true)
+      expect((b.buffer as ArrayBuffer).detached).toBe(true)
+      // and it goes on working
+      const c = pool.take()
+      expect(c.length).toBe(8)
+      pool.give(c)
+      expect(pool.idleCount).toBe(1)
+    } finally {
+      vi.useRealTimers()
+    }
   })
 })
 

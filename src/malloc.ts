@@ -1,0 +1,56 @@
+/**
+ * glibc malloc settings for the long-running `serve` process.
+ *
+ * Node allocates every ArrayBuffer (socket reads of 64 KiB, 1 MiB blocks
+ * and chunk buffers, block files read for the gateway) with malloc. glibc
+ * serves a large request with its own mmap at first, but raises that
+ * threshold to the size of each such chunk freed (up to 32 MiB), so after
+ * the first few frees every block-sized buffer comes from the heap. Under
+ * concurrent uploads and reads they are freed in no particular order among
+ * long-lived small allocations, the heap fills with holes it can only give
+ * back from its top, and the process keeps its high-water mark: measured in
+ * scripts/soak.mjs (16 paying clients), ~100 MB of free heap still resident
+ * when idle, 97 MB of it returned at once by malloc_trim(0).
+ *
+ * A fixed threshold of 64 KiB (glibc.malloc.mmap_threshold, which also stops
+ * the raising) gives each such buffer a mapping of its own that goes back to
+ * the kernel when it is freed. glibc reads its tunables only when a process
+ * starts, and the packaged binary cannot set them any other way, so `serve`
+ * starts itself again, once, with them in its environment (process.execve:
+ * the same pid, stdio and arguments; about one more start-up of the
+ * binary's code, before anything is opened). An operator who sets any
+ * glibc.malloc tunable in GLIBC_TUNABLES keeps exactly those; on other C
+ * libraries (musl) nothing is done.
+ */
+import { isSea } from 'node:sea'
+
+export const MALLOC_TUNABLES = 'glibc.malloc.mmap_threshold=65536'
+
+/** The environment `serve` runs with, or undefined when it already has it (or should be left alone). */
+export function tunedEnvironment (env: NodeJS.ProcessEnv, glibc: boolean): NodeJS.ProcessEnv | undefined {
+  if (!glibc) return undefined
+  const current = env.GLIBC_TUNABLES ?? ''
+  if (/(^|:)glibc\.malloc\./.test(current)) return undefined
+  return { ...env, GLIBC_TUNABLES: current === '' ? MALLOC_TUNABLES : `${current}:${MALLOC_TUNABLES}` }
+}
+
+/**
+ * Restarts this process with the malloc tunables when it lacks them (does not
+ * return then). Call first thing in `serve`, before any file, socket or
+ * lock is opened.
+ */
+export function execWithMallocTuning (): void {
+  if (process.platform !== 'linux' || typeof process.execve !== 'function') return
+  const header = (process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined)?.header
+  const env = tunedEnvironment(process.env, header?.glibcVersionRuntime != null)
+  if (env == null) return
+  // the packaged binary's argv is [binary, binary, ...args]; under node it is [node, script, ...args]
+  const args = isSea()
+    ? [process.execPath, ...process.argv.slice(2)]
+    : [process.execPath, ...process.execArgv, ...process.argv.slice(1)]
+  try {
+    process.execve(process.execPath, args, env)
+  } catch {
+    // could not start again (returns only then): serve runs with glibc's defaults
+  }
+}

@@ -1,0 +1,17 @@
+import { describe, expect, it } from 'vitest'
+import { MALLOC_TUNABLES, tunedEnvironment } from '../../src/malloc.js'
+
+describe('malloc tuning for serve', () => {
+  it('adds the mmap threshold to the environment on glibc, keeping other tunables', () => {
+    expect(tunedEnvironment({ A: '1' }, true)).toEqual({ A: '1', GLIBC_TUNABLES: MALLOC_TUNABLES })
+    expect(tunedEnvironment({ GLIBC_TUNABLES: 'glibc.pthread.rseq=0' }, true)?.GLIBC_TUNABLES).toBe(`glibc.pthread.rseq=0:${MALLOC_TUNABLES}`)
+    expect(MALLOC_TUNABLES).toBe('glibc.malloc.mmap_threshold=65536')
+  })
+
+  it('leaves alone a process that has them, an operator who set malloc tunables, and other C libraries', () => {
+    expect(tunedEnvironment({ GLIBC_TUNABLES: MALLOC_TUNABLES }, true)).toBeUndefined()
+    expect(tunedEnvironment({ GLIBC_TUNABLES: 'glibc.malloc.arena_max=2' }, true)).toBeUndefined()
+    expect(tunedEnvironment({ GLIBC_TUNABLES: 'glibc.pthread.rseq=0:glibc.malloc.trim_threshold=0' }, true)).toBeUndefined()
+    expect(tunedEnvironment({}, false)).toBeUndefined()
+  })
+})
