@@ -4,12 +4,23 @@
  * 1 MiB chunks, balanced DAG of up to 1024 links per node; a file of one chunk
  * is a single raw block.
  */
-import { unixfs } from '@helia/unixfs'
+import { unixfs, type AddOptions } from '@helia/unixfs'
 import type { Blockstore } from 'interface-blockstore'
-import type { CID } from 'multiformats/cid'
+import { CID } from 'multiformats/cid'
+import * as raw from 'multiformats/codecs/raw'
+import { sha256 } from 'multiformats/hashes/sha2'
 import type { Chunker } from './chunk-pool.js'
 
 export const CHUNK_SIZE = 1_048_576
+/**
+ * Leaves being written at once, per import. Each holds a 1 MiB chunk buffer,
+ * so this is what one upload keeps in memory (plus the chunk being filled):
+ * the importer's default of 10 made 16 concurrent uploads hold up to 176 MiB
+ * (seen as 100–150 MB of ArrayBuffers in scripts/soak.mjs). Four writes in
+ * flight, started as each leaf is cut (see eagerRawLeaves), keep a 1 MiB
+ * write + fdatasync pipeline busy.
+ */
+export const LEAF_WRITES = 4
 
 export class TooLargeError extends Error {
   override name = 'TooLargeError'
@@ -41,8 +52,32 @@ export async function importFile (source: AsyncIterable<Uint8Array>, opts: { blo
     cidVersion: 1,
     rawLeaves: true,
     reduceSingleLeafToSelf: true,
+    blockWriteConcurrency: LEAF_WRITES,
+    bufferImporter: eagerRawLeaves(),
     ...(opts.chunker != null ? { chunker: opts.chunker } : {}),
     signal: opts.signal
   })
   return { cid, fileSize }
+}
+
+/**
+ * The importer's raw-leaf writer (CIDv1, raw codec, sha2-256: the same CIDs),
+ * except that each leaf's write starts as soon as the leaf is cut. The
+ * importer's own starts a batch of `blockWriteConcurrency` writes only once
+ * it holds all of their chunks, so reading the body and writing the blocks
+ * took turns, and only a large batch kept the disk busy.
+ */
+function eagerRawLeaves (): NonNullable<AddOptions['bufferImporter']> {
+  return async function * (file, blockstore) {
+    for await (const block of file.content) {
+      const written = (async () => {
+        const cid = CID.createV1(raw.code, await sha256.digest(block))
+        await blockstore.put(cid, block)
+        return { cid, size: BigInt(block.byteLength), block }
+      })()
+      // the importer awaits each write in order; this only keeps a failure it has not reached yet from being unhandled
+      written.catch(() => {})
+      yield async () => await written
+    }
+  }
 }
