@@ -39,7 +39,8 @@
  *
  * Usage: node scripts/soak.mjs [minutes=30] [clients=16] [--quote-clients N]
  *   [--csv file] [--json file] [--restart-at 0.33] [--no-restart] [--idle 60]
- *   [--max-live 24] [--gc-every 300] [--bundle]
+ *   [--max-live 24] [--gc-every 300] [--sample-every 10] [--keep-history]
+ *   [--binary path/to/pind | --bundle]
  * Env SOAK_ENV: extra environment for pind, e.g. SOAK_ENV='MALLOC_ARENA_MAX=2'.
  */
 import { spawn } from 'node:child_process'
@@ -71,6 +72,8 @@ const OPS = ['upload', 'pin', 'read', 'range', 'list', 'status', 'delete', 'quot
 const MIX = [['upload', 30], ['pin', 8], ['read', 17], ['range', 17], ['list', 10], ['status', 8], ['delete', 10]]
 /** quotes per client per minute: under the default unpaid limit of 120 */
 const QUOTES_PER_MINUTE = 100
+/** how long a client keeps retrying one request (Retry-After, or a connection refused during the restart) */
+const RETRY_BUDGET_MS = 60_000
 
 const sleep = (ms) => new Promise(resolve => setTimeout(resolve, ms))
 const pick = (xs) => xs[Math.floor(Math.random() * xs.length)]
@@ -198,10 +201,10 @@ export async function runSoak (opts = {}) {
   const {
     minutes = 30, clients = 16, quoteClients = Math.ceil(clients / 2), restart = true, restartAt = 1 / 3,
     sampleMs = 10_000, idleSeconds = 60, maxLive = 24, gcEverySeconds = 300, maxUploadBytes = 60_000_000,
-    maxPinBytes = 16_000_000, pruneHistory = true, bundle = false, csv, log = console.log, env: extraEnv = {}
+    maxPinBytes = 16_000_000, pruneHistory = true, bundle = false, binary, csv, log = console.log, env: extraEnv = {}, signal
   } = opts
   const durationS = minutes * 60
-  const cmd = bundle ? [process.execPath, join(ROOT, 'dist/pind.cjs')] : [join(ROOT, 'dist/pind')]
+  const cmd = bundle ? [process.execPath, join(ROOT, 'dist/pind.cjs')] : [binary ?? join(ROOT, 'dist/pind')]
   const work = mkdtempSync(join(tmpdir(), 'pind-soak-'))
   const dataDir = join(work, 'data')
   const csvPath = csv ?? join(work, 'soak.csv')
@@ -223,9 +226,12 @@ export async function runSoak (opts = {}) {
     uploadedBytes: 0,
     serviceLog: { errors: 0, warnings: 0, last: [] }
   }
+  signal?.addEventListener('abort', () => { state.stopping = true }, { once: true })
   const error = (op, what) => {
     state.errorCount++
     if (state.errors.length < 200) state.errors.push(`${op}: ${what}`)
+    // as they happen (a long run should have none; the first ones tell most)
+    if (state.errorCount <= 20) log(`! t=${state.t0 == null ? 0 : Math.round((performance.now() - state.t0) / 1000)}s ${op}: ${what}`)
   }
 
   const run = (args) => {
@@ -288,6 +294,7 @@ export async function runSoak (opts = {}) {
    * for each attempt; returns the undici response with its body unread, or throws.
    */
   const call = async (op, xff, path, o = {}) => {
+    const giveUpAt = performance.now() + RETRY_BUDGET_MS
     for (let attempt = 0; ; attempt++) {
       let r
       try {
@@ -300,7 +307,7 @@ export async function runSoak (opts = {}) {
         })
       } catch (err) {
         // a refused or reset connection while the service restarts: the client tries again
-        if ((state.restarting || Date.now() < state.restartGraceUntil) && attempt < 600 && !state.stopping) {
+        if ((state.restarting || Date.now() < state.restartGraceUntil) && performance.now() < giveUpAt && !state.stopping) {
           state.retries.connection++
           await sleep(100)
           continue
@@ -308,7 +315,7 @@ export async function runSoak (opts = {}) {
         throw err
       }
       const retryAfter = Number(r.headers['retry-after'])
-      if ((r.statusCode === 429 || r.statusCode === 503) && Number.isFinite(retryAfter) && attempt < 50) {
+      if ((r.statusCode === 429 || r.statusCode === 503) && Number.isFinite(retryAfter) && performance.now() < giveUpAt && !state.stopping) {
         await r.body.dump()
         if (r.statusCode === 429) state.retries.throttled++
         else state.retries.busy++
@@ -391,7 +398,7 @@ export async function runSoak (opts = {}) {
     state.t0 = performance.now()
     const idleStart = await sampleOnce('idle-start')
     const endAt = state.t0 + durationS * 1000
-    const loadOver = () => performance.now() >= endAt || state.stopping
+    const loadOver = () => performance.now() >= endAt || state.stopping || signal?.aborted === true
 
     /** CIDs on the origin that quote clients ask prices for */
     const originCids = []
@@ -522,10 +529,13 @@ export async function runSoak (opts = {}) {
 
     const ops = { upload: doUpload, pin: doPin, read: doRead, range: doRange, list: doList, status: doStatus, delete: doDelete }
     const totalWeight = MIX.reduce((a, [, w]) => a + w, 0)
+    /** every client starts with one of each (so even a short run covers them all), then draws from MIX */
+    const FIRST = ['upload', 'pin', 'read', 'range', 'list', 'status']
     const payingLoop = async (c) => {
-      while (!loadOver()) {
+      for (let n = 0; !loadOver(); n++) {
         let op
         if (c.writes.length === 0) op = 'upload'
+        else if (n < FIRST.length) op = FIRST[n]
         else if (live(c).length >= maxLive) op = 'delete'
         else {
           let x = Math.random() * totalWeight
@@ -606,10 +616,11 @@ export async function runSoak (opts = {}) {
     await Promise.all([...payers.map(payingLoop), ...Array.from({ length: quoteClients }, (_, i) => quoteLoop(i)), restarter, gcLoop])
     const loadSeconds = (performance.now() - state.t0) / 1000
     clearInterval(progress)
+    signal?.throwIfAborted()
 
     // ---- idle ----
     const idleUntil = performance.now() + idleSeconds * 1000
-    while (performance.now() < idleUntil) await sleep(200)
+    while (performance.now() < idleUntil) { signal?.throwIfAborted(); await sleep(200) }
     sampling = false
     await sampler
     const idleEnd = await sampleOnce('idle-end')
@@ -715,6 +726,7 @@ export async function runSoak (opts = {}) {
       money: { ...money, charged: String(money.charged), chainDelta: String(money.chainDelta), payToDelta: String(money.payToDelta), ok: money.mismatches.length === 0 && money.reconciled === clients },
       memory,
       serviceLog: state.serviceLog,
+      samples,
       csv: csvPath
     }
     printSummary(summary, log)
@@ -758,7 +770,13 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const positional = args.filter((a, i) => /^\d+(\.\d+)?$/.test(a) && !args[i - 1]?.startsWith('--'))
   const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '')
   const env = Object.fromEntries((process.env.SOAK_ENV ?? '').split(/\s+/).filter(Boolean).map(kv => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]))
+  // Ctrl-C: stop the load and clean up (pind, anvil, the origin, the temp dirs); a second one exits at once
+  const interrupt = new AbortController()
+  process.once('SIGINT', () => { interrupt.abort(new Error('interrupted')); process.once('SIGINT', () => process.exit(130)) })
+  process.once('SIGTERM', () => { interrupt.abort(new Error('terminated')) })
   const summary = await runSoak({
+    signal: interrupt.signal,
+    ...(opt('binary') != null ? { binary: resolve(opt('binary')) } : {}),
     minutes: Number(positional[0] ?? 30),
     clients: Number(positional[1] ?? 16),
     ...(opt('quote-clients') != null ? { quoteClients: Number(opt('quote-clients')) } : {}),

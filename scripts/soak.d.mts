@@ -1,0 +1,105 @@
+// Hand-written types for soak.mjs.
+export interface SoakOptions {
+  minutes?: number
+  /** paying clients, each with its own payer and X-Forwarded-For (default 16) */
+  clients?: number
+  /** clients asking for quotes (default half the paying clients) */
+  quoteClients?: number
+  restart?: boolean
+  /** when the SIGTERM and restart comes, as a share of the run (default 1/3) */
+  restartAt?: number
+  sampleMs?: number
+  /** seconds without load before the idle RSS is read */
+  idleSeconds?: number
+  /** writes a client keeps before it deletes one */
+  maxLive?: number
+  /** `pind gc` through the running serve every this many seconds (0: never) */
+  gcEverySeconds?: number
+  maxUploadBytes?: number
+  maxPinBytes?: number
+  /** anvil --prune-history (default true) */
+  pruneHistory?: boolean | number
+  /** run dist/pind.cjs on the pinned node instead of the packaged dist/pind */
+  bundle?: boolean
+  /** another pind binary (e.g. one built from an older commit, to compare) */
+  binary?: string
+  /** stops the load and cleans up when it aborts */
+  signal?: AbortSignal
+  /** CSV of the samples (default: a file in the run's temp dir, removed with it) */
+  csv?: string
+  /** extra environment for pind */
+  env?: Record<string, string>
+  log?: (line: string) => void
+}
+
+export interface SoakSample {
+  t: number
+  phase: 'idle-start' | 'load' | 'idle' | 'idle-end'
+  pid: number
+  rss: number
+  anon: number
+  file: number
+  heapUsed: number
+  heapTotal: number
+  external: number
+  arrayBuffers: number
+  fds: number
+  ledgerBytes: number
+  blocksBytes: number
+  blocksFiles: number
+  requests: number
+  errors: number
+}
+
+export interface OpStats { n: number, p50Ms: number, p99Ms: number }
+
+export interface MemoryVerdict {
+  verdict: 'plateau' | 'growing'
+  growthPerHourMiB: number
+  growthPct: number
+  windowS: number
+  windowSamples: number
+  meanRssMiB: number
+}
+
+export interface SoakSummary {
+  minutes: number
+  clients: number
+  quoteClients: number
+  loadSeconds: number
+  requests: number
+  requestsPerSecond: number
+  paidWrites: number
+  uploadedBytes: number
+  ops: Record<string, OpStats>
+  statuses: Record<string, number>
+  errors: number
+  errorSamples: string[]
+  http5xx: number
+  retries: { connection: number, throttled: number, busy: number }
+  gcRuns: number
+  restart: { drainMs: number, exit: number | string, startMs: number, downMs: number } | null
+  writes: { acknowledged: number, live: number, verified: number, deleted: number, deletedGone: number, deletedVerifiedBefore: number, failures: string[], ok: boolean }
+  money: { payers: number, reconciled: number, charged: string, chainDelta: string, payToDelta: string, settledUnacknowledged: number, mismatches: string[], ok: boolean }
+  memory: MemoryVerdict & {
+    idleStartRssMiB: number
+    idleEndRssMiB: number
+    idleEndAnonMiB: number
+    idleEndVsStartPct: number
+    maxRssMiB: number
+    maxHeapUsedMiB: number
+    maxExternalMiB: number
+    maxArrayBuffersMiB: number
+    fds: { start: number, max: number, end: number }
+    ledgerMiB: number
+    blocksMiB: number
+    samples: number
+    loadSamples: number
+  }
+  serviceLog: { errors: number, warnings: number, last: string[] }
+  samples: SoakSample[]
+  csv: string | null
+}
+
+export declare function memoryVerdict (samples: SoakSample[], durationS: number): MemoryVerdict
+export declare function runSoak (opts?: SoakOptions): Promise<SoakSummary>
