@@ -48,7 +48,7 @@ import { createCipheriv, createHash, randomBytes } from 'node:crypto'
 import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { request as httpRequest } from 'node:http'
 import { createServer } from 'node:net'
-import { tmpdir } from 'node:os'
+import { loadavg, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { unixfs } from '@helia/unixfs'
@@ -374,11 +374,13 @@ export async function runSoak (opts = {}) {
       blocksBytes: blocks.bytes,
       blocksFiles: blocks.files,
       requests: state.requests,
-      errors: state.errorCount
+      errors: state.errorCount,
+      /** the machine's 1-minute load average (the soak shares its cores with whatever else runs) */
+      load1: loadavg()[0]
     }
     samples.push(row)
     const m = (x) => Number.isFinite(x) ? (x / MiB).toFixed(1) : ''
-    appendFileSync(csvPath, [row.t, row.phase, row.pid, m(row.rss), m(row.anon), m(row.file), m(row.heapUsed), m(row.heapTotal), m(row.external), m(row.arrayBuffers), row.fds, m(row.ledgerBytes), m(row.blocksBytes), row.blocksFiles, row.requests, row.errors].join(',') + '\n')
+    appendFileSync(csvPath, [row.t, row.phase, row.pid, m(row.rss), m(row.anon), m(row.file), m(row.heapUsed), m(row.heapTotal), m(row.external), m(row.arrayBuffers), row.fds, m(row.ledgerBytes), m(row.blocksBytes), row.blocksFiles, row.requests, row.errors, row.load1.toFixed(2)].join(',') + '\n')
     return row
   }
 
@@ -388,7 +390,7 @@ export async function runSoak (opts = {}) {
     origin = await startPeer({ blocksDir: join(work, 'origin') })
     const originFs = unixfs(origin.helia)
     port = await freePort()
-    writeFileSync(csvPath, 't_s,phase,pid,rss_mib,rss_anon_mib,rss_file_mib,heap_used_mib,heap_total_mib,external_mib,array_buffers_mib,fds,ledger_mib,blocks_mib,blocks_files,requests,errors\n')
+    writeFileSync(csvPath, 't_s,phase,pid,rss_mib,rss_anon_mib,rss_file_mib,heap_used_mib,heap_total_mib,external_mib,array_buffers_mib,fds,ledger_mib,blocks_mib,blocks_files,requests,errors,load1\n')
     state.restartGraceUntil = 0
     state.serve = await serve()
     const payTo0 = await usdcBalance(chain, chain.payTo)
@@ -704,7 +706,9 @@ export async function runSoak (opts = {}) {
       ledgerMiB: idleEnd.ledgerBytes / MiB,
       blocksMiB: idleEnd.blocksBytes / MiB,
       samples: samples.length,
-      loadSamples: loadSamples.length
+      loadSamples: loadSamples.length,
+      /** the machine's 1-minute load average over the loaded phase (2 cores: above 2 means the soak waited for CPU) */
+      loadAvg: { mean: loadSamples.reduce((a, s) => a + s.load1, 0) / Math.max(1, loadSamples.length), max: Math.max(0, ...loadSamples.map(s => s.load1)) }
     }
     memory.idleEndVsStartPct = (memory.idleEndRssMiB / memory.idleStartRssMiB - 1) * 100
     const statuses5xx = Object.entries(state.statuses).filter(([k]) => / 5\d\d$/.test(k)).reduce((a, [, n]) => a + n, 0)
@@ -759,6 +763,7 @@ function printSummary (s, log) {
   for (const x of m.mismatches.slice(0, 10)) log(`  ${x}`)
   const mem = s.memory
   log(`memory: RSS idle ${f0(mem.idleStartRssMiB)} MiB at start, max ${f0(mem.maxRssMiB)} MiB, idle ${f0(mem.idleEndRssMiB)} MiB after the load (${mem.idleEndVsStartPct >= 0 ? '+' : ''}${f0(mem.idleEndVsStartPct)}%, anonymous ${f0(mem.idleEndAnonMiB)} MiB); heap used max ${f0(mem.maxHeapUsedMiB)} MiB, external max ${f0(mem.maxExternalMiB)} MiB (ArrayBuffers ${f0(mem.maxArrayBuffersMiB)}); fds ${mem.fds.start} → max ${mem.fds.max} → ${mem.fds.end}; ledger ${f0(mem.ledgerMiB)} MiB, blocks ${f0(mem.blocksMiB)} MiB`)
+  log(`machine load average under load: mean ${mem.loadAvg.mean.toFixed(2)}, max ${mem.loadAvg.max.toFixed(2)}`)
   log(`memory verdict: ${mem.verdict === 'plateau' ? 'plateau' : `growing ${mem.growthPerHourMiB.toFixed(0)} MiB/h`} (linear fit of RSS over the last ${f0(mem.windowS)} s of load: ${mem.growthPerHourMiB >= 0 ? '+' : ''}${mem.growthPerHourMiB.toFixed(1)} MiB/h, ${mem.growthPct.toFixed(1)}% of ${f0(mem.meanRssMiB)} MiB over the window)`)
   if (s.serviceLog.errors > 0) log(`service logged ${s.serviceLog.errors} error(s), ${s.serviceLog.warnings} warning(s); last: ${s.serviceLog.last.slice(-3).join(' | ')}`)
   if (s.csv != null) log(`samples: ${s.csv}`)
