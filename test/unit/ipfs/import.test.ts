@@ -1,0 +1,61 @@
+/**
+ * importFile under a slow disk: how much of an upload's body is held in
+ * memory while its leaves are written (issue 18: 16 concurrent uploads held
+ * 100-150 MB of ArrayBuffers with the importer's batches of 10), that each
+ * leaf's write starts as soon as it is cut, and that the CIDs are the
+ * importer's own.
+ */
+import { randomBytes } from 'node:crypto'
+import { unixfs } from '@helia/unixfs'
+import { MemoryBlockstore } from 'blockstore-core'
+import type { CID } from 'multiformats/cid'
+import { describe, expect, it } from 'vitest'
+import { CHUNK_SIZE, importFile, LEAF_WRITES } from '../../../src/ipfs/import.js'
+
+const sleep = async (ms: number): Promise<void> => { await new Promise(resolve => setTimeout(resolve, ms)) }
+
+describe('importFile', () => {
+  it('holds at most LEAF_WRITES leaves in flight, starts each write as its leaf is cut, and makes the importer\'s CIDs', async () => {
+    const bytes = randomBytes(24 * CHUNK_SIZE + 12_345)
+    let read = 0
+    let written = 0
+    let firstPutAfter: number | undefined
+    let aheadMax = 0
+    let inFlight = 0
+    let inFlightMax = 0
+    const store = new MemoryBlockstore()
+    const slowDisk = {
+      get: store.get.bind(store),
+      has: store.has.bind(store),
+      put: async (cid: CID, block: Uint8Array) => {
+        firstPutAfter ??= read
+        inFlightMax = Math.max(inFlightMax, ++inFlight)
+        await sleep(5)
+        inFlight--
+        written += block.byteLength
+        return await store.put(cid, block)
+      }
+    }
+    async function * body (): AsyncGenerator<Uint8Array> {
+      for (let at = 0; at < bytes.length; at += 65_536) {
+        // what the body has handed over and no write has finished with yet: held in memory
+        aheadMax = Math.max(aheadMax, read - written)
+        const piece = bytes.subarray(at, at + 65_536)
+        read += piece.byteLength
+        yield piece
+      }
+    }
+    const { cid, fileSize } = await importFile(body(), { blockstore: slowDisk, maxBytes: bytes.length })
+    expect(fileSize).toBe(bytes.length)
+
+    // the first leaf is written once it is cut, not once a batch of them is in hand
+    expect(firstPutAfter).toBeLessThanOrEqual(CHUNK_SIZE + 65_536)
+    // memory: the leaves being written plus the one being filled (the importer's default batch of 10 held 11)
+    expect(inFlightMax).toBeLessThanOrEqual(LEAF_WRITES)
+    expect(aheadMax).toBeLessThanOrEqual((LEAF_WRITES + 1) * CHUNK_SIZE)
+
+    // the same CIDs as @helia/unixfs with the settings importFile uses
+    const plain = await unixfs({ blockstore: new MemoryBlockstore() }).addBytes(bytes, { cidVersion: 1, rawLeaves: true, reduceSingleLeafToSelf: true })
+    expect(cid.toString()).toBe(plain.toString())
+  })
+})
