@@ -25,19 +25,28 @@
 import { isSea } from 'node:sea'
 
 export const MALLOC_TUNABLES = 'glibc.malloc.mmap_threshold=65536'
+/**
+ * Set in the environment of the process started again: it never starts
+ * again, even if GLIBC_TUNABLES did not survive the exec (glibc drops it for
+ * a binary given file capabilities, e.g. to bind port 443: AT_SECURE).
+ */
+export const STARTED_AGAIN = 'PIND_MALLOC_TUNED'
 
 /** The environment `serve` runs with, or undefined when it already has it (or should be left alone). */
 export function tunedEnvironment (env: NodeJS.ProcessEnv, glibc: boolean): NodeJS.ProcessEnv | undefined {
-  if (!glibc) return undefined
+  if (!glibc || env[STARTED_AGAIN] != null) return undefined
   const current = env.GLIBC_TUNABLES ?? ''
   if (/(^|:)glibc\.malloc\./.test(current)) return undefined
-  return { ...env, GLIBC_TUNABLES: current === '' ? MALLOC_TUNABLES : `${current}:${MALLOC_TUNABLES}` }
+  return { ...env, GLIBC_TUNABLES: current === '' ? MALLOC_TUNABLES : `${current}:${MALLOC_TUNABLES}`, [STARTED_AGAIN]: '1' }
 }
 
 /**
  * Restarts this process with the malloc tunables when it lacks them (does not
- * return then). Call first thing in `serve`, before any file, socket or
- * lock is opened.
+ * return then). Call first thing in `serve`, before the configuration is read
+ * (its warnings would be logged twice) and before any file, socket or lock
+ * is opened. What execve keeps: the pid (systemd's MAINPID, a supervisor's
+ * child), stdio, the environment (NOTIFY_SOCKET) and the arguments; what it
+ * resets: signal handlers, installed again by the new start.
  */
 export function execWithMallocTuning (): void {
   if (process.platform !== 'linux' || typeof process.execve !== 'function') return

@@ -10,14 +10,12 @@ import { BlockstoreRecordError } from '../datadir/blockstore-record.js'
 import { BackendChoiceError } from '../ipfs/open-backend.js'
 import { S3ConfigError } from '../ipfs/s3-client.js'
 import { holdYoungGeneration } from '../heap.js'
-import { execWithMallocTuning } from '../malloc.js'
 import type { Logger } from '../log.js'
 import { StartupError } from '../startup-errors.js'
 import { COMMIT, VERSION } from '../version.js'
 import { notifyServiceManager } from './notify.js'
 
 export async function serve (config: Readonly<Config>, log: Logger): Promise<void> {
-  execWithMallocTuning()
   holdYoungGeneration()
   let daemon
   try {

@@ -7,6 +7,7 @@ import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
+import { MALLOC_TUNABLES } from '../../src/malloc.js'
 import { ROOT, tempDir } from '../helpers/pind.js'
 import { waitFor } from '../helpers/ports.js'
 
@@ -36,6 +37,8 @@ describe('npm start', () => {
     leftovers.push(servePid, anvilPid)
     expect((await fetch(`${url}/health`)).status).toBe(200)
     expect(alive(servePid) && alive(anvilPid)).toBe(true)
+    // serve started itself again with glibc's malloc tunables (src/malloc.ts), keeping its pid
+    expect(readFileSync(`/proc/${servePid}/environ`, 'utf8').split('\0')).toContain(`GLIBC_TUNABLES=${MALLOC_TUNABLES}`)
 
     npm.kill('SIGTERM')
     await exited
