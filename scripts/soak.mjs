@@ -52,6 +52,7 @@ import { loadavg, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { unixfs } from '@helia/unixfs'
+import { CID } from 'multiformats/cid'
 import { toClientEvmSigner } from '@x402/evm'
 import { ExactEvmScheme } from '@x402/evm/exact/client'
 import { x402Client, x402HTTPClient } from '@x402/fetch'
@@ -420,7 +421,8 @@ export async function runSoak (opts = {}) {
       const required = c.http.getPaymentRequiredResponse(n => r.headers[n.toLowerCase()], text === '' ? undefined : JSON.parse(text))
       return c.http.encodePaymentSignatureHeader(await c.x.createPaymentPayload(required))
     }
-    const live = (c) => c.writes.filter(w => !w.deleted)
+    /** what the client holds: not deleted, and not a pin the service reported failed (an error of its own) */
+    const live = (c) => c.writes.filter(w => !w.deleted && !w.failed)
 
     const doUpload = (c) => timed('upload', async () => {
       const size = logUniform(1000, maxUploadBytes)
@@ -456,7 +458,10 @@ export async function runSoak (opts = {}) {
       originCids.push(cid)
       if (originCids.length > 200) originCids.shift()
       const body = () => JSON.stringify({ cid, name: `soak-${c.i}`, origins: origin.multiaddrs() })
-      const headers = { 'content-type': 'application/json' }
+      // the size a client that made the DAG knows: under heavy load the service's probe of the root may not
+      // answer in time, and a quote without a size is the minimum price, too little for a larger DAG
+      const dagSize = (await originFs.stat(CID.parse(cid), { extended: true })).dagSize
+      const headers = { 'content-type': 'application/json', 'x-pin-size': String(dagSize) }
       const unpaid = await call('pin', c.xff, '/pins', { method: 'POST', headers, body })
       if (unpaid.statusCode !== 402) { await expect('pin', unpaid, 402); return }
       const payment = await sign(c, unpaid)
@@ -514,7 +519,7 @@ export async function runSoak (opts = {}) {
       if (!await expect('status', r, 200)) return
       const st = await r.body.json()
       if (st.status === 'pinned') w.pinned = true
-      else if (st.status === 'failed') error('status', `pin ${w.requestid} failed: ${st.info?.status_details}`)
+      else if (st.status === 'failed') { w.failed = true; error('status', `pin ${w.requestid} failed: ${st.info?.status_details}`) }
     })
 
     /** reads a pinned write back whole, then deletes it */
@@ -543,7 +548,13 @@ export async function runSoak (opts = {}) {
           let x = Math.random() * totalWeight
           op = MIX.find(([, w]) => (x -= w) < 0)?.[0] ?? 'upload'
         }
+        // an operation with nothing to work on: reads and deletes need a pinned write, status and list a live one
+        const pinned = live(c).some(w => w.pinned)
+        if ((op === 'read' || op === 'range' || op === 'delete') && !pinned) op = live(c).length > 0 ? 'status' : 'upload'
+        if ((op === 'status' || op === 'list') && live(c).length === 0) op = 'upload'
         await ops[op](c)
+        // a turn of the event loop between operations (one that resolves at once must not starve the timers)
+        await new Promise(resolve => setImmediate(resolve))
       }
     }
 
