@@ -49,6 +49,8 @@ export interface SoakSample {
   blocksFiles: number
   requests: number
   errors: number
+  /** the machine's 1-minute load average */
+  load1: number
 }
 
 export interface OpStats { n: number, p50Ms: number, p99Ms: number }
@@ -95,6 +97,8 @@ export interface SoakSummary {
     blocksMiB: number
     samples: number
     loadSamples: number
+    /** the machine's 1-minute load average over the loaded phase */
+    loadAvg: { mean: number, max: number }
   }
   serviceLog: { errors: number, warnings: number, last: string[] }
   samples: SoakSample[]
