@@ -23,8 +23,10 @@ describe('kept blocks', () => {
     const view = message.subarray(12345, 12345 + block.length)
     let asked = 0
     const node = {
-      bitswap: () => ({ retrieve: async () => { asked++; return view } }),
-      getHasher: async () => sha256
+      bitswap: () => ({ retrieve: async () => { asked++; return view }, bitswap: { wantList: { wants: new Map(), peers: new Map() } } }),
+      getHasher: async () => sha256,
+      connections: () => [],
+      isConnected: () => false
     } as unknown as IpfsNode
     const network = new BlockNetwork(node)
     const first = await network.retrieve(cid, AbortSignal.timeout(1000), { remember: true })
