@@ -107,7 +107,13 @@ export async function readSingleFile<T> (req: IncomingMessage, consume: (file: U
       finished = true
       settle()
     })
-    req.on('aborted', () => { fail(new InvalidInputError('the client aborted the upload')) })
+    // a client that left before its body was read to the end: 'aborted' (body cut short), or a request
+    // destroyed ('close') before its end reached the parser — also before this reader started (e.g.
+    // while the payment was verified), when no event comes any more: piping it would wait for ever
+    const gone = (): void => { if (!req.readableEnded) fail(new InvalidInputError('the client aborted the upload')) }
+    if (req.destroyed) { gone(); if (failure != null) return }
+    req.on('aborted', gone)
+    req.on('close', gone)
     if (opts.maxBodyBytes != null) req.on('data', count)
     if (opts.signal != null) {
       if (opts.signal.aborted) { abort(); return }

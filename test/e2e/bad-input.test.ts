@@ -22,6 +22,8 @@ import { BadInputClient, problemWith, rawExchange, targetOf, type Case, type Htt
 import {
   b64url, badChallengeBodies, badCids, badMultipart, badTokenBodies, forgedTokens, invalidJson, pathSegment, prng, wrongPinBodies, type Jwk
 } from '../helpers/bad-input/cases.js'
+import { connect } from 'node:net'
+import { startFacilitatorStandIn } from '../helpers/facilitator-standin.js'
 import { chainArgs, payingFetch, signChallenge, uploadChallenge, uploadForm } from '../helpers/paying-client.js'
 import { runPind, startPind, type PindProcess } from '../helpers/pind.js'
 import { MAX_URL_LENGTH } from '../../src/http/server.js'
@@ -603,6 +605,49 @@ describe('bugs the bad-input suite found (fixed; kept as regression tests)', () 
       await victim.stop()
     }
     expect(problems, problems.join('\n\n')).toEqual([])
+  })
+
+  it('BUG: a paid upload whose client goes away while its payment is being verified hangs for ever, and every later request with that payment waits for it (no answer)', async () => {
+    // the verifier answers only once the first client has gone: on a loaded machine a verification
+    // (RPC calls to the chain) can outlast a client's patience; here it is made to, every time
+    let verifying: () => void = () => {}
+    const seen = new Promise<void>(resolve => { verifying = resolve })
+    let release: () => void = () => {}
+    const held = new Promise<void>(resolve => { release = resolve })
+    let first = true
+    const standIn = await startFacilitatorStandIn(chain, 0, {
+      beforeVerify: async () => {
+        if (!first) return
+        first = false
+        verifying()
+        await held
+      }
+    })
+    const victim = await startPind({ args: ['--facilitator-url', standIn.url, '--asset', chain.usdc, '--pay-to', chain.payTo, '--rate-limit-unpaid', '0', '--rate-limit-reads', '0'] })
+    try {
+      const payment = await signChallenge(chain, chain.payers[2]!.privateKey, await uploadChallenge(victim.url, FRESH_SIZE))
+      const { host, port } = targetOf(victim.url)
+      // the whole request (an empty form) is sent; the client leaves while the payment is verified
+      const socket = connect(port, host)
+      socket.on('error', () => {})
+      await new Promise<void>(resolve => socket.once('connect', resolve))
+      socket.write(`POST /upload HTTP/1.1\r\nHost: ${host}:${port}\r\nX-Upload-Size: ${FRESH_SIZE}\r\nContent-Type: multipart/form-data; boundary=x\r\nPayment-Signature: ${payment}\r\nContent-Length: 7\r\n\r\n--x--\r\n`)
+      await seen
+      socket.destroy()
+      await new Promise(resolve => setTimeout(resolve, 200)) // the server sees the connection close
+      release()
+      // the same payment again, as the payer's retry would: the empty form is a 400, at once
+      const c: HttpCase = { category: 'bug', label: 'POST /upload (empty form) with the payment of a request whose client left', method: 'POST', path: '/upload', headers: { 'x-upload-size': String(FRESH_SIZE), 'content-type': 'multipart/form-data; boundary=x', 'payment-signature': payment }, body: '--x--\r\n', expect: [400] }
+      const vc = new BadInputClient(targetOf(victim.url), 10_000)
+      const t0 = performance.now()
+      const answer = await vc.send(c)
+      vc.close()
+      expect(`${problemWith(c, answer) ?? 'answered'} after ${(performance.now() - t0).toFixed(0)} ms`).toMatch(/^answered /)
+    } finally {
+      release()
+      await victim.stop()
+      await standIn.close()
+    }
   })
 
   it('BUG: a payment payload that matches the terms but has no "payload" (or null) is a 500, not a 402', async () => {

@@ -14,6 +14,8 @@ export interface StandIn { url: string, calls: string[], close(): Promise<void> 
 export interface StandInOptions {
   /** runs after a real settlement, before the answer is sent (e.g. to kill the server waiting for it) */
   afterSettle?: (paymentPayload: unknown) => Promise<void> | void
+  /** runs before a verification, which waits for it (e.g. a verifier slowed down while the client goes away) */
+  beforeVerify?: (paymentPayload: unknown) => Promise<void> | void
 }
 
 export async function startFacilitatorStandIn (chain: DevChain, port = 0, opts: StandInOptions = {}): Promise<StandIn> {
@@ -28,7 +30,12 @@ export async function startFacilitatorStandIn (chain: DevChain, port = 0, opts: 
       const fail = (err: unknown): void => { res.writeHead(500); res.end(JSON.stringify({ error: String(err) })) }
       if (req.method === 'GET' && req.url === '/supported') { client.getSupported().then(reply, fail); return }
       const parsed = body === '' ? {} : JSON.parse(body)
-      if (req.method === 'POST' && req.url === '/verify') { client.verify(parsed.paymentPayload, parsed.paymentRequirements).then(reply, fail); return }
+      if (req.method === 'POST' && req.url === '/verify') {
+        Promise.resolve(opts.beforeVerify?.(parsed.paymentPayload))
+          .then(async () => await client.verify(parsed.paymentPayload, parsed.paymentRequirements))
+          .then(reply, fail)
+        return
+      }
       if (req.method === 'POST' && req.url === '/settle') {
         client.settle(parsed.paymentPayload, parsed.paymentRequirements)
           .then(async (r) => { await opts.afterSettle?.(parsed.paymentPayload); return r })
