@@ -429,7 +429,8 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       log,
       refusal,
       storage: blocks,
-      retry
+      retry,
+      notes
     })
     http.ready()
 

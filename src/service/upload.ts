@@ -14,6 +14,7 @@ import type { BlockStaging, StagedImport } from '../ipfs/staging.js'
 import { addMonths, nextCreated } from '../ledger/clock.js'
 import { PaymentReusedError, type PinLedger } from '../ledger/pins.js'
 import type { PaymentRecord, PinRecord } from '../ledger/records.js'
+import type { SettlementNotes } from '../ledger/settlements.js'
 import type { Logger } from '../log.js'
 import type { CID } from 'multiformats/cid'
 import { identifyPayment, type PaymentGate, type PaymentIdentity, type Quote, type VerifiedPayment } from '../payment/gate.js'
@@ -55,6 +56,8 @@ export interface UploadDeps {
   storage?: Pick<BlockBackend, 'writable' | 'ready'>
   /** finishes a paid upload the block store went away from between settlement and commit */
   retry?: RetryLater
+  /** settlement notes: a payment with one may have been used (its settlement's outcome is pending) */
+  notes?: Pick<SettlementNotes, 'get'>
 }
 
 /**
@@ -132,11 +135,20 @@ async function decideAndUpload (input: UploadInput, quote: Quote, declared: numb
 
   if (decision.type === 'settled-before') return await replay(input, payment, d)
   d.log.info('payment verified', { payment: payment.id, amount: payment.amount })
-  const outcome = await d.once.run(payment.id, async () => {
-    if (d.ledger.payment(payment.id) != null) return undefined
-    return await paidUpload(input, payment, maxFileBytes, d)
-  })
-  if (outcome.first && outcome.value != null) return outcome.value
+  for (;;) {
+    const outcome = await d.once.run(payment.id, async () => {
+      if (d.ledger.payment(payment.id) != null) return undefined
+      return await paidUpload(input, payment, maxFileBytes, d)
+    })
+    if (outcome.first) {
+      if (outcome.value != null) return outcome.value
+      break
+    }
+    // another request with this payment ran first. If it ended without using the payment (nothing
+    // recorded, no settlement note left: it failed before settling, e.g. its client went away),
+    // the payment is still unused: this request does the work, rather than answer "already used"
+    if (d.notes == null || d.ledger.payment(payment.id) != null || d.notes.get(payment.id) != null) break
+  }
   return await replay(input, payment, d)
 }
 

@@ -642,7 +642,8 @@ describe('bugs the bad-input suite found (fixed; kept as regression tests)', () 
       const t0 = performance.now()
       const answer = await vc.send(c)
       vc.close()
-      expect(`${problemWith(c, answer) ?? 'answered'} after ${(performance.now() - t0).toFixed(0)} ms`).toMatch(/^answered /)
+      const ms = performance.now() - t0
+      expect(problemWith(c, answer), `after ${ms.toFixed(0)} ms: ${answer.body.toString().slice(0, 400)}`).toBeUndefined()
     } finally {
       release()
       await victim.stop()
