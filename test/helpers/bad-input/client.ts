@@ -113,7 +113,8 @@ export class BadInputClient {
    */
   async send (c: Omit<HttpCase, 'category' | 'label'>): Promise<Answer> {
     const first = await this.sendOnce(c)
-    if (first.retry === true) return await this.sendOnce(c)
+    // on a new connection of its own: the pool may hold more sockets the server closed meanwhile
+    if (first.retry === true) return await this.sendOnce(c, false)
     return first
   }
 
@@ -122,13 +123,13 @@ export class BadInputClient {
     return await this.sendOnce(c)
   }
 
-  private async sendOnce (c: Omit<HttpCase, 'category' | 'label'>): Promise<Answer & { retry?: boolean }> {
+  private async sendOnce (c: Omit<HttpCase, 'category' | 'label'>, agent: Agent | false = this.agent): Promise<Answer & { retry?: boolean }> {
     return await new Promise<Answer & { retry?: boolean }>((resolve) => {
       let done = false
       const finish = (a: Answer & { retry?: boolean }): void => { if (!done) { done = true; clearTimeout(timer); resolve(a) } }
       const timer = setTimeout(() => { req.destroy(); finish({ status: 0, headers: {}, body: Buffer.alloc(0), error: 'timed out' }) }, this.timeoutMs)
       // large response heads are allowed: the check is on the server's answer, not on node's client defaults
-      const req = request({ ...this.target, agent: this.agent, method: c.method ?? 'GET', path: c.path, headers: c.headers ?? {}, maxHeaderSize: 1024 * 1024 }, (res) => {
+      const req = request({ ...this.target, agent, method: c.method ?? 'GET', path: c.path, headers: c.headers ?? {}, maxHeaderSize: 1024 * 1024 }, (res) => {
         const chunks: Buffer[] = []
         res.on('data', (d: Buffer) => { chunks.push(d) })
         res.on('error', (err) => { finish({ status: 0, headers: {}, body: Buffer.alloc(0), error: err.message }) })
