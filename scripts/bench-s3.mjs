@@ -6,7 +6,8 @@
  *
  *   - upload: the whole paid exchange of a 100 MB file against the built binary with
  *     --blockstore s3 (402, sign, paid POST /upload: import, stage on local disk, settle
- *     on chain, PUT every block to the bucket, ledger record, 201), vs PUTting the same
+ *     on chain, PUT every block to the bucket, ledger record, 201; the service logs each
+ *     phase's milliseconds and the script prints them), vs PUTting the same
  *     bytes as the same 1 MiB blocks into the same bucket with the SDK directly, as many
  *     in flight as pind's commit keeps (S3_TUNING.concurrency);
  *   - read: GET /ipfs/{cid} of that file through pind's gateway (no read cache: every
@@ -156,7 +157,8 @@ try {
   console.log(line('pind: GET /ipfs/{cid} from S3 (no cache)', t.read))
   console.log(line(`raw SDK: GET the same 1 MiB blocks, ${READ_AHEAD} in flight`, t.get))
   const ratio = (base, x) => base.map((b, i) => b / x[i])
-  console.log(`  pind's phases per upload: import ${phases.map(p => p.importMs).join(', ')} ms; settle ${phases.map(p => p.settleMs).join(', ')} ms; commit (the PUTs) ${phases.map(p => p.commitMs).join(', ')} ms — commit vs raw PUT ${median(t.put.map((x, i) => x / phases[i].commitMs)).toFixed(2)}`)
+  const ph = (k) => phases.map(p => p[k]).join(', ')
+  console.log(`  pind's phases per upload (ms): import ${ph('importMs')}; seal ${ph('sealMs')}; store ready ${ph('readyMs')}; settle ${ph('settleMs')}; commit (the PUTs) ${ph('commitMs')}; ledger ${ph('ledgerMs')} — commit vs raw PUT ${median(t.put.map((x, i) => x / phases[i].commitMs)).toFixed(2)}`)
   console.log(`upload ratio raw/pind: ${(median(t.put) / median(t.up)).toFixed(2)} (target >= 0.70); per run ${ratio(t.put, t.up).map(r => r.toFixed(2)).join(', ')}`)
   console.log(`read ratio raw/pind:   ${(median(t.get) / median(t.read)).toFixed(2)} (target >= 0.70); per run ${ratio(t.get, t.read).map(r => r.toFixed(2)).join(', ')}`)
   console.log(`service RSS idle ${idle.rssMiB.toFixed(0)} MiB, peak over all uploads ${peak.peakMiB.toFixed(0)} MiB (target < 200 MB = 191 MiB); peak after the reads too ${peakRead.peakMiB.toFixed(0)} MiB`)

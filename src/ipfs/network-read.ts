@@ -14,7 +14,7 @@ import type { BlockNetwork } from './network.js'
 
 const FIND_AFTER_MS = 500
 
-export function networkReadThrough (local: Pick<Blockstore, 'get' | 'has'>, network: Pick<BlockNetwork, 'retrieve'>, timeoutMs: number, findProviders?: (cid: CID, signal: AbortSignal) => Promise<unknown>): Pick<Blockstore, 'get' | 'has'> {
+export function networkReadThrough (local: Pick<Blockstore, 'get' | 'has'> & { readonly readAhead?: number }, network: Pick<BlockNetwork, 'retrieve'>, timeoutMs: number, findProviders?: (cid: CID, signal: AbortSignal) => Promise<unknown>): Pick<Blockstore, 'get' | 'has'> & { readonly readAhead?: number } {
   const fetched = new Map<string, Promise<Uint8Array | undefined>>()
   const want = (cid: CID): Promise<Uint8Array | undefined> => {
     const key = cid.toString()
@@ -30,6 +30,8 @@ export function networkReadThrough (local: Pick<Blockstore, 'get' | 'has'>, netw
     return p
   }
   return {
+    // the local store's read-ahead hint (S3: a round trip per block) reaches the gateway's reader (content.ts)
+    get readAhead () { return local.readAhead },
     has: async (cid) => await local.has(cid) || (await want(cid)) != null,
     get: async function * (cid, options) {
       if (await local.has(cid)) {
@@ -40,5 +42,5 @@ export function networkReadThrough (local: Pick<Blockstore, 'get' | 'has'>, netw
       if (bytes == null) throw Object.assign(new Error(`block ${cid.toString()} not found on the network within ${timeoutMs} ms`), { name: 'NotFoundError' })
       yield bytes
     }
-  } as Pick<Blockstore, 'get' | 'has'>
+  } as Pick<Blockstore, 'get' | 'has'> & { readonly readAhead?: number }
 }

@@ -98,7 +98,7 @@ export class S3Backend implements BlockBackend {
   /** GetObject, past the cache (migration reads every block back from the bucket to verify it). */
   async readFromBucket (name: string, signal?: AbortSignal): Promise<Uint8Array | undefined> {
     const bytes = await this.conn.send<GetObjectCommandOutput, Uint8Array>('GetObject', new GetObjectCommand({ Bucket: this.bucket, Key: this.conn.key(name) }), { signal, allowMissing: true },
-      async (out) => await (out.Body as { transformToByteArray: () => Promise<Uint8Array> }).transformToByteArray())
+      async (out) => await bodyBytes(out))
     if (bytes == null) {
       this.known.delete(name)
       this.missing(name)
@@ -274,6 +274,30 @@ async function readStaged (path: string, buffers: BlockBuffers): Promise<{ bytes
   } finally {
     await fh.close()
   }
+}
+
+/** larger bodies than this are not read into one buffer sized by Content-Length up front (no block is near it) */
+const MAX_OBJECT_BYTES = 16 * 1_048_576
+
+/**
+ * A GetObject body, read straight into one buffer of its Content-Length as
+ * it arrives: one copy (the SDK's transformToByteArray pipes it into a
+ * collector and concatenates the pieces after). A body that ends short or
+ * runs long is an error.
+ */
+async function bodyBytes (out: GetObjectCommandOutput): Promise<Uint8Array> {
+  const body = out.Body as unknown as AsyncIterable<Uint8Array> & { transformToByteArray: () => Promise<Uint8Array> }
+  const length = out.ContentLength
+  if (length == null || length > MAX_OBJECT_BYTES || typeof body[Symbol.asyncIterator] !== 'function') return await body.transformToByteArray()
+  const bytes = Buffer.allocUnsafe(length)
+  let at = 0
+  for await (const piece of body) {
+    if (at + piece.byteLength > length) throw new Error(`the object's body is longer than its Content-Length ${length}`)
+    bytes.set(piece, at)
+    at += piece.byteLength
+  }
+  if (at !== length) throw new Error(`the object's body ended after ${at} of ${length} bytes`)
+  return bytes
 }
 
 async function collect (bytes: InputPair['bytes']): Promise<Uint8Array> {

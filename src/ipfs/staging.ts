@@ -7,11 +7,16 @@
  *   - a crash leaves either a staging folder (removed at start) or committed,
  *     durable blocks — never a half-written block under a valid name.
  *
- * A staged block is written straight to its name and fsync'd inside `put`,
- * while the body is still arriving (blockstore-fs writes a temp file and
- * renames it, and never fsyncs). The temp-and-rename step is not needed
- * here: nothing else reads a staging folder, a failed write removes its file,
- * and a crash leaves the whole folder to the start-up sweep. The commit hands
+ * A staged block is written straight to its name inside `put`, while the
+ * body is still arriving (blockstore-fs writes a temp file and renames it,
+ * and never fsyncs). The temp-and-rename step is not needed here: nothing
+ * else reads a staging folder, a failed write removes its file, and a crash
+ * leaves the whole folder to the start-up sweep. Each block's fdatasync
+ * starts as soon as its bytes are written and runs behind the import (at
+ * most MAX_SYNCING at once per import), so the disk flushes while the body
+ * streams in instead of holding up the importer; `seal` and `commit` wait
+ * for every one of them (and fail if one failed), so nothing is settled or
+ * committed before all of its blocks are on disk. The commit hands
  * the staged files to the block backend: on disk, only renames and directory
  * fsyncs, run in parallel so the file system can group them into few journal
  * commits; in S3, one PUT per block (see block-backend.ts). Whatever the
@@ -53,6 +58,8 @@ const SHA2_256 = 0x12
  * flight (the importer writes up to 10 leaves at once), 12 MiB at most
  */
 const IDLE_CHUNKS = 12
+/** staged blocks of one import whose fdatasync is still running (each holds a file handle): a put waits below this */
+const MAX_SYNCING = 32
 
 export interface StagedImport {
   id: string
@@ -63,11 +70,16 @@ export interface StagedImport {
   bytes: number
   /** a fixed-size chunker (1 MiB) whose buffers this import's blockstore reuses once written (see ChunkPool) */
   chunker: (opts?: { ownsInput?: boolean }) => Chunker
+  /** resolves once every block written so far is on disk (fdatasync'd); rejects if one could not be synced */
+  synced: () => Promise<void>
 }
 
-/** An FsBlockstore whose `put` writes the final file directly and fsyncs it (see above). */
+/** An FsBlockstore whose `put` writes the final file directly and fsyncs it behind the import (see above). */
 class StagingBlockstore extends FsBlockstore {
   private readonly writing = new Map<string, Promise<void>>()
+  /** fdatasyncs under way (they never reject: a failure is kept in syncError) */
+  private readonly syncing = new Set<Promise<void>>()
+  private syncError: unknown
 
   constructor (private readonly root: string, private readonly staged: Pick<StagedImport, 'cids' | 'bytes'>, private readonly chunks: ChunkPool) {
     super(root, { shardingStrategy: FLAT })
@@ -102,7 +114,15 @@ class StagingBlockstore extends FsBlockstore {
     return cid
   }
 
+  /** Every block written so far is on disk; throws the first fdatasync failure. */
+  async synced (): Promise<void> {
+    while (this.syncing.size > 0) await Promise.all([...this.syncing])
+    if (this.syncError != null) throw this.syncError
+  }
+
   private async write (path: string, bytes: Uint8Array): Promise<void> {
+    while (this.syncing.size >= MAX_SYNCING) await Promise.race(this.syncing)
+    if (this.syncError != null) throw this.syncError
     let fh
     try {
       fh = await open(path, 'wx')
@@ -113,13 +133,20 @@ class StagingBlockstore extends FsBlockstore {
     }
     try {
       await fh.writeFile(bytes)
-      await fh.datasync()
     } catch (err) {
       await fh.close().catch(() => {})
       await unlink(path).catch(() => {})
       throw err
     }
-    await fh.close()
+    // the bytes are in the page cache (and the chunk buffer free again): the flush to disk runs behind the import
+    const handle = fh
+    const sync: Promise<void> = handle.datasync()
+      .catch((err: unknown) => { this.syncError ??= err })
+      .finally(async () => {
+        await handle.close().catch(() => {})
+        this.syncing.delete(sync)
+      })
+    this.syncing.add(sync)
   }
 }
 
@@ -150,11 +177,12 @@ export class BlockStaging {
   }
 
   /**
-   * Makes a finished import's folder durable (its blocks were fsync'd as
-   * they were written; this fsyncs the folder that names them), so that it
-   * can be committed after a crash (adopt).
+   * Makes a finished import's folder durable (waits for its blocks'
+   * fdatasyncs, started as they were written, then fsyncs the folder that
+   * names them), so that it can be committed after a crash (adopt).
    */
   async seal (staged: StagedImport): Promise<void> {
+    await staged.synced()
     await fsyncPath(join(this.stagingDir, staged.id))
   }
 
@@ -168,7 +196,8 @@ export class BlockStaging {
   async adopt (id: string, cids: CID[]): Promise<StagedImport> {
     if (!STAGING_ID.test(id)) throw new UnusableImportError(`not a staging folder name: ${id.slice(0, 80)}`)
     const root = join(this.stagingDir, id)
-    const staged: StagedImport = { id, blockstore: new FsBlockstore(root, { shardingStrategy: FLAT }), cids: [], bytes: 0, chunker: (opts) => this.chunks.chunker(opts) }
+    // a sealed import's blocks are on disk already
+    const staged: StagedImport = { id, blockstore: new FsBlockstore(root, { shardingStrategy: FLAT }), cids: [], bytes: 0, chunker: (opts) => this.chunks.chunker(opts), synced: async () => {} }
     for (const cid of cids) {
       const inStaging = join(root, FLAT.encode(cid).file)
       let bytes: Uint8Array
@@ -207,18 +236,22 @@ export class BlockStaging {
   async begin (): Promise<StagedImport> {
     const id = randomUUID()
     const root = join(this.stagingDir, id)
-    const staged: StagedImport = { id, blockstore: undefined as unknown as FsBlockstore, cids: [], bytes: 0, chunker: (opts) => this.chunks.chunker(opts) }
-    staged.blockstore = new StagingBlockstore(root, staged, this.chunks)
+    const staged: StagedImport = { id, blockstore: undefined as unknown as FsBlockstore, cids: [], bytes: 0, chunker: (opts) => this.chunks.chunker(opts), synced: async () => {} }
+    const blockstore = new StagingBlockstore(root, staged, this.chunks)
+    staged.blockstore = blockstore
+    staged.synced = async () => { await blockstore.synced() }
     await staged.blockstore.open()
     return staged
   }
 
   /**
-   * Stores every staged block durably in the block backend (the files were
-   * fsync'd when written), then removes the staging folder. Call under the
+   * Stores every staged block durably in the block backend (once the
+   * files' fdatasyncs are done), then removes the staging folder. Call under the
    * commit lock.
    */
   async commit (staged: StagedImport): Promise<void> {
+    // a fetched DAG is committed unsealed: its blocks' fdatasyncs may still be running
+    await staged.synced()
     const root = join(this.stagingDir, staged.id)
     const files = new Map<string, { cid: CID, path: string }>()
     for (const cid of staged.cids) {

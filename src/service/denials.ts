@@ -166,8 +166,10 @@ export function goneDenied (what: string, refusal: Refusal): GoneError {
  * block reached under a path (a file in a directory, a leaf of a file) ends
  * the response with 410, or cuts it if it has started.
  */
-export function refusingDenied<T extends Pick<Blockstore, 'get' | 'has'>> (bs: T, refusal: (cid: CID) => Refusal | undefined): Pick<Blockstore, 'get' | 'has'> {
+export function refusingDenied<T extends Pick<Blockstore, 'get' | 'has'> & { readonly readAhead?: number }> (bs: T, refusal: (cid: CID) => Refusal | undefined): Pick<Blockstore, 'get' | 'has'> & { readonly readAhead?: number } {
   return {
+    // the store's read-ahead hint (S3: a round trip per block) reaches the gateway's reader (ipfs/content.ts)
+    get readAhead () { return bs.readAhead },
     has: async (cid, options) => await bs.has(cid, options),
     get: (cid, options) => {
       const r = refusal(cid)

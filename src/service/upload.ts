@@ -157,10 +157,13 @@ async function paidUpload (input: UploadInput, payment: VerifiedPayment, maxFile
   const staged = await d.staging.begin()
   let keep = false
   const t0 = performance.now()
-  const ms = { import: 0, settle: 0, commit: 0 }
+  const ms = { import: 0, seal: 0, ready: 0, settle: 0, commit: 0, ledger: 0 }
+  let mark = t0
+  /** ms since the previous phase ended */
+  const lap = (): number => { const now = performance.now(); const d = Math.round(now - mark); mark = now; return d }
   try {
     const imported = await importBody(input.file, staged, { maxFileBytes, maxBodyBytes: maxFileBytes + MULTIPART_SLACK })
-    ms.import = Math.round(performance.now() - t0)
+    ms.import = lap()
     const cid = imported.cid.toString()
     // the CID is known only now: denied content (its root or any block) is refused before the
     // payment is settled, so the payer is not charged, and its staged blocks go (finally, below)
@@ -169,6 +172,7 @@ async function paidUpload (input: UploadInput, payment: VerifiedPayment, maxFile
     // the staged blocks and their folder are on disk before anyone is charged: should the process
     // die once the money has moved, reconciliation commits them and records this pin (settlement-fulfil.ts)
     await d.staging.seal(staged)
+    ms.seal = lap()
     // the store must answer before anyone is charged (one round trip): if it went away while the
     // body streamed in, the answer is 503 and the payment is not used
     try {
@@ -177,13 +181,14 @@ async function paidUpload (input: UploadInput, payment: VerifiedPayment, maxFile
       if (err instanceof StorageUnavailableError || err instanceof StorageTimeoutError) throw new StorageUnavailableError('the block storage became unreachable during the upload; nothing was kept and your payment was not used; retry shortly')
       throw err
     }
+    ms.ready = lap()
     const settled = await settleNoted(d.gate, d.ledger, payment, `upload:${cid}`, { pin: draft, proof: payment.proof, upload: { staging: staged.id, blocks: staged.cids.map(String) } })
     if (!settled.ok) {
       // the payment may have gone through: its note keeps the staged blocks for reconciliation to commit
       if (settled.uncertain === true) keep = true
       throw await d.gate.settleRefusal(quoteOf(payment, months, d), settled, 'nothing was pinned')
     }
-    ms.settle = Math.round(performance.now() - t0) - ms.import
+    ms.settle = lap()
     const pin: PinRecord = { ...draft, payment: { ...draft.payment, network: settled.network, tx: settled.tx, settledAt: new Date().toISOString() } }
     const record: PaymentRecord = {
       id: payment.id, requestid: pin.requestid, purpose: `upload:${cid}`, payer: payment.payer, amount: pin.payment.amount,
@@ -203,15 +208,16 @@ async function paidUpload (input: UploadInput, payment: VerifiedPayment, maxFile
         }
         throw err
       }
-      ms.commit = Math.round(performance.now() - t0) - ms.import - ms.settle
+      ms.commit = lap()
       try {
         await d.ledger.create(pin, record, staged.cids)
+        ms.ledger = lap()
       } catch (err) {
         d.log.error('upload settled but its pin could not be recorded', { payment: payment.id, tx: settled.tx, cid, error: err })
         throw err
       }
     })
-    d.log.info('upload pinned', { requestid: pin.requestid, cid: pin.cid, bytes: imported.fileSize, payer: payment.payer, tx: settled.tx, importMs: ms.import, settleMs: ms.settle, commitMs: ms.commit })
+    d.log.info('upload pinned', { requestid: pin.requestid, cid: pin.cid, bytes: imported.fileSize, payer: payment.payer, tx: settled.tx, importMs: ms.import, sealMs: ms.seal, readyMs: ms.ready, settleMs: ms.settle, commitMs: ms.commit, ledgerMs: ms.ledger })
     const token = await d.tokens.issue(payment.payer)
     return { replayed: false, result: uploadBody(pin, d), settlement: settled.header, token, location: `${d.publicUrl}/pins/${pin.requestid}` }
   } finally {
