@@ -10,6 +10,7 @@ import { InvalidInputError, UnauthorizedError } from '../../errors.js'
 import { readJson } from '../json-body.js'
 import { sendJson } from '../respond.js'
 import type { Router } from '../router.js'
+import { failure, jsonBody, jsonBodyErrors, operation, ref, response, schema, tokenHeaders, type Obj, type PathItems, unauthorized } from '../openapi-parts.js'
 
 export interface AuthRoutesDeps {
   siwe: SiweChallenges
@@ -41,5 +42,44 @@ export function authRoutes (router: Router, d: AuthRoutesDeps): void {
       'x-wallet-auth-token': t.token,
       'x-wallet-auth-token-expires': t.expiresAt.toISOString()
     })
+  })
+}
+
+// ---- the OpenAPI description of these routes (src/http/openapi.ts) ----------
+
+export function authOperations (): PathItems {
+  return {
+    '/auth/challenge': { post: siweChallengeOp() },
+    '/auth/token': { post: siweTokenOp() }
+  }
+}
+
+function siweChallengeOp (): Obj {
+  return operation('post', {
+    id: 'siweChallenge',
+    tag: 'auth',
+    summary: 'Ask for a Sign-In with Ethereum message',
+    description: 'Free. The message carries a single-use nonce valid 10 minutes, bound to this service\'s domain and URI and to the payment chain. Sign it with the wallet (`personal_sign`) and send it to `POST /auth/token`.',
+    requestBody: jsonBody('The wallet address.', schema('SiweChallengeRequest'), 4096),
+    responses: {
+      ...jsonBodyErrors(4096, '`address` is not a 0x address.'),
+      200: response('The message to sign.', schema('SiweChallenge')),
+      429: failure('This client address (IPv6: its /64) already holds 16 open challenges (`TOO_MANY_REQUESTS`): sign one of them, or retry after `Retry-After` seconds; or over the rate limit for unpaid writes.', { 'Retry-After': ref('headers', 'RetryAfter') })
+    }
+  })
+}
+
+function siweTokenOp (): Obj {
+  return operation('post', {
+    id: 'siweToken',
+    tag: 'auth',
+    summary: 'Exchange a signed message for a wallet token',
+    description: 'EOA signatures only (no ERC-1271). The nonce is consumed whatever the outcome.',
+    requestBody: jsonBody('The challenge message and its signature.', schema('SiweTokenRequest'), 16_384),
+    responses: {
+      ...jsonBodyErrors(16_384, 'the message is not a Sign-In with Ethereum message.'),
+      200: response('A new wallet token (also in `x-wallet-auth-token`).', schema('SiweToken'), tokenHeaders()),
+      401: unauthorized('`message` or `signature` missing or malformed; an unknown, used or expired nonce; another address, chain, URI or domain than the challenge; or a signature that does not match the address.')
+    }
   })
 }

@@ -39,6 +39,7 @@ import {
 import type { RequestContext, Router } from '../router.js'
 import { goneDenied } from '../../service/denials.js'
 import type { Refusal } from '../../service/serve-policy.js'
+import { header, json, operation, path, query, ref, schema, type Obj, type PathItems } from '../openapi-parts.js'
 
 export interface GatewayDeps {
   /** the node's LOCAL blockstore (FsBlockstore), never helia.blockstore */
@@ -347,4 +348,96 @@ async function serveDirectory (ctx: Ctx, dir: DirectoryEntry): Promise<void> {
     hasParent: gw.segments.length > 0
   }, listDirectory(ctx.bs, dir, { signal: ctx.signal }))
   await pump(rc.res, page, ctx.signal)
+}
+
+// ---- the OpenAPI description of this route (src/http/openapi.ts) -----------
+
+/** GET/HEAD /ipfs/* is described as two paths: the CID alone, and a path under it */
+export function gatewayOperations (): PathItems {
+  return {
+    '/ipfs/{cid}': gatewayPathItem(false),
+    '/ipfs/{cid}/{path}': gatewayPathItem(true)
+  }
+}
+
+/** the gateway's query and header parameters (in components.parameters, each by this key) */
+export function gatewayParameters (): Obj {
+  return {
+    GatewayFormat: query('format', 'Response format; wins over Accept. `tar` answers 406, `ipns-record` 400', { type: 'string', enum: ['raw', 'car', 'dag-json', 'dag-cbor', 'json', 'cbor'] }),
+    GatewayDagScope: query('dag-scope', 'format=car: the terminal block only, the entity (a file, a directory, or the block), or the whole DAG', { type: 'string', enum: ['block', 'entity', 'all'], default: 'all' }),
+    GatewayEntityBytes: query('entity-bytes', 'format=car: a byte range `from:to` of a UnixFS file (negative counts from the end, `to` may be `*`); implies dag-scope=entity', { type: 'string', pattern: '^-?[0-9]{1,19}:(-?[0-9]{1,19}|\\*)$' }),
+    GatewayCarVersion: query('car-version', 'format=car: CAR version (also the Accept parameter `version`)', { type: 'string', enum: ['1'] }),
+    GatewayCarOrder: query('car-order', 'format=car: block order; dfs is always produced, which satisfies unk (also the Accept parameter `order`)', { type: 'string', enum: ['dfs', 'unk'] }),
+    GatewayCarDups: query('car-dups', 'format=car: repeat duplicate blocks (also the Accept parameter `dups`)', { type: 'string', enum: ['y', 'n'], default: 'n' }),
+    GatewayFilename: query('filename', 'The file name in Content-Disposition', { type: 'string' }),
+    GatewayDownload: query('download', 'true: Content-Disposition attachment', { type: 'boolean' }),
+    GatewayRange: header('Range', 'One byte range (`bytes=0-99`, `bytes=100-`, `bytes=-100`) of a file or block → 206; several ranges, other units or a malformed header get the whole entity (200)', { type: 'string' }),
+    GatewayIfRange: header('If-Range', 'Range applies only if this is the current ETag', { type: 'string' }),
+    GatewayIfNoneMatch: header('If-None-Match', 'ETags (or `*`) the client holds → 304', { type: 'string' }),
+    GatewayCacheControl: header('Cache-Control', '`only-if-cached`: 412 instead of 404 when the root block is not held', { type: 'string' }),
+    GatewayServiceWorker: header('Service-Worker', '`script` is refused (400) unless the operator allows active content, and always at a CID root', { type: 'string' })
+  }
+}
+
+function gatewayPathItem (withPath: boolean): Obj {
+  return {
+    parameters: [ref('parameters', 'GatewayCid'), ...(withPath ? [ref('parameters', 'GatewayPath')] : [])],
+    get: gatewayOperation('get', withPath),
+    head: gatewayOperation('head', withPath)
+  }
+}
+
+/** a media type whose body is bytes (no schema) */
+const binary = (): Obj => ({})
+
+function gatewayOperation (method: 'get' | 'head', withPath: boolean): Obj {
+  const head = method === 'head'
+  const body = (types: Obj): Obj => head ? {} : { content: types }
+  const hdrs = (names: string[]): Obj => Object.fromEntries(names.map(n => [n, ref('headers', n.replaceAll('-', ''))]))
+  const err = (description: string, extra: Obj = {}): Obj => ({ description, headers: { 'X-Content-Type-Options': ref('headers', 'XContentTypeOptions'), ...extra }, ...body(json(schema('Failure'))) })
+  return operation(method, {
+    id: `${head ? 'head' : 'get'}Content${withPath ? 'Path' : ''}`,
+    tag: 'gateway',
+    summary: `${head ? 'Headers of' : 'Retrieve'} ${withPath ? 'content under a path in a DAG' : 'content by CID'}`,
+    description: [
+      'Free, no credentials. Serves the content of live pins (or, as the operator chose, anything held locally, or fetched from peers).',
+      'The response format comes from `?format=` or else from `Accept` (the first of highest q naming a gateway type decides; `format` wins):',
+      '- deserialized (default): a UnixFS file (its detected type: the name, or `filename`, names it unless that would make active content look passive; active types such as HTML or SVG as attachment with `Content-Security-Policy: sandbox` unless the operator allows them), a directory (its `index.html`, else an HTML listing; without a trailing `/` a 301 to it), raw and identity blocks as bytes (identity CIDs of at most 128 bytes; larger ones are a 400), dag-json/dag-cbor/json/cbor blocks as their bytes with their media type;',
+      '- `raw` / `application/vnd.ipld.raw`: the block of the CID alone (no path);',
+      '- `car` / `application/vnd.ipld.car`: a CARv1 of the path\'s blocks and, per `dag-scope`, the terminal block, the entity or the whole DAG (`entity-bytes` for a byte range of a file); `version=1`, `order=dfs|unk`, `dups=y|n`;',
+      '- `dag-json`, `dag-cbor`, `json`, `cbor`: a block of that very codec, unconverted.',
+      'Not supported: TAR (406), IPNS records (400: /ipfs only). Files and blocks support one byte range (`Range`, `If-Range`; several ranges get the whole entity with 200); every success has an `ETag` and honours `If-None-Match` (304). Content is immutable: `Cache-Control: public, max-age=29030400, immutable`.'
+    ].join('\n'),
+    parameters: Object.keys(gatewayParameters()).map(k => ref('parameters', k)),
+    responses: {
+      200: {
+        description: 'The content in the selected format.',
+        headers: hdrs(['ETag', 'Cache-Control', 'X-Ipfs-Path', 'X-Ipfs-Roots', 'Content-Location', 'Content-Disposition', 'Accept-Ranges']),
+        ...body({
+          'application/octet-stream': binary(),
+          'text/html': { schema: { type: 'string', description: 'a directory listing (or a UnixFS HTML file)' } },
+          'application/vnd.ipld.raw': binary(),
+          'application/vnd.ipld.car': binary(),
+          'application/vnd.ipld.dag-json': binary(),
+          'application/vnd.ipld.dag-cbor': binary(),
+          'application/json': binary(),
+          'application/cbor': binary(),
+          '*/*': binary()
+        })
+      },
+      206: {
+        description: 'One byte range of a file or block (`Range`).',
+        headers: hdrs(['Content-Range', 'ETag', 'Cache-Control', 'X-Ipfs-Path', 'X-Ipfs-Roots', 'Accept-Ranges']),
+        ...body({ '*/*': binary() })
+      },
+      301: { description: 'A directory asked for without a trailing `/`: `Location` is the same URL with it.', headers: { Location: ref('headers', 'Location') } },
+      304: { description: '`If-None-Match` matches the ETag of the selected representation.', headers: hdrs(['ETag', 'Cache-Control']) },
+      400: err('Not a valid CID or path segment (`.`, `..`, bad percent-encoding), an unknown `format`, a bad `dag-scope` or `entity-bytes` (or entity-bytes with another dag-scope, or entirely outside the file), `format=raw` with a path, an IPNS record asked for, a codec that cannot be deserialized, or a service-worker registration.'),
+      404: err('The CID is not served by this gateway (no live pin, per the operator\'s policy), not held by this node, or a block under the path is missing.'),
+      410: err('The CID, the path, or a block under it is denied by this service (the operator\'s takedowns or denylists, `GONE`; the details say why). A response already streaming when it reaches a denied block is cut.'),
+      406: err('The format cannot be produced: TAR, an unsupported CAR variant (version, order, dups), a typed format for a block of another codec, a symlink or UnixFS metadata asked for deserialized, content that cannot be deserialized, or `dag-scope=all` over a codec whose links cannot be walked.'),
+      412: err('`Cache-Control: only-if-cached` and the root block is not held by this node.'),
+      416: err('The `Range` starts past the end of the file or block.', { 'Content-Range': ref('headers', 'ContentRange') })
+    }
+  })
 }

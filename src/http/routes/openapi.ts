@@ -4,6 +4,7 @@
  * runs, so it is serialized once here rather than on every request.
  */
 import type { Router } from '../router.js'
+import { operation, ref, response, type Obj, type PathItems } from '../openapi-parts.js'
 
 export function openApiRoutes (router: Router, doc: Record<string, unknown>): void {
   const body = Buffer.from(JSON.stringify(doc))
@@ -17,5 +18,22 @@ export function openApiRoutes (router: Router, doc: Record<string, unknown>): vo
       'access-control-allow-origin': '*'
     })
     res.end(req.method === 'HEAD' ? undefined : body)
+  })
+}
+
+// ---- the OpenAPI description of this route (src/http/openapi.ts) -----------
+
+export function openApiOperations (): PathItems {
+  return { '/openapi.json': { get: openApiOp() } }
+}
+
+function openApiOp (): Obj {
+  return operation('get', {
+    id: 'getOpenApi',
+    tag: 'service',
+    summary: 'This document',
+    responses: {
+      200: response('The OpenAPI 3.1 description of this API.', { type: 'object', required: ['openapi', 'info', 'paths'] }, { 'Cache-Control': ref('headers', 'CacheControlPublic') })
+    }
   })
 }

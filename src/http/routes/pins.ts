@@ -22,6 +22,7 @@ import { bearer } from '../bearer.js'
 import { byteCount, DURATION_HEADER, parseMonths, PIN_SIZE_HEADER } from '../write-headers.js'
 import { sendJson } from '../respond.js'
 import type { Router } from '../router.js'
+import { bearerOnly, failure, JSON_LIMIT, jsonBody, jsonBodyErrors, legalReasons, operation, ownerPaid, paidOrOperator, paymentRequired, ref, response, schema, tokenHeaders, type Obj, type OpenApiInput, type PathItems, unauthorized, writesUnavailable } from '../openapi-parts.js'
 
 export interface PinRoutesDeps {
   ledger: PinLedger
@@ -115,4 +116,150 @@ function outcomeHeaders (r: PinOutcome): Record<string, string> {
     ...(r.location != null ? { location: r.location } : {}),
     ...(r.token != null ? { 'x-wallet-auth-token': r.token.token, 'x-wallet-auth-token-expires': r.token.expiresAt.toISOString() } : {})
   }
+}
+
+// ---- the OpenAPI description of these routes (src/http/openapi.ts) ----------
+
+export function pinOperations (o: OpenApiInput): PathItems {
+  return {
+    '/pins': { get: listPinsOp(), post: createPinOp() },
+    '/pins/{requestid}': {
+      parameters: [ref('parameters', 'requestid')],
+      get: getPinOp(),
+      post: replacePinOp(),
+      delete: deletePinOp()
+    },
+    '/pins/{requestid}/renew': { parameters: [ref('parameters', 'requestid')], post: renewPinOp(o) }
+  }
+}
+
+function listPinsOp (): Obj {
+  return operation('get', {
+    id: 'getPins',
+    tag: 'pins',
+    summary: 'List your pin objects',
+    description: 'The token owner\'s pins matching every filter, newest first. Without `status`, only `pinned` pins are listed. `count` counts every pin matching all filters (`before`/`after` included), so paging with `before=<created of the oldest>` ends when `count` equals the page length.',
+    security: bearerOnly(),
+    parameters: ['cid', 'name', 'match', 'status', 'before', 'after', 'limit', 'meta'].map(p => ref('parameters', p)),
+    responses: {
+      200: response('The matching pins (PinResults).', schema('PinResults')),
+      400: failure('A filter is malformed or given more than once (e.g. more than 10 CIDs, an unknown status, limit outside 1–1000, before/after not RFC 3339, meta not a JSON object of strings).'),
+      401: unauthorized('No, a malformed, expired, revoked or unknown-key bearer token.')
+    }
+  })
+}
+
+function getPinOp (): Obj {
+  return operation('get', {
+    id: 'getPinByRequestId',
+    tag: 'pins',
+    summary: 'Get a pin object and its status',
+    security: bearerOnly(),
+    responses: {
+      200: response('The pin (PinStatus); `info.status_details` tells fetch progress or the reason for failure.', schema('PinStatus')),
+      401: unauthorized('No or an invalid bearer token.'),
+      404: failure('No live (or failed) pin with this requestid for this owner: unknown, another owner\'s, removed, replaced, or expired past the grace period.')
+    }
+  })
+}
+
+function deletePinOp (): Obj {
+  return operation('delete', {
+    id: 'deletePinByRequestId',
+    tag: 'pins',
+    summary: 'Remove a pin object',
+    description: 'Unpins at once: the content stops being served and a fetch in progress is cancelled. Blocks are released for the next `pind gc`. Not refunded.',
+    security: bearerOnly(),
+    responses: {
+      202: { description: 'Removed (no body).' },
+      401: unauthorized('No or an invalid bearer token.'),
+      404: failure('No live (or failed) pin with this requestid for this owner.')
+    }
+  })
+}
+
+const PIN_BODY_BAD = 'the Pin is invalid (the message names the field): `cid` missing or not a CID of codec dag-pb, raw, dag-cbor, dag-json or json with sha2-256/512; `name` over 255 characters; `origins` not ≤ 20 unique multiaddrs; `meta` not an object of ≤ 1000 string values'
+
+function pinWriteErrors (): Obj {
+  return {
+    ...jsonBodyErrors(JSON_LIMIT, `${PIN_BODY_BAD}; or X-Pin-Duration-Months or X-Pin-Size is malformed, or the price would exceed the service's maximum price; or the root block was found and is not valid for the CID's codec (such a DAG cannot be pinned).`),
+    413: failure(`The JSON body is larger than ${JSON_LIMIT} bytes, or X-Pin-Size or the size the root block declares is over the service's largest pin (\`--pin-max-bytes\`).`),
+    429: failure('Over the per-address rate limit the operator set, or this address already has as many probes for the size of a DAG running as one client may (4): retry after `Retry-After` seconds.', { 'Retry-After': ref('headers', 'RetryAfter') }),
+    451: legalReasons('The CID is denied by this service (the operator\'s takedowns or denylists; the details say why): refused before any quote or payment, nothing was charged.'),
+    503: writesUnavailable(', every probe for the size of a DAG is in use (`SERVICE_UNAVAILABLE`, `Retry-After`: no quote is given rather than one priced without the root)')
+  }
+}
+
+function createPinOp (): Obj {
+  return operation('post', {
+    id: 'addPin',
+    tag: 'pins',
+    summary: 'Pin a CID (paid)',
+    description: [
+      'Answers 202 at once; the DAG is fetched in the background (`queued` → `pinning` → `pinned` | `failed`), from the `origins` first.',
+      'Price: the size the root block declares (looked for briefly: locally among the blocks this node serves, at up to 4 of the `origins`, at connected peers), or `X-Pin-Size` when larger or when the root cannot be read in time; with neither, the minimum price. The 402 body names the size used (`sizeSource`); the agent card states the rule (`pricing.pinsByCid`).',
+      'Origins are dialled only at public addresses (IP addresses, or DNS names resolving to one, over TCP) unless the operator allows any (`--origin-addresses any`).',
+      'The pin holds at most the bytes the payment covers (`info.max_bytes`); a DAG that turns out larger fails and keeps nothing. The payment is settled on acceptance and not refunded if the pin fails.',
+      'A bearer token is optional here: an operator token with `pins:create-unpaid` pins without payment (`info.payment_method: operator-token`).'
+    ].join('\n\n'),
+    security: paidOrOperator(),
+    parameters: [ref('parameters', 'DurationMonths'), ref('parameters', 'PinSize')],
+    requestBody: jsonBody('The spec\'s Pin object.', schema('Pin'), JSON_LIMIT),
+    responses: {
+      ...pinWriteErrors(),
+      202: response(
+        'Accepted (PinStatus, `status: queued`). A paid first request carries `PAYMENT-RESPONSE` and a wallet token for the payer; an honest retry with the same payment answers the same pin without them.',
+        schema('PinStatus'),
+        { Location: ref('headers', 'Location'), 'PAYMENT-RESPONSE': ref('headers', 'PaymentResponse'), ...tokenHeaders() }
+      ),
+      401: unauthorized('An Authorization header was sent but its token is invalid.'),
+      402: paymentRequired('No payment, or it is malformed, does not match the quote, was refused (`INSUFFICIENT_FUNDS` when that is the reason), could not be settled, or was already used for another request; nothing was pinned.')
+    }
+  })
+}
+
+function replacePinOp (): Obj {
+  return operation('post', {
+    id: 'replacePinByRequestId',
+    tag: 'pins',
+    summary: 'Replace a pin object (paid)',
+    description: 'A new pin with a new requestid, priced and paid like `POST /pins` (or free with an operator token); the old requestid answers 404 from then on. The old pin\'s blocks stay referenced until the replacement is pinned or fails. No new wallet token is issued (the owner already has one).',
+    security: ownerPaid(),
+    parameters: [ref('parameters', 'DurationMonths'), ref('parameters', 'PinSize')],
+    requestBody: jsonBody('The spec\'s Pin object for the replacement.', schema('Pin'), JSON_LIMIT),
+    responses: {
+      ...pinWriteErrors(),
+      202: response('Accepted: the replacement (PinStatus, new requestid).', schema('PinStatus'), {
+        Location: ref('headers', 'Location'),
+        'PAYMENT-RESPONSE': ref('headers', 'PaymentResponse')
+      }),
+      401: unauthorized('No or an invalid bearer token (the owner\'s token is required to replace).'),
+      402: paymentRequired('No payment, or it is malformed, does not match the quote, was refused, could not be settled, or was already used for another request; nothing changed.'),
+      404: failure('No live (or failed) pin with this requestid for this owner, or it was removed before an operator-token replacement was recorded.'),
+      409: failure('The pin was removed while its paid replacement was being settled; the details name the payment and transaction for the operator.')
+    }
+  })
+}
+
+function renewPinOp (o: OpenApiInput): Obj {
+  return operation('post', {
+    id: 'renewPinByRequestId',
+    tag: 'pins',
+    summary: 'Extend a pin (paid)',
+    description: `Adds \`X-Pin-Duration-Months\` months to \`max(pinned_until, now)\`, priced like a new pin on the pin's \`dag_size\` (or, while it is being fetched, its \`max_bytes\`). A pin can be paid at most ${o.maxMonths} months ahead of now. An expired pin can be renewed during the grace period. Operator tokens with \`pins:create-unpaid\` renew without payment. No request body.`,
+    security: ownerPaid(),
+    parameters: [ref('parameters', 'DurationMonths')],
+    responses: {
+      200: response('Renewed (PinStatus; `info.pinned_until` is the new end, `info.months` counts all months bought). A paid first request carries `PAYMENT-RESPONSE`.', schema('PinStatus'), {
+        'PAYMENT-RESPONSE': ref('headers', 'PaymentResponse')
+      }),
+      400: failure(`X-Pin-Duration-Months is malformed or outside 1–${o.maxMonths}, the new end would be more than ${o.maxMonths} months ahead (the details say how far it can go), or the price would exceed the service's maximum price.`),
+      401: unauthorized('No or an invalid bearer token.'),
+      402: paymentRequired('No payment, or it is malformed, does not match the quote (the body adds `pinned_until_now` and `pinned_until_after`), was refused, could not be settled, or was already used for another request; the pin was not renewed.'),
+      404: failure('No pin with this requestid for this owner (or it was removed meanwhile).'),
+      409: failure('A failed pin cannot be renewed; create a new pin or replace this one.'),
+      451: legalReasons('The pin\'s CID is denied by this service, so it is not served and not renewed (before any payment; the owner may still delete it, or replace it with other content).'),
+      503: writesUnavailable()
+    }
+  })
 }
