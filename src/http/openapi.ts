@@ -10,7 +10,7 @@
  */
 
 import { z } from 'zod/v4'
-import { Status, TextMatchingStrategy } from '../service/pin-query.js'
+import { PinQueryParams, Status, TextMatchingStrategy } from '../service/pin-query.js'
 import { Origins, Pin, PinMeta } from '../service/pin-request.js'
 import { Delegates, PinResults, PinStatusSchema, StatusInfo } from '../service/pin-status.js'
 import { REASONS } from './error-catalog.js'
@@ -30,6 +30,7 @@ export type { OpenApiInput } from './openapi-parts.js'
 const REASON_LIST = Object.keys(REASONS)
 
 export function openApiDocument (o: OpenApiInput): Obj {
+  const derived = fromZod(o)
   return {
     openapi: '3.1.0',
     info: {
@@ -58,8 +59,8 @@ export function openApiDocument (o: OpenApiInput): Obj {
       ...openApiOperations()
     },
     components: {
-      schemas: schemas(o),
-      parameters: parameters(o),
+      schemas: schemas(o, derived.schemas),
+      parameters: parameters(o, derived.parameters),
       headers: headers(),
       responses: Object.fromEntries(COMMON.map(c => [c.name, commonResponse(c, true)])),
       securitySchemes: securitySchemes(o)
@@ -89,34 +90,53 @@ function description (o: OpenApiInput): string {
 
 // ---- components --------------------------------------------------------------
 
-/** the request shapes defined once as zod schemas (validation uses the same), by component name */
+/** the request and response shapes defined once as zod schemas (validation uses the same), by component name */
 const SCHEMAS = z.registry<{ id: string }>()
 SCHEMAS.add(Pin, { id: 'Pin' }).add(Origins, { id: 'Origins' }).add(PinMeta, { id: 'PinMeta' })
   .add(Status, { id: 'Status' }).add(TextMatchingStrategy, { id: 'TextMatchingStrategy' })
   .add(PinStatusSchema, { id: 'PinStatus' }).add(PinResults, { id: 'PinResults' }).add(Delegates, { id: 'Delegates' }).add(StatusInfo, { id: 'StatusInfo' })
+  // query parameters defined as a zod object: each field is a parameter in components.parameters, not a schema
+  .add(PinQueryParams, { id: 'PinQueryParams' })
+const QUERIES = ['PinQueryParams']
 
-/** JSON Schema 2020-12 of the zod-defined shapes, as components.schemas entries (built fresh each time) */
-function fromSchemas (o: OpenApiInput): Obj {
-  const { schemas } = z.toJSONSchema(SCHEMAS, { io: 'input', uri: (id) => `#/components/schemas/${id}` })
-  const out: Obj = {}
-  for (const [name, s] of Object.entries(schemas)) {
+/** the fields of a field's JSON Schema that belong to its parameter, not to its schema */
+const PARAMETER_FIELDS = ['description', 'style', 'explode', 'example']
+
+/**
+ * JSON Schema 2020-12 of the zod-defined shapes, as components.schemas
+ * entries, and of the zod-defined query parameters, as components.parameters
+ * entries (built fresh each time).
+ */
+function fromZod (o: OpenApiInput): { schemas: Obj, parameters: Obj } {
+  const { schemas: all } = z.toJSONSchema(SCHEMAS, { io: 'input', uri: (id) => `#/components/schemas/${id}` })
+  const schemas: Obj = {}
+  const parameters: Obj = {}
+  for (const [name, s] of Object.entries(all)) {
     const { $schema: _s, $id: _i, ...rest } = s as Obj
-    out[name] = rest
+    if (!QUERIES.includes(name)) { schemas[name] = rest; continue }
+    for (const [param, field] of Object.entries(rest.properties as Record<string, Obj>)) {
+      // a field that is a component is its $ref alone (what zod repeats beside it is the component's own)
+      const schema = typeof field.$ref === 'string' ? { $ref: field.$ref } : Object.fromEntries(Object.entries(field).filter(([k]) => !PARAMETER_FIELDS.includes(k)))
+      const { description, ...style } = Object.fromEntries(Object.entries(field).filter(([k]) => PARAMETER_FIELDS.includes(k)))
+      // a JSON object in the query string is a parameter with content, anything else has a schema
+      const target = typeof schema.$ref === 'string' ? all[schema.$ref.split('/').pop() as string] : undefined
+      const content = target?.type === 'object' ? { content: { 'application/json': { schema } } } : { schema }
+      parameters[param] = { name: param, in: 'query', required: false, description, ...content, ...style }
+    }
   }
   // the one example that depends on the settings
-  ;(((out.StatusInfo as Obj).properties as Obj).network as Obj).examples = [o.network]
-  return out
+  ;(((schemas.StatusInfo as Obj).properties as Obj).network as Obj).examples = [o.network]
+  return { schemas, parameters }
 }
 
-function schemas (o: OpenApiInput): Obj {
+function schemas (o: OpenApiInput, derived: Obj): Obj {
   const str = (description: string, extra: Obj = {}): Obj => ({ type: 'string', description, ...extra })
   const int = (description: string, extra: Obj = {}): Obj => ({ type: 'integer', description, ...extra })
   const object = (required: string[], properties: Obj, extra: Obj = {}): Obj => ({ type: 'object', required, properties, ...extra })
   const requirements = schema('X402PaymentRequirements')
   return {
-    // the Pinning Service API v1.0.0
-    // the request shapes described once, as zod schemas: derived here
-    ...fromSchemas(o),
+    // the shapes described once, as zod schemas: derived here
+    ...derived,
     Failure: object(['error'], {
       error: object(['reason', 'details'], {
         reason: str('Mandatory string identifying the type of error', { examples: [...REASON_LIST] }),
@@ -301,27 +321,10 @@ function schemas (o: OpenApiInput): Obj {
   }
 }
 
-function parameters (o: OpenApiInput): Obj {
+function parameters (o: OpenApiInput, derived: Obj): Obj {
   return {
-    // GET /pins, as in the Pinning Service API
-    cid: query('cid', 'Return pin objects pinning any of these CIDs (1–10, comma-separated; CIDv0 and v1 match alike)',
-      { type: 'array', items: { type: 'string' }, uniqueItems: true, minItems: 1, maxItems: 10 },
-      { style: 'form', explode: false, example: ['Qm1', 'bafy2'] }),
-    name: query('name', 'Return pin objects with this name (by default a case-sensitive, exact match; see match)', { type: 'string', maxLength: 255 }),
-    match: query('match', 'Text matching strategy for name: exact (default), iexact, partial, ipartial', schema('TextMatchingStrategy')),
-    status: query('status', 'Return pin objects with any of these statuses (comma-separated); default: pinned only',
-      { type: 'array', items: schema('Status'), uniqueItems: true, minItems: 1, default: ['pinned'] },
-      { style: 'form', explode: false, example: ['queued', 'pinning'] }),
-    before: query('before', 'Return pin objects created before this RFC 3339 timestamp (paging: the created of the oldest result)', { type: 'string', format: 'date-time' }),
-    after: query('after', 'Return pin objects created after this RFC 3339 timestamp', { type: 'string', format: 'date-time' }),
-    limit: query('limit', 'Max records to return', { type: 'integer', minimum: 1, maximum: 1000, default: 10 }),
-    meta: {
-      name: 'meta',
-      in: 'query',
-      required: false,
-      description: 'Return pin objects whose meta holds all these key/value pairs, as URL-encoded JSON (`meta={"app":"x"}`); the form `meta[app]=x` (what JS clients send) is accepted too',
-      content: { 'application/json': { schema: schema('PinMeta') } }
-    },
+    // GET /pins, as in the Pinning Service API: derived from the zod schemas
+    ...derived,
     requestid: path('requestid', 'The pin\'s requestid'),
     // paid writes
     DurationMonths: header('X-Pin-Duration-Months', `How many months to pin (or to add, for a renewal); default 1`, { type: 'integer', minimum: 1, maximum: o.maxMonths, default: 1 }),

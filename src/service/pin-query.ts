@@ -13,6 +13,7 @@ import type { PinLedger, PinSummary } from '../ledger/pins.js'
 import type { PinRecord, PinState } from '../ledger/records.js'
 import { z } from 'zod/v4'
 import { setOwn } from './own-property.js'
+import { PinMeta } from './pin-request.js'
 
 /** a pin's status (the Pinning Service API's Status): the `status` filter takes a comma-separated list of them */
 export const Status = z.enum(['queued', 'pinning', 'pinned', 'failed'] satisfies PinState[]).meta({
@@ -22,6 +23,58 @@ export const Status = z.enum(['queued', 'pinning', 'pinned', 'failed'] satisfies
 export const TextMatchingStrategy = z.enum(['exact', 'iexact', 'partial', 'ipartial']).meta({ description: 'Alternative text matching strategy', default: 'exact' })
 const STATES = Status.options
 const MATCHES = TextMatchingStrategy.options
+
+const CID_COUNT = 'cid takes 1 to 10 comma-separated CIDs'
+const timestamp = (key: string, description: string) => z.string()
+  .refine(v => parseMicros(v) != null, `${key} must be an RFC 3339 timestamp such as 2026-11-22T03:20:38.955Z`)
+  .meta({ description, format: 'date-time' })
+
+/**
+ * The GET /pins query parameters as the Pinning Service API defines them,
+ * decoded from the query string (a comma-separated list as an array, `meta`
+ * as its JSON object, `limit` as a number). parsePinQuery validates the
+ * filters with these, and the OpenAPI document's parameters are derived from
+ * them (src/http/openapi.ts): the schema of each, its description, and
+ * (`style`, `explode`, `example`) how it is written in the query string.
+ */
+export const PinQueryParams = z.object({
+  cid: z.array(z.string()).min(1, CID_COUNT).max(10, CID_COUNT)
+    .superRefine((list, ctx) => {
+      for (const c of list) {
+        try { CID.parse(c) } catch {
+          ctx.addIssue({ code: 'custom', message: `not a valid CID: "${c.slice(0, 100)}"` })
+          return
+        }
+      }
+    })
+    .meta({
+      description: 'Return pin objects pinning any of these CIDs (1–10, comma-separated; CIDv0 and v1 match alike)',
+      uniqueItems: true, style: 'form', explode: false, example: ['Qm1', 'bafy2']
+    }),
+  name: z.string().max(255, 'name is at most 255 characters')
+    .meta({ description: 'Return pin objects with this name (by default a case-sensitive, exact match; see match)' }),
+  match: TextMatchingStrategy.meta({ description: 'Text matching strategy for name: exact (default), iexact, partial, ipartial' }),
+  status: z.array(Status).min(1).default(['pinned'])
+    .meta({
+      description: 'Return pin objects with any of these statuses (comma-separated); default: pinned only',
+      uniqueItems: true, style: 'form', explode: false, example: ['queued', 'pinning']
+    }),
+  before: timestamp('before', 'Return pin objects created before this RFC 3339 timestamp (paging: the created of the oldest result)'),
+  after: timestamp('after', 'Return pin objects created after this RFC 3339 timestamp'),
+  limit: z.int().min(1).max(1000).default(10).meta({ description: 'Max records to return' }),
+  meta: PinMeta.meta({
+    description: 'Return pin objects whose meta holds all these key/value pairs, as URL-encoded JSON (`meta={"app":"x"}`); the form `meta[app]=x` (what JS clients send) is accepted too'
+  })
+})
+
+type Params = z.infer<typeof PinQueryParams>
+
+/** what a malformed value of a filter is told, where its schema does not say (an enum, a number) */
+const REFUSALS: Partial<Record<keyof Params, string>> = {
+  match: `match must be one of ${MATCHES.join(', ')}`,
+  status: `status takes comma-separated values from ${STATES.join(', ')}`,
+  limit: 'limit must be a whole number from 1 to 1000'
+}
 
 export interface PinQuery {
   cids?: Set<string>
@@ -40,46 +93,31 @@ export function parsePinQuery (params: URLSearchParams): PinQuery {
     if (all.length > 1) throw new InvalidInputError(`query parameter "${key}" given more than once`)
     return all[0]
   }
+  const list = (key: string): string[] | undefined => one(key)?.split(',').filter(s => s !== '')
+  /** a filter, decoded from the query string, validated with its schema (in the order the spec lists them) */
+  const valid = <K extends keyof Params>(key: K, value: unknown): Params[K] | undefined => {
+    if (value === undefined) return undefined
+    const r = PinQueryParams.shape[key].safeParse(value, { error: () => REFUSALS[key] })
+    if (!r.success) throw new InvalidInputError(r.error.issues[0]?.message ?? `${key} is malformed`)
+    return r.data as Params[K]
+  }
   const q: PinQuery = { match: 'exact', statuses: new Set(['pinned']), limit: 10 }
-  const cid = one('cid')
-  if (cid != null) {
-    const list = cid.split(',').filter(s => s !== '')
-    if (list.length < 1 || list.length > 10) throw new InvalidInputError('cid takes 1 to 10 comma-separated CIDs')
-    q.cids = new Set(list.map(c => {
-      try { return CID.parse(c).toV1().toString() } catch { throw new InvalidInputError(`not a valid CID: "${c.slice(0, 100)}"`) }
-    }))
-  }
-  const name = one('name')
-  if (name != null) {
-    if (name.length > 255) throw new InvalidInputError('name is at most 255 characters')
-    q.name = name
-  }
-  const match = one('match')
-  if (match != null) {
-    const strategy = TextMatchingStrategy.safeParse(match)
-    if (!strategy.success) throw new InvalidInputError(`match must be one of ${MATCHES.join(', ')}`)
-    q.match = strategy.data
-  }
-  const status = one('status')
-  if (status != null) {
-    const list = status.split(',').filter(s => s !== '')
-    if (list.length === 0 || list.some(s => !Status.safeParse(s).success)) throw new InvalidInputError(`status takes comma-separated values from ${STATES.join(', ')}`)
-    q.statuses = new Set(list as PinState[])
-  }
-  for (const key of ['before', 'after'] as const) {
-    const v = one(key)
-    if (v == null) continue
-    const us = parseMicros(v)
-    if (us == null) throw new InvalidInputError(`${key} must be an RFC 3339 timestamp such as 2026-11-22T03:20:38.955Z`)
-    if (key === 'before') q.beforeUs = us
-    else q.afterUs = us
-  }
+  const cids = valid('cid', list('cid'))
+  if (cids != null) q.cids = new Set(cids.map(c => CID.parse(c).toV1().toString()))
+  const name = valid('name', one('name'))
+  if (name != null) q.name = name
+  q.match = valid('match', one('match')) ?? q.match
+  const statuses = valid('status', list('status'))
+  if (statuses != null) q.statuses = new Set(statuses)
+  const before = valid('before', one('before'))
+  if (before != null) q.beforeUs = parseMicros(before)
+  const after = valid('after', one('after'))
+  if (after != null) q.afterUs = parseMicros(after)
   const limit = one('limit')
-  if (limit != null) {
-    if (!/^\d{1,4}$/.test(limit) || Number(limit) < 1 || Number(limit) > 1000) throw new InvalidInputError('limit must be a whole number from 1 to 1000')
-    q.limit = Number(limit)
-  }
-  q.meta = parseMeta(params, one('meta'))
+  q.limit = valid('limit', limit == null ? undefined : /^\d{1,4}$/.test(limit) ? Number(limit) : Number.NaN) ?? q.limit
+  // the decoded object is kept, own properties whatever the keys (zod's record output passes over "__proto__")
+  const meta = parseMeta(params, one('meta'))
+  if (valid('meta', meta) != null) q.meta = meta
   return q
 }
 
