@@ -27,7 +27,6 @@ import { CompiledList, Probe } from '../denylist/compiled.js'
 import { parseRule, RuleError, trimSlashes, type Rule } from '../denylist/rule.js'
 import type { DenylistFile } from '../denylist/sources.js'
 import type { DenialLedger, DenialRecord } from '../ledger/denials.js'
-import type { PinStatus } from './pin-status.js'
 import type { Refusal } from './serve-policy.js'
 
 export interface Denial extends Refusal {
@@ -184,7 +183,7 @@ export function refusingDenied<T extends Pick<Blockstore, 'get' | 'has'> & { rea
  * (the pin and its blocks stay; DELETE it, or ask the operator), but not
  * served, and why — in `info.denied` and at the head of `status_details`.
  */
-export function withDenial (status: PinStatus, refusal: (cid: CID) => Refusal | undefined): PinStatus {
+export function withDenial<S extends { pin: { cid: string }, info: Record<string, string> }> (status: S, refusal: (cid: CID) => Refusal | undefined): S & { info: { denied?: string } } {
   let cid: CID
   try { cid = decodeCid(status.pin.cid) } catch { return status }
   const r = refusal(cid)

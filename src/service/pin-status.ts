@@ -50,30 +50,24 @@ export const PinResults = z.object({
   results: z.array(PinStatusSchema).max(1000).meta({ description: 'An array of PinStatus results, newest first', uniqueItems: true })
 }).meta({ description: 'Response used for listing pin objects matching request' })
 
-export interface PinStatus {
-  requestid: string
-  status: PinRecord['status']
-  created: string
-  pin: { cid: string, name?: string, origins: string[], meta: Record<string, string> }
-  delegates: string[]
-  info: Record<string, string>
-}
+/** a PinStatus body, typed by its schema */
+export type PinStatus = z.output<typeof PinStatusSchema>
 
 export function toPinStatus (pin: PinRecord, delegates: string[]): PinStatus {
-  const info: Record<string, string> = {
+  const info: PinStatus['info'] = {
     pinned_until: pin.pinnedUntil,
     months: String(pin.months),
     source: pin.source,
     amount_paid: pin.payment.amount,
     amount_paid_usdc: formatUsdc(BigInt(pin.payment.amount)),
-    network: pin.payment.network
+    network: pin.payment.network,
+    ...(pin.dagSize != null ? { dag_size: String(pin.dagSize) } : {}),
+    ...(pin.fileSize != null ? { raw_size: String(pin.fileSize) } : {}),
+    ...(pin.maxBytes != null ? { max_bytes: String(pin.maxBytes) } : {}),
+    ...(pin.payment.method !== 'x402' ? { payment_method: pin.payment.method } : {}),
+    ...(pin.payment.tx != null ? { settlement_tx: pin.payment.tx } : {}),
+    status_details: pin.statusDetails ?? (pin.status === 'pinned' ? 'pinned on this node' : pin.status)
   }
-  if (pin.dagSize != null) info.dag_size = String(pin.dagSize)
-  if (pin.fileSize != null) info.raw_size = String(pin.fileSize)
-  if (pin.maxBytes != null) info.max_bytes = String(pin.maxBytes)
-  if (pin.payment.method !== 'x402') info.payment_method = pin.payment.method
-  if (pin.payment.tx != null) info.settlement_tx = pin.payment.tx
-  info.status_details = pin.statusDetails ?? (pin.status === 'pinned' ? 'pinned on this node' : pin.status)
   return {
     requestid: pin.requestid,
     status: pin.status,
