@@ -22,10 +22,7 @@ export type PathItems = Record<string, Obj>
 
 export type Method = 'get' | 'head' | 'post' | 'delete'
 
-export const ADDRESS = '^0x[0-9a-fA-F]{40}$'
-export const LOWER_ADDRESS = '^0x[0-9a-f]{40}$'
-export const DIGITS = '^[0-9]+$'
-export const USDC = '^[0-9]+\\.[0-9]{6}$'
+export { ADDRESS, DIGITS, LOWER_ADDRESS, USDC } from '../api-shapes.js'
 export const JSON_LIMIT = 64 * 1024
 
 export function ref (kind: 'schemas' | 'parameters' | 'headers' | 'responses', name: string): Obj {

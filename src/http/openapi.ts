@@ -13,8 +13,13 @@ import { z } from 'zod/v4'
 import { PinQueryParams, Status, TextMatchingStrategy } from '../service/pin-query.js'
 import { Origins, Pin, PinMeta } from '../service/pin-request.js'
 import { Delegates, PinResults, PinStatusSchema, StatusInfo } from '../service/pin-status.js'
+import { AgentCard } from '../service/agent-card.js'
+import { CheckResult, Health } from '../service/health.js'
+import { Ready } from '../service/readiness.js'
+import { UploadResult } from '../service/upload.js'
+import { PaymentTerms } from '../payment/gate.js'
 import { REASONS } from './error-catalog.js'
-import { ADDRESS, COMMON, commonResponse, DIGITS, header, LOWER_ADDRESS, path, query, ref, schema, USDC, type Obj, type OpenApiInput } from './openapi-parts.js'
+import { ADDRESS, COMMON, commonResponse, DIGITS, header, LOWER_ADDRESS, path, ref, schema, type Obj, type OpenApiInput } from './openapi-parts.js'
 import { agentCardOperations } from './routes/agent-card.js'
 import { authOperations } from './routes/auth.js'
 import { gatewayOperations, gatewayParameters } from './routes/gateway.js'
@@ -95,6 +100,8 @@ const SCHEMAS = z.registry<{ id: string }>()
 SCHEMAS.add(Pin, { id: 'Pin' }).add(Origins, { id: 'Origins' }).add(PinMeta, { id: 'PinMeta' })
   .add(Status, { id: 'Status' }).add(TextMatchingStrategy, { id: 'TextMatchingStrategy' })
   .add(PinStatusSchema, { id: 'PinStatus' }).add(PinResults, { id: 'PinResults' }).add(Delegates, { id: 'Delegates' }).add(StatusInfo, { id: 'StatusInfo' })
+  .add(UploadResult, { id: 'UploadResult' }).add(PaymentTerms, { id: 'PaymentTerms' })
+  .add(Health, { id: 'Health' }).add(CheckResult, { id: 'HealthCheck' }).add(Ready, { id: 'Ready' }).add(AgentCard, { id: 'AgentCard' })
   // query parameters defined as a zod object: each field is a parameter in components.parameters, not a schema
   .add(PinQueryParams, { id: 'PinQueryParams' })
 const QUERIES = ['PinQueryParams']
@@ -124,8 +131,13 @@ function fromZod (o: OpenApiInput): { schemas: Obj, parameters: Obj } {
       parameters[param] = { name: param, in: 'query', required: false, description, ...content, ...style }
     }
   }
-  // the one example that depends on the settings
-  ;(((schemas.StatusInfo as Obj).properties as Obj).network as Obj).examples = [o.network]
+  // what depends on the settings
+  const field = (name: string, ...path: string[]): Obj => path.reduce<Obj>((at, key) => (at.properties as Obj)[key] as Obj, schemas[name] as Obj)
+  field('StatusInfo', 'network').examples = [o.network]
+  field('UploadResult', 'months').maximum = o.maxMonths
+  field('PaymentTerms', 'months').maximum = o.maxMonths
+  field('PaymentTerms', 'price', 'asset').examples = [o.asset]
+  field('PaymentTerms', 'price', 'network').examples = [o.network]
   return { schemas, parameters }
 }
 
@@ -147,27 +159,7 @@ function schemas (o: OpenApiInput, derived: Obj): Obj {
     // x402 v2
     PaymentRequired: {
       description: 'The body of a 402 challenge: the Failure plus the terms in readable form (the machine-readable terms are the PAYMENT-REQUIRED header)',
-      allOf: [
-        schema('Failure'),
-        object(['x402Version', 'price', 'size', 'months', 'formula', 'howToPay'], {
-          x402Version: { const: 2 },
-          price: object(['amount', 'usdc', 'asset', 'network', 'payTo'], {
-            amount: str('the exact price in atomic units (10^-6 USDC)', { pattern: DIGITS }),
-            usdc: str('the price in USDC', { pattern: USDC }),
-            asset: str('the EIP-3009 token', { pattern: ADDRESS, examples: [o.asset] }),
-            network: str('CAIP-2 network', { examples: [o.network] }),
-            payTo: str('the address paid', { pattern: ADDRESS })
-          }),
-          size: str('the bytes the price is computed on', { pattern: DIGITS }),
-          months: int('the months quoted', { minimum: 1, maximum: o.maxMonths }),
-          formula: str('the price formula'),
-          howToPay: str('how to pay, in words'),
-          sizeSource: str('where the size came from (X-Upload-Size, Content-Length, the root block, X-Pin-Size, or none: minimum price)'),
-          maxBytes: str('pins by CID: the most DAG bytes the pin may hold at this price', { pattern: DIGITS }),
-          pinned_until_now: str('renewals: the current end', { format: 'date-time' }),
-          pinned_until_after: str('renewals: the end once paid', { format: 'date-time' })
-        })
-      ]
+      allOf: [schema('Failure'), schema('PaymentTerms')]
     },
     X402PaymentRequirements: object(['scheme', 'network', 'asset', 'amount', 'payTo', 'maxTimeoutSeconds', 'extra'], {
       scheme: { const: 'exact' },
@@ -216,78 +208,8 @@ function schemas (o: OpenApiInput, derived: Obj): Obj {
     UploadRequest: object(['file'], {
       file: { type: 'string', contentMediaType: 'application/octet-stream', description: `the file, at most ${o.uploadMaxBytes} bytes; its filename is kept as the pin's name` }
     }, { description: 'multipart/form-data with exactly one part, named file', additionalProperties: false }),
-    UploadResult: object(['requestid', 'cid', 'size', 'dag_size', 'status', 'created', 'pinned_until', 'months', 'owner', 'price', 'gateway_url'], {
-      requestid: str('the pin\'s requestid (GET /pins/{requestid})', { format: 'uuid' }),
-      cid: str('CIDv1 of the file (raw leaves, 1 MiB chunks)', { examples: ['bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy'] }),
-      name: str('the uploaded filename (sanitized)', { maxLength: 255 }),
-      size: int('file bytes', { minimum: 0 }),
-      dag_size: int('bytes of all blocks', { minimum: 0 }),
-      status: { const: 'pinned' },
-      created: str('RFC 3339 with microseconds', { format: 'date-time' }),
-      pinned_until: str('paid until', { format: 'date-time' }),
-      months: int('months bought', { minimum: 1, maximum: o.maxMonths }),
-      owner: str('the payer, lowercase', { pattern: LOWER_ADDRESS }),
-      price: object(['amount', 'usdc', 'asset', 'network', 'transaction'], {
-        amount: str('atomic units', { pattern: DIGITS }),
-        usdc: str('in USDC', { pattern: USDC }),
-        asset: str('the token', { pattern: ADDRESS }),
-        network: str('CAIP-2 network'),
-        transaction: str('the settlement transaction')
-      }),
-      gateway_url: str('where the content is served', { format: 'uri' }),
-      replayed: { type: 'boolean', const: true, description: 'present on a retry with a payment already settled for this content' },
-      token_hint: str('on a replay: how to get a new wallet token')
-    }, { description: 'The pin an upload created' }),
 
     // service
-    Health: object(['status', 'version', 'uptimeSeconds', 'checks'], {
-      status: { type: 'string', enum: ['ok', 'failing'] },
-      version: str('pind version'),
-      uptimeSeconds: int('seconds since start', { minimum: 0 }),
-      checks: {
-        type: 'object',
-        properties: { ledger: schema('HealthCheck'), blockstore: schema('HealthCheck'), libp2p: schema('HealthCheck') },
-        additionalProperties: schema('HealthCheck')
-      }
-    }),
-    HealthCheck: object(['ok'], { ok: { type: 'boolean' }, error: str('why the check failed') }),
-    Ready: object(['status', 'checks'], {
-      status: { type: 'string', enum: ['ready', 'not-ready'] },
-      checks: {
-        type: 'object',
-        required: ['payments'],
-        properties: {
-          payments: object(['ok', 'state'], {
-            ok: { type: 'boolean' },
-            state: { type: 'string', enum: ['ready', 'low-balance', 'starting', 'no-pay-to', 'no-facilitator', 'unreachable', 'unfunded', 'asset-misconfigured'] },
-            error: str('why paid writes cannot work now')
-          })
-        },
-        additionalProperties: schema('HealthCheck')
-      }
-    }),
-    AgentCard: object(['protocolVersion', 'name', 'url', 'version', 'capabilities', 'skills'], {
-      protocolVersion: { type: 'string', examples: ['0.3.0'] },
-      name: { type: 'string' },
-      description: { type: 'string' },
-      url: { type: 'string', format: 'uri' },
-      version: { type: 'string' },
-      documentationUrl: { type: 'string', format: 'uri' },
-      capabilities: { type: 'object', description: 'extensions holds the x402 extension with network, asset and pricing' },
-      securitySchemes: { type: 'object' },
-      skills: {
-        type: 'array',
-        items: object(['id', 'name', 'description'], {
-          id: { type: 'string' },
-          name: { type: 'string' },
-          description: { type: 'string' },
-          tags: { type: 'array', items: { type: 'string' } },
-          examples: { type: 'array', items: { type: 'string' } },
-          inputModes: { type: 'array', items: { type: 'string' } },
-          outputModes: { type: 'array', items: { type: 'string' } }
-        })
-      }
-    }, { description: 'A2A AgentCard (loosely described; see the A2A protocol 0.3.0)', additionalProperties: true }),
     Jwks: object(['keys'], {
       keys: {
         type: 'array',

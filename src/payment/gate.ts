@@ -21,6 +21,8 @@ import { authorizationStateReader, type AuthorizationStateReader } from './autho
 import { buildFacilitator, type FacilitatorChoice } from './facilitator.js'
 import { SettlerBalance } from './settler-balance.js'
 import { describeFormula, formatUsdc, type PriceSettings } from './pricing.js'
+import { z } from 'zod/v4'
+import { ADDRESS, count, DIGITS, text, USDC } from '../api-shapes.js'
 
 export interface PaymentSettings {
   network: string
@@ -50,6 +52,32 @@ export interface PaymentsStatus {
   settlerMinBalanceWei?: string
 }
 
+/**
+ * The body of a 402 challenge beside its Failure: the terms in words (the
+ * machine-readable terms are the PAYMENT-REQUIRED header). OpenAPI: the
+ * PaymentTerms the PaymentRequired body is made of, derived from this.
+ */
+export const PaymentTerms = z.object({
+  x402Version: z.literal(2),
+  price: z.object({
+    amount: text('the exact price in atomic units (10^-6 USDC)', { pattern: DIGITS }),
+    usdc: text('the price in USDC', { pattern: USDC }),
+    asset: text('the EIP-3009 token', { pattern: ADDRESS }),
+    network: text('CAIP-2 network'),
+    payTo: text('the address paid', { pattern: ADDRESS })
+  }),
+  size: text('the bytes the price is computed on', { pattern: DIGITS }),
+  months: count('the months quoted', 1),
+  formula: text('the price formula'),
+  howToPay: text('how to pay, in words'),
+  sizeSource: text('where the size came from (X-Upload-Size, Content-Length, the root block, X-Pin-Size, or none: minimum price)').optional(),
+  maxBytes: text('pins by CID: the most DAG bytes the pin may hold at this price', { pattern: DIGITS }).optional(),
+  pinned_until_now: text('renewals: the current end', { format: 'date-time' }).optional(),
+  pinned_until_after: text('renewals: the end once paid', { format: 'date-time' }).optional()
+}).meta({ description: 'The terms of a 402 challenge in readable form' })
+
+type Terms = z.output<typeof PaymentTerms>
+
 export interface Quote {
   amount: bigint
   months: number
@@ -59,7 +87,7 @@ export interface Quote {
   resourceUrl: string
   description: string
   /** extra readable facts for the 402 body (e.g. how the size was determined) */
-  notes?: Record<string, unknown>
+  notes?: Pick<Terms, 'sizeSource' | 'maxBytes' | 'pinned_until_now' | 'pinned_until_after'>
 }
 
 export interface VerifiedPayment {
@@ -250,7 +278,7 @@ export class PaymentGate {
    * hottest answer, and its cost grows with its size): the machine-readable
    * terms are only in the PAYMENT-REQUIRED header, the rules in the agent card.
    */
-  private readableTerms (q: Quote): Record<string, unknown> {
+  private readableTerms (q: Quote): Terms {
     return {
       x402Version: 2,
       price: { amount: q.amount.toString(), usdc: formatUsdc(q.amount), asset: this.s.asset, network: this.s.network, payTo: this.s.payTo },

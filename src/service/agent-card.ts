@@ -3,12 +3,38 @@
  * does (skills), where (url), and how it is paid (the x402 extension in
  * capabilities.extensions). No secret is ever part of it.
  */
+import { z } from 'zod/v4'
 import { describeFormula, formatUsdc, type PriceSettings } from '../payment/pricing.js'
 import { VERSION } from '../version.js'
 import { PIN_PRICING_RULE } from './pin-create.js'
 
 export const A2A_PROTOCOL_VERSION = '0.3.0'
 export const X402_A2A_EXTENSION = 'https://github.com/google-agentic-commerce/a2a-x402/blob/main/spec/v0.2'
+
+const strings = z.array(z.string())
+
+const Skill = z.object({
+  id: z.string(),
+  name: z.string(),
+  description: z.string(),
+  tags: strings.optional(),
+  examples: strings.optional(),
+  inputModes: strings.optional(),
+  outputModes: strings.optional()
+})
+
+/** the agent card, loosely (OpenAPI: AgentCard, derived from this) */
+export const AgentCard = z.looseObject({
+  protocolVersion: z.string().meta({ examples: [A2A_PROTOCOL_VERSION] }),
+  name: z.string(),
+  description: z.string().optional(),
+  url: z.url(),
+  version: z.string(),
+  documentationUrl: z.url().optional(),
+  capabilities: z.record(z.string(), z.unknown()).meta({ description: 'extensions holds the x402 extension with network, asset and pricing' }),
+  securitySchemes: z.record(z.string(), z.unknown()).optional(),
+  skills: z.array(Skill)
+}).meta({ description: 'A2A AgentCard (loosely described; see the A2A protocol 0.3.0)' })
 
 export interface AgentCardInput {
   publicUrl: string
@@ -23,7 +49,7 @@ export interface AgentCardInput {
   p2p?: { peerId: string, multiaddrs: string[], routing: string[], provideStrategy: string }
 }
 
-export function buildAgentCard (c: AgentCardInput): Record<string, unknown> {
+export function buildAgentCard (c: AgentCardInput): z.output<typeof AgentCard> {
   const url = c.publicUrl
   return {
     protocolVersion: A2A_PROTOCOL_VERSION,
@@ -118,7 +144,7 @@ export function buildAgentCard (c: AgentCardInput): Record<string, unknown> {
 }
 
 /** How other IPFS nodes reach what is pinned here. */
-function ipfsSkill (p: NonNullable<AgentCardInput['p2p']>): Record<string, unknown> {
+function ipfsSkill (p: NonNullable<AgentCardInput['p2p']>): z.output<typeof Skill> {
   const announced = p.routing.includes('dht')
   return {
     id: 'ipfs-network',

@@ -10,6 +10,8 @@
  * to the log only. A check says what may be shown by throwing a
  * HealthCheckError; anything else it throws shows as its `failure` text.
  */
+import { z } from 'zod/v4'
+import { count, text } from '../api-shapes.js'
 import { PindError } from '../errors.js'
 import { randomBytes } from 'node:crypto'
 import { unlink, writeFile } from 'node:fs/promises'
@@ -52,12 +54,18 @@ export interface HealthDeps {
   log?: Logger
 }
 
-export interface HealthReport {
-  status: 'ok' | 'failing'
-  version: string
-  uptimeSeconds: number
-  checks: Record<string, { ok: boolean, error?: string }>
-}
+/** one check's outcome (OpenAPI: HealthCheck, derived from this) */
+export const CheckResult = z.object({ ok: z.boolean(), error: text('why the check failed').optional() })
+
+/** the body of GET /health (OpenAPI: Health, derived from this) */
+export const Health = z.object({
+  status: z.enum(['ok', 'failing']),
+  version: text('pind version'),
+  uptimeSeconds: count('seconds since start'),
+  checks: z.object({ ledger: CheckResult.optional(), blockstore: CheckResult.optional(), libp2p: CheckResult.optional() }).catchall(CheckResult)
+})
+
+export type HealthReport = z.output<typeof Health>
 
 /** when each failing check was last logged: when it starts failing, then at most once a minute */
 const logged = new Map<string, number>()

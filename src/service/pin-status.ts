@@ -5,14 +5,11 @@
  * StatusInfo from them (src/http/openapi.ts).
  */
 import { z } from 'zod/v4'
+import { DIGITS, USDC, text } from '../api-shapes.js'
 import type { PinRecord } from '../ledger/records.js'
 import { formatUsdc } from '../payment/pricing.js'
 import { Status } from './pin-query.js'
 import { Pin } from './pin-request.js'
-
-const DIGITS = '^[0-9]+$'
-const USDC = '^[0-9]+\\.[0-9]{6}$'
-const text = (description: string, extra: Record<string, unknown> = {}) => z.string().meta({ description, ...extra })
 
 export const Delegates = z.array(z.string()).min(1).max(20).meta({
   description: 'This node\'s libp2p addresses (announced, else listening), each ending in /p2p/<peer id>; see Provider Hints in the Pinning Service API',

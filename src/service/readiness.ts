@@ -4,13 +4,24 @@
  * RPC or facilitator that does not answer, a settler that cannot pay gas)
  * is alive (/health 200) but not ready (/ready 503).
  */
-import type { HealthReport } from './health.js'
+import { z } from 'zod/v4'
+import { text } from '../api-shapes.js'
+import { CheckResult, type HealthReport } from './health.js'
 import type { PaymentsCheck } from './status.js'
 
-export interface ReadyReport {
-  status: 'ready' | 'not-ready'
-  checks: HealthReport['checks'] & { payments: { ok: boolean, state: string, error?: string } }
-}
+/** the body of GET /ready: the health checks and `payments` (OpenAPI: Ready, derived from this) */
+export const Ready = z.object({
+  status: z.enum(['ready', 'not-ready']),
+  checks: z.object({
+    payments: z.object({
+      ok: z.boolean(),
+      state: z.enum(['ready', 'low-balance', 'starting', 'no-pay-to', 'no-facilitator', 'unreachable', 'unfunded', 'asset-misconfigured'] satisfies Array<PaymentsCheck['state']>),
+      error: text('why paid writes cannot work now').optional()
+    })
+  }).catchall(CheckResult)
+})
+
+export type ReadyReport = z.output<typeof Ready>
 
 export async function checkReadiness (health: () => Promise<HealthReport>, payments: () => PaymentsCheck): Promise<ReadyReport> {
   const h = await health()

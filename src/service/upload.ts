@@ -17,6 +17,8 @@ import type { PaymentRecord, PinRecord } from '../ledger/records.js'
 import type { SettlementNotes } from '../ledger/settlements.js'
 import type { Logger } from '../log.js'
 import type { CID } from 'multiformats/cid'
+import { z } from 'zod/v4'
+import { ADDRESS, count, DIGITS, LOWER_ADDRESS, text, USDC } from '../api-shapes.js'
 import { identifyPayment, type PaymentGate, type PaymentIdentity, type Quote, type VerifiedPayment } from '../payment/gate.js'
 import { formatUsdc, priceFor, type PriceSettings } from '../payment/pricing.js'
 import type { PaymentOnce } from './paid-once.js'
@@ -81,11 +83,35 @@ export interface UploadInput {
   file: FileReader
 }
 
+/** The body an upload answers: the pin it created (OpenAPI: UploadResult, derived from this) */
+export const UploadResult = z.object({
+  requestid: text('the pin\'s requestid (GET /pins/{requestid})', { format: 'uuid' }),
+  cid: text('CIDv1 of the file (raw leaves, 1 MiB chunks)', { examples: ['bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy'] }),
+  name: text('the uploaded filename (sanitized)', { maxLength: 255 }).optional(),
+  size: count('file bytes'),
+  dag_size: count('bytes of all blocks'),
+  status: z.literal('pinned'),
+  created: text('RFC 3339 with microseconds', { format: 'date-time' }),
+  pinned_until: text('paid until', { format: 'date-time' }),
+  months: count('months bought', 1),
+  owner: text('the payer, lowercase', { pattern: LOWER_ADDRESS }),
+  price: z.object({
+    amount: text('atomic units', { pattern: DIGITS }),
+    usdc: text('in USDC', { pattern: USDC }),
+    asset: text('the token', { pattern: ADDRESS }),
+    network: text('CAIP-2 network'),
+    transaction: text('the settlement transaction')
+  }),
+  gateway_url: text('where the content is served', { format: 'uri' }),
+  replayed: z.literal(true).meta({ description: 'present on a retry with a payment already settled for this content' }).optional(),
+  token_hint: text('on a replay: how to get a new wallet token').optional()
+}).meta({ description: 'The pin an upload created' })
+
 /** What an upload answers: the pin, and for a first upload the settlement and the owner's new token. */
 export interface UploadOutcome {
   /** a payment already used for this very upload: the original pin, no new token */
   replayed: boolean
-  result: Record<string, unknown>
+  result: z.output<typeof UploadResult>
   /** x402's settlement response (PAYMENT-RESPONSE) */
   settlement?: string
   token?: { token: string, expiresAt: Date }
@@ -366,19 +392,20 @@ function quoteOf (p: VerifiedPayment, months: number, d: UploadDeps): Quote {
   return { amount: p.amount, months, bytes: 0n, resourceUrl: `${d.publicUrl}/upload`, description: 'Pin an uploaded file' }
 }
 
-function uploadBody (pin: PinRecord, d: UploadDeps): Record<string, unknown> {
+/** an uploaded file's pin: pinned, its sizes known and its payment settled */
+function uploadBody (pin: PinRecord, d: UploadDeps): z.output<typeof UploadResult> {
   return {
     requestid: pin.requestid,
     cid: pin.cid,
     name: pin.name,
-    size: pin.fileSize,
-    dag_size: pin.dagSize,
-    status: pin.status,
+    size: pin.fileSize as number,
+    dag_size: pin.dagSize as number,
+    status: pin.status as 'pinned',
     created: pin.created,
     pinned_until: pin.pinnedUntil,
     months: pin.months,
     owner: pin.owner,
-    price: { amount: pin.payment.amount, usdc: formatUsdc(BigInt(pin.payment.amount)), asset: pin.payment.asset, network: pin.payment.network, transaction: pin.payment.tx },
+    price: { amount: pin.payment.amount, usdc: formatUsdc(BigInt(pin.payment.amount)), asset: pin.payment.asset, network: pin.payment.network, transaction: pin.payment.tx as string },
     gateway_url: `${d.publicUrl}/ipfs/${pin.cid}`
   }
 }
