@@ -41,7 +41,7 @@ export class DenialLedger {
 
   /** Adds a rule, or replaces the one with the same key (a new reason); returns the rule it replaced. */
   async add (rec: DenialRecord): Promise<DenialRecord | undefined> {
-    return await this.env.root.transaction(() => {
+    return await this.env.transaction(() => {
       const before = this.rules.get(rec.key)
       this.rules.put(rec.key, rec)
       this.append({ op: 'add', key: rec.key, rule: rec.rule, reason: rec.reason, by: rec.by, at: rec.at })
@@ -51,7 +51,7 @@ export class DenialLedger {
 
   /** Removes a rule; undefined (and nothing written) when there is none with that key. */
   async remove (key: string, event: { by: string, at: string, reason?: string }): Promise<DenialRecord | undefined> {
-    return await this.env.root.transaction(() => {
+    return await this.env.transaction(() => {
       const before = this.rules.get(key)
       if (before == null) return undefined
       this.rules.remove(key)

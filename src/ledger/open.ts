@@ -4,21 +4,31 @@
  * the libp2p/helia datastore. This folder is the only importer of lmdb.
  */
 import { PindError } from '../errors.js'
-import { open, type Database, type RootDatabase } from 'lmdb'
+import { open, type Database } from 'lmdb'
 
 export const LEDGER_SCHEMA_VERSION = 1
+
+/** the upgrades of the ledger's indexes (PinLedger.upgrade), each run once */
+export type Upgrade = 'index:owner-summaries' | 'index:pins-by-expiry' | 'repair:replacement-chains' | 'index:provide-keys'
 
 /**
  * The environment, for the ledger's own classes (this folder). Outside it,
  * nothing holds the environment: src/core.ts builds the ledger's classes on
  * it, and serve's settings are read and written through ./settings.ts.
+ * lmdb's root and meta databases stay inside: the ledger's facts about
+ * itself are read and written through the accessors below.
  */
 export interface LedgerEnv {
-  root: RootDatabase
   /** runs `fn` in one write transaction */
   transaction<T>(fn: () => T): Promise<T>
-  /** small key → value facts about the ledger itself (schema version, created, upgrades done, serve's settings) */
-  meta: Database<unknown, string>
+  /** a fact the ledger keeps about itself (schema version, created, serve's settings, the provide cycle): ./settings.ts, ./provide-keys.ts */
+  fact(key: string): unknown
+  /** records a fact (inside a transaction, or on its own) */
+  setFact(key: string, value: unknown): Promise<unknown>
+  /** whether an upgrade of the ledger's indexes has run */
+  upgraded(name: Upgrade): boolean
+  /** records that it has run (inside a transaction), or with `false` that it has not: the next upgrade runs it again */
+  setUpgraded(name: Upgrade, done?: boolean): void
   /** binary sub-database used as the libp2p/helia Datastore */
   datastore: Database<Uint8Array, string>
   /** open another named sub-database (msgpack values; keys ordered-binary, or raw bytes with keyEncoding 'binary') */
@@ -45,9 +55,11 @@ export async function openLedgerEnv (path: string): Promise<LedgerEnv> {
     throw new LedgerSchemaError(`ledger ${path} has schema version ${String(version)}; this pind understands ${LEDGER_SCHEMA_VERSION}`)
   }
   return {
-    root,
     transaction: async (fn) => await root.transaction(fn),
-    meta,
+    fact: (key) => meta.get(key),
+    setFact: async (key, value) => await meta.put(key, value),
+    upgraded: (name) => meta.get(name) === true,
+    setUpgraded: (name, done = true) => { if (done) void meta.put(name, true); else void meta.remove(name) },
     datastore,
     db: <V>(name: string, opts?: { dupSort?: boolean, keyEncoding?: 'binary' }) => root.openDB<V, any>({ name, ...opts }),
     close: async () => { await root.close() }

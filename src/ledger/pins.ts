@@ -72,32 +72,32 @@ export class PinLedger {
 
   /** Builds indexes added after a ledger was created, and repairs what older versions left (idempotent; a no-op once done). */
   async upgrade (): Promise<void> {
-    if (this.env.meta.get('index:owner-summaries') !== true) {
-      await this.env.root.transaction(() => {
+    if (!this.env.upgraded('index:owner-summaries')) {
+      await this.env.transaction(() => {
         for (const { value: pin } of this.pins.getRange()) this.byOwner.put([pin.owner, pin.createdUs, pin.requestid], summaryOf(pin))
-        this.env.meta.put('index:owner-summaries', true)
+        this.env.setUpgraded('index:owner-summaries')
       })
     }
-    if (this.env.meta.get('index:pins-by-expiry') !== true) {
-      await this.env.root.transaction(() => {
+    if (!this.env.upgraded('index:pins-by-expiry')) {
+      await this.env.transaction(() => {
         for (const { value: pin } of this.pins.getRange()) {
           if (pin.removed == null) this.byExpiry.put([Date.parse(pin.pinnedUntil), pin.requestid], pin.requestid)
         }
-        this.env.meta.put('index:pins-by-expiry', true)
+        this.env.setUpgraded('index:pins-by-expiry')
       })
     }
-    if (this.env.meta.get('repair:replacement-chains') !== true) {
+    if (!this.env.upgraded('repair:replacement-chains')) {
       await this.releaseUnheld()
-      await this.env.root.transaction(() => { this.env.meta.put('repair:replacement-chains', true) })
+      await this.env.transaction(() => { this.env.setUpgraded('repair:replacement-chains') })
     }
-    if (this.env.meta.get('index:provide-keys') !== true) {
+    if (!this.env.upgraded('index:provide-keys')) {
       // every pin holding block references is announced (the same rule as addRefs/releaseRefs)
-      await this.env.root.transaction(() => {
+      await this.env.transaction(() => {
         for (const { key: requestid, value: blocks } of this.pinBlocks.getRange()) {
           const pin = this.pins.get(requestid)
           if (pin != null && blocks.length > 0) this.provides.hold(pin.cid, blocks)
         }
-        this.env.meta.put('index:provide-keys', true)
+        this.env.setUpgraded('index:provide-keys')
       })
     }
   }
@@ -126,7 +126,7 @@ export class PinLedger {
    */
   async create (pin: PinRecord, payment?: PaymentRecord, blocks: Array<string | CID> = []): Promise<void> {
     const keys = [...new Set(blocks.map(cidKey))]
-    await this.env.root.transaction(() => {
+    await this.env.transaction(() => {
       if (this.pins.doesExist(pin.requestid)) throw new Error(`pin ${pin.requestid} exists already`)
       if (payment != null && this.payments.doesExist(payment.id)) throw new PaymentReusedError(payment.id)
       if (pin.replaces != null) {
@@ -156,7 +156,7 @@ export class PinLedger {
    * and the operator closes the paid ones (src/service/settlement-reconcile.ts).
    */
   async markSettling (rec: SettlingRecord): Promise<void> {
-    await this.env.root.transaction(() => { this.settling.put(rec.paymentId, rec) })
+    await this.env.transaction(() => { this.settling.put(rec.paymentId, rec) })
   }
 
   /**
@@ -164,7 +164,7 @@ export class PinLedger {
    * marked with when its request gave up, so reconciliation need not wait for it to finish.
    */
   async markSettleUncertain (paymentId: string, at: string): Promise<void> {
-    await this.env.root.transaction(() => {
+    await this.env.transaction(() => {
       const note = this.settling.get(paymentId)
       if (note != null) this.settling.put(paymentId, { ...note, settleFailedAt: at })
     })
@@ -172,7 +172,7 @@ export class PinLedger {
 
   /** The settlement did not happen (refused): forget the note. */
   async clearSettling (paymentId: string): Promise<void> {
-    await this.env.root.transaction(() => { this.settling.remove(paymentId) })
+    await this.env.transaction(() => { this.settling.remove(paymentId) })
   }
 
   /** requestids of pins waiting to be fetched, oldest first */
@@ -190,7 +190,7 @@ export class PinLedger {
   async finishFetch (requestid: string, blocks: Array<string | CID>, dagSize: number, details: string): Promise<PinRecord | undefined> {
     const keys = [...new Set(blocks.map(cidKey))]
     let done: PinRecord | undefined
-    await this.env.root.transaction(() => {
+    await this.env.transaction(() => {
       this.fetchQueue.remove(requestid)
       const pin = this.pins.get(requestid)
       if (pin == null || withdrawn(pin)) return
@@ -206,7 +206,7 @@ export class PinLedger {
   /** A pin by CID that cannot be completed: status failed with the reason, out of the queue. */
   async failFetch (requestid: string, details: string): Promise<PinRecord | undefined> {
     let failed: PinRecord | undefined
-    await this.env.root.transaction(() => {
+    await this.env.transaction(() => {
       this.fetchQueue.remove(requestid)
       const pin = this.pins.get(requestid)
       if (pin == null || withdrawn(pin)) return
@@ -292,7 +292,7 @@ export class PinLedger {
    */
   async releaseUnheld (): Promise<number> {
     let n = 0
-    await this.env.root.transaction(() => {
+    await this.env.transaction(() => {
       for (const { key } of this.pinBlocks.getRange()) {
         const pin = this.pins.get(key)
         if (pin != null && this.holdsRefs(pin)) continue
@@ -311,7 +311,7 @@ export class PinLedger {
   /** Updates fields of an existing pin (status, sizes, removal) in one transaction; a pin an operator took down stays as it is (and is returned so). */
   async update (requestid: string, change: (pin: PinRecord) => PinRecord): Promise<PinRecord | undefined> {
     let updated: PinRecord | undefined
-    await this.env.root.transaction(() => {
+    await this.env.transaction(() => {
       const current = this.pins.get(requestid)
       if (current == null) return
       if (current.takedown != null) {
@@ -331,7 +331,7 @@ export class PinLedger {
    */
   async remove (requestid: string, why: NonNullable<PinRecord['removed']>['why'], at: Date = new Date()): Promise<PinRecord | undefined> {
     let removed: PinRecord | undefined
-    await this.env.root.transaction(() => {
+    await this.env.transaction(() => {
       const pin = this.pins.get(requestid)
       if (pin == null || pin.removed != null) return
       removed = { ...pin, removed: { at: at.toISOString(), why } }
@@ -354,7 +354,7 @@ export class PinLedger {
    */
   async takeDown (requestid: string, reason: string, at: Date = new Date()): Promise<PinRecord | undefined> {
     let down: PinRecord | undefined
-    await this.env.root.transaction(() => {
+    await this.env.transaction(() => {
       const pin = this.pins.get(requestid)
       if (pin == null || pin.removed != null || pin.takedown != null) return
       down = { ...pin, status: 'failed', statusDetails: `removed by the operator on ${at.toISOString()}: ${reason}`, takedown: { at: at.toISOString(), reason } }
@@ -397,7 +397,7 @@ export class PinLedger {
    */
   async renew (requestid: string, months: number, payment: PaymentRecord | undefined, until: (pin: PinRecord) => Date): Promise<PinRecord> {
     let renewed: PinRecord | undefined
-    await this.env.root.transaction(() => {
+    await this.env.transaction(() => {
       const pin = this.pins.get(requestid)
       if (pin == null || pin.removed != null) throw new PinGoneError(requestid)
       const pinnedUntil = until(pin)
@@ -440,7 +440,7 @@ export class PinLedger {
    * transaction per batch. Existing requestids or payment ids are refused.
    */
   async importBatch (pins: Array<{ pin: PinRecord, blocks?: string[] }>, payments: PaymentRecord[]): Promise<void> {
-    await this.env.root.transaction(() => {
+    await this.env.transaction(() => {
       for (const { pin, blocks } of pins) {
         if (this.pins.doesExist(pin.requestid)) throw new Error(`pin ${pin.requestid} exists already`)
         this.putPin(pin.requestid, pin)

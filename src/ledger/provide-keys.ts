@@ -155,7 +155,7 @@ export class ProvideKeys {
   async reschedule (kind: ProvideKind, updates: Array<{ kad: Buffer, due: number, at?: number }>): Promise<void> {
     if (updates.length === 0) return
     const d = this.dbs[kind]
-    await this.env.root.transaction(() => {
+    await this.env.transaction(() => {
       for (const u of updates) {
         const rec = d.keys.get(u.kad)
         // released meanwhile: nothing to reschedule
@@ -184,9 +184,9 @@ export class ProvideKeys {
 
   /** When this node's reprovide cycles began (fixed at first use): a region's slot in a cycle follows from it. */
   async cycleStart (now: number): Promise<number> {
-    const v = this.env.meta.get(CYCLE_START)
+    const v = this.env.fact(CYCLE_START)
     if (typeof v === 'number') return v
-    await this.env.meta.put(CYCLE_START, now)
+    await this.env.setFact(CYCLE_START, now)
     return now
   }
 }

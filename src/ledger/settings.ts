@@ -32,7 +32,7 @@ const TYPES: { [K in keyof RecordedSettings]: 'string' | 'number' } = {
 export function recordedSettings (env: LedgerEnv): Partial<RecordedSettings> {
   const out: Record<string, unknown> = {}
   for (const [key, type] of Object.entries(TYPES)) {
-    const v = env.meta.get(key)
+    const v = env.fact(key)
     if (typeof v === type) out[key] = v
   }
   return out as Partial<RecordedSettings>
@@ -41,11 +41,11 @@ export function recordedSettings (env: LedgerEnv): Partial<RecordedSettings> {
 /** Records serve's settings, all in one transaction. */
 export async function recordSettings (env: LedgerEnv, s: RecordedSettings): Promise<void> {
   await env.transaction(() => {
-    for (const key of Object.keys(TYPES) as Array<keyof RecordedSettings>) env.meta.put(key, s[key])
+    for (const key of Object.keys(TYPES) as Array<keyof RecordedSettings>) void env.setFact(key, s[key])
   })
 }
 
 /** The ledger's schema version (a read that proves the ledger answers: /health). */
 export function schemaVersion (env: LedgerEnv): unknown {
-  return env.meta.get('schemaVersion')
+  return env.fact('schemaVersion')
 }

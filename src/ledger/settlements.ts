@@ -92,7 +92,7 @@ export class SettlementNotes {
   async apply (verdicts: SettlementVerdict[], checkedAt: Date = new Date()): Promise<SettlementVerdict[]> {
     const applied: SettlementVerdict[] = []
     if (verdicts.length === 0) return applied
-    await this.env.root.transaction(() => {
+    await this.env.transaction(() => {
       for (const v of verdicts) {
         const current = this.settling.get(v.read.paymentId)
         if (current == null || !sameNote(current, v.read)) continue
@@ -111,7 +111,7 @@ export class SettlementNotes {
   async close (paymentId: string, operatorNote: string, at: Date = new Date()): Promise<ClosedSettlement | undefined> {
     let closed: ClosedSettlement | undefined
     if (paymentId.length > MAX_ID_LENGTH) return undefined
-    await this.env.root.transaction(() => {
+    await this.env.transaction(() => {
       const note = this.settling.get(paymentId)
       if (note == null) return
       closed = { note, closedAt: at.toISOString(), operatorNote }

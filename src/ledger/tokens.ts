@@ -31,17 +31,17 @@ export class TokenLedger {
   }
 
   async recordIssued (rec: IssuedTokenRecord): Promise<void> {
-    await this.env.root.transaction(() => { this.issued.put(rec.jti, rec) })
+    await this.env.transaction(() => { this.issued.put(rec.jti, rec) })
   }
 
   async revokeToken (jti: string, at = new Date()): Promise<void> {
-    await this.env.root.transaction(() => { this.revokedJti.put(jti, at.toISOString()) })
+    await this.env.transaction(() => { this.revokedJti.put(jti, at.toISOString()) })
   }
 
   /** Revokes every token of `owner` issued at or before `at`. */
   async revokeOwner (owner: string, at = new Date()): Promise<void> {
     const iat = Math.floor(at.getTime() / 1000)
-    await this.env.root.transaction(() => {
+    await this.env.transaction(() => {
       this.revokedOwners.put(owner.toLowerCase(), Math.max(iat, this.revokedOwners.get(owner.toLowerCase()) ?? 0))
     })
   }

@@ -88,9 +88,9 @@ describe('ProvideKeys', () => {
   it('is built for a ledger written before it existed', async () => {
     await ledger.create(pinRecord('1', A), undefined, [A, B])
     // as an older ledger would be: the pins and block references without the schedule
-    await env.root.transaction(() => {
+    await env.transaction(() => {
       for (const name of ['provide-roots', 'provide-blocks', 'provide-roots-due', 'provide-blocks-due']) env.db(name, { keyEncoding: 'binary' }).clearSync()
-      env.meta.remove('index:provide-keys')
+      env.setUpgraded('index:provide-keys', false)
     })
     expect(roots()).toBe(0)
     await new PinLedger(env).upgrade()
