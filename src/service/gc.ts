@@ -23,10 +23,10 @@ import type { PinLedger } from '../ledger/pins.js'
 const BATCH = 1000
 
 export interface GcDeps {
-  pins: PinLedger
+  pins: Pick<PinLedger, 'blocksOf' | 'expiredBy' | 'refCount' | 'referencedBlocks' | 'remove' | 'watchNewRefs'>
   /** where the blocks are: listed in pages, deleted in batches */
   blocks: Pick<BlockBackend, 'list' | 'sizeOf' | 'remove'>
-  lock: CommitLock
+  lock: Pick<CommitLock, 'exclusive'>
   /** expired pins are swept this long after their pinned_until */
   graceMs: number
   /**
@@ -143,7 +143,7 @@ export async function runGc (d: GcDeps, opts: GcOptions = {}, onProgress?: (p: G
 }
 
 /** Marks pins expired whose pinned_until is at or before `cutoff`; returns how many (would be) swept. */
-export async function sweepExpired (pins: PinLedger, cutoff: Date, dryRun = false, signal?: AbortSignal): Promise<number> {
+export async function sweepExpired (pins: Pick<PinLedger, 'expiredBy' | 'remove'>, cutoff: Date, dryRun = false, signal?: AbortSignal): Promise<number> {
   const ids = [...pins.expiredBy(cutoff)]
   if (dryRun) return ids.length
   let n = 0

@@ -20,10 +20,10 @@ export type KeysOp =
   | { op: 'revoke', token?: string, jti?: string, owner?: string }
 
 export interface KeysAdminDeps {
-  keystore: KeyStore
+  keystore: Pick<KeyStore, 'active' | 'jwks' | 'list' | 'refresh' | 'retire' | 'rotate'>
   /** undefined when no serve has ever recorded its token issuer in this data dir */
-  tokens?: TokenService
-  tokenLedger: TokenLedger
+  tokens?: Pick<TokenService, 'issue'>
+  tokenLedger: Pick<TokenLedger, 'listIssued' | 'recordIssued' | 'revokeOwner' | 'revokeToken' | 'wasIssued'>
 }
 
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/

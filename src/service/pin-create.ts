@@ -36,12 +36,12 @@ import type { CID } from 'multiformats/cid'
 export const PIN_PRICING_RULE = 'A pin by CID is priced on the size its root block declares (dag-pb: block + link Tsizes, or the UnixFS file size when larger; raw: the block), or on X-Pin-Size (bytes) when that is larger or the root cannot be read within a few seconds, or else at the minimum price. When every probe for root blocks is busy the answer is 503 with Retry-After, never a quote made without the root. The pin holds at most maxBytes (what the payment covers), counting each repeated link; a DAG that turns out larger, or that links to a codec this service cannot walk, fails at once and keeps nothing. Payment is settled when the pin is accepted (202) and is not refunded if the content cannot be fetched.'
 
 export interface PinCreateDeps {
-  ledger: PinLedger
-  gate?: PaymentGate
-  tokens: TokenService
-  once: PaymentOnce
+  ledger: Pick<PinLedger, 'create' | 'get' | 'payment' | 'renew' | 'clearSettling' | 'markSettleUncertain' | 'markSettling'>
+  gate?: Pick<PaymentGate, 'challenge' | 'decide' | 'settle' | 'settleRefusal'>
+  tokens: Pick<TokenService, 'issue'>
+  once: Pick<PaymentOnce, 'finished' | 'run'>
   prices: PriceSettings
-  probe: SizeProbe
+  probe: Pick<SizeProbe, 'probe' | 'retryAfterSeconds'>
   /** wakes the background fetcher */
   enqueue: () => void
   pinMaxBytes: number
@@ -106,7 +106,7 @@ export async function createPin (w: PinWrite, d: PinCreateDeps): Promise<PinOutc
   d.log.info('payment verified', { payment: payment.id, amount: payment.amount })
   const outcome = await d.once.run(payment.id, async () => {
     if (d.ledger.payment(payment.id) != null) return undefined
-    return await paid(w, payment, quote, purpose, d.gate as PaymentGate, d)
+    return await paid(w, payment, quote, purpose, d.gate as NonNullable<PinCreateDeps['gate']>, d)
   })
   if (outcome.first && outcome.value != null) return outcome.value
   return replay(payment, purpose, d)
@@ -160,7 +160,7 @@ async function quoteFor (w: PinWrite, d: PinCreateDeps): Promise<PinQuote> {
   }
 }
 
-async function paid (w: PinWrite, payment: VerifiedPayment, q: PinQuote, purpose: string, gate: PaymentGate, d: PinCreateDeps): Promise<PinOutcome> {
+async function paid (w: PinWrite, payment: VerifiedPayment, q: PinQuote, purpose: string, gate: NonNullable<PinCreateDeps['gate']>, d: PinCreateDeps): Promise<PinOutcome> {
   const owner = w.replaces?.owner ?? payment.payer
   // the pin as it will be recorded, kept in the settlement note: should the process die once the
   // money has moved, reconciliation records it (settlement-fulfil.ts) instead of leaving it to an operator

@@ -162,7 +162,7 @@ export function matches (pin: PinSummary, q: PinQuery, now: number, graceMs = 0)
  * Filters and counts on the owner index's summaries (no record is read for
  * that); only the page's pins are read in full.
  */
-export function listPins (ledger: PinLedger, owner: string, q: PinQuery, now: Date = new Date()): { count: number, results: PinRecord[] } {
+export function listPins (ledger: Pick<PinLedger, 'get' | 'graceMs' | 'summariesByOwner'>, owner: string, q: PinQuery, now: Date = new Date()): { count: number, results: PinRecord[] } {
   const results: PinRecord[] = []
   let count = 0
   const t = now.getTime()

@@ -19,7 +19,7 @@ export type PinsOp =
   | { op: 'rm', target: string, reason: string }
 
 export interface PinsAdminDeps {
-  ledger: PinLedger
+  ledger: Pick<PinLedger, 'allSummaries' | 'get' | 'graceMs' | 'isLive' | 'requestidsOfCid' | 'summariesByOwner' | 'takeDown'>
   /** a running serve stops fetching a pin it takes down */
   cancelFetch?: (requestid: string) => void
   delegates?: () => string[]
@@ -92,7 +92,7 @@ function parseCid (s: string): CID | undefined {
  * With `cid` it reads only those CIDs' pins (the CID index); otherwise it
  * filters every pin's summary (the owner index) and keeps the newest `limit`.
  */
-function listAllOwners (ledger: PinLedger, q: PinQuery, now: Date = new Date()): { count: number, results: PinRecord[] } {
+function listAllOwners (ledger: PinsAdminDeps['ledger'], q: PinQuery, now: Date = new Date()): { count: number, results: PinRecord[] } {
   const t = now.getTime()
   let count = 0
   let newest: Array<{ createdUs: number, id: string }> = []

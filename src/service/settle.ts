@@ -13,7 +13,7 @@ import { validBeforeOf } from '../payment/authorization-state.js'
 import type { PaymentGate, SettleOutcome, VerifiedPayment } from '../payment/gate.js'
 
 /** `fulfil`: what reconciliation may record by itself if the process dies once the money moved (see SettlingRecord) */
-export async function settleNoted (gate: PaymentGate, ledger: PinLedger, payment: VerifiedPayment, purpose: string, fulfil?: SettlementFulfilment): Promise<SettleOutcome> {
+export async function settleNoted (gate: Pick<PaymentGate, 'settle'>, ledger: Pick<PinLedger, 'clearSettling' | 'markSettleUncertain' | 'markSettling'>, payment: VerifiedPayment, purpose: string, fulfil?: SettlementFulfilment): Promise<SettleOutcome> {
   const validBefore = validBeforeOf(payment)
   await ledger.markSettling({
     paymentId: payment.id,

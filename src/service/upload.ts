@@ -36,18 +36,18 @@ const REPLAY_BASE_MS = 10_000
 const REPLAY_MIN_RATE = 256 * 1024
 
 export interface UploadDeps {
-  ledger: PinLedger
-  staging: BlockStaging
-  lock: CommitLock
-  gate: PaymentGate
-  tokens: TokenService
-  once: PaymentOnce
+  ledger: Pick<PinLedger, 'create' | 'get' | 'payment' | 'clearSettling' | 'markSettleUncertain' | 'markSettling'>
+  staging: Pick<BlockStaging, 'begin' | 'commit' | 'discard' | 'discarding' | 'seal'>
+  lock: Pick<CommitLock, 'shared'>
+  gate: Pick<PaymentGate, 'decide' | 'settle' | 'settleRefusal'>
+  tokens: Pick<TokenService, 'issue'>
+  once: Pick<PaymentOnce, 'finished' | 'run'>
   prices: PriceSettings
   uploadMaxBytes: number
   /** paid uploads streaming at once (--upload-concurrency) */
-  slots: Slots
+  slots: Pick<Slots, 'release' | 'size' | 'take'>
   /** replays of used payments whose bodies are checked at once (see replay) */
-  replaySlots: Slots
+  replaySlots: Pick<Slots, 'release' | 'take'>
   publicUrl: string
   network: string
   asset: string
