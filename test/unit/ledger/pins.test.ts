@@ -3,33 +3,23 @@
  * referenced while any pin holds them; a replacement keeps the old pin's
  * blocks until it settles; the fetch queue follows the pin's state.
  */
-import { rmSync } from 'node:fs'
-import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { openLedgerEnv, type LedgerEnv } from '../../../src/ledger/open.js'
+import type { LedgerEnv } from '../../../src/ledger/open.js'
 import { PinGoneError, PinLedger } from '../../../src/ledger/pins.js'
 import { SettlementNotes } from '../../../src/ledger/settlements.js'
 import type { PinRecord } from '../../../src/ledger/records.js'
-import { tempDir } from '../../helpers/pind.js'
+import { closeTestLedgers, openTestLedger } from '../../helpers/ledger.js'
 import { pinRecord } from '../../helpers/records.js'
 
 const A = 'bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy'
 const B = 'bafkreie7q3iidccmpvszul7kudcvvuavuo7u6gzlbobczuk5nqk3b4akba'
 const C = 'bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku'
 
-let dir: string
 let env: LedgerEnv
 let ledger: PinLedger
 
-beforeEach(async () => {
-  dir = tempDir('pind-ledger-')
-  env = await openLedgerEnv(join(dir, 'ledger.mdb'))
-  ledger = new PinLedger(env)
-})
-afterEach(async () => {
-  await env.close()
-  rmSync(dir, { recursive: true, force: true })
-})
+beforeEach(async () => { ({ env, ledger } = await openTestLedger()) })
+afterEach(closeTestLedgers)
 
 const pin = (id: string, cid: string, status: PinRecord['status'], owner = '0xa', extra: Partial<PinRecord> = {}): PinRecord =>
   pinRecord(id, cid, { status, owner, ...extra })

@@ -3,37 +3,26 @@
  * counted per pin (one CID, many pins), and leaves the schedule in the same
  * transaction that releases it — unpinned, replaced, expired, failed.
  */
-import { rmSync } from 'node:fs'
-import { join } from 'node:path'
 import { CID } from 'multiformats/cid'
 import { identity } from 'multiformats/hashes/identity'
 import * as raw from 'multiformats/codecs/raw'
 import * as Digest from 'multiformats/hashes/digest'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { openLedgerEnv, type LedgerEnv } from '../../../src/ledger/open.js'
+import type { LedgerEnv } from '../../../src/ledger/open.js'
 import { PinLedger } from '../../../src/ledger/pins.js'
 import { kadKeyOf } from '../../../src/ledger/provide-keys.js'
-import { tempDir } from '../../helpers/pind.js'
+import { closeTestLedgers, openTestLedger } from '../../helpers/ledger.js'
 import { pinRecord } from '../../helpers/records.js'
 
 const A = 'bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy'
 const B = 'bafkreie7q3iidccmpvszul7kudcvvuavuo7u6gzlbobczuk5nqk3b4akba'
 const C = 'bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku'
 
-let dir: string
 let env: LedgerEnv
 let ledger: PinLedger
 
-beforeEach(async () => {
-  dir = tempDir('pind-provide-')
-  env = await openLedgerEnv(join(dir, 'ledger.mdb'))
-  ledger = new PinLedger(env)
-  await ledger.upgrade()
-})
-afterEach(async () => {
-  await env.close()
-  rmSync(dir, { recursive: true, force: true })
-})
+beforeEach(async () => { ({ env, ledger } = await openTestLedger({ prefix: 'pind-provide-', upgrade: true })) })
+afterEach(closeTestLedgers)
 
 const roots = (): number => ledger.provides.count('roots')
 const blocks = (): number => ledger.provides.count('blocks')

@@ -3,29 +3,21 @@
  * and keeps an audit record in the same transaction; reconciliation verdicts
  * act only on a note as it was read.
  */
-import { rmSync } from 'node:fs'
-import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { openLedgerEnv, type LedgerEnv } from '../../../src/ledger/open.js'
+import type { LedgerEnv } from '../../../src/ledger/open.js'
 import { PinLedger } from '../../../src/ledger/pins.js'
 import { SettlementNotes, type SettlingRecord } from '../../../src/ledger/settlements.js'
-import { tempDir } from '../../helpers/pind.js'
+import { closeTestLedgers, openTestLedger } from '../../helpers/ledger.js'
 
-let dir: string
 let env: LedgerEnv
 let pins: PinLedger
 let notes: SettlementNotes
 
 beforeEach(async () => {
-  dir = tempDir('pind-ledger-')
-  env = await openLedgerEnv(join(dir, 'ledger.mdb'))
-  pins = new PinLedger(env)
+  ({ env, ledger: pins } = await openTestLedger())
   notes = new SettlementNotes(env)
 })
-afterEach(async () => {
-  await env.close()
-  rmSync(dir, { recursive: true, force: true })
-})
+afterEach(closeTestLedgers)
 
 const note = (id: string, extra: Partial<SettlingRecord> = {}): SettlingRecord =>
   ({ paymentId: id, payer: '0xa', amount: '1000', purpose: 'upload:x', at: new Date().toISOString(), validBefore: '1900000000', ...extra })
