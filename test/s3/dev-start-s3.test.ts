@@ -5,7 +5,6 @@
  * in that bucket; SIGTERM to npm stops serve, anvil and every Ceph daemon it
  * started; a non-empty PIND_DATA_DIR is refused, never emptied.
  */
-import { spawn } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
@@ -13,40 +12,23 @@ import { ListObjectsV2Command } from '@aws-sdk/client-s3'
 import { afterAll, describe, expect, it } from 'vitest'
 import { s3Client } from '../../scripts/s3/index.mjs'
 import { payingFetch, uploadForm } from '../helpers/paying-client.js'
-import { ROOT, tempDir } from '../helpers/pind.js'
+import { alive, killLater, killLeftovers, served, startDev, type DevStart } from '../helpers/dev-start.js'
+import { tempDir } from '../helpers/pind.js'
 import { waitFor } from '../helpers/ports.js'
 
-const leftovers: number[] = []
-afterAll(() => { for (const pid of leftovers) { try { process.kill(pid, 'SIGKILL') } catch {} } })
+afterAll(killLeftovers)
 
-const alive = (pid: number): boolean => {
-  try { process.kill(pid, 0); return true } catch { return false }
-}
-
-function npmStart (dataDir: string): { out: () => string, exited: Promise<number | null>, kill: (sig: NodeJS.Signals) => void } {
-  const npm = spawn(process.execPath, ['scripts/dev-start.mjs', '--s3', '--port', '0', '--p2p-listen', '/ip4/127.0.0.1/tcp/0'], {
-    cwd: ROOT,
-    env: { ...process.env, PIND_DATA_DIR: dataDir, PIND_LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'pipe', 'pipe']
-  })
-  leftovers.push(npm.pid as number)
-  let out = ''
-  npm.stdout.on('data', (b: Buffer) => { out += b.toString() })
-  npm.stderr.on('data', (b: Buffer) => { out += b.toString() })
-  const exited = new Promise<number | null>(resolve => npm.on('exit', code => resolve(code)))
-  return { out: () => out, exited, kill: (sig) => npm.kill(sig) }
-}
+const npmStart = (dataDir: string): DevStart =>
+  startDev(process.execPath, ['scripts/dev-start.mjs', '--s3', '--port', '0', '--p2p-listen', '/ip4/127.0.0.1/tcp/0'], dataDir)
 
 describe('npm start -- --s3', () => {
   it('keeps the blocks in a throwaway gateway\'s bucket, and stops serve, anvil and Ceph on SIGTERM', async () => {
     const dataDir = tempDir()
     const npm = npmStart(dataDir)
-    const url = await waitFor(() => /^\s+http:\s+(\S+)$/m.exec(npm.out())?.[1], 'npm start -- --s3 to serve', 120_000)
-    const servePid = (JSON.parse(readFileSync(join(dataDir, 'serve.lock'), 'utf8')) as { pid: number }).pid
-    const chain = JSON.parse(readFileSync(join(dataDir, 'dev-chain.json'), 'utf8'))
+    const { url, servePid, chain } = await served(npm, dataDir, 'npm start -- --s3 to serve', 120_000)
     const dev = JSON.parse(readFileSync(join(dataDir, 'dev-s3.json'), 'utf8')) as { endpoint: string, bucket: string, dir: string, pids: Record<string, number> }
     const cephPids = Object.values(dev.pids)
-    leftovers.push(servePid, chain.pid as number, ...cephPids)
+    killLater(...cephPids)
     expect(cephPids.length).toBe(3) // mon, osd, rgw
     expect(npm.out()).toMatch(/blocks:\s+blocks in S3 bucket pind-dev/)
     const health = await (await fetch(`${url}/health`)).json() as any
