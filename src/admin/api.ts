@@ -4,30 +4,58 @@
  * types, and a command run on a stopped data dir returns the same reply from
  * the same service function.
  */
+import { z } from 'zod/v4'
+import { InvalidInputError } from '../errors.js'
 import type { MigrateProgress } from '../ipfs/migrate.js'
 import type { S3Credentials, S3Location } from '../ipfs/s3-client.js'
 import type { MigrateReport } from '../service/blocks-migrate.js'
-import type { DenyOp, DenyReply } from '../service/deny-admin.js'
+import { DenyOp, type DenyReply } from '../service/deny-admin.js'
 import type { GcProgress, GcResult } from '../service/gc.js'
-import type { KeysOp, KeysReply } from '../service/keys-admin.js'
-import type { PinsOp, PinsReply } from '../service/pins-admin.js'
+import { KeysOp, type KeysReply } from '../service/keys-admin.js'
+import { PinsOp, type PinsReply } from '../service/pins-admin.js'
 import type { RoutingReport } from '../service/routing-admin.js'
-import type { SettlementsOp, SettlementsReply } from '../service/settlements-admin.js'
+import { SettlementsOp, type SettlementsReply } from '../service/settlements-admin.js'
 import type { StatusReport } from '../service/status.js'
+
+const Nothing = z.object({}).strict()
+const GcRequest = z.object({ dryRun: z.boolean().optional() })
+
+/** the request bodies of the routes that take JSON, as zod schemas: the routes validate with them */
+export const ADMIN_REQUESTS = {
+  '/keys': KeysOp,
+  '/pins': PinsOp,
+  '/settlements': SettlementsOp,
+  '/deny': DenyOp,
+  '/routing': Nothing,
+  '/status': Nothing,
+  '/gc': GcRequest
+}
+
+type Request<P extends keyof typeof ADMIN_REQUESTS> = z.output<(typeof ADMIN_REQUESTS)[P]>
+
+/** A route's request body, validated with its schema: anything else is a 400 that names the first problem. */
+export function adminRequest<P extends keyof typeof ADMIN_REQUESTS> (path: P, body: unknown): Request<P> {
+  const r = ADMIN_REQUESTS[path].safeParse(body)
+  if (!r.success) {
+    const issue = r.error.issues[0]
+    throw new InvalidInputError(`not a valid ${path} request${issue != null ? `: ${issue.path.length > 0 ? `${issue.path.join('.')}: ` : ''}${issue.message}` : ''}`)
+  }
+  return r.data as Request<P>
+}
 
 /** POST routes answering one JSON reply */
 export interface AdminJsonRoutes {
-  '/keys': { request: KeysOp, reply: KeysReply }
-  '/pins': { request: PinsOp, reply: PinsReply }
-  '/settlements': { request: SettlementsOp, reply: SettlementsReply }
-  '/deny': { request: DenyOp, reply: DenyReply }
-  '/routing': { request: Record<string, never>, reply: RoutingReport }
-  '/status': { request: Record<string, never>, reply: StatusReport }
+  '/keys': { request: Request<'/keys'>, reply: KeysReply }
+  '/pins': { request: Request<'/pins'>, reply: PinsReply }
+  '/settlements': { request: Request<'/settlements'>, reply: SettlementsReply }
+  '/deny': { request: Request<'/deny'>, reply: DenyReply }
+  '/routing': { request: Request<'/routing'>, reply: RoutingReport }
+  '/status': { request: Request<'/status'>, reply: StatusReport }
 }
 
 /** POST routes answering JSON lines: `{progress}` events, then `{result}` or `{error}` */
 export interface AdminLineRoutes {
-  '/gc': { request: { dryRun: boolean }, progress: GcProgress, reply: GcResult }
+  '/gc': { request: Request<'/gc'>, progress: GcProgress, reply: GcResult }
   '/blocks/migrate': { request: { location: S3Location, credentials: S3Credentials }, progress: MigrateProgress, reply: MigrateReport }
 }
 

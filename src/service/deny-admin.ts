@@ -4,6 +4,7 @@
  * change applies at once, on every channel) and in the CLI on a stopped
  * data dir (it applies from the next start).
  */
+import { z } from 'zod/v4'
 import { basename } from 'node:path'
 import { InvalidInputError, NotFoundError } from '../errors.js'
 import type { DenylistFile } from '../denylist/sources.js'
@@ -15,11 +16,14 @@ import * as Digest from 'multiformats/hashes/digest'
 import { PIN_CODECS } from '../ipfs/codecs.js'
 import type { Reply } from './reply.js'
 
-export type DenyOp =
-  | { op: 'add', target: string, reason: string, by: string }
-  | { op: 'rm', target: string, by: string, reason?: string }
-  | { op: 'ls', history?: boolean }
-  | { op: 'check', target: string }
+/** what `pind deny` asks (the admin channel's POST /deny body, validated with this) */
+export const DenyOp = z.discriminatedUnion('op', [
+  z.object({ op: z.literal('add'), target: z.string(), reason: z.string(), by: z.string() }),
+  z.object({ op: z.literal('rm'), target: z.string(), by: z.string(), reason: z.string().optional() }),
+  z.object({ op: z.literal('ls'), history: z.boolean().optional() }),
+  z.object({ op: z.literal('check'), target: z.string() })
+])
+export type DenyOp = z.output<typeof DenyOp>
 
 export interface DenyAdminDeps {
   ledger: DenialLedger

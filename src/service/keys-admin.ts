@@ -3,6 +3,7 @@
  * functions run inside a live `serve` (reached over the admin socket) and
  * in the CLI on a stopped data dir, so both paths behave alike.
  */
+import { z } from 'zod/v4'
 import { KeyStoreError, UnknownKeyError } from '../auth/errors.js'
 import { KNOWN_PERMISSIONS } from '../auth/permissions.js'
 import type { KeyStore } from '../auth/keystore.js'
@@ -11,13 +12,16 @@ import { InvalidInputError } from '../errors.js'
 import type { TokenLedger } from '../ledger/tokens.js'
 import type { Reply } from './reply.js'
 
-export type KeysOp =
-  | { op: 'list' }
-  | { op: 'rotate' }
-  | { op: 'retire', kid: string }
-  | { op: 'jwks' }
-  | { op: 'mint', owner: string, permissions: string[], ttlSeconds?: number, note?: string }
-  | { op: 'revoke', token?: string, jti?: string, owner?: string }
+/** what `pind keys` asks (the admin channel's POST /keys body, validated with this) */
+export const KeysOp = z.discriminatedUnion('op', [
+  z.object({ op: z.literal('list') }),
+  z.object({ op: z.literal('rotate') }),
+  z.object({ op: z.literal('retire'), kid: z.string() }),
+  z.object({ op: z.literal('jwks') }),
+  z.object({ op: z.literal('mint'), owner: z.string(), permissions: z.array(z.string()), ttlSeconds: z.number().optional(), note: z.string().optional() }),
+  z.object({ op: z.literal('revoke'), token: z.string().optional(), jti: z.string().optional(), owner: z.string().optional() })
+])
+export type KeysOp = z.output<typeof KeysOp>
 
 export interface KeysAdminDeps {
   keystore: Pick<KeyStore, 'active' | 'jwks' | 'list' | 'refresh' | 'retire' | 'rotate'>

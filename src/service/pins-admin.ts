@@ -5,6 +5,7 @@
  * run inside a live serve (over the admin socket) and in the CLI on a
  * stopped data dir.
  */
+import { z } from 'zod/v4'
 import { CID } from 'multiformats/cid'
 import { InvalidInputError, NotFoundError } from '../errors.js'
 import { summaryOf, type PinLedger, type PinSummary } from '../ledger/pins.js'
@@ -13,10 +14,13 @@ import { listPins, matches, parsePinQuery, type PinQuery } from './pin-query.js'
 import { toPinStatus, type PinStatus } from './pin-status.js'
 import type { Reply } from './reply.js'
 
-export type PinsOp =
+/** what `pind pins` asks (the admin channel's POST /pins body, validated with this) */
+export const PinsOp = z.discriminatedUnion('op', [
   /** `query`: GET /pins's query parameters (cid, name, match, status, before, after, limit, meta) */
-  | { op: 'ls', owner?: string, query?: Record<string, string | string[]> }
-  | { op: 'rm', target: string, reason: string }
+  z.object({ op: z.literal('ls'), owner: z.string().optional(), query: z.record(z.string(), z.union([z.string(), z.array(z.string())])).optional() }),
+  z.object({ op: z.literal('rm'), target: z.string(), reason: z.string() })
+])
+export type PinsOp = z.output<typeof PinsOp>
 
 export interface PinsAdminDeps {
   ledger: Pick<PinLedger, 'allSummaries' | 'get' | 'graceMs' | 'isLive' | 'requestidsOfCid' | 'summariesByOwner' | 'takeDown'>

@@ -4,16 +4,20 @@
  * functions run inside a live serve (over the admin socket) and in the CLI
  * on a stopped data dir.
  */
+import { z } from 'zod/v4'
 import { InvalidInputError, NotFoundError, UnavailableError } from '../errors.js'
 import type { ClosedSettlement, SettlementNotes, SettlingRecord } from '../ledger/settlements.js'
 import { formatUsdc } from '../payment/pricing.js'
 import type { ReconcileReport } from './settlement-reconcile.js'
 import type { Reply } from './reply.js'
 
-export type SettlementsOp =
-  | { op: 'list', closed?: boolean }
-  | { op: 'check' }
-  | { op: 'close', paymentId: string, note: string }
+/** what `pind settlements` asks (the admin channel's POST /settlements body, validated with this) */
+export const SettlementsOp = z.discriminatedUnion('op', [
+  z.object({ op: z.literal('list'), closed: z.boolean().optional() }),
+  z.object({ op: z.literal('check') }),
+  z.object({ op: z.literal('close'), paymentId: z.string(), note: z.string() })
+])
+export type SettlementsOp = z.output<typeof SettlementsOp>
 
 export interface SettlementsAdminDeps {
   notes: Pick<SettlementNotes, 'all' | 'closed' | 'close'>

@@ -2,7 +2,7 @@ import { errorAnswer, errorBody } from '../../http/error-catalog.js'
 import { readJson } from '../../http/json-body.js'
 import type { Router } from '../../http/router.js'
 import { runGc } from '../../service/gc.js'
-import type { AdminLineRoutes } from '../api.js'
+import { adminRequest } from '../api.js'
 import type { AdminDeps } from '../deps.js'
 import { streamTask } from './lines.js'
 
@@ -13,7 +13,7 @@ import { streamTask } from './lines.js'
  */
 export function gcRoutes (router: Router, d: AdminDeps): void {
   router.add('POST', '/gc', async ({ req, res }) => {
-    const body = await readJson(req) as Partial<AdminLineRoutes['/gc']['request']> | null
-    await streamTask(res, 'gc', d.maintenance, async (progress, signal) => await runGc(d.gc, { dryRun: body?.dryRun === true }, progress, signal))
+    const body = adminRequest('/gc', await readJson(req) ?? {})
+    await streamTask(res, 'gc', d.maintenance, async (progress, signal) => await runGc(d.gc, { dryRun: body.dryRun === true }, progress, signal))
   })
 }
