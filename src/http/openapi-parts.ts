@@ -185,3 +185,8 @@ export function header (name: string, description: string, s: Obj): Obj {
 export function path (name: string, description: string): Obj {
   return { name, in: 'path', required: true, description, schema: { type: 'string' } }
 }
+
+/** the key in components.parameters of a query parameter defined in a zod object: `prefix` and the name in PascalCase */
+export function parameterKey (prefix: string, name: string): string {
+  return prefix === '' ? name : prefix + name.split('-').map(w => w.charAt(0).toUpperCase() + w.slice(1)).join('')
+}

@@ -19,7 +19,8 @@ import { Ready } from '../service/readiness.js'
 import { UploadResult } from '../service/upload.js'
 import { PaymentTerms } from '../payment/gate.js'
 import { REASONS } from './error-catalog.js'
-import { ADDRESS, COMMON, commonResponse, DIGITS, header, LOWER_ADDRESS, path, ref, schema, type Obj, type OpenApiInput } from './openapi-parts.js'
+import { ADDRESS, COMMON, commonResponse, DIGITS, header, LOWER_ADDRESS, parameterKey, path, ref, schema, type Obj, type OpenApiInput } from './openapi-parts.js'
+import { GatewayQuery } from './gateway/request.js'
 import { agentCardOperations } from './routes/agent-card.js'
 import { authOperations } from './routes/auth.js'
 import { gatewayOperations, gatewayParameters } from './routes/gateway.js'
@@ -103,8 +104,9 @@ SCHEMAS.add(Pin, { id: 'Pin' }).add(Origins, { id: 'Origins' }).add(PinMeta, { i
   .add(UploadResult, { id: 'UploadResult' }).add(PaymentTerms, { id: 'PaymentTerms' })
   .add(Health, { id: 'Health' }).add(CheckResult, { id: 'HealthCheck' }).add(Ready, { id: 'Ready' }).add(AgentCard, { id: 'AgentCard' })
   // query parameters defined as a zod object: each field is a parameter in components.parameters, not a schema
-  .add(PinQueryParams, { id: 'PinQueryParams' })
-const QUERIES = ['PinQueryParams']
+  .add(PinQueryParams, { id: 'PinQueryParams' }).add(GatewayQuery, { id: 'GatewayQuery' })
+/** those zod objects, and the prefix of their parameters' keys */
+const QUERIES: Record<string, string> = { PinQueryParams: '', GatewayQuery: 'Gateway' }
 
 /** the fields of a field's JSON Schema that belong to its parameter, not to its schema */
 const PARAMETER_FIELDS = ['description', 'style', 'explode', 'example']
@@ -120,7 +122,8 @@ function fromZod (o: OpenApiInput): { schemas: Obj, parameters: Obj } {
   const parameters: Obj = {}
   for (const [name, s] of Object.entries(all)) {
     const { $schema: _s, $id: _i, ...rest } = s as Obj
-    if (!QUERIES.includes(name)) { schemas[name] = rest; continue }
+    const prefix = QUERIES[name]
+    if (prefix == null) { schemas[name] = rest; continue }
     for (const [param, field] of Object.entries(rest.properties as Record<string, Obj>)) {
       // a field that is a component is its $ref alone (what zod repeats beside it is the component's own)
       const schema = typeof field.$ref === 'string' ? { $ref: field.$ref } : Object.fromEntries(Object.entries(field).filter(([k]) => !PARAMETER_FIELDS.includes(k)))
@@ -128,7 +131,7 @@ function fromZod (o: OpenApiInput): { schemas: Obj, parameters: Obj } {
       // a JSON object in the query string is a parameter with content, anything else has a schema
       const target = typeof schema.$ref === 'string' ? all[schema.$ref.split('/').pop() as string] : undefined
       const content = target?.type === 'object' ? { content: { 'application/json': { schema } } } : { schema }
-      parameters[param] = { name: param, in: 'query', required: false, description, ...content, ...style }
+      parameters[parameterKey(prefix, param)] = { name: param, in: 'query', required: false, description, ...content, ...style }
     }
   }
   // what depends on the settings

@@ -4,6 +4,7 @@
  * Everything malformed is a 400 here; well-formed but unsupported is a 406.
  */
 import type { CID } from 'multiformats/cid'
+import { z } from 'zod/v4'
 import { InvalidInputError, NotAcceptableError } from '../../errors.js'
 import { decodeCid } from '../../ipfs/cid-text.js'
 import type { DagScope, EntityBytes } from '../../ipfs/content-car.js'
@@ -19,6 +20,29 @@ export const FORMAT_MEDIA_TYPES: Record<Exclude<ResponseFormat, 'deserialized'>,
   json: 'application/json',
   cbor: 'application/cbor'
 }
+
+const ENTITY_BYTES = /^(-?\d{1,19}):(-?\d{1,19}|\*)$/
+
+/**
+ * The gateway's query parameters: the request is checked against these
+ * (which formats, scopes and CAR variants there are; what entity-bytes
+ * looks like), and the OpenAPI document derives its parameters from them
+ * (src/http/openapi.ts). What is malformed is a 400, what is well-formed
+ * but not supported a 406 (parseGatewayRequest says which).
+ */
+export const GatewayQuery = z.object({
+  format: z.enum(['raw', 'car', 'dag-json', 'dag-cbor', 'json', 'cbor']).meta({ description: 'Response format; wins over Accept. `tar` answers 406, `ipns-record` 400' }),
+  'dag-scope': z.enum(['block', 'entity', 'all']).default('all').meta({ description: 'format=car: the terminal block only, the entity (a file, a directory, or the block), or the whole DAG' }),
+  'entity-bytes': z.string().regex(ENTITY_BYTES).meta({ description: 'format=car: a byte range `from:to` of a UnixFS file (negative counts from the end, `to` may be `*`); implies dag-scope=entity' }),
+  'car-version': z.enum(['1']).meta({ description: 'format=car: CAR version (also the Accept parameter `version`)' }),
+  'car-order': z.enum(['dfs', 'unk']).meta({ description: 'format=car: block order; dfs is always produced, which satisfies unk (also the Accept parameter `order`)' }),
+  'car-dups': z.enum(['y', 'n']).default('n').meta({ description: 'format=car: repeat duplicate blocks (also the Accept parameter `dups`)' }),
+  filename: z.string().meta({ description: 'The file name in Content-Disposition' }),
+  download: z.boolean().meta({ description: 'true: Content-Disposition attachment' })
+})
+
+/** is `value` one of the values a gateway query parameter takes? */
+const takes = (name: keyof typeof GatewayQuery.shape, value: string): boolean => GatewayQuery.shape[name].safeParse(value).success
 
 export interface CarParams {
   version: 1
@@ -150,9 +174,9 @@ export function negotiateAccept (header: string | undefined): Negotiated {
 }
 
 function carVariantProblem (version: string | undefined, order: string | undefined, dups: string | undefined): string | undefined {
-  if (version != null && version !== '1') return `CAR version ${truncate(version, 10)} is not supported (only version=1)`
-  if (order != null && order !== 'dfs' && order !== 'unk') return `CAR order ${truncate(order, 10)} is not supported (dfs or unk)`
-  if (dups != null && dups !== 'y' && dups !== 'n') return `CAR dups must be y or n, not ${truncate(dups, 10)}`
+  if (version != null && !takes('car-version', version)) return `CAR version ${truncate(version, 10)} is not supported (only version=1)`
+  if (order != null && !takes('car-order', order)) return `CAR order ${truncate(order, 10)} is not supported (dfs or unk)`
+  if (dups != null && !takes('car-dups', dups)) return `CAR dups must be y or n, not ${truncate(dups, 10)}`
   return undefined
 }
 
@@ -161,9 +185,9 @@ export function notAcceptable (details: string): NotAcceptableError {
 }
 
 function parseFormatParam (value: string): ResponseFormat {
+  const format = GatewayQuery.shape.format.safeParse(value)
+  if (format.success) return format.data
   switch (value) {
-    case 'raw': case 'car': case 'dag-json': case 'dag-cbor': case 'json': case 'cbor':
-      return value
     case 'tar':
       throw notAcceptable('TAR responses are not supported')
     case 'ipns-record':
@@ -172,8 +196,6 @@ function parseFormatParam (value: string): ResponseFormat {
       throw new InvalidInputError(`unknown format: ${truncate(value, 30)}`)
   }
 }
-
-const ENTITY_BYTES = /^(-?\d{1,19}):(-?\d{1,19}|\*)$/
 
 export function parseEntityBytes (text: string): EntityBytes {
   const m = ENTITY_BYTES.exec(text)
@@ -223,10 +245,9 @@ export function parseGatewayRequest (url: URL, acceptHeader: string | undefined)
     car = { version: 1, order: order === 'unk' ? 'unk' : 'dfs', dups: dups === 'y', scope: 'all' }
     const scope = q.get('dag-scope')
     if (scope != null && scope !== '') {
-      if (scope !== 'block' && scope !== 'entity' && scope !== 'all') {
-        throw new InvalidInputError(`dag-scope must be block, entity or all, not ${truncate(scope, 20)}`)
-      }
-      car.scope = scope
+      const valid = GatewayQuery.shape['dag-scope'].safeParse(scope)
+      if (!valid.success) throw new InvalidInputError(`dag-scope must be block, entity or all, not ${truncate(scope, 20)}`)
+      car.scope = valid.data
     }
     const eb = q.get('entity-bytes')
     if (eb != null && eb !== '') {

@@ -31,7 +31,7 @@ import { carStream, resolveEntityBytes, type CarPlan } from '../../ipfs/content-
 import { SNIFF_BYTES, contentDisposition, detectContentType, isPassiveType } from '../gateway/content-type.js'
 import { DIR_LISTING_CSP, DIR_LISTING_VERSION, renderListing } from '../gateway/dir-listing.js'
 import { pump, responseSignal } from '../gateway/pump.js'
-import { notAcceptable, parseGatewayRequest, truncate, type GatewayRequest } from '../gateway/request.js'
+import { GatewayQuery, notAcceptable, parseGatewayRequest, truncate, type GatewayRequest } from '../gateway/request.js'
 import {
   baseHeaders, contentLocation, decideBytes, etagMatches, mediaTypeOf, paramsHash, sendBytes, sendNotModified,
   type Headers
@@ -39,7 +39,7 @@ import {
 import type { RequestContext, Router } from '../router.js'
 import { goneDenied } from '../../service/denials.js'
 import type { Refusal } from '../../service/serve-policy.js'
-import { header, json, operation, path, query, ref, schema, type Obj, type PathItems } from '../openapi-parts.js'
+import { header, json, operation, parameterKey, path, ref, schema, type Obj, type PathItems } from '../openapi-parts.js'
 
 export interface GatewayDeps {
   /** the node's LOCAL blockstore (FsBlockstore), never helia.blockstore */
@@ -362,15 +362,8 @@ export function gatewayOperations (): PathItems {
 
 /** the gateway's query and header parameters (in components.parameters, each by this key) */
 export function gatewayParameters (): Obj {
+  // the query parameters come from GatewayQuery (../gateway/request.ts)
   return {
-    GatewayFormat: query('format', 'Response format; wins over Accept. `tar` answers 406, `ipns-record` 400', { type: 'string', enum: ['raw', 'car', 'dag-json', 'dag-cbor', 'json', 'cbor'] }),
-    GatewayDagScope: query('dag-scope', 'format=car: the terminal block only, the entity (a file, a directory, or the block), or the whole DAG', { type: 'string', enum: ['block', 'entity', 'all'], default: 'all' }),
-    GatewayEntityBytes: query('entity-bytes', 'format=car: a byte range `from:to` of a UnixFS file (negative counts from the end, `to` may be `*`); implies dag-scope=entity', { type: 'string', pattern: '^-?[0-9]{1,19}:(-?[0-9]{1,19}|\\*)$' }),
-    GatewayCarVersion: query('car-version', 'format=car: CAR version (also the Accept parameter `version`)', { type: 'string', enum: ['1'] }),
-    GatewayCarOrder: query('car-order', 'format=car: block order; dfs is always produced, which satisfies unk (also the Accept parameter `order`)', { type: 'string', enum: ['dfs', 'unk'] }),
-    GatewayCarDups: query('car-dups', 'format=car: repeat duplicate blocks (also the Accept parameter `dups`)', { type: 'string', enum: ['y', 'n'], default: 'n' }),
-    GatewayFilename: query('filename', 'The file name in Content-Disposition', { type: 'string' }),
-    GatewayDownload: query('download', 'true: Content-Disposition attachment', { type: 'boolean' }),
     GatewayRange: header('Range', 'One byte range (`bytes=0-99`, `bytes=100-`, `bytes=-100`) of a file or block → 206; several ranges, other units or a malformed header get the whole entity (200)', { type: 'string' }),
     GatewayIfRange: header('If-Range', 'Range applies only if this is the current ETag', { type: 'string' }),
     GatewayIfNoneMatch: header('If-None-Match', 'ETags (or `*`) the client holds → 304', { type: 'string' }),
@@ -408,7 +401,7 @@ function gatewayOperation (method: 'get' | 'head', withPath: boolean): Obj {
       '- `dag-json`, `dag-cbor`, `json`, `cbor`: a block of that very codec, unconverted.',
       'Not supported: TAR (406), IPNS records (400: /ipfs only). Files and blocks support one byte range (`Range`, `If-Range`; several ranges get the whole entity with 200); every success has an `ETag` and honours `If-None-Match` (304). Content is immutable: `Cache-Control: public, max-age=29030400, immutable`.'
     ].join('\n'),
-    parameters: Object.keys(gatewayParameters()).map(k => ref('parameters', k)),
+    parameters: [...Object.keys(GatewayQuery.shape).map(k => parameterKey('Gateway', k)), ...Object.keys(gatewayParameters())].map(k => ref('parameters', k)),
     responses: {
       200: {
         description: 'The content in the selected format.',
