@@ -17,6 +17,8 @@ import type { PinRecord } from '../../../src/ledger/records.js'
 import { createLogger } from '../../../src/log.js'
 import { PaymentGate } from '../../../src/payment/gate.js'
 import { buildAgentCard } from '../../../src/service/agent-card.js'
+import { checkHealth } from '../../../src/service/health.js'
+import { checkReadiness } from '../../../src/service/readiness.js'
 import { openApiDocument } from '../../../src/http/openapi.js'
 import { toPinStatus } from '../../../src/service/pin-status.js'
 
@@ -312,6 +314,20 @@ describe('schemas match the bodies pind builds', () => {
   it('Failure', () => {
     expect(problems(errorBody('NOT_FOUND', 'no such pin'), schemaOf('Failure'))).toEqual([])
     expect(problems({ error: { reason: 'X' } }, schemaOf('Failure'))).not.toEqual([])
+  })
+
+  it('Health and Ready', async () => {
+    const health = await checkHealth({
+      readLedger: () => 1,
+      probeBlockstore: async () => {},
+      libp2pStatus: () => 'stopping',
+      startedAt: Date.now(),
+      checks: [{ name: 'routing', failure: 'routing is not started', run: () => { throw new Error('no routing peer') } }]
+    })
+    expect(health.status).toBe('failing')
+    expect(problems(health, schemaOf('Health'))).toEqual([])
+    const ready = await checkReadiness(async () => health, () => ({ state: 'no-pay-to', ok: false, message: 'no --pay-to' }))
+    expect(problems(ready, schemaOf('Ready'))).toEqual([])
   })
 
   it('AgentCard', () => {
