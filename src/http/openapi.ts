@@ -19,10 +19,10 @@ import { Ready } from '../service/readiness.js'
 import { UploadResult } from '../service/upload.js'
 import { PaymentTerms } from '../payment/gate.js'
 import { REASONS } from './error-catalog.js'
-import { ADDRESS, COMMON, commonResponse, DIGITS, header, LOWER_ADDRESS, parameterKey, path, ref, schema, type Obj, type OpenApiInput } from './openapi-parts.js'
+import { ADDRESS, COMMON, commonResponse, DIGITS, header, parameterKey, path, ref, schema, type Obj, type OpenApiInput } from './openapi-parts.js'
 import { GatewayQuery } from './gateway/request.js'
 import { agentCardOperations } from './routes/agent-card.js'
-import { authOperations } from './routes/auth.js'
+import { authOperations, SiweChallenge, SiweToken } from './routes/auth.js'
 import { gatewayOperations, gatewayParameters } from './routes/gateway.js'
 import { healthOperations } from './routes/health.js'
 import { jwksOperations } from './routes/jwks.js'
@@ -102,6 +102,7 @@ SCHEMAS.add(Pin, { id: 'Pin' }).add(Origins, { id: 'Origins' }).add(PinMeta, { i
   .add(Status, { id: 'Status' }).add(TextMatchingStrategy, { id: 'TextMatchingStrategy' })
   .add(PinStatusSchema, { id: 'PinStatus' }).add(PinResults, { id: 'PinResults' }).add(Delegates, { id: 'Delegates' }).add(StatusInfo, { id: 'StatusInfo' })
   .add(UploadResult, { id: 'UploadResult' }).add(PaymentTerms, { id: 'PaymentTerms' })
+  .add(SiweChallenge, { id: 'SiweChallenge' }).add(SiweToken, { id: 'SiweToken' })
   .add(Health, { id: 'Health' }).add(CheckResult, { id: 'HealthCheck' }).add(Ready, { id: 'Ready' }).add(AgentCard, { id: 'AgentCard' })
   // query parameters defined as a zod object: each field is a parameter in components.parameters, not a schema
   .add(PinQueryParams, { id: 'PinQueryParams' }).add(GatewayQuery, { id: 'GatewayQuery' })
@@ -229,19 +230,9 @@ function schemas (o: OpenApiInput, derived: Obj): Obj {
 
     // Sign-In with Ethereum
     SiweChallengeRequest: object(['address'], { address: str('the wallet address', { pattern: ADDRESS }) }),
-    SiweChallenge: object(['message', 'nonce', 'expires_at'], {
-      message: str('the EIP-4361 message to sign with personal_sign'),
-      nonce: str('single-use nonce inside the message'),
-      expires_at: str('the message expires then (10 minutes)', { format: 'date-time' })
-    }),
     SiweTokenRequest: object(['message', 'signature'], {
       message: str('the challenge message, unchanged'),
       signature: str('personal_sign signature of the message', { pattern: '^0x[0-9a-fA-F]+$' })
-    }),
-    SiweToken: object(['token', 'expires_at', 'owner'], {
-      token: str('the wallet token (JWT); use as Authorization: Bearer'),
-      expires_at: str('when the token expires', { format: 'date-time' }),
-      owner: str('the signed-in address, lowercase', { pattern: LOWER_ADDRESS })
     })
   }
 }

@@ -4,6 +4,8 @@
  *   POST /auth/token {"message":"…","signature":"0x…"} → {token, expires_at} (+ x-wallet-auth-token)
  */
 import type { IncomingMessage } from 'node:http'
+import { z } from 'zod/v4'
+import { LOWER_ADDRESS, text } from '../../api-shapes.js'
 import { SiweError, type SiweChallenges } from '../../auth/siwe.js'
 import type { TokenService } from '../../auth/tokens.js'
 import { InvalidInputError, UnauthorizedError } from '../../errors.js'
@@ -11,6 +13,20 @@ import { readJson } from '../json-body.js'
 import { sendJson } from '../respond.js'
 import type { Router } from '../router.js'
 import { failure, jsonBody, jsonBodyErrors, operation, ref, response, schema, tokenHeaders, type Obj, type PathItems, unauthorized } from '../openapi-parts.js'
+
+/** the answer of POST /auth/challenge (OpenAPI: SiweChallenge, derived from this) */
+export const SiweChallenge = z.object({
+  message: text('the EIP-4361 message to sign with personal_sign'),
+  nonce: text('single-use nonce inside the message'),
+  expires_at: text('the message expires then (10 minutes)', { format: 'date-time' })
+})
+
+/** the answer of POST /auth/token (OpenAPI: SiweToken, derived from this) */
+export const SiweToken = z.object({
+  token: text('the wallet token (JWT); use as Authorization: Bearer'),
+  expires_at: text('when the token expires', { format: 'date-time' }),
+  owner: text('the signed-in address, lowercase', { pattern: LOWER_ADDRESS })
+})
 
 export interface AuthRoutesDeps {
   siwe: SiweChallenges
@@ -24,7 +40,8 @@ export function authRoutes (router: Router, d: AuthRoutesDeps): void {
     const body = await readJson(req, 4096) as { address?: unknown }
     // a SiweError is a bad address (400), a SiweBusyError too many open challenges (429): src/http/error-catalog.ts
     const c = d.siwe.challenge(body?.address as string, d.clientOf(req))
-    sendJson(res, 200, { message: c.message, nonce: c.nonce, expires_at: c.expiresAt })
+    const answer: z.output<typeof SiweChallenge> = { message: c.message, nonce: c.nonce, expires_at: c.expiresAt }
+    sendJson(res, 200, answer)
   })
 
   router.add('POST', '/auth/token', async ({ req, res, countAsPaid }) => {
@@ -38,7 +55,8 @@ export function authRoutes (router: Router, d: AuthRoutesDeps): void {
     }
     const t = await d.tokens.issue(owner)
     countAsPaid() // a valid signed sign-in: authorized, not an unpaid attempt
-    sendJson(res, 200, { token: t.token, expires_at: t.expiresAt.toISOString(), owner }, {
+    const answer: z.output<typeof SiweToken> = { token: t.token, expires_at: t.expiresAt.toISOString(), owner }
+    sendJson(res, 200, answer, {
       'x-wallet-auth-token': t.token,
       'x-wallet-auth-token-expires': t.expiresAt.toISOString()
     })
