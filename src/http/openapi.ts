@@ -127,11 +127,11 @@ function fromZod (o: OpenApiInput): { schemas: Obj, parameters: Obj } {
     if (prefix == null) { schemas[name] = rest; continue }
     for (const [param, field] of Object.entries(rest.properties as Record<string, Obj>)) {
       // a field that is a component is its $ref alone (what zod repeats beside it is the component's own)
-      const schema = typeof field.$ref === 'string' ? { $ref: field.$ref } : Object.fromEntries(Object.entries(field).filter(([k]) => !PARAMETER_FIELDS.includes(k)))
+      const fieldSchema = typeof field.$ref === 'string' ? { $ref: field.$ref } : Object.fromEntries(Object.entries(field).filter(([k]) => !PARAMETER_FIELDS.includes(k)))
       const { description, ...style } = Object.fromEntries(Object.entries(field).filter(([k]) => PARAMETER_FIELDS.includes(k)))
       // a JSON object in the query string is a parameter with content, anything else has a schema
-      const target = typeof schema.$ref === 'string' ? all[schema.$ref.split('/').pop() as string] : undefined
-      const content = target?.type === 'object' ? { content: { 'application/json': { schema } } } : { schema }
+      const target = typeof fieldSchema.$ref === 'string' ? all[fieldSchema.$ref.split('/').pop() as string] : undefined
+      const content = target?.type === 'object' ? { content: { 'application/json': { schema: fieldSchema } } } : { schema: fieldSchema }
       parameters[parameterKey(prefix, param)] = { name: param, in: 'query', required: false, description, ...content, ...style }
     }
   }
