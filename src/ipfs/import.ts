@@ -21,6 +21,18 @@ export const CHUNK_SIZE = 1_048_576
  * write + fdatasync pipeline busy.
  */
 export const LEAF_WRITES = 4
+/**
+ * Leaf writes beyond each import's first, across all imports at once. Every
+ * import always has one leaf being written (so none waits on another); its
+ * further LEAF_WRITES - 1 take a share of this process-wide budget, or wait
+ * for one, which holds the upload's body back (TCP backpressure). Without it
+ * memory grows with the number of concurrent uploads: 16 of them held
+ * 16 x (4 written + 1 being filled) MiB; with it at most 16 + 8 written plus
+ * 16 being filled. Eight keeps two uploads at the full pipeline (the
+ * single-upload benchmark is unchanged); past that the disk, not the
+ * pipeline, is what limits them.
+ */
+export const SHARED_LEAF_WRITES = 8
 
 export class TooLargeError extends Error {
   override name = 'TooLargeError'
@@ -69,15 +81,39 @@ export async function importFile (source: AsyncIterable<Uint8Array>, opts: { blo
  */
 function eagerRawLeaves (): NonNullable<AddOptions['bufferImporter']> {
   return async function * (file, blockstore) {
+    let inFlight = 0
     for await (const block of file.content) {
+      const shared = inFlight > 0
+      if (shared) await sharedLeafWrites.take()
+      inFlight++
       const written = (async () => {
-        const cid = CID.createV1(raw.code, await sha256.digest(block))
-        await blockstore.put(cid, block)
-        return { cid, size: BigInt(block.byteLength), block }
+        try {
+          const cid = CID.createV1(raw.code, await sha256.digest(block))
+          await blockstore.put(cid, block)
+          return { cid, size: BigInt(block.byteLength), block }
+        } finally {
+          inFlight--
+          if (shared) sharedLeafWrites.give()
+        }
       })()
       // the importer awaits each write in order; this only keeps a failure it has not reached yet from being unhandled
       written.catch(() => {})
       yield async () => await written
     }
+  }
+}
+
+/** SHARED_LEAF_WRITES, handed out first come, first served */
+const sharedLeafWrites = {
+  free: SHARED_LEAF_WRITES,
+  waiting: [] as Array<() => void>,
+  async take (): Promise<void> {
+    if (this.free > 0) { this.free--; return }
+    await new Promise<void>(resolve => { this.waiting.push(resolve) })
+  },
+  give (): void {
+    const next = this.waiting.shift()
+    if (next != null) next()
+    else this.free++
   }
 }

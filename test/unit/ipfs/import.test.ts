@@ -10,7 +10,7 @@ import { unixfs } from '@helia/unixfs'
 import { MemoryBlockstore } from 'blockstore-core'
 import type { CID } from 'multiformats/cid'
 import { describe, expect, it } from 'vitest'
-import { CHUNK_SIZE, importFile, LEAF_WRITES } from '../../../src/ipfs/import.js'
+import { CHUNK_SIZE, importFile, LEAF_WRITES, SHARED_LEAF_WRITES } from '../../../src/ipfs/import.js'
 
 const sleep = async (ms: number): Promise<void> => { await new Promise(resolve => setTimeout(resolve, ms)) }
 
@@ -57,5 +57,35 @@ describe('importFile', () => {
     // the same CIDs as @helia/unixfs with the settings importFile uses
     const plain = await unixfs({ blockstore: new MemoryBlockstore() }).addBytes(bytes, { cidVersion: 1, rawLeaves: true, reduceSingleLeafToSelf: true })
     expect(cid.toString()).toBe(plain.toString())
+  })
+
+  it('holds at most one leaf per upload plus SHARED_LEAF_WRITES in flight across concurrent uploads, and every upload finishes', async () => {
+    const uploads = 6
+    const files = Array.from({ length: uploads }, () => randomBytes(12 * CHUNK_SIZE + 777))
+    let inFlight = 0
+    let inFlightMax = 0
+    const store = new MemoryBlockstore()
+    const slowDisk = {
+      get: store.get.bind(store),
+      has: store.has.bind(store),
+      put: async (cid: CID, block: Uint8Array) => {
+        inFlightMax = Math.max(inFlightMax, ++inFlight)
+        await sleep(5)
+        inFlight--
+        return await store.put(cid, block)
+      }
+    }
+    async function * body (bytes: Uint8Array): AsyncGenerator<Uint8Array> {
+      for (let at = 0; at < bytes.length; at += 65_536) yield bytes.subarray(at, at + 65_536)
+    }
+    const results = await Promise.all(files.map(async bytes => await importFile(body(bytes), { blockstore: slowDisk, maxBytes: bytes.length })))
+    // without the shared budget each upload kept LEAF_WRITES in flight: 6 x 4 = 24
+    expect(uploads * LEAF_WRITES).toBeGreaterThan(uploads + SHARED_LEAF_WRITES)
+    expect(inFlightMax).toBeLessThanOrEqual(uploads + SHARED_LEAF_WRITES)
+    expect(inFlightMax).toBeGreaterThan(uploads)
+    for (const [i, r] of results.entries()) {
+      const plain = await unixfs({ blockstore: new MemoryBlockstore() }).addBytes(files[i] as Uint8Array, { cidVersion: 1, rawLeaves: true, reduceSingleLeafToSelf: true })
+      expect(r.cid.toString()).toBe(plain.toString())
+    }
   })
 })
