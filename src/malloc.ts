@@ -21,6 +21,16 @@
  * 351 / 351 MiB, MALLOC_ARENA_MAX=2 304 / 291, a 256 KiB threshold 338 / 321,
  * 64 KiB 296 / 254.
  *
+ * Tried on top and not kept (issue 18; two 5-minute soaks of the same
+ * binary side by side, 16 + 8 clients each, load average 15):
+ * glibc.malloc.arena_max=2 (fewer thread arenas for libuv's pool, lmdb's
+ * writer, V8's workers) gave RSS max 272 vs 270 MiB and 234 vs 202 MiB idle
+ * after the load (+54% vs +36% of the start): no gain. trim_threshold:
+ * fixing mmap_threshold also stops glibc from raising trim_threshold, which
+ * stays at its default of 128 KiB, so setting it to 128 KiB changes nothing.
+ * (glibc 2.36 parses GLIBC_TUNABLES in place: /proc/<pid>/environ then shows
+ * only the first of several tunables, though all apply.)
+ *
  * A fixed threshold of 64 KiB (glibc.malloc.mmap_threshold, which also stops
  * the raising) gives each such buffer a mapping of its own that goes back to
  * the kernel when it is freed. glibc reads its tunables only when a process
