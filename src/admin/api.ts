@@ -7,7 +7,7 @@
 import { z } from 'zod/v4'
 import { InvalidInputError } from '../errors.js'
 import type { MigrateProgress } from '../ipfs/migrate.js'
-import type { S3Credentials, S3Location } from '../ipfs/s3-client.js'
+import { S3Credentials, S3Location } from '../ipfs/s3-client.js'
 import type { MigrateReport } from '../service/blocks-migrate.js'
 import { DenyOp, type DenyReply } from '../service/deny-admin.js'
 import type { GcProgress, GcResult } from '../service/gc.js'
@@ -19,6 +19,8 @@ import type { StatusReport } from '../service/status.js'
 
 const Nothing = z.object({}).strict()
 const GcRequest = z.object({ dryRun: z.boolean().optional() })
+/** POST /blocks/migrate: where to copy the blocks, and the credentials for it (held in memory only) */
+export const MigrateRequest = z.object({ location: S3Location, credentials: S3Credentials })
 
 /** the request bodies of the routes that take JSON, as zod schemas: the routes validate with them */
 export const ADMIN_REQUESTS = {
@@ -56,7 +58,7 @@ export interface AdminJsonRoutes {
 /** POST routes answering JSON lines: `{progress}` events, then `{result}` or `{error}` */
 export interface AdminLineRoutes {
   '/gc': { request: Request<'/gc'>, progress: GcProgress, reply: GcResult }
-  '/blocks/migrate': { request: { location: S3Location, credentials: S3Credentials }, progress: MigrateProgress, reply: MigrateReport }
+  '/blocks/migrate': { request: z.output<typeof MigrateRequest>, progress: MigrateProgress, reply: MigrateReport }
 }
 
 export type AdminJsonPath = keyof AdminJsonRoutes

@@ -21,6 +21,7 @@
  */
 import { readFileSync, statSync } from 'node:fs'
 import { HeadBucketCommand, S3Client } from '@aws-sdk/client-s3'
+import { z } from 'zod/v4'
 import type { Logger } from '../log.js'
 import { StorageTimeoutError, StorageUnavailableError } from './block-backend.js'
 
@@ -41,19 +42,22 @@ export const S3_TUNING = {
 } as const
 
 /** Where the blocks are: endpoint (absent: AWS S3 itself), bucket, key prefix, region, path-style addressing. */
-export interface S3Location {
-  endpoint?: string
-  bucket: string
-  prefix: string
-  region: string
-  forcePathStyle: boolean
-}
+/** where the blocks are: a bucket, and the prefix of their keys in it (`pind blocks migrate` sends it to serve as is) */
+export const S3Location = z.object({
+  endpoint: z.string().optional(),
+  bucket: z.string(),
+  prefix: z.string(),
+  region: z.string(),
+  forcePathStyle: z.boolean()
+})
+export type S3Location = z.output<typeof S3Location>
 
-export interface S3Credentials {
-  accessKeyId: string
-  secretAccessKey: string
-  sessionToken?: string
-}
+export const S3Credentials = z.object({
+  accessKeyId: z.string(),
+  secretAccessKey: z.string(),
+  sessionToken: z.string().optional()
+})
+export type S3Credentials = z.output<typeof S3Credentials>
 
 export class S3ConfigError extends Error {
   override name = 'S3ConfigError'

@@ -1,7 +1,7 @@
 import { readJson } from '../../http/json-body.js'
 import type { Router } from '../../http/router.js'
 import { migrateToS3 } from '../../service/blocks-migrate.js'
-import type { AdminLineRoutes } from '../api.js'
+import { MigrateRequest } from '../api.js'
 import type { AdminDeps } from '../deps.js'
 import { streamTask } from './lines.js'
 
@@ -17,11 +17,11 @@ export function blocksRoutes (router: Router, d: AdminDeps): void {
   const blocks = d.blocks
   if (blocks == null) return
   router.add('POST', '/blocks/migrate', async ({ req, res }) => {
-    const body = await readJson(req) as Partial<AdminLineRoutes['/blocks/migrate']['request']> | null
+    const body = await readJson(req)
     await streamTask(res, 'blocks migrate', d.maintenance, async (progress, signal) => {
-      const location = body?.location
-      const credentials = body?.credentials
-      if (location == null || typeof location.bucket !== 'string' || credentials == null || typeof credentials.accessKeyId !== 'string') throw new Error('the request names no bucket or no credentials')
+      const r = MigrateRequest.safeParse(body)
+      if (!r.success) throw new Error('the request names no bucket or no credentials')
+      const { location, credentials } = r.data
       return await migrateToS3({ ...blocks, openTarget: async (l) => await blocks.openTarget(l, credentials) }, location, progress, signal)
     })
   })
