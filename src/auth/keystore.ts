@@ -25,10 +25,29 @@ import type { BigIntStats } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose'
+import { z } from 'zod/v4'
+import { text } from '../api-shapes.js'
 import { KeyStoreError, UnknownKeyError } from './errors.js'
 import { assertOwnerOnly, kidOfEntry, readKeyFile, writeKeyFile, type KeyFile, type KeyStatus } from './key-file.js'
 
 export const KEY_ALG = 'EdDSA'
+
+/**
+ * What jwks() answers: a JWK Set (RFC 7517) of the active keys' public
+ * halves. The keys are jose's exports, not parsed by us: test/unit/http/
+ * openapi.test.ts checks a real store's set against this. OpenAPI: Jwks,
+ * derived from this.
+ */
+export const Jwks = z.object({
+  keys: z.array(z.object({
+    kty: z.literal('OKP'),
+    crv: z.literal('Ed25519'),
+    x: text('public key, base64url'),
+    kid: text('key id (the JWT header kid)'),
+    alg: z.literal(KEY_ALG),
+    use: z.literal('sig')
+  }))
+}).meta({ description: 'JWK Set (RFC 7517) of the token signing keys' })
 
 /** Public facts about a key; no key material. */
 export interface KeyInfo {
@@ -112,7 +131,7 @@ export class KeyStore {
     return k?.file.status === 'active' ? k.publicKey : undefined
   }
 
-  /** Public keys of all non-retired keys, for /.well-known/jwks.json. */
+  /** Public keys of all non-retired keys, for /.well-known/jwks.json (shaped as Jwks). */
   jwks (): { keys: JWK[] } {
     return {
       keys: this.activeKeys().map(k => ({ ...k.file.publicJwk, kid: k.file.kid, alg: k.file.alg, use: 'sig' }))

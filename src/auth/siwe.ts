@@ -16,9 +16,11 @@
  * all MAX_OPEN_CHALLENGES, the oldest open challenge is dropped, never a new
  * one refused.
  */
-import { PindError } from '../errors.js'
-import { getAddress, isAddress, verifyMessage } from 'viem'
+import { getAddress, verifyMessage } from 'viem'
 import { createSiweMessage, generateSiweNonce, parseSiweMessage, validateSiweMessage } from 'viem/siwe'
+import { z } from 'zod/v4'
+import { ADDRESS, HEX, matching, text } from '../api-shapes.js'
+import { PindError } from '../errors.js'
 
 export const CHALLENGE_TTL_MS = 10 * 60 * 1000
 export const MAX_OPEN_CHALLENGES = 10_000
@@ -36,6 +38,17 @@ export class SiweBusyError extends SiweError {
     super(message)
   }
 }
+
+/** the body of POST /auth/challenge: challenge() checks the address with it (OpenAPI: SiweChallengeRequest, derived from this) */
+export const SiweChallengeRequest = z.object({
+  address: matching('the wallet address', ADDRESS)
+})
+
+/** the body of POST /auth/token: verify() checks its fields with it (OpenAPI: SiweTokenRequest, derived from this) */
+export const SiweTokenRequest = z.object({
+  message: text('the challenge message, unchanged'),
+  signature: matching('personal_sign signature of the message', HEX)
+})
 
 export interface SiweOptions {
   /** the service's public URL: its host is the SIWE domain */
@@ -61,7 +74,7 @@ export class SiweChallenges {
 
   /** A new challenge for `address`, asked for by `client` (the key per-client limits count by). */
   challenge (address: string, client: string): { message: string, nonce: string, expiresAt: string } {
-    if (typeof address !== 'string' || !isAddress(address, { strict: false })) throw new SiweError('address must be a 0x-prefixed 20-byte hex address')
+    if (!SiweChallengeRequest.safeParse({ address }).success) throw new SiweError('address must be a 0x-prefixed 20-byte hex address')
     const now = this.clock()
     this.sweep(now.getTime())
     const wallet = address.toLowerCase()
@@ -96,7 +109,7 @@ export class SiweChallenges {
 
   /** Checks a signed challenge; returns the lowercase address. Consumes the nonce whatever the outcome. */
   async verify (message: string, signature: string): Promise<string> {
-    if (typeof message !== 'string' || typeof signature !== 'string' || !/^0x[0-9a-fA-F]+$/.test(signature)) {
+    if (!SiweTokenRequest.safeParse({ message, signature }).success) {
       throw new SiweError('send {"message": "<the challenge message>", "signature": "0x…"}')
     }
     const parsed = parseSiweMessage(message)

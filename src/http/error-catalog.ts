@@ -10,6 +10,7 @@
  * (After fastify's lib/errors.js and @helia/verified-fetch's errorToResponse.)
  */
 
+import { z } from 'zod/v4'
 import { PindError } from '../errors.js'
 
 /** Each reason the `{"error":{"reason","details"}}` body can carry, in words. */
@@ -155,7 +156,15 @@ export function statusesOf (reason: Reason): number[] {
   return [...out].sort()
 }
 
-export function errorBody (reason: string, details: string): { error: { reason: string, details: string } } {
+/** The body of every error answer, the Pinning Service API's Failure (OpenAPI: Failure, derived from this). */
+export const Failure = z.object({
+  error: z.object({
+    reason: z.string().meta({ description: 'Mandatory string identifying the type of error', examples: Object.keys(REASONS) }),
+    details: z.string().meta({ description: 'Longer description of the error, for humans' })
+  })
+}).meta({ description: 'Response for a failed request (every error of this API)' })
+
+export function errorBody (reason: string, details: string): z.output<typeof Failure> {
   return { error: { reason, details } }
 }
 

@@ -6,7 +6,20 @@
 import type { IncomingMessage } from 'node:http'
 import type { Readable } from 'node:stream'
 import { Busboy } from '@fastify/busboy'
+import { z } from 'zod/v4'
 import { BodyTooLargeError, InvalidInputError } from '../errors.js'
+
+/**
+ * The form POST /upload takes: one part, the file, named by this schema's
+ * only key (readSingleFile refuses any other part). OpenAPI: UploadRequest,
+ * derived from this (src/http/openapi.ts adds the size limit).
+ */
+export const UploadRequest = z.object({
+  file: z.string().meta({ contentMediaType: 'application/octet-stream', description: 'the file; its filename is kept as the pin\'s name' })
+}).strict().meta({ description: 'multipart/form-data with exactly one part, named file' })
+
+/** the name of the one part */
+const FILE_PART = UploadRequest.keyof().options[0] as string
 
 export interface UploadedFile {
   filename: string
@@ -85,7 +98,7 @@ export async function readSingleFile<T> (req: IncomingMessage, consume: (file: U
         stream.resume()
         return
       }
-      if (name !== 'file') {
+      if (name !== FILE_PART) {
         stream.resume()
         fail(new InvalidInputError(`unexpected form part "${name}": send exactly one part, named "file"`))
         return

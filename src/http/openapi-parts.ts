@@ -22,7 +22,6 @@ export type PathItems = Record<string, Obj>
 
 export type Method = 'get' | 'head' | 'post' | 'delete'
 
-export { ADDRESS, DIGITS, LOWER_ADDRESS, USDC } from '../api-shapes.js'
 export const JSON_LIMIT = 64 * 1024
 
 export function ref (kind: 'schemas' | 'parameters' | 'headers' | 'responses', name: string): Obj {
@@ -172,10 +171,6 @@ export const tokenHeaders = (): Obj => ({
 /** 451 Unavailable For Legal Reasons (RFC 7725), with `Link: <service>; rel="blocked-by"` */
 export function legalReasons (description: string): Obj {
   return failure(description, { Link: ref('headers', 'BlockedBy') })
-}
-
-export function query (name: string, description: string, s: Obj, extra: Obj = {}): Obj {
-  return { name, in: 'query', required: false, description, schema: s, ...extra }
 }
 
 export function header (name: string, description: string, s: Obj): Obj {

@@ -3,10 +3,12 @@
  * A plain object built once at start from the settings that shape it (public
  * URL, payment network and asset, limits). Each module of ./routes describes
  * its own operations next to the routes it registers (its `*Operations`);
- * this file assembles them with the components: the schemas (derived from
- * the zod schemas that validate requests and type the bodies), parameters,
- * headers and security schemes. test/unit/http/openapi.test.ts fails when a
- * registered route has no path item.
+ * this file assembles them with the components: the schemas and the query
+ * and header parameters (derived from the zod schemas that validate requests
+ * and type the bodies and the x402 headers; what depends on the settings is
+ * added afterwards), the response headers and the security schemes.
+ * test/unit/http/openapi.test.ts fails when a registered route has no path
+ * item.
  */
 
 import { z } from 'zod/v4'
@@ -18,8 +20,13 @@ import { CheckResult, Health } from '../service/health.js'
 import { Ready } from '../service/readiness.js'
 import { UploadResult } from '../service/upload.js'
 import { PaymentTerms } from '../payment/gate.js'
-import { REASONS } from './error-catalog.js'
-import { ADDRESS, COMMON, commonResponse, DIGITS, header, parameterKey, path, ref, schema, type Obj, type OpenApiInput } from './openapi-parts.js'
+import { X402PaymentPayload, X402PaymentRequired, X402PaymentRequirements, X402SettleResponse } from '../payment/x402-shapes.js'
+import { SiweChallengeRequest, SiweTokenRequest } from '../auth/siwe.js'
+import { Jwks } from '../auth/keystore.js'
+import { UploadRequest } from './multipart.js'
+import { WriteHeaders } from './write-headers.js'
+import { Failure, REASONS } from './error-catalog.js'
+import { COMMON, commonResponse, parameterKey, path, ref, schema, type Obj, type OpenApiInput } from './openapi-parts.js'
 import { GatewayQuery } from './gateway/request.js'
 import { agentCardOperations } from './routes/agent-card.js'
 import { authOperations, SiweChallenge, SiweToken } from './routes/auth.js'
@@ -65,8 +72,8 @@ export function openApiDocument (o: OpenApiInput): Obj {
       ...openApiOperations()
     },
     components: {
-      schemas: schemas(o, derived.schemas),
-      parameters: parameters(o, derived.parameters),
+      schemas: schemas(derived.schemas),
+      parameters: parameters(derived.parameters),
       headers: headers(),
       responses: Object.fromEntries(COMMON.map(c => [c.name, commonResponse(c, true)])),
       securitySchemes: securitySchemes(o)
@@ -103,19 +110,27 @@ SCHEMAS.add(Pin, { id: 'Pin' }).add(Origins, { id: 'Origins' }).add(PinMeta, { i
   .add(PinStatusSchema, { id: 'PinStatus' }).add(PinResults, { id: 'PinResults' }).add(Delegates, { id: 'Delegates' }).add(StatusInfo, { id: 'StatusInfo' })
   .add(UploadResult, { id: 'UploadResult' }).add(PaymentTerms, { id: 'PaymentTerms' })
   .add(SiweChallenge, { id: 'SiweChallenge' }).add(SiweToken, { id: 'SiweToken' })
+  .add(SiweChallengeRequest, { id: 'SiweChallengeRequest' }).add(SiweTokenRequest, { id: 'SiweTokenRequest' })
+  .add(X402PaymentRequirements, { id: 'X402PaymentRequirements' }).add(X402PaymentRequired, { id: 'X402PaymentRequired' })
+  .add(X402PaymentPayload, { id: 'X402PaymentPayload' }).add(X402SettleResponse, { id: 'X402SettleResponse' })
+  .add(UploadRequest, { id: 'UploadRequest' }).add(Jwks, { id: 'Jwks' }).add(Failure, { id: 'Failure' })
   .add(Health, { id: 'Health' }).add(CheckResult, { id: 'HealthCheck' }).add(Ready, { id: 'Ready' }).add(AgentCard, { id: 'AgentCard' })
-  // query parameters defined as a zod object: each field is a parameter in components.parameters, not a schema
-  .add(PinQueryParams, { id: 'PinQueryParams' }).add(GatewayQuery, { id: 'GatewayQuery' })
-/** those zod objects, and the prefix of their parameters' keys */
-const QUERIES: Record<string, string> = { PinQueryParams: '', GatewayQuery: 'Gateway' }
+  // query and header parameters defined as a zod object: each field is a parameter in components.parameters, not a schema
+  .add(PinQueryParams, { id: 'PinQueryParams' }).add(GatewayQuery, { id: 'GatewayQuery' }).add(WriteHeaders, { id: 'WriteHeaders' })
+/** those zod objects: where their parameters are, and the key of each in components.parameters */
+const PARAMETERS: Record<string, { in: 'query' | 'header', key: (name: string) => string }> = {
+  PinQueryParams: { in: 'query', key: (name) => parameterKey('', name) },
+  GatewayQuery: { in: 'query', key: (name) => parameterKey('Gateway', name) },
+  WriteHeaders: { in: 'header', key: (name) => ({ 'X-Pin-Duration-Months': 'DurationMonths', 'X-Upload-Size': 'UploadSize', 'X-Pin-Size': 'PinSize' })[name] ?? name }
+}
 
 /** the fields of a field's JSON Schema that belong to its parameter, not to its schema */
 const PARAMETER_FIELDS = ['description', 'style', 'explode', 'example']
 
 /**
  * JSON Schema 2020-12 of the zod-defined shapes, as components.schemas
- * entries, and of the zod-defined query parameters, as components.parameters
- * entries (built fresh each time).
+ * entries, and of the zod-defined query and header parameters, as
+ * components.parameters entries (built fresh each time).
  */
 function fromZod (o: OpenApiInput): { schemas: Obj, parameters: Obj } {
   const { schemas: all } = z.toJSONSchema(SCHEMAS, { io: 'input', uri: (id) => `#/components/schemas/${id}` })
@@ -123,8 +138,8 @@ function fromZod (o: OpenApiInput): { schemas: Obj, parameters: Obj } {
   const parameters: Obj = {}
   for (const [name, s] of Object.entries(all)) {
     const { $schema: _s, $id: _i, ...rest } = s as Obj
-    const prefix = QUERIES[name]
-    if (prefix == null) { schemas[name] = rest; continue }
+    const where = PARAMETERS[name]
+    if (where == null) { schemas[name] = rest; continue }
     for (const [param, field] of Object.entries(rest.properties as Record<string, Obj>)) {
       // a field that is a component is its $ref alone (what zod repeats beside it is the component's own)
       const fieldSchema = typeof field.$ref === 'string' ? { $ref: field.$ref } : Object.fromEntries(Object.entries(field).filter(([k]) => !PARAMETER_FIELDS.includes(k)))
@@ -132,7 +147,7 @@ function fromZod (o: OpenApiInput): { schemas: Obj, parameters: Obj } {
       // a JSON object in the query string is a parameter with content, anything else has a schema
       const target = typeof fieldSchema.$ref === 'string' ? all[fieldSchema.$ref.split('/').pop() as string] : undefined
       const content = target?.type === 'object' ? { content: { 'application/json': { schema: fieldSchema } } } : { schema: fieldSchema }
-      parameters[parameterKey(prefix, param)] = { name: param, in: 'query', required: false, description, ...content, ...style }
+      parameters[where.key(param)] = { name: param, in: where.in, required: false, description, ...content, ...style }
     }
   }
   // what depends on the settings
@@ -142,110 +157,33 @@ function fromZod (o: OpenApiInput): { schemas: Obj, parameters: Obj } {
   field('PaymentTerms', 'months').maximum = o.maxMonths
   field('PaymentTerms', 'price', 'asset').examples = [o.asset]
   field('PaymentTerms', 'price', 'network').examples = [o.network]
+  ;(field('X402PaymentRequirements').properties as Obj).network = { const: o.network }
+  field('X402PaymentRequirements', 'asset').examples = [o.asset]
+  field('X402SettleResponse', 'network').examples = [o.network]
+  field('UploadRequest', 'file').description = `the file, at most ${o.uploadMaxBytes} bytes; its filename is kept as the pin's name`
+  const headerSchema = (key: string): Obj => (parameters[key] as Obj).schema as Obj
+  headerSchema('DurationMonths').maximum = o.maxMonths
+  headerSchema('UploadSize').maximum = o.uploadMaxBytes
   return { schemas, parameters }
 }
 
-function schemas (o: OpenApiInput, derived: Obj): Obj {
-  const str = (description: string, extra: Obj = {}): Obj => ({ type: 'string', description, ...extra })
-  const int = (description: string, extra: Obj = {}): Obj => ({ type: 'integer', description, ...extra })
-  const object = (required: string[], properties: Obj, extra: Obj = {}): Obj => ({ type: 'object', required, properties, ...extra })
-  const requirements = schema('X402PaymentRequirements')
+function schemas (derived: Obj): Obj {
   return {
     // the shapes described once, as zod schemas: derived here
     ...derived,
-    Failure: object(['error'], {
-      error: object(['reason', 'details'], {
-        reason: str('Mandatory string identifying the type of error', { examples: [...REASON_LIST] }),
-        details: str('Longer description of the error, for humans')
-      })
-    }, { description: 'Response for a failed request (every error of this API)' }),
-
     // x402 v2
     PaymentRequired: {
       description: 'The body of a 402 challenge: the Failure plus the terms in readable form (the machine-readable terms are the PAYMENT-REQUIRED header)',
       allOf: [schema('Failure'), schema('PaymentTerms')]
-    },
-    X402PaymentRequirements: object(['scheme', 'network', 'asset', 'amount', 'payTo', 'maxTimeoutSeconds', 'extra'], {
-      scheme: { const: 'exact' },
-      network: { const: o.network },
-      asset: str('the EIP-3009 token', { pattern: ADDRESS, examples: [o.asset] }),
-      amount: str('exact amount in atomic units', { pattern: DIGITS }),
-      payTo: str('receiving address', { pattern: ADDRESS }),
-      maxTimeoutSeconds: int('how long a signed payment stays valid', { minimum: 1 }),
-      extra: object(['name', 'version'], {
-        name: str('EIP-712 domain name of the asset', { examples: ['USD Coin'] }),
-        version: str('EIP-712 domain version of the asset', { examples: ['2'] })
-      })
-    }, { description: 'One way to pay (x402 v2 PaymentRequirements)' }),
-    X402PaymentRequired: object(['x402Version', 'resource', 'accepts'], {
-      x402Version: { const: 2 },
-      error: str('why payment is required'),
-      resource: object(['url'], { url: str('the resource paid for', { format: 'uri' }), description: { type: 'string' }, mimeType: { type: 'string' } }),
-      accepts: { type: 'array', items: requirements, minItems: 1 },
-      extensions: { type: 'object' }
-    }, { description: 'The decoded PAYMENT-REQUIRED header (x402 v2 PaymentRequired)' }),
-    X402PaymentPayload: object(['x402Version', 'accepted', 'payload'], {
-      x402Version: { const: 2 },
-      resource: { type: 'object' },
-      accepted: requirements,
-      payload: object(['signature', 'authorization'], {
-        signature: str('EIP-712 signature of the authorization', { pattern: '^0x[0-9a-fA-F]+$' }),
-        authorization: object(['from', 'to', 'value', 'validAfter', 'validBefore', 'nonce'], {
-          from: str('the payer', { pattern: ADDRESS }),
-          to: str('payTo', { pattern: ADDRESS }),
-          value: str('amount, atomic units', { pattern: DIGITS }),
-          validAfter: str('unix seconds', { pattern: DIGITS }),
-          validBefore: str('unix seconds', { pattern: DIGITS }),
-          nonce: str('32-byte nonce; payer:nonce identifies the payment', { pattern: '^0x[0-9a-fA-F]{64}$' })
-        })
-      }, { description: 'an EIP-3009 transferWithAuthorization' }),
-      extensions: { type: 'object' }
-    }, { description: 'The decoded PAYMENT-SIGNATURE header (x402 v2 PaymentPayload, scheme exact)' }),
-    X402SettleResponse: object(['success', 'transaction', 'network'], {
-      success: { type: 'boolean' },
-      transaction: str('the settlement transaction hash'),
-      network: str('CAIP-2 network', { examples: [o.network] }),
-      payer: str('the payer', { pattern: ADDRESS })
-    }, { description: 'The decoded PAYMENT-RESPONSE header (x402 v2 SettleResponse)' }),
-
-    // uploads
-    UploadRequest: object(['file'], {
-      file: { type: 'string', contentMediaType: 'application/octet-stream', description: `the file, at most ${o.uploadMaxBytes} bytes; its filename is kept as the pin's name` }
-    }, { description: 'multipart/form-data with exactly one part, named file', additionalProperties: false }),
-
-    // service
-    Jwks: object(['keys'], {
-      keys: {
-        type: 'array',
-        items: object(['kty', 'crv', 'x', 'kid', 'alg', 'use'], {
-          kty: { const: 'OKP' },
-          crv: { const: 'Ed25519' },
-          x: str('public key, base64url'),
-          kid: str('key id (the JWT header kid)'),
-          alg: { const: 'EdDSA' },
-          use: { const: 'sig' }
-        })
-      }
-    }, { description: 'JWK Set (RFC 7517) of the token signing keys' }),
-
-    // Sign-In with Ethereum
-    SiweChallengeRequest: object(['address'], { address: str('the wallet address', { pattern: ADDRESS }) }),
-    SiweTokenRequest: object(['message', 'signature'], {
-      message: str('the challenge message, unchanged'),
-      signature: str('personal_sign signature of the message', { pattern: '^0x[0-9a-fA-F]+$' })
-    })
+    }
   }
 }
 
-function parameters (o: OpenApiInput, derived: Obj): Obj {
+function parameters (derived: Obj): Obj {
   return {
-    // GET /pins, as in the Pinning Service API: derived from the zod schemas
+    // GET /pins (as in the Pinning Service API), the gateway's query and the headers of paid writes: derived from the zod schemas
     ...derived,
     requestid: path('requestid', 'The pin\'s requestid'),
-    // paid writes
-    DurationMonths: header('X-Pin-Duration-Months', `How many months to pin (or to add, for a renewal); default 1`, { type: 'integer', minimum: 1, maximum: o.maxMonths, default: 1 }),
-    UploadSize: header('X-Upload-Size', `The file's size in bytes: the 402 is quoted on it (else on Content-Length), and the paid upload may carry at most that many file bytes`, { type: 'integer', minimum: 0, maximum: o.uploadMaxBytes }),
-    PinSize: header('X-Pin-Size', 'The size of the whole DAG in bytes: the quote uses it when larger than what the root block declares, or when the root cannot be read in time', { type: 'integer', minimum: 0 }),
     // the gateway
     GatewayCid: path('cid', 'The root CID (CIDv0 or CIDv1 in any multibase)'),
     GatewayPath: path('path', 'A path inside the DAG: one or more URL-encoded segments separated by `/` (a trailing `/` names a directory); `.` and `..` are refused'),

@@ -23,6 +23,7 @@ import { SettlerBalance } from './settler-balance.js'
 import { describeFormula, formatUsdc, type PriceSettings } from './pricing.js'
 import { z } from 'zod/v4'
 import { ADDRESS, count, DIGITS, text, USDC } from '../api-shapes.js'
+import { Eip3009Payload } from './x402-shapes.js'
 
 export interface PaymentSettings {
   network: string
@@ -446,18 +447,8 @@ function identify (payload: PaymentPayload): PaymentIdentity | undefined {
   return { payer, id: `${payer}:${auth.nonce.toLowerCase()}`, proof: createHash('sha256').update(JSON.stringify(payload.payload)).digest('hex') }
 }
 
-const HEX_ADDRESS = /^0x[0-9a-fA-F]{40}$/
-const UINT = /^\d{1,78}$/
-const NONCE = /^0x[0-9a-fA-F]{64}$/
-
 /** The EIP-3009 authorization of an exact-EVM payload, if it is well-formed (checked before any verifier sees it). */
 function eip3009Authorization (payload: unknown): { from: string, nonce: string } | undefined {
-  if (payload == null || typeof payload !== 'object') return undefined
-  const p = payload as { authorization?: Record<string, unknown>, signature?: unknown }
-  const a = p.authorization
-  if (a == null || typeof a !== 'object' || typeof p.signature !== 'string' || !/^0x[0-9a-fA-F]+$/.test(p.signature)) return undefined
-  const ok = typeof a.from === 'string' && HEX_ADDRESS.test(a.from) && typeof a.to === 'string' && HEX_ADDRESS.test(a.to) &&
-    typeof a.value === 'string' && UINT.test(a.value) && typeof a.validAfter === 'string' && UINT.test(a.validAfter) &&
-    typeof a.validBefore === 'string' && UINT.test(a.validBefore) && typeof a.nonce === 'string' && NONCE.test(a.nonce)
-  return ok ? { from: a.from as string, nonce: a.nonce as string } : undefined
+  const r = Eip3009Payload.safeParse(payload)
+  return r.success ? { from: r.data.authorization.from, nonce: r.data.authorization.nonce } : undefined
 }

@@ -12,6 +12,7 @@ import { chainArgs, payingFetch, signChallenge, uploadChallenge, uploadForm } fr
 import { blockstoreUnderTest, type BlockstoreUnderTest } from '../helpers/backend.js'
 import { startPind, type PindProcess } from '../helpers/pind.js'
 import { waitFor } from '../helpers/ports.js'
+import { X402SettleResponse } from '../../src/payment/x402-shapes.js'
 
 let chain: DevChain
 let pind: PindProcess
@@ -71,6 +72,8 @@ describe('POST /upload', () => {
     const body = await r.json() as Record<string, any>
     const settle = decodePaymentResponseHeader(r.headers.get('payment-response') as string)
     expect(settle.success).toBe(true)
+    // the header @x402/core built is what the OpenAPI document says (X402SettleResponse)
+    expect(X402SettleResponse.safeParse(settle).error?.issues ?? []).toEqual([])
     const paid = BigInt(body.price.amount)
     expect(paid).toBe(1000n) // 3 MiB × 3 months is below the minimum
     expect(await usdcBalance(chain, payer.address)).toBe(before - paid)

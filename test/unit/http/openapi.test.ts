@@ -6,9 +6,13 @@
  * match their schemas, and the route serves it.
  */
 import { readdirSync } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { Jwks, KeyStore } from '../../../src/auth/keystore.js'
 import { errorAnswer } from '../../../src/http/error-catalog.js'
 import { errorBody } from '../../../src/http/error-response.js'
 import { openApiRoutes } from '../../../src/http/routes/openapi.js'
@@ -16,6 +20,7 @@ import { Router } from '../../../src/http/router.js'
 import type { PinRecord } from '../../../src/ledger/records.js'
 import { createLogger } from '../../../src/log.js'
 import { PaymentGate } from '../../../src/payment/gate.js'
+import { X402PaymentRequired } from '../../../src/payment/x402-shapes.js'
 import { buildAgentCard } from '../../../src/service/agent-card.js'
 import { checkHealth } from '../../../src/service/health.js'
 import { checkReadiness } from '../../../src/service/readiness.js'
@@ -377,9 +382,26 @@ describe('schemas match the bodies pind builds', () => {
       expect(problems(body, schemaOf('PaymentRequired'))).toEqual([])
       const header = JSON.parse(Buffer.from(err.headers['payment-required'] as string, 'base64').toString('utf8')) as unknown
       expect(problems(header, schemaOf('X402PaymentRequired'))).toEqual([])
+      // and the zod schema the document derives it from (@x402/core builds the header, pind only describes it)
+      expect(X402PaymentRequired.safeParse(header).error?.issues ?? []).toEqual([])
     } finally {
       gate.stop()
       await new Promise<void>(resolve => { facilitator.close(() => { resolve() }) })
+    }
+  })
+
+  it('Jwks (a real key store\'s set, built from jose\'s exports)', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'pind-openapi-jwks-'))
+    try {
+      const store = await KeyStore.open(join(dir, 'keys'))
+      await store.rotate()
+      const jwks = store.jwks()
+      expect(jwks.keys).toHaveLength(2)
+      expect(Jwks.safeParse(jwks).error?.issues ?? []).toEqual([])
+      expect(problems(jwks, schemaOf('Jwks'))).toEqual([])
+      expect(Jwks.safeParse({ keys: [{ ...jwks.keys[0], kty: 'EC' }] }).success).toBe(false)
+    } finally {
+      await rm(dir, { recursive: true, force: true })
     }
   })
 
