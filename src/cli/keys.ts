@@ -14,7 +14,7 @@ import { peerIdOf, readIdentity, writeIdentity } from '../ipfs/identity.js'
 import { runKeysOp, type KeysOp, type KeysReply } from '../service/keys-admin.js'
 import { runAdmin, type Via, describeVia, writeResult } from './admin-target.js'
 import { configFromCli } from './config-from-cli.js'
-import { CliError, fail as failWith, usage as usageOf } from './fail.js'
+import { CliError, fail, usage } from './fail.js'
 
 export function keysCommand (program: Command): void {
   const keys = program.command('keys')
@@ -77,7 +77,7 @@ Examples:
     .action(async (o: { owner: string, unpaidPins?: boolean, ttl?: string, note?: string }, cmd: Command) => {
       let ttlSeconds: number | undefined
       if (o.ttl != null) {
-        try { ttlSeconds = duration(60, 10 * 365 * 86400)(o.ttl) } catch (err) { usage(`--ttl: ${(err as Error).message}`) }
+        try { ttlSeconds = duration(60, 10 * 365 * 86400)(o.ttl) } catch (err) { usage('keys', `--ttl: ${(err as Error).message}`) }
       }
       const op: KeysOp = { op: 'mint', owner: o.owner, permissions: o.unpaidPins === true ? [PIN_WITHOUT_PAYMENT] : [], ...(ttlSeconds != null ? { ttlSeconds } : {}), ...(o.note != null ? { note: o.note } : {}) }
       // stdout carries the token alone, so that T=$(pind keys mint …) works; the facts go to stderr
@@ -89,7 +89,7 @@ Examples:
     .option('--owner <address>', 'revoke all tokens of this owner issued until now')
     .option('--json', 'print JSON')
     .action(async (token: string | undefined, o: { jti?: string, owner?: string }, cmd: Command) => {
-      if ([token, o.jti, o.owner].filter(x => x != null).length !== 1) usage('give exactly one of: a token, --jti <id>, --owner <address>')
+      if ([token, o.jti, o.owner].filter(x => x != null).length !== 1) usage('keys', 'give exactly one of: a token, --jti <id>, --owner <address>')
       const op: KeysOp = { op: 'revoke', ...(token != null ? { token } : {}), ...(o.jti != null ? { jti: o.jti } : {}), ...(o.owner != null ? { owner: o.owner } : {}) }
       await run('revoke', cmd, op, r => r.revokedOwner != null ? `revoked every token of ${String(r.revokedOwner)} issued until ${String(r.before)}` : `revoked token ${String(r.revokedJti)}`,
         r => typeof r.warning === 'string' ? `warning: ${r.warning}` : undefined)
@@ -100,7 +100,7 @@ Examples:
     .action(async (_o, cmd: Command) => {
       const config = configFromCli(cmd, 'admin')
       const file = layout(config.dataDir).identity
-      if (!existsSync(file)) { fail(new CliError(`${file} does not exist: this data dir has no identity yet (pind serve creates one)`)); return }
+      if (!existsSync(file)) { fail('keys', new CliError(`${file} does not exist: this data dir has no identity yet (pind serve creates one)`)); return }
       const peerId = peerIdOf(readIdentity(file))
       process.stdout.write(cmd.opts<{ json?: boolean }>().json === true ? JSON.stringify({ peerId }) + '\n' : `${peerId}\n`)
     })
@@ -110,8 +110,8 @@ Examples:
     .action(async (file: string, o: { force?: boolean }, cmd: Command) => {
       const config = configFromCli(cmd, 'admin')
       const src = layout(config.dataDir).identity
-      if (!existsSync(src)) { fail(new CliError(`${src} does not exist: this data dir has no identity yet`)); return }
-      if (existsSync(file) && o.force !== true) { fail(new CliError(`${file} exists; use --force to overwrite`)); return }
+      if (!existsSync(src)) { fail('keys', new CliError(`${src} does not exist: this data dir has no identity yet`)); return }
+      if (existsSync(file) && o.force !== true) { fail('keys', new CliError(`${file} exists; use --force to overwrite`)); return }
       const key = readIdentity(src)
       const doc = { type: IDENTITY_EXPORT_TYPE, version: 1, peerId: peerIdOf(key), privateKey: Buffer.from(privateKeyToProtobuf(key)).toString('base64') }
       writeFileSync(file, JSON.stringify(doc, null, 2) + '\n', { mode: 0o600, flush: true })
@@ -142,7 +142,7 @@ Examples:
         process.stdout.write(`${peerIdOf(key)}\n`)
         process.stderr.write(`pind keys import-identity: this data dir now has peer ID ${peerIdOf(key)}\n`)
       } catch (err) {
-        fail(err)
+        fail('keys', err)
       }
     })
 }
@@ -163,7 +163,7 @@ async function runKeys (name: string, cmd: Command, op: KeysOp, print: (r: KeysR
       }
     })
   } catch (err) {
-    fail(err)
+    fail('keys', err)
     return
   }
   const where = describeVia(out.how, config.dataDir)
@@ -173,11 +173,3 @@ async function runKeys (name: string, cmd: Command, op: KeysOp, print: (r: KeysR
   process.stderr.write(`pind keys ${name}: done ${where}\n`)
 }
 
-function usage (message: string): never {
-  usageOf('keys', message)
-}
-
-/** a refused operation (unknown key, bad address) is a failure (1); usage errors exit 2 before we get here */
-function fail (err: unknown): void {
-  failWith('keys', err)
-}

@@ -10,7 +10,7 @@ import { callAdmin } from '../admin/client.js'
 import type { OperatorPinStatus, PinsOp, PinsReply } from '../service/pins-admin.js'
 import { describeVia, runAdmin, type Via, writeResult } from './admin-target.js'
 import { configFromCli } from './config-from-cli.js'
-import { fail, usage as usageOf } from './fail.js'
+import { fail, usage } from './fail.js'
 
 interface LsFlags { owner?: string, cid?: string, name?: string, match?: string, status?: string, before?: string, after?: string, limit?: string, meta?: string[], json?: boolean }
 
@@ -45,7 +45,7 @@ Examples:
       for (const k of ['cid', 'name', 'match', 'status', 'before', 'after', 'limit'] as const) if (o[k] != null) query[k] = o[k] as string
       for (const m of o.meta ?? []) {
         const at = m.indexOf('=')
-        if (at <= 0) usage(`--meta takes key=value, not "${m}"`)
+        if (at <= 0) usage('pins', `--meta takes key=value, not "${m}"`)
         query[`meta[${m.slice(0, at)}]`] = m.slice(at + 1)
       }
       await run('ls', cmd, { op: 'ls', query, ...(o.owner != null ? { owner: o.owner } : {}) }, printList)
@@ -101,8 +101,4 @@ function printList (r: PinsReply): string {
     if (p.status === 'failed' || p.status === 'queued') lines.push(`  ${String(p.info.status_details)}`)
   }
   return lines.join('\n')
-}
-
-function usage (message: string): never {
-  usageOf('pins', message)
 }
