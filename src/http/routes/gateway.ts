@@ -42,7 +42,7 @@ import type { Refusal } from '../../service/serve-policy.js'
 import { header, json, operation, parameterKey, path, ref, schema, type Obj, type PathItems } from '../openapi-parts.js'
 
 export interface GatewayDeps {
-  /** the node's LOCAL blockstore (FsBlockstore), never helia.blockstore */
+  /** the blocks held here (IpfsNode.blockstore: the block backend, on disk or in the bucket), never the network */
   blockstore: Pick<Blockstore, 'get' | 'has'>
   /**
    * may this root CID be served? (service/serve-policy.ts, the policy bitswap
