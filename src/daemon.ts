@@ -45,11 +45,12 @@ import { RetryLater } from './service/retry-later.js'
 import { Slots } from './service/slots.js'
 import { SettlementNotes } from './ledger/settlements.js'
 import type { Logger } from './log.js'
-import { authorizationStateReader } from './payment/authorization-state.js'
+import { authorizationStateReader, type AuthorizationStateReader } from './payment/authorization-state.js'
 import { chainIdOf } from './payment/chain.js'
 import type { FacilitatorChoice } from './payment/facilitator.js'
 import { PaymentGate } from './payment/gate.js'
 import type { PriceSettings } from './payment/pricing.js'
+import type { OpenNoteDeps } from './service/noted-retry.js'
 import { PaymentOnce } from './service/paid-once.js'
 import { startExpirySweeper } from './service/expiry.js'
 import { PinFetcher } from './service/pin-fetcher.js'
@@ -187,7 +188,10 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     const policy = servePolicy
     const refusal = (cid: CID): Refusal | undefined => policy.refusal(cid)
     const commitLock = core.lock
-    const settlements = startReconciler(config, notes, new Date(startedAt), core.settlement, log.child({ component: 'settlements' }))
+    // the token's authorization state, read by reconciliation and by requests retrying a payment with an open note
+    const authorizations = config.rpcUrl != null ? authorizationStateReader({ network: config.network, rpcUrl: config.rpcUrl, asset: config.asset }) : undefined
+    const settlements = startReconciler(config, notes, authorizations, new Date(startedAt), core.settlement, log.child({ component: 'settlements' }))
+    const openNotes: OpenNoteDeps = { notes, ledger: pins, fulfil: core.settlement.fulfil, log: log.child({ component: 'settlements' }), ...(authorizations != null ? { chain: authorizations } : {}) }
     cleanups.push(async () => { await settlements.reconciler?.stop() })
 
     let gate: PaymentGate | undefined
@@ -397,7 +401,8 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
         delegates,
         log,
         refusal,
-        storage: blocks
+        storage: blocks,
+        openNotes
       }
     })
     jwksRoutes(router, keystore)
@@ -430,7 +435,8 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       refusal,
       storage: blocks,
       retry,
-      notes
+      notes,
+      openNotes
     })
     http.ready()
 
@@ -472,12 +478,11 @@ const RECONCILE_INTERVAL_S = 300
  * Reconciliation of settlement notes left by earlier runs, in the background
  * (it needs the chain: without --rpc-url the notes are only counted).
  */
-function startReconciler (config: Readonly<Config>, notes: SettlementNotes, startedAt: Date, act: ReturnType<typeof settlementActions>, log: Logger): { reconciler?: SettlementReconciler, admin: SettlementsAdminDeps } {
-  if (config.rpcUrl == null) {
+function startReconciler (config: Readonly<Config>, notes: SettlementNotes, chain: AuthorizationStateReader | undefined, startedAt: Date, act: ReturnType<typeof settlementActions>, log: Logger): { reconciler?: SettlementReconciler, admin: SettlementsAdminDeps } {
+  if (chain == null) {
     logSummary(notes, log, 'no --rpc-url to check them against the chain')
     return { admin: { notes, release: act.release } }
   }
-  const chain = authorizationStateReader({ network: config.network, rpcUrl: config.rpcUrl, asset: config.asset })
   const reconciler = startSettlementReconciler(notes, chain, { intervalMs: Math.min(config.expirySweepInterval, RECONCILE_INTERVAL_S) * 1000, log, startedAt, ...act })
   return { reconciler, admin: { notes, reconcile: reconciler.run, release: act.release } }
 }

@@ -23,6 +23,7 @@ import type { PaymentInfo, PaymentRecord, PinRecord } from '../ledger/records.js
 import type { Logger } from '../log.js'
 import { identifyPayment, type PaymentGate, type PaymentIdentity, type Quote, type VerifiedPayment } from '../payment/gate.js'
 import { bytesCoveredBy, priceFor, type PriceSettings } from '../payment/pricing.js'
+import { reconcileOpenNote, type OpenNoteDeps } from './noted-retry.js'
 import type { PaymentOnce } from './paid-once.js'
 import type { PinRequest } from './pin-request.js'
 import { toPinStatus, type PinStatus } from './pin-status.js'
@@ -55,6 +56,8 @@ export interface PinCreateDeps {
   refusal?: (cid: CID) => Refusal | undefined
   /** the block store: while it cannot be reached, paid pins answer 503 before any payment is used */
   storage?: Pick<BlockBackend, 'writable'>
+  /** reconciles the open settlement note of a retried payment at once (noted-retry.ts) */
+  openNotes?: OpenNoteDeps
 }
 
 export interface PinWrite {
@@ -92,10 +95,7 @@ export async function createPin (w: PinWrite, d: PinCreateDeps): Promise<PinOutc
   const purpose = purposeOf(w)
   // a payment that was already used is known from its header alone: its replay is answered without a quote (no probe, no dial)
   const used = w.paymentHeader != null ? identifyPayment(w.paymentHeader) : undefined
-  if (used != null) {
-    await d.once.finished(used.id)
-    if (d.ledger.payment(used.id) != null) return replay(used, purpose, d)
-  }
+  if (used != null && await settledBefore(used, purpose, d)) return replay(used, purpose, d)
   // a new pin needs the block store: while it cannot be reached, 503 before any payment is used
   if (d.storage?.writable() === false) throw new StorageUnavailableError('the block storage is unreachable right now; retry shortly (no payment was used)')
   const quote = await quoteFor(w, d)
@@ -104,12 +104,30 @@ export async function createPin (w: PinWrite, d: PinCreateDeps): Promise<PinOutc
   const payment = decision.payment
   if (decision.type === 'settled-before') return replay(payment, purpose, d)
   d.log.info('payment verified', { payment: payment.id, amount: payment.amount })
-  const outcome = await d.once.run(payment.id, async () => {
-    if (d.ledger.payment(payment.id) != null) return undefined
-    return await paid(w, payment, quote, purpose, d.gate as NonNullable<PinCreateDeps['gate']>, d)
-  })
-  if (outcome.first && outcome.value != null) return outcome.value
+  for (;;) {
+    const outcome = await d.once.run(payment.id, async () => {
+      if (d.ledger.payment(payment.id) != null) return undefined
+      return await paid(w, payment, quote, purpose, d.gate as NonNullable<PinCreateDeps['gate']>, d)
+    })
+    if (outcome.first && outcome.value != null) return outcome.value
+    // another request with this payment ran first and left a settlement note (its outcome was
+    // uncertain): the chain tells now (a replay, or the payment is unused: this one does the work), or 503
+    if (outcome.first || d.ledger.payment(payment.id) != null) break
+    if ((await reconcileOpenNote(payment, (p) => p === purpose, d.openNotes)).kind !== 'unused') break
+  }
   return replay(payment, purpose, d)
+}
+
+/**
+ * Whether a payment named by a request's header is recorded (after any request doing its work
+ * right now): then the request is a replay. An open settlement note of this very request (an
+ * earlier settlement with an uncertain outcome) is reconciled first (noted-retry.ts): recorded
+ * if the money moved, else the payment is unused; a chain that cannot tell is a 503.
+ */
+export async function settledBefore (who: PaymentIdentity, purpose: string, d: Pick<PinCreateDeps, 'ledger' | 'once' | 'openNotes'>): Promise<boolean> {
+  await d.once.finished(who.id)
+  if (d.ledger.payment(who.id) != null) return true
+  return (await reconcileOpenNote(who, (p) => p === purpose, d.openNotes)).kind === 'recorded'
 }
 
 interface PinQuote {

@@ -12,9 +12,10 @@ import { ConflictError, InvalidInputError, NotFoundError, PaymentRequiredError, 
 import { addMonths } from '../ledger/clock.js'
 import { PinGoneError } from '../ledger/pins.js'
 import type { PaymentRecord, PinRecord } from '../ledger/records.js'
-import type { Quote, VerifiedPayment } from '../payment/gate.js'
+import { identifyPayment, type PaymentIdentity, type Quote } from '../payment/gate.js'
 import { priceFor } from '../payment/pricing.js'
-import type { PinCreateDeps, PinOutcome } from './pin-create.js'
+import { settledBefore, type PinCreateDeps, type PinOutcome } from './pin-create.js'
+import { reconcileOpenNote } from './noted-retry.js'
 import { toPinStatus } from './pin-status.js'
 import { settleNoted } from './settle.js'
 import { unavailableForLegalReasons } from './denials.js'
@@ -53,34 +54,43 @@ export async function renewPin (r: RenewRequest, d: PinCreateDeps): Promise<PinO
     notes: { pinned_until_now: pin.pinnedUntil, pinned_until_after: until.toISOString() }
   }
   const purpose = `renew:${pin.requestid}:${r.months}:${pin.pinnedUntil}`
+  // a payment already recorded (or whose uncertain settlement is found done now) is a replay, answered before it is verified again
+  const used = r.paymentHeader != null ? identifyPayment(r.paymentHeader) : undefined
+  if (used != null && await settledBefore(used, purpose, d)) return replay(used, d)
   const decision = await d.gate.decide(r.paymentHeader, quote, (id) => d.ledger.payment(id) != null)
   if (decision.type === 'payment-required') throw decision.error
   const payment = decision.payment
   if (decision.type === 'settled-before') return replay(payment, d)
-  const outcome = await d.once.run(payment.id, async () => {
-    if (d.ledger.payment(payment.id) != null) return undefined
-    // should the process die once the money has moved, reconciliation renews the pin (settlement-fulfil.ts)
-    const settled = d.gate != null ? await settleNoted(d.gate, d.ledger, payment, purpose, { proof: payment.proof, renew: { requestid: pin.requestid, months: r.months } }) : undefined
-    if (settled == null || !settled.ok) {
-      throw settled != null && d.gate != null
-        ? await d.gate.settleRefusal(quote, settled, 'the pin was not renewed')
-        : await d.gate?.challenge(quote, 'the payment could not be settled; the pin was not renewed')
-    }
-    const record: PaymentRecord = {
-      id: payment.id, requestid: pin.requestid, purpose, payer: payment.payer, amount: payment.amount.toString(),
-      network: settled.network, tx: settled.tx, at: new Date().toISOString(), proof: payment.proof
-    }
-    let renewed: PinRecord
-    try {
-      renewed = await write(r, record, d)
-    } catch (err) {
-      d.log.error('renewal settled but could not be recorded', { payment: payment.id, tx: settled.tx, requestid: pin.requestid, error: err })
-      throw err
-    }
-    d.log.info('pin renewed', { requestid: pin.requestid, months: r.months, payer: payment.payer, tx: settled.tx })
-    return { pin: toPinStatus(renewed, d.delegates()), settlement: settled.header }
-  })
-  if (outcome.first && outcome.value != null) return outcome.value
+  for (;;) {
+    const outcome = await d.once.run(payment.id, async () => {
+      if (d.ledger.payment(payment.id) != null) return undefined
+      // should the process die once the money has moved, reconciliation renews the pin (settlement-fulfil.ts)
+      const settled = d.gate != null ? await settleNoted(d.gate, d.ledger, payment, purpose, { proof: payment.proof, renew: { requestid: pin.requestid, months: r.months } }) : undefined
+      if (settled == null || !settled.ok) {
+        throw settled != null && d.gate != null
+          ? await d.gate.settleRefusal(quote, settled, 'the pin was not renewed')
+          : await d.gate?.challenge(quote, 'the payment could not be settled; the pin was not renewed')
+      }
+      const record: PaymentRecord = {
+        id: payment.id, requestid: pin.requestid, purpose, payer: payment.payer, amount: payment.amount.toString(),
+        network: settled.network, tx: settled.tx, at: new Date().toISOString(), proof: payment.proof
+      }
+      let renewed: PinRecord
+      try {
+        renewed = await write(r, record, d)
+      } catch (err) {
+        d.log.error('renewal settled but could not be recorded', { payment: payment.id, tx: settled.tx, requestid: pin.requestid, error: err })
+        throw err
+      }
+      d.log.info('pin renewed', { requestid: pin.requestid, months: r.months, payer: payment.payer, tx: settled.tx })
+      return { pin: toPinStatus(renewed, d.delegates()), settlement: settled.header }
+    })
+    if (outcome.first && outcome.value != null) return outcome.value
+    // another request with this payment ran first and left a settlement note (its outcome was
+    // uncertain): the chain tells now (a replay, or the payment is unused: this one does the work), or 503
+    if (outcome.first || d.ledger.payment(payment.id) != null) break
+    if ((await reconcileOpenNote(payment, (p) => p === purpose, d.openNotes)).kind !== 'unused') break
+  }
   return replay(payment, d)
 }
 
@@ -105,7 +115,7 @@ function nextUntil (pin: PinRecord, months: number, maxMonths: number): Date {
   return until
 }
 
-function replay (payment: VerifiedPayment, d: PinCreateDeps): PinOutcome {
+function replay (payment: PaymentIdentity, d: PinCreateDeps): PinOutcome {
   const record = d.ledger.payment(payment.id)
   const pin = record != null ? d.ledger.get(record.requestid) : undefined
   if (record == null || pin == null || record.proof !== payment.proof || !record.purpose.startsWith(`renew:${pin.requestid}:`)) {

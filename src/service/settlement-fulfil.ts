@@ -109,18 +109,29 @@ export async function releaseNote (staging: Pick<BlockStaging, 'discard'>, note:
 }
 
 /**
- * The two things reconciliation and `pind settlements close` do with notes,
- * bound to a data dir: fulfil (then `onRecorded`, e.g. wake the fetcher) and release.
+ * The two things reconciliation, `pind settlements close` and a retried
+ * request (noted-retry.ts) do with notes, bound to a data dir: fulfil (then
+ * `onRecorded`, e.g. wake the fetcher) and release. Fulfilments of one
+ * payment run one after the other: the second finds the payment recorded
+ * (a CannotFulfilError) rather than committing the same staged upload twice.
  */
 export function settlementActions (d: FulfilDeps, onRecorded: () => void = () => {}): {
   fulfil: (note: SettlingRecord, tx: string | undefined) => Promise<PinRecord>
   release: (note: SettlingRecord) => Promise<void>
 } {
+  const running = new Map<string, Promise<unknown>>()
   return {
     fulfil: async (note, tx) => {
-      const pin = await fulfilFromNote(d, note, tx)
-      onRecorded()
-      return pin
+      const before = running.get(note.paymentId) ?? Promise.resolve()
+      const p = before.catch(() => {}).then(async () => await fulfilFromNote(d, note, tx))
+      running.set(note.paymentId, p)
+      try {
+        const pin = await p
+        onRecorded()
+        return pin
+      } finally {
+        if (running.get(note.paymentId) === p) running.delete(note.paymentId)
+      }
     },
     release: async (note) => { await releaseNote(d.staging, note) }
   }

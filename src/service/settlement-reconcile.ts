@@ -116,7 +116,10 @@ export async function reconcileSettlements (notes: SettlementNotes, chain: Autho
         payment: v.read.paymentId, payer: v.read.payer, amount: v.read.amount, purpose: v.read.purpose, requestid: pin.requestid, cid: pin.cid
       })
     } catch (err) {
-      if (err instanceof CannotFulfilError) {
+      if (err instanceof CannotFulfilError && notes.get(v.read.paymentId) == null) {
+        // a retried request recorded it meanwhile (noted-retry.ts): nothing is left to do
+        continue
+      } else if (err instanceof CannotFulfilError) {
         log.warn(`a paid settlement note cannot be fulfilled: ${err.message}`, { payment: v.read.paymentId })
         rest.push(v)
       } else {

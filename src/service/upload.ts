@@ -14,13 +14,14 @@ import type { BlockStaging, StagedImport } from '../ipfs/staging.js'
 import { addMonths, nextCreated } from '../ledger/clock.js'
 import { PaymentReusedError, type PinLedger } from '../ledger/pins.js'
 import type { PaymentRecord, PinRecord } from '../ledger/records.js'
-import type { SettlementNotes } from '../ledger/settlements.js'
+import type { SettlementNotes, SettlingRecord } from '../ledger/settlements.js'
 import type { Logger } from '../log.js'
 import type { CID } from 'multiformats/cid'
 import { z } from 'zod/v4'
 import { ADDRESS, count, DIGITS, LOWER_ADDRESS, text, USDC } from '../api-shapes.js'
 import { identifyPayment, type PaymentGate, type PaymentIdentity, type Quote, type VerifiedPayment } from '../payment/gate.js'
 import { formatUsdc, priceFor, type PriceSettings } from '../payment/pricing.js'
+import { reconcileOpenNote, type OpenNoteDeps } from './noted-retry.js'
 import type { PaymentOnce } from './paid-once.js'
 import type { RetryLater } from './retry-later.js'
 import { settleNoted } from './settle.js'
@@ -60,6 +61,8 @@ export interface UploadDeps {
   retry?: RetryLater
   /** settlement notes: a payment with one may have been used (its settlement's outcome is pending) */
   notes?: Pick<SettlementNotes, 'get'>
+  /** reconciles the open note of a retried payment at once (noted-retry.ts) */
+  openNotes?: OpenNoteDeps
 }
 
 /**
@@ -134,25 +137,31 @@ export async function upload (input: UploadInput, d: UploadDeps): Promise<Upload
     notes: { sizeSource: input.fileBytes != null ? 'X-Upload-Size header' : 'Content-Length of the request' }
   }
   const paid = paymentHeader != null && paymentHeader !== ''
-  // a payment that was already used (it is public on chain once settled: anyone can send it again)
-  // is known from the header alone, before any body is read: it takes no upload slot
-  const used = paid ? await usedBefore(paymentHeader, d) : undefined
-  if (used != null) return await replay(input, used, d)
-  // a store that cannot be reached takes no upload: 503 before the payment is even looked at
-  if (d.storage?.writable() === false) throw new StorageUnavailableError('the block storage is unreachable right now; retry shortly (no payment was used)')
-  // a paid upload needs a slot, taken before the payment is even looked at: a busy
-  // server answers 503 and nobody is charged (the unpaid 402 needs none: no body is read)
-  if (paid && !d.slots.take()) {
-    throw new UnavailableError(`${d.slots.size} uploads are in progress, the most this server takes at once; retry shortly (your payment was not used)`, 5)
-  }
+  /** the open note of an earlier request with this payment whose settlement never happened */
+  const stale: { note?: SettlingRecord } = {}
   try {
-    return await decideAndUpload(input, quote, declared, d)
+    // a payment that was already used (it is public on chain once settled: anyone can send it again)
+    // is known from the header alone, before any body is read: it takes no upload slot
+    const used = paid ? await usedBefore(paymentHeader, d, stale) : undefined
+    if (used != null) return await replay(input, used, d)
+    // a store that cannot be reached takes no upload: 503 before the payment is even looked at
+    if (d.storage?.writable() === false) throw new StorageUnavailableError('the block storage is unreachable right now; retry shortly (no payment was used)')
+    // a paid upload needs a slot, taken before the payment is even looked at: a busy
+    // server answers 503 and nobody is charged (the unpaid 402 needs none: no body is read)
+    if (paid && !d.slots.take()) {
+      throw new UnavailableError(`${d.slots.size} uploads are in progress, the most this server takes at once; retry shortly (your payment was not used)`, 5)
+    }
+    try {
+      return await decideAndUpload(input, quote, declared, d, stale)
+    } finally {
+      if (paid) d.slots.release()
+    }
   } finally {
-    if (paid) d.slots.release()
+    if (stale.note != null) await releaseStale(stale.note, d)
   }
 }
 
-async function decideAndUpload (input: UploadInput, quote: Quote, declared: number, d: UploadDeps): Promise<UploadOutcome> {
+async function decideAndUpload (input: UploadInput, quote: Quote, declared: number, d: UploadDeps, stale: { note?: SettlingRecord }): Promise<UploadOutcome> {
   const decision = await d.gate.decide(input.payment, quote, (id) => d.ledger.payment(id) != null)
   if (decision.type === 'payment-required') throw decision.error
   const payment = decision.payment
@@ -173,9 +182,25 @@ async function decideAndUpload (input: UploadInput, quote: Quote, declared: numb
     // another request with this payment ran first. If it ended without using the payment (nothing
     // recorded, no settlement note left: it failed before settling, e.g. its client went away),
     // the payment is still unused: this request does the work, rather than answer "already used"
-    if (d.notes == null || d.ledger.payment(payment.id) != null || d.notes.get(payment.id) != null) break
+    if (d.notes == null || d.ledger.payment(payment.id) != null) break
+    if (d.notes.get(payment.id) != null) {
+      // it left a note (its settlement's outcome was uncertain): the chain tells now (or 503)
+      const open = await reconcileOpenNote(payment, (purpose) => purpose.startsWith('upload:'), d.openNotes)
+      if (open.kind !== 'unused') break
+      stale.note ??= open.note
+    }
   }
   return await replay(input, payment, d)
+}
+
+/**
+ * The staging folder an open note kept for a settlement that never happened goes once
+ * the note no longer needs it (a newer note of this payment, or its pin, took over).
+ */
+async function releaseStale (note: SettlingRecord, d: UploadDeps): Promise<void> {
+  const id = note.fulfil?.upload?.staging
+  if (id == null || d.notes?.get(note.paymentId)?.fulfil?.upload?.staging === id) return
+  await d.staging.discard({ id }).catch((err: Error) => { d.log.warn('could not remove a staging folder', { error: err.message }) })
 }
 
 async function paidUpload (input: UploadInput, payment: VerifiedPayment, maxFileBytes: number, d: UploadDeps): Promise<UploadOutcome> {
@@ -305,12 +330,17 @@ function uploadPin (payment: VerifiedPayment, months: number, imported: { cid: C
 }
 
 /** A payment this server recorded (settled and used), or is using right now, named by a PAYMENT-SIGNATURE header. */
-async function usedBefore (header: string, d: UploadDeps): Promise<PaymentIdentity | undefined> {
+async function usedBefore (header: string, d: UploadDeps, stale: { note?: SettlingRecord }): Promise<PaymentIdentity | undefined> {
   const who = identifyPayment(header)
   if (who == null) return undefined
   // a request doing this payment's work right now: its outcome decides
   await d.once.finished(who.id)
-  return d.ledger.payment(who.id) != null ? who : undefined
+  if (d.ledger.payment(who.id) != null) return who
+  // an earlier request with it left a settlement note (its outcome was uncertain): the chain
+  // tells now whether the money moved (its pin is recorded, and this is a replay), or 503
+  const open = await reconcileOpenNote(who, (purpose) => purpose.startsWith('upload:'), d.openNotes)
+  if (open.kind === 'unused') stale.note = open.note
+  return open.kind === 'recorded' ? who : undefined
 }
 
 /**

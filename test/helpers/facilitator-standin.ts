@@ -14,6 +14,8 @@ export interface StandIn { url: string, calls: string[], close(): Promise<void> 
 export interface StandInOptions {
   /** runs after a real settlement, before the answer is sent (e.g. to kill the server waiting for it) */
   afterSettle?: (paymentPayload: unknown) => Promise<void> | void
+  /** runs before a settlement, which waits for it; throwing fails the settle call before anything reaches the chain */
+  beforeSettle?: (paymentPayload: unknown) => Promise<void> | void
   /** runs before a verification, which waits for it (e.g. a verifier slowed down while the client goes away) */
   beforeVerify?: (paymentPayload: unknown) => Promise<void> | void
 }
@@ -37,7 +39,8 @@ export async function startFacilitatorStandIn (chain: DevChain, port = 0, opts: 
         return
       }
       if (req.method === 'POST' && req.url === '/settle') {
-        client.settle(parsed.paymentPayload, parsed.paymentRequirements)
+        Promise.resolve().then(async () => { await opts.beforeSettle?.(parsed.paymentPayload) })
+          .then(async () => await client.settle(parsed.paymentPayload, parsed.paymentRequirements))
           .then(async (r) => { await opts.afterSettle?.(parsed.paymentPayload); return r })
           .then(reply, fail)
         return
