@@ -495,7 +495,7 @@ function paymentGate (config: Readonly<Config>, prices: PriceSettings, log: Logg
   }
   const settlerKey = config.settlerKey ?? (config.settlerKeyFile != null ? privateKeyHex(readFileSync(config.settlerKeyFile, 'utf8')) : undefined)
   let facilitator: FacilitatorChoice
-  if (settlerKey != null && config.rpcUrl != null) facilitator = { kind: 'embedded', network: config.network, rpcUrl: config.rpcUrl, settlerKey }
+  if (settlerKey != null && config.rpcUrl != null) facilitator = { kind: 'embedded', network: config.network, rpcUrl: config.rpcUrl, settlerKey, asset: config.asset }
   else if (config.facilitatorUrl != null) facilitator = { kind: 'remote', url: config.facilitatorUrl }
   else {
     log.warn('no facilitator (settler key + RPC URL, or --facilitator-url): paid writes are disabled')

@@ -21,8 +21,22 @@ export function chainFor (network: string, rpcUrl: string): Chain {
   })
 }
 
-export function publicClientFor (network: string, rpcUrl: string, timeoutMs = 10_000) {
-  return createPublicClient({ chain: chainFor(network, rpcUrl), transport: http(rpcUrl, { timeout: timeoutMs, retryCount: 0 }), pollingInterval: 100 })
+export function publicClientFor (network: string, rpcUrl: string, timeoutMs = 10_000, retryCount = 0) {
+  return createPublicClient({ chain: chainFor(network, rpcUrl), transport: http(rpcUrl, { timeout: timeoutMs, retryCount }), pollingInterval: 100 })
+}
+
+/**
+ * The embedded facilitator's reads while it verifies a payment (the token's
+ * state, the simulated transfer, the payer's code): each RPC call gets
+ * READ_TIMEOUT_MS and one retry, so that a hung RPC fails a verification
+ * within the request's verify deadline (gate.ts VERIFY_DEADLINE_MS) rather
+ * than holding it for viem's defaults (10 s per call, 3 retries).
+ */
+export const READ_TIMEOUT_MS = 4000
+export const READ_RETRIES = 1
+
+export function verifierClientFor (network: string, rpcUrl: string) {
+  return publicClientFor(network, rpcUrl, READ_TIMEOUT_MS, READ_RETRIES)
 }
 
 /** A wallet client for the settler; viem's nonce manager keeps parallel settles from colliding. */

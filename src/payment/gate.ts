@@ -123,6 +123,17 @@ export type SettleOutcome =
 export const PAYMENT_HEADER = 'payment-signature'
 
 /**
+ * How long a request waits for its payment to be verified (the facilitator's
+ * answer, or the embedded facilitator's RPC reads) before it answers 503: a
+ * healthy verification takes milliseconds, and a request waiting on a hung
+ * facilitator holds its socket and, for an upload, its slot. The payment is
+ * not used by a verification, so the client retries it as it is.
+ */
+export const VERIFY_DEADLINE_MS = 10_000
+/** Retry-After (seconds) of a verification that did not finish in time */
+const VERIFY_RETRY_S = 10
+
+/**
  * The reasons (x402's named codes) a verifier or settler gives when the
  * payer's balance does not cover the payment: @x402/evm's exact EIP-3009
  * and Permit2 checks, its batch settlement, and x402 v1's generic name.
@@ -155,11 +166,14 @@ export class PaymentGate {
   private readonly challenges = new Map<string, PaymentRequiredError>()
   /** reads whether a refused settlement's authorization was used all the same (with --rpc-url) */
   private readonly authorizations?: AuthorizationStateReader
+  /** the facilitator's reads before payments are taken (facilitator.ts) */
+  private readonly warm?: () => Promise<void>
 
   constructor (private readonly s: PaymentSettings, private readonly log: Logger) {
     const built = buildFacilitator(s.facilitator)
     if (s.rpcUrl != null) this.authorizations = authorizationStateReader({ network: s.network, rpcUrl: s.rpcUrl, asset: s.asset })
     this.settler = built.settler
+    this.warm = built.warm
     if (s.facilitator.kind === 'embedded' && built.settler != null && s.settlerMinBalance != null) {
       this.balance = new SettlerBalance({
         network: s.network,
@@ -226,6 +240,7 @@ export class PaymentGate {
     if (this.s.rpcUrl != null) {
       await checkAsset({ network: this.s.network, rpcUrl: this.s.rpcUrl, asset: this.s.asset, assetName: this.s.assetName, assetVersion: this.s.assetVersion })
     }
+    await this.warm?.()
     await this.rs.initialize()
     this.ready = true
     this.log.info('payments ready', { network: this.s.network, facilitator: this.s.facilitator.kind })
@@ -320,10 +335,14 @@ export class PaymentGate {
     }
     let verify
     try {
-      verify = await this.rs.verifyPayment(payload, match)
+      verify = await withDeadline(this.rs.verifyPayment(payload, match), VERIFY_DEADLINE_MS)
     } catch (err) {
+      if (err instanceof VerifyDeadlineError) {
+        this.log.warn('payment verification did not finish in time', { payment: id, deadlineMs: VERIFY_DEADLINE_MS })
+        throw new UnavailableError('the payment could not be verified in time (the payment service is slow right now); it was not used: retry shortly with the same payment', VERIFY_RETRY_S)
+      }
       this.log.warn('payment verification failed to run', { error: (err as Error).message })
-      throw new UnavailableError('the payment could not be verified right now; retry shortly', 10)
+      throw new UnavailableError('the payment could not be verified right now; retry shortly', VERIFY_RETRY_S)
     }
     if (!verify.isValid) {
       this.onEvent?.('refused')
@@ -415,6 +434,22 @@ export class PaymentGate {
       this.balance.refresh()
       throw new UnavailableError('payments are temporarily unavailable (this service\'s settlement account cannot pay gas); retry later', 60)
     }
+  }
+}
+
+class VerifyDeadlineError extends Error {}
+
+/** `p`, or a VerifyDeadlineError once `ms` have passed (p goes on; its outcome is dropped) */
+async function withDeadline<T> (p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const deadline = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => { reject(new VerifyDeadlineError(`not done within ${ms} ms`)) }, ms)
+  })
+  p.catch(() => {})
+  try {
+    return await Promise.race([p, deadline])
+  } finally {
+    clearTimeout(timer)
   }
 }
 

@@ -21,7 +21,8 @@ export interface StandInOptions {
 }
 
 export async function startFacilitatorStandIn (chain: DevChain, port = 0, opts: StandInOptions = {}): Promise<StandIn> {
-  const { client } = buildFacilitator({ kind: 'embedded', network: 'eip155:167000', rpcUrl: chain.rpcUrl, settlerKey: chain.settlerKey })
+  const { client, warm } = buildFacilitator({ kind: 'embedded', network: 'eip155:167000', rpcUrl: chain.rpcUrl, settlerKey: chain.settlerKey, asset: chain.usdc })
+  await warm?.()
   const calls: string[] = []
   const server: Server = createServer((req, res) => {
     let body = ''

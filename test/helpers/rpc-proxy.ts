@@ -2,7 +2,9 @@
  * A JSON-RPC pass-through in front of anvil that can lose an answer: armed
  * with `dropAfterSend`, it forwards the next eth_sendRawTransaction to the
  * chain (the transaction is mined) and then cuts the client's connection
- * instead of answering — an RPC that went away at the worst moment.
+ * instead of answering — an RPC that went away at the worst moment. With
+ * `hang(true)` it takes requests and answers none until `hang(false)`
+ * (then it forwards those it held) — an RPC that stopped answering.
  */
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -11,11 +13,15 @@ export interface RpcProxy {
   url: string
   /** cut the answer to the next eth_sendRawTransaction (after forwarding it); resolves with the transaction's hash once done */
   dropAfterSend(): Promise<string>
+  /** stop answering (requests are accepted and held), or forward the held ones and answer again */
+  hang(on: boolean): void
   close(): Promise<void>
 }
 
 export async function startRpcProxy (target: string): Promise<RpcProxy> {
   let armed: ((hash: string) => void) | undefined
+  let hanging = false
+  const held: Array<() => void> = []
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = []
     req.on('data', (c: Buffer) => chunks.push(c))
@@ -23,25 +29,33 @@ export async function startRpcProxy (target: string): Promise<RpcProxy> {
       const body = Buffer.concat(chunks)
       const calls = [JSON.parse(body.toString())].flat() as Array<{ method?: string }>
       const cut = armed != null && calls.some(c => c.method === 'eth_sendRawTransaction')
-      fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
-        .then(async (r) => {
-          const text = await r.text()
-          if (cut && armed != null) {
-            const done = armed
-            armed = undefined
-            res.socket?.destroy()
-            done(String(([JSON.parse(text)].flat()[0] as { result?: string })?.result))
-            return
-          }
-          res.writeHead(r.status, { 'content-type': 'application/json' })
-          res.end(text)
-        }, () => { res.socket?.destroy() })
+      const forward = (): void => {
+        fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
+          .then(async (r) => {
+            const text = await r.text()
+            if (cut && armed != null) {
+              const done = armed
+              armed = undefined
+              res.socket?.destroy()
+              done(String(([JSON.parse(text)].flat()[0] as { result?: string })?.result))
+              return
+            }
+            res.writeHead(r.status, { 'content-type': 'application/json' })
+            res.end(text)
+          }, () => { res.socket?.destroy() })
+      }
+      if (hanging) held.push(forward)
+      else forward()
     })
   })
   await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     dropAfterSend: async () => await new Promise<string>(resolve => { armed = resolve }),
+    hang: (on) => {
+      hanging = on
+      if (!on) for (const forward of held.splice(0)) forward()
+    },
     close: async () => { server.closeAllConnections(); await new Promise(resolve => server.close(resolve)) }
   }
 }
