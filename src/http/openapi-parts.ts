@@ -59,7 +59,7 @@ export function paymentRequired (description: string): Obj {
 /** 503 of a paid write (payment backend), which also covers shutting down */
 export function writesUnavailable (extra = ''): Obj {
   return failure(
-    `Payments are not configured on this server (no pay-to address or facilitator: writes disabled, \`Retry-After: 3600\`), the payment backend is not reachable yet or could not verify the payment (\`SERVICE_UNAVAILABLE\`)${extra}, or the server is shutting down (\`SHUTTING_DOWN\`). Retry after \`Retry-After\` seconds.`,
+    `Payments are not configured on this server (no pay-to address or facilitator: writes disabled, \`Retry-After: 3600\`), the payment backend is not reachable yet or could not verify the payment within 10 s, or an earlier request with this payment could not tell whether its settlement went through and the chain cannot tell yet (\`SERVICE_UNAVAILABLE\`; the same payment can be sent again)${extra}, or the server is shutting down (\`SHUTTING_DOWN\`). Retry after \`Retry-After\` seconds.`,
     { 'Retry-After': ref('headers', 'RetryAfter') }
   )
 }
