@@ -132,7 +132,8 @@ class StagingBlockstore extends FsBlockstore {
       throw err
     }
     try {
-      await fh.writeFile(bytes)
+      // one write call (fh.writeFile writes in pieces of 512 KiB: two trips through the thread pool per block)
+      for (let at = 0; at < bytes.byteLength;) at += (await fh.write(bytes, at, bytes.byteLength - at, at)).bytesWritten
     } catch (err) {
       await fh.close().catch(() => {})
       await unlink(path).catch(() => {})
