@@ -33,17 +33,24 @@ export async function startServe ({ args = [], env = {}, binary = BINARY, binary
   proc.stderr.on('data', b => { err += b; if (process.env.BENCH_ECHO) process.stderr.write(b) })
   const deadline = Date.now() + 30_000
   let url
-  for (;;) {
-    if (proc.exitCode != null) throw new Error(`pind exited: ${err}`)
-    if (Date.now() > deadline) throw new Error('pind did not start')
-    url ??= /^\s+http:\s+(\S+)$/m.exec(out)?.[1]
-    if (url != null) {
-      try {
-        const r = await fetch(`${url}/health`)
-        if (r.status === 200) break
-      } catch {}
+  try {
+    for (;;) {
+      if (proc.exitCode != null) throw new Error(`pind exited: ${err}`)
+      if (Date.now() > deadline) throw new Error('pind did not start')
+      url ??= /^\s+http:\s+(\S+)$/m.exec(out)?.[1]
+      if (url != null) {
+        try {
+          const r = await fetch(`${url}/health`)
+          if (r.status === 200) break
+        } catch {}
+      }
+      await new Promise(resolve => setTimeout(resolve, 2))
     }
-    await new Promise(resolve => setTimeout(resolve, 2))
+  } catch (e) {
+    // nothing is left behind: the process (if it still runs) and its data dir
+    if (proc.exitCode == null && proc.signalCode == null) proc.kill('SIGKILL')
+    rmSync(dataDir, { recursive: true, force: true })
+    throw e
   }
   const ms = performance.now() - t0
   return {

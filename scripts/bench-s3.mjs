@@ -52,14 +52,16 @@ async function pool (items, conc, fn) {
 }
 
 const s3 = await startS3({ storeSize: 8 * 2 ** 30 })
-const chain = await startDevChain({ payers: 1 })
-const bucket = await s3.createBucket(`bench-${Date.now()}`)
+/** what is started before the measurements' own try/finally: stopped if a later start fails */
+const stopOnFailure = (...started) => async (err) => { for (const s of started) await s.stop(); throw err }
+const chain = await startDevChain({ payers: 1 }).catch(stopOnFailure(s3))
+const bucket = await s3.createBucket(`bench-${Date.now()}`).catch(stopOnFailure(chain, s3))
 const pind = await startServe({
   ...(bundle ? { binary: process.execPath, binaryArgs: [join(ROOT, 'dist/pind.cjs')] } : { binary: BINARY }),
   args: ['--rpc-url', chain.rpcUrl, '--asset', chain.usdc, '--pay-to', chain.payTo, '--rate-limit-unpaid', '0', '--rate-limit-reads', '0',
     '--blockstore', 's3', '--s3-endpoint', s3.endpoint, '--s3-bucket', bucket, '--s3-force-path-style', '--log-level', 'info'],
   env: { PIND_SETTLER_KEY: chain.settlerKey, ...s3.env() }
-})
+}).catch(stopOnFailure(chain, s3))
 const payer = x402For(chain, chain.payers[0].privateKey)
 
 const blocksOf = (bytes) => Array.from({ length: Math.ceil(bytes.length / BLOCK) }, (_, i) => bytes.subarray(i * BLOCK, (i + 1) * BLOCK))
