@@ -8,7 +8,6 @@ import { unixfs, type AddOptions } from '@helia/unixfs'
 import type { Blockstore } from 'interface-blockstore'
 import { CID } from 'multiformats/cid'
 import * as raw from 'multiformats/codecs/raw'
-import * as Digest from 'multiformats/hashes/digest'
 import { sha256 } from 'multiformats/hashes/sha2'
 import type { Chunker } from './chunk-pool.js'
 
@@ -89,7 +88,7 @@ function eagerRawLeaves (): NonNullable<AddOptions['bufferImporter']> {
       inFlight++
       const written = (async () => {
         try {
-          const cid = CID.createV1(raw.code, await leafDigest(block))
+          const cid = CID.createV1(raw.code, await sha256.digest(block))
           await blockstore.put(cid, block)
           return { cid, size: BigInt(block.byteLength), block }
         } finally {
@@ -102,19 +101,6 @@ function eagerRawLeaves (): NonNullable<AddOptions['bufferImporter']> {
       yield async () => await written
     }
   }
-}
-
-/**
- * A leaf's sha2-256, computed off the main thread: WebCrypto's digest runs in
- * libuv's thread pool, so on a second core it overlaps with receiving,
- * parsing and chunking the rest of the body. node:crypto's createHash (what
- * multiformats' sha256 uses) hashes on the main thread: profiled during a
- * 100 MB upload, 106 of the 219 ms the main thread was busy. WebCrypto copies
- * the bytes when called (as its spec says), so the chunk buffer's reuse is
- * unaffected.
- */
-async function leafDigest (block: Uint8Array): Promise<ReturnType<typeof Digest.create>> {
-  return Digest.create(sha256.code, new Uint8Array(await crypto.subtle.digest('SHA-256', block)))
 }
 
 /** SHARED_LEAF_WRITES, handed out first come, first served */

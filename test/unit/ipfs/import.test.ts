@@ -13,8 +13,6 @@ import { describe, expect, it } from 'vitest'
 import { CHUNK_SIZE, importFile, LEAF_WRITES, SHARED_LEAF_WRITES } from '../../../src/ipfs/import.js'
 
 const sleep = async (ms: number): Promise<void> => { await new Promise(resolve => setTimeout(resolve, ms)) }
-/** polls `ready` until it holds or `ms` have passed */
-const until = async (ready: () => boolean, ms: number): Promise<void> => { const end = Date.now() + ms; while (!ready() && Date.now() < end) await sleep(1) }
 
 /** A memory blockstore whose writes take 5 ms each; counts the writes in flight (and the most at once). */
 function slowDisk (onPut: () => void = () => {}): { get: MemoryBlockstore['get'], has: MemoryBlockstore['has'], put: (cid: CID, block: Uint8Array) => Promise<CID>, inFlightMax: () => number } {
@@ -42,14 +40,10 @@ describe('importFile', () => {
     let written = 0
     let firstPutAfter: number | undefined
     let aheadMax = 0
-    let waited = false
     const disk = slowDisk(() => { firstPutAfter ??= read })
     const blockstore = { ...disk, put: async (cid: CID, block: Uint8Array) => { const r = await disk.put(cid, block); written += block.byteLength; return r } }
     async function * body (): AsyncGenerator<Uint8Array> {
       for (let at = 0; at < bytes.length; at += 65_536) {
-        // past the first leaf, the body waits (for up to 5 s) for its write to start: a writer that
-        // waited for a batch of leaves would hold the first one until the body went on
-        if (read > CHUNK_SIZE && !waited) { waited = true; await until(() => firstPutAfter != null, 5_000) }
         // what the body has handed over and no write has finished with yet: held in memory
         aheadMax = Math.max(aheadMax, read - written)
         const piece = bytes.subarray(at, at + 65_536)
@@ -60,7 +54,7 @@ describe('importFile', () => {
     const { cid, fileSize } = await importFile(body(), { blockstore, maxBytes: bytes.length })
     expect(fileSize).toBe(bytes.length)
 
-    // the first leaf is written once it is cut (and hashed), not once a batch of them is in hand
+    // the first leaf is written once it is cut, not once a batch of them is in hand
     expect(firstPutAfter).toBeLessThanOrEqual(CHUNK_SIZE + 65_536)
     // memory: the leaves being written plus the one being filled (the importer's default batch of 10 held 11)
     expect(disk.inFlightMax()).toBeLessThanOrEqual(LEAF_WRITES)
