@@ -5,7 +5,7 @@ describe('malloc tuning for serve', () => {
   it('adds the mmap threshold to the environment on glibc, keeping other tunables', () => {
     expect(tunedEnvironment({ A: '1' }, true)).toEqual({ A: '1', GLIBC_TUNABLES: MALLOC_TUNABLES, [STARTED_AGAIN]: '1' })
     expect(tunedEnvironment({ GLIBC_TUNABLES: 'glibc.pthread.rseq=0' }, true)?.GLIBC_TUNABLES).toBe(`glibc.pthread.rseq=0:${MALLOC_TUNABLES}`)
-    expect(MALLOC_TUNABLES).toBe('glibc.malloc.mmap_threshold=65536')
+    expect(MALLOC_TUNABLES).toBe('glibc.malloc.mmap_threshold=16384')
   })
 
   it('leaves alone a process that has them, an operator who set malloc tunables, and other C libraries', () => {
