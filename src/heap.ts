@@ -17,18 +17,67 @@
  * and `node dist/pind.cjs` alike without touching NODE_OPTIONS, which the
  * binary does honour (a V8 flag there, or carried by malloc.ts's re-exec,
  * would work too).
- *
- * Tried and not kept (issue 18): a full collection once the process goes
- * idle after load (`--expose-gc` set at run time, gc() after 15 s of an
- * event loop less than 2% busy). V8's memory reducer already does it within
- * ~10-20 s of the load stopping: in two 5-minute soaks side by side, the
- * heap committed fell 67 -> 52 MiB and ArrayBuffers 37 -> 24 MiB with or
- * without it, and idle RSS was 206 MiB with it against 197 MiB without. What
- * the collection frees mostly stays with glibc (see malloc.ts), so anonymous
- * RSS fell by 7 MiB where 28 MiB were freed.
  */
+import { performance } from 'node:perf_hooks'
 import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
 
 export function holdYoungGeneration (): void {
   setFlagsFromString('--semi-space-growth-factor=1')
+}
+
+export interface IdleCollection {
+  /** full collections run so far */
+  readonly runs: number
+  stop(): void
+}
+
+/**
+ * One full garbage collection each time the process goes quiet after work.
+ *
+ * V8 frees an ArrayBuffer's memory (a block read for the gateway, a piece of
+ * an upload's body) only when a collection finds its wrapper dead, and once
+ * the load stops nothing allocates enough to trigger one: its memory reducer
+ * gets to it 20-100 s later. In a soak (scripts/soak.mjs, 8 + 4 clients,
+ * glibc's mmap threshold at 16 KiB, see malloc.ts) the service sat at
+ * 238 MiB (anonymous 161 MiB, ArrayBuffers 73 MiB, heap committed 72 MiB)
+ * for 100 s after the load until that collection brought it to 169 MiB
+ * (92, 33, 50 MiB): with buffers of 16 KiB and more mapped on their own, what
+ * a collection frees goes back to the kernel (malloc_trim(0) then found
+ * 5 MiB more to return). This runs it once the process is quiet.
+ *
+ * Quiet means the event loop busy less than `idleUtilization` of the time
+ * for `quietChecks` checks in a row, `checkMs` apart, after at least one
+ * check busier than `busyUtilization`: once per stretch of work, never
+ * under load, not again while idle. The timer does not keep the process up.
+ */
+export function collectWhenIdle (opts: { checkMs?: number, quietChecks?: number, busyUtilization?: number, idleUtilization?: number, collect?: () => void } = {}): IdleCollection {
+  const { checkMs = 5_000, quietChecks = 3, busyUtilization = 0.05, idleUtilization = 0.02 } = opts
+  const gc = opts.collect ?? fullCollection()
+  let last = performance.eventLoopUtilization()
+  let worked = false
+  let quiet = 0
+  let runs = 0
+  const timer = setInterval(() => {
+    const now = performance.eventLoopUtilization()
+    const utilization = performance.eventLoopUtilization(now, last).utilization
+    last = now
+    if (utilization >= busyUtilization) { worked = true; quiet = 0; return }
+    if (utilization >= idleUtilization) { quiet = 0; return }
+    if (!worked || ++quiet < quietChecks) return
+    worked = false
+    quiet = 0
+    gc()
+    runs++
+    // the collection's own time is not work
+    last = performance.eventLoopUtilization()
+  }, checkMs)
+  timer.unref()
+  return { get runs () { return runs }, stop: () => { clearInterval(timer) } }
+}
+
+/** V8's full (mark-compact) collection: `--expose-gc` set at run time, the gc function of a context made after it */
+export function fullCollection (): () => void {
+  setFlagsFromString('--expose-gc')
+  return runInNewContext('gc') as () => void
 }

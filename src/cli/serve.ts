@@ -9,7 +9,7 @@ import { DataDirLockedError } from '../datadir/lock.js'
 import { BlockstoreRecordError } from '../datadir/blockstore-record.js'
 import { BackendChoiceError } from '../ipfs/open-backend.js'
 import { S3ConfigError } from '../ipfs/s3-client.js'
-import { holdYoungGeneration } from '../heap.js'
+import { collectWhenIdle, holdYoungGeneration } from '../heap.js'
 import type { Logger } from '../log.js'
 import { StartupError } from '../startup-errors.js'
 import { COMMIT, VERSION } from '../version.js'
@@ -17,6 +17,8 @@ import { notifyServiceManager } from './notify.js'
 
 export async function serve (config: Readonly<Config>, log: Logger): Promise<void> {
   holdYoungGeneration()
+  // what the load left for the garbage collector goes back once it stops (heap.ts)
+  const idleCollection = collectWhenIdle()
   let daemon
   try {
     daemon = await startDaemon(config, log)
@@ -74,6 +76,7 @@ export async function serve (config: Readonly<Config>, log: Logger): Promise<voi
       process.exit(signal === 'SIGINT' ? 130 : 143)
     }
     stopping = true
+    idleCollection.stop()
     log.notice('stopping', { signal })
     void notifyServiceManager({ STOPPING: '1' }, log)
     daemon.stop(config.shutdownTimeout * 1000).then(() => {
