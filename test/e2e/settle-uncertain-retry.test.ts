@@ -19,7 +19,7 @@ import { startDevChain, usdcBalance, type DevChain } from '../../scripts/devchai
 import { rawCid } from '../../scripts/peer/index.mjs'
 import { identifyPayment } from '../../src/payment/gate.js'
 import { startFacilitatorStandIn, type StandIn } from '../helpers/facilitator-standin.js'
-import { payingFetch, signChallenge, uploadForm } from '../helpers/paying-client.js'
+import { recordingPayer, signChallenge, uploadForm } from '../helpers/paying-client.js'
 import { runPind, startPind, type PindProcess } from '../helpers/pind.js'
 
 let chain: DevChain
@@ -45,19 +45,6 @@ afterAll(async () => {
   await chain?.stop()
 })
 
-/** a paying fetch that remembers the PAYMENT-SIGNATURE it sent */
-function recordingPayer (): { pay: typeof fetch, signature: () => string } {
-  let signature: string | null = null
-  const recording: typeof fetch = async (input, init) => {
-    signature ??= (input instanceof Request ? input.headers : new Headers(init?.headers)).get('payment-signature')
-    return await fetch(input, init)
-  }
-  return {
-    pay: payingFetch(chain, chain.payers[0]!.privateKey, recording),
-    signature: () => { expect(signature).not.toBeNull(); return signature as unknown as string }
-  }
-}
-
 async function expectUncertain (r: Response): Promise<void> {
   const body = await r.json() as any
   expect(r.status, JSON.stringify(body.error)).toBe(503)
@@ -74,7 +61,7 @@ async function openNotes (dataDir: string, signature: string): Promise<any[]> {
 describe('a retry after an uncertain settlement, before reconciliation', () => {
   it('upload: settled on chain, the retry with the same payment gets the pin (200 replayed), not 402', async () => {
     const bytes = randomBytes(300_000)
-    const { pay, signature } = recordingPayer()
+    const { pay, signature } = recordingPayer(chain, chain.payers[0]!.privateKey)
     const before = await usdcBalance(chain, chain.payTo)
     failSettle = 'after'
     await expectUncertain(await pay(`${pind.url}/upload`, { method: 'POST', body: uploadForm(bytes, 'lost.bin') }))
@@ -94,7 +81,7 @@ describe('a retry after an uncertain settlement, before reconciliation', () => {
 
   it('upload: never settled, the retry with the same payment does the upload (201)', async () => {
     const bytes = randomBytes(200_000)
-    const { pay, signature } = recordingPayer()
+    const { pay, signature } = recordingPayer(chain, chain.payers[0]!.privateKey)
     const before = await usdcBalance(chain, chain.payTo)
     failSettle = 'before'
     await expectUncertain(await pay(`${pind.url}/upload`, { method: 'POST', body: uploadForm(bytes, 'unsent.bin') }))
@@ -112,7 +99,7 @@ describe('a retry after an uncertain settlement, before reconciliation', () => {
 
   it('POST /pins: settled on chain, the retry gets the pin (202); the same payment for another CID stays 402', async () => {
     const cid = rawCid(randomBytes(64)).toString()
-    const { pay, signature } = recordingPayer()
+    const { pay, signature } = recordingPayer(chain, chain.payers[0]!.privateKey)
     const pin = (c: string, sig?: string): RequestInit => ({
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-pin-size': '1000', ...(sig != null ? { 'payment-signature': sig } : {}) },
@@ -137,7 +124,7 @@ describe('a retry after an uncertain settlement, before reconciliation', () => {
   })
 
   it('POST /pins/{requestid}/renew: settled on chain, the retry gets the renewed pin (200)', async () => {
-    const { pay } = recordingPayer()
+    const { pay } = recordingPayer(chain, chain.payers[0]!.privateKey)
     const up = await pay(`${pind.url}/upload`, { method: 'POST', body: uploadForm(randomBytes(10_000)) })
     const made = await up.json() as any
     expect(up.status, JSON.stringify(made.error)).toBe(201)
@@ -158,7 +145,7 @@ describe('a retry after an uncertain settlement, before reconciliation', () => {
   it('a chain that cannot be read (no --rpc-url) answers the retry 503 with Retry-After, and keeps the note', async () => {
     blind = await startPind({ args: ['--asset', chain.usdc, '--pay-to', chain.payTo, '--facilitator-url', standIn.url, '--pin-probe-timeout', '0'] })
     const cid = rawCid(randomBytes(64)).toString()
-    const { pay, signature } = recordingPayer()
+    const { pay, signature } = recordingPayer(chain, chain.payers[0]!.privateKey)
     const pin = { method: 'POST', headers: { 'content-type': 'application/json', 'x-pin-size': '1000' }, body: JSON.stringify({ cid }) }
     failSettle = 'after'
     await expectUncertain(await pay(`${blind.url}/pins`, pin))

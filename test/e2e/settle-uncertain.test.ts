@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startDevChain, usdcBalance, type DevChain } from '../../scripts/devchain/index.mjs'
 import { rawCid } from '../../scripts/peer/index.mjs'
 import { startFacilitatorStandIn, type StandIn } from '../helpers/facilitator-standin.js'
-import { payingFetch, uploadForm } from '../helpers/paying-client.js'
+import { recordingPayer, uploadForm } from '../helpers/paying-client.js'
 import { runPind, startPind, type PindProcess } from '../helpers/pind.js'
 import { waitFor } from '../helpers/ports.js'
 import { startRpcProxy, type RpcProxy } from '../helpers/rpc-proxy.js'
@@ -47,13 +47,9 @@ describe('a settlement that threw', () => {
   it('an upload whose settlement answer was lost keeps its note and staged blocks, and reconciliation records the pin it paid for', async () => {
     const bytes = randomBytes(1_500_000)
     const before = await usdcBalance(chain, chain.payTo)
-    let signature: string | null = null
-    const recording: typeof fetch = async (input, init) => {
-      signature ??= (input instanceof Request ? input.headers : new Headers(init?.headers)).get('payment-signature')
-      return await fetch(input, init)
-    }
+    const payer = recordingPayer(chain, chain.payers[0]!.privateKey)
     const sent = proxy.dropAfterSend()
-    const r = await payingFetch(chain, chain.payers[0]!.privateKey, recording)(`${pind.url}/upload`, { method: 'POST', body: uploadForm(bytes, 'lost.bin') })
+    const r = await payer.pay(`${pind.url}/upload`, { method: 'POST', body: uploadForm(bytes, 'lost.bin') })
     const body = await r.json() as any
     // the payer is not blamed, and is not told the payment was unused: it was used
     expect(r.status, JSON.stringify(body.error)).toBe(503)
@@ -72,8 +68,7 @@ describe('a settlement that threw', () => {
     expect(JSON.parse(notes.out).notes).toEqual([])
 
     // the payer's retry with the same payment and file gets the pin it paid for
-    expect(signature).not.toBeNull()
-    const retry = await fetch(`${pind.url}/upload`, { method: 'POST', headers: { 'payment-signature': signature as unknown as string }, body: uploadForm(bytes, 'lost.bin') })
+    const retry = await fetch(`${pind.url}/upload`, { method: 'POST', headers: { 'payment-signature': payer.signature() }, body: uploadForm(bytes, 'lost.bin') })
     expect(retry.status).toBe(200)
     expect(await retry.json()).toMatchObject({ requestid: fulfilled.requestid, cid: fulfilled.cid, replayed: true })
   })
@@ -84,20 +79,16 @@ describe('a settlement that threw', () => {
       args: ['--rpc-url', chain.rpcUrl, '--asset', chain.usdc, '--pay-to', chain.payTo, '--facilitator-url', standIn.url, '--pin-probe-timeout', '0', '--expiry-sweep-interval', '1s']
     })
     const cid = rawCid(randomBytes(64)).toString()
-    let signature: string | null = null
-    const recording: typeof fetch = async (input, init) => {
-      signature ??= (input instanceof Request ? input.headers : new Headers(init?.headers)).get('payment-signature')
-      return await fetch(input, init)
-    }
+    const payer = recordingPayer(chain, chain.payers[0]!.privateKey)
     const pin = { method: 'POST', headers: { 'content-type': 'application/json', 'x-pin-size': '1000' }, body: JSON.stringify({ cid }) }
-    const r = await payingFetch(chain, chain.payers[0]!.privateKey, recording)(`${remote.url}/pins`, pin)
+    const r = await payer.pay(`${remote.url}/pins`, pin)
     const body = await r.json() as any
     expect(r.status, JSON.stringify(body.error)).toBe(503)
     expect(body.error.details).not.toMatch(/was not used/)
     const line = await waitFor(() => remote?.stderr().split('\n').find(l => /the pin it bought is recorded now/.test(l)), 'the fulfilment warning', 30_000)
     const fulfilled = JSON.parse(line)
     expect(fulfilled).toMatchObject({ cid, purpose: expect.stringContaining(cid) })
-    const retry = await fetch(`${remote.url}/pins`, { ...pin, headers: { ...pin.headers, 'payment-signature': signature as unknown as string } })
+    const retry = await fetch(`${remote.url}/pins`, { ...pin, headers: { ...pin.headers, 'payment-signature': payer.signature() } })
     expect(retry.status).toBe(202)
     expect(await retry.json()).toMatchObject({ requestid: fulfilled.requestid, pin: { cid } })
   })

@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startDevChain, usdcBalance, type DevChain } from '../../scripts/devchain/index.mjs'
 import { startFacilitatorStandIn, type StandIn } from '../helpers/facilitator-standin.js'
-import { payingFetch, uploadForm } from '../helpers/paying-client.js'
+import { recordingPayer, uploadForm } from '../helpers/paying-client.js'
 import { startPind, type PindProcess } from '../helpers/pind.js'
 import { startRpcProxy, type RpcProxy } from '../helpers/rpc-proxy.js'
 
@@ -46,23 +46,10 @@ afterAll(async () => {
   await chain?.stop()
 })
 
-/** a paying fetch that remembers the PAYMENT-SIGNATURE it sent */
-function recordingPayer (): { pay: typeof fetch, signature: () => string } {
-  let signature: string | null = null
-  const recording: typeof fetch = async (input, init) => {
-    signature ??= (input instanceof Request ? input.headers : new Headers(init?.headers)).get('payment-signature')
-    return await fetch(input, init)
-  }
-  return {
-    pay: payingFetch(chain, chain.payers[0]!.privateKey, recording),
-    signature: () => { expect(signature).not.toBeNull(); return signature as unknown as string }
-  }
-}
-
 /** uploads with a verifier that does not answer (stall .. resume), then again with the same payment */
 async function stalledThenRetried (url: string, stall: () => void, resume: () => void): Promise<void> {
   const bytes = randomBytes(50_000)
-  const { pay, signature } = recordingPayer()
+  const { pay, signature } = recordingPayer(chain, chain.payers[0]!.privateKey)
   const before = await usdcBalance(chain, chain.payTo)
   stall()
   const t0 = Date.now()

@@ -22,6 +22,26 @@ export function payingFetch (chain: DevChain, privateKey: `0x${string}`, base: t
 }
 
 /** Signs the challenge of a 402 response by hand (for tests that replay or tamper with payments). */
+/**
+ * A paying fetch that remembers the PAYMENT-SIGNATURE it sent, so that a test can
+ * send the same payment again by hand (a retry, a replay). `signature()` fails the
+ * test when no payment was sent.
+ */
+export function recordingPayer (chain: DevChain, privateKey: `0x${string}`): { pay: typeof fetch, signature: () => string } {
+  let sent: string | null = null
+  const recording: typeof fetch = async (input, init) => {
+    sent ??= (input instanceof Request ? input.headers : new Headers(init?.headers)).get('payment-signature')
+    return await fetch(input, init)
+  }
+  return {
+    pay: payingFetch(chain, privateKey, recording),
+    signature: () => {
+      if (sent == null) throw new Error('no PAYMENT-SIGNATURE was sent')
+      return sent
+    }
+  }
+}
+
 export async function signChallenge (chain: DevChain, privateKey: `0x${string}`, res: Response): Promise<string> {
   const header = res.headers.get('payment-required')
   if (res.status !== 402 || header == null) throw new Error(`expected a 402 challenge, got ${res.status}`)
