@@ -90,6 +90,7 @@ export async function createPin (w: PinWrite, d: PinCreateDeps): Promise<PinOutc
   // denied content is refused first: no probe, no quote, no payment (replacing a pin with it too)
   const refused = d.refusal?.(w.request.cid)
   if (refused != null) throw unavailableForLegalReasons(w.request.cidText.slice(0, 100), refused, d.publicUrl)
+  if (w.replaces?.removed != null) return await replayOfReplacement(w, w.replaces.requestid, d)
   if (w.auth?.permissions.includes(PIN_WITHOUT_PAYMENT) === true) return await unpaid(w, w.auth, d)
   if (d.gate == null) throw new UnavailableError('payments are not configured on this server (no pay-to address or facilitator); writes are disabled', 3600)
   const purpose = purposeOf(w)
@@ -254,6 +255,16 @@ function newPin (w: PinWrite, owner: string, maxBytes: number, payment: PaymentI
 function purposeOf (w: PinWrite): string {
   const cid = w.request.cid.toV1().toString()
   return w.replaces != null ? `replace:${w.replaces.requestid}:${cid}:${w.months}` : `pin:${cid}:${w.months}`
+}
+
+/**
+ * A replaced pin is gone (404), except to the same paid request sent again after
+ * it replaced the pin (its answer was lost): that retry gets the replacement.
+ */
+async function replayOfReplacement (w: PinWrite, requestid: string, d: PinCreateDeps): Promise<PinOutcome> {
+  const used = w.paymentHeader != null ? identifyPayment(w.paymentHeader) : undefined
+  if (used != null && await settledBefore(used, purposeOf(w), d)) return replay(used, purposeOf(w), d)
+  throw new NotFoundError(`no pin with requestid ${requestid.slice(0, 100)} for this owner`)
 }
 
 /**

@@ -6,7 +6,8 @@
  * or before (it did not); either way pind answers 503 and keeps the note.
  * The retry with the same payment reconciles that note at once:
  *   - moved: the pin it bought is recorded and the retry gets it (upload 200
- *     replayed, POST /pins 202, renew 200), never 402 "already used";
+ *     replayed, POST /pins 202, replace 202 — and again once the replaced pin
+ *     is gone —, renew 200), never 402 "already used";
  *   - not moved: the payment is unused and the retry does the work;
  *   - a chain that cannot be read (no --rpc-url): 503 with Retry-After.
  * The same payment on another request stays refused (402).
@@ -121,6 +122,45 @@ describe('a retry after an uncertain settlement, before reconciliation', () => {
     expect(again.status).toBe(202)
     expect(((await again.json()) as any).requestid).toBe(body.requestid)
     expect(await openNotes(pind.dataDir, signature())).toEqual([])
+  })
+
+  it('POST /pins/{requestid} (replace): settled on chain, the retry gets the replacement (202), the old pin is gone', async () => {
+    const { pay, signature } = recordingPayer(chain, chain.payers[0]!.privateKey)
+    const pin = (c: string, headers: Record<string, string> = {}): RequestInit => ({
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-pin-size': '1000', ...headers },
+      body: JSON.stringify({ cid: c })
+    })
+    const first = await recordingPayer(chain, chain.payers[0]!.privateKey).pay(`${pind.url}/pins`, pin(rawCid(randomBytes(64)).toString()))
+    const old = await first.json() as any
+    expect(first.status, JSON.stringify(old.error)).toBe(202)
+    const auth = { authorization: `Bearer ${first.headers.get('x-wallet-auth-token') as string}` }
+    const next = rawCid(randomBytes(64)).toString()
+    const before = await usdcBalance(chain, chain.payTo)
+    failSettle = 'after'
+    await expectUncertain(await pay(`${pind.url}/pins/${old.requestid as string}`, pin(next, auth)))
+    const charged = (await usdcBalance(chain, chain.payTo)) - before
+    expect(charged).toBeGreaterThan(0n)
+    expect(await openNotes(pind.dataDir, signature())).toHaveLength(1)
+
+    const retry = await fetch(`${pind.url}/pins/${old.requestid as string}`, pin(next, { ...auth, 'payment-signature': signature() }))
+    const body = await retry.json() as any
+    expect(retry.status, JSON.stringify(body.error)).toBe(202)
+    expect(body.pin.cid).toBe(next)
+    expect(body.requestid).not.toBe(old.requestid)
+    expect((await fetch(`${pind.url}/pins/${old.requestid as string}`, { headers: auth })).status).toBe(404)
+    // a second retry is the same replay
+    const again = await fetch(`${pind.url}/pins/${old.requestid as string}`, pin(next, { ...auth, 'payment-signature': signature() }))
+    expect(again.status).toBe(202)
+    expect(((await again.json()) as any).requestid).toBe(body.requestid)
+    expect(await openNotes(pind.dataDir, signature())).toEqual([])
+    // to anything but that retry, the replaced pin is gone (404), and this payment is used up (402)
+    expect((await fetch(`${pind.url}/pins/${old.requestid as string}`, pin(next, auth))).status).toBe(404)
+    const otherCid = await fetch(`${pind.url}/pins/${old.requestid as string}`, pin(rawCid(randomBytes(64)).toString(), { ...auth, 'payment-signature': signature() }))
+    expect(otherCid.status).toBe(402)
+    expect(((await otherCid.json()) as any).error.reason).toBe('PAYMENT_REQUIRED')
+    // charged once: the retries moved no more money
+    expect((await usdcBalance(chain, chain.payTo)) - before).toBe(charged)
   })
 
   it('POST /pins/{requestid}/renew: settled on chain, the retry gets the renewed pin (200)', async () => {

@@ -103,8 +103,15 @@ export function pinRoutes (router: Router, d: PinRoutesDeps): void {
     sendJson(res, 200, r.pin, outcomeHeaders(r))
   })
 
+  // a pin this owner replaced is passed on too: the honest retry of the paid request that
+  // replaced it is answered as a replay; anything else gets 404 from the service
+  const replaceable = (owner: string, requestid: string): PinRecord => {
+    const pin = d.ledger.get(requestid)
+    return pin != null && pin.owner === owner && pin.removed?.why === 'replaced' ? pin : ownPin(owner, requestid)
+  }
+
   router.add('POST', '/pins/:requestid', async ({ req, res, params, countAsPaid }) => {
-    const r = await write(req, (owner) => ownPin(owner, params.requestid as string))
+    const r = await write(req, (owner) => replaceable(owner, params.requestid as string))
     countAsPaid()
     sendJson(res, 202, r.pin, outcomeHeaders(r))
   })
