@@ -14,7 +14,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startDevChain, type DevChain } from '../../scripts/devchain/index.mjs'
 import { startPeer, type Peer } from '../../scripts/peer/index.mjs'
-import { chainArgs, payingFetch, signChallenge } from '../helpers/paying-client.js'
+import { chainArgs, payingFetch, recordingPayer, signChallenge } from '../helpers/paying-client.js'
 import { blockstoreUnderTest, type BlockstoreUnderTest } from '../helpers/backend.js'
 import { runPind, startPind, type PindProcess } from '../helpers/pind.js'
 import { waitFor } from '../helpers/ports.js'
@@ -119,11 +119,16 @@ describe('POST /pins', () => {
     const unpaid = await fetch(`${pind.url}/pins/${old.requestid}`, postPin({ cid: b.cid, origins: origin.multiaddrs() }, { authorization: `Bearer ${token}` }))
     expect(unpaid.status).toBe(402)
     expect((await fetch(`${pind.url}/pins/${old.requestid}`, postPin({ cid: b.cid }))).status).toBe(401)
-    const replaced = await pay(`${pind.url}/pins/${old.requestid}`, postPin({ cid: b.cid, origins: origin.multiaddrs() }, { authorization: `Bearer ${token}` }))
+    const replacer = recordingPayer(chain, chain.payers[0]!.privateKey)
+    const replaced = await replacer.pay(`${pind.url}/pins/${old.requestid}`, postPin({ cid: b.cid, origins: origin.multiaddrs() }, { authorization: `Bearer ${token}` }))
     expect(replaced.status).toBe(202)
     const next = await replaced.json() as any
     expect(next.requestid).not.toBe(old.requestid)
     expect((await fetch(`${pind.url}/pins/${old.requestid}`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(404)
+    // the same paid request again (its answer lost): the replacement, not 404
+    const retried = await fetch(`${pind.url}/pins/${old.requestid}`, postPin({ cid: b.cid }, { authorization: `Bearer ${token}`, 'payment-signature': replacer.signature() }))
+    expect(retried.status).toBe(202)
+    expect(((await retried.json()) as any).requestid).toBe(next.requestid)
     expect((await untilSettled(token, next.requestid)).status).toBe('pinned')
     expect((await fetch(`${pind.url}/ipfs/${a.cid}`)).status).toBe(404)
     expect(Buffer.from(await (await fetch(`${pind.url}/ipfs/${b.cid}`)).arrayBuffer()).equals(b.bytes)).toBe(true)
