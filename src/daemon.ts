@@ -511,6 +511,7 @@ function paymentGate (config: Readonly<Config>, prices: PriceSettings, log: Logg
     prices,
     rpcUrl: config.rpcUrl,
     facilitator,
-    settlerMinBalance: config.settlerMinBalance
+    settlerMinBalance: config.settlerMinBalance,
+    settleDeadlineMs: config.settleTimeout * 1000
   }, log.child({ component: 'payment' }))
 }

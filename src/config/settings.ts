@@ -150,6 +150,7 @@ export interface Config {
   pinRetryWindow: number
   pinStallTimeout: number
   pinProbeTimeout: number
+  settleTimeout: number
   originAddresses: OriginPolicy
   gatewayPolicy: GatewayPolicy
   gatewayNetworkTimeout: number
@@ -224,6 +225,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'settlerKeyFile', flag: '--settler-key-file <file>', env: 'PIND_SETTLER_KEY_FILE', parse: str, description: 'embedded facilitator: file holding the settler private key (mode 0600)' },
   { key: 'settlerMinBalance', flag: '--settler-min-balance <wei>', env: 'PIND_SETTLER_MIN_BALANCE', default: 1_000_000_000_000_000n, parse: atomic(), description: 'embedded facilitator: warn when the settler holds less than this many wei for gas (10^15 = 0.001 ETH); below the cost of one settlement, paid writes answer 503' },
   { key: 'facilitatorUrl', flag: '--facilitator-url <url>', env: 'PIND_FACILITATOR_URL', parse: httpUrl, description: 'remote x402 facilitator (used when no settler key is set)' },
+  { key: 'settleTimeout', flag: '--settle-timeout <duration>', env: 'PIND_SETTLE_TIMEOUT', default: 60, parse: duration(1, 600), description: 'how long a paid write waits for its settlement (facilitator or chain); past it the answer is 503 with Retry-After and the settlement note is left to reconciliation (a retry with the same payment gets what it bought once the chain shows it)' },
   { key: 'priceRate', flag: '--price-rate <atomic>', env: 'PIND_PRICE_RATE', default: 100_000n, parse: atomic(), description: 'price per GB (10^9 bytes) per month, in atomic USDC units (100000 = 0.10 USD)' },
   { key: 'priceMin', flag: '--price-min <atomic>', env: 'PIND_PRICE_MIN', default: 1_000n, parse: atomic(), description: 'minimum charge per paid write, atomic units (1000 = 0.001 USD)' },
   { key: 'priceMax', flag: '--price-max <atomic>', env: 'PIND_PRICE_MAX', default: 100_000_000n, parse: atomic(), description: 'largest price ever quoted, atomic units (100000000 = 100 USD); larger requests are refused' },

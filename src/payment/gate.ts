@@ -39,6 +39,8 @@ export interface PaymentSettings {
   settlerMinBalance?: bigint
   /** how often the settler's balance is read (default 60 s) */
   settlerBalanceIntervalMs?: number
+  /** past this, a settlement's outcome is uncertain (503; its note is left to reconciliation); default 60 s */
+  settleDeadlineMs?: number
 }
 
 /** What /ready and `pind status` say about payments. */
@@ -130,6 +132,8 @@ export const PAYMENT_HEADER = 'payment-signature'
  * not used by a verification, so the client retries it as it is.
  */
 export const VERIFY_DEADLINE_MS = 10_000
+/** how long a settlement may take before its outcome counts as uncertain (--settle-timeout) */
+export const DEFAULT_SETTLE_DEADLINE_MS = 60_000
 /** Retry-After (seconds) of a verification that did not finish in time */
 const VERIFY_RETRY_S = 10
 
@@ -337,7 +341,7 @@ export class PaymentGate {
     try {
       verify = await withDeadline(this.rs.verifyPayment(payload, match), VERIFY_DEADLINE_MS)
     } catch (err) {
-      if (err instanceof VerifyDeadlineError) {
+      if (err instanceof DeadlineError) {
         this.log.warn('payment verification did not finish in time', { payment: id, deadlineMs: VERIFY_DEADLINE_MS })
         throw new UnavailableError('the payment could not be verified in time (the payment service is slow right now); it was not used: retry shortly with the same payment', VERIFY_RETRY_S)
       }
@@ -363,7 +367,7 @@ export class PaymentGate {
   async settle (p: VerifiedPayment): Promise<SettleOutcome> {
     this.settlesPending++
     try {
-      const r = await this.rs.settlePayment(p.payload, p.requirements)
+      const r = await withDeadline(this.rs.settlePayment(p.payload, p.requirements), this.s.settleDeadlineMs ?? DEFAULT_SETTLE_DEADLINE_MS)
       if (!r.success) {
         const reason = r.errorReason ?? 'settlement_failed'
         const state = await this.afterRefusal(p)
@@ -381,8 +385,10 @@ export class PaymentGate {
       this.onEvent?.('settled', p.amount)
       return { ok: true, tx: r.transaction, network: r.network, header: encodePaymentResponseHeader(r) }
     } catch (err) {
-      this.onEvent?.('settle_failed', p.amount, 'server:error')
-      this.log.warn('settlement failed', { payment: p.id, error: (err as Error).message.split('\n')[0] })
+      // it may still go through (the transaction may be in flight): uncertain either way
+      const late = err instanceof DeadlineError
+      this.onEvent?.('settle_failed', p.amount, late ? 'server:timeout' : 'server:error')
+      this.log.warn(late ? 'settlement did not finish in time: its note stays for reconciliation' : 'settlement failed', { payment: p.id, error: (err as Error).message.split('\n')[0] })
       this.balance?.refresh(0)
       return { ok: false, reason: 'settlement_failed', serverSide: true, uncertain: true }
     } finally {
@@ -437,13 +443,13 @@ export class PaymentGate {
   }
 }
 
-class VerifyDeadlineError extends Error {}
+class DeadlineError extends Error {}
 
-/** `p`, or a VerifyDeadlineError once `ms` have passed (p goes on; its outcome is dropped) */
+/** `p`, or a DeadlineError once `ms` have passed (p goes on; its outcome is dropped) */
 async function withDeadline<T> (p: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined
   const deadline = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => { reject(new VerifyDeadlineError(`not done within ${ms} ms`)) }, ms)
+    timer = setTimeout(() => { reject(new DeadlineError(`not done within ${ms} ms`)) }, ms)
   })
   p.catch(() => {})
   try {
