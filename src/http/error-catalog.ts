@@ -107,7 +107,7 @@ export const FAULTS: readonly string[] = [
   'DataDirAccessError', 'DataDirLockedError', 'StartupError', 'ConfigValueError', 'LedgerSchemaError',
   'PinGoneError', 'PaymentReusedError', 'AssetMismatchError', 'RpcUnreachableError',
   'TooLargeError', 'UnusableImportError', 'PermanentFetchError', 'DagTooLargeError', 'DagExpandsError', 'UnwalkableDagError',
-  'StalledError', 'P2pListenError', 'BlockHashMismatchError', 'HealthCheckError', 'ImportError', 'CannotFulfilError',
+  'StalledError', 'P2pListenError', 'BlockHashMismatchError', 'CorruptBlockError', 'HealthCheckError', 'ImportError', 'CannotFulfilError',
   'HeaderError', 'RuleError', 'DenylistConfigError', 'AdminCallError',
   'BlockstoreRecordError', 'BackendChoiceError', 'S3ConfigError', 'S3RequestError'
 ]

@@ -93,6 +93,15 @@ export class StorageTimeoutError extends UnavailableError {
   }
 }
 
+/**
+ * A block read from the store whose bytes do not hash to its CID (a damaged
+ * or replaced object in the bucket): it is never served. A fault of the
+ * storage, not an answer to a client (500, logged).
+ */
+export class CorruptBlockError extends Error {
+  override name = 'CorruptBlockError'
+}
+
 /** A missing block, the way blockstore-fs reports one (content.ts matches on the name). */
 export function notFound (cid: CID): Error {
   return Object.assign(new Error(`block ${cid.toString()} not found`), { name: 'NotFoundError', code: 'ERR_NOT_FOUND' })

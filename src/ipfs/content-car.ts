@@ -21,7 +21,7 @@ import { CID } from 'multiformats/cid'
 import { varint } from 'multiformats'
 import {
   CODEC_CBOR, CODEC_DAG_PB, CODEC_RAW, InvalidContentError, UnsupportedContentError, decodeUnixFS, isIdentity,
-  mapContentError, readAhead, readBlock, walkFile, walkHamtShards,
+  joinBlock, mapContentError, piecesLength, readAhead, readBlock, walkFile, walkHamtShards,
   type LocalBlockstore, type ReadOptions
 } from './content.js'
 
@@ -100,8 +100,8 @@ function pushHead (parts: number[], major: number, n: number): void {
 }
 
 /** The section prefix for a block: varint(len(cid)+len(block)) + cid bytes. */
-function sectionPrefix (cid: CID, block: Uint8Array): Uint8Array {
-  const length = cid.bytes.byteLength + block.byteLength
+function sectionPrefix (cid: CID, block: Uint8Array | number): Uint8Array {
+  const length = cid.bytes.byteLength + (typeof block === 'number' ? block : block.byteLength)
   const n = varint.encodingLength(length)
   const out = new Uint8Array(n + cid.bytes.byteLength)
   varint.encodeTo(length, out, 0)
@@ -156,7 +156,7 @@ export async function * carStream (bs: LocalBlockstore, plan: CarPlan, options: 
         ? { start: 0n, end: unixfs.fileSize(), whole: true }
         : { start: plan.range.start, end: plan.range.end, whole: false }
       for await (const visit of walkFile(bs, terminus, block, walk, options)) {
-        if (admit(visit.cid)) { yield sectionPrefix(visit.cid, visit.block); yield visit.block }
+        if (admit(visit.cid)) { yield sectionPrefix(visit.cid, piecesLength(visit.pieces)); yield * visit.pieces }
       }
       return
     }
@@ -176,7 +176,7 @@ export async function * carStream (bs: LocalBlockstore, plan: CarPlan, options: 
  * stack. On any exit every child iterator still on the stack is closed.
  */
 async function * walkAll (bs: LocalBlockstore, cid: CID, block: Uint8Array, admit: (cid: CID) => boolean, isSeen: (cid: CID) => boolean, dups: boolean, options: ReadOptions): AsyncGenerator<Uint8Array, void, undefined> {
-  const stack: Array<AsyncGenerator<[{ cid: CID }, Uint8Array], void, undefined>> = []
+  const stack: Array<AsyncGenerator<[{ cid: CID }, Uint8Array[]], void, undefined>> = []
   /** the chunks to send for a block, after pushing its children (none when already sent) */
   const enter = async (c: CID, b: Uint8Array): Promise<Uint8Array[]> => {
     const identityBlock = isIdentity(c) // never sent, but its links are walked
@@ -194,11 +194,11 @@ async function * walkAll (bs: LocalBlockstore, cid: CID, block: Uint8Array, admi
   try {
     for (const chunk of await enter(cid, block)) yield chunk
     while (stack.length > 0) {
-      const top = stack[stack.length - 1] as AsyncGenerator<[{ cid: CID }, Uint8Array], void, undefined>
+      const top = stack[stack.length - 1] as AsyncGenerator<[{ cid: CID }, Uint8Array[]], void, undefined>
       const next = await top.next()
       if (next.done === true) { stack.pop(); continue }
       const [child, childBlock] = next.value
-      for (const chunk of await enter(child.cid, childBlock)) yield chunk
+      for (const chunk of await enter(child.cid, joinBlock(childBlock))) yield chunk
     }
   } finally {
     while (stack.length > 0) await stack.pop()?.return(undefined)

@@ -92,7 +92,16 @@ export async function hasBlock (bs: LocalBlockstore, cid: CID): Promise<boolean>
  * thrown) before this returns, so nothing stays open whatever the caller does.
  */
 export async function readBlock (bs: LocalBlockstore, cid: CID, options: ReadOptions = {}): Promise<Uint8Array> {
-  if (isIdentity(cid)) return cid.multihash.digest
+  return joinBlock(await readBlockPieces(bs, cid, options))
+}
+
+/**
+ * Reads one whole block as the pieces the store gave it in (an S3 body's
+ * pieces as they arrived, verified: no copy into one buffer), drained like
+ * readBlock.
+ */
+export async function readBlockPieces (bs: LocalBlockstore, cid: CID, options: ReadOptions = {}): Promise<Uint8Array[]> {
+  if (isIdentity(cid)) return [cid.multihash.digest]
   options.signal?.throwIfAborted()
   const chunks: Uint8Array[] = []
   let length = 0
@@ -107,11 +116,25 @@ export async function readBlock (bs: LocalBlockstore, cid: CID, options: ReadOpt
     throw err
   }
   options.signal?.throwIfAborted()
-  if (chunks.length === 1) return chunks[0] as Uint8Array
+  return chunks
+}
+
+/** A block's pieces as one buffer (no copy when there is one piece). */
+export function joinBlock (pieces: readonly Uint8Array[]): Uint8Array {
+  if (pieces.length === 1) return pieces[0] as Uint8Array
+  let length = 0
+  for (const p of pieces) length += p.byteLength
   const out = new Uint8Array(length)
   let at = 0
-  for (const c of chunks) { out.set(c, at); at += c.byteLength }
+  for (const p of pieces) { out.set(p, at); at += p.byteLength }
   return out
+}
+
+/** the byte length of a block given as pieces */
+export function piecesLength (pieces: readonly Uint8Array[]): number {
+  let length = 0
+  for (const p of pieces) length += p.byteLength
+  return length
 }
 
 function isNotFound (err: unknown): boolean {
@@ -298,9 +321,10 @@ export async function * readFile (bs: LocalBlockstore, file: FileEntry, range: B
   if (start >= end) return
   let produced = 0n
   for await (const visit of walkFile(bs, file.cid, file.block, { start, end, whole: false }, options)) {
-    if (visit.data != null) {
-      produced += BigInt(visit.data.byteLength)
-      yield visit.data
+    if (visit.data == null) continue
+    for (const piece of visit.data) {
+      produced += BigInt(piece.byteLength)
+      yield piece
     }
   }
   if (produced !== end - start) throw new InvalidContentError(`file ${file.cid} yielded ${produced} of ${end - start} bytes`)
@@ -308,9 +332,10 @@ export async function * readFile (bs: LocalBlockstore, file: FileEntry, range: B
 
 export interface FileVisit {
   cid: CID
-  block: Uint8Array
-  /** the file bytes this block contributes inside the wanted range, if any */
-  data?: Uint8Array
+  /** the block, in the pieces the store gave it in */
+  pieces: Uint8Array[]
+  /** the file bytes this block contributes inside the wanted range, if any (views of `pieces`, or a copy of a small part) */
+  data?: Uint8Array[]
 }
 
 export interface FileWalk {
@@ -328,18 +353,21 @@ export interface FileWalk {
  * its parent's blocksizes so a lying DAG cannot shift bytes.
  */
 export function walkFile (bs: LocalBlockstore, cid: CID, block: Uint8Array, walk: FileWalk, options: ReadOptions = {}): AsyncGenerator<FileVisit, void, undefined> {
-  return walkFileNode(bs, cid, block, 0n, undefined, walk, options, 0)
+  return walkFileNode(bs, cid, [block], 0n, undefined, walk, options, 0)
 }
 
-async function * walkFileNode (bs: LocalBlockstore, cid: CID, block: Uint8Array, pos: bigint, expected: bigint | undefined, walk: FileWalk, options: ReadOptions, depth: number): AsyncGenerator<FileVisit, void, undefined> {
+async function * walkFileNode (bs: LocalBlockstore, cid: CID, pieces: Uint8Array[], pos: bigint, expected: bigint | undefined, walk: FileWalk, options: ReadOptions, depth: number): AsyncGenerator<FileVisit, void, undefined> {
   if (cid.code === CODEC_RAW) {
-    if (expected != null && BigInt(block.byteLength) !== expected) {
-      throw new InvalidContentError(`raw leaf ${cid} has ${block.byteLength} bytes, its parent says ${expected}`)
+    // a leaf's bytes stay in the pieces they were read in: written out as they are
+    const length = piecesLength(pieces)
+    if (expected != null && BigInt(length) !== expected) {
+      throw new InvalidContentError(`raw leaf ${cid} has ${length} bytes, its parent says ${expected}`)
     }
-    yield { cid, block, data: sliceRange(block, pos, walk) }
+    yield { cid, pieces, data: sliceRange(pieces, length, pos, walk) }
     return
   }
   if (cid.code !== CODEC_DAG_PB) throw new InvalidContentError(`file DAG links to ${cid}, which is neither dag-pb nor raw`)
+  const block = joinBlock(pieces)
   const { node, unixfs } = decodeUnixFS(cid, block)
   if (unixfs.type !== 'file' && unixfs.type !== 'raw') throw new InvalidContentError(`file DAG links to a UnixFS ${unixfs.type} (${cid})`)
   if (node.Links.length !== unixfs.blockSizes.length) throw new InvalidContentError(`${cid}: ${node.Links.length} links but ${unixfs.blockSizes.length} blocksizes`)
@@ -347,7 +375,7 @@ async function * walkFileNode (bs: LocalBlockstore, cid: CID, block: Uint8Array,
     throw new InvalidContentError(`${cid} holds ${unixfs.fileSize()} bytes, its parent says ${expected}`)
   }
   const inline = unixfs.data ?? new Uint8Array(0)
-  yield { cid, block, data: sliceRange(inline, pos, walk) }
+  yield { cid, pieces: [block], data: sliceRange([inline], inline.byteLength, pos, walk) }
   if (node.Links.length === 0) return
   if (depth >= MAX_FILE_DEPTH) throw new InvalidContentError(`file DAG under ${cid} is deeper than ${MAX_FILE_DEPTH}`)
   const children: Array<{ cid: CID, pos: bigint, size: bigint }> = []
@@ -365,31 +393,42 @@ async function * walkFileNode (bs: LocalBlockstore, cid: CID, block: Uint8Array,
   }
 }
 
-function sliceRange (data: Uint8Array, pos: bigint, walk: FileWalk): Uint8Array | undefined {
-  const dataEnd = pos + BigInt(data.byteLength)
-  const s = walk.start > pos ? walk.start : pos
-  const e = walk.end < dataEnd ? walk.end : dataEnd
+/** the parts of `pieces` (a block of `length` bytes at file offset `pos`) inside the wanted range */
+function sliceRange (pieces: readonly Uint8Array[], length: number, pos: bigint, walk: FileWalk): Uint8Array[] | undefined {
+  const dataEnd = pos + BigInt(length)
+  const s = walk.start > pos ? Number(walk.start - pos) : 0
+  const e = walk.end < dataEnd ? Number(walk.end - pos) : length
   if (s >= e) return undefined
-  const part = data.subarray(Number(s - pos), Number(e - pos))
+  if (s === 0 && e === length) return [...pieces]
+  const parts: Uint8Array[] = []
+  let at = 0
+  for (const p of pieces) {
+    const pEnd = at + p.byteLength
+    if (pEnd > s && at < e) parts.push(p.subarray(Math.max(s, at) - at, Math.min(e, pEnd) - at))
+    at = pEnd
+    if (at >= e) break
+  }
   // a small part of a large block is copied, so the block is not kept alive
   // while the part waits in a slow client's socket buffer
-  return part.byteLength < data.byteLength / 2 && data.byteLength > 65536 ? part.slice() : part
+  if (e - s < length / 2 && length > 65536) return [parts.length === 1 ? (parts[0] as Uint8Array).slice() : joinBlock(parts)]
+  return parts
 }
 
 /**
- * Yields `[item, block]` in order, keeping up to `readAhead` block reads in
- * flight. However the consumer stops, outstanding reads are awaited (and
- * their failures swallowed) before the generator completes.
+ * Yields `[item, block pieces]` in order (joinBlock makes one buffer of
+ * them), keeping up to `readAhead` block reads in flight. However the
+ * consumer stops, outstanding reads are awaited (and their failures
+ * swallowed) before the generator completes.
  */
-export async function * readAhead<T extends { cid: CID }> (bs: LocalBlockstore, items: T[], options: ReadOptions = {}): AsyncGenerator<[T, Uint8Array], void, undefined> {
+export async function * readAhead<T extends { cid: CID }> (bs: LocalBlockstore, items: T[], options: ReadOptions = {}): AsyncGenerator<[T, Uint8Array[]], void, undefined> {
   const window = Math.max(1, options.readAhead ?? bs.readAhead ?? DEFAULT_READ_AHEAD)
   // each reader always has one block in hand; blocks read AHEAD of that come
   // from a process-wide budget, so many concurrent readers cannot multiply memory
-  const pending: Array<{ block: Promise<Uint8Array>, budgeted: boolean }> = []
+  const pending: Array<{ block: Promise<Uint8Array[]>, budgeted: boolean }> = []
   let next = 0
   const launch = (budgeted: boolean): void => {
     const item = items[next++] as T
-    const p = readBlock(bs, item.cid, options)
+    const p = readBlockPieces(bs, item.cid, options)
     p.catch(() => {}) // observed below; this only prevents an unhandled rejection meanwhile
     pending.push({ block: p, budgeted })
   }
@@ -400,8 +439,8 @@ export async function * readAhead<T extends { cid: CID }> (bs: LocalBlockstore, 
   try {
     fill()
     for (let i = 0; i < items.length; i++) {
-      const head = pending.shift() as { block: Promise<Uint8Array>, budgeted: boolean }
-      let block: Uint8Array
+      const head = pending.shift() as { block: Promise<Uint8Array[]>, budgeted: boolean }
+      let block: Uint8Array[]
       try {
         block = await head.block
       } finally {
@@ -481,6 +520,6 @@ export async function * walkHamtShards (bs: LocalBlockstore, cid: CID, block: Ui
   const padLength = (unixfs.fanout - 1n).toString(16).length
   const shards = node.Links.filter(l => (l.Name ?? '').length === padLength).map(l => ({ cid: l.Hash }))
   for await (const [shard, shardBlock] of readAhead(bs, shards, options)) {
-    yield * walkHamtShards(bs, shard.cid, shardBlock, options, depth + 1)
+    yield * walkHamtShards(bs, shard.cid, joinBlock(shardBlock), options, depth + 1)
   }
 }

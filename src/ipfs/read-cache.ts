@@ -77,16 +77,18 @@ export class ReadCache {
     return this.epoch
   }
 
-  /** Caches a block read from the store (best effort: a failure only means no cache). */
-  async put (name: string, bytes: Uint8Array, ticket: number): Promise<void> {
-    if (bytes.byteLength > this.maxBytes / 4 || this.index.has(name) || this.writing.has(name) || ticket !== this.epoch) return
+  /** Caches a block read from the store, given as the pieces it arrived in (best effort: a failure only means no cache). */
+  async put (name: string, pieces: readonly Uint8Array[], ticket: number): Promise<void> {
+    let size = 0
+    for (const p of pieces) size += p.byteLength
+    if (size > this.maxBytes / 4 || this.index.has(name) || this.writing.has(name) || ticket !== this.epoch) return
     this.writing.add(name)
     const tmp = join(this.dir, `${name}.${process.pid}${TMP}`)
     try {
-      await writeFile(tmp, bytes)
+      await writeFile(tmp, pieces)
       if (ticket !== this.epoch) { await unlink(tmp).catch(() => {}); return }
       await rename(tmp, join(this.dir, name))
-      this.remember(name, bytes.byteLength)
+      this.remember(name, size)
       await this.evict()
     } catch {
       await unlink(tmp).catch(() => {})

@@ -5,7 +5,10 @@
  * content addresses, so every write is idempotent.
  *
  * - Reads (`blockstore`, used by Helia, bitswap, the gateway, the fetcher and
- *   CAR export) go to the optional read cache first, then GetObject.
+ *   CAR export) go to the optional read cache first, then GetObject. A block
+ *   from the bucket is hashed as its body arrives and refused
+ *   (CorruptBlockError) unless it matches its CID: a damaged or replaced
+ *   object is never served, cached or migrated.
  * - A commit PUTs each staged block (fsync'd on local disk until then), at
  *   most S3_TUNING.concurrency at once, and returns only when every PUT has
  *   succeeded; the ledger records the pin after that. The staged files then
@@ -24,8 +27,8 @@ import type { Blockstore, InputPair, Pair } from 'interface-blockstore'
 import { base32upper } from 'multiformats/bases/base32'
 import { CID } from 'multiformats/cid'
 import * as Digest from 'multiformats/hashes/digest'
-import { randomBytes } from 'node:crypto'
-import { blockName, notFound, StorageUnavailableError, type BlockBackend, type BlockBuffers, type StagedFile, type StoredBlock } from './block-backend.js'
+import { createHash, randomBytes } from 'node:crypto'
+import { blockName, CorruptBlockError, notFound, StorageUnavailableError, type BlockBackend, type BlockBuffers, type StagedFile, type StoredBlock } from './block-backend.js'
 import { eachLimited } from './fs-backend.js'
 import type { ReadCache } from './read-cache.js'
 import { S3_TUNING, S3RequestError, type S3Connection } from './s3-client.js'
@@ -86,26 +89,46 @@ export class S3Backend implements BlockBackend {
   }
 
   async read (cid: CID, signal?: AbortSignal): Promise<Uint8Array | undefined> {
-    const name = blockName(cid)
-    const cached = await this.cache?.get(name)
-    if (cached != null) return cached
-    const ticket = this.cache?.ticket() ?? 0
-    const bytes = await this.readFromBucket(name, signal)
-    if (bytes != null && this.cache != null) void this.cache.put(name, bytes, ticket)
-    return bytes
+    const pieces = await this.readPieces(cid, signal)
+    return pieces == null ? undefined : joinPieces(pieces)
   }
 
-  /** GetObject, past the cache (migration reads every block back from the bucket to verify it). */
+  /**
+   * A block's bytes as they arrived (the body's pieces, not copied into one
+   * buffer: the gateway writes them to its client as they are), from the
+   * read cache or else from the bucket, verified against the CID there.
+   */
+  async readPieces (cid: CID, signal?: AbortSignal): Promise<Uint8Array[] | undefined> {
+    const name = blockName(cid)
+    const cached = await this.cache?.get(name)
+    if (cached != null) return [cached]
+    const ticket = this.cache?.ticket() ?? 0
+    const pieces = await this.piecesFromBucket(name, signal)
+    if (pieces != null && this.cache != null) void this.cache.put(name, pieces, ticket)
+    return pieces
+  }
+
+  /** GetObject, past the cache, verified (migration reads every block back from the bucket to check it). */
   async readFromBucket (name: string, signal?: AbortSignal): Promise<Uint8Array | undefined> {
-    const bytes = await this.conn.send<GetObjectCommandOutput, Uint8Array>('GetObject', new GetObjectCommand({ Bucket: this.bucket, Key: this.conn.key(name) }), { signal, allowMissing: true },
-      async (out) => await bodyBytes(out))
-    if (bytes == null) {
+    const pieces = await this.piecesFromBucket(name, signal)
+    return pieces == null ? undefined : joinPieces(pieces)
+  }
+
+  /**
+   * GetObject: the body's pieces, hashed as they arrive and checked against
+   * the multihash the name is (CorruptBlockError when they differ: a damaged
+   * or replaced object is never served).
+   */
+  private async piecesFromBucket (name: string, signal?: AbortSignal): Promise<Uint8Array[] | undefined> {
+    const pieces = await this.conn.send<GetObjectCommandOutput, Uint8Array[]>('GetObject', new GetObjectCommand({ Bucket: this.bucket, Key: this.conn.key(name) }), { signal, allowMissing: true },
+      async (out) => await verifiedBody(out, name))
+    if (pieces == null) {
       this.known.delete(name)
       this.missing(name)
       return undefined
     }
     this.remember(name)
-    return bytes
+    return pieces
   }
 
   async write (cid: CID, bytes: Uint8Array, signal?: AbortSignal): Promise<void> {
@@ -276,28 +299,44 @@ async function readStaged (path: string, buffers: BlockBuffers): Promise<{ bytes
   }
 }
 
-/** larger bodies than this are not read into one buffer sized by Content-Length up front (no block is near it) */
+/** a body longer than this is refused without reading it (no block is near it) */
 const MAX_OBJECT_BYTES = 16 * 1_048_576
+/** the hashes blocks are checked with (the ones pind pins: codecs.ts PIN_HASHERS) */
+const HASHES: Record<number, string> = { [SHA2_256]: 'sha256', 0x13: 'sha512' }
 
 /**
- * A GetObject body, read straight into one buffer of its Content-Length as
- * it arrives: one copy (the SDK's transformToByteArray pipes it into a
- * collector and concatenates the pieces after). A body that ends short or
- * runs long is an error.
+ * A GetObject body as the pieces it arrived in (no copy into one buffer),
+ * hashed piece by piece as they come (each is still in the CPU's cache) and
+ * checked against the multihash that `name` encodes: a body that ends short,
+ * runs long or does not match is a CorruptBlockError, and nothing of it is
+ * returned.
  */
-async function bodyBytes (out: GetObjectCommandOutput): Promise<Uint8Array> {
-  const body = out.Body as unknown as AsyncIterable<Uint8Array> & { transformToByteArray: () => Promise<Uint8Array> }
+async function verifiedBody (out: GetObjectCommandOutput, name: string): Promise<Uint8Array[]> {
+  const mh = Digest.decode(base32upper.decode(name))
+  const algorithm = HASHES[mh.code]
+  if (algorithm == null) throw new CorruptBlockError(`block ${name} uses hash 0x${mh.code.toString(16)}, which this node cannot verify; it is not served`)
   const length = out.ContentLength
-  if (length == null || length > MAX_OBJECT_BYTES || typeof body[Symbol.asyncIterator] !== 'function') return await body.transformToByteArray()
-  const bytes = Buffer.allocUnsafe(length)
+  if (length != null && length > MAX_OBJECT_BYTES) throw new CorruptBlockError(`block ${name} is stored as ${length} bytes, more than any block; it is not served`)
+  const hash = createHash(algorithm)
+  const pieces: Uint8Array[] = []
   let at = 0
-  for await (const piece of body) {
-    if (at + piece.byteLength > length) throw new Error(`the object's body is longer than its Content-Length ${length}`)
-    bytes.set(piece, at)
+  const body = out.Body as unknown as Partial<AsyncIterable<Uint8Array>> & { transformToByteArray: () => Promise<Uint8Array> }
+  // a handler whose body is not a Node stream: one piece
+  const source: AsyncIterable<Uint8Array> | Uint8Array[] = typeof body[Symbol.asyncIterator] === 'function' ? body as AsyncIterable<Uint8Array> : [await body.transformToByteArray()]
+  for await (const piece of source) {
     at += piece.byteLength
+    if (at > (length ?? MAX_OBJECT_BYTES)) throw new CorruptBlockError(`block ${name}: the object's body is longer than ${length ?? MAX_OBJECT_BYTES} bytes`)
+    hash.update(piece)
+    pieces.push(piece)
   }
-  if (at !== length) throw new Error(`the object's body ended after ${at} of ${length} bytes`)
-  return bytes
+  if (length != null && at !== length) throw new Error(`the object's body ended after ${at} of ${length} bytes`)
+  if (!hash.digest().equals(mh.digest)) throw new CorruptBlockError(`block ${name} in the bucket does not match its hash (a damaged or replaced object); it is not served`)
+  return pieces
+}
+
+/** one buffer of a block's pieces (no copy when there is one) */
+function joinPieces (pieces: Uint8Array[]): Uint8Array {
+  return pieces.length === 1 ? pieces[0] as Uint8Array : Buffer.concat(pieces)
 }
 
 async function collect (bytes: InputPair['bytes']): Promise<Uint8Array> {
@@ -327,10 +366,11 @@ class S3Blockstore implements Blockstore {
     for await (const { cid, bytes } of source) yield await this.put(cid, bytes, options)
   }
 
+  /** the block in the pieces its body arrived in (verified before the first is yielded): readers that want one buffer join them */
   async * get (cid: CID, options?: { signal?: AbortSignal }): AsyncGenerator<Uint8Array> {
-    const bytes = await this.b.read(cid, options?.signal)
-    if (bytes == null) throw notFound(cid)
-    yield bytes
+    const pieces = await this.b.readPieces(cid, options?.signal)
+    if (pieces == null) throw notFound(cid)
+    yield * pieces
   }
 
   async * getMany (source: Iterable<CID> | AsyncIterable<CID>, options?: { signal?: AbortSignal }): AsyncGenerator<Pair> {

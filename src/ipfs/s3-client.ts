@@ -23,7 +23,7 @@ import { readFileSync, statSync } from 'node:fs'
 import { HeadBucketCommand, S3Client } from '@aws-sdk/client-s3'
 import { z } from 'zod/v4'
 import type { Logger } from '../log.js'
-import { StorageTimeoutError, StorageUnavailableError } from './block-backend.js'
+import { CorruptBlockError, StorageTimeoutError, StorageUnavailableError } from './block-backend.js'
 
 export const S3_TUNING = {
   /** sockets (requests in flight) to the bucket across the whole process */
@@ -210,6 +210,12 @@ export class S3Connection {
       return result
     } catch (err) {
       if (opts.signal?.aborted === true) throw opts.signal.reason ?? err
+      if (err instanceof CorruptBlockError) {
+        // the bucket answered, with bytes that are not the block: not an outage, and said as it is
+        this.observe(operation, t0, 'error')
+        this.up()
+        throw err
+      }
       let kind = classify(err)
       // HeadBucket's 404 has no body: the bucket itself is missing
       if (kind === 'missing' && operation === 'HeadBucket') kind = 'unavailable'

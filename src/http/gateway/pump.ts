@@ -16,6 +16,15 @@ export function responseSignal (res: ServerResponse): AbortSignal {
 }
 
 /**
+ * What a response may hold queued before the pump waits for 'drain': one
+ * block. A block read from S3 comes as the pieces its body arrived in (64 KiB
+ * each); they are queued together and go out in one writev, instead of one
+ * wait per piece. The pieces are the block's own memory, so this holds no
+ * more than writing the block as one buffer did.
+ */
+export const QUEUED_BYTES = 1_048_576
+
+/**
  * Pumps `source` into `res` and ends it. Returns quietly if the client went
  * away; rethrows other errors (the caller's error mapping then cuts the
  * connection, since headers are already out).
@@ -24,7 +33,8 @@ export async function pump (res: ServerResponse, source: AsyncIterable<Uint8Arra
   try {
     for await (const chunk of source) {
       if (signal.aborted) return
-      if (!res.write(chunk)) await once(res, 'drain', { signal })
+      // a write that returns false will emit 'drain' once the queue is empty
+      if (!res.write(chunk) && res.writableLength >= QUEUED_BYTES) await once(res, 'drain', { signal })
     }
     if (!signal.aborted) res.end()
   } catch (err) {

@@ -16,16 +16,16 @@ describe('ReadCache', () => {
   it('stays within its bound, evicting the least recently used block first', async () => {
     const dir = join(tempDir(), 'cache')
     const cache = new ReadCache(dir, 40 * KB)
-    for (const name of ['BA', 'BB', 'BC', 'BD']) await cache.put(name, randomBytes(10 * KB), cache.ticket())
+    for (const name of ['BA', 'BB', 'BC', 'BD']) await cache.put(name, [randomBytes(10 * KB)], cache.ticket())
     expect(cache.bytes).toBe(40 * KB)
     expect(await cache.get('BA')).toBeDefined() // BA is now the most recently used
-    await cache.put('BE', randomBytes(10 * KB), cache.ticket())
+    await cache.put('BE', [randomBytes(10 * KB)], cache.ticket())
     expect(cache.bytes).toBe(40 * KB)
     expect(cache.has('BB')).toBe(false) // the least recently used went
     expect(existsSync(join(dir, 'BB'))).toBe(false)
     for (const name of ['BA', 'BC', 'BD', 'BE']) expect(cache.has(name)).toBe(true)
     // a block larger than a quarter of the cache is not cached at all
-    await cache.put('BF', randomBytes(11 * KB), cache.ticket())
+    await cache.put('BF', [randomBytes(11 * KB)], cache.ticket())
     expect(cache.has('BF')).toBe(false)
     expect(cache.hits).toBe(1)
   })
@@ -34,7 +34,7 @@ describe('ReadCache', () => {
     const dir = join(tempDir(), 'cache')
     const first = new ReadCache(dir, 100 * KB)
     const bytes = randomBytes(5 * KB)
-    await first.put('BX', bytes, first.ticket())
+    await first.put('BX', [bytes], first.ticket())
     writeFileSync(join(dir, 'BY.123.tmp'), 'torn')
     const again = new ReadCache(dir, 100 * KB)
     expect(again.blocks).toBe(1)
@@ -48,9 +48,9 @@ describe('ReadCache', () => {
     const cache = new ReadCache(join(tempDir(), 'cache'), 100 * KB)
     const ticket = cache.ticket() // a read from the bucket begins
     await cache.drop('BZ') // gc deletes the block meanwhile
-    await cache.put('BZ', randomBytes(KB), ticket) // the read ends
+    await cache.put('BZ', [randomBytes(KB)], ticket) // the read ends
     expect(cache.has('BZ')).toBe(false)
-    await cache.put('BZ', randomBytes(KB), cache.ticket())
+    await cache.put('BZ', [randomBytes(KB)], cache.ticket())
     expect(cache.has('BZ')).toBe(true)
     await cache.drop('BZ')
     expect(cache.has('BZ')).toBe(false)
