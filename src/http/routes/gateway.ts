@@ -276,42 +276,64 @@ async function serveFile (ctx: Ctx, file: FileEntry, name: string | undefined): 
   const { gw, rc, deps } = ctx
   const etag = `"${file.cid}"`
   const size = Number(file.size)
-  // the first bytes decide the type (and prove the first block is here)
-  const headChunks: Uint8Array[] = []
-  for await (const chunk of readFile(ctx.bs, file, { offset: 0n, length: BigInt(SNIFF_BYTES) }, { signal: ctx.signal })) headChunks.push(chunk)
-  const contentType = await detectContentType(name, Buffer.concat(headChunks))
-  const active = !isPassiveType(contentType)
-  const attachment = gw.download || (active && deps.allowActiveContent !== true)
-  const headers: Headers = {
-    ...ctx.headers,
-    etag,
-    'content-type': contentType,
-    ...dispositionHeader(attachment, gw.filename ?? (attachment ? name : undefined))
-  }
-  if (active && deps.allowActiveContent !== true) headers['content-security-policy'] = 'sandbox'
-  const d = decideBytes(rc.req, size, headers)
-  if (d.status === 304) { sendNotModified(rc.res, headers); return }
-  if (ctx.head || d.end === d.start) {
-    rc.res.writeHead(d.status, d.headers)
-    rc.res.end()
-    return
-  }
-  const body = readFile(ctx.bs, file, { offset: BigInt(d.start), length: BigInt(d.end - d.start) }, { signal: ctx.signal })
+  // which bytes go out (304, 206 or 200) does not depend on the type: decided
+  // first, so the body's reads (and their read-ahead) start at once
+  const range = decideBytes(rc.req, size, { etag })
+  const body = range.status !== 304 && !ctx.head && range.end > range.start
+    ? readFile(ctx.bs, file, { offset: BigInt(range.start), length: BigInt(range.end - range.start) }, { signal: ctx.signal })
+    : undefined
   try {
-    // the first block of the range is read before the status goes out, so a
-    // range that starts in a missing block is still a clean 404
-    const first = await body.next()
+    // the first bytes decide the type. From the body when it starts at the
+    // file's start (its first block is not read twice); either way the first
+    // block of the range is read before the status goes out, so a range that
+    // starts in a missing block is still a clean 404
+    const pulled: Uint8Array[] = []
+    let sniff: Buffer
+    if (body != null && range.status !== 304 && range.start === 0) {
+      let have = 0
+      while (have < SNIFF_BYTES) {
+        const next = await body.next()
+        if (next.done === true) break
+        pulled.push(next.value)
+        have += next.value.byteLength
+      }
+      sniff = Buffer.concat(pulled).subarray(0, SNIFF_BYTES)
+    } else {
+      const headChunks: Uint8Array[] = []
+      for await (const chunk of readFile(ctx.bs, file, { offset: 0n, length: BigInt(SNIFF_BYTES) }, { signal: ctx.signal })) headChunks.push(chunk)
+      sniff = Buffer.concat(headChunks)
+      if (body != null) {
+        const first = await body.next()
+        if (first.done !== true) pulled.push(first.value)
+      }
+    }
+    const contentType = await detectContentType(name, sniff)
+    const active = !isPassiveType(contentType)
+    const attachment = gw.download || (active && deps.allowActiveContent !== true)
+    const headers: Headers = {
+      ...ctx.headers,
+      etag,
+      'content-type': contentType,
+      ...dispositionHeader(attachment, gw.filename ?? (attachment ? name : undefined))
+    }
+    if (active && deps.allowActiveContent !== true) headers['content-security-policy'] = 'sandbox'
+    const d = decideBytes(rc.req, size, headers)
+    if (d.status === 304) { sendNotModified(rc.res, headers); return }
+    if (body == null) {
+      rc.res.writeHead(d.status, d.headers)
+      rc.res.end()
+      return
+    }
     rc.res.writeHead(d.status, d.headers)
-    await pump(rc.res, prepend(first, body), ctx.signal)
+    await pump(rc.res, prepend(pulled, body), ctx.signal)
   } finally {
-    await body.return(undefined)
+    await body?.return(undefined)
   }
 }
 
 /** `first` (already pulled from `rest`), then the rest of `rest` */
-async function * prepend<T> (first: IteratorResult<T, void>, rest: AsyncGenerator<T, void, undefined>): AsyncGenerator<T, void, undefined> {
-  if (first.done === true) return
-  yield first.value
+async function * prepend<T> (first: T[], rest: AsyncGenerator<T, void, undefined>): AsyncGenerator<T, void, undefined> {
+  yield * first
   yield * rest
 }
 

@@ -4,7 +4,9 @@ import type { ServerResponse } from 'node:http'
 import { describe, expect, it } from 'vitest'
 import { loadEntry, readFile } from '../../../src/ipfs/content.js'
 import { QUEUED_BYTES, pump } from '../../../src/http/gateway/pump.js'
-import { useServed, sha } from './helpers.js'
+import * as dagPb from '@ipld/dag-pb'
+import type { CID } from 'multiformats/cid'
+import { collect, useServed, sha } from './helpers.js'
 
 const s = useServed()
 
@@ -153,3 +155,32 @@ describe('backpressure and bounded reads', () => {
   })
 })
 
+describe('reads of a whole file', () => {
+  it('read each block of the file once: the type is sniffed from the body, not from a read of its own', async () => {
+    const store = s.fixture.store
+    await s.tracker.settled()
+    // the file's blocks, counted past the gateway
+    let blocks = 0
+    const walk = async (cid: CID): Promise<void> => {
+      blocks++
+      if (cid.code !== dagPb.code) return
+      for (const link of dagPb.decode(await collect(store.inner.get(cid))).Links) await walk(link.Hash)
+    }
+    await walk(s.fixture.big.cid)
+    expect(blocks).toBeGreaterThan(300)
+    const before = store.reads
+    const r = await fetch(`${s.base}/ipfs/${s.fixture.big.cid}`)
+    expect(r.status).toBe(200)
+    expect(r.headers.get('content-type')).toBe('application/octet-stream')
+    expect(sha(new Uint8Array(await r.arrayBuffer()))).toBe(sha(s.fixture.big.bytes))
+    await s.tracker.settled()
+    expect(store.reads - before).toBe(blocks)
+    // a range from the start: the blocks it covers, once each (root, first inner node, first leaf)
+    const ranged = store.reads
+    const g = await fetch(`${s.base}/ipfs/${s.fixture.big.cid}`, { headers: { range: 'bytes=0-99' } })
+    expect(g.status).toBe(206)
+    expect(Buffer.from(await g.arrayBuffer()).equals(Buffer.from(s.fixture.big.bytes.subarray(0, 100)))).toBe(true)
+    await s.tracker.settled()
+    expect(store.reads - ranged).toBe(3)
+  })
+})
