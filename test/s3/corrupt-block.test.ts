@@ -47,6 +47,19 @@ async function replaceObject (cid: CID, body: Uint8Array): Promise<void> {
   await s3c().send(new PutObjectCommand({ Bucket: bucket, Key: `${S3_PREFIX}${blockName(cid)}`, Body: body }))
 }
 
+/**
+ * A GET whose response may be cut: before its head left the server's buffers (the client sees a
+ * hang-up: status 0, nothing received) or after (the status, then a short body).
+ */
+async function cutGet (url: string): Promise<{ status: number, body: Uint8Array, complete: boolean }> {
+  try {
+    return await rawGet(url)
+  } catch (err) {
+    if (/socket hang up|ECONNRESET/.test(String(err))) return { status: 0, body: new Uint8Array(0), complete: false }
+    throw err
+  }
+}
+
 /** a file of 6 raw leaves of 256 KiB under one dag-pb root, stored in the bucket */
 async function storedFile (): Promise<{ cid: CID, bytes: Buffer, leaves: CID[] }> {
   const bytes = randomBytes(6 * LEAF)
@@ -97,9 +110,9 @@ describe('a block that does not match its CID in the bucket', () => {
     await replaceObject(bad, badBytes)
     const marker = badBytes.subarray(0, 64)
 
-    const file = await rawGet(`${base}/ipfs/${f.cid}`)
-    expect(file.status).toBe(200) // the status went out with the first block
-    expect(file.complete).toBe(false) // then the connection was cut
+    const file = await cutGet(`${base}/ipfs/${f.cid}`)
+    expect([0, 200]).toContain(file.status) // the status goes out with the first block (unless the cut came first)
+    expect(file.complete).toBe(false) // then the connection is cut
     expect(file.body.byteLength).toBeLessThanOrEqual(3 * LEAF)
     expect(Buffer.from(file.body).equals(f.bytes.subarray(0, file.body.byteLength))).toBe(true)
     expect(Buffer.from(file.body).includes(marker)).toBe(false)
@@ -113,7 +126,7 @@ describe('a block that does not match its CID in the bucket', () => {
     expect(before.status).toBe(206)
     expect(Buffer.from(before.body).equals(f.bytes.subarray(0, LEAF + 1))).toBe(true)
 
-    const car = await rawGet(`${base}/ipfs/${f.cid}?format=car`)
+    const car = await cutGet(`${base}/ipfs/${f.cid}?format=car`)
     expect(car.complete).toBe(false)
     expect(Buffer.from(car.body).includes(marker)).toBe(false)
 
