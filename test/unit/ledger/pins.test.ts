@@ -149,4 +149,37 @@ describe('PinLedger', () => {
     // pay-3: the process died between settling and recording
     expect([...new SettlementNotes(env).all()].map(s => s.paymentId)).toEqual(['pay-3'])
   })
+
+  it('counts pins by status for /metrics as a pass over every record would, reading only the pins not removed', async () => {
+    const past = new Date(Date.now() - 3600_000).toISOString()
+    await ledger.create(pin('live', A, 'pinned'), undefined, [A])
+    await ledger.create(pin('queued', B, 'queued'))
+    await ledger.create(pin('failed', B, 'failed'))
+    await ledger.create(pin('expired', C, 'pinned', '0xa', { pinnedUntil: past })) // past its time, not swept yet: not counted
+    await ledger.create(pin('gone', C, 'pinned'))
+    await ledger.remove('gone', 'unpinned')
+    await ledger.create(pin('down', C, 'pinned'))
+    await ledger.takeDown('down', 'a court order')
+    await ledger.create(pin('old', A, 'pinned'))
+    await ledger.create(pin('new', B, 'queued', '0xa', { replaces: 'old' }))
+    await ledger.importBatch([{ pin: pin('imported-removed', A, 'pinned', '0xb', { removed: { at: past, why: 'expired' } }) }], [])
+    const fullPass = { queued: 0, pinning: 0, pinned: 0, failed: 0, removed: 0 }
+    for (const p of ledger.all()) {
+      if (p.removed != null) fullPass.removed++
+      else if (p.status === 'failed' || ledger.isLive(p)) fullPass[p.status]++
+    }
+    expect(fullPass).toEqual({ queued: 2, pinning: 0, pinned: 1, failed: 2, removed: 3 })
+    expect(ledger.countByStatus()).toEqual(fullPass)
+    // the removed ones are counted, not read: a removed pin's record is never decoded
+    const pins = (ledger as unknown as { pins: { get: (id: string) => PinRecord | undefined } }).pins
+    const read: string[] = []
+    const get = pins.get.bind(pins)
+    pins.get = (id: string) => { read.push(id); return get(id) }
+    try {
+      ledger.countByStatus()
+    } finally {
+      pins.get = get
+    }
+    expect(read.sort()).toEqual(['down', 'expired', 'failed', 'live', 'new', 'queued'])
+  })
 })
