@@ -12,7 +12,6 @@
  * A token carrying the `pins:create-unpaid` permission (operator-issued)
  * creates pins without payment, capped at the service's pin limit.
  */
-import { randomUUID } from 'node:crypto'
 import { PIN_WITHOUT_PAYMENT } from '../auth/permissions.js'
 import type { TokenService, VerifiedToken } from '../auth/tokens.js'
 import { ConflictError, InputTooLargeError, InvalidInputError, NotFoundError, PaymentRequiredError, TooManyRequestsError, UnavailableError } from '../errors.js'
@@ -20,6 +19,7 @@ import { StorageUnavailableError, type BlockBackend } from '../ipfs/block-backen
 import { addMonths, nextCreated } from '../ledger/clock.js'
 import { PinGoneError, type PinLedger } from '../ledger/pins.js'
 import type { PaymentInfo, PaymentRecord, PinRecord } from '../ledger/records.js'
+import { newRequestid } from '../ledger/requestid.js'
 import type { Logger } from '../log.js'
 import { identifyPayment, type PaymentGate, type PaymentIdentity, type Quote, type VerifiedPayment } from '../payment/gate.js'
 import { bytesCoveredBy, priceFor, type PriceSettings } from '../payment/pricing.js'
@@ -230,7 +230,7 @@ function newPin (w: PinWrite, owner: string, maxBytes: number, payment: PaymentI
   const createdAt = new Date(Math.floor(created.us / 1000))
   const r = w.request
   return {
-    requestid: randomUUID(),
+    requestid: newRequestid(createdAt.getTime()),
     owner,
     cid: r.cidText,
     ...(r.name != null ? { name: r.name } : {}),

@@ -4,7 +4,6 @@
  * the blocks and write the pin + payment in one ledger transaction, and issue
  * the owner's wallet token. Unpaid or refused work leaves nothing behind.
  */
-import { randomUUID } from 'node:crypto'
 import type { TokenService } from '../auth/tokens.js'
 import { BodyTooLargeError, InputTimeoutError, InputTooLargeError, LengthRequiredError, PaymentRequiredError, RefusedError, ReplayRefusedError, UnavailableError } from '../errors.js'
 import { importFile, TooLargeError, type ImportTarget } from '../ipfs/import.js'
@@ -14,6 +13,7 @@ import type { BlockStaging, StagedImport } from '../ipfs/staging.js'
 import { addMonths, nextCreated } from '../ledger/clock.js'
 import { PaymentReusedError, type PinLedger } from '../ledger/pins.js'
 import type { PaymentRecord, PinRecord } from '../ledger/records.js'
+import { newRequestid } from '../ledger/requestid.js'
 import type { SettlementNotes, SettlingRecord } from '../ledger/settlements.js'
 import type { Logger } from '../log.js'
 import type { CID } from 'multiformats/cid'
@@ -311,7 +311,7 @@ function uploadPin (payment: VerifiedPayment, months: number, imported: { cid: C
   const created = nextCreated()
   const createdAt = new Date(Math.floor(created.us / 1000))
   return {
-    requestid: randomUUID(),
+    requestid: newRequestid(createdAt.getTime()),
     owner: payment.payer,
     cid: imported.cid.toString(),
     name: imported.name,
