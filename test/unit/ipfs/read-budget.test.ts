@@ -1,6 +1,6 @@
 /**
  * Memory bounds on the read side: many concurrent readers hold one block each
- * plus read-ahead from a shared budget of 32 blocks; and at most 16 size
+ * plus read-ahead from a shared budget of 8 blocks; and at most 16 size
  * probes reach the network at once (the rest quote as if the root were unreachable).
  */
 import { randomBytes } from 'node:crypto'
@@ -13,7 +13,7 @@ import type { IpfsNode } from '../../../src/ipfs/node.js'
 import { SizeProbe } from '../../../src/service/size-probe.js'
 
 describe('read-ahead budget', () => {
-  it('keeps block reads in flight to one per reader plus 32 shared, and gives the budget back', async () => {
+  it('keeps block reads in flight to one per reader plus 8 shared, and gives the budget back', async () => {
     let inFlight = 0
     let peak = 0
     let release!: () => void
@@ -36,7 +36,7 @@ describe('read-ahead budget', () => {
       peak = 0
       const all = Promise.all(Array.from({ length: readers }, drain))
       await new Promise(resolve => setTimeout(resolve, 20))
-      expect(peak).toBe(readers + 32) // without the budget: 40 × 4
+      expect(peak).toBe(readers + 8) // without the budget: 40 × 4; with the old one of 32, 72
       release()
       await all
       gate = new Promise<void>(resolve => { release = resolve })
