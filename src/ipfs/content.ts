@@ -459,8 +459,7 @@ export async function * readAhead<T extends { cid: CID }> (bs: LocalBlockstore, 
  * Blocks read ahead across all readers at once (about 1 MiB each). Eight
  * keeps one S3 reader's whole window (s3-client's readAhead) or eight disk
  * readers' one block ahead; readers past that read one block at a time.
- * It was 32, which 16 concurrent readers never reached: with their blocks
- * in hand and in socket buffers that was up to ~64 MiB (issue 18).
+ * It was 32, which 16 concurrent disk readers never reached (issue 18).
  */
 const PREFETCH_BUDGET = 8
 const prefetch = {
