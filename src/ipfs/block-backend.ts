@@ -20,10 +20,18 @@ export interface StoredBlock {
   size?: number
 }
 
-/** A staged block waiting for its commit: the CID and the file holding its bytes (fsync'd). */
-export interface StagedFile {
+/**
+ * A staged block waiting for its commit: `size` bytes at `offset` in a file
+ * on local disk (fdatasync'd). `whole`: the file holds this block alone (it
+ * may be moved rather than copied); otherwise it is one of many in a staging
+ * log (staging-log.ts).
+ */
+export interface StagedBlock {
   cid: CID
   path: string
+  offset: number
+  size: number
+  whole: boolean
 }
 
 /**
@@ -43,12 +51,12 @@ export interface BlockBackend {
   readonly blockstore: Blockstore
   /**
    * Stores staged blocks durably (idempotent: the names are content
-   * addresses). Call under the commit lock. The staged files may be moved
+   * addresses). Call under the commit lock. Whole staged files may be moved
    * away; whatever is left is the caller's to remove. Returns the blocks
    * (and bytes) the store did not hold before, for the usage figures (S3:
    * as far as this process knows; the usage walk corrects any drift).
    */
-  commit(files: StagedFile[], signal?: AbortSignal, buffers?: BlockBuffers): Promise<{ added: number, addedBytes: number }>
+  commit(blocks: StagedBlock[], signal?: AbortSignal, buffers?: BlockBuffers): Promise<{ added: number, addedBytes: number }>
   /** a stored block's bytes, or undefined when it is not stored (any other failure throws) */
   read(cid: CID, signal?: AbortSignal): Promise<Uint8Array | undefined>
   /** every stored block, in pages of at most 1000 (gc's sweep, migration) */

@@ -2,7 +2,8 @@
  * Blocks on the local disk: blockstore-fs's layout under blocks/ (one file
  * per block, `<shard>/<name>.data`, the shard being the name's next-to-last
  * two characters). A commit renames fsync'd staged files into their shards
- * and fsyncs every directory that gained an entry; gc walks the shard folders.
+ * (or copies a block out of a staging log into a file of its own) and fsyncs
+ * every directory that gained an entry; gc walks the shard folders.
  */
 import { randomBytes } from 'node:crypto'
 import { mkdir, open, opendir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises'
@@ -10,7 +11,8 @@ import { join } from 'node:path'
 import { FsBlockstore } from 'blockstore-fs'
 import { NextToLast } from 'blockstore-fs/sharding'
 import type { CID } from 'multiformats/cid'
-import { blockName, type BlockBackend, type StagedFile, type StoredBlock } from './block-backend.js'
+import { blockName, type BlockBackend, type StagedBlock, type StoredBlock } from './block-backend.js'
+import { readFully } from './staging-log.js'
 
 const SHARDING = new NextToLast()
 const EXT = SHARDING.extension
@@ -42,25 +44,27 @@ export class FsBackend implements BlockBackend {
 
   async ready (): Promise<void> {}
 
-  async commit (files: StagedFile[]): Promise<{ added: number, addedBytes: number }> {
-    const targets = new Map<string, { from: string, dir: string }>()
-    for (const f of files) {
-      const { dir, file } = SHARDING.encode(f.cid)
-      targets.set(file, { from: f.path, dir })
+  async commit (blocks: StagedBlock[]): Promise<{ added: number, addedBytes: number }> {
+    const targets = new Map<string, { block: StagedBlock, dir: string }>()
+    for (const block of blocks) {
+      const { dir, file } = SHARDING.encode(block.cid)
+      targets.set(file, { block, dir })
     }
     const dirs = new Set([...targets.values()].map(t => t.dir))
     await eachLimited([...dirs], async dir => { await mkdir(join(this.dir, dir), { recursive: true }) })
     let added = 0
     let addedBytes = 0
-    await eachLimited([...targets], async ([file, t]) => {
-      const to = join(this.dir, t.dir, file)
+    await eachLimited([...targets], async ([file, { block, dir }]) => {
+      const to = join(this.dir, dir, file)
       // a block the store holds already (the same content pinned again) adds nothing
-      const [src, dst] = await Promise.allSettled([stat(t.from), stat(to)])
-      if (src.status === 'fulfilled' && dst.status === 'rejected') {
+      if (await exists(to)) {
+        if (!block.whole) return
+      } else {
         added++
-        addedBytes += src.value.size
+        addedBytes += block.size
       }
-      await rename(t.from, to)
+      if (block.whole) await rename(block.path, to)
+      else await copyOut(block, to)
     })
     await eachLimited([...dirs], async dir => { await fsyncPath(join(this.dir, dir)) })
     await fsyncPath(this.dir)
@@ -161,6 +165,43 @@ export async function eachLimited<T> (items: T[], fn: (item: T) => Promise<void>
     while (next < items.length) await fn(items[next++] as T)
   }
   await Promise.all(Array.from({ length: Math.min(parallel, items.length) }, worker))
+}
+
+async function exists (path: string): Promise<boolean> {
+  try {
+    await stat(path)
+    return true
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false
+    throw err
+  }
+}
+
+/**
+ * A block that shares its staged file with others (a staging log): copied
+ * into a file of its own, fdatasync'd, then renamed to its name (so a crash
+ * leaves no torn block under a valid name).
+ */
+async function copyOut (block: StagedBlock, to: string): Promise<void> {
+  const bytes = Buffer.allocUnsafe(block.size)
+  const from = await open(block.path, 'r')
+  try {
+    await readFully(from, bytes, block.offset)
+  } finally {
+    await from.close()
+  }
+  const tmp = `${to}.${randomBytes(6).toString('hex')}.tmp`
+  const fh = await open(tmp, 'wx')
+  try {
+    for (let at = 0; at < bytes.byteLength;) at += (await fh.write(bytes, at, bytes.byteLength - at, at)).bytesWritten
+    await fh.datasync()
+  } catch (err) {
+    await fh.close().catch(() => {})
+    await unlink(tmp).catch(() => {})
+    throw err
+  }
+  await fh.close()
+  await rename(tmp, to)
 }
 
 export async function fsyncPath (path: string): Promise<void> {

@@ -9,16 +9,18 @@
  *   from the bucket is hashed as its body arrives and refused
  *   (CorruptBlockError) unless it matches its CID: a damaged or replaced
  *   object is never served, cached or migrated.
- * - A commit PUTs each staged block (fsync'd on local disk until then), at
- *   most S3_TUNING.concurrency at once, and returns only when every PUT has
- *   succeeded; the ledger records the pin after that. The staged files then
- *   move into the read cache (or are removed with their staging folder).
+ * - A commit PUTs each staged block (fsync'd on local disk until then: one
+ *   staging log per import, see staging-log.ts), at most
+ *   S3_TUNING.concurrency at once, each read by offset with its known size,
+ *   and returns only when every PUT has succeeded; the ledger records the
+ *   pin after that. Each stored block is copied into the read cache, if any
+ *   (a block staged in a file of its own is moved in instead).
  * - gc lists the prefix with ListObjectsV2 (pages of 1000, sizes included)
  *   and deletes with DeleteObjects (batches of up to 1000).
  * - A bucket that cannot be reached makes reads and writes fail at once with
  *   503/504 until a probe finds it again (S3Connection).
  */
-import { open } from 'node:fs/promises'
+import { open, type FileHandle } from 'node:fs/promises'
 import { finished, type Readable } from 'node:stream'
 import {
   DeleteObjectCommand, DeleteObjectsCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand,
@@ -29,9 +31,10 @@ import { base32upper } from 'multiformats/bases/base32'
 import { CID } from 'multiformats/cid'
 import * as Digest from 'multiformats/hashes/digest'
 import { createHash, randomBytes } from 'node:crypto'
-import { blockName, CorruptBlockError, notFound, StorageUnavailableError, type BlockBackend, type BlockBuffers, type StagedFile, type StoredBlock } from './block-backend.js'
+import { blockName, CorruptBlockError, notFound, StorageUnavailableError, type BlockBackend, type BlockBuffers, type StagedBlock, type StoredBlock } from './block-backend.js'
 import { eachLimited } from './fs-backend.js'
 import type { ReadCache } from './read-cache.js'
+import { readFully } from './staging-log.js'
 import { S3_TUNING, S3RequestError, type S3Connection } from './s3-client.js'
 
 /** a block's name: base32 (upper, with its multibase prefix B) of its multihash */
@@ -149,30 +152,36 @@ export class S3Backend implements BlockBackend {
     this.remember(name)
   }
 
-  async commit (files: StagedFile[], signal?: AbortSignal, buffers?: BlockBuffers): Promise<{ added: number, addedBytes: number }> {
-    const sizes = new Map<StagedFile, number>()
+  async commit (blocks: StagedBlock[], signal?: AbortSignal, buffers?: BlockBuffers): Promise<{ added: number, addedBytes: number }> {
     let added = 0
     let addedBytes = 0
-    await eachLimited(files, async (f) => {
-      signal?.throwIfAborted()
-      // read into a reused buffer (the import's chunk buffers, idle by now): a 100 MB upload would
-      // otherwise leave 100 MB of read buffers for the garbage collector, resident meanwhile
-      const staged = await readStaged(f.path, buffers ?? ownBuffers)
-      const size = staged.bytes.byteLength
-      const knownBefore = this.known.has(blockName(f.cid))
-      try {
-        await this.write(f.cid, staged.bytes, signal)
-      } finally {
-        staged.release()
-      }
-      sizes.set(f, size)
-      if (!knownBefore) {
-        added++
-        addedBytes += size
-      }
-    }, S3_TUNING.concurrency)
-    // every block is in the bucket: the staged copies become cached ones
-    if (this.cache != null) for (const [f, size] of sizes) await this.cache.adopt(blockName(f.cid), f.path, size)
+    const logs = new StagedFiles()
+    const wholes: StagedBlock[] = []
+    try {
+      await eachLimited(blocks, async (b) => {
+        signal?.throwIfAborted()
+        // read into a reused buffer (the import's chunk buffers, idle by now): a 100 MB upload would
+        // otherwise leave 100 MB of read buffers for the garbage collector, resident meanwhile
+        const staged = await readStaged(b, logs, buffers ?? ownBuffers)
+        const name = blockName(b.cid)
+        const knownBefore = this.known.has(name)
+        try {
+          await this.write(b.cid, staged.bytes, signal)
+          // in the bucket: the staged copy becomes a cached one (a whole file is moved in below, once all are stored)
+          if (this.cache != null && !b.whole) await this.cache.put(name, [staged.bytes], this.cache.ticket())
+        } finally {
+          staged.release()
+        }
+        if (b.whole) wholes.push(b)
+        if (!knownBefore) {
+          added++
+          addedBytes += b.size
+        }
+      }, S3_TUNING.concurrency)
+    } finally {
+      await logs.close()
+    }
+    if (this.cache != null) for (const b of wholes) await this.cache.adopt(blockName(b.cid), b.path, b.size)
     return { added, addedBytes }
   }
 
@@ -270,34 +279,51 @@ const ownBuffers: BlockBuffers = (() => {
   }
 })()
 
-/** A staged block's bytes in a reused buffer (larger blocks get their own); release() gives it back once sent. */
-async function readStaged (path: string, buffers: BlockBuffers): Promise<{ bytes: Uint8Array, release: () => void }> {
-  const fh = await open(path, 'r')
-  try {
-    const { size } = await fh.stat()
-    const pooled = size <= buffers.chunkSize
-    const buf = pooled ? buffers.take() : new Uint8Array(size)
-    let released = false
-    const release = (): void => {
-      if (released) return
-      released = true
-      if (pooled) buffers.give(buf)
+/** The staging logs a commit reads from, each opened once (a whole staged file is opened for its one read). */
+class StagedFiles {
+  private readonly open = new Map<string, Promise<FileHandle>>()
+
+  async handle (path: string): Promise<FileHandle> {
+    let fh = this.open.get(path)
+    if (fh == null) {
+      fh = open(path, 'r')
+      this.open.set(path, fh)
     }
-    let at = 0
-    try {
-      while (at < size) {
-        const { bytesRead } = await fh.read(buf, at, size - at, at)
-        if (bytesRead === 0) throw new Error(`${path} ended after ${at} of ${size} bytes`)
-        at += bytesRead
-      }
-    } catch (err) {
-      release()
-      throw err
-    }
-    return { bytes: buf.subarray(0, size), release }
-  } finally {
-    await fh.close()
+    return await fh
   }
+
+  async close (): Promise<void> {
+    await Promise.all([...this.open.values()].map(async fh => { await (await fh.catch(() => undefined))?.close() }))
+  }
+}
+
+/** A staged block's bytes in a reused buffer (larger blocks get their own); release() gives it back once sent. */
+async function readStaged (b: StagedBlock, logs: StagedFiles, buffers: BlockBuffers): Promise<{ bytes: Uint8Array, release: () => void }> {
+  const pooled = b.size <= buffers.chunkSize
+  const buf = pooled ? buffers.take() : new Uint8Array(b.size)
+  let released = false
+  const release = (): void => {
+    if (released) return
+    released = true
+    if (pooled) buffers.give(buf)
+  }
+  const bytes = buf.subarray(0, b.size)
+  try {
+    if (b.whole) {
+      const fh = await open(b.path, 'r')
+      try {
+        await readFully(fh, bytes, b.offset)
+      } finally {
+        await fh.close()
+      }
+    } else {
+      await readFully(await logs.handle(b.path), bytes, b.offset)
+    }
+  } catch (err) {
+    release()
+    throw err
+  }
+  return { bytes, release }
 }
 
 /** a body longer than this is refused without reading it (no block is near it) */

@@ -1,56 +1,47 @@
 /**
- * Staged writes: an import writes its blocks into a private staging folder
- * (the blockstore's file names, in one flat folder), and only a commit moves
- * them into the blockstore. So:
- *   - a failed, refused (413) or unpaid import leaves nothing in the blockstore;
+ * Staged writes: an import writes its blocks into a private staging folder,
+ * and only a commit hands them to the block backend. So:
+ *   - a failed, refused (413) or unpaid import leaves nothing in the store;
  *   - gc never sees half-imported DAGs (in-flight imports are invisible to it);
- *   - a crash leaves either a staging folder (removed at start) or committed,
- *     durable blocks — never a half-written block under a valid name.
+ *   - a crash leaves either a staging folder (removed at start, unless a
+ *     settlement note keeps it for reconciliation) or committed, durable
+ *     blocks — never a half-written block under a valid name.
  *
- * A staged block is written straight to its name inside `put`, while the
- * body is still arriving (blockstore-fs writes a temp file and renames it,
- * and never fsyncs). The temp-and-rename step is not needed here: nothing
- * else reads a staging folder, a failed write removes its file, and a crash
- * leaves the whole folder to the start-up sweep. Each block's fdatasync
- * starts as soon as its bytes are written and runs behind the import (at
- * most MAX_SYNCING at once per import), so the disk flushes while the body
- * streams in instead of holding up the importer; `seal` and `commit` wait
- * for every one of them (and fail if one failed), so nothing is settled or
- * committed before all of its blocks are on disk. The commit hands
- * the staged files to the block backend: on disk, only renames and directory
- * fsyncs, run in parallel so the file system can group them into few journal
- * commits; in S3, one PUT per block (see block-backend.ts). Whatever the
- * backend, nothing reaches the store before the commit, which the caller
- * makes only once the upload is paid or the fetched DAG complete.
+ * Blocks are written while the body is still arriving and flushed to disk
+ * behind the import; `seal` and `commit` wait for every flush (and fail if
+ * one failed), so nothing is settled or committed before all of its blocks
+ * are on disk. The folder holds one of two layouts, chosen by the backend
+ * the import begins with:
+ *   - on disk: one file per block (staging-files.ts), which the commit
+ *     renames into its shard, with directory fsyncs run in parallel so the
+ *     file system can group them into few journal commits: the bytes are
+ *     written once;
+ *   - in S3: one append-only log (staging-log.ts, `LOG`), flushed every few
+ *     MiB, from which the commit PUTs each block by offset: one file and a
+ *     few fdatasyncs per import instead of one of each per block.
+ * Whatever the backend, nothing reaches the store before the commit, which
+ * the caller makes only once the upload is paid or the fetched DAG complete.
+ * A sealed import is taken over after a crash (`adopt`) block by block,
+ * each checked against its CID's hash, from either layout.
  *
  * Commits run under the blockstore's commit lock so gc (which takes it
  * exclusively) never sweeps between a commit and its ledger record.
  */
 import { createHash, randomUUID } from 'node:crypto'
-import { mkdir, open, readdir, readFile, rm, unlink } from 'node:fs/promises'
+import { mkdir, readdir, readFile, rm } from 'node:fs/promises'
 import { join } from 'node:path'
-import { FsBlockstore } from 'blockstore-fs'
-import { NextToLast, type ShardingStrategy } from 'blockstore-fs/sharding'
 import type { CID } from 'multiformats/cid'
-import type { BlockBackend } from './block-backend.js'
+import { notFound, type BlockBackend, type StagedBlock } from './block-backend.js'
 import { ChunkPool, type Chunker } from './chunk-pool.js'
 import { fsyncPath } from './fs-backend.js'
 import { CHUNK_SIZE, type ImportTarget } from './import.js'
+import { FLAT, StagingFiles } from './staging-files.js'
+import { StagingLog } from './staging-log.js'
 
-/** the blockstore's layout */
-const SHARDING = new NextToLast()
-/**
- * A staging folder is flat: the blockstore's file names with no shard
- * directories (one import has no need for them, and each would be one more
- * mkdir and rmdir); a commit renames each file into its shard.
- */
-const FLAT: ShardingStrategy = {
-  extension: SHARDING.extension,
-  encode: (cid) => ({ dir: '', file: SHARDING.encode(cid).file }),
-  decode: (path) => SHARDING.decode(path)
-}
 /** a staging folder's name (begin's randomUUID): nothing read back from a note escapes the folder */
 const STAGING_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+/** the staging log's name in its folder (no block file is named so: theirs end in .data) */
+const LOG = 'blocks.log'
 /** the sha2-256 multihash code: the only hash this service writes */
 const SHA2_256 = 0x12
 /**
@@ -58,13 +49,22 @@ const SHA2_256 = 0x12
  * flight (the importer writes up to 10 leaves at once), 12 MiB at most
  */
 const IDLE_CHUNKS = 12
-/** staged blocks of one import whose fdatasync is still running (each holds a file handle): a put waits below this */
-const MAX_SYNCING = 32
+
+export type StagingLayout = 'files' | 'log'
+
+/** what staging.ts keeps of an import's layout (files or log) */
+interface Layout {
+  blockstore: ImportTarget
+  synced: () => Promise<void>
+  blocks: () => StagedBlock[]
+  /** no more writes: releases the file handle a log holds */
+  close: () => Promise<void>
+}
 
 export interface StagedImport {
   id: string
   /** write blocks here */
-  blockstore: FsBlockstore
+  blockstore: ImportTarget
   /** CIDs written so far, in order */
   cids: CID[]
   bytes: number
@@ -72,83 +72,8 @@ export interface StagedImport {
   chunker: (opts?: { ownsInput?: boolean }) => Chunker
   /** resolves once every block written so far is on disk (fdatasync'd); rejects if one could not be synced */
   synced: () => Promise<void>
-}
-
-/** An FsBlockstore whose `put` writes the final file directly and fsyncs it behind the import (see above). */
-class StagingBlockstore extends FsBlockstore {
-  private readonly writing = new Map<string, Promise<void>>()
-  /** fdatasyncs under way (they never reject: a failure is kept in syncError) */
-  private readonly syncing = new Set<Promise<void>>()
-  private syncError: unknown
-
-  constructor (private readonly root: string, private readonly staged: Pick<StagedImport, 'cids' | 'bytes'>, private readonly chunks: ChunkPool) {
-    super(root, { shardingStrategy: FLAT })
-  }
-
-  override async put (cid: CID, bytes: Uint8Array): Promise<CID> {
-    try {
-      return await this.putOnce(cid, bytes)
-    } finally {
-      // on disk (or failed): the chunker may fill these bytes again
-      this.chunks.give(bytes)
-    }
-  }
-
-  private async putOnce (cid: CID, bytes: Uint8Array): Promise<CID> {
-    const path = join(this.root, FLAT.encode(cid).file)
-    // the same block twice in one DAG (runs of zeros): the second waits for the first write
-    const inFlight = this.writing.get(path)
-    if (inFlight != null) {
-      await inFlight
-      return cid
-    }
-    const done = this.write(path, bytes)
-    this.writing.set(path, done)
-    try {
-      await done
-    } finally {
-      this.writing.delete(path)
-    }
-    this.staged.cids.push(cid)
-    this.staged.bytes += bytes.byteLength
-    return cid
-  }
-
-  /** Every block written so far is on disk; throws the first fdatasync failure. */
-  async synced (): Promise<void> {
-    while (this.syncing.size > 0) await Promise.all([...this.syncing])
-    if (this.syncError != null) throw this.syncError
-  }
-
-  private async write (path: string, bytes: Uint8Array): Promise<void> {
-    while (this.syncing.size >= MAX_SYNCING) await Promise.race(this.syncing)
-    if (this.syncError != null) throw this.syncError
-    let fh
-    try {
-      fh = await open(path, 'wx')
-    } catch (err) {
-      // written by an earlier attempt (a pin fetch resumes into the same staging folder)
-      if ((err as NodeJS.ErrnoException).code === 'EEXIST') return
-      throw err
-    }
-    try {
-      // one write call (fh.writeFile writes in pieces of 512 KiB: two trips through the thread pool per block)
-      for (let at = 0; at < bytes.byteLength;) at += (await fh.write(bytes, at, bytes.byteLength - at, at)).bytesWritten
-    } catch (err) {
-      await fh.close().catch(() => {})
-      await unlink(path).catch(() => {})
-      throw err
-    }
-    // the bytes are in the page cache (and the chunk buffer free again): the flush to disk runs behind the import
-    const handle = fh
-    const sync: Promise<void> = handle.datasync()
-      .catch((err: unknown) => { this.syncError ??= err })
-      .finally(async () => {
-        await handle.close().catch(() => {})
-        this.syncing.delete(sync)
-      })
-    this.syncing.add(sync)
-  }
+  /** the layout's own (staging.ts) */
+  readonly layout: Layout
 }
 
 /** A kept import that can never be committed (a block missing or not matching its CID). */
@@ -161,9 +86,15 @@ export class BlockStaging {
 
   /**
    * `store`: where commits put the blocks (the node's block backend);
-   * `onCommitted`: told how many blocks (and bytes) each commit added to the store (usage metrics)
+   * `onCommitted`: told how many blocks (and bytes) each commit added to the store (usage metrics);
+   * `layout`: how a new import stages its blocks (by default: a log when they go to S3, files on disk)
    */
-  constructor (private readonly store: BlockBackend, private readonly stagingDir: string, private readonly onCommitted?: (blocks: number, bytes: number) => void) {}
+  constructor (
+    private readonly store: BlockBackend,
+    private readonly stagingDir: string,
+    private readonly onCommitted?: (blocks: number, bytes: number) => void,
+    private readonly layout: () => StagingLayout = () => store.kind === 's3' ? 'log' : 'files'
+  ) {}
 
   /**
    * Removes staging folders left by a crash, except those in `keep`: the
@@ -178,40 +109,45 @@ export class BlockStaging {
   }
 
   /**
-   * Makes a finished import's folder durable (waits for its blocks'
-   * fdatasyncs, started as they were written, then fsyncs the folder that
-   * names them), so that it can be committed after a crash (adopt).
+   * Makes a finished import's folder durable (waits for its flushes,
+   * started as its blocks were written, then fsyncs the folder that names
+   * its files), so that it can be committed after a crash (adopt). No block
+   * is written to it after this.
    */
   async seal (staged: StagedImport): Promise<void> {
     await staged.synced()
+    await staged.layout.close()
     await fsyncPath(join(this.stagingDir, staged.id))
   }
 
   /**
    * Takes up a sealed import left by an earlier process: every block must
    * be in the staging folder or, committed already, in the blockstore, and
-   * hash to its CID. Returns it ready for `commit` (which moves what is
+   * hash to its CID. Returns it ready for `commit` (which stores what is
    * still staged); throws UnusableImportError naming the first block that
    * is missing or bad (any other error is the file system's, and passing).
    */
   async adopt (id: string, cids: CID[]): Promise<StagedImport> {
     if (!STAGING_ID.test(id)) throw new UnusableImportError(`not a staging folder name: ${id.slice(0, 80)}`)
     const root = join(this.stagingDir, id)
-    // a sealed import's blocks are on disk already
-    const staged: StagedImport = { id, blockstore: new FsBlockstore(root, { shardingStrategy: FLAT }), cids: [], bytes: 0, chunker: (opts) => this.chunks.chunker(opts), synced: async () => {} }
+    const log = await StagingLog.recover(join(root, LOG)).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return undefined
+      throw err
+    })
+    const files = log == null ? new StagingFiles(root) : undefined
+    const staged = this.importOf(id, log != null ? logLayout(log, this.chunks) : filesLayout(files as StagingFiles, this.chunks))
     for (const cid of cids) {
-      const inStaging = join(root, FLAT.encode(cid).file)
-      let bytes: Uint8Array
-      try {
-        bytes = await readFile(inStaging)
+      // the log's blocks were checked against their CIDs as it was read back
+      if (log?.isDamaged(cid) === true && !log.has(cid)) throw new UnusableImportError(`block ${cid.toString()} does not hash to its CID`)
+      const size = log != null ? log.sizeOf(cid) : await stagedFile(files as StagingFiles, root, cid)
+      if (size != null) {
         staged.cids.push(cid)
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
-        // committed already (the crash came after the commit): read it back from the store
-        bytes = await readCommitted(this.store, cid)
+        staged.bytes += size
+        continue
       }
-      const digest = createHash('sha256').update(bytes).digest()
-      if (cid.multihash.code !== SHA2_256 || !digest.equals(cid.multihash.digest)) throw new UnusableImportError(`block ${cid.toString()} does not hash to its CID`)
+      // committed already (the crash came after the commit): read it back from the store
+      const bytes = await readCommitted(this.store, cid)
+      checkHash(cid, bytes)
       staged.bytes += bytes.byteLength
     }
     return staged
@@ -237,38 +173,109 @@ export class BlockStaging {
   async begin (): Promise<StagedImport> {
     const id = randomUUID()
     const root = join(this.stagingDir, id)
-    const staged: StagedImport = { id, blockstore: undefined as unknown as FsBlockstore, cids: [], bytes: 0, chunker: (opts) => this.chunks.chunker(opts), synced: async () => {} }
-    const blockstore = new StagingBlockstore(root, staged, this.chunks)
-    staged.blockstore = blockstore
-    staged.synced = async () => { await blockstore.synced() }
-    await staged.blockstore.open()
+    await mkdir(root, { recursive: true })
+    let staged: StagedImport | undefined
+    const written = (cid: CID, size: number): void => {
+      (staged as StagedImport).cids.push(cid);
+      (staged as StagedImport).bytes += size
+    }
+    const layout = this.layout() === 'log'
+      ? logLayout(await StagingLog.create(join(root, LOG), written), this.chunks)
+      : filesLayout(new StagingFiles(root, written), this.chunks)
+    staged = this.importOf(id, layout)
     return staged
   }
 
   /**
-   * Stores every staged block durably in the block backend (once the
-   * files' fdatasyncs are done), then removes the staging folder. Call under the
+   * Stores every staged block durably in the block backend (once their
+   * flushes are done), then removes the staging folder. Call under the
    * commit lock.
    */
   async commit (staged: StagedImport): Promise<void> {
-    // a fetched DAG is committed unsealed: its blocks' fdatasyncs may still be running
+    // a fetched DAG is committed unsealed: its flushes may still be running
     await staged.synced()
-    const root = join(this.stagingDir, staged.id)
-    const files = new Map<string, { cid: CID, path: string }>()
-    for (const cid of staged.cids) {
-      const file = FLAT.encode(cid).file
-      files.set(file, { cid, path: join(root, file) })
-    }
-    // an S3 commit reads the staged files into the import's chunk buffers (idle by now) instead of buffers of its own
-    const { added, addedBytes } = await this.store.commit([...files.values()], undefined, this.chunks)
+    await staged.layout.close()
+    // an S3 commit reads the staged blocks into the import's chunk buffers (idle by now) instead of buffers of its own
+    const { added, addedBytes } = await this.store.commit(staged.layout.blocks(), undefined, this.chunks)
     if (added > 0) this.onCommitted?.(added, addedBytes)
     await this.discard(staged)
   }
 
   /** Removes a staging folder (see discardStagingFolder). */
-  async discard (staged: Pick<StagedImport, 'id'>): Promise<void> {
+  async discard (staged: Pick<StagedImport, 'id'> & { layout?: Layout }): Promise<void> {
+    await staged.layout?.close().catch(() => {})
     await discardStagingFolder(this.stagingDir, staged.id)
   }
+
+  private importOf (id: string, layout: Layout): StagedImport {
+    return { id, blockstore: layout.blockstore, cids: [], bytes: 0, chunker: (opts) => this.chunks.chunker(opts), synced: layout.synced, layout }
+  }
+}
+
+/** Files, one per block: each chunk buffer goes back to the pool once written. */
+function filesLayout (files: StagingFiles, chunks: ChunkPool): Layout {
+  return {
+    blockstore: {
+      put: async (cid: CID, bytes: Uint8Array) => {
+        try {
+          return await files.put(cid, bytes)
+        } finally {
+          // on disk (or failed): the chunker may fill these bytes again
+          chunks.give(bytes)
+        }
+      },
+      has: async (cid: CID) => await files.has(cid),
+      get: (cid: CID) => files.get(cid)
+    },
+    synced: async () => { await files.synced() },
+    blocks: () => files.blocks(),
+    close: async () => {}
+  }
+}
+
+/** One log: each chunk buffer goes back to the pool once its record is written. */
+function logLayout (log: StagingLog, chunks: ChunkPool): Layout {
+  return {
+    blockstore: {
+      put: async (cid: CID, bytes: Uint8Array) => {
+        try {
+          await log.put(cid, bytes)
+          return cid
+        } finally {
+          chunks.give(bytes)
+        }
+      },
+      has: async (cid: CID) => log.has(cid),
+      get: async function * (cid: CID) {
+        const bytes = await log.get(cid)
+        if (bytes == null) throw notFound(cid)
+        yield bytes
+      }
+    },
+    synced: async () => { await log.synced() },
+    blocks: () => log.blocks(),
+    close: async () => { await log.close() }
+  }
+}
+
+/** The size of a block staged in a file of its own, checked against its CID (undefined: no such file). */
+async function stagedFile (files: StagingFiles, root: string, cid: CID): Promise<number | undefined> {
+  let bytes
+  try {
+    bytes = await readFile(join(root, FLAT.encode(cid).file))
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined
+    throw err
+  }
+  checkHash(cid, bytes)
+  files.found(cid, bytes.byteLength)
+  return bytes.byteLength
+}
+
+/** A block that does not hash to its CID (or not with sha2-256) can never be committed. */
+function checkHash (cid: CID, bytes: Uint8Array): void {
+  const digest = createHash('sha256').update(bytes).digest()
+  if (cid.multihash.code !== SHA2_256 || !digest.equals(cid.multihash.digest)) throw new UnusableImportError(`block ${cid.toString()} does not hash to its CID`)
 }
 
 /** Removes a staging folder; retried if a late write races the removal (ENOTEMPTY). A name that is not one (a note's, read back) is ignored. */

@@ -9,7 +9,7 @@
  */
 import type { Blockstore } from 'interface-blockstore'
 import type { CID } from 'multiformats/cid'
-import type { BlockBackend, BlockBuffers, StagedFile, StoredBlock } from './block-backend.js'
+import type { BlockBackend, BlockBuffers, StagedBlock, StoredBlock } from './block-backend.js'
 
 export class SwitchableBackend implements BlockBackend {
   readonly blockstore: Blockstore & { readonly readAhead?: number }
@@ -46,7 +46,7 @@ export class SwitchableBackend implements BlockBackend {
     this.current = next
   }
 
-  async commit (files: StagedFile[], signal?: AbortSignal, buffers?: BlockBuffers): Promise<{ added: number, addedBytes: number }> { return await this.current.commit(files, signal, buffers) }
+  async commit (blocks: StagedBlock[], signal?: AbortSignal, buffers?: BlockBuffers): Promise<{ added: number, addedBytes: number }> { return await this.current.commit(blocks, signal, buffers) }
   async read (cid: CID, signal?: AbortSignal): Promise<Uint8Array | undefined> { return await this.current.read(cid, signal) }
   list (signal?: AbortSignal): AsyncIterable<StoredBlock[]> { return this.current.list(signal) }
   async sizeOf (block: StoredBlock): Promise<number | undefined> { return await this.current.sizeOf(block) }

@@ -20,7 +20,7 @@ async function * pieces (bytes: Uint8Array, sizes: number[]): AsyncGenerator<Uin
   }
 }
 
-async function collect (it: AsyncIterable<Uint8Array>): Promise<Uint8Array[]> {
+async function collect (it: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): Promise<Uint8Array[]> {
   const out: Uint8Array[] = []
   for await (const c of it) out.push(Uint8Array.from(c))
   return out
@@ -103,10 +103,10 @@ describe('staged import with reused chunk buffers', () => {
   const dirs: string[] = []
   afterEach(() => { for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true }) })
 
-  it('gives the same CID as the stock importer and every staged block holds its own bytes', async () => {
+  it.each(['files', 'log'] as const)('gives the same CID as the stock importer and every staged block holds its own bytes (%s)', async (layout) => {
     const dir = mkdtempSync(join(tmpdir(), 'pind-chunks-'))
     dirs.push(dir)
-    const staging = new BlockStaging(new FsBackend(join(dir, 'blocks')), join(dir, 'staging'))
+    const staging = new BlockStaging(new FsBackend(join(dir, 'blocks')), join(dir, 'staging'), undefined, () => layout)
     await staging.sweepLeftovers()
     // 13.5 chunks in odd-sized pieces, with repeated chunks (the same CID written twice)
     const unique = randomBytes(CHUNK_SIZE * 5)

@@ -8,7 +8,7 @@
  * loop retries after a failure.
  */
 import { randomBytes } from 'node:crypto'
-import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { startDevChain, type DevChain } from '../../../scripts/devchain/index.mjs'
@@ -163,7 +163,8 @@ describe('reconcileSettlements', () => {
     expect((await reconcileSettlements(notes, real, log, settlementActions(fulfilDeps()))).fulfilled).toEqual([])
   })
 
-  it('fulfils a paid upload from its sealed staging folder (kept across a restart), block by block; a bad block or a dropped note frees the folder', async () => {
+  it.each(['files', 'log'] as const)('fulfils a paid upload from its sealed staging folder (kept across a restart), block by block; a bad block or a dropped note frees the folder (staged as %s)', async (layout) => {
+    staging = new BlockStaging(new FsBackend(join(dir, 'blocks')), join(dir, 'staging'), undefined, () => layout)
     const stage = async (bytes: Uint8Array): Promise<{ id: string, cid: string, blocks: string[], bytes: number }> => {
       const staged = await staging.begin()
       const r = await importFile((async function * () { yield bytes })(), { blockstore: staged.blockstore, chunker: staged.chunker(), maxBytes: bytes.length })
@@ -190,9 +191,15 @@ describe('reconcileSettlements', () => {
     expect(stagingInUse(notes.all())).toEqual(new Set([good.id, bad.id, expired.id]))
     expect(await staging.sweepLeftovers(stagingInUse(notes.all()))).toBe(1)
     expect(existsSync(join(dir, 'staging', stray.id))).toBe(false)
-    // one of bad's blocks was torn
-    const torn = readdirSync(join(dir, 'staging', bad.id))[0] as string
-    writeFileSync(join(dir, 'staging', bad.id, torn), 'torn')
+    // one of bad's blocks was torn (its file; or one byte of the staging log, inside the first block)
+    const torn = join(dir, 'staging', bad.id, readdirSync(join(dir, 'staging', bad.id))[0] as string)
+    if (layout === 'files') writeFileSync(torn, 'torn')
+    else {
+      const log = readFileSync(torn)
+      const at = log.length >> 1
+      log[at] = (log[at] as number) ^ 0xff
+      writeFileSync(torn, log)
+    }
 
     const r = await reconcileSettlements(notes, real, log, settlementActions(fulfilDeps()))
     expect(r.error).toBeUndefined()
