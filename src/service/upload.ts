@@ -220,18 +220,15 @@ async function paidUpload (input: UploadInput, payment: VerifiedPayment, maxFile
     // payment is settled, so the payer is not charged, and its staged blocks go (finally, below)
     refuseDenied(imported.cid, staged.cids, d)
     const draft = uploadPin(payment, months, imported, staged, d)
+    // the store must answer before anyone is charged (one round trip, made while the staged blocks
+    // are flushed): if it went away while the body streamed in, the answer is 503 and the payment is not used
+    const ready = storeReady(d)
     // the staged blocks and their folder are on disk before anyone is charged: should the process
     // die once the money has moved, reconciliation commits them and records this pin (settlement-fulfil.ts)
     await d.staging.seal(staged)
     ms.seal = lap()
-    // the store must answer before anyone is charged (one round trip): if it went away while the
-    // body streamed in, the answer is 503 and the payment is not used
-    try {
-      await d.storage?.ready()
-    } catch (err) {
-      if (err instanceof StorageUnavailableError || err instanceof StorageTimeoutError) throw new StorageUnavailableError('the block storage became unreachable during the upload; nothing was kept and your payment was not used; retry shortly')
-      throw err
-    }
+    const unreachable = await ready
+    if (unreachable != null) throw unreachable
     ms.ready = lap()
     const settled = await settleNoted(d.gate, d.ledger, payment, `upload:${cid}`, { pin: draft, proof: payment.proof, upload: { staging: staged.id, blocks: staged.cids.map(String) } })
     if (!settled.ok) {
@@ -274,6 +271,17 @@ async function paidUpload (input: UploadInput, payment: VerifiedPayment, maxFile
   } finally {
     // a failed cleanup must not hide the request's own outcome (the folder is swept at the next start anyway)
     if (!keep) await d.staging.discard(staged).catch((err: Error) => { d.log.warn('could not remove a staging folder', { error: err.message }) })
+  }
+}
+
+/** Whether the block store answers now: undefined, or the error to answer with (never rejects: it is awaited after the seal). */
+async function storeReady (d: UploadDeps): Promise<Error | undefined> {
+  try {
+    await d.storage?.ready()
+    return undefined
+  } catch (err) {
+    if (err instanceof StorageUnavailableError || err instanceof StorageTimeoutError) return new StorageUnavailableError('the block storage became unreachable during the upload; nothing was kept and your payment was not used; retry shortly')
+    return err as Error
   }
 }
 
