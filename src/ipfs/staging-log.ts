@@ -8,7 +8,7 @@
  * there in one positional write, so puts run side by side, each in its own
  * place. The file is flushed behind the import: once SYNC_EVERY bytes have
  * been written since the last fdatasync began, another begins (one at a
- * time), so `synced` (seal, commit) waits only for the tail; one file and a
+ * time), so `synced` (seal, commit) waits only for the tail's; one file and a
  * few flushes instead of a file, an fdatasync and its journal commit per block.
  *
  * Where each block lies is kept in memory (its name → offset, size). After a
@@ -44,10 +44,11 @@ export class StagingLog {
   private end = 0
   /** bytes of records whose write completed */
   private written = 0
-  /** `written` when the running (or last) fdatasync began, and when the last one that succeeded began */
+  /** `written` when the latest fdatasync began, and when the latest one that succeeded began */
   private flushStart = 0
   private durable = 0
-  private syncing?: Promise<void>
+  /** fdatasyncs running (they never reject: a failure is kept in syncError) */
+  private readonly flushes = new Set<Promise<void>>()
   private syncError: unknown
 
   private constructor (readonly path: string, private fh: FileHandle | undefined, private readonly onWritten?: (cid: CID, size: number) => void) {}
@@ -144,25 +145,25 @@ export class StagingLog {
     return bytes
   }
 
-  /** Every block written so far is on disk (fdatasync'd); throws the first flush failure. */
+  /**
+   * Every block written so far is on disk (fdatasync'd); throws the first
+   * flush failure. The tail's flush starts at once, beside a background one
+   * still running (which covers less).
+   */
   async synced (): Promise<void> {
     while (this.writing.size > 0) await Promise.allSettled([...this.writing.values()])
-    for (;;) {
-      if (this.syncing != null) {
-        await this.syncing
-        continue
-      }
-      if (this.syncError != null) throw this.syncError
-      if (this.durable >= this.written) return
+    while (this.durable < this.written && this.syncError == null) {
       if (this.fh == null) throw new Error('this staging log was closed before its blocks were flushed')
-      this.flush()
+      if (this.flushStart < this.written || this.flushes.size === 0) this.flush()
+      await Promise.all([...this.flushes])
     }
+    if (this.syncError != null) throw this.syncError
   }
 
   /** Closes the file once every write is done (later puts fail; gets open the file again). */
   async close (): Promise<void> {
     while (this.writing.size > 0) await Promise.allSettled([...this.writing.values()])
-    await this.syncing
+    while (this.flushes.size > 0) await Promise.all([...this.flushes])
     const fh = this.fh
     this.fh = undefined
     await fh?.close()
@@ -185,7 +186,7 @@ export class StagingLog {
     this.places.set(name, { cid, offset: at + header.byteLength, size: bytes.byteLength })
     this.written += header.byteLength + bytes.byteLength
     this.onWritten?.(cid, bytes.byteLength)
-    if (this.syncing == null && this.written - this.flushStart >= SYNC_EVERY) this.flush()
+    this.flushBehind()
   }
 
   /** Starts an fdatasync covering every write completed so far. */
@@ -194,13 +195,19 @@ export class StagingLog {
     if (fh == null) return
     const covers = this.written
     this.flushStart = covers
-    this.syncing = fh.datasync().then(
+    const flush: Promise<void> = fh.datasync().then(
       () => { this.durable = Math.max(this.durable, covers) },
       (err: unknown) => { this.syncError ??= err }
     ).finally(() => {
-      this.syncing = undefined
-      if (this.syncError == null && this.written - this.flushStart >= SYNC_EVERY) this.flush()
+      this.flushes.delete(flush)
+      this.flushBehind()
     })
+    this.flushes.add(flush)
+  }
+
+  /** A background flush, when none is running and SYNC_EVERY bytes were written since the last one began. */
+  private flushBehind (): void {
+    if (this.flushes.size === 0 && this.syncError == null && this.written - this.flushStart >= SYNC_EVERY) this.flush()
   }
 }
 
