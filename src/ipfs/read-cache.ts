@@ -4,7 +4,8 @@
  * least recently used first once the total passes the bound. It is only a
  * cache: the bucket is the store. Blocks are cached when read from the bucket
  * and when committed (a new upload's blocks are the likeliest to be read
- * next: the staged file is moved in, no copy). Files are written to a
+ * next: each is written from the commit's buffer once it is in the bucket,
+ * or a block staged in a file of its own is moved in). Files are written to a
  * temporary name and renamed, so a crash leaves no torn block under a real
  * name; the index is rebuilt from the folder at start.
  */
