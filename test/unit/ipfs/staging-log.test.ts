@@ -51,6 +51,17 @@ async function stage (staging: BlockStaging, blocks: Buffer[]): Promise<{ staged
 const logOf = (dir: string, staged: { id: string }): string => join(dir, 'staging', staged.id, 'blocks.log')
 
 describe('staging log', () => {
+  it('is not what an import bound for the disk stages into: that is one file per block, moved on commit', async () => {
+    const dir = tempDir()
+    const staging = new BlockStaging(new FsBackend(join(dir, 'blocks')), join(dir, 'staging'))
+    const b = randomBytes(1000)
+    const { staged } = await stage(staging, [b])
+    const files = readdirSync(join(dir, 'staging', staged.id))
+    expect(files).toHaveLength(1)
+    expect(files[0]).toMatch(/^[A-Z2-7]+\.data$/)
+    await staging.discard(staged)
+  })
+
   it('one file per import; flushed behind the import every SYNC_EVERY bytes; seal and commit wait for the tail', async () => {
     const proto = await fileHandleProto()
     const real = proto.datasync
