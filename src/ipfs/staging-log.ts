@@ -28,7 +28,7 @@ import { blockName, type StagedBlock } from './block-backend.js'
 const MAGIC = 0x31425350
 const HEADER = 12
 /** bytes written between background flushes */
-export const SYNC_EVERY = 8 * 1_048_576
+export const SYNC_EVERY = 2 * 1_048_576
 /** the sha2-256 multihash code: the only hash an upload writes */
 const SHA2_256 = 0x12
 
