@@ -7,17 +7,18 @@
  * A put reserves its record's place at the end of the file and writes it
  * there in one positional write, so puts run side by side, each in its own
  * place. The file is flushed behind the import: once SYNC_EVERY bytes have
- * been written since the last fdatasync began, another begins (one at a
- * time), so `synced` (seal, commit) waits only for the tail's; one file and a
- * few flushes instead of a file, an fdatasync and its journal commit per block.
+ * been written since the last fdatasync began, another begins (one at a time
+ * in the background), so `synced` (seal, commit) flushes only the tail: one
+ * file and a few flushes instead of a file, an fdatasync and its journal
+ * commit per block.
  *
  * Where each block lies is kept in memory (its name → offset, size). After a
  * crash `recover` rebuilds that by reading the records back from the start: a
  * record that has no valid header or is cut short by the end of the file ends
- * it (a torn tail), and a block counts only if its bytes hash to its CID
- * (one that does not is noted as damaged). (A
- * record written after a failed write is found in memory only; a sealed
- * import, the only kind taken over after a crash, had no failed write.)
+ * it (a torn tail), and a block counts only if its bytes hash to its CID (a
+ * whole record that does not is noted as damaged). A record written after a
+ * failed write is found in memory only: a sealed import, the only kind taken
+ * over after a crash, had no failed write (its import would have failed).
  */
 import { createHash } from 'node:crypto'
 import { open, type FileHandle } from 'node:fs/promises'
