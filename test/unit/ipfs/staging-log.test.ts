@@ -6,7 +6,6 @@
  */
 import { randomBytes } from 'node:crypto'
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs'
-import { open } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it, vi } from 'vitest'
@@ -15,18 +14,13 @@ import { rawCid } from '../../../scripts/peer/index.mjs'
 import { FsBackend } from '../../../src/ipfs/fs-backend.js'
 import { BlockStaging, UnusableImportError, type StagedImport } from '../../../src/ipfs/staging.js'
 import { SYNC_EVERY } from '../../../src/ipfs/staging-log.js'
+import { fileHandleProto } from '../../helpers/file-handle.js'
 
 const dirs: string[] = []
 afterEach(() => {
   vi.restoreAllMocks()
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true })
 })
-
-async function fileHandleProto (): Promise<{ datasync: () => Promise<void> }> {
-  const fh = await open(process.execPath, 'r')
-  await fh.close()
-  return Object.getPrototypeOf(fh)
-}
 
 function tempDir (): string {
   const dir = mkdtempSync(join(tmpdir(), 'pind-staging-log-'))

@@ -5,25 +5,19 @@
  */
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
-import { open } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { rawCid } from '../../../scripts/peer/index.mjs'
 import type { BlockBackend } from '../../../src/ipfs/block-backend.js'
 import { BlockStaging } from '../../../src/ipfs/staging.js'
+import { fileHandleProto } from '../../helpers/file-handle.js'
 
 const dirs: string[] = []
 afterEach(() => {
   vi.restoreAllMocks()
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true })
 })
-
-async function fileHandleProto (): Promise<{ datasync: () => Promise<void> }> {
-  const fh = await open(process.execPath, 'r')
-  await fh.close()
-  return Object.getPrototypeOf(fh)
-}
 
 function setup (): { staging: BlockStaging, committed: string[] } {
   const dir = mkdtempSync(join(tmpdir(), 'pind-staging-sync-'))
