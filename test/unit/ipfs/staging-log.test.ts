@@ -14,7 +14,7 @@ import { rawCid } from '../../../scripts/peer/index.mjs'
 import { FsBackend } from '../../../src/ipfs/fs-backend.js'
 import { BlockStaging, UnusableImportError, type StagedImport } from '../../../src/ipfs/staging.js'
 import { SYNC_EVERY } from '../../../src/ipfs/staging-log.js'
-import { fileHandleProto } from '../../helpers/file-handle.js'
+import { fileHandleProto, holdDatasyncs } from '../../helpers/file-handle.js'
 
 const dirs: string[] = []
 afterEach(() => {
@@ -57,32 +57,27 @@ describe('staging log', () => {
   })
 
   it('one file per import; flushed behind the import every SYNC_EVERY bytes; seal and commit wait for the tail', async () => {
-    const proto = await fileHandleProto()
-    const real = proto.datasync
-    let release!: () => void
-    const gate = new Promise<void>(resolve => { release = resolve })
-    let started = 0
-    vi.spyOn(proto, 'datasync').mockImplementation(async function (this: unknown) { started++; await gate; return await real.call(this) })
+    const held = await holdDatasyncs()
     const dir = tempDir()
     const { staging, store } = logStaging(dir)
     const staged = await staging.begin()
     const block = (): Buffer => randomBytes(1_048_576)
     const perFlush = Math.ceil(SYNC_EVERY / (1_048_576 + 100))
     for (let i = 0; i < perFlush - 1; i++) { const b = block(); await staged.blockstore.put(rawCid(b), b) }
-    expect(started).toBe(0)
+    expect(held.started()).toBe(0)
     // the block that passes SYNC_EVERY starts a flush; the put does not wait for it, nor do the next
     for (let i = 0; i < 3; i++) { const b = block(); await staged.blockstore.put(rawCid(b), b) }
-    expect(started).toBe(1)
+    expect(held.started()).toBe(1)
     expect(readdirSync(join(dir, 'staging', staged.id))).toEqual(['blocks.log'])
     let sealed = false
     const seal = staging.seal(staged).then(() => { sealed = true })
     await new Promise(resolve => setTimeout(resolve, 50))
     expect(sealed).toBe(false)
     // the tail written after the first flush began gets a flush of its own, started at once beside it
-    expect(started).toBe(2)
-    release()
+    expect(held.started()).toBe(2)
+    held.release()
     await seal
-    expect(started).toBe(2)
+    expect(held.started()).toBe(2)
     await staging.commit(staged)
     expect(staged.cids).toHaveLength(perFlush + 2)
     for (const cid of staged.cids) expect(await store.read(cid)).toBeDefined()

@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import { rawCid } from '../../../scripts/peer/index.mjs'
 import type { BlockBackend } from '../../../src/ipfs/block-backend.js'
 import { BlockStaging } from '../../../src/ipfs/staging.js'
-import { fileHandleProto } from '../../helpers/file-handle.js'
+import { fileHandleProto, holdDatasyncs } from '../../helpers/file-handle.js'
 
 const dirs: string[] = []
 afterEach(() => {
@@ -29,17 +29,12 @@ function setup (): { staging: BlockStaging, committed: string[] } {
 
 describe('staging fdatasync', () => {
   it('a put returns before its block is flushed; seal and commit wait for every flush', async () => {
-    const proto = await fileHandleProto()
-    const real = proto.datasync
-    let release!: () => void
-    const gate = new Promise<void>(resolve => { release = resolve })
-    let started = 0
-    vi.spyOn(proto, 'datasync').mockImplementation(async function (this: unknown) { started++; await gate; return await real.call(this) })
+    const held = await holdDatasyncs()
     const { staging, committed } = setup()
     const staged = await staging.begin()
     const blocks = Array.from({ length: 5 }, () => randomBytes(1000))
     for (const b of blocks) await staged.blockstore.put(rawCid(b), b)
-    expect(started).toBe(5)
+    expect(held.started()).toBe(5)
     let sealed = false
     const seal = staging.seal(staged).then(() => { sealed = true })
     let done = false
@@ -48,7 +43,7 @@ describe('staging fdatasync', () => {
     expect(sealed).toBe(false)
     expect(done).toBe(false)
     expect(committed).toEqual([])
-    release()
+    held.release()
     await seal
     await commit
     expect(committed.length).toBe(5)
