@@ -1,5 +1,8 @@
+import { getHeapSpaceStatistics, getHeapStatistics } from 'node:v8'
 import { afterEach, describe, expect, it } from 'vitest'
-import { collectWhenIdle, type IdleCollection } from '../../src/heap.js'
+import { collectWhenIdle, fullCollection, type IdleCollection } from '../../src/heap.js'
+
+const MiB = 1024 * 1024
 
 /** blocks the event loop for `ms` (busy, as under load), without allocating */
 function spin (ms: number): void {
@@ -50,5 +53,29 @@ describe('collectWhenIdle', () => {
     } finally {
       clearInterval(load)
     }
+  })
+})
+
+describe('fullCollection (the idle collection)', () => {
+  const newSpace = (): number => (getHeapSpaceStatistics().find(s => s.space_name === 'new_space')?.space_size ?? NaN)
+
+  it('gives back what a load grew: the young generation back to its minimum, the old one compacted', () => {
+    // a load: a steady stream of objects of which many survive a while (grows both generations)
+    let keep: Array<{ i: number, s: string }> = []
+    for (let round = 0; round < 50; round++) {
+      for (let i = 0; i < 20_000; i++) keep.push({ i, s: `x${i}` })
+      if (keep.length > 300_000) keep = keep.slice(150_000)
+    }
+    const grown = newSpace()
+    expect(grown).toBeGreaterThanOrEqual(16 * MiB)
+    // the load ends: most of what it made dies
+    keep = keep.filter((_, i) => i % 50 === 0)
+    fullCollection()()
+    expect(keep.length).toBeGreaterThan(0)
+    // a plain gc() (one mark-compact) leaves the young generation as large as it grew and
+    // the old one's emptied pages committed: here ~60 MiB committed beyond what is used
+    expect(newSpace()).toBeLessThanOrEqual(2 * MiB)
+    const h = getHeapStatistics()
+    expect(h.total_heap_size - h.used_heap_size).toBeLessThan(16 * MiB)
   })
 })
