@@ -32,6 +32,15 @@ export interface DialOutcome {
  * sent it is answered since every ended want is cancelled: want-cancels.ts.)
  * Any block bitswap takes (up to MAX_BLOCK_BYTES) is kept. Kept for the life
  * of a quote, within a byte budget (oldest first out).
+ *
+ * Kept no longer than needed (issue 18): a heap snapshot of the service idle
+ * after a soak (scripts/soak.mjs, 8 + 4 clients) found the whole budget,
+ * 16 MiB of root blocks, held here — half the process's ArrayBuffer memory
+ * then, and all of its growth since start — because entries left only when
+ * a newer block was remembered. Now a kept block goes when a fetch that
+ * stores it takes it (a want without `remember`: the paid fetch, which
+ * stages the block; a later want finds it stored) and when its time is up,
+ * by a timer, whether or not anything else arrives.
  */
 const RECENT_MAX_BYTES = 16 * 1024 * 1024
 const RECENT_TTL_MS = 10 * 60_000
@@ -39,6 +48,8 @@ const RECENT_TTL_MS = 10 * 60_000
 export class BlockNetwork {
   private readonly recent = new Map<string, { bytes: Uint8Array, until: number }>()
   private recentBytes = 0
+  /** drops kept blocks whose time is up (set while any is kept; keeps no process alive) */
+  private expiry: NodeJS.Timeout | undefined
   private readonly cancels: WantCancels
 
   /** `originPolicy`: which addresses request-supplied origins may make this node dial (see origins.ts) */
@@ -82,7 +93,11 @@ export class BlockNetwork {
   async retrieve (cid: CID, signal: AbortSignal, opts: { remember?: boolean } = {}): Promise<Uint8Array> {
     const key = Buffer.from(cid.multihash.bytes).toString('base64')
     const hit = this.recent.get(key)
-    if (hit != null && hit.until > Date.now()) return hit.bytes
+    if (hit != null && hit.until > Date.now()) {
+      // a fetch that stores the block takes it for good; a quote may ask again
+      if (opts.remember !== true) this.forget(key)
+      return hit.bytes
+    }
     const broker = this.node.bitswap()
     const bytes = await this.cancels.want(cid, signal, async () => await broker.retrieve?.(cid, { signal, maxSize: MAX_BLOCK_BYTES }) as Uint8Array)
     await verifyBlock(this.node, cid, bytes)
@@ -90,13 +105,17 @@ export class BlockNetwork {
     return bytes
   }
 
+  /** blocks kept to be asked for again, and their bytes */
+  kept (): { blocks: number, bytes: number } {
+    return { blocks: this.recent.size, bytes: this.recentBytes }
+  }
+
   private remember (key: string, bytes: Uint8Array): void {
     if (bytes.byteLength > MAX_BLOCK_BYTES) return
     const now = Date.now()
     for (const [k, v] of this.recent) {
       if (v.until > now && this.recentBytes + bytes.byteLength <= RECENT_MAX_BYTES) break
-      this.recent.delete(k)
-      this.recentBytes -= v.bytes.byteLength
+      this.forget(k)
     }
     if (this.recent.has(key)) return
     // bitswap hands a block out as a view into the whole message it came in (up to a few MiB):
@@ -105,6 +124,31 @@ export class BlockNetwork {
     const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : bytes.slice()
     this.recent.set(key, { bytes: own, until: now + RECENT_TTL_MS })
     this.recentBytes += bytes.byteLength
+    this.expire()
+  }
+
+  private forget (key: string): void {
+    const v = this.recent.get(key)
+    if (v == null) return
+    this.recent.delete(key)
+    this.recentBytes -= v.bytes.byteLength
+  }
+
+  /** Drops the kept blocks whose time is up, and sets the timer for the next (entries are in order of their time). */
+  private expire (): void {
+    if (this.expiry != null) return
+    const now = Date.now()
+    for (const [k, v] of this.recent) {
+      if (v.until > now) break
+      this.forget(k)
+    }
+    const next = this.recent.values().next().value
+    if (next == null) return
+    this.expiry = setTimeout(() => {
+      this.expiry = undefined
+      this.expire()
+    }, next.until - now)
+    this.expiry.unref()
   }
 
   /** Tells peers that asked for this block that we have it now. */

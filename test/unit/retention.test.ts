@@ -5,7 +5,7 @@
  * messages; 1000 cached 402 bodies held 55 of Buffer's 64 KiB pool slabs).
  */
 import { randomBytes } from 'node:crypto'
-import { describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { sha256 } from 'multiformats/hashes/sha2'
 import { rawCid } from '../../scripts/peer/index.mjs'
 import { PaymentRequiredError } from '../../src/errors.js'
@@ -35,6 +35,52 @@ describe('kept blocks', () => {
     expect(asked).toBe(1) // the second came from what was kept
     expect(Buffer.from(kept).equals(block)).toBe(true)
     expect(kept.buffer.byteLength).toBe(block.length) // before: the whole 4 MiB message
+  })
+})
+
+/** a node whose bitswap hands out `block` (as a view into a bigger message) and counts the wants */
+function nodeSending (block: Uint8Array): { node: IpfsNode, asked: () => number } {
+  let asked = 0
+  const message = new Uint8Array(block.length + 100)
+  message.set(block, 50)
+  const node = {
+    bitswap: () => ({ retrieve: async () => { asked++; return message.subarray(50, 50 + block.length) }, bitswap: { wantList: { wants: new Map(), peers: new Map() } } }),
+    getHasher: async () => sha256,
+    connections: () => [],
+    isConnected: () => false
+  } as unknown as IpfsNode
+  return { node, asked: () => asked }
+}
+
+describe('kept blocks are let go (issue 18: found holding 16 MiB in a service idle after a soak)', () => {
+  afterEach(() => { vi.useRealTimers() })
+
+  it('a kept block is handed once to the fetch that stores it, then let go; a quote asking again keeps it', async () => {
+    const block = randomBytes(1000)
+    const cid = rawCid(block)
+    const { node, asked } = nodeSending(block)
+    const network = new BlockNetwork(node)
+    await network.retrieve(cid, AbortSignal.timeout(1000), { remember: true }) // the quote's probe
+    await network.retrieve(cid, AbortSignal.timeout(1000), { remember: true }) // the paid retry's quote
+    expect(asked()).toBe(1)
+    const stored = await network.retrieve(cid, AbortSignal.timeout(1000)) // the paid fetch, which stages it
+    expect(Buffer.from(stored).equals(block)).toBe(true)
+    expect(asked()).toBe(1)
+    expect(network.kept()).toEqual({ blocks: 0, bytes: 0 })
+    await network.retrieve(cid, AbortSignal.timeout(1000))
+    expect(asked()).toBe(2) // before: still 1, the block held for 10 minutes
+  })
+
+  it('kept blocks go when their time is up, though nothing else arrives', async () => {
+    vi.useFakeTimers({ toFake: ['Date', 'setTimeout', 'clearTimeout'] })
+    const block = randomBytes(1000)
+    const { node } = nodeSending(block)
+    const network = new BlockNetwork(node)
+    await network.retrieve(rawCid(block), AbortSignal.timeout(60_000), { remember: true })
+    vi.advanceTimersByTime(9 * 60_000)
+    expect(network.kept()).toEqual({ blocks: 1, bytes: 1000 })
+    vi.advanceTimersByTime(60_000)
+    expect(network.kept()).toEqual({ blocks: 0, bytes: 0 }) // before: held until a newer block is remembered
   })
 })
 
