@@ -13,7 +13,11 @@
  *     allowance, one at a time per client; if it turns out unpaid, the
  *     client owes its unit (the allowance goes below zero).
  * Over the limit: 429 with Retry-After, in the spec's error shape. Memory is
- * bounded: at most `maxClients` buckets, the idlest dropped first.
+ * bounded: at most `maxClients` buckets, the idlest dropped first. And a
+ * bucket unused for FULL_AFTER_MS is full again, the same as none: such
+ * buckets are dropped as new clients come (issue 18), so a client population
+ * that passed by (an attacker's IPv6 /64s, ~110 bytes a bucket) is not kept
+ * at the bound for the life of the process.
  */
 import type { IncomingMessage } from 'node:http'
 import { TooManyRequestsError } from '../errors.js'
@@ -43,6 +47,9 @@ export interface Admission {
 
 const NOTHING: Admission = { refund () {}, done () {} }
 
+/** unused this long, any bucket is full again (from the most it can owe, one unit, at one unit a minute or more) */
+const FULL_AFTER_MS = 2 * 60_000
+
 export class RateLimiter {
   private readonly unpaid = new Map<string, Bucket>()
   private readonly reads = new Map<string, Bucket>()
@@ -52,6 +59,11 @@ export class RateLimiter {
   constructor (private readonly limits: RateLimits, private readonly now: () => number = Date.now) {
     this.proxies = new Set(limits.trustedProxies)
     this.max = limits.maxClients ?? 100_000
+  }
+
+  /** buckets kept (clients seen within FULL_AFTER_MS, about) */
+  clients (): { unpaid: number, reads: number } {
+    return { unpaid: this.unpaid.size, reads: this.reads.size }
   }
 
   /** Admits a request or throws a TooManyRequestsError when it is over its client's limit. */
@@ -88,6 +100,11 @@ export class RateLimiter {
     const now = this.now()
     let b = buckets.get(key)
     if (b == null) {
+      // least recently seen first: drop those that are full again (one in flight ahead of its allowance stays)
+      for (const [k, old] of buckets) {
+        if (now - old.at < FULL_AFTER_MS || old.lent) break
+        buckets.delete(k)
+      }
       if (buckets.size >= this.max) buckets.delete(buckets.keys().next().value as string)
       b = { tokens: perMinute, at: now, lent: false }
     } else {

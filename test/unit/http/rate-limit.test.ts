@@ -123,4 +123,37 @@ describe('RateLimiter', () => {
     // reads with readsPerMinute 0 are unlimited and keep no bucket
     expect(() => { for (let i = 0; i < 100; i++) rl.admit(req('GET', '192.0.2.9')) }).not.toThrow()
   })
+
+  it('lets go of the buckets of clients gone for two minutes (full again) as new clients come, not only at the bound', () => {
+    let now = 0
+    const rl = new RateLimiter({ unpaidPerMinute: 1, readsPerMinute: 5, trustedProxies: [] }, () => now)
+    // a passing population: 1000 IPv6 /64s, one write and one read each
+    for (let i = 0; i < 1000; i++) {
+      rl.admit(req('POST', `2001:db8:${i}::1`))
+      rl.admit(req('GET', `2001:db8:${i}::1`))
+    }
+    expect(rl.clients()).toEqual({ unpaid: 1000, reads: 1000 })
+    now += 60_000
+    const staying = req('POST', '198.51.100.1')
+    rl.admit(staying)
+    expect(rl.clients().unpaid).toBe(1001) // a minute: a bucket may still be owed
+    now += 60_000
+    rl.admit(req('POST', '198.51.100.2'))
+    rl.admit(req('GET', '198.51.100.2'))
+    expect(rl.clients()).toEqual({ unpaid: 2, reads: 1 }) // before: 1002 and 1001, kept up to maxClients (100,000)
+    // the one seen a minute ago keeps its (spent) allowance
+    expect(() => { rl.admit(staying) }).not.toThrow()
+    expect(() => { rl.admit(staying) }).toThrow(/too many unpaid/)
+    // one admitted ahead of an empty allowance and still in flight keeps its bucket
+    const borrower = (): IncomingMessage => req('POST', '198.51.100.3', { authorization: 'Bearer x' })
+    rl.admit(borrower())
+    const inFlight = rl.admit(borrower())
+    now += 5 * 60_000
+    rl.admit(req('POST', '198.51.100.4'))
+    expect(rl.clients().unpaid).toBe(2)
+    inFlight.done()
+    now += 5 * 60_000
+    rl.admit(req('POST', '198.51.100.5'))
+    expect(rl.clients().unpaid).toBe(1)
+  })
 })
