@@ -12,16 +12,6 @@
  * Held at its start-up size the new space is 2 MiB (two 1 MiB semi-spaces),
  * so `--max-semi-space-size` has nothing left to bound (issue 18).
  *
- * That held for `node dist/pind.cjs` but not for the packaged binary: loading
- * its bundle grows the young generation to 16 MiB before `serve` can hold it,
- * and /metrics showed it at 16 MiB all through a soak. So serve runs one
- * `fullCollection` (below) once started, which shrinks it to its minimum,
- * where the flag then holds it (test/e2e/heap-start.test.ts). Measured side
- * by side (scripts/soak.mjs 5 8, load average 13): anonymous memory at start
- * 53 vs 73 MiB, mean RSS under load 190 vs 219 MiB (anonymous 117 vs 147),
- * RSS max 243 vs 250 MiB, idle after the load 153 vs 162 MiB; requests
- * served 8,063 vs 8,565 (-6%, within the noise of a loaded machine).
- *
  * The flag is set at run time (V8 reads it each time it considers growing,
  * so setting it after start-up is honoured): that covers the packaged binary
  * and `node dist/pind.cjs` alike without touching NODE_OPTIONS, which the

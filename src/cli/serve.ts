@@ -9,7 +9,7 @@ import { DataDirLockedError } from '../datadir/lock.js'
 import { BlockstoreRecordError } from '../datadir/blockstore-record.js'
 import { BackendChoiceError } from '../ipfs/open-backend.js'
 import { S3ConfigError } from '../ipfs/s3-client.js'
-import { collectWhenIdle, fullCollection, holdYoungGeneration } from '../heap.js'
+import { collectWhenIdle, holdYoungGeneration } from '../heap.js'
 import type { Logger } from '../log.js'
 import { StartupError } from '../startup-errors.js'
 import { COMMIT, VERSION } from '../version.js'
@@ -34,8 +34,6 @@ export async function serve (config: Readonly<Config>, log: Logger): Promise<voi
     }
     throw err
   }
-  // loading the bundle grew the young generation before holdYoungGeneration ran: back to its minimum, held there (heap.ts)
-  fullCollection()()
   const payments = daemon.payments()
   const settler = 'settler' in payments && payments.settler != null
     ? `  settler:    ${payments.settler}${payments.settlerBalanceWei != null ? ` (${payments.settlerBalanceWei} wei)` : ''}`
