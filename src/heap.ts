@@ -12,6 +12,21 @@
  * Held at its start-up size the new space is 2 MiB (two 1 MiB semi-spaces),
  * so `--max-semi-space-size` has nothing left to bound (issue 18).
  *
+ * Measured later (issue 18): in the packaged binary that start-up size is
+ * 16 MiB (/metrics all through a soak), since loading the bundle grows the
+ * young generation before `serve` runs this. Tried and not kept: one full
+ * collection once serve has started, to hold it at 2 MiB from the start.
+ * Memory was lower (soak 5 8 side by side, load average 10: anonymous at
+ * start 53 vs 73 MiB, mean RSS under load 185 vs 228 MiB, max 204 vs
+ * 280), but the small young generation promotes what would have died young:
+ * by minute 4, 3,458 vs 893 scavenges, 541 vs 165 mark-compacts, 25 vs
+ * 13 s of GC, 555 vs 885 uploads done. Beware: an idle spell has the same
+ * effect today. V8's memory reducer (and `collectWhenIdle`, below) shrink
+ * the young generation to its minimum when the process goes quiet (1 MiB
+ * seen at idle on main too), and this flag then holds it there for the next
+ * load. A bound instead of a hold (`--max-semi-space-size`, which V8 reads
+ * only at start: NODE_OPTIONS in malloc.ts's re-exec) is the thing to try.
+ *
  * The flag is set at run time (V8 reads it each time it considers growing,
  * so setting it after start-up is honoured): that covers the packaged binary
  * and `node dist/pind.cjs` alike without touching NODE_OPTIONS, which the
