@@ -100,6 +100,17 @@ export interface SoakSummary {
     /** the machine's 1-minute load average over the loaded phase */
     loadAvg: { mean: number, max: number }
   }
+  /** ledger.mdb after the run (serve stopped), by sub-database: scripts/ledger-stats.mjs */
+  ledger: {
+    pageSize: number
+    fileBytes: number
+    freePages: number
+    /** whole pages' bytes per acknowledged paid write, by sub-database, plus '(free pages)' and 'file' */
+    bytesPerPaidWrite: Record<string, number>
+    dbs: Record<string, { pages: number, leaf: number, branch: number, overflow: number, entries: number, bytes: number }>
+    /** the printed table */
+    lines: string[]
+  }
   serviceLog: { errors: number, warnings: number, last: string[] }
   samples: SoakSample[]
   csv: string | null

@@ -36,6 +36,9 @@
  *
  * Prints throughput, errors, p50/p99 per operation and a memory verdict: a
  * plateau, or the growth per hour of a linear fit of RSS over the second half.
+ * Then, with serve stopped, where the ledger's bytes went: pages and entries
+ * of each sub-database of ledger.mdb, and bytes per paid write of each
+ * (scripts/ledger-stats.mjs) — lmdb maps the file, so its growth is RSS.
  *
  * Usage: node scripts/soak.mjs [minutes=30] [clients=16] [--quote-clients N]
  *   [--csv file] [--json file] [--restart-at 0.33] [--no-restart] [--idle 60]
@@ -59,6 +62,7 @@ import { x402Client, x402HTTPClient } from '@x402/fetch'
 import { Agent, request } from 'undici'
 import { privateKeyToAccount } from 'viem/accounts'
 import { startDevChain, usdcBalance } from './devchain/index.mjs'
+import { formatLedgerStats, ledgerStats } from './ledger-stats.mjs'
 import { startPeer } from './peer/index.mjs'
 
 const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)))
@@ -698,6 +702,25 @@ export async function runSoak (opts = {}) {
     money.payToDelta = (await usdcBalance(chain, chain.payTo)) - payTo0
     if (money.payToDelta !== money.charged) money.mismatches.push(`payee received ${money.payToDelta}, the ledger charged ${money.charged}`)
 
+    // ---- the ledger's bytes, by sub-database (serve stopped: the ledger is read on its own) ----
+    const last = state.serve
+    last.p.kill('SIGTERM')
+    if (await last.exit !== 0) error('stop', 'serve did not exit 0 on SIGTERM')
+    const ledgerSt = ledgerStats(dataDir)
+    const ledger = {
+      pageSize: ledgerSt.pageSize,
+      fileBytes: ledgerSt.fileBytes,
+      freePages: ledgerSt.freePages,
+      /** bytes (whole pages) per acknowledged paid write, by sub-database; '(free pages)' are freed and not yet reused, 'file' is ledger.mdb */
+      bytesPerPaidWrite: Object.fromEntries([
+        ...Object.entries(ledgerSt.dbs).map(([name, d]) => [name, d.bytes / Math.max(1, allWrites.length)]),
+        ['(free pages)', ledgerSt.freePages * ledgerSt.pageSize / Math.max(1, allWrites.length)],
+        ['file', ledgerSt.fileBytes / Math.max(1, allWrites.length)]
+      ]),
+      dbs: ledgerSt.dbs,
+      lines: formatLedgerStats(ledgerSt, allWrites.length)
+    }
+
     // ---- summary ----
     const stats = Object.fromEntries(OPS.filter(o => state.counts[o] > 0).map(o => [o, {
       n: state.counts[o], p50Ms: percentile(state.lat[o], 0.5), p99Ms: percentile(state.lat[o], 0.99)
@@ -740,6 +763,7 @@ export async function runSoak (opts = {}) {
       writes: { acknowledged: allWrites.length, ...verify, ok: verify.failures.length === 0 && verify.verified === verify.live && verify.deletedGone === verify.deleted },
       money: { ...money, charged: String(money.charged), chainDelta: String(money.chainDelta), payToDelta: String(money.payToDelta), ok: money.mismatches.length === 0 && money.reconciled === clients },
       memory,
+      ledger,
       serviceLog: state.serviceLog,
       samples,
       csv: csvPath
@@ -776,6 +800,7 @@ function printSummary (s, log) {
   log(`memory: RSS idle ${f0(mem.idleStartRssMiB)} MiB at start, max ${f0(mem.maxRssMiB)} MiB, idle ${f0(mem.idleEndRssMiB)} MiB after the load (${mem.idleEndVsStartPct >= 0 ? '+' : ''}${f0(mem.idleEndVsStartPct)}%, anonymous ${f0(mem.idleEndAnonMiB)} MiB); heap used max ${f0(mem.maxHeapUsedMiB)} MiB, external max ${f0(mem.maxExternalMiB)} MiB (ArrayBuffers ${f0(mem.maxArrayBuffersMiB)}); fds ${mem.fds.start} → max ${mem.fds.max} → ${mem.fds.end}; ledger ${f0(mem.ledgerMiB)} MiB, blocks ${f0(mem.blocksMiB)} MiB`)
   log(`machine load average under load: mean ${mem.loadAvg.mean.toFixed(2)}, max ${mem.loadAvg.max.toFixed(2)}`)
   log(`memory verdict: ${mem.verdict === 'plateau' ? 'plateau' : `growing ${mem.growthPerHourMiB.toFixed(0)} MiB/h`} (linear fit of RSS over the last ${f0(mem.windowS)} s of load: ${mem.growthPerHourMiB >= 0 ? '+' : ''}${mem.growthPerHourMiB.toFixed(1)} MiB/h, ${mem.growthPct.toFixed(1)}% of ${f0(mem.meanRssMiB)} MiB over the window)`)
+  for (const l of s.ledger.lines) log(l)
   if (s.serviceLog.errors > 0) log(`service logged ${s.serviceLog.errors} error(s), ${s.serviceLog.warnings} warning(s); last: ${s.serviceLog.last.slice(-3).join(' | ')}`)
   if (s.csv != null) log(`samples: ${s.csv}`)
 }

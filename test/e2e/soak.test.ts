@@ -57,6 +57,13 @@ describe('soak', () => {
       expect(rows[0]).toMatch(/^t_s,phase,pid,rss_mib,/)
       expect(rows.length).toBe(s.samples.length + 1)
       expect(report).toMatch(/memory verdict: (plateau|growing)/)
+
+      // where the ledger's bytes went, by sub-database, per paid write (read with serve stopped)
+      expect(s.ledger.dbs.pins?.entries).toBeGreaterThanOrEqual(s.paidWrites)
+      expect(s.ledger.dbs.payments?.entries).toBeGreaterThanOrEqual(s.paidWrites)
+      for (const db of ['pins', 'payments', 'pins-by-owner', 'file']) expect(s.ledger.bytesPerPaidWrite[db], db).toBeGreaterThan(0)
+      expect(report).toMatch(/ledger\.mdb .* bytes per paid write over \d+/)
+      expect(report).toMatch(/\n {2}pins +\d+/)
     } finally {
       rmSync(csv, { force: true })
     }
