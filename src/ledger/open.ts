@@ -9,7 +9,7 @@ import { open, type Database } from 'lmdb'
 export const LEDGER_SCHEMA_VERSION = 1
 
 /** the upgrades of the ledger's indexes (PinLedger.upgrade), each run once */
-export type Upgrade = 'index:owner-summaries' | 'index:pins-by-expiry' | 'repair:replacement-chains' | 'index:provide-keys'
+export type Upgrade = 'index:owner-summaries' | 'index:pins-by-expiry' | 'repair:replacement-chains' | 'index:provide-keys' | 'compact:records'
 
 /**
  * The environment, for the ledger's own classes (this folder). Outside it,

@@ -26,16 +26,18 @@ import type { LedgerEnv } from './open.js'
 import { ProvideKeys } from './provide-keys.js'
 import { isLive, withdrawn, type PaymentRecord, type PinRecord } from './records.js'
 import type { SettlingRecord } from './settlements.js'
+import { oldLayout, paymentByRef, paymentIdOf, readPayment, readPin, readSummary, storePayment, storePin, storeSummary, type StoredPayment, type StoredPin, type StoredSummary } from './stored.js'
 
 type OwnerKey = [string, number, string]
 const MAX_REQUESTID_LENGTH = 128
 type CidKey = [string, string]
 
 export class PinLedger {
-  private readonly pins: Database<PinRecord, string>
-  private readonly byOwner: Database<PinSummary, OwnerKey>
+  /** records as ./stored.ts stores them: read through getPin, getPayment, summaries */
+  private readonly pins: Database<StoredPin, string>
+  private readonly byOwner: Database<StoredSummary, OwnerKey>
   private readonly byCid: Database<string, CidKey>
-  private readonly payments: Database<PaymentRecord, string>
+  private readonly payments: Database<StoredPayment, string>
   private readonly pinBlocks: Database<string[], string>
   private readonly blockRefs: Database<number, string>
   private readonly fetchQueue: Database<number, string>
@@ -49,10 +51,10 @@ export class PinLedger {
 
   constructor (private readonly env: LedgerEnv, opts: { graceMs?: number } = {}) {
     this.graceMs = opts.graceMs ?? 0
-    this.pins = env.db<PinRecord>('pins')
-    this.byOwner = env.db<PinSummary>('pins-by-owner')
+    this.pins = env.db<StoredPin>('pins')
+    this.byOwner = env.db<StoredSummary>('pins-by-owner')
     this.byCid = env.db<string>('pins-by-cid')
-    this.payments = env.db<PaymentRecord>('payments')
+    this.payments = env.db<StoredPayment>('payments')
     this.pinBlocks = env.db<string[]>('pin-blocks')
     this.blockRefs = env.db<number>('block-refs')
     this.fetchQueue = env.db<number>('fetch-queue')
@@ -64,23 +66,67 @@ export class PinLedger {
     seedClock(maxUs)
   }
 
-  /** Writes a pin and its owner-index summary (inside a transaction). */
+  /**
+   * Writes a pin and its owner-index summary (inside a transaction). A pin
+   * whose payment record is in the ledger keeps only a reference to it
+   * (./stored.ts): write the payment first.
+   */
   private putPin (requestid: string, pin: PinRecord): void {
-    this.pins.put(requestid, pin)
-    this.byOwner.put([pin.owner, pin.createdUs, requestid], summaryOf(pin))
+    this.pins.put(requestid, storePin(pin, this.getPayment(pin.payment.id)))
+    this.byOwner.put([pin.owner, pin.createdUs, requestid], storeSummary(summaryOf(pin)))
+  }
+
+  private getPin (requestid: string): PinRecord | undefined {
+    const stored = this.pins.get(requestid)
+    return stored == null ? undefined : readPin(requestid, stored, (id) => this.getPayment(id))
+  }
+
+  private getPayment (id: string): PaymentRecord | undefined {
+    const stored = this.payments.get(id)
+    return stored == null ? undefined : readPayment(id, stored)
+  }
+
+  private putPayment (p: PaymentRecord): void {
+    this.payments.put(p.id, storePayment(p))
+  }
+
+  /** every pin, whole, in requestid order */
+  private * allPins (): Generator<PinRecord> {
+    for (const { key, value } of this.pins.getRange()) yield readPin(key, value, (id) => this.getPayment(id))
+  }
+
+  /**
+   * Rewrites records as ./stored.ts stores them: without the fields equal to
+   * their keys, and a pin's payment as a reference when the payments database
+   * holds its record (inside a transaction; a record already so is left alone).
+   */
+  private compactRecords (): void {
+    // payments first: a pin then refers to its payment's record
+    for (const { key, value } of this.payments.getRange()) {
+      if (oldLayout(value)) this.payments.put(key, storePayment(readPayment(key, value)))
+    }
+    for (const { key, value } of this.pins.getRange()) {
+      if (!oldLayout(value) && paymentByRef(value)) continue
+      const pin = readPin(key, value, (id) => this.getPayment(id))
+      const stored = storePin(pin, this.getPayment(pin.payment.id))
+      if (oldLayout(value) || paymentByRef(stored)) this.pins.put(key, stored)
+    }
+    for (const { key, value } of this.byOwner.getRange()) {
+      if (oldLayout(value)) this.byOwner.put(key, storeSummary(readSummary(key[2], value)))
+    }
   }
 
   /** Builds indexes added after a ledger was created, and repairs what older versions left (idempotent; a no-op once done). */
   async upgrade (): Promise<void> {
     if (!this.env.upgraded('index:owner-summaries')) {
       await this.env.transaction(() => {
-        for (const { value: pin } of this.pins.getRange()) this.byOwner.put([pin.owner, pin.createdUs, pin.requestid], summaryOf(pin))
+        for (const pin of this.allPins()) this.byOwner.put([pin.owner, pin.createdUs, pin.requestid], storeSummary(summaryOf(pin)))
         this.env.setUpgraded('index:owner-summaries')
       })
     }
     if (!this.env.upgraded('index:pins-by-expiry')) {
       await this.env.transaction(() => {
-        for (const { value: pin } of this.pins.getRange()) {
+        for (const pin of this.allPins()) {
           if (pin.removed == null) this.byExpiry.put([Date.parse(pin.pinnedUntil), pin.requestid], pin.requestid)
         }
         this.env.setUpgraded('index:pins-by-expiry')
@@ -94,10 +140,16 @@ export class PinLedger {
       // every pin holding block references is announced (the same rule as addRefs/releaseRefs)
       await this.env.transaction(() => {
         for (const { key: requestid, value: blocks } of this.pinBlocks.getRange()) {
-          const pin = this.pins.get(requestid)
+          const pin = this.getPin(requestid)
           if (pin != null && blocks.length > 0) this.provides.hold(pin.cid, blocks)
         }
         this.env.setUpgraded('index:provide-keys')
+      })
+    }
+    if (!this.env.upgraded('compact:records')) {
+      await this.env.transaction(() => {
+        this.compactRecords()
+        this.env.setUpgraded('compact:records')
       })
     }
   }
@@ -109,11 +161,11 @@ export class PinLedger {
   get (requestid: string): PinRecord | undefined {
     // requestids are UUIDs; a far longer string cannot be one (and would not fit an LMDB key)
     if (requestid.length > MAX_REQUESTID_LENGTH) return undefined
-    return this.pins.get(requestid)
+    return this.getPin(requestid)
   }
 
   payment (id: string): PaymentRecord | undefined {
-    return this.payments.get(id)
+    return this.getPayment(id)
   }
 
   /**
@@ -130,19 +182,20 @@ export class PinLedger {
       if (this.pins.doesExist(pin.requestid)) throw new Error(`pin ${pin.requestid} exists already`)
       if (payment != null && this.payments.doesExist(payment.id)) throw new PaymentReusedError(payment.id)
       if (pin.replaces != null) {
-        const old = this.pins.get(pin.replaces)
+        const old = this.getPin(pin.replaces)
         if (old == null || old.removed != null || old.owner !== pin.owner) throw new PinGoneError(pin.replaces)
         this.putPin(old.requestid, { ...old, removed: { at: new Date().toISOString(), why: 'replaced' }, replacedBy: pin.requestid })
         this.fetchQueue.remove(old.requestid)
         this.byExpiry.remove([Date.parse(old.pinnedUntil), old.requestid])
       }
+      // the payment first: the pin then keeps only a reference to it
+      if (payment != null) {
+        this.putPayment(payment)
+        this.settling.remove(payment.id)
+      }
       this.putPin(pin.requestid, pin)
       this.byCid.put([cidKey(pin.cid), pin.requestid], pin.owner)
       if (pin.removed == null) this.byExpiry.put([Date.parse(pin.pinnedUntil), pin.requestid], pin.requestid)
-      if (payment != null) {
-        this.payments.put(payment.id, payment)
-        this.settling.remove(payment.id)
-      }
       if (pin.status === 'queued' || pin.status === 'pinning') this.fetchQueue.put(pin.requestid, pin.createdUs)
       this.addRefs(pin.requestid, keys)
     })
@@ -192,7 +245,7 @@ export class PinLedger {
     let done: PinRecord | undefined
     await this.env.transaction(() => {
       this.fetchQueue.remove(requestid)
-      const pin = this.pins.get(requestid)
+      const pin = this.getPin(requestid)
       if (pin == null || withdrawn(pin)) return
       done = { ...pin, status: 'pinned', dagSize, statusDetails: details }
       delete done.fetch
@@ -208,7 +261,7 @@ export class PinLedger {
     let failed: PinRecord | undefined
     await this.env.transaction(() => {
       this.fetchQueue.remove(requestid)
-      const pin = this.pins.get(requestid)
+      const pin = this.getPin(requestid)
       if (pin == null || withdrawn(pin)) return
       failed = { ...pin, status: 'failed', statusDetails: details }
       this.putPin(requestid, failed)
@@ -233,7 +286,7 @@ export class PinLedger {
     for (const w of this.refWatchers) w(keys)
     this.pinBlocks.put(requestid, keys)
     for (const k of keys) this.blockRefs.put(k, (this.blockRefs.get(k) ?? 0) + 1)
-    const pin = this.pins.get(requestid)
+    const pin = this.getPin(requestid)
     if (pin != null) this.provides.hold(pin.cid, keys)
   }
 
@@ -246,7 +299,7 @@ export class PinLedger {
       else this.blockRefs.remove(k)
     }
     this.pinBlocks.remove(requestid)
-    const pin = this.pins.get(requestid)
+    const pin = this.getPin(requestid)
     if (pin != null && keys.length > 0) this.provides.release(pin.cid, keys)
   }
 
@@ -262,7 +315,7 @@ export class PinLedger {
     let id = pin.replaces
     while (id != null) {
       this.releaseRefs(id)
-      const up = this.pins.get(id)
+      const up = this.getPin(id)
       if (up == null || !unsettled(up)) return
       id = up.replaces
     }
@@ -278,7 +331,7 @@ export class PinLedger {
     let p: PinRecord | undefined = pin
     while (p?.removed != null) {
       if (p.removed.why !== 'replaced' || p.replacedBy == null) return false
-      const next: PinRecord | undefined = this.pins.get(p.replacedBy)
+      const next: PinRecord | undefined = this.getPin(p.replacedBy)
       if (next == null || !unsettled(next)) return false
       p = next
     }
@@ -294,7 +347,7 @@ export class PinLedger {
     let n = 0
     await this.env.transaction(() => {
       for (const { key } of this.pinBlocks.getRange()) {
-        const pin = this.pins.get(key)
+        const pin = this.getPin(key)
         if (pin != null && this.holdsRefs(pin)) continue
         this.releaseRefs(key)
         n++
@@ -312,7 +365,7 @@ export class PinLedger {
   async update (requestid: string, change: (pin: PinRecord) => PinRecord): Promise<PinRecord | undefined> {
     let updated: PinRecord | undefined
     await this.env.transaction(() => {
-      const current = this.pins.get(requestid)
+      const current = this.getPin(requestid)
       if (current == null) return
       if (current.takedown != null) {
         updated = current
@@ -332,7 +385,7 @@ export class PinLedger {
   async remove (requestid: string, why: NonNullable<PinRecord['removed']>['why'], at: Date = new Date()): Promise<PinRecord | undefined> {
     let removed: PinRecord | undefined
     await this.env.transaction(() => {
-      const pin = this.pins.get(requestid)
+      const pin = this.getPin(requestid)
       if (pin == null || pin.removed != null) return
       removed = { ...pin, removed: { at: at.toISOString(), why } }
       this.putPin(requestid, removed)
@@ -355,7 +408,7 @@ export class PinLedger {
   async takeDown (requestid: string, reason: string, at: Date = new Date()): Promise<PinRecord | undefined> {
     let down: PinRecord | undefined
     await this.env.transaction(() => {
-      const pin = this.pins.get(requestid)
+      const pin = this.getPin(requestid)
       if (pin == null || pin.removed != null || pin.takedown != null) return
       down = { ...pin, status: 'failed', statusDetails: `removed by the operator on ${at.toISOString()}: ${reason}`, takedown: { at: at.toISOString(), reason } }
       delete down.fetch
@@ -379,7 +432,7 @@ export class PinLedger {
   * allSummaries (beforeUs = Number.MAX_SAFE_INTEGER, afterUs = -1): Generator<{ owner: string, createdUs: number, summary: PinSummary }> {
     for (const { key, value } of this.byOwner.getRange()) {
       if (key[1] >= beforeUs || key[1] <= afterUs) continue
-      yield { owner: key[0], createdUs: key[1], summary: value }
+      yield { owner: key[0], createdUs: key[1], summary: readSummary(key[2], value) }
     }
   }
 
@@ -398,7 +451,7 @@ export class PinLedger {
   async renew (requestid: string, months: number, payment: PaymentRecord | undefined, until: (pin: PinRecord) => Date): Promise<PinRecord> {
     let renewed: PinRecord | undefined
     await this.env.transaction(() => {
-      const pin = this.pins.get(requestid)
+      const pin = this.getPin(requestid)
       if (pin == null || pin.removed != null) throw new PinGoneError(requestid)
       const pinnedUntil = until(pin)
       if (payment != null && this.payments.doesExist(payment.id)) throw new PaymentReusedError(payment.id)
@@ -407,7 +460,7 @@ export class PinLedger {
       this.byExpiry.remove([Date.parse(pin.pinnedUntil), requestid])
       this.byExpiry.put([pinnedUntil.getTime(), requestid], requestid)
       if (payment != null) {
-        this.payments.put(payment.id, payment)
+        this.putPayment(payment)
         this.settling.remove(payment.id)
       }
     })
@@ -416,7 +469,7 @@ export class PinLedger {
 
   /** Every payment (export). */
   * allPayments (): Generator<PaymentRecord> {
-    for (const { value } of this.payments.getRange()) yield value
+    for (const { key, value } of this.payments.getRange()) yield readPayment(key, value)
   }
 
   /** The block CIDs a pin references (empty once released). */
@@ -441,6 +494,11 @@ export class PinLedger {
    */
   async importBatch (pins: Array<{ pin: PinRecord, blocks?: string[] }>, payments: PaymentRecord[]): Promise<void> {
     await this.env.transaction(() => {
+      // payments first, so that a pin of this batch keeps only a reference to its payment
+      for (const p of payments) {
+        if (this.payments.doesExist(p.id)) throw new PaymentReusedError(p.id)
+        this.putPayment(p)
+      }
       for (const { pin, blocks } of pins) {
         if (this.pins.doesExist(pin.requestid)) throw new Error(`pin ${pin.requestid} exists already`)
         this.putPin(pin.requestid, pin)
@@ -451,9 +509,11 @@ export class PinLedger {
         this.byExpiry.put([Date.parse(pin.pinnedUntil), pin.requestid], pin.requestid)
         if (pin.status === 'queued' || pin.status === 'pinning') this.fetchQueue.put(pin.requestid, pin.createdUs)
       }
+      // a pin of an earlier batch whose payment came in this one: now a reference (an export lists every pin before the payments)
       for (const p of payments) {
-        if (this.payments.doesExist(p.id)) throw new PaymentReusedError(p.id)
-        this.payments.put(p.id, p)
+        const stored = this.pins.get(p.requestid)
+        if (stored == null || paymentByRef(stored) || paymentIdOf(stored) !== p.id) continue
+        this.pins.put(p.requestid, storePin(readPin(p.requestid, stored, (id) => this.getPayment(id)), p))
       }
     })
     let maxUs = 0
@@ -465,7 +525,7 @@ export class PinLedger {
   hasLivePin (cid: string | CID, now: Date = new Date()): boolean {
     const k = cidKey(cid)
     for (const { key } of this.byCid.getRange({ start: [k], end: [k, '\uffff'] })) {
-      const pin = this.pins.get(key[1])
+      const pin = this.getPin(key[1])
       if (pin != null && pin.status === 'pinned' && isLive(pin, now, this.graceMs)) return true
     }
     return false
@@ -476,7 +536,7 @@ export class PinLedger {
     const k = cidKey(cid)
     const out: string[] = []
     for (const { key } of this.byCid.getRange({ start: [k], end: [k, '\uffff'] })) {
-      const pin = this.pins.get(key[1])
+      const pin = this.getPin(key[1])
       if (pin != null && isLive(pin, now, this.graceMs)) out.push(pin.requestid)
     }
     return out
@@ -485,7 +545,7 @@ export class PinLedger {
   /** Pins of one owner, newest first, created strictly between `afterUs` and `beforeUs`. */
   * byOwnerNewestFirst (owner: string, beforeUs = Number.MAX_SAFE_INTEGER, afterUs = -1): Generator<PinRecord> {
     for (const s of this.summariesByOwner(owner, beforeUs, afterUs)) {
-      const pin = this.pins.get(s.id)
+      const pin = this.getPin(s.id)
       if (pin != null) yield pin
     }
   }
@@ -494,7 +554,7 @@ export class PinLedger {
   * summariesByOwner (owner: string, beforeUs = Number.MAX_SAFE_INTEGER, afterUs = -1): Generator<PinSummary> {
     for (const { key, value } of this.byOwner.getRange({ start: [owner, beforeUs], end: [owner, afterUs], reverse: true })) {
       if (key[1] >= beforeUs || key[1] <= afterUs) continue
-      yield value
+      yield readSummary(key[2], value)
     }
   }
 
@@ -510,7 +570,7 @@ export class PinLedger {
     const out = { queued: 0, pinning: 0, pinned: 0, failed: 0, removed: 0 }
     let notRemoved = 0
     for (const { value: requestid } of this.byExpiry.getRange()) {
-      const pin = this.pins.get(requestid)
+      const pin = this.getPin(requestid)
       if (pin == null || pin.removed != null) continue
       notRemoved++
       if (pin.status === 'failed' || this.isLive(pin, now)) out[pin.status]++
@@ -526,7 +586,7 @@ export class PinLedger {
 
   /** Every pin (export, gc marking). */
   * all (): Generator<PinRecord> {
-    for (const { value } of this.pins.getRange()) yield value
+    yield * this.allPins()
   }
 }
 

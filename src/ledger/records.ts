@@ -53,7 +53,11 @@ export interface PinRecord {
    * released, and the owner sees the reason in status_details until it would have expired
    */
   takedown?: { at: string, reason: string }
-  /** set when the owner unpinned or the pin was replaced/expired: the record stays for accounting */
+  /**
+   * set when the owner unpinned or the pin was replaced/expired: the record stays, whole, for accounting
+   * (the export carries every field), the owner's 404 and the replay of a paid retry of a replacement;
+   * it is stored compact (./stored.ts), so there is no field whose dropping would pay
+   */
   removed?: { at: string, why: 'unpinned' | 'replaced' | 'expired' }
 }
 

@@ -1,0 +1,144 @@
+/**
+ * What the pins, pins-by-owner and payments databases store of a record, and
+ * how a record is read back whole. Each paid write leaves these records for
+ * good (a removed pin stays for accounting), and lmdb maps the file, so every
+ * byte stored per write is resident memory in a long-running serve (issue 18).
+ * So a record is stored compact:
+ *   - as an array of its fields' values in a fixed order (first element: the
+ *     layout's version), not a map that repeats every field name;
+ *   - without what the ledger holds elsewhere: no field equal to its own key
+ *     (a pin's requestid, a summary's id, a payment's id), a pin's `created`
+ *     only when its `createdUs` does not give it, a payment's payer only when
+ *     its id (`payer:nonce`) does not start with it;
+ *   - a pin's payment, when the payments database holds the record of that
+ *     payment with the same payer, amount, network, transaction and time, as
+ *     its id, asset and method only: the rest is read from that record. A pin
+ *     whose payment has no such record (an operator-token pin, a pin imported
+ *     before its payment) keeps the whole of it.
+ * Records written before this (maps, with their keys) read as they are; the
+ * `compact:records` upgrade rewrites them (PinLedger.upgrade).
+ */
+import { isoMicros } from './clock.js'
+import type { PinSummary } from './pins.js'
+import type { PaymentInfo, PaymentRecord, PinRecord } from './records.js'
+
+const LAYOUT = 1
+
+/** a pin's payment as stored when the payments database holds its record: [id, asset, method]; an id `owner:nonce` as `:nonce` */
+type PaymentRef = [string, string, PaymentInfo['method']]
+
+/** a stored record: the layout's array, or a map as older versions wrote it */
+export type StoredPin = unknown[] | PinRecord
+export type StoredPayment = unknown[] | PaymentRecord
+export type StoredSummary = unknown[] | PinSummary
+
+const PIN_FIELDS = ['owner', 'cid', 'name', 'origins', 'meta', 'status', 'statusDetails', 'created', 'createdUs', 'months', 'pinnedUntil',
+  'dagSize', 'fileSize', 'maxBytes', 'source', 'payment', 'fetch', 'replaces', 'replacedBy', 'takedown', 'removed'] as const
+const SUMMARY_FIELDS = ['cid', 'status', 'until', 'removed', 'name', 'meta'] as const
+const PAYMENT_FIELDS = ['requestid', 'purpose', 'payer', 'amount', 'network', 'tx', 'at', 'proof'] as const
+
+// every field is stored (or is the key): adding one to a record without a place here fails the typecheck
+type Covered<T extends never> = T
+export type AllFieldsStored = [
+  Covered<Exclude<keyof PinRecord, typeof PIN_FIELDS[number] | 'requestid'>>,
+  Covered<Exclude<keyof PinSummary, typeof SUMMARY_FIELDS[number] | 'id'>>,
+  Covered<Exclude<keyof PaymentRecord, typeof PAYMENT_FIELDS[number] | 'id'>>
+]
+
+/** the layout's array: absent values as null, trailing ones left off */
+function pack (values: unknown[]): unknown[] {
+  const out = [LAYOUT, ...values.map(v => v ?? null)]
+  while (out.length > 1 && out[out.length - 1] === null) out.pop()
+  return out
+}
+
+/** the fields of a layout array (null: absent) */
+function unpack (fields: readonly string[], arr: unknown[]): Record<string, unknown> {
+  if (arr[0] !== LAYOUT) throw new Error(`ledger: a record in layout ${String(arr[0])}; this pind reads layout ${LAYOUT}`)
+  const out: Record<string, unknown> = {}
+  fields.forEach((f, i) => { const v = arr[i + 1]; if (v != null) out[f] = v })
+  return out
+}
+
+/** Does this payments record say all that the pin's copy says (so the pin need keep only its id)? */
+function recordCovers (pay: PaymentInfo, rec: PaymentRecord | undefined): boolean {
+  return rec != null && rec.id === pay.id && rec.payer === pay.payer && rec.amount === pay.amount &&
+    rec.network === pay.network && rec.tx === pay.tx && pay.settledAt != null && rec.at === pay.settledAt
+}
+
+/** A pin as it is stored: `rec` is the payments database's record of its payment, if there is one. */
+export function storePin (pin: PinRecord, rec: PaymentRecord | undefined): StoredPin {
+  const pay = pin.payment
+  const until = Date.parse(pin.pinnedUntil)
+  return pack(PIN_FIELDS.map(f => {
+    switch (f) {
+      case 'payment': return recordCovers(pay, rec) ? [shortId(pay.id, pin.owner), pay.asset, pay.method] satisfies PaymentRef : pay
+      case 'created': return isoMicros(pin.createdUs) === pin.created ? undefined : pin.created
+      case 'pinnedUntil': return Number.isFinite(until) && new Date(until).toISOString() === pin.pinnedUntil ? until : pin.pinnedUntil
+      default: return pin[f]
+    }
+  }))
+}
+
+/** a payment id without its payer when that is the pin's owner (x402 ids are `payer:nonce`; no id starts with a colon) */
+function shortId (id: string, owner: string): string {
+  return id.startsWith(`${owner}:`) ? id.slice(owner.length) : id
+}
+
+function fullId (id: string, owner: string): string {
+  return id.startsWith(':') ? `${owner}${id}` : id
+}
+
+/** Is this stored pin's payment only a reference to its record (or a map as older versions wrote it)? */
+export function paymentByRef (stored: StoredPin): boolean {
+  return Array.isArray(stored) && Array.isArray(stored[PIN_FIELDS.indexOf('payment') + 1])
+}
+
+/** the payment id a stored pin refers to or holds */
+export function paymentIdOf (stored: StoredPin): string {
+  if (!Array.isArray(stored)) return stored.payment.id
+  const pay = stored[PIN_FIELDS.indexOf('payment') + 1] as PaymentRef | PaymentInfo
+  return Array.isArray(pay) ? fullId(pay[0], stored[PIN_FIELDS.indexOf('owner') + 1] as string) : pay.id
+}
+
+/** A stored pin, whole again. */
+export function readPin (requestid: string, stored: StoredPin, payment: (id: string) => PaymentRecord | undefined): PinRecord {
+  if (!Array.isArray(stored)) return { ...stored, requestid }
+  const f = unpack(PIN_FIELDS, stored)
+  if (f.created == null) f.created = isoMicros(f.createdUs as number)
+  if (typeof f.pinnedUntil === 'number') f.pinnedUntil = new Date(f.pinnedUntil).toISOString()
+  if (Array.isArray(f.payment)) {
+    const [short, asset, method] = f.payment as PaymentRef
+    const id = fullId(short, f.owner as string)
+    const rec = payment(id)
+    // the ledger never removes a payment record; a pin that refers to one that is not there is a broken ledger
+    if (rec == null) throw new Error(`ledger: pin ${requestid} refers to payment ${id}, which the ledger does not hold`)
+    f.payment = { id, payer: rec.payer, amount: rec.amount, network: rec.network, asset, ...(rec.tx != null ? { tx: rec.tx } : {}), settledAt: rec.at, method } satisfies PaymentInfo
+  }
+  return { requestid, ...f } as unknown as PinRecord
+}
+
+export function storePayment (p: PaymentRecord): StoredPayment {
+  return pack(PAYMENT_FIELDS.map(f => f === 'payer' && p.id.startsWith(`${p.payer}:`) ? undefined : p[f]))
+}
+
+export function readPayment (id: string, stored: StoredPayment): PaymentRecord {
+  if (!Array.isArray(stored)) return { ...stored, id }
+  const f = unpack(PAYMENT_FIELDS, stored)
+  if (f.payer == null) f.payer = id.slice(0, id.indexOf(':'))
+  return { id, ...f } as unknown as PaymentRecord
+}
+
+export function storeSummary (s: PinSummary): StoredSummary {
+  return pack(SUMMARY_FIELDS.map(f => s[f]))
+}
+
+export function readSummary (id: string, stored: StoredSummary): PinSummary {
+  if (!Array.isArray(stored)) return { ...stored, id }
+  return { id, ...unpack(SUMMARY_FIELDS, stored) } as unknown as PinSummary
+}
+
+/** Is this a record as older versions wrote it (a map)? */
+export function oldLayout (stored: StoredPin | StoredPayment | StoredSummary): boolean {
+  return !Array.isArray(stored)
+}

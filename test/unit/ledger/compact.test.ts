@@ -1,0 +1,207 @@
+/**
+ * The compact record layout (src/ledger/stored.ts) on real LMDB: pins,
+ * owner summaries and payments are stored as arrays without what their key or
+ * the payments database already holds, and read back whole. A ledger written
+ * in the old layout (maps, as pind wrote them before) reads the same before
+ * and after the `compact:records` upgrade, exports byte for byte the same, and
+ * its export imported into a fresh ledger exports the same again.
+ */
+import { join } from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import { isoMicros } from '../../../src/ledger/clock.js'
+import { openLedgerEnv, type LedgerEnv } from '../../../src/ledger/open.js'
+import { PinLedger, summaryOf } from '../../../src/ledger/pins.js'
+import type { PaymentRecord, PinRecord } from '../../../src/ledger/records.js'
+import { exportLedger, parseExportOptions } from '../../../src/service/ledger-export.js'
+import { writeImport } from '../../../src/service/ledger-import.js'
+import { closeTestLedgers, openTestLedger } from '../../helpers/ledger.js'
+import { tempDir } from '../../helpers/pind.js'
+import { pinRecord } from '../../helpers/records.js'
+
+const A = 'bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy'
+const B = 'bafkreie7q3iidccmpvszul7kudcvvuavuo7u6gzlbobczuk5nqk3b4akba'
+const C = 'bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku'
+const OWNER = '0x' + 'a1'.repeat(20)
+const OTHER = '0x' + 'b2'.repeat(20)
+const ASSET = '0x' + 'c3'.repeat(20)
+const NOW = new Date('2026-11-24T00:00:00.000Z')
+const DAY = 86400_000
+
+const envs: LedgerEnv[] = []
+afterEach(async () => {
+  for (const e of envs.splice(0)) await e.close()
+  await closeTestLedgers()
+})
+
+let seq = 0
+/** an x402 upload as serve records it: the pin's payment copy and the payment record agree */
+function paidUpload (requestid: string, cid: string, owner = OWNER, extra: Partial<PinRecord> = {}): { pin: PinRecord, payment: PaymentRecord } {
+  const us = Date.parse('2026-11-20T10:00:00.000Z') * 1000 + (++seq) * 1000 + 7
+  const id = `${owner}:0x${String(seq).padStart(64, '0')}`
+  const settledAt = new Date(us / 1000 + 900).toISOString()
+  const tx = `0x${String(seq).padStart(64, 'e')}`
+  const pin: PinRecord = {
+    requestid, owner, cid, name: `file-${seq}.bin`, origins: [], meta: { k: 'v' }, status: 'pinned', statusDetails: 'uploaded',
+    created: isoMicros(us), createdUs: us, months: 1, pinnedUntil: new Date(NOW.getTime() + 30 * DAY).toISOString(),
+    dagSize: 1000 + seq, fileSize: 900 + seq, source: 'upload',
+    payment: { id, payer: owner, amount: String(1000 + seq), network: 'eip155:31337', asset: ASSET, tx, settledAt, method: 'x402' },
+    ...extra
+  }
+  const payment: PaymentRecord = { id, requestid, purpose: `upload:${cid}`, payer: owner, amount: pin.payment.amount, network: 'eip155:31337', tx, at: settledAt, proof: 'f'.repeat(64) }
+  return { pin, payment }
+}
+
+/** what every read path of the ledger answers, for comparison */
+function reads (ledger: PinLedger): unknown {
+  const pins = [...ledger.all()]
+  return {
+    pins,
+    byId: pins.map(p => ledger.get(p.requestid)),
+    payments: [...ledger.allPayments()],
+    paymentById: [...ledger.allPayments()].map(p => ledger.payment(p.id)),
+    summaries: [OWNER, OTHER].map(o => [...ledger.summariesByOwner(o)]),
+    newestFirst: [OWNER, OTHER].map(o => [...ledger.byOwnerNewestFirst(o)]),
+    allSummaries: [...ledger.allSummaries()],
+    counts: ledger.countByStatus(NOW),
+    live: [A, B, C].map(c => [ledger.hasLivePin(c, NOW), ledger.livePinsOf(c, NOW)]),
+    pending: ledger.pendingFetches()
+  }
+}
+
+function exported (ledger: PinLedger, raw: Record<string, unknown>): string {
+  return [...exportLedger(ledger, parseExportOptions(raw), NOW).chunks].join('')
+}
+
+const EXPORTS = [{ format: 'jsonl', withBlocks: true }, { format: 'csv', records: 'pins' }, { format: 'csv', records: 'payments' }]
+
+/**
+ * A ledger as pind wrote it before the compact layout: every record a map
+ * (a pin with its requestid and the whole of its payment, a summary with its
+ * id, a payment with its id), its indexes, and the upgrades before this one done.
+ */
+async function writeOldLedger (env: LedgerEnv): Promise<void> {
+  const live = paidUpload('01-live', A)
+  const removed = paidUpload('02-removed', B, OWNER, { removed: { at: '2026-11-21T00:00:00.000Z', why: 'unpinned' } })
+  const other = paidUpload('03-other', A, OTHER)
+  const old = paidUpload('04-replaced', C, OWNER, { removed: { at: '2026-11-22T00:00:00.000Z', why: 'replaced' }, replacedBy: '05-replacement' })
+  const replacement = paidUpload('05-replacement', B, OWNER, { replaces: '04-replaced', status: 'queued', source: 'pin', maxBytes: 5000, origins: ['/ip4/127.0.0.1/tcp/4001'], fetch: { attempts: 2, giveUpAt: '2026-11-25T00:00:00.000Z', lastError: 'timeout' } })
+  const token = pinRecord('06-token', C, { owner: OWNER, payment: { id: 'operator-token:jti-1', payer: OWNER, amount: '0', network: 'eip155:31337', asset: ASSET, method: 'operator-token' } })
+  // imported from elsewhere: a `created` its microseconds do not spell, a pinned_until with no milliseconds
+  const odd = paidUpload('07-odd', B, OTHER, { created: '2026-11-20T10:00:00+00:00', createdUs: Date.parse('2026-11-20T10:00:00Z') * 1000, pinnedUntil: '2026-12-30T00:00:00Z' })
+  const down = paidUpload('08-down', C, OTHER, { status: 'failed', statusDetails: 'removed by the operator', takedown: { at: '2026-11-23T00:00:00.000Z', reason: 'abuse' } })
+  const renewal: PaymentRecord = { id: `${OWNER}:0x${'9'.repeat(64)}`, requestid: '01-live', purpose: `renew:01-live:1:${live.pin.pinnedUntil}`, payer: OWNER, amount: '777', network: 'eip155:31337', tx: '0x' + '7'.repeat(64), at: '2026-11-23T12:00:00.000Z', proof: 'a'.repeat(64) }
+  // a payment whose settlement time differs from the pin's copy: the pin keeps its whole copy
+  const drift = paidUpload('09-drift', A, OWNER)
+  drift.payment.at = '2026-11-20T11:11:11.111Z'
+  const all = [live, removed, other, old, replacement, odd, down, drift]
+  await env.transaction(() => {
+    const pins = env.db<PinRecord>('pins')
+    const byOwner = env.db<unknown>('pins-by-owner')
+    const byCid = env.db<string>('pins-by-cid')
+    const byExpiry = env.db<string>('pins-by-expiry')
+    const payments = env.db<PaymentRecord>('payments')
+    const fetchQueue = env.db<number>('fetch-queue')
+    const pinBlocks = env.db<string[]>('pin-blocks')
+    const blockRefs = env.db<number>('block-refs')
+    for (const pin of [...all.map(x => x.pin), token]) {
+      pins.put(pin.requestid, pin)
+      byOwner.put([pin.owner, pin.createdUs, pin.requestid], summaryOf(pin))
+      byCid.put([pin.cid, pin.requestid], pin.owner)
+      if (pin.removed == null) byExpiry.put([Date.parse(pin.pinnedUntil), pin.requestid], pin.requestid)
+      if (pin.status === 'queued') fetchQueue.put(pin.requestid, pin.createdUs)
+    }
+    for (const p of [...all.map(x => x.payment), renewal]) payments.put(p.id, p)
+    for (const [id, blocks] of [['01-live', [A]], ['03-other', [A]], ['06-token', [C]], ['07-odd', [B]], ['09-drift', [A]], ['04-replaced', [C]]] as Array<[string, string[]]>) {
+      pinBlocks.put(id, blocks)
+      for (const b of blocks) blockRefs.put(b, (blockRefs.get(b) ?? 0) + 1)
+    }
+    for (const u of ['index:owner-summaries', 'index:pins-by-expiry', 'repair:replacement-chains', 'index:provide-keys'] as const) env.setUpgraded(u)
+  })
+}
+
+async function openEnv (dir: string): Promise<LedgerEnv> {
+  const env = await openLedgerEnv(join(dir, 'ledger.mdb'))
+  envs.push(env)
+  return env
+}
+
+describe('compact ledger records', () => {
+  it('stores a pin with a reference to the payment record the ledger holds, and reads it back whole', async () => {
+    const { env, ledger } = await openTestLedger({ upgrade: true })
+    const { pin, payment } = paidUpload('r1', A)
+    await ledger.create(pin, payment, [A])
+    const stored = env.db<unknown>('pins').get('r1')
+    // an array, not a map: no field names, no requestid, the payment as [id without its payer, asset, method]
+    expect(Array.isArray(stored)).toBe(true)
+    const flat = JSON.stringify(stored)
+    expect(flat).not.toContain('r1')
+    expect(flat).not.toContain(payment.tx)
+    expect(flat).not.toContain('payer')
+    expect(flat.split(OWNER).length - 1).toBe(1) // the owner once: not again in the payment id
+    expect(ledger.get('r1')).toEqual(pin)
+    expect(ledger.payment(payment.id)).toEqual(payment)
+    expect(Array.isArray(env.db<unknown>('payments').get(payment.id))).toBe(true)
+    expect(Array.isArray(env.db<unknown>('pins-by-owner').get([OWNER, pin.createdUs, 'r1']))).toBe(true)
+    expect([...ledger.summariesByOwner(OWNER)]).toEqual([summaryOf(pin)])
+
+    // through a renewal (another payment) and a removal the pin still reads whole
+    const renewal: PaymentRecord = { ...payment, id: `${OWNER}:0x${'9'.repeat(64)}`, amount: '5', purpose: 'renew:r1', at: NOW.toISOString() }
+    const until = new Date(Date.parse(pin.pinnedUntil) + 30 * DAY)
+    await ledger.renew('r1', 1, renewal, () => until)
+    await ledger.remove('r1', 'unpinned', NOW)
+    expect(ledger.get('r1')).toEqual({ ...pin, months: 2, pinnedUntil: until.toISOString(), removed: { at: NOW.toISOString(), why: 'unpinned' } })
+    expect(ledger.payment(renewal.id)).toEqual(renewal)
+
+    // a pin with no payment record (operator token) keeps the whole of its payment
+    const token = pinRecord('t1', B, { owner: OWNER, payment: { id: 'operator-token:j', payer: OWNER, amount: '0', network: 'eip155:31337', asset: ASSET, method: 'operator-token' } })
+    await ledger.create(token)
+    expect(ledger.get('t1')).toEqual(token)
+    expect(JSON.stringify(env.db<unknown>('pins').get('t1'))).toContain('"amount":"0"')
+    expect(ledger.countByStatus(NOW)).toMatchObject({ pinned: 1, removed: 1 })
+  })
+
+  it('reads an old-layout ledger the same before and after the upgrade, exports it byte for byte the same, and its import exports the same', async () => {
+    const dir = tempDir('pind-compact-')
+    let env = await openEnv(dir)
+    await writeOldLedger(env)
+    const before = reads(new PinLedger(env))
+    const exportsBefore = EXPORTS.map(o => exported(new PinLedger(env), o))
+    const sizeOf = (): number => ['pins', 'pins-by-owner', 'payments'].reduce((a, n) => {
+      let bytes = 0
+      for (const { value } of env.db<unknown>(n).getRange()) bytes += JSON.stringify(value).length
+      return a + bytes
+    }, 0)
+    const oldSize = sizeOf()
+
+    await new PinLedger(env).upgrade()
+    expect(env.upgraded('compact:records')).toBe(true)
+    for (const n of ['pins', 'pins-by-owner', 'payments']) {
+      for (const { value } of env.db<unknown>(n).getRange()) expect(Array.isArray(value), n).toBe(true)
+    }
+    // the pins whose payment record agrees refer to it; the operator-token pin and the drifted one keep theirs
+    const whole = [...env.db<unknown>('pins').getRange()].filter(e => JSON.stringify(e.value).includes('"amount"')).map(e => e.key)
+    expect(whole).toEqual(['06-token', '09-drift'])
+    expect(sizeOf()).toBeLessThan(oldSize * 0.6)
+
+    const ledger = new PinLedger(env)
+    expect(reads(ledger)).toEqual(before)
+    expect(EXPORTS.map(o => exported(ledger, o))).toEqual(exportsBefore)
+
+    // and after a restart (upgrade again: nothing to do)
+    await env.close()
+    envs.splice(envs.indexOf(env), 1)
+    env = await openEnv(dir)
+    const reopened = new PinLedger(env)
+    await reopened.upgrade()
+    expect(reads(reopened)).toEqual(before)
+    expect(EXPORTS.map(o => exported(reopened, o))).toEqual(exportsBefore)
+
+    // the export imported into a fresh ledger, in batches that put pins before their payments, exports the same
+    const jsonl = exportsBefore[0] as string
+    const fresh = await openTestLedger({ upgrade: true })
+    await writeImport(async function * () { yield * jsonl.split('\n') }, fresh.ledger, { batchSize: 3, now: NOW })
+    expect(EXPORTS.map(o => exported(fresh.ledger, o))).toEqual(exportsBefore)
+    const refs = [...fresh.env.db<unknown>('pins').getRange()].filter(e => !JSON.stringify(e.value).includes('"amount"')).length
+    expect(refs).toBe(7) // all but the operator-token pin and the drifted one refer to their payment record
+  })
+})
