@@ -3,7 +3,7 @@
  * updates the record and its indexes together:
  *   pins      requestid → PinRecord
  *   byOwner   [owner, createdUs, requestid] → PinSummary  (newest-first listing, filtered without reading records)
- *   byCid     [cid, requestid] → owner                    (liveness of a CID)
+ *   byCid     [cid, requestid] → 1                        (liveness of a CID: the key is the entry; older ledgers hold the owner)
  *   payments  paymentId → PaymentRecord                   (idempotent retries, no double use)
  *   pinBlocks requestid → block CIDs of the pin's DAG
  *   blockRefs block CID (v1) → number of pins holding it  (gateway policy, gc marking)
@@ -36,7 +36,7 @@ export class PinLedger {
   /** records as ./stored.ts stores them: read through getPin, getPayment, summaries */
   private readonly pins: Database<StoredPin, string>
   private readonly byOwner: Database<StoredSummary, OwnerKey>
-  private readonly byCid: Database<string, CidKey>
+  private readonly byCid: Database<number | string, CidKey>
   private readonly payments: Database<StoredPayment, string>
   private readonly pinBlocks: Database<string[], string>
   private readonly blockRefs: Database<number, string>
@@ -53,7 +53,7 @@ export class PinLedger {
     this.graceMs = opts.graceMs ?? 0
     this.pins = env.db<StoredPin>('pins')
     this.byOwner = env.db<StoredSummary>('pins-by-owner')
-    this.byCid = env.db<string>('pins-by-cid')
+    this.byCid = env.db<number | string>('pins-by-cid')
     this.payments = env.db<StoredPayment>('payments')
     this.pinBlocks = env.db<string[]>('pin-blocks')
     this.blockRefs = env.db<number>('block-refs')
@@ -113,6 +113,10 @@ export class PinLedger {
     }
     for (const { key, value } of this.byOwner.getRange()) {
       if (oldLayout(value)) this.byOwner.put(key, storeSummary(readSummary(key[2], value)))
+    }
+    // the CID index's value was the owner, which nothing reads
+    for (const { key, value } of this.byCid.getRange()) {
+      if (value !== 1) this.byCid.put(key, 1)
     }
   }
 
@@ -194,7 +198,7 @@ export class PinLedger {
         this.settling.remove(payment.id)
       }
       this.putPin(pin.requestid, pin)
-      this.byCid.put([cidKey(pin.cid), pin.requestid], pin.owner)
+      this.byCid.put([cidKey(pin.cid), pin.requestid], 1)
       if (pin.removed == null) this.byExpiry.put([Date.parse(pin.pinnedUntil), pin.requestid], pin.requestid)
       if (pin.status === 'queued' || pin.status === 'pinning') this.fetchQueue.put(pin.requestid, pin.createdUs)
       this.addRefs(pin.requestid, keys)
@@ -502,7 +506,7 @@ export class PinLedger {
       for (const { pin, blocks } of pins) {
         if (this.pins.doesExist(pin.requestid)) throw new Error(`pin ${pin.requestid} exists already`)
         this.putPin(pin.requestid, pin)
-        this.byCid.put([cidKey(pin.cid), pin.requestid], pin.owner)
+        this.byCid.put([cidKey(pin.cid), pin.requestid], 1)
         // references as the source ledger had them (a replaced pin keeps its blocks until its replacement settles)
         if (blocks != null && blocks.length > 0) this.addRefs(pin.requestid, [...new Set(blocks.map(cidKey))])
         if (pin.removed != null) continue

@@ -143,6 +143,7 @@ describe('compact ledger records', () => {
     expect(Array.isArray(env.db<unknown>('payments').get(payment.id))).toBe(true)
     expect(Array.isArray(env.db<unknown>('pins-by-owner').get([OWNER, pin.createdUs, 'r1']))).toBe(true)
     expect([...ledger.summariesByOwner(OWNER)]).toEqual([summaryOf(pin)])
+    expect(env.db<unknown>('pins-by-cid').get([A, 'r1'])).toBe(1) // the key is the entry: no owner repeated
 
     // through a renewal (another payment) and a removal the pin still reads whole
     const renewal: PaymentRecord = { ...payment, id: `${OWNER}:0x${'9'.repeat(64)}`, amount: '5', purpose: 'renew:r1', at: NOW.toISOString() }
@@ -178,6 +179,7 @@ describe('compact ledger records', () => {
     for (const n of ['pins', 'pins-by-owner', 'payments']) {
       for (const { value } of env.db<unknown>(n).getRange()) expect(Array.isArray(value), n).toBe(true)
     }
+    expect(new Set([...env.db<unknown>('pins-by-cid').getRange()].map(e => e.value))).toEqual(new Set([1]))
     // the pins whose payment record agrees refer to it; the operator-token pin and the drifted one keep theirs
     const whole = [...env.db<unknown>('pins').getRange()].filter(e => JSON.stringify(e.value).includes('"amount"')).map(e => e.key)
     expect(whole).toEqual(['06-token', '09-drift'])
