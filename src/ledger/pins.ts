@@ -599,21 +599,31 @@ function unsettled (pin: PinRecord): boolean {
   return pin.status === 'queued' || pin.status === 'pinning'
 }
 
-/** What the owner index keeps of a pin: the fields GET /pins filters on. */
-export interface PinSummary {
+/** What the owner index keeps of a pin: the fields GET /pins filters on; of a removed pin, that it was removed. */
+export type PinSummary = LiveSummary | RemovedSummary
+
+/** a pin not removed */
+export interface LiveSummary {
   id: string
   /** the root CID, v1 */
   cid: string
   status: PinRecord['status']
   /** pinned_until, ms since the epoch */
   until: number
-  removed: boolean
+  removed: false
   name?: string
   meta: Record<string, string>
 }
 
+/** a removed pin: every listing skips it, so the index keeps nothing else of it (issue 18: most of a ledger's pins) */
+export interface RemovedSummary {
+  id: string
+  removed: true
+}
+
 export function summaryOf (pin: PinRecord): PinSummary {
-  return { id: pin.requestid, cid: cidKey(pin.cid), status: pin.status, until: Date.parse(pin.pinnedUntil), removed: pin.removed != null, ...(pin.name != null ? { name: pin.name } : {}), meta: pin.meta }
+  if (pin.removed != null) return { id: pin.requestid, removed: true }
+  return { id: pin.requestid, cid: cidKey(pin.cid), status: pin.status, until: Date.parse(pin.pinnedUntil), removed: false, ...(pin.name != null ? { name: pin.name } : {}), meta: pin.meta }
 }
 
 /** CIDv0 and CIDv1 of the same content index alike. */

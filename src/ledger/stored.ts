@@ -6,6 +6,7 @@
  * So a record is stored compact:
  *   - as an array of its fields' values in a fixed order (first element: the
  *     layout's version), not a map that repeats every field name;
+ *   - a removed pin's owner-index summary as only that (listings skip it);
  *   - without what the ledger holds elsewhere: no field equal to its own key
  *     (a pin's requestid, a summary's id, a payment's id), a pin's `created`
  *     only when its `createdUs` does not give it, a payment's payer only when
@@ -20,7 +21,7 @@
  * `compact:records` upgrade rewrites them (PinLedger.upgrade).
  */
 import { isoMicros } from './clock.js'
-import type { PinSummary } from './pins.js'
+import type { LiveSummary, PinSummary } from './pins.js'
 import type { PaymentInfo, PaymentRecord, PinRecord } from './records.js'
 
 const LAYOUT = 1
@@ -31,18 +32,18 @@ type PaymentRef = [string, string, PaymentInfo['method']]
 /** a stored record: the layout's array, or a map as older versions wrote it */
 export type StoredPin = unknown[] | PinRecord
 export type StoredPayment = unknown[] | PaymentRecord
-export type StoredSummary = unknown[] | PinSummary
+export type StoredSummary = unknown[] | (Omit<LiveSummary, 'removed'> & { removed: boolean })
 
 const PIN_FIELDS = ['owner', 'cid', 'name', 'origins', 'meta', 'status', 'statusDetails', 'created', 'createdUs', 'months', 'pinnedUntil',
   'dagSize', 'fileSize', 'maxBytes', 'source', 'payment', 'fetch', 'replaces', 'replacedBy', 'takedown', 'removed'] as const
-const SUMMARY_FIELDS = ['cid', 'status', 'until', 'removed', 'name', 'meta'] as const
+const SUMMARY_FIELDS = ['removed', 'cid', 'status', 'until', 'name', 'meta'] as const
 const PAYMENT_FIELDS = ['requestid', 'purpose', 'payer', 'amount', 'network', 'tx', 'at', 'proof'] as const
 
 // every field is stored (or is the key): adding one to a record without a place here fails the typecheck
 type Covered<T extends never> = T
 export type AllFieldsStored = [
   Covered<Exclude<keyof PinRecord, typeof PIN_FIELDS[number] | 'requestid'>>,
-  Covered<Exclude<keyof PinSummary, typeof SUMMARY_FIELDS[number] | 'id'>>,
+  Covered<Exclude<keyof LiveSummary, typeof SUMMARY_FIELDS[number] | 'id'>>,
   Covered<Exclude<keyof PaymentRecord, typeof PAYMENT_FIELDS[number] | 'id'>>
 ]
 
@@ -130,13 +131,17 @@ export function readPayment (id: string, stored: StoredPayment): PaymentRecord {
   return { id, ...f } as unknown as PaymentRecord
 }
 
+/** a removed pin's summary is [layout, true]; a live one's [layout, false, cid, status, until, name, meta] */
 export function storeSummary (s: PinSummary): StoredSummary {
+  if (s.removed) return pack([true])
   return pack(SUMMARY_FIELDS.map(f => s[f]))
 }
 
 export function readSummary (id: string, stored: StoredSummary): PinSummary {
-  if (!Array.isArray(stored)) return { ...stored, id }
-  return { id, ...unpack(SUMMARY_FIELDS, stored) } as unknown as PinSummary
+  // older versions kept a removed pin's whole summary: what is read of it is that it was removed
+  if (!Array.isArray(stored)) return stored.removed ? { id, removed: true } : { ...stored, id, removed: false }
+  const f = unpack(SUMMARY_FIELDS, stored)
+  return f.removed === true ? { id, removed: true } : { id, ...f } as unknown as LiveSummary
 }
 
 /** Is this a record as older versions wrote it (a map)? */

@@ -11,6 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { isoMicros } from '../../../src/ledger/clock.js'
 import { openLedgerEnv, type LedgerEnv } from '../../../src/ledger/open.js'
 import { PinLedger, summaryOf } from '../../../src/ledger/pins.js'
+import { CID } from 'multiformats/cid'
 import type { PaymentRecord, PinRecord } from '../../../src/ledger/records.js'
 import { exportLedger, parseExportOptions } from '../../../src/service/ledger-export.js'
 import { writeImport } from '../../../src/service/ledger-import.js'
@@ -105,7 +106,8 @@ async function writeOldLedger (env: LedgerEnv): Promise<void> {
     const blockRefs = env.db<number>('block-refs')
     for (const pin of [...all.map(x => x.pin), token]) {
       pins.put(pin.requestid, pin)
-      byOwner.put([pin.owner, pin.createdUs, pin.requestid], summaryOf(pin))
+      // the old summary: every field, removed or not
+      byOwner.put([pin.owner, pin.createdUs, pin.requestid], { id: pin.requestid, cid: CID.parse(pin.cid).toV1().toString(), status: pin.status, until: Date.parse(pin.pinnedUntil), removed: pin.removed != null, ...(pin.name != null ? { name: pin.name } : {}), meta: pin.meta })
       byCid.put([pin.cid, pin.requestid], pin.owner)
       if (pin.removed == null) byExpiry.put([Date.parse(pin.pinnedUntil), pin.requestid], pin.requestid)
       if (pin.status === 'queued') fetchQueue.put(pin.requestid, pin.createdUs)
@@ -152,6 +154,9 @@ describe('compact ledger records', () => {
     await ledger.remove('r1', 'unpinned', NOW)
     expect(ledger.get('r1')).toEqual({ ...pin, months: 2, pinnedUntil: until.toISOString(), removed: { at: NOW.toISOString(), why: 'unpinned' } })
     expect(ledger.payment(renewal.id)).toEqual(renewal)
+    // a removed pin's owner-index entry says only that: every listing skips it
+    expect([...ledger.summariesByOwner(OWNER)]).toEqual([{ id: 'r1', removed: true }])
+    expect(env.db<unknown>('pins-by-owner').get([OWNER, pin.createdUs, 'r1'])).toEqual([1, true])
 
     // a pin with no payment record (operator token) keeps the whole of its payment
     const token = pinRecord('t1', B, { owner: OWNER, payment: { id: 'operator-token:j', payer: OWNER, amount: '0', network: 'eip155:31337', asset: ASSET, method: 'operator-token' } })
@@ -184,6 +189,8 @@ describe('compact ledger records', () => {
     const whole = [...env.db<unknown>('pins').getRange()].filter(e => JSON.stringify(e.value).includes('"amount"')).map(e => e.key)
     expect(whole).toEqual(['06-token', '09-drift'])
     expect(sizeOf()).toBeLessThan(oldSize * 0.6)
+    expect([...new PinLedger(env).summariesByOwner(OWNER)].filter(x => x.removed).map(x => x.id).sort()).toEqual(['02-removed', '04-replaced'])
+    for (const { summary } of new PinLedger(env).allSummaries()) if (summary.removed) expect(Object.keys(summary).sort()).toEqual(['id', 'removed'])
 
     const ledger = new PinLedger(env)
     expect(reads(ledger)).toEqual(before)
