@@ -7,6 +7,8 @@
  *   - as an array of its fields' values in a fixed order (first element: the
  *     layout's version), not a map that repeats every field name;
  *   - a removed pin's owner-index summary as only that (listings skip it);
+ *   - hex strings (addresses, transaction hashes, nonces, proofs), CIDs and
+ *     UUIDs as their bytes, when the bytes give back exactly the same string;
  *   - without what the ledger holds elsewhere: no field equal to its own key
  *     (a pin's requestid, a summary's id, a payment's id), a pin's `created`
  *     only when its `createdUs` does not give it, a payment's payer only when
@@ -20,14 +22,15 @@
  * Records written before this (maps, with their keys) read as they are; the
  * `compact:records` upgrade rewrites them (PinLedger.upgrade).
  */
+import { CID } from 'multiformats/cid'
 import { isoMicros } from './clock.js'
 import type { LiveSummary, PinSummary } from './pins.js'
 import type { PaymentInfo, PaymentRecord, PinRecord } from './records.js'
 
 const LAYOUT = 1
 
-/** a pin's payment as stored when the payments database holds its record: [id, asset, method]; an id `owner:nonce` as `:nonce` */
-type PaymentRef = [string, string, PaymentInfo['method']]
+/** a pin's payment as stored when the payments database holds its record: [id, asset, method]; an id `owner:0x<nonce>` as the nonce's bytes */
+type PaymentRef = [string | Uint8Array, string | Uint8Array, PaymentInfo['method']]
 
 /** a stored record: the layout's array, or a map as older versions wrote it */
 export type StoredPin = unknown[] | PinRecord
@@ -62,6 +65,60 @@ function unpack (fields: readonly string[], arr: unknown[]): Record<string, unkn
   return out
 }
 
+// ---- strings as bytes, only when the bytes give back the very same string ----
+
+const HEX0X = /^0x(?:[0-9a-f]{2})+$/
+const HEX = /^(?:[0-9a-f]{2})+$/
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+
+function bytesOf (v: unknown): Buffer | undefined {
+  return v instanceof Uint8Array ? Buffer.from(v.buffer, v.byteOffset, v.byteLength) : undefined
+}
+
+/** lowercase 0x-hex (an address, a transaction hash) */
+function packHex0x (s: string | undefined): string | Uint8Array | undefined {
+  return s != null && HEX0X.test(s) ? Buffer.from(s.slice(2), 'hex') : s
+}
+function readHex0x (v: unknown): unknown {
+  const b = bytesOf(v)
+  return b != null ? `0x${b.toString('hex')}` : v
+}
+
+/** lowercase hex without a prefix (a proof) */
+function packHex (s: string | undefined): string | Uint8Array | undefined {
+  return s != null && HEX.test(s) ? Buffer.from(s, 'hex') : s
+}
+function readHex (v: unknown): unknown {
+  const b = bytesOf(v)
+  return b != null ? b.toString('hex') : v
+}
+
+/** a CID in its canonical string form (v0 base58btc, v1 base32) */
+function packCid (s: string | undefined): string | Uint8Array | undefined {
+  if (s == null) return s
+  try {
+    const cid = CID.parse(s)
+    return cid.toString() === s ? cid.bytes : s
+  } catch {
+    return s
+  }
+}
+function readCid (v: unknown): unknown {
+  const b = bytesOf(v)
+  return b != null ? CID.decode(b).toString() : v
+}
+
+/** a lowercase UUID (a requestid) */
+function packUuid (s: string | undefined): string | Uint8Array | undefined {
+  return s != null && UUID.test(s) ? Buffer.from(s.replaceAll('-', ''), 'hex') : s
+}
+function readUuid (v: unknown): unknown {
+  const b = bytesOf(v)
+  if (b == null) return v
+  const h = b.toString('hex')
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`
+}
+
 /** Does this payments record say all that the pin's copy says (so the pin need keep only its id)? */
 function recordCovers (pay: PaymentInfo, rec: PaymentRecord | undefined): boolean {
   return rec != null && rec.id === pay.id && rec.payer === pay.payer && rec.amount === pay.amount &&
@@ -74,7 +131,9 @@ export function storePin (pin: PinRecord, rec: PaymentRecord | undefined): Store
   const until = Date.parse(pin.pinnedUntil)
   return pack(PIN_FIELDS.map(f => {
     switch (f) {
-      case 'payment': return recordCovers(pay, rec) ? [shortId(pay.id, pin.owner), pay.asset, pay.method] satisfies PaymentRef : pay
+      case 'payment': return recordCovers(pay, rec) ? [shortId(pay.id, pin.owner), packHex0x(pay.asset), pay.method] as PaymentRef : pay
+      case 'owner': return packHex0x(pin.owner)
+      case 'cid': return packCid(pin.cid)
       case 'created': return isoMicros(pin.createdUs) === pin.created ? undefined : pin.created
       case 'pinnedUntil': return Number.isFinite(until) && new Date(until).toISOString() === pin.pinnedUntil ? until : pin.pinnedUntil
       default: return pin[f]
@@ -82,13 +141,15 @@ export function storePin (pin: PinRecord, rec: PaymentRecord | undefined): Store
   }))
 }
 
-/** a payment id without its payer when that is the pin's owner (x402 ids are `payer:nonce`; no id starts with a colon) */
-function shortId (id: string, owner: string): string {
-  return id.startsWith(`${owner}:`) ? id.slice(owner.length) : id
+/** a payment id `owner:0x<nonce>` (x402: `payer:nonce`, and the payer owns the pin) as the nonce's bytes; any other as it is */
+function shortId (id: string, owner: string): string | Uint8Array {
+  const nonce = id.startsWith(`${owner}:`) ? packHex0x(id.slice(owner.length + 1)) : undefined
+  return nonce instanceof Uint8Array ? nonce : id
 }
 
-function fullId (id: string, owner: string): string {
-  return id.startsWith(':') ? `${owner}${id}` : id
+function fullId (id: unknown, owner: string): string {
+  const b = bytesOf(id)
+  return b != null ? `${owner}:0x${b.toString('hex')}` : id as string
 }
 
 /** Is this stored pin's payment only a reference to its record (or a map as older versions wrote it)? */
@@ -100,18 +161,21 @@ export function paymentByRef (stored: StoredPin): boolean {
 export function paymentIdOf (stored: StoredPin): string {
   if (!Array.isArray(stored)) return stored.payment.id
   const pay = stored[PIN_FIELDS.indexOf('payment') + 1] as PaymentRef | PaymentInfo
-  return Array.isArray(pay) ? fullId(pay[0], stored[PIN_FIELDS.indexOf('owner') + 1] as string) : pay.id
+  return Array.isArray(pay) ? fullId(pay[0], readHex0x(stored[PIN_FIELDS.indexOf('owner') + 1]) as string) : pay.id
 }
 
 /** A stored pin, whole again. */
 export function readPin (requestid: string, stored: StoredPin, payment: (id: string) => PaymentRecord | undefined): PinRecord {
   if (!Array.isArray(stored)) return { ...stored, requestid }
   const f = unpack(PIN_FIELDS, stored)
+  f.owner = readHex0x(f.owner)
+  f.cid = readCid(f.cid)
   if (f.created == null) f.created = isoMicros(f.createdUs as number)
   if (typeof f.pinnedUntil === 'number') f.pinnedUntil = new Date(f.pinnedUntil).toISOString()
   if (Array.isArray(f.payment)) {
-    const [short, asset, method] = f.payment as PaymentRef
+    const [short, packedAsset, method] = f.payment as PaymentRef
     const id = fullId(short, f.owner as string)
+    const asset = readHex0x(packedAsset) as string
     const rec = payment(id)
     // the ledger never removes a payment record; a pin that refers to one that is not there is a broken ledger
     if (rec == null) throw new Error(`ledger: pin ${requestid} refers to payment ${id}, which the ledger does not hold`)
@@ -121,27 +185,40 @@ export function readPin (requestid: string, stored: StoredPin, payment: (id: str
 }
 
 export function storePayment (p: PaymentRecord): StoredPayment {
-  return pack(PAYMENT_FIELDS.map(f => f === 'payer' && p.id.startsWith(`${p.payer}:`) ? undefined : p[f]))
+  return pack(PAYMENT_FIELDS.map(f => {
+    switch (f) {
+      case 'payer': return p.id.startsWith(`${p.payer}:`) ? undefined : packHex0x(p.payer)
+      case 'requestid': return packUuid(p.requestid)
+      case 'tx': return packHex0x(p.tx)
+      case 'proof': return packHex(p.proof)
+      default: return p[f]
+    }
+  }))
 }
 
 export function readPayment (id: string, stored: StoredPayment): PaymentRecord {
   if (!Array.isArray(stored)) return { ...stored, id }
   const f = unpack(PAYMENT_FIELDS, stored)
-  if (f.payer == null) f.payer = id.slice(0, id.indexOf(':'))
+  f.payer = f.payer == null ? id.slice(0, id.indexOf(':')) : readHex0x(f.payer)
+  f.requestid = readUuid(f.requestid)
+  if (f.tx != null) f.tx = readHex0x(f.tx)
+  f.proof = readHex(f.proof)
   return { id, ...f } as unknown as PaymentRecord
 }
 
 /** a removed pin's summary is [layout, true]; a live one's [layout, false, cid, status, until, name, meta] */
 export function storeSummary (s: PinSummary): StoredSummary {
   if (s.removed) return pack([true])
-  return pack(SUMMARY_FIELDS.map(f => s[f]))
+  return pack(SUMMARY_FIELDS.map(f => f === 'cid' ? packCid(s.cid) : s[f]))
 }
 
 export function readSummary (id: string, stored: StoredSummary): PinSummary {
   // older versions kept a removed pin's whole summary: what is read of it is that it was removed
   if (!Array.isArray(stored)) return stored.removed ? { id, removed: true } : { ...stored, id, removed: false }
   const f = unpack(SUMMARY_FIELDS, stored)
-  return f.removed === true ? { id, removed: true } : { id, ...f } as unknown as LiveSummary
+  if (f.removed === true) return { id, removed: true }
+  f.cid = readCid(f.cid)
+  return { id, ...f } as unknown as LiveSummary
 }
 
 /** Is this a record as older versions wrote it (a map)? */

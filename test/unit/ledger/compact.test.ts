@@ -27,6 +27,8 @@ const OTHER = '0x' + 'b2'.repeat(20)
 const ASSET = '0x' + 'c3'.repeat(20)
 const NOW = new Date('2026-11-24T00:00:00.000Z')
 const DAY = 86400_000
+/** a requestid as serve makes them (UUIDv7) */
+const R1 = '019ab3f1-2c4d-7e8f-9a0b-1c2d3e4f5a6b'
 
 const envs: LedgerEnv[] = []
 afterEach(async () => {
@@ -94,7 +96,9 @@ async function writeOldLedger (env: LedgerEnv): Promise<void> {
   // a payment whose settlement time differs from the pin's copy: the pin keeps its whole copy
   const drift = paidUpload('09-drift', A, OWNER)
   drift.payment.at = '2026-11-20T11:11:11.111Z'
-  const all = [live, removed, other, old, replacement, odd, down, drift]
+  // a requestid as serve makes them (UUIDv7: stored as its bytes), of a CIDv0 (stored as its bytes, read back as v0)
+  const uuid = paidUpload('0198f0a1-0000-7000-8000-000000000001', 'QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG', OTHER)
+  const all = [live, removed, other, old, replacement, odd, down, drift, uuid]
   await env.transaction(() => {
     const pins = env.db<PinRecord>('pins')
     const byOwner = env.db<unknown>('pins-by-owner')
@@ -108,7 +112,7 @@ async function writeOldLedger (env: LedgerEnv): Promise<void> {
       pins.put(pin.requestid, pin)
       // the old summary: every field, removed or not
       byOwner.put([pin.owner, pin.createdUs, pin.requestid], { id: pin.requestid, cid: CID.parse(pin.cid).toV1().toString(), status: pin.status, until: Date.parse(pin.pinnedUntil), removed: pin.removed != null, ...(pin.name != null ? { name: pin.name } : {}), meta: pin.meta })
-      byCid.put([pin.cid, pin.requestid], pin.owner)
+      byCid.put([CID.parse(pin.cid).toV1().toString(), pin.requestid], pin.owner)
       if (pin.removed == null) byExpiry.put([Date.parse(pin.pinnedUntil), pin.requestid], pin.requestid)
       if (pin.status === 'queued') fetchQueue.put(pin.requestid, pin.createdUs)
     }
@@ -130,33 +134,38 @@ async function openEnv (dir: string): Promise<LedgerEnv> {
 describe('compact ledger records', () => {
   it('stores a pin with a reference to the payment record the ledger holds, and reads it back whole', async () => {
     const { env, ledger } = await openTestLedger({ upgrade: true })
-    const { pin, payment } = paidUpload('r1', A)
+    const { pin, payment } = paidUpload(R1, A)
     await ledger.create(pin, payment, [A])
-    const stored = env.db<unknown>('pins').get('r1')
+    const stored = env.db<unknown>('pins').get(R1)
     // an array, not a map: no field names, no requestid, the payment as [id without its payer, asset, method]
     expect(Array.isArray(stored)).toBe(true)
     const flat = JSON.stringify(stored)
-    expect(flat).not.toContain('r1')
+    expect(flat).not.toContain(R1.slice(0, 8))
     expect(flat).not.toContain(payment.tx)
     expect(flat).not.toContain('payer')
-    expect(flat.split(OWNER).length - 1).toBe(1) // the owner once: not again in the payment id
-    expect(ledger.get('r1')).toEqual(pin)
+    // hex, CIDs as bytes: the owner's address, the payment's nonce and the CID are not in the record as text
+    const raw = env.db<unknown>('pins').getBinary(R1) as Buffer
+    for (const text of [OWNER.slice(2), payment.id.slice(payment.id.indexOf(':') + 3), A, ASSET.slice(2)]) expect(raw.includes(text), text).toBe(false)
+    expect(raw.length).toBeLessThan(200)
+    const rawPayment = env.db<unknown>('payments').getBinary(payment.id) as Buffer
+    for (const text of [(payment.tx as string).slice(2), payment.proof, R1, R1.slice(0, 8), OWNER.slice(2)]) expect(rawPayment.includes(text), text).toBe(false)
+    expect(ledger.get(R1)).toEqual(pin)
     expect(ledger.payment(payment.id)).toEqual(payment)
     expect(Array.isArray(env.db<unknown>('payments').get(payment.id))).toBe(true)
-    expect(Array.isArray(env.db<unknown>('pins-by-owner').get([OWNER, pin.createdUs, 'r1']))).toBe(true)
+    expect(Array.isArray(env.db<unknown>('pins-by-owner').get([OWNER, pin.createdUs, R1]))).toBe(true)
     expect([...ledger.summariesByOwner(OWNER)]).toEqual([summaryOf(pin)])
-    expect(env.db<unknown>('pins-by-cid').get([A, 'r1'])).toBe(1) // the key is the entry: no owner repeated
+    expect(env.db<unknown>('pins-by-cid').get([A, R1])).toBe(1) // the key is the entry: no owner repeated
 
     // through a renewal (another payment) and a removal the pin still reads whole
-    const renewal: PaymentRecord = { ...payment, id: `${OWNER}:0x${'9'.repeat(64)}`, amount: '5', purpose: 'renew:r1', at: NOW.toISOString() }
+    const renewal: PaymentRecord = { ...payment, id: `${OWNER}:0x${'9'.repeat(64)}`, amount: '5', purpose: `renew:${R1}`, at: NOW.toISOString() }
     const until = new Date(Date.parse(pin.pinnedUntil) + 30 * DAY)
-    await ledger.renew('r1', 1, renewal, () => until)
-    await ledger.remove('r1', 'unpinned', NOW)
-    expect(ledger.get('r1')).toEqual({ ...pin, months: 2, pinnedUntil: until.toISOString(), removed: { at: NOW.toISOString(), why: 'unpinned' } })
+    await ledger.renew(R1, 1, renewal, () => until)
+    await ledger.remove(R1, 'unpinned', NOW)
+    expect(ledger.get(R1)).toEqual({ ...pin, months: 2, pinnedUntil: until.toISOString(), removed: { at: NOW.toISOString(), why: 'unpinned' } })
     expect(ledger.payment(renewal.id)).toEqual(renewal)
     // a removed pin's owner-index entry says only that: every listing skips it
-    expect([...ledger.summariesByOwner(OWNER)]).toEqual([{ id: 'r1', removed: true }])
-    expect(env.db<unknown>('pins-by-owner').get([OWNER, pin.createdUs, 'r1'])).toEqual([1, true])
+    expect([...ledger.summariesByOwner(OWNER)]).toEqual([{ id: R1, removed: true }])
+    expect(env.db<unknown>('pins-by-owner').get([OWNER, pin.createdUs, R1])).toEqual([1, true])
 
     // a pin with no payment record (operator token) keeps the whole of its payment
     const token = pinRecord('t1', B, { owner: OWNER, payment: { id: 'operator-token:j', payer: OWNER, amount: '0', network: 'eip155:31337', asset: ASSET, method: 'operator-token' } })
@@ -173,8 +182,9 @@ describe('compact ledger records', () => {
     const before = reads(new PinLedger(env))
     const exportsBefore = EXPORTS.map(o => exported(new PinLedger(env), o))
     const sizeOf = (): number => ['pins', 'pins-by-owner', 'payments'].reduce((a, n) => {
+      const db = env.db<unknown>(n)
       let bytes = 0
-      for (const { value } of env.db<unknown>(n).getRange()) bytes += JSON.stringify(value).length
+      for (const key of db.getKeys()) bytes += (db.getBinary(key) as Buffer).length
       return a + bytes
     }, 0)
     const oldSize = sizeOf()
@@ -188,7 +198,7 @@ describe('compact ledger records', () => {
     // the pins whose payment record agrees refer to it; the operator-token pin and the drifted one keep theirs
     const whole = [...env.db<unknown>('pins').getRange()].filter(e => JSON.stringify(e.value).includes('"amount"')).map(e => e.key)
     expect(whole).toEqual(['06-token', '09-drift'])
-    expect(sizeOf()).toBeLessThan(oldSize * 0.6)
+    expect(sizeOf()).toBeLessThan(oldSize * 0.5)
     expect([...new PinLedger(env).summariesByOwner(OWNER)].filter(x => x.removed).map(x => x.id).sort()).toEqual(['02-removed', '04-replaced'])
     for (const { summary } of new PinLedger(env).allSummaries()) if (summary.removed) expect(Object.keys(summary).sort()).toEqual(['id', 'removed'])
 
@@ -211,6 +221,6 @@ describe('compact ledger records', () => {
     await writeImport(async function * () { yield * jsonl.split('\n') }, fresh.ledger, { batchSize: 3, now: NOW })
     expect(EXPORTS.map(o => exported(fresh.ledger, o))).toEqual(exportsBefore)
     const refs = [...fresh.env.db<unknown>('pins').getRange()].filter(e => !JSON.stringify(e.value).includes('"amount"')).length
-    expect(refs).toBe(7) // all but the operator-token pin and the drifted one refer to their payment record
+    expect(refs).toBe(8) // all but the operator-token pin and the drifted one refer to their payment record
   })
 })
