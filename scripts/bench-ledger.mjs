@@ -5,6 +5,9 @@
  * benchmark. If PinLedger's layout changes, change it here too;
  * scripts/bench-pins-list.mjs and bench-export.mjs then check the result
  * through the real server and CLI.
+ * Records are written as maps, the layout of versions before the compact
+ * one (src/ledger/stored.ts): pind reads them, and rewrites them once at its
+ * first open (the compact:records upgrade), as it does an older ledger.
  */
 import { join } from 'node:path'
 import { open } from 'lmdb'

@@ -19,7 +19,7 @@
  * exactly what it holds (releaseReplaced, holdsRefs).
  */
 import { PindError } from '../errors.js'
-import type { Database } from 'lmdb'
+import type { Database, Key } from 'lmdb'
 import { CID } from 'multiformats/cid'
 import { seedClock } from './clock.js'
 import type { LedgerEnv } from './open.js'
@@ -29,6 +29,8 @@ import type { SettlingRecord } from './settlements.js'
 import { oldLayout, paymentByRef, paymentIdOf, readPayment, readPin, readSummary, storePayment, storePin, storeSummary, type StoredPayment, type StoredPin, type StoredSummary } from './stored.js'
 
 type OwnerKey = [string, number, string]
+/** records per transaction of the compact:records upgrade */
+const COMPACT_BATCH = 10_000
 const MAX_REQUESTID_LENGTH = 128
 type CidKey = [string, string]
 
@@ -98,25 +100,49 @@ export class PinLedger {
   /**
    * Rewrites records as ./stored.ts stores them: without the fields equal to
    * their keys, and a pin's payment as a reference when the payments database
-   * holds its record (inside a transaction; a record already so is left alone).
+   * holds its record (a record already so is left alone). In transactions of
+   * `batch` records: lmdb cannot reuse a page freed inside the transaction
+   * that freed it, so one transaction over a whole ledger would grow the file
+   * by all it rewrites; between batches the pages the last one freed are used
+   * again. Idempotent: stopped midway, the next start goes on.
    */
-  private compactRecords (): void {
+  private async compactRecords (batch = COMPACT_BATCH): Promise<void> {
     // payments first: a pin then refers to its payment's record
-    for (const { key, value } of this.payments.getRange()) {
+    await this.inBatches(this.payments, batch, (key, value) => {
       if (oldLayout(value)) this.payments.put(key, storePayment(readPayment(key, value)))
-    }
-    for (const { key, value } of this.pins.getRange()) {
-      if (!oldLayout(value) && paymentByRef(value)) continue
+    })
+    await this.inBatches(this.pins, batch, (key, value) => {
+      if (!oldLayout(value) && paymentByRef(value)) return
       const pin = readPin(key, value, (id) => this.getPayment(id))
       const stored = storePin(pin, this.getPayment(pin.payment.id))
       if (oldLayout(value) || paymentByRef(stored)) this.pins.put(key, stored)
-    }
-    for (const { key, value } of this.byOwner.getRange()) {
+    })
+    await this.inBatches(this.byOwner, batch, (key, value) => {
       if (oldLayout(value)) this.byOwner.put(key, storeSummary(readSummary(key[2], value)))
-    }
+    })
     // the CID index's value was the owner, which nothing reads
-    for (const { key, value } of this.byCid.getRange()) {
+    await this.inBatches(this.byCid, batch, (key, value) => {
       if (value !== 1) this.byCid.put(key, 1)
+    })
+  }
+
+  /** Calls `fn` on every entry of `db` (which it may rewrite, never remove), `batch` entries per transaction. */
+  private async inBatches<K extends Key, V> (db: Database<V, K>, batch: number, fn: (key: K, value: V) => void): Promise<void> {
+    let after: K | undefined
+    let more = true
+    while (more) {
+      await this.env.transaction(() => {
+        // from the last key done (still there: nothing is removed), which is skipped
+        let skip = after !== undefined
+        let n = 0
+        for (const { key, value } of db.getRange(after === undefined ? { limit: batch } : { start: after, limit: batch + 1 })) {
+          if (skip) { skip = false; continue }
+          fn(key, value)
+          after = key
+          n++
+        }
+        more = n === batch
+      })
     }
   }
 
@@ -151,10 +177,8 @@ export class PinLedger {
       })
     }
     if (!this.env.upgraded('compact:records')) {
-      await this.env.transaction(() => {
-        this.compactRecords()
-        this.env.setUpgraded('compact:records')
-      })
+      await this.compactRecords()
+      await this.env.transaction(() => { this.env.setUpgraded('compact:records') })
     }
   }
 

@@ -189,6 +189,9 @@ describe('compact ledger records', () => {
     }, 0)
     const oldSize = sizeOf()
 
+    // in transactions of 4 records (the ledger has 10 pins, 11 payments): every batch boundary is crossed
+    await (new PinLedger(env) as unknown as { compactRecords: (batch: number) => Promise<void> }).compactRecords(4)
+    for (const n of ['pins', 'pins-by-owner', 'payments']) expect([...env.db<unknown>(n).getRange()].filter(e => !Array.isArray(e.value)).map(e => e.key), n).toEqual([])
     await new PinLedger(env).upgrade()
     expect(env.upgraded('compact:records')).toBe(true)
     for (const n of ['pins', 'pins-by-owner', 'payments']) {
