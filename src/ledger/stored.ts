@@ -7,6 +7,11 @@
  *   - as an array of its fields' values in a fixed order (first element: the
  *     layout's version), not a map that repeats every field name;
  *   - a removed pin's owner-index summary as only that (listings skip it);
+ *   - a pin's removal as 9 bytes that are there, zero, from the start: removing
+ *     a pin then rewrites its record at the same size. A record that grows
+ *     splits its B-tree page when that is full, and most pins are removed
+ *     some time after they were written: with a removal that grew the record
+ *     by ~45 bytes the pins database's pages were 54% full, 81% without;
  *   - hex strings (addresses, transaction hashes, nonces, proofs), CIDs and
  *     UUIDs as their bytes, when the bytes give back exactly the same string;
  *   - without what the ledger holds elsewhere: no field equal to its own key
@@ -119,6 +124,30 @@ function readUuid (v: unknown): unknown {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`
 }
 
+// ---- a pin's removal: 8 bytes of milliseconds (big-endian) and a byte for why; all zero while not removed ----
+
+const REMOVED_WHY = ['unpinned', 'replaced', 'expired'] as const
+
+function packRemoved (r: PinRecord['removed']): Uint8Array | PinRecord['removed'] {
+  const b = Buffer.alloc(9)
+  if (r == null) return b
+  const ms = Date.parse(r.at)
+  const why = REMOVED_WHY.indexOf(r.why)
+  // a time the milliseconds do not spell exactly (an imported record) stays as it is
+  if (!Number.isFinite(ms) || ms < 0 || new Date(ms).toISOString() !== r.at || why < 0) return r
+  b.writeBigUInt64BE(BigInt(ms), 0)
+  b[8] = why + 1
+  return b
+}
+
+function readRemoved (v: unknown): PinRecord['removed'] {
+  const b = bytesOf(v)
+  if (b == null) return v as PinRecord['removed']
+  const why = b[8] ?? 0
+  if (why === 0) return undefined
+  return { at: new Date(Number(b.readBigUInt64BE(0))).toISOString(), why: REMOVED_WHY[why - 1] as NonNullable<PinRecord['removed']>['why'] }
+}
+
 /** Does this payments record say all that the pin's copy says (so the pin need keep only its id)? */
 function recordCovers (pay: PaymentInfo, rec: PaymentRecord | undefined): boolean {
   return rec != null && rec.id === pay.id && rec.payer === pay.payer && rec.amount === pay.amount &&
@@ -133,6 +162,7 @@ export function storePin (pin: PinRecord, rec: PaymentRecord | undefined): Store
     switch (f) {
       case 'payment': return recordCovers(pay, rec) ? [shortId(pay.id, pin.owner), packHex0x(pay.asset), pay.method] as PaymentRef : pay
       case 'owner': return packHex0x(pin.owner)
+      case 'removed': return packRemoved(pin.removed)
       case 'cid': return packCid(pin.cid)
       case 'created': return isoMicros(pin.createdUs) === pin.created ? undefined : pin.created
       case 'pinnedUntil': return Number.isFinite(until) && new Date(until).toISOString() === pin.pinnedUntil ? until : pin.pinnedUntil
@@ -170,6 +200,9 @@ export function readPin (requestid: string, stored: StoredPin, payment: (id: str
   const f = unpack(PIN_FIELDS, stored)
   f.owner = readHex0x(f.owner)
   f.cid = readCid(f.cid)
+  const removed = readRemoved(f.removed)
+  if (removed == null) delete f.removed
+  else f.removed = removed
   if (f.created == null) f.created = isoMicros(f.createdUs as number)
   if (typeof f.pinnedUntil === 'number') f.pinnedUntil = new Date(f.pinnedUntil).toISOString()
   if (Array.isArray(f.payment)) {
