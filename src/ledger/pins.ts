@@ -2,7 +2,8 @@
  * Pins and payments in the ledger. Every write is one LMDB transaction that
  * updates the record and its indexes together:
  *   pins      requestid → PinRecord
- *   byOwner   [owner, createdUs, requestid] → PinSummary  (newest-first listing, filtered without reading records)
+ *   byOwner   [owner, createdUs, requestid] → PinSummary  (newest-first listing, filtered without reading records;
+ *                                                           pins not removed only: every listing skips a removed pin)
  *   byCid     [cid, requestid] → 1                        (liveness of a CID: the key is the entry; older ledgers hold the owner)
  *   payments  paymentId → PaymentRecord                   (idempotent retries, no double use)
  *   pinBlocks requestid → block CIDs of the pin's DAG
@@ -65,6 +66,8 @@ export class PinLedger {
     this.provides = new ProvideKeys(env)
     let maxUs = 0
     for (const { key } of this.byOwner.getRange({ reverse: true, limit: 1 })) maxUs = Math.max(maxUs, (key)[1])
+    // the owner index holds no removed pin: the newest requestid (UUIDv7, in time order) may be one
+    for (const { key, value } of this.pins.getRange({ reverse: true, limit: 1 })) maxUs = Math.max(maxUs, readPin(key, value, (id) => this.getPayment(id)).createdUs)
     seedClock(maxUs)
   }
 
@@ -75,7 +78,9 @@ export class PinLedger {
    */
   private putPin (requestid: string, pin: PinRecord): void {
     this.pins.put(requestid, storePin(pin, this.getPayment(pin.payment.id)))
-    this.byOwner.put([pin.owner, pin.createdUs, requestid], storeSummary(summaryOf(pin)))
+    // a removed pin leaves the owner index: every listing skips it (issue 18: most of a ledger's pins)
+    if (pin.removed != null) this.byOwner.remove([pin.owner, pin.createdUs, requestid])
+    else this.byOwner.put([pin.owner, pin.createdUs, requestid], storeSummary(summaryOf(pin)))
   }
 
   private getPin (requestid: string): PinRecord | undefined {
@@ -117,9 +122,16 @@ export class PinLedger {
       const stored = storePin(pin, this.getPayment(pin.payment.id))
       if (oldLayout(value) || paymentByRef(stored)) this.pins.put(key, stored)
     })
+    const removed: OwnerKey[] = []
     await this.inBatches(this.byOwner, batch, (key, value) => {
-      if (oldLayout(value)) this.byOwner.put(key, storeSummary(readSummary(key[2], value)))
+      const summary = readSummary(key[2], value)
+      if (summary.removed) removed.push(key)
+      else if (oldLayout(value)) this.byOwner.put(key, storeSummary(summary))
     })
+    // removed pins leave the owner index (after the pass: it goes on from the last key it did)
+    for (let i = 0; i < removed.length; i += batch) {
+      await this.env.transaction(() => { for (const key of removed.slice(i, i + batch)) this.byOwner.remove(key) })
+    }
     // the CID index's value was the owner, which nothing reads
     await this.inBatches(this.byCid, batch, (key, value) => {
       if (value !== 1) this.byCid.put(key, 1)
@@ -150,7 +162,7 @@ export class PinLedger {
   async upgrade (): Promise<void> {
     if (!this.env.upgraded('index:owner-summaries')) {
       await this.env.transaction(() => {
-        for (const pin of this.allPins()) this.byOwner.put([pin.owner, pin.createdUs, pin.requestid], storeSummary(summaryOf(pin)))
+        for (const pin of this.allPins()) if (pin.removed == null) this.byOwner.put([pin.owner, pin.createdUs, pin.requestid], storeSummary(summaryOf(pin)))
         this.env.setUpgraded('index:owner-summaries')
       })
     }
@@ -456,11 +468,12 @@ export class PinLedger {
     return ids
   }
 
-  /** Every owner's summaries created strictly between `afterUs` and `beforeUs`, with their owner and creation time (in owner order). */
+  /** Every owner's summaries of pins not removed, created strictly between `afterUs` and `beforeUs`, with their owner and creation time (in owner order). */
   * allSummaries (beforeUs = Number.MAX_SAFE_INTEGER, afterUs = -1): Generator<{ owner: string, createdUs: number, summary: PinSummary }> {
     for (const { key, value } of this.byOwner.getRange()) {
       if (key[1] >= beforeUs || key[1] <= afterUs) continue
-      yield { owner: key[0], createdUs: key[1], summary: readSummary(key[2], value) }
+      const summary = readSummary(key[2], value)
+      if (!summary.removed) yield { owner: key[0], createdUs: key[1], summary }
     }
   }
 
@@ -570,7 +583,7 @@ export class PinLedger {
     return out
   }
 
-  /** Pins of one owner, newest first, created strictly between `afterUs` and `beforeUs`. */
+  /** Pins of one owner not removed, newest first, created strictly between `afterUs` and `beforeUs`. */
   * byOwnerNewestFirst (owner: string, beforeUs = Number.MAX_SAFE_INTEGER, afterUs = -1): Generator<PinRecord> {
     for (const s of this.summariesByOwner(owner, beforeUs, afterUs)) {
       const pin = this.getPin(s.id)
@@ -578,11 +591,12 @@ export class PinLedger {
     }
   }
 
-  /** The owner index's summaries, newest first: enough to filter and count without reading records. */
+  /** The owner index's summaries (pins not removed), newest first: enough to filter and count without reading records. */
   * summariesByOwner (owner: string, beforeUs = Number.MAX_SAFE_INTEGER, afterUs = -1): Generator<PinSummary> {
     for (const { key, value } of this.byOwner.getRange({ start: [owner, beforeUs], end: [owner, afterUs], reverse: true })) {
       if (key[1] >= beforeUs || key[1] <= afterUs) continue
-      yield readSummary(key[2], value)
+      const summary = readSummary(key[2], value)
+      if (!summary.removed) yield summary
     }
   }
 

@@ -6,7 +6,8 @@
  * So a record is stored compact:
  *   - as an array of its fields' values in a fixed order (first element: the
  *     layout's version), not a map that repeats every field name;
- *   - a removed pin's owner-index summary as only that (listings skip it);
+ *   - a removed pin's owner-index summary as only that (listings skip it;
+ *     PinLedger now removes the entry, an older ledger's is read so);
  *   - a pin's removal as 9 bytes that are there, zero, from the start: removing
  *     a pin then rewrites its record at the same size. A record that grows
  *     splits its B-tree page when that is full, and most pins are removed
