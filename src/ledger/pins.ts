@@ -4,7 +4,8 @@
  *   pins      requestid → PinRecord
  *   byOwner   [owner, createdUs, requestid] → PinSummary  (newest-first listing, filtered without reading records;
  *                                                           pins not removed only: every listing skips a removed pin)
- *   byCid     [cid, requestid] → 1                        (liveness of a CID: the key is the entry; older ledgers hold the owner)
+ *   byCid     [cid, requestid] → 1                        (liveness of a CID, pins not removed only: the key is the entry;
+ *                                                           older ledgers hold the owner)
  *   payments  paymentId → PaymentRecord                   (idempotent retries, no double use)
  *   pinBlocks requestid → block CIDs of the pin's DAG
  *   blockRefs block CID (v1) → number of pins holding it  (gateway policy, gc marking)
@@ -78,9 +79,14 @@ export class PinLedger {
    */
   private putPin (requestid: string, pin: PinRecord): void {
     this.pins.put(requestid, storePin(pin, this.getPayment(pin.payment.id)))
-    // a removed pin leaves the owner index: every listing skips it (issue 18: most of a ledger's pins)
-    if (pin.removed != null) this.byOwner.remove([pin.owner, pin.createdUs, requestid])
-    else this.byOwner.put([pin.owner, pin.createdUs, requestid], storeSummary(summaryOf(pin)))
+    // a removed pin leaves the owner and CID indexes: every listing, takedown and liveness check
+    // skips it (issue 18: most of a ledger's pins)
+    if (pin.removed != null) {
+      this.byOwner.remove([pin.owner, pin.createdUs, requestid])
+      this.byCid.remove([cidKey(pin.cid), requestid])
+    } else {
+      this.byOwner.put([pin.owner, pin.createdUs, requestid], storeSummary(summaryOf(pin)))
+    }
   }
 
   private getPin (requestid: string): PinRecord | undefined {
@@ -132,10 +138,16 @@ export class PinLedger {
     for (let i = 0; i < removed.length; i += batch) {
       await this.env.transaction(() => { for (const key of removed.slice(i, i + batch)) this.byOwner.remove(key) })
     }
-    // the CID index's value was the owner, which nothing reads
+    // the CID index's value was the owner, which nothing reads; removed pins leave it
+    const gone: CidKey[] = []
     await this.inBatches(this.byCid, batch, (key, value) => {
-      if (value !== 1) this.byCid.put(key, 1)
+      const pin = this.getPin(key[1])
+      if (pin == null || pin.removed != null) gone.push(key)
+      else if (value !== 1) this.byCid.put(key, 1)
     })
+    for (let i = 0; i < gone.length; i += batch) {
+      await this.env.transaction(() => { for (const key of gone.slice(i, i + batch)) this.byCid.remove(key) })
+    }
   }
 
   /** Calls `fn` on every entry of `db` (which it may rewrite, never remove), `batch` entries per transaction. */
@@ -234,7 +246,7 @@ export class PinLedger {
         this.settling.remove(payment.id)
       }
       this.putPin(pin.requestid, pin)
-      this.byCid.put([cidKey(pin.cid), pin.requestid], 1)
+      if (pin.removed == null) this.byCid.put([cidKey(pin.cid), pin.requestid], 1)
       if (pin.removed == null) this.byExpiry.put([Date.parse(pin.pinnedUntil), pin.requestid], pin.requestid)
       if (pin.status === 'queued' || pin.status === 'pinning') this.fetchQueue.put(pin.requestid, pin.createdUs)
       this.addRefs(pin.requestid, keys)
@@ -460,7 +472,7 @@ export class PinLedger {
     return down
   }
 
-  /** requestids of every pin (removed ones too) whose root is this CID (v0 and v1 alike) */
+  /** requestids of every pin not removed (failed and taken down ones too) whose root is this CID (v0 and v1 alike) */
   requestidsOfCid (cid: string | CID): string[] {
     const k = cidKey(cid)
     const ids: string[] = []
@@ -543,7 +555,7 @@ export class PinLedger {
       for (const { pin, blocks } of pins) {
         if (this.pins.doesExist(pin.requestid)) throw new Error(`pin ${pin.requestid} exists already`)
         this.putPin(pin.requestid, pin)
-        this.byCid.put([cidKey(pin.cid), pin.requestid], 1)
+        if (pin.removed == null) this.byCid.put([cidKey(pin.cid), pin.requestid], 1)
         // references as the source ledger had them (a replaced pin keeps its blocks until its replacement settles)
         if (blocks != null && blocks.length > 0) this.addRefs(pin.requestid, [...new Set(blocks.map(cidKey))])
         if (pin.removed != null) continue

@@ -24,7 +24,8 @@
  *     its id, asset and method only: the rest is read from that record. A pin
  *     whose payment has no such record (an operator-token pin, a pin imported
  *     before its payment) keeps the whole of it.
- * (The CID index, PinLedger's byCid, keeps no value either: its key is the entry.)
+ * (The CID index, PinLedger's byCid, keeps no value either: its key is the entry.
+ * Neither it nor the owner index holds a removed pin.)
  * Records written before this (maps, with their keys) read as they are; the
  * `compact:records` upgrade rewrites them (PinLedger.upgrade).
  */

@@ -165,9 +165,11 @@ describe('compact ledger records', () => {
     expect((env.db<unknown>('pins').getBinary(R1) as Buffer).length).toBe(raw.length)
     expect(ledger.get(R1)).toEqual({ ...pin, months: 2, pinnedUntil: until.toISOString(), removed: { at: NOW.toISOString(), why: 'unpinned' } })
     expect(ledger.payment(renewal.id)).toEqual(renewal)
-    // a removed pin leaves the owner index: every listing skips it
+    // a removed pin leaves the owner and CID indexes: every listing, takedown and liveness check skips it
     expect([...ledger.summariesByOwner(OWNER)]).toEqual([])
     expect(env.db<unknown>('pins-by-owner').get([OWNER, pin.createdUs, R1])).toBeUndefined()
+    expect(env.db<unknown>('pins-by-cid').get([A, R1])).toBeUndefined()
+    expect(ledger.requestidsOfCid(A)).toEqual([])
 
     // a pin with no payment record (operator token) keeps the whole of its payment
     const token = pinRecord('t1', B, { owner: OWNER, payment: { id: 'operator-token:j', payer: OWNER, amount: '0', network: 'eip155:31337', asset: ASSET, method: 'operator-token' } })
@@ -200,6 +202,8 @@ describe('compact ledger records', () => {
       for (const { value } of env.db<unknown>(n).getRange()) expect(Array.isArray(value), n).toBe(true)
     }
     expect(new Set([...env.db<unknown>('pins-by-cid').getRange()].map(e => e.value))).toEqual(new Set([1]))
+    // removed pins left the CID index
+    expect([...env.db<unknown>('pins-by-cid').getKeys()].map(k => (k as unknown[])[1]).sort()).toEqual(['01-live', '03-other', '05-replacement', '06-token', '07-odd', '08-down', '09-drift', '0198f0a1-0000-7000-8000-000000000001'].sort())
     // the pins whose payment record agrees refer to it; the operator-token pin and the drifted one keep theirs
     const whole = [...env.db<unknown>('pins').getRange()].filter(e => JSON.stringify(e.value).includes('"amount"')).map(e => e.key)
     expect(whole).toEqual(['06-token', '09-drift'])
