@@ -6,7 +6,19 @@
 import { PindError } from '../errors.js'
 import { open, type Database } from 'lmdb'
 
-export const LEDGER_SCHEMA_VERSION = 1
+/**
+ * The ledger's schema version, kept in its meta database.
+ *  1: records stored as msgpack maps.
+ *  2: pins, owner summaries and payments may be stored compact (./stored.ts),
+ *     which a pind that knows only version 1 would misread. This pind writes
+ *     compact records from its first write on, so opening a version 1 ledger
+ *     marks it version 2 at once (the compact:records upgrade then rewrites
+ *     what is left of the old layout); an earlier pind refuses it with
+ *     LedgerSchemaError instead of misreading it.
+ */
+export const LEDGER_SCHEMA_VERSION = 2
+/** the versions this pind opens (older ones are upgraded in place) */
+const READABLE_VERSIONS: readonly unknown[] = [1, 2]
 
 /** the upgrades of the ledger's indexes (PinLedger.upgrade), each run once */
 export type Upgrade = 'index:owner-summaries' | 'index:pins-by-expiry' | 'repair:replacement-chains' | 'index:provide-keys' | 'compact:records'
@@ -50,9 +62,11 @@ export async function openLedgerEnv (path: string): Promise<LedgerEnv> {
       meta.put('schemaVersion', LEDGER_SCHEMA_VERSION)
       meta.put('created', new Date().toISOString())
     })
-  } else if (version !== LEDGER_SCHEMA_VERSION) {
+  } else if (!READABLE_VERSIONS.includes(version)) {
     await root.close()
-    throw new LedgerSchemaError(`ledger ${path} has schema version ${String(version)}; this pind understands ${LEDGER_SCHEMA_VERSION}`)
+    throw new LedgerSchemaError(`ledger ${path} has schema version ${String(version)}; this pind understands ${READABLE_VERSIONS.join(' and ')}`)
+  } else if (version !== LEDGER_SCHEMA_VERSION) {
+    await meta.put('schemaVersion', LEDGER_SCHEMA_VERSION)
   }
   return {
     transaction: async (fn) => await root.transaction(fn),

@@ -1,0 +1,52 @@
+/**
+ * The ledger's schema version (src/ledger/open.ts) on real LMDB: this pind
+ * writes compact records (src/ledger/stored.ts) that a pind knowing only
+ * version 1 would misread, so it marks every ledger it opens version 2, and
+ * it refuses a version it does not know without touching it.
+ */
+import { join } from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import { LEDGER_SCHEMA_VERSION, LedgerSchemaError, openLedgerEnv, type LedgerEnv } from '../../../src/ledger/open.js'
+import { tempDir } from '../../helpers/pind.js'
+
+const open: LedgerEnv[] = []
+afterEach(async () => { for (const e of open.splice(0)) await e.close() })
+
+async function openAt (path: string): Promise<LedgerEnv> {
+  const env = await openLedgerEnv(path)
+  open.push(env)
+  return env
+}
+
+async function closeAll (): Promise<void> { for (const e of open.splice(0)) await e.close() }
+
+describe('ledger schema version', () => {
+  it('is 2 for a new ledger', async () => {
+    expect(LEDGER_SCHEMA_VERSION).toBe(2)
+    const env = await openAt(join(tempDir(), 'ledger.mdb'))
+    expect(env.fact('schemaVersion')).toBe(2)
+  })
+
+  it('marks a version 1 ledger version 2 when it opens it, so an earlier pind refuses it instead of misreading compact records', async () => {
+    const path = join(tempDir(), 'ledger.mdb')
+    const first = await openAt(path)
+    await first.setFact('schemaVersion', 1)
+    await closeAll()
+    const env = await openAt(path)
+    expect(env.fact('schemaVersion')).toBe(2)
+    await closeAll()
+    // and it stays so across opens
+    expect((await openAt(path)).fact('schemaVersion')).toBe(2)
+  })
+
+  it('refuses a version it does not know, and leaves it as it is', async () => {
+    const path = join(tempDir(), 'ledger.mdb')
+    await (await openAt(path)).setFact('schemaVersion', 3)
+    await closeAll()
+    await expect(openLedgerEnv(path)).rejects.toThrow(LedgerSchemaError)
+    await expect(openLedgerEnv(path)).rejects.toThrow(/has schema version 3; this pind understands 1 and 2/)
+    // the refusal wrote nothing: a pind that knows version 3 would still find it
+    const first = await openAt(path).catch(() => undefined)
+    expect(first).toBeUndefined()
+  })
+})
