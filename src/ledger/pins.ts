@@ -246,8 +246,10 @@ export class PinLedger {
         this.settling.remove(payment.id)
       }
       this.putPin(pin.requestid, pin)
-      if (pin.removed == null) this.byCid.put([cidKey(pin.cid), pin.requestid], 1)
-      if (pin.removed == null) this.byExpiry.put([Date.parse(pin.pinnedUntil), pin.requestid], pin.requestid)
+      if (pin.removed == null) {
+        this.byCid.put([cidKey(pin.cid), pin.requestid], 1)
+        this.byExpiry.put([Date.parse(pin.pinnedUntil), pin.requestid], pin.requestid)
+      }
       if (pin.status === 'queued' || pin.status === 'pinning') this.fetchQueue.put(pin.requestid, pin.createdUs)
       this.addRefs(pin.requestid, keys)
     })

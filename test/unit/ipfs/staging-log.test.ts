@@ -44,6 +44,16 @@ async function stage (staging: BlockStaging, blocks: Buffer[]): Promise<{ staged
 
 const logOf = (dir: string, staged: { id: string }): string => join(dir, 'staging', staged.id, 'blocks.log')
 
+/** two blocks staged and sealed in a log of a fresh folder, as a crash would leave them before the commit */
+async function sealedTwoBlocks (): Promise<{ dir: string, first: ReturnType<typeof logStaging>, blocks: Buffer[], staged: StagedImport, cids: CID[] }> {
+  const dir = tempDir()
+  const first = logStaging(dir)
+  const blocks = [randomBytes(5000), randomBytes(6000)]
+  const { staged, cids } = await stage(first.staging, blocks)
+  await first.staging.seal(staged)
+  return { dir, first, blocks, staged, cids }
+}
+
 describe('staging log', () => {
   it('is not what an import bound for the disk stages into: that is one file per block, moved on commit', async () => {
     const dir = tempDir()
@@ -142,11 +152,7 @@ describe('staging log', () => {
   })
 
   it('a record whose bytes do not hash to its CID is refused, and nothing is committed', async () => {
-    const dir = tempDir()
-    const first = logStaging(dir)
-    const blocks = [randomBytes(5000), randomBytes(6000)]
-    const { staged, cids } = await stage(first.staging, blocks)
-    await first.staging.seal(staged)
+    const { dir, first, blocks, staged, cids } = await sealedTwoBlocks()
     // one byte of the second block's bytes flipped on disk
     const log = logOf(dir, staged)
     const bytes = readFileSync(log)
@@ -159,11 +165,7 @@ describe('staging log', () => {
   })
 
   it('blocks committed before the crash (the folder gone with them) are read back from the store and checked', async () => {
-    const dir = tempDir()
-    const first = logStaging(dir)
-    const blocks = [randomBytes(5000), randomBytes(6000)]
-    const { staged, cids } = await stage(first.staging, blocks)
-    await first.staging.seal(staged)
+    const { dir, first, blocks, staged, cids } = await sealedTwoBlocks()
     await first.staging.commit(staged)
     const { staging } = logStaging(dir)
     const adopted = await staging.adopt(staged.id, cids)
