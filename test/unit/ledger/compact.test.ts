@@ -179,6 +179,19 @@ describe('compact ledger records', () => {
     expect(ledger.countByStatus(NOW)).toMatchObject({ pinned: 1, removed: 1 })
   })
 
+  it('refuses a record in a layout it does not know instead of reading its fields in the wrong places', async () => {
+    const { env, ledger } = await openTestLedger({ upgrade: true })
+    const { pin, payment } = paidUpload(R1, A)
+    await ledger.create(pin, payment, [A])
+    const pins = env.db<unknown[]>('pins')
+    const stored = pins.get(R1) as unknown[]
+    await pins.put(R1, [2, ...stored.slice(1)])
+    expect(() => ledger.get(R1)).toThrow('ledger: a record in layout 2; this pind reads layout 1')
+    const payments = env.db<unknown[]>('payments')
+    await payments.put(payment.id, [2, ...(payments.get(payment.id) as unknown[]).slice(1)])
+    expect(() => ledger.payment(payment.id)).toThrow('ledger: a record in layout 2; this pind reads layout 1')
+  })
+
   it('reads an old-layout ledger the same before and after the upgrade, exports it byte for byte the same, and its import exports the same', async () => {
     const dir = tempDir('pind-compact-')
     let env = await openEnv(dir)
