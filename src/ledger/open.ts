@@ -21,7 +21,7 @@ export const LEDGER_SCHEMA_VERSION = 2
 const READABLE_VERSIONS: readonly unknown[] = [1, 2]
 
 /** the upgrades of the ledger's indexes (PinLedger.upgrade), each run once */
-export type Upgrade = 'index:owner-summaries' | 'index:pins-by-expiry' | 'repair:replacement-chains' | 'index:provide-keys' | 'compact:records'
+export type Upgrade = 'index:owner-summaries' | 'index:pins-by-expiry' | 'repair:replacement-chains' | 'index:provide-keys' | 'compact:records' | 'clock:created-high'
 
 /**
  * The environment, for the ledger's own classes (this folder). Outside it,

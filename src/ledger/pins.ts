@@ -28,9 +28,12 @@ import type { LedgerEnv } from './open.js'
 import { ProvideKeys } from './provide-keys.js'
 import { isLive, withdrawn, type PaymentRecord, type PinRecord } from './records.js'
 import type { SettlingRecord } from './settlements.js'
-import { oldLayout, paymentByRef, paymentIdOf, readPayment, readPin, readSummary, storePayment, storePin, storeSummary, type StoredPayment, type StoredPin, type StoredSummary } from './stored.js'
+import { createdUsOf, oldLayout, paymentByRef, paymentIdOf, readPayment, readPin, readSummary, storePayment, storePin, storeSummary, type StoredPayment, type StoredPin, type StoredSummary } from './stored.js'
 
 type OwnerKey = [string, number, string]
+/** the meta fact holding the highest `created` (µs) of any pin the ledger has held */
+const CREATED_HIGH = 'createdHighUs'
+
 /** records per transaction of the compact:records upgrade */
 const COMPACT_BATCH = 10_000
 const MAX_REQUESTID_LENGTH = 128
@@ -65,11 +68,20 @@ export class PinLedger {
     this.byExpiry = env.db<string>('pins-by-expiry')
     this.settling = env.db<SettlingRecord>('settling')
     this.provides = new ProvideKeys(env)
-    let maxUs = 0
-    for (const { key } of this.byOwner.getRange({ reverse: true, limit: 1 })) maxUs = Math.max(maxUs, (key)[1])
-    // the owner index holds no removed pin: the newest requestid (UUIDv7, in time order) may be one
-    for (const { key, value } of this.pins.getRange({ reverse: true, limit: 1 })) maxUs = Math.max(maxUs, readPin(key, value, (id) => this.getPayment(id)).createdUs)
-    seedClock(maxUs)
+    // until the clock:created-high upgrade has run (a ledger of an earlier pind), upgrade() seeds it
+    const high = env.fact(CREATED_HIGH)
+    if (typeof high === 'number') seedClock(high)
+  }
+
+  /**
+   * Keeps the highest `created` of any pin ever written (inside the
+   * transaction that writes the pin), so that the next start seeds the clock
+   * (./clock.ts) with it exactly: a clock stepped back across a restart then
+   * still hands out values after every pin's, removed and imported ones too.
+   */
+  private noteCreated (us: number): void {
+    const high = this.env.fact(CREATED_HIGH)
+    if (typeof high !== 'number' || us > high) void this.env.setFact(CREATED_HIGH, us)
   }
 
   /**
@@ -79,6 +91,7 @@ export class PinLedger {
    */
   private putPin (requestid: string, pin: PinRecord): void {
     this.pins.put(requestid, storePin(pin, this.getPayment(pin.payment.id)))
+    this.noteCreated(pin.createdUs)
     // a removed pin leaves the owner and CID indexes: every listing, takedown and liveness check
     // skips it (issue 18: most of a ledger's pins)
     if (pin.removed != null) {
@@ -203,6 +216,17 @@ export class PinLedger {
     if (!this.env.upgraded('compact:records')) {
       await this.compactRecords()
       await this.env.transaction(() => { this.env.setUpgraded('compact:records') })
+    }
+    if (!this.env.upgraded('clock:created-high')) {
+      // one read of every pin's `created`; from now on each write of a pin keeps the mark
+      await this.env.transaction(() => {
+        let high = 0
+        for (const { value } of this.pins.getRange()) high = Math.max(high, createdUsOf(value))
+        if (high > 0) this.noteCreated(high)
+        this.env.setUpgraded('clock:created-high')
+      })
+      const high = this.env.fact(CREATED_HIGH)
+      if (typeof high === 'number') seedClock(high)
     }
   }
 

@@ -189,6 +189,11 @@ export function paymentByRef (stored: StoredPin): boolean {
   return Array.isArray(stored) && Array.isArray(stored[PIN_FIELDS.indexOf('payment') + 1])
 }
 
+/** a stored pin's `created`, in microseconds */
+export function createdUsOf (stored: StoredPin): number {
+  return Array.isArray(stored) ? stored[PIN_FIELDS.indexOf('createdUs') + 1] as number : stored.createdUs
+}
+
 /** the payment id a stored pin refers to or holds */
 export function paymentIdOf (stored: StoredPin): string {
   if (!Array.isArray(stored)) return stored.payment.id
