@@ -27,18 +27,37 @@
  * load. A bound instead of a hold (`--max-semi-space-size`, which V8 reads
  * only at start: NODE_OPTIONS in malloc.ts's re-exec) is the thing to try.
  *
- * The flag is set at run time (V8 reads it each time it considers growing,
- * so setting it after start-up is honoured): that covers the packaged binary
- * and `node dist/pind.cjs` alike without touching NODE_OPTIONS, which the
- * binary does honour (a V8 flag there, or carried by malloc.ts's re-exec,
- * would work too).
+ * The flag was set at run time (V8 reads it each time it considers growing,
+ * so setting it after start-up is honoured): that covered the packaged binary
+ * and `node dist/pind.cjs` alike without touching NODE_OPTIONS.
+ *
+ * Now (issue 18, the cap): a bound instead of the hold. The young generation
+ * grows again after an idle spell, up to `--max-semi-space-size`
+ * (`YOUNG_GENERATION_CAP`, below), which V8 reads only when the heap is set
+ * up: `serve` carries it in NODE_OPTIONS through malloc.ts's start-again
+ * (Node 24 accepts this flag in NODE_OPTIONS, not --min-semi-space-size; the
+ * packaged binary honours NODE_OPTIONS; `node dist/pind.cjs` too). An
+ * operator's own --max-semi-space-size (or --max-heap-size) in NODE_OPTIONS
+ * or on node's command line wins. The size is chosen by
+ * scripts/bench-idle.mjs: FIGURES-IDLE.
  */
 import { performance } from 'node:perf_hooks'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 
-export function holdYoungGeneration (): void {
-  setFlagsFromString('--semi-space-growth-factor=1')
+/** MiB per semi-space: the young generation (two of them) grows to at most twice this */
+export const SEMI_SPACE_MAX_MIB = 8
+export const YOUNG_GENERATION_CAP = `--max-semi-space-size=${SEMI_SPACE_MAX_MIB}`
+
+/**
+ * NODE_OPTIONS with the young generation's cap added to what is there, or
+ * undefined when the operator already sized the young generation (or the
+ * whole heap, which V8 then splits itself).
+ */
+export function cappedNodeOptions (current: string | undefined): string | undefined {
+  const options = (current ?? '').trim()
+  if (/(^|\s)--max[-_](semi[-_]space|heap)[-_]size(=|\s|$)/.test(options)) return undefined
+  return options === '' ? YOUNG_GENERATION_CAP : `${options} ${YOUNG_GENERATION_CAP}`
 }
 
 export interface IdleCollection {

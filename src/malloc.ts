@@ -69,8 +69,15 @@
  * malloc_trim(), and an Environment= line would cover systemd only. An operator who sets any
  * glibc.malloc tunable in GLIBC_TUNABLES keeps exactly those; on other C
  * libraries (musl) nothing is done.
+ *
+ * Issue 18, the young generation's cap: V8 also reads its heap's sizes only
+ * at start, so the same start-again carries `--max-semi-space-size` in
+ * NODE_OPTIONS (heap.ts; appended to what NODE_OPTIONS holds, and left out
+ * when the operator sized the young generation there). On musl that is now
+ * the only reason to start again.
  */
 import { isSea } from 'node:sea'
+import { cappedNodeOptions } from './heap.js'
 
 export const MALLOC_TUNABLES = 'glibc.malloc.mmap_threshold=16384'
 /**
@@ -80,17 +87,25 @@ export const MALLOC_TUNABLES = 'glibc.malloc.mmap_threshold=16384'
  */
 export const STARTED_AGAIN = 'PIND_MALLOC_TUNED'
 
-/** The environment `serve` runs with, or undefined when it already has it (or should be left alone). */
+/**
+ * The environment `serve` runs with, or undefined when it already has it (or
+ * should be left alone): glibc's malloc tunables, and V8's young generation
+ * cap in NODE_OPTIONS (heap.ts), each unless the operator set their own.
+ */
 export function tunedEnvironment (env: NodeJS.ProcessEnv, glibc: boolean): NodeJS.ProcessEnv | undefined {
-  if (!glibc || env[STARTED_AGAIN] != null) return undefined
+  if (env[STARTED_AGAIN] != null) return undefined
+  const tuned: NodeJS.ProcessEnv = {}
   const current = env.GLIBC_TUNABLES ?? ''
-  if (/(^|:)glibc\.malloc\./.test(current)) return undefined
-  return { ...env, GLIBC_TUNABLES: current === '' ? MALLOC_TUNABLES : `${current}:${MALLOC_TUNABLES}`, [STARTED_AGAIN]: '1' }
+  if (glibc && !/(^|:)glibc\.malloc\./.test(current)) tuned.GLIBC_TUNABLES = current === '' ? MALLOC_TUNABLES : `${current}:${MALLOC_TUNABLES}`
+  const nodeOptions = cappedNodeOptions(env.NODE_OPTIONS)
+  if (nodeOptions != null) tuned.NODE_OPTIONS = nodeOptions
+  if (Object.keys(tuned).length === 0) return undefined
+  return { ...env, ...tuned, [STARTED_AGAIN]: '1' }
 }
 
 /**
- * Restarts this process with the malloc tunables when it lacks them (does not
- * return then). Call first thing in `serve`, before the configuration is read
+ * Restarts this process with the malloc tunables and V8's young generation
+ * cap (heap.ts) when it lacks them (does not return then). Call first thing in `serve`, before the configuration is read
  * (its warnings would be logged twice) and before any file, socket or lock
  * is opened. What execve keeps: the pid (systemd's MAINPID, a supervisor's
  * child), stdio, the environment (NOTIFY_SOCKET) and the arguments; what it
@@ -108,6 +123,6 @@ export function execWithMallocTuning (): void {
   try {
     process.execve(process.execPath, args, env)
   } catch {
-    // could not start again (returns only then): serve runs with glibc's defaults
+    // could not start again (returns only then): serve runs with glibc's and V8's defaults
   }
 }

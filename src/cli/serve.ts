@@ -9,14 +9,13 @@ import { DataDirLockedError } from '../datadir/lock.js'
 import { BlockstoreRecordError } from '../datadir/blockstore-record.js'
 import { BackendChoiceError } from '../ipfs/open-backend.js'
 import { S3ConfigError } from '../ipfs/s3-client.js'
-import { collectWhenIdle, holdYoungGeneration } from '../heap.js'
+import { collectWhenIdle } from '../heap.js'
 import type { Logger } from '../log.js'
 import { StartupError } from '../startup-errors.js'
 import { COMMIT, VERSION } from '../version.js'
 import { notifyServiceManager } from './notify.js'
 
 export async function serve (config: Readonly<Config>, log: Logger): Promise<void> {
-  holdYoungGeneration()
   // what the load left for the garbage collector goes back once it stops (heap.ts)
   const idleCollection = collectWhenIdle()
   let daemon
