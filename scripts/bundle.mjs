@@ -10,6 +10,7 @@
 // when run as `node dist/pind.cjs`, and from pkg's snapshot inside the binary
 // (scripts/package-binary.mjs ships their JS and the addon files there).
 import { execFileSync } from 'node:child_process'
+import { createHash } from 'node:crypto'
 import { existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -26,7 +27,9 @@ const NATIVE_EXTERNALS = ['lmdb', 'msgpackr-extract']
 
 // Runs first in the bundle, inside a pkg binary only (process.pkg is set by pkg's
 // bootstrap); stringified into the banner below. Both fixes are no-ops elsewhere.
-function pkgRuntimeFixes () {
+// `addonHashes`: sha256 of each native addon file this build ships (path under node_modules →
+// hex), computed below when bundling.
+function pkgRuntimeFixes (addonHashes) {
   if (!process.pkg || process.__pindPkgFixes) return
   process.__pindPkgFixes = true
   const fs = require('fs')
@@ -38,13 +41,24 @@ function pkgRuntimeFixes () {
   //    start-up, before app code runs. This wrapper re-reads it at each dlopen, so the app
   //    may set process.env.PKG_NATIVE_CACHE_PATH (a writable dir: its data dir) any time
   //    before it first requires lmdb. When unset, pkg's own hook does the work.
+  //    The copy already there is checked against the hash this build recorded, which leaves
+  //    the addon's pages in the binary untouched: reading them from pkg's archive made its
+  //    3.4 MiB of the binary resident for the life of the process (issue 18).
   const pkgDlopen = process.dlopen
   process.dlopen = function (mod, file, ...rest) {
     const dir = process.env.PKG_NATIVE_CACHE_PATH
     if (dir && typeof file === 'string' && file.startsWith('/snapshot/')) {
+      const sha256 = (b) => crypto.createHash('sha256').update(b).digest('hex')
+      const known = addonHashes[file.slice(file.lastIndexOf('/node_modules/') + '/node_modules/'.length)]
+      const copied = (hash) => path.join(path.resolve(dir), 'pkg', hash.slice(0, 32), path.basename(file))
+      let kept
+      try { kept = known != null && sha256(fs.readFileSync(copied(known))) === known } catch {}
+      if (kept) {
+        file = copied(known)
+        return pkgDlopen.call(this, mod, file, ...rest)
+      }
       const bytes = fs.readFileSync(file)
-      const hash = crypto.createHash('sha256').update(bytes).digest('hex').slice(0, 32)
-      const out = path.join(path.resolve(dir), 'pkg', hash, path.basename(file))
+      const out = copied(sha256(bytes))
       let same = false
       try { same = fs.readFileSync(out).equals(bytes) } catch {}
       if (!same) {
@@ -66,9 +80,15 @@ function pkgRuntimeFixes () {
     return readFileSync.call(this, p, ...rest)
   }
 }
+// Keep in sync with NATIVE_ASSETS in scripts/package-binary.mjs (the addon files it ships).
+const NATIVE_ADDONS = ['@lmdb/lmdb-linux-x64/node.napi.glibc.node', '@msgpackr-extract/msgpackr-extract-linux-x64/node.napi.glibc.node']
+const addonHashes = Object.fromEntries(NATIVE_ADDONS.flatMap((a) => {
+  const f = path.join(root, 'node_modules', a)
+  return existsSync(f) ? [[a, createHash('sha256').update(readFileSync(f)).digest('hex')]] : []
+}))
 // ESM code reads import.meta.url; `define` below rewrites it to __import_meta_url.
 const banner = `var __import_meta_url = require('url').pathToFileURL(__filename).href;
-(${pkgRuntimeFixes})();`
+(${pkgRuntimeFixes})(${JSON.stringify(addonHashes)});`
 
 if (!existsSync(entry)) {
   console.error(`bundle: entry not found: ${entry}`)

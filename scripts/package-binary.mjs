@@ -30,6 +30,8 @@ const PKG_VERSION = '6.23.0' // the cache seeding below matches this version's i
 // pkg's walker follows their JS from the bundle's require() calls, but not the addon,
 // which node-gyp-build-optional-packages finds at run time by reading the platform
 // package's directory: ship those files as assets. Node 24 uses the N-API build.
+// scripts/bundle.mjs records the sha256 of each .node file (NATIVE_ADDONS, keep in sync), so
+// a start finds its unpacked copy without reading the addon in the binary again.
 const NATIVE_ASSETS = [
   '@lmdb/lmdb-linux-x64',
   '@msgpackr-extract/msgpackr-extract-linux-x64'

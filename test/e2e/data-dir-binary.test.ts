@@ -7,7 +7,7 @@
  * And a data dir path of more than about 100 characters made serve exit with
  * "listen EINVAL" (the admin socket's path limit).
  */
-import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, statSync } from 'node:fs'
+import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -120,5 +120,42 @@ describe('a data dir path longer than a Unix socket path allows', () => {
     // and on the stopped data dir
     const offline = await runPind(['keys', 'list', '--data-dir', deep], { binary: bin, env: env() })
     expect(offline.code).toBe(0)
+  })
+})
+
+describe("lmdb's native addon, unpacked into the data dir", () => {
+  /** resident KiB of the binary's mapping at the highest offset in its file: the SEA blob, pkg's archive */
+  const archiveRss = (pid: number): number => {
+    const smaps = readFileSync(`/proc/${pid}/smaps`, 'utf8').split(/\n(?=[0-9a-f]+-[0-9a-f]+ )/)
+    const offset = (m: string): number => parseInt(m.split(' ')[2] ?? '0', 16)
+    const [blob] = smaps.filter(m => m.split('\n')[0]?.endsWith(` ${bin}`)).sort((a, b) => offset(b) - offset(a))
+    return Number(/^Rss:\s+(\d+) kB/m.exec(blob ?? '')?.[1] ?? NaN)
+  }
+
+  it('is taken from the data dir once there, without reading its 3.4 MiB in the binary again; a copy changed there is replaced', async () => {
+    const dataDir = join(dir, 'addon')
+    const first = await startPind({ binary: bin, cwd: dir, dataDir, env: env() })
+    const unpacked = archiveRss(first.pid)
+    expect(await first.stop()).toBe(0)
+    const second = await startPind({ binary: bin, cwd: dir, dataDir, env: env() })
+    try {
+      // the bundle (~6 MiB) is read from the archive at every start; the addon only the first time
+      expect(archiveRss(second.pid)).toBeLessThan(unpacked - 3 * 1024)
+    } finally {
+      expect(await second.stop()).toBe(0)
+    }
+    const [addon] = readdirSync(join(dataDir, '.native', 'pkg'), { recursive: true, withFileTypes: true })
+      .filter(e => e.isFile() && e.name.startsWith('node.napi'))
+      .map(e => join(e.parentPath, e.name))
+      .filter(p => statSync(p).size > 1_000_000) // lmdb's, not msgpackr-extract's (17 KiB)
+    const good = readFileSync(addon as string)
+    writeFileSync(addon as string, Buffer.concat([good.subarray(0, 4096), Buffer.alloc(good.length - 4096)]))
+    const third = await startPind({ binary: bin, cwd: dir, dataDir, env: env() })
+    try {
+      expect(readFileSync(addon as string).equals(good)).toBe(true)
+      expect((await (await fetch(`${third.url}/health`)).json() as { status: string }).status).toBe('ok')
+    } finally {
+      expect(await third.stop()).toBe(0)
+    }
   })
 })
