@@ -55,7 +55,8 @@ describe("serve's young generation", () => {
   })
 
   it('grows again under load after the idle collection shrank it, up to the cap', async () => {
-    // start-up is work: the idle collection runs once the process has been quiet for 15 s
+    // quiet after start-up: V8's memory reducer (seconds after start) or the idle collection (15 s
+    // quiet after work) shrinks the young generation to its minimum
     await waitFor(async () => (await newSpace()) <= 2 * MiB ? true : undefined, 'the idle collection', 60_000)
     let grown = 0
     for (let i = 0; i < 20 && grown <= 2 * MiB; i++) {
