@@ -133,7 +133,8 @@ try {
     // process (lazy functions compile from it), beside the file's pages pkg's archive maps:
     // at start 5 MiB less V8 heap used and anonymous memory (issue 18). keepNames is left off:
     // its 8,680 __name() calls cost 10 MiB of anonymous memory and 20 MiB of committed heap at
-    // start, for .name values that esbuild's renaming already changed before minifying.
+    // start, and without it .name values are what they were unminified (esbuild's renaming of
+    // clashing names, e.g. parse8, predates the minifying; stack traces show the same names).
     minifyWhitespace: true,
     minifySyntax: true,
     minifyIdentifiers: false,
