@@ -21,6 +21,8 @@
  */
 import { readFileSync, statSync } from 'node:fs'
 import { HeadBucketCommand, S3Client } from '@aws-sdk/client-s3'
+import { UndiciHttpHandler } from '@smithy/undici-http-handler'
+import { Agent } from 'undici'
 import { z } from 'zod/v4'
 import type { Logger } from '../log.js'
 import { CorruptBlockError, StorageTimeoutError, StorageUnavailableError } from './block-backend.js'
@@ -112,14 +114,19 @@ export type S3Observer = (operation: string, seconds: number, outcome: S3Outcome
 
 type Failure = 'missing' | 'timeout' | 'unavailable' | 'other'
 
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNABORTED', 'ERR_SOCKET_CONNECTION_TIMEOUT'])
+/** the connection failed or was cut (node's codes; undici's for a socket closed or failing mid-request) */
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNABORTED', 'ERR_SOCKET_CONNECTION_TIMEOUT', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED'])
+/** no connection, no response or a stalled body in time (undici's: connect, headers, body) */
+const TIMEOUT_CODES = new Set(['ETIMEDOUT', 'ESOCKETTIMEDOUT', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT'])
 
 export function classify (err: unknown): Failure {
   const e = err as { name?: string, code?: string, $metadata?: { httpStatusCode?: number } }
   const status = e?.$metadata?.httpStatusCode
   const name = e?.name ?? ''
   if (name === 'NoSuchKey' || (status === 404 && name === 'NotFound')) return 'missing'
-  if (name === 'TimeoutError' || name === 'RequestTimeout' || e?.code === 'ETIMEDOUT' || e?.code === 'ESOCKETTIMEDOUT' || status === 504 || status === 408) return 'timeout'
+  // a cut connection is an outage, whatever name the transport gave it (the undici handler calls it RequestTimeout, for the SDK to retry it)
+  if (status == null && e?.code != null && NETWORK_CODES.has(e.code)) return 'unavailable'
+  if (name === 'TimeoutError' || name === 'RequestTimeout' || (e?.code != null && TIMEOUT_CODES.has(e.code)) || status === 504 || status === 408) return 'timeout'
   if (status != null && (status >= 500 || status === 429 || status === 401 || status === 403)) return 'unavailable'
   if (name === 'NoSuchBucket' || name === 'SlowDown' || name === 'AccessDenied' || name === 'InvalidAccessKeyId' || name === 'SignatureDoesNotMatch') return 'unavailable'
   if (e?.code != null && NETWORK_CODES.has(e.code)) return 'unavailable'
@@ -165,15 +172,16 @@ export class S3Connection {
       maxAttempts: S3_TUNING.maxAttempts,
       retryMode: 'standard',
       logger: sdkLog,
-      requestHandler: {
-        connectionTimeout: S3_TUNING.connectTimeoutMs,
-        requestTimeout: S3_TUNING.firstByteTimeoutMs,
-        throwOnRequestTimeout: true,
-        socketTimeout: S3_TUNING.idleTimeoutMs,
-        logger: sdkLog,
-        httpAgent: { keepAlive: true, maxSockets: S3_TUNING.maxSockets },
-        httpsAgent: { keepAlive: true, maxSockets: S3_TUNING.maxSockets }
-      }
+      // undici carries the bytes (the SDK keeps commands, signing and retries): one pool of
+      // keep-alive connections per endpoint, bodies handed over as they arrive
+      requestHandler: new UndiciHttpHandler({
+        dispatcher: new Agent({
+          connections: S3_TUNING.maxSockets,
+          connect: { timeout: S3_TUNING.connectTimeoutMs },
+          headersTimeout: S3_TUNING.firstByteTimeoutMs,
+          bodyTimeout: S3_TUNING.idleTimeoutMs
+        })
+      })
     })
   }
 

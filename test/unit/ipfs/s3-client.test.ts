@@ -5,6 +5,7 @@
  */
 import { chmodSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { errors } from 'undici'
 import { describe, expect, it } from 'vitest'
 import { classify, readS3Credentials, S3ConfigError } from '../../../src/ipfs/s3-client.js'
 import { tempDir } from '../../helpers/pind.js'
@@ -63,5 +64,19 @@ describe('classify', () => {
     expect(classify(sdk('TimeoutError', undefined, 'ETIMEDOUT'))).toBe('timeout')
     expect(classify(sdk('RequestTimeout', 400))).toBe('timeout')
     expect(classify(sdk('InvalidArgument', 400))).toBe('other')
+  })
+
+  it('tells undici\'s failures apart the same way (the transport under the SDK)', () => {
+    // refused: the error of the socket itself
+    expect(classify(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { code: 'ECONNREFUSED' }))).toBe('unavailable')
+    // cut mid-request or mid-body: an outage, also as the handler renames it for the SDK's retries
+    expect(classify(new errors.SocketError('other side closed'))).toBe('unavailable')
+    expect(classify(Object.assign(new errors.SocketError('other side closed'), { name: 'RequestTimeout' }))).toBe('unavailable')
+    expect(classify(new errors.ClientClosedError())).toBe('unavailable')
+    // no connection, no headers, or a body that stalls, in time
+    expect(classify(new errors.ConnectTimeoutError())).toBe('timeout')
+    expect(classify(Object.assign(new errors.HeadersTimeoutError(), { name: 'TimeoutError' }))).toBe('timeout')
+    expect(classify(new errors.HeadersTimeoutError())).toBe('timeout')
+    expect(classify(new errors.BodyTimeoutError())).toBe('timeout')
   })
 })
