@@ -16,7 +16,8 @@
  *   - gc: `pind gc` (through the running serve) removing N unreferenced blocks from the
  *     bucket, vs listing (ListObjectsV2, pages of 1000) and deleting (DeleteObjects,
  *     batches of 1000) as many objects with the SDK directly.
- * The peak RSS is the service's VmHWM over the uploads.
+ * The peak RSS is the service's VmHWM over the uploads; its CPU time (user + system, from
+ * /proc/<pid>/stat) is printed per upload and per read.
  *
  * Usage: node scripts/bench-s3.mjs [--runs 3] [--mb 100] [--gc-blocks 100000] [--bundle]
  * (root, or Ceph installed: the first run installs Debian's ceph packages)
@@ -128,6 +129,13 @@ function pindGc () {
 }
 
 const t = { up: [], put: [], read: [], get: [] }
+/** the service's CPU time (user + system, ms) per paid upload and per gateway read */
+const cpu = { up: [], read: [] }
+/** user + system CPU of a process so far, in ms (clock ticks of 10 ms) */
+function cpuMs (pid) {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
+  return (Number(f[11]) + Number(f[12])) * 10
+}
 try {
   await paidUpload(pind.url, randomBytes(1_000_000), payer) // warm-up
   if (runs === 0) console.log('(--runs 0: no upload or read runs)')
@@ -135,7 +143,9 @@ try {
   const cids = []
   for (let i = 0; i < runs; i++) {
     const bytes = randomBytes(size)
+    const c0 = cpuMs(pind.proc.pid)
     const up = await paidUpload(pind.url, bytes, payer)
+    cpu.up.push(cpuMs(pind.proc.pid) - c0)
     t.up.push(up.ms)
     cids.push(up.body.cid)
     t.put.push(await rawPut(bytes, `raw/${i}/`))
@@ -145,7 +155,9 @@ try {
     // the service's own split of each upload: import (receive, hash, stage), settle, commit (PUTs)
     const phases = pind.stderr().split('\n').filter(l => l.includes('"upload pinned"')).map(l => JSON.parse(l)).slice(-runs)
     for (let i = 0; i < runs; i++) {
+      const c0 = cpuMs(pind.proc.pid)
       const read = await gatewayGet(cids[i])
+      cpu.read.push(cpuMs(pind.proc.pid) - c0)
       if (read.bytes !== size) throw new Error(`gateway gave ${read.bytes} bytes`)
       t.read.push(read.ms)
       t.get.push((await rawGet(Math.ceil(size / BLOCK), `raw/${i}/`)).ms)
@@ -163,6 +175,7 @@ try {
   console.log(`  pind's phases per upload (ms): import ${ph('importMs')}; seal ${ph('sealMs')}; store ready ${ph('readyMs')}; settle ${ph('settleMs')}; commit (the PUTs) ${ph('commitMs')}; ledger ${ph('ledgerMs')} — commit vs raw PUT ${median(t.put.map((x, i) => x / phases[i].commitMs)).toFixed(2)}`)
   console.log(`upload ratio raw/pind: ${(median(t.put) / median(t.up)).toFixed(2)} (target >= 0.70); per run ${ratio(t.put, t.up).map(r => r.toFixed(2)).join(', ')}`)
   console.log(`read ratio raw/pind:   ${(median(t.get) / median(t.read)).toFixed(2)} (target >= 0.70); per run ${ratio(t.get, t.read).map(r => r.toFixed(2)).join(', ')}`)
+  console.log(`service CPU (user + system) per paid upload median ${median(cpu.up)} ms (${cpu.up.join(', ')}), per gateway read ${median(cpu.read)} ms (${cpu.read.join(', ')})`)
   console.log(`service RSS idle ${idle.rssMiB.toFixed(0)} MiB, peak over all uploads ${peak.peakMiB.toFixed(0)} MiB (target < 200 MB = 191 MiB); peak after the reads too ${peakRead.peakMiB.toFixed(0)} MiB`)
   }
 
