@@ -53,6 +53,10 @@ export class ChunkPool {
     if (this.idle.length < this.maxIdle) {
       this.idle.push(new Uint8Array(ab, 0, this.chunkSize))
       this.releaseWhenQuiet(this.releaseMs)
+    } else {
+      // more out than the pool keeps: freed now (as reusing it would be safe, so is freeing it), not
+      // left for a collection, which V8 starts for ArrayBuffer memory only ~64 MiB later (issue 18)
+      releaseBytes(new Uint8Array(ab))
     }
   }
 

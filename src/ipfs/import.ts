@@ -88,9 +88,11 @@ function eagerRawLeaves (): NonNullable<AddOptions['bufferImporter']> {
       inFlight++
       const written = (async () => {
         try {
+          // the size is taken first: once written, a pooled buffer may be freed (chunk-pool.ts)
+          const size = BigInt(block.byteLength)
           const cid = CID.createV1(raw.code, await sha256.digest(block))
           await blockstore.put(cid, block)
-          return { cid, size: BigInt(block.byteLength), block }
+          return { cid, size, block }
         } finally {
           inFlight--
           if (shared) sharedLeafWrites.give()

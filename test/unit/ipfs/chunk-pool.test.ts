@@ -64,10 +64,40 @@ describe('ChunkPool', () => {
     const b = pool.take()
     expect(b.buffer).toBe(a.buffer)
     expect(b.length).toBe(8)
-    // the idle list is bounded
+    // the idle list is bounded; a buffer given back past it is freed at once, not left to a collection
     const many = [pool.take(), pool.take(), pool.take(), pool.take()]
     for (const m of many) pool.give(m)
     expect(pool.idleCount).toBe(2)
+    expect(many.map(m => (m.buffer as ArrayBuffer).detached)).toEqual([false, false, true, true])
+  })
+
+  it('an import whose chunk buffers are freed as soon as each leaf is written gives the stock importer\'s CID', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'pind-chunks-'))
+    try {
+      const plain = new FsBlockstore(join(dir, 'plain'))
+      await plain.open()
+      const bytes = randomBytes(CHUNK_SIZE * 3 + 1234)
+      const expected = await unixfs({ blockstore: plain }).addByteStream(pieces(bytes, [65536]), { cidVersion: 1, rawLeaves: true, reduceSingleLeafToSelf: true })
+      // no idle buffers kept: each one given back is freed
+      const pool = new ChunkPool(CHUNK_SIZE, 0)
+      const freed: boolean[] = []
+      const store = {
+        get: plain.get.bind(plain),
+        has: plain.has.bind(plain),
+        put: async (cid: Parameters<FsBlockstore['put']>[0], block: Uint8Array) => {
+          await plain.put(cid, block)
+          pool.give(block)
+          freed.push((block.buffer as ArrayBuffer).detached)
+          return cid
+        }
+      }
+      const result = await importFile(pieces(bytes, [65536]), { blockstore: store, chunker: pool.chunker(), maxBytes: bytes.length })
+      // four leaves freed (the fifth block written is the root, not a pooled buffer)
+      expect(freed).toEqual([true, true, true, true, false])
+      expect(result.cid.toString()).toBe(expected.toString())
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 
   it('frees its idle buffers once it has been quiet for a while, not while it is in use', () => {
