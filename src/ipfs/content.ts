@@ -28,6 +28,7 @@ import type { CID } from 'multiformats/cid'
 import * as raw from 'multiformats/codecs/raw'
 import { identity } from 'multiformats/hashes/identity'
 import type { Blockstore } from 'interface-blockstore'
+import { forgetHandedOver, releaseHandedOver } from '../buffers.js'
 import { PindError } from '../errors.js'
 
 /**
@@ -92,7 +93,13 @@ export async function hasBlock (bs: LocalBlockstore, cid: CID): Promise<boolean>
  * thrown) before this returns, so nothing stays open whatever the caller does.
  */
 export async function readBlock (bs: LocalBlockstore, cid: CID, options: ReadOptions = {}): Promise<Uint8Array> {
-  return joinBlock(await readBlockPieces(bs, cid, options))
+  const pieces = await readBlockPieces(bs, cid, options)
+  const block = joinBlock(pieces)
+  // a whole block is kept and shared (an entry's root block serves a sniff and a body): never
+  // freed by a reader; pieces copied into it are not needed any more (buffers.ts)
+  if (pieces.length === 1) forgetHandedOver(block)
+  else for (const p of pieces) releaseHandedOver(p)
+  return block
 }
 
 /**
@@ -321,6 +328,11 @@ export async function * readFile (bs: LocalBlockstore, file: FileEntry, range: B
   if (start >= end) return
   let produced = 0n
   for await (const visit of walkFile(bs, file.cid, file.block, { start, end, whole: false }, options)) {
+    // a leaf's pieces that do not go out (outside the range, or a small part copied out of them) are
+    // not needed any more; those that do go out are the consumer's to free (handed over, see pump.ts)
+    if (visit.cid.code === CODEC_RAW) {
+      for (const p of visit.pieces) if (visit.data?.some(d => d.buffer === p.buffer) !== true) releaseHandedOver(p)
+    }
     if (visit.data == null) continue
     for (const piece of visit.data) {
       produced += BigInt(piece.byteLength)
@@ -409,8 +421,9 @@ function sliceRange (pieces: readonly Uint8Array[], length: number, pos: bigint,
     if (at >= e) break
   }
   // a small part of a large block is copied, so the block is not kept alive
-  // while the part waits in a slow client's socket buffer
-  if (e - s < length / 2 && length > 65536) return [parts.length === 1 ? (parts[0] as Uint8Array).slice() : joinBlock(parts)]
+  // while the part waits in a slow client's socket buffer (a copy: a disk
+  // read's pieces are Buffers, whose slice() is a view of the same memory)
+  if (e - s < length / 2 && length > 65536) return [parts.length === 1 ? new Uint8Array(parts[0] as Uint8Array) : joinBlock(parts)]
   return parts
 }
 

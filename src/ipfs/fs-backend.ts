@@ -11,6 +11,7 @@ import { join } from 'node:path'
 import { FsBlockstore } from 'blockstore-fs'
 import { NextToLast } from 'blockstore-fs/sharding'
 import type { CID } from 'multiformats/cid'
+import { handOver } from '../buffers.js'
 import { blockName, type BlockBackend, type StagedBlock, type StoredBlock } from './block-backend.js'
 import { readFully } from './staging-log.js'
 
@@ -20,13 +21,25 @@ const EXT = SHARDING.extension
 const PARALLEL = 32
 const PAGE = 1000
 
+/**
+ * blockstore-fs, whose reads say what they are: each piece of a block read
+ * from its file (a stream of 64 KiB reads) is a fresh buffer nobody else
+ * holds, handed over to the reader (buffers.ts), which may free it as soon
+ * as it is done with it instead of leaving it to a garbage collection.
+ */
+class FreshReads extends FsBlockstore {
+  override async * get (key: CID, options?: Parameters<FsBlockstore['get']>[1]): AsyncGenerator<Uint8Array> {
+    for await (const piece of super.get(key, options)) yield handOver(piece)
+  }
+}
+
 export class FsBackend implements BlockBackend {
   readonly kind = 'fs' as const
   readonly blockstore: FsBlockstore
 
   /** (creates nothing: the folder is made by open() or the first commit, so an admin command on a data dir leaves no blocks/ behind) */
   constructor (readonly dir: string) {
-    this.blockstore = new FsBlockstore(dir)
+    this.blockstore = new FreshReads(dir)
   }
 
   async open (): Promise<void> {

@@ -325,7 +325,8 @@ async function serveFile (ctx: Ctx, file: FileEntry, name: string | undefined): 
       return
     }
     rc.res.writeHead(d.status, d.headers)
-    await pump(rc.res, prepend(pulled, body), ctx.signal)
+    // the body's pieces are its own (readFile): each freed once written
+    await pump(rc.res, prepend(pulled, body), ctx.signal, { freeWritten: true })
   } finally {
     await body?.return(undefined)
   }

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { unixfs } from '@helia/unixfs'
 import * as dagPb from '@ipld/dag-pb'
-import { FsBlockstore } from 'blockstore-fs'
+import { FsBackend } from '../../../src/ipfs/fs-backend.js'
 import { UnixFS } from 'ipfs-unixfs'
 import type { CID } from 'multiformats/cid'
 import { CID as CIDClass } from 'multiformats/cid'
@@ -110,9 +110,10 @@ export async function makeFixture (): Promise<Fixture> {
     fsStore = backend.blockstore
     closeStore = async () => { await backend.close() }
   } else {
-    const disk = new FsBlockstore(join(dir, 'blocks'))
+    // the node's own disk store: its reads are handed over to the gateway, which frees them once written
+    const disk = new FsBackend(join(dir, 'blocks'))
     await disk.open()
-    fsStore = disk
+    fsStore = disk.blockstore
     closeStore = async () => { await disk.close() }
   }
   const store = new CountingBlockstore(fsStore)

@@ -1,0 +1,120 @@
+/**
+ * The gateway frees the pieces of the blocks it reads from disk once they are
+ * written out (buffers.ts handOver, pump.ts freeWritten), not at the next
+ * garbage collection: every byte must still go out right, whatever the
+ * concurrency, range or socket speed.
+ */
+import { randomBytes } from 'node:crypto'
+import { request, type ServerResponse } from 'node:http'
+import { Writable } from 'node:stream'
+import { CID } from 'multiformats/cid'
+import { describe, expect, it } from 'vitest'
+import { pump } from '../../../src/http/gateway/pump.js'
+import { loadEntry, readFile, type LocalBlockstore } from '../../../src/ipfs/content.js'
+import { importFile } from '../../../src/ipfs/import.js'
+import { sha, useServed } from './helpers.js'
+
+const s = useServed()
+
+async function chunks (bytes: Uint8Array): Promise<AsyncIterable<Uint8Array>> {
+  return (async function * () { for (let at = 0; at < bytes.byteLength; at += 65536) yield bytes.slice(at, at + 65536) })()
+}
+
+async function add (size: number): Promise<{ cid: string, bytes: Uint8Array }> {
+  const bytes = randomBytes(size)
+  const { cid } = await importFile(await chunks(bytes), { blockstore: s.fixture.fs, maxBytes: size })
+  s.servable.add(cid.toString())
+  return { cid: cid.toString(), bytes }
+}
+
+/** GET with a client that reads `slowly` (pausing between socket reads) or at full speed */
+async function get (path: string, headers: Record<string, string> = {}, slowly = false): Promise<{ status: number, body: Buffer }> {
+  return await new Promise((resolve, reject) => {
+    const req = request(`${s.base}${path}`, { agent: false, headers }, (res) => {
+      const parts: Buffer[] = []
+      res.on('data', (b: Buffer) => {
+        parts.push(b)
+        if (slowly) { res.pause(); setTimeout(() => res.resume(), 2) }
+      })
+      res.on('end', () => { resolve({ status: res.statusCode ?? 0, body: Buffer.concat(parts) }) })
+      res.on('error', reject)
+    })
+    req.on('error', reject)
+    req.end()
+  })
+}
+
+describe('blocks read from disk and freed once written', () => {
+  it('whole files of 1 MiB leaves, many at once, some read slowly: every byte right', async () => {
+    const files = await Promise.all([9_048_108, 3 * 1024 * 1024, 1_500_000].map(add))
+    const reads = await Promise.all(Array.from({ length: 12 }, async (_, i) => {
+      const f = files[i % files.length] as { cid: string, bytes: Uint8Array }
+      const r = await get(`/ipfs/${f.cid}`, {}, i % 4 === 0)
+      return { ok: r.status === 200 && r.body.byteLength === f.bytes.byteLength && sha(r.body) === sha(f.bytes), status: r.status, got: r.body.byteLength }
+    }))
+    expect(reads).toEqual(reads.map(() => ({ ok: true, status: 200, got: expect.any(Number) })))
+  })
+
+  it('ranges inside, across and at the edges of 1 MiB leaves: every byte right', async () => {
+    const f = await add(5 * 1024 * 1024 + 777)
+    const MiB = 1024 * 1024
+    const ranges: Array<[number, number]> = [[0, 10], [5, MiB - 1], [MiB - 100, MiB + 100], [MiB, 2 * MiB - 1], [100, 3 * MiB + 5], [4 * MiB + 3, 5 * MiB + 776], [2 * MiB + 1, 2 * MiB + 600_000]]
+    const got = await Promise.all(ranges.map(async ([a, b]) => {
+      const r = await get(`/ipfs/${f.cid}`, { range: `bytes=${a}-${b}` })
+      return r.status === 206 && Buffer.from(f.bytes.subarray(a, b + 1)).equals(r.body)
+    }))
+    expect(got).toEqual(ranges.map(() => true))
+  })
+})
+
+describe('what is freed, and when', () => {
+  /** the store, with every piece it hands out kept aside to look at */
+  function tapped (): { store: LocalBlockstore, pieces: Uint8Array[] } {
+    const inner = s.fixture.fs
+    const pieces: Uint8Array[] = []
+    return {
+      pieces,
+      store: {
+        has: async (cid) => await inner.has(cid),
+        get: async function * (cid, options) { for await (const p of inner.get(cid, options)) { pieces.push(p); yield p } }
+      } as LocalBlockstore
+    }
+  }
+
+  it('every piece of a file read from disk is freed once its socket has written it, and not before', async () => {
+    const f = await add(3 * 1024 * 1024 + 5000)
+    const { store, pieces } = tapped()
+    const entry = await loadEntry(store, CID.parse(f.cid))
+    if (entry.kind !== 'file') throw new Error('not a file')
+    pieces.length = 0
+    const written: Buffer[] = []
+    let freedBeforeWritten = 0
+    const sink = new Writable({
+      write (chunk: Buffer, _enc, cb) {
+        if (chunk.byteLength === 0) freedBeforeWritten++
+        written.push(Buffer.from(chunk))
+        setImmediate(cb)
+      }
+    })
+    await pump(sink as unknown as ServerResponse, readFile(store, entry), new AbortController().signal, { freeWritten: true })
+    await new Promise(resolve => setImmediate(resolve))
+    expect(freedBeforeWritten).toBe(0)
+    expect(sha(Buffer.concat(written))).toBe(sha(f.bytes))
+    expect(pieces.length).toBeGreaterThan(48)
+    expect(pieces.filter(p => !(p.buffer as ArrayBuffer).detached)).toEqual([])
+  })
+
+  it('a range frees what it read around the bytes it sends (the rest of the leaf, a small part copied out)', async () => {
+    const f = await add(2 * 1024 * 1024)
+    const { store, pieces } = tapped()
+    const entry = await loadEntry(store, CID.parse(f.cid))
+    if (entry.kind !== 'file') throw new Error('not a file')
+    pieces.length = 0
+    const out: Uint8Array[] = []
+    // 100 bytes in the middle of the second leaf: copied out, so the whole leaf is freed at once
+    for await (const b of readFile(store, entry, { offset: 1_500_000n, length: 100n })) out.push(Uint8Array.from(b))
+    expect(Buffer.concat(out).equals(Buffer.from(f.bytes.subarray(1_500_000, 1_500_100)))).toBe(true)
+    expect(pieces.length).toBe(16)
+    expect(pieces.filter(p => !(p.buffer as ArrayBuffer).detached).map(p => pieces.indexOf(p))).toEqual([])
+  })
+})
