@@ -435,8 +435,11 @@ function sliceRange (pieces: readonly Uint8Array[], length: number, pos: bigint,
  */
 export async function * readAhead<T extends { cid: CID }> (bs: LocalBlockstore, items: T[], options: ReadOptions = {}): AsyncGenerator<[T, Uint8Array[]], void, undefined> {
   const window = Math.max(1, options.readAhead ?? bs.readAhead ?? DEFAULT_READ_AHEAD)
-  // each reader always has one block in hand; blocks read AHEAD of that come
-  // from a process-wide budget, so many concurrent readers cannot multiply memory
+  // each reader always gets the block it asks for; blocks read AHEAD of that come
+  // from a process-wide budget, so many concurrent readers cannot multiply memory.
+  // Issue 18: the block after the one in hand was read outside the budget as soon
+  // as the consumer took a block, so a reader stalled by a slow client held two
+  // (its last block waiting in the socket, and the next); now one.
   const pending: Array<{ block: Promise<Uint8Array[]>, budgeted: boolean }> = []
   let next = 0
   const launch = (budgeted: boolean): void => {
@@ -450,8 +453,10 @@ export async function * readAhead<T extends { cid: CID }> (bs: LocalBlockstore, 
     while (pending.length < window && next < items.length && prefetch.take()) launch(true)
   }
   try {
-    fill()
     for (let i = 0; i < items.length; i++) {
+      // the block asked for now (if no read ahead got it) and, budget permitting, those after it: nothing
+      // more is read for a consumer that has not asked, so one that stalls holds one block, not two
+      fill()
       const head = pending.shift() as { block: Promise<Uint8Array[]>, budgeted: boolean }
       let block: Uint8Array[]
       try {
@@ -459,7 +464,6 @@ export async function * readAhead<T extends { cid: CID }> (bs: LocalBlockstore, 
       } finally {
         if (head.budgeted) prefetch.give()
       }
-      fill()
       yield [items[i] as T, block]
     }
   } finally {

@@ -9,7 +9,7 @@ import { request, type ServerResponse } from 'node:http'
 import { Writable } from 'node:stream'
 import { CID } from 'multiformats/cid'
 import { describe, expect, it } from 'vitest'
-import { pump } from '../../../src/http/gateway/pump.js'
+import { pump, QUEUED_BYTES } from '../../../src/http/gateway/pump.js'
 import { loadEntry, readFile, type LocalBlockstore } from '../../../src/ipfs/content.js'
 import { importFile } from '../../../src/ipfs/import.js'
 import { sha, useServed } from './helpers.js'
@@ -116,5 +116,30 @@ describe('what is freed, and when', () => {
     expect(Buffer.concat(out).equals(Buffer.from(f.bytes.subarray(1_500_000, 1_500_100)))).toBe(true)
     expect(pieces.length).toBe(16)
     expect(pieces.filter(p => !(p.buffer as ArrayBuffer).detached).map(p => pieces.indexOf(p))).toEqual([])
+  })
+})
+
+describe('readers stalled by their clients', () => {
+  it('hold one block each (the one being written out), plus the shared read-ahead of 8 blocks', async () => {
+    const f = await add(6 * 1024 * 1024)
+    const store = s.fixture.store
+    const entry = await loadEntry(store, CID.parse(f.cid))
+    if (entry.kind !== 'file') throw new Error('not a file')
+    const readers = 20
+    const before = store.reads
+    const controller = new AbortController()
+    // clients that take nothing: every write stays queued, so each pump waits for a 'drain' that never comes
+    const sinks = Array.from({ length: readers }, () => new Writable({ highWaterMark: 1024, write () {} }))
+    const pumps = sinks.map(async (sink) => { await pump(sink as unknown as ServerResponse, readFile(store, entry, undefined, { signal: controller.signal }), controller.signal) })
+    while (sinks.some(k => k.writableLength < QUEUED_BYTES)) await new Promise(resolve => setImmediate(resolve))
+    for (let i = 0; i < 20; i++) await new Promise(resolve => setImmediate(resolve))
+    // one 1 MiB leaf each, queued for its client, and at most 8 more read ahead among all of them
+    // (before: each also read the leaf after its own, 40 reads)
+    const read = store.reads - before
+    expect(read).toBeGreaterThanOrEqual(readers)
+    expect(read).toBeLessThanOrEqual(readers + 8)
+    controller.abort()
+    await Promise.all(pumps)
+    expect(store.open).toBe(0)
   })
 })
