@@ -9,7 +9,7 @@ import { DataDirLockedError } from '../datadir/lock.js'
 import { BlockstoreRecordError } from '../datadir/blockstore-record.js'
 import { BackendChoiceError } from '../ipfs/open-backend.js'
 import { S3ConfigError } from '../ipfs/s3-client.js'
-import { collectWhenIdle } from '../heap.js'
+import { collectWhenIdle, limitHeapGrowth } from '../heap.js'
 import type { Logger } from '../log.js'
 import { StartupError } from '../startup-errors.js'
 import { COMMIT, VERSION } from '../version.js'
@@ -18,6 +18,8 @@ import { notifyServiceManager } from './notify.js'
 export async function serve (config: Readonly<Config>, log: Logger): Promise<void> {
   // what the load left for the garbage collector goes back once it stops (heap.ts)
   const idleCollection = collectWhenIdle()
+  // the old generation grows by half of what survives, not by V8's factor of up to 4 (heap.ts)
+  limitHeapGrowth()
   let daemon
   try {
     daemon = await startDaemon(config, log)
