@@ -12,6 +12,7 @@ import { describe, expect, it } from 'vitest'
 import { pump, QUEUED_BYTES } from '../../../src/http/gateway/pump.js'
 import { loadEntry, readFile, type LocalBlockstore } from '../../../src/ipfs/content.js'
 import { importFile } from '../../../src/ipfs/import.js'
+import { BLOCKSTORE } from '../../helpers/backend.js'
 import { sha, useServed } from './helpers.js'
 
 const s = useServed()
@@ -67,7 +68,10 @@ describe('blocks read from disk and freed once written', () => {
   })
 })
 
-describe('what is freed, and when', () => {
+// on disk only: a block read from the bucket arrives as the S3 body's pieces, which the read path
+// hashes and passes on without marking them as the reader's alone (buffers.ts handOver), so the
+// garbage collector frees those; the other groups here check every byte on both backends
+describe.skipIf(BLOCKSTORE === 's3')('what is freed, and when (blocks on disk)', () => {
   /** the store, with every piece it hands out kept aside to look at */
   function tapped (): { store: LocalBlockstore, pieces: Uint8Array[] } {
     const inner = s.fixture.fs
