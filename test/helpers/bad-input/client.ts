@@ -7,7 +7,7 @@
  * Pinning Service API shape {"error":{"reason","details"}}, JSON, no stack trace.
  */
 import { Agent, request, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http'
-import { connect } from 'node:net'
+import { connect, type Socket } from 'node:net'
 
 export interface HttpCase {
   category: string
@@ -96,6 +96,8 @@ export class BadInputClient {
   readonly violations: Violation[] = []
   /** the slowest requests seen (ms, label) */
   readonly slowest: Array<{ ms: number, label: string }> = []
+  /** sockets that have carried a request */
+  private readonly used = new WeakSet<Socket>()
 
   constructor (readonly target: Target, readonly timeoutMs = 15_000, maxSockets = 32) {
     this.agent = new Agent({ keepAlive: true, maxSockets })
@@ -109,7 +111,9 @@ export class BadInputClient {
    * One request with node:http; never throws (a failure is an answer with
    * `error`). A kept-alive socket the server closed just before we reused it
    * (ECONNRESET before any answer) is retried once on a new one, as node's
-   * documentation advises.
+   * documentation advises. "Reused" means the socket carried a request
+   * before: node's `req.reusedSocket` is false for a request that waited in
+   * the agent's queue and was handed the socket its previous request freed.
    */
   async send (c: Omit<HttpCase, 'category' | 'label'>): Promise<Answer> {
     const first = await this.sendOnce(c)
@@ -135,8 +139,14 @@ export class BadInputClient {
         res.on('error', (err) => { finish({ status: 0, headers: {}, body: Buffer.alloc(0), error: err.message }) })
         res.on('end', () => { finish({ status: res.statusCode ?? 0, headers: res.headers as IncomingHttpHeaders, body: Buffer.concat(chunks) }) })
       })
+      let reused = false
+      req.once('socket', (socket: Socket) => {
+        reused = req.reusedSocket || this.used.has(socket)
+        this.used.add(socket)
+      })
       req.on('error', (err: NodeJS.ErrnoException) => {
-        finish({ status: 0, headers: {}, body: Buffer.alloc(0), error: err.message, ...(req.reusedSocket && err.code === 'ECONNRESET' ? { retry: true } : {}) })
+        const on = `${reused ? 'a kept-alive' : 'a new'} connection${agent === false ? ', retried' : ''}`
+        finish({ status: 0, headers: {}, body: Buffer.alloc(0), error: `${err.message} (${on})`, ...(reused && err.code === 'ECONNRESET' ? { retry: true } : {}) })
       })
       if (c.body != null) req.write(c.body)
       req.end()
