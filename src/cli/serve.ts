@@ -16,6 +16,14 @@ import { COMMIT, VERSION } from '../version.js'
 import { notifyServiceManager } from './notify.js'
 
 export async function serve (config: Readonly<Config>, log: Logger): Promise<void> {
+  // A fault nothing caught (an exception, or a rejection nothing handles) still stops the process,
+  // as node does by default: what it left half-done is recovered at the next start (staged uploads
+  // removed, settlement notes reconciled). The monitor only says so first, as a log line an
+  // operator's log shipper reads, instead of node's bare stack on stderr alone.
+  process.on('uncaughtExceptionMonitor', (err, origin) => {
+    const error = err instanceof Error ? { name: err.name, message: err.message, stack: err.stack } : { message: String(err) }
+    log.error('stopping on an uncaught error', { origin, error })
+  })
   // what the load left for the garbage collector goes back once it stops (heap.ts)
   const idleCollection = collectWhenIdle()
   // the old generation grows by half of what survives, not by V8's factor of up to 4 (heap.ts)
