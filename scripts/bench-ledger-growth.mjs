@@ -1,0 +1,210 @@
+#!/usr/bin/env node
+/**
+ * What each paid write leaves in ledger.mdb, measured in bytes and pages, not
+ * time: the ledger's code (src/ledger/, bundled with esbuild) is driven
+ * through the calls serve's write paths make, for `writes` paid writes, and
+ * the same is done with the ledger code of a baseline git ref (default main)
+ * in the same run. Per write, as the soak's clients do: a settlement note
+ * (markSettling) with what reconciliation would need, then the record
+ * (create: pin, payment, block references); a pin by CID (one write in five)
+ * goes queued → finishFetch; most writes are removed later (each client
+ * keeps its newest `live`, as the soak does), some renewed first. Sixteen
+ * payers, random EIP-3009 nonces, one seed: both sides write the same.
+ *
+ * Prints, for each side, the bytes per paid write of every sub-database
+ * (whole pages: scripts/ledger-stats.mjs), each one's leaf-page fill (bytes
+ * of its nodes, as lmdb lays them out, over its leaf pages' room), the free
+ * pages, the file, and the file-backed RSS of the ledger's mapping after a
+ * full scan of every sub-database in a fresh process (lmdb maps the file:
+ * what a long-running serve that reads everything keeps resident); then the
+ * ratios of this tree to the baseline.
+ *
+ * Usage: node scripts/bench-ledger-growth.mjs [writes=20000] [--against <git-ref>=main] [--live 24] [--seed 1] [--json file]
+ */
+import { execFileSync, spawnSync } from 'node:child_process'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { loadavg, tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { open } from 'lmdb'
+import { formatLedgerStats, ledgerStats } from './ledger-stats.mjs'
+
+const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)))
+const SELF = fileURLToPath(import.meta.url)
+const CACHE = join(ROOT, 'node_modules', '.cache', 'bench-ledger-growth')
+const PAYERS = 16
+
+const ENTRY = `
+export { openLedgerEnv } from './src/ledger/open.ts'
+export { PinLedger } from './src/ledger/pins.ts'
+export { nextCreated, addMonths } from './src/ledger/clock.ts'
+export { newRequestid } from './src/ledger/requestid.ts'
+`
+
+/** src/ledger of this tree (ref undefined) or of a git ref, bundled into one module (lmdb stays external: it resolves from this tree's node_modules) */
+async function bundle (ref) {
+  const { build } = await import('esbuild')
+  mkdirSync(CACHE, { recursive: true })
+  let resolveDir = ROOT
+  if (ref != null) {
+    resolveDir = mkdtempSync(join(CACHE, 'src-'))
+    execFileSync('sh', ['-c', `git -C "${ROOT}" archive "${ref}" src | tar -x -C "${resolveDir}"`])
+  }
+  const outfile = join(CACHE, `ledger-${ref == null ? 'tree' : ref.replace(/[^\w.-]/g, '_')}.mjs`)
+  await build({
+    stdin: { contents: ENTRY, resolveDir, loader: 'ts' },
+    bundle: true, platform: 'node', format: 'esm', target: 'node24', outfile, logLevel: 'error',
+    external: ['lmdb'], nodePaths: [join(ROOT, 'node_modules')]
+  })
+  if (ref != null) rmSync(resolveDir, { recursive: true, force: true })
+  return outfile
+}
+
+/** a deterministic PRNG (mulberry32) */
+function prng (seed) {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+/** the child: writes `n` paid writes with one side's ledger code, then measures */
+async function child (lib, dir, n, live, seed) {
+  const { openLedgerEnv, PinLedger, nextCreated, addMonths, newRequestid } = await import(lib)
+  const { CID } = await import('multiformats/cid')
+  const { sha256 } = await import('multiformats/hashes/sha2')
+  const raw = 0x55
+  const rnd = prng(seed)
+  const hex = (bytes) => { let s = ''; for (let i = 0; i < bytes; i++) s += Math.floor(rnd() * 256).toString(16).padStart(2, '0'); return s }
+  const payers = Array.from({ length: PAYERS }, () => `0x${hex(20)}`)
+  const asset = `0x${'036cbd53842c5426634e7929541ec2318f3dcf7e'}`
+  const network = 'eip155:84532'
+  let blockSeq = 0
+  const cidOf = async () => CID.create(1, raw, await sha256.digest(Buffer.from(`block-${seed}-${blockSeq++}`))).toString()
+
+  const env = await openLedgerEnv(join(dir, 'ledger.mdb'))
+  const ledger = new PinLedger(env)
+  await ledger.upgrade()
+  const held = payers.map(() => [])
+  for (let i = 0; i < n; i++) {
+    const p = i % PAYERS
+    const payer = payers[p]
+    const nonce = `0x${hex(32)}`
+    const id = `${payer}:${nonce}`
+    const proof = hex(32)
+    const byCid = rnd() < 0.2
+    const blocks = []
+    const nBlocks = 1 + Math.floor(rnd() * 4)
+    for (let b = 0; b < nBlocks; b++) blocks.push(await cidOf())
+    const cid = blocks[0]
+    const created = nextCreated()
+    const createdAt = new Date(Math.floor(created.us / 1000))
+    const months = 1 + Math.floor(rnd() * 3)
+    const amount = String(1000 + Math.floor(rnd() * 100000))
+    const size = 1000 + Math.floor(rnd() * 60_000_000)
+    const pin = {
+      requestid: newRequestid(createdAt.getTime()), owner: payer, cid, ...(byCid ? {} : { name: 'soak.bin' }),
+      origins: byCid ? ['/ip4/127.0.0.1/tcp/40123/p2p/12D3KooWRBy97UB99e3J6hiPesre1MZeuNQvfan4gBziswrRJsNK'] : [], meta: {},
+      status: byCid ? 'queued' : 'pinned', created: created.iso, createdUs: created.us, months,
+      pinnedUntil: addMonths(createdAt, months).toISOString(),
+      ...(byCid ? { maxBytes: size, fetch: { attempts: 0, giveUpAt: new Date(createdAt.getTime() + 3600_000).toISOString() } } : { dagSize: size + 100, fileSize: size }),
+      source: byCid ? 'pin' : 'upload',
+      payment: { id, payer, amount, network, asset, method: 'x402' }
+    }
+    const purpose = byCid ? `pin:${cid}:${months}` : `upload:${cid}`
+    await ledger.markSettling({
+      paymentId: id, payer, amount, purpose, at: new Date().toISOString(), validBefore: String(Math.floor(Date.now() / 1000) + 300),
+      fulfil: { proof, pin, ...(byCid ? {} : { upload: { staging: `stage-${i}`, blocks } }) }
+    })
+    const tx = `0x${hex(32)}`
+    const settledAt = new Date().toISOString()
+    const paid = { ...pin, payment: { ...pin.payment, tx, settledAt } }
+    const record = { id, requestid: pin.requestid, purpose, payer, amount, network, tx, at: settledAt, proof }
+    await ledger.create(paid, record, byCid ? [] : blocks)
+    if (byCid) await ledger.finishFetch(pin.requestid, blocks, size + 100, 'pinned from 1 provider')
+    held[p].push(pin.requestid)
+    if (rnd() < 0.05) {
+      // a renewal: another payment for the same pin
+      const rn = `${payer}:0x${hex(32)}`
+      const renewed = ledger.get(pin.requestid)
+      const until = addMonths(new Date(renewed.pinnedUntil), 1)
+      await ledger.renew(pin.requestid, 1, { id: rn, requestid: pin.requestid, purpose: `renew:${pin.requestid}:1:${renewed.pinnedUntil}`, payer, amount, network, tx: `0x${hex(32)}`, at: new Date().toISOString(), proof: hex(32) }, () => until)
+    }
+    while (held[p].length > live) await ledger.remove(held[p].shift(), 'unpinned')
+  }
+  await env.close()
+
+  const stats = ledgerStats(dir, { fill: true })
+  // a fresh process's view after reading everything: the mapping's resident pages
+  const root = open({ path: join(dir, 'ledger.mdb'), maxDbs: 64, readOnly: true, compression: false })
+  let scanned = 0
+  for (const name of [...root.getKeys()].map(String)) {
+    const db = root.openDB({ name, encoding: 'binary', keyEncoding: 'binary' })
+    for (const { key, value } of db.getRange()) scanned += key.length + value.length
+  }
+  const rss = mappedRss(join(dir, 'ledger.mdb'))
+  await root.close()
+  process.stdout.write(JSON.stringify({ stats, rss, scanned }))
+}
+
+/** resident bytes of this process's mappings of `file` (/proc/self/smaps) */
+function mappedRss (file) {
+  let rss = 0
+  let inFile = false
+  for (const line of readFileSync('/proc/self/smaps', 'utf8').split('\n')) {
+    if (/^[0-9a-f]+-[0-9a-f]+ /.test(line)) inFile = line.trimEnd().endsWith(file)
+    else if (inFile && line.startsWith('Rss:')) rss += Number(line.split(/\s+/)[1]) * 1024
+  }
+  return rss
+}
+
+function runSide (lib, n, live, seed) {
+  const dir = mkdtempSync(join(tmpdir(), 'pind-ledger-growth-'))
+  try {
+    const r = spawnSync(process.execPath, [SELF, '--child', lib, dir, String(n), String(live), String(seed)], { encoding: 'utf8', maxBuffer: 64 << 20 })
+    if (r.status !== 0) throw new Error(`${lib}: ${r.stderr}`)
+    return JSON.parse(r.stdout)
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+async function main () {
+  const args = process.argv.slice(2)
+  if (args[0] === '--child') return await child(args[1], args[2], Number(args[3]), Number(args[4]), Number(args[5]))
+  const opt = (name, def) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : def }
+  const n = Number(args.find((a, j) => !a.startsWith('--') && !args[j - 1]?.startsWith('--')) ?? 20000)
+  const against = opt('--against', 'main')
+  const live = Number(opt('--live', 24))
+  const seed = Number(opt('--seed', 1))
+  const json = opt('--json')
+  console.log(`${n} paid writes, ${PAYERS} payers, each keeping its newest ${live}; baseline ${against}; load average ${loadavg()[0].toFixed(1)}`)
+  const [baseLib, treeLib] = [await bundle(against), await bundle()]
+  const base = runSide(baseLib, n, live, seed)
+  const tree = runSide(treeLib, n, live, seed)
+  const mib = (b) => (b / 2 ** 20).toFixed(1)
+  for (const [name, r] of [[against, base], ['this tree', tree]]) {
+    console.log(`\n${name}:`)
+    for (const l of formatLedgerStats(r.stats, n)) console.log(l)
+    console.log(`  file-backed RSS of ledger.mdb after a full scan: ${mib(r.rss)} MiB, ${(r.rss / n).toFixed(0)} B per paid write`)
+  }
+  console.log(`\nthis tree / ${against}:`)
+  const names = [...new Set([...Object.keys(base.stats.dbs), ...Object.keys(tree.stats.dbs)])]
+  for (const db of names.sort()) {
+    const a = base.stats.dbs[db]?.bytes ?? 0
+    const b = tree.stats.dbs[db]?.bytes ?? 0
+    if (a === 0 && b === 0) continue
+    console.log(`  ${db.padEnd(22)} ${(a / n).toFixed(0).padStart(6)} → ${(b / n).toFixed(0).padStart(6)} B/write  ${a > 0 ? (b / a).toFixed(2) : '—'}`)
+  }
+  const free = (r) => r.stats.freePages * r.stats.pageSize
+  console.log(`  ${'(free pages)'.padEnd(22)} ${(free(base) / n).toFixed(0).padStart(6)} → ${(free(tree) / n).toFixed(0).padStart(6)} B/write`)
+  console.log(`  ${'ledger.mdb'.padEnd(22)} ${(base.stats.fileBytes / n).toFixed(0).padStart(6)} → ${(tree.stats.fileBytes / n).toFixed(0).padStart(6)} B/write  ${(tree.stats.fileBytes / base.stats.fileBytes).toFixed(2)}`)
+  console.log(`  ${'RSS of its mapping'.padEnd(22)} ${(base.rss / n).toFixed(0).padStart(6)} → ${(tree.rss / n).toFixed(0).padStart(6)} B/write  ${(tree.rss / base.rss).toFixed(2)}`)
+  if (json != null) writeFileSync(json, JSON.stringify({ writes: n, against, live, seed, base, tree }, null, 1))
+}
+
+await main()
