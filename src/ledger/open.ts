@@ -15,13 +15,18 @@ import { open, type Database } from 'lmdb'
  *     marks it version 2 at once (the compact:records upgrade then rewrites
  *     what is left of the old layout); an earlier pind refuses it with
  *     LedgerSchemaError instead of misreading it.
+ *  3: x402 payments are kept in payments-binary, keyed by their 52 bytes
+ *     (./stored.ts, layout 2), which a pind that knows only version 2 would
+ *     not look in: it would miss them (a used payment would look unused).
+ *     Opening an older ledger marks it version 3 at once, as above (the
+ *     compact:payment-keys upgrade then moves the older records).
  */
-export const LEDGER_SCHEMA_VERSION = 2
+export const LEDGER_SCHEMA_VERSION = 3
 /** the versions this pind opens (older ones are upgraded in place) */
-const READABLE_VERSIONS: readonly unknown[] = [1, 2]
+const READABLE_VERSIONS: readonly unknown[] = [1, 2, 3]
 
 /** the upgrades of the ledger's indexes (PinLedger.upgrade), each run once */
-export type Upgrade = 'index:owner-summaries' | 'index:pins-by-expiry' | 'repair:replacement-chains' | 'index:provide-keys' | 'compact:records' | 'clock:created-high'
+export type Upgrade = 'index:owner-summaries' | 'index:pins-by-expiry' | 'repair:replacement-chains' | 'index:provide-keys' | 'compact:records' | 'clock:created-high' | 'compact:payment-keys'
 
 /**
  * The environment, for the ledger's own classes (this folder). Outside it,
@@ -64,7 +69,7 @@ export async function openLedgerEnv (path: string): Promise<LedgerEnv> {
     })
   } else if (!READABLE_VERSIONS.includes(version)) {
     await root.close()
-    throw new LedgerSchemaError(`ledger ${path} has schema version ${String(version)}; this pind understands ${READABLE_VERSIONS.join(' and ')}`)
+    throw new LedgerSchemaError(`ledger ${path} has schema version ${String(version)}; this pind understands ${READABLE_VERSIONS.slice(0, -1).join(', ')} and ${String(READABLE_VERSIONS[READABLE_VERSIONS.length - 1])}`)
   } else if (version !== LEDGER_SCHEMA_VERSION) {
     await meta.put('schemaVersion', LEDGER_SCHEMA_VERSION)
   }

@@ -6,7 +6,9 @@
  *                                                           pins not removed only: every listing skips a removed pin)
  *   byCid     [cid, requestid] → 1                        (liveness of a CID, pins not removed only: the key is the entry;
  *                                                           older ledgers hold the owner)
- *   payments  paymentId → PaymentRecord                   (idempotent retries, no double use)
+ *   payments-binary  payer|nonce (52 bytes) → PaymentRecord  (x402 payments: idempotent retries, no double use)
+ *   payments  paymentId → PaymentRecord                   (any other id, and records of older versions until the
+ *                                                           compact:payment-keys upgrade moves them)
  *   pinBlocks requestid → block CIDs of the pin's DAG
  *   blockRefs block CID (v1) → number of pins holding it  (gateway policy, gc marking)
  *   fetchQueue requestid → createdUs                        (pins by CID still to fetch; survives restarts)
@@ -28,7 +30,7 @@ import type { LedgerEnv } from './open.js'
 import { ProvideKeys } from './provide-keys.js'
 import { isLive, withdrawn, type PaymentRecord, type PinRecord } from './records.js'
 import type { SettlingRecord } from './settlements.js'
-import { createdUsOf, oldLayout, paymentByRef, paymentIdOf, readPayment, readPin, readSummary, storePayment, storePin, storeSummary, type StoredPayment, type StoredPin, type StoredSummary } from './stored.js'
+import { cidOf, createdUsOf, currentPaymentLayout, oldLayout, paymentByRef, paymentIdOf, paymentIdOfKey, paymentKey, readPayment, readPin, readSummary, storePayment, storePin, storeSummary, type StoredPayment, type StoredPin, type StoredSummary } from './stored.js'
 
 type OwnerKey = [string, number, string]
 /** the meta fact holding the highest `created` (µs) of any pin the ledger has held */
@@ -45,6 +47,7 @@ export class PinLedger {
   private readonly byOwner: Database<StoredSummary, OwnerKey>
   private readonly byCid: Database<number | string, CidKey>
   private readonly payments: Database<StoredPayment, string>
+  private readonly paymentsBinary: Database<StoredPayment, Buffer>
   private readonly pinBlocks: Database<string[], string>
   private readonly blockRefs: Database<number, string>
   private readonly fetchQueue: Database<number, string>
@@ -62,6 +65,7 @@ export class PinLedger {
     this.byOwner = env.db<StoredSummary>('pins-by-owner')
     this.byCid = env.db<number | string>('pins-by-cid')
     this.payments = env.db<StoredPayment>('payments')
+    this.paymentsBinary = env.db<StoredPayment>('payments-binary', { keyEncoding: 'binary' }) as Database<StoredPayment, Buffer>
     this.pinBlocks = env.db<string[]>('pin-blocks')
     this.blockRefs = env.db<number>('block-refs')
     this.fetchQueue = env.db<number>('fetch-queue')
@@ -90,7 +94,8 @@ export class PinLedger {
    * (./stored.ts): write the payment first.
    */
   private putPin (requestid: string, pin: PinRecord): void {
-    this.pins.put(requestid, storePin(pin, this.getPayment(pin.payment.id)))
+    // (the payment's purpose may name this pin's CID: the pin is not written yet)
+    this.pins.put(requestid, storePin(pin, this.getPayment(pin.payment.id, (id) => id === requestid ? pin.cid : this.pinCid(id))))
     this.noteCreated(pin.createdUs)
     // a removed pin leaves the owner and CID indexes: every listing, takedown and liveness check
     // skips it (issue 18: most of a ledger's pins)
@@ -107,18 +112,73 @@ export class PinLedger {
     return stored == null ? undefined : readPin(requestid, stored, (id) => this.getPayment(id))
   }
 
-  private getPayment (id: string): PaymentRecord | undefined {
-    const stored = this.payments.get(id)
-    return stored == null ? undefined : readPayment(id, stored)
+  private getPayment (id: string, pinCid = this.pinCid): PaymentRecord | undefined {
+    const stored = this.storedPayment(id)
+    return stored == null ? undefined : readPayment(id, stored, pinCid)
   }
 
-  private putPayment (p: PaymentRecord): void {
-    this.payments.put(p.id, storePayment(p))
+  /** an x402 payment from payments-binary (or, until the compact:payment-keys upgrade has moved it, payments); any other from payments */
+  private storedPayment (id: string): StoredPayment | undefined {
+    const key = paymentKey(id)
+    return (key != null ? this.paymentsBinary.get(key) : undefined) ?? this.payments.get(id)
+  }
+
+  private hasPayment (id: string): boolean {
+    const key = paymentKey(id)
+    return (key != null && this.paymentsBinary.doesExist(key)) || this.payments.doesExist(id)
+  }
+
+  /** the CID of a pin the ledger holds (a payment's purpose may name it) */
+  private readonly pinCid = (requestid: string): string | undefined => {
+    const stored = this.pins.get(requestid)
+    return stored == null ? undefined : cidOf(stored)
+  }
+
+  /** Writes a payment record (inside a transaction); `pinCid`: the CID of the pin it paid for, when that pin is written in the same transaction. */
+  private putPayment (p: PaymentRecord, pinCid = this.pinCid(p.requestid)): void {
+    const key = paymentKey(p.id)
+    if (key != null) this.paymentsBinary.put(key, storePayment(p, pinCid))
+    else this.payments.put(p.id, storePayment(p, pinCid))
   }
 
   /** every pin, whole, in requestid order */
   private * allPins (): Generator<PinRecord> {
     for (const { key, value } of this.pins.getRange()) yield readPin(key, value, (id) => this.getPayment(id))
+  }
+
+  /**
+   * Moves x402 payments from payments (text keys) to payments-binary (their
+   * 52 bytes) in the layout this pind writes, `batch` per transaction, each
+   * record put there and removed here in the same one: stopped midway, the
+   * next start goes on with what is left, and every record is in exactly one
+   * of the two meanwhile (getPayment reads both). Other ids stay, rewritten
+   * in place when their layout is older.
+   */
+  private async movePaymentKeys (batch = COMPACT_BATCH): Promise<void> {
+    let after: string | undefined
+    let more = true
+    while (more) {
+      await this.env.transaction(() => {
+        const entries: Array<{ key: string, value: StoredPayment }> = []
+        for (const e of this.payments.getRange(after === undefined ? { limit: batch + 1 } : { start: after, limit: batch + 1 })) {
+          if (e.key === after) continue
+          if (entries.length === batch) break
+          entries.push({ key: e.key, value: e.value })
+        }
+        for (const { key, value } of entries) {
+          const rec = readPayment(key, value, this.pinCid)
+          const binary = paymentKey(key)
+          if (binary != null) {
+            this.paymentsBinary.put(binary, storePayment(rec, this.pinCid(rec.requestid)))
+            this.payments.remove(key)
+          } else if (!currentPaymentLayout(value)) {
+            this.payments.put(key, storePayment(rec, this.pinCid(rec.requestid)))
+          }
+        }
+        after = entries[entries.length - 1]?.key
+        more = entries.length === batch
+      })
+    }
   }
 
   /**
@@ -133,7 +193,9 @@ export class PinLedger {
   private async compactRecords (batch = COMPACT_BATCH): Promise<void> {
     // payments first: a pin then refers to its payment's record
     await this.inBatches(this.payments, batch, (key, value) => {
-      if (oldLayout(value)) this.payments.put(key, storePayment(readPayment(key, value)))
+      if (!oldLayout(value)) return
+      const rec = readPayment(key, value, this.pinCid)
+      this.payments.put(key, storePayment(rec, this.pinCid(rec.requestid)))
     })
     await this.inBatches(this.pins, batch, (key, value) => {
       if (!oldLayout(value) && paymentByRef(value)) return
@@ -217,6 +279,10 @@ export class PinLedger {
       await this.compactRecords()
       await this.env.transaction(() => { this.env.setUpgraded('compact:records') })
     }
+    if (!this.env.upgraded('compact:payment-keys')) {
+      await this.movePaymentKeys()
+      await this.env.transaction(() => { this.env.setUpgraded('compact:payment-keys') })
+    }
     if (!this.env.upgraded('clock:created-high')) {
       // one read of every pin's `created`; from now on each write of a pin keeps the mark
       await this.env.transaction(() => {
@@ -256,7 +322,7 @@ export class PinLedger {
     const keys = [...new Set(blocks.map(cidKey))]
     await this.env.transaction(() => {
       if (this.pins.doesExist(pin.requestid)) throw new Error(`pin ${pin.requestid} exists already`)
-      if (payment != null && this.payments.doesExist(payment.id)) throw new PaymentReusedError(payment.id)
+      if (payment != null && this.hasPayment(payment.id)) throw new PaymentReusedError(payment.id)
       if (pin.replaces != null) {
         const old = this.getPin(pin.replaces)
         if (old == null || old.removed != null || old.owner !== pin.owner) throw new PinGoneError(pin.replaces)
@@ -266,7 +332,7 @@ export class PinLedger {
       }
       // the payment first: the pin then keeps only a reference to it
       if (payment != null) {
-        this.putPayment(payment)
+        this.putPayment(payment, payment.requestid === pin.requestid ? pin.cid : undefined)
         this.settling.remove(payment.id)
       }
       this.putPin(pin.requestid, pin)
@@ -533,7 +599,7 @@ export class PinLedger {
       const pin = this.getPin(requestid)
       if (pin == null || pin.removed != null) throw new PinGoneError(requestid)
       const pinnedUntil = until(pin)
-      if (payment != null && this.payments.doesExist(payment.id)) throw new PaymentReusedError(payment.id)
+      if (payment != null && this.hasPayment(payment.id)) throw new PaymentReusedError(payment.id)
       renewed = { ...pin, pinnedUntil: pinnedUntil.toISOString(), months: pin.months + months }
       this.putPin(requestid, renewed)
       this.byExpiry.remove([Date.parse(pin.pinnedUntil), requestid])
@@ -548,7 +614,22 @@ export class PinLedger {
 
   /** Every payment (export). */
   * allPayments (): Generator<PaymentRecord> {
-    for (const { key, value } of this.payments.getRange()) yield readPayment(key, value)
+    // both databases in the order of the ids' UTF-8 bytes (payments-binary's keys sort as their ids do)
+    const text = this.payments.getRange()[Symbol.iterator]()
+    const binary = this.paymentsBinary.getRange()[Symbol.iterator]()
+    let t = text.next()
+    let b = binary.next()
+    let bId = b.done === true ? undefined : paymentIdOfKey(b.value.key)
+    while (t.done !== true || b.done !== true) {
+      if (b.done === true || (t.done !== true && Buffer.compare(Buffer.from(t.value.key), Buffer.from(bId as string)) < 0)) {
+        yield readPayment(t.value.key, t.value.value, this.pinCid)
+        t = text.next()
+      } else {
+        yield readPayment(bId as string, b.value.value, this.pinCid)
+        b = binary.next()
+        bId = b.done === true ? undefined : paymentIdOfKey(b.value.key)
+      }
+    }
   }
 
   /** The block CIDs a pin references (empty once released). */
@@ -574,9 +655,10 @@ export class PinLedger {
   async importBatch (pins: Array<{ pin: PinRecord, blocks?: string[] }>, payments: PaymentRecord[]): Promise<void> {
     await this.env.transaction(() => {
       // payments first, so that a pin of this batch keeps only a reference to its payment
+      const batchCids = new Map(pins.map(({ pin }) => [pin.requestid, pin.cid]))
       for (const p of payments) {
-        if (this.payments.doesExist(p.id)) throw new PaymentReusedError(p.id)
-        this.putPayment(p)
+        if (this.hasPayment(p.id)) throw new PaymentReusedError(p.id)
+        this.putPayment(p, batchCids.get(p.requestid) ?? this.pinCid(p.requestid))
       }
       for (const { pin, blocks } of pins) {
         if (this.pins.doesExist(pin.requestid)) throw new Error(`pin ${pin.requestid} exists already`)

@@ -28,6 +28,18 @@
  * Neither it nor the owner index holds a removed pin.)
  * Records written before this (maps, with their keys) read as they are; the
  * `compact:records` upgrade rewrites them (PinLedger.upgrade).
+ *
+ * Payments (layout 2; issue 18: the payments database was half of what each
+ * paid write left). An x402 payment's id `0x<payer>:0x<nonce>` is the key as
+ * its 52 bytes (payer, nonce) in their own database (`payments-binary`,
+ * paymentKey), in the same order as the ids' text; any other id stays text in
+ * `payments`. The record then keeps: its requestid (bytes), its purpose coded
+ * (a kind and its parts: a CID as bytes, or nothing when it is the CID of the
+ * pin the payment paid for; a requestid as bytes, or nothing when it is the
+ * payment's own; months and times as numbers), its time as milliseconds when
+ * they spell it exactly, the rest as before. A purpose or time that would not
+ * read back as the very same string stays a string. Layout-1 records (and
+ * maps) read as they are; the `compact:payment-keys` upgrade moves them.
  */
 import { CID } from 'multiformats/cid'
 import { isoMicros } from './clock.js'
@@ -35,6 +47,8 @@ import type { LiveSummary, PinSummary } from './pins.js'
 import type { PaymentInfo, PaymentRecord, PinRecord } from './records.js'
 
 const LAYOUT = 1
+/** the payments' layout (see the header); layout 1 payments still read */
+const PAYMENT_LAYOUT = 2
 
 /** a pin's payment as stored when the payments database holds its record: [id, asset, method]; an id `owner:0x<nonce>` as the nonce's bytes */
 type PaymentRef = [string | Uint8Array, string | Uint8Array, PaymentInfo['method']]
@@ -65,8 +79,8 @@ function pack (values: unknown[]): unknown[] {
 }
 
 /** the fields of a layout array (null: absent) */
-function unpack (fields: readonly string[], arr: unknown[]): Record<string, unknown> {
-  if (arr[0] !== LAYOUT) throw new Error(`ledger: a record in layout ${String(arr[0])}; this pind reads layout ${LAYOUT}`)
+function unpack (fields: readonly string[], arr: unknown[], layouts: readonly number[] = [LAYOUT]): Record<string, unknown> {
+  if (!layouts.includes(arr[0] as number)) throw new Error(`ledger: a record in layout ${String(arr[0])}; this pind reads layout ${layouts.join(' and ')}`)
   const out: Record<string, unknown> = {}
   fields.forEach((f, i) => { const v = arr[i + 1]; if (v != null) out[f] = v })
   return out
@@ -224,26 +238,129 @@ export function readPin (requestid: string, stored: StoredPin, payment: (id: str
   return { requestid, ...f } as unknown as PinRecord
 }
 
-export function storePayment (p: PaymentRecord): StoredPayment {
-  return pack(PAYMENT_FIELDS.map(f => {
+// ---- payments (layout 2) ----
+
+const PAYMENT_ID = /^0x[0-9a-f]{40}:0x[0-9a-f]{64}$/
+
+/** an x402 payment id (`0x<payer>:0x<nonce>`, lowercase) as the key of payments-binary: payer and nonce, 52 bytes; undefined for any other id */
+export function paymentKey (id: string): Buffer | undefined {
+  return PAYMENT_ID.test(id) ? Buffer.from(id.slice(2, 42) + id.slice(45), 'hex') : undefined
+}
+
+export function paymentIdOfKey (key: Uint8Array): string {
+  const b = bytesOf(key) as Buffer
+  return `0x${b.subarray(0, 20).toString('hex')}:0x${b.subarray(20).toString('hex')}`
+}
+
+/** a time as milliseconds when they spell it exactly (toISOString), else the string */
+function packTime (s: string): string | number {
+  const ms = Date.parse(s)
+  return Number.isFinite(ms) && ms >= 0 && new Date(ms).toISOString() === s ? ms : s
+}
+function readTime (v: unknown): string {
+  return typeof v === 'number' ? new Date(v).toISOString() : v as string
+}
+
+/**
+ * A payment's purpose (pin-create.ts, upload.ts, pin-renew.ts) as a kind and
+ * its parts. A CID part is null when it is `pinCid` (the CID of the pin the
+ * payment paid for), a requestid part null when it is the payment's own.
+ */
+const PURPOSE_KINDS = ['upload', 'pin', 'replace', 'renew'] as const
+const PURPOSE_PARTS: Record<typeof PURPOSE_KINDS[number], ReadonlyArray<'cid' | 'requestid' | 'months' | 'time'>> = {
+  upload: ['cid'],
+  pin: ['cid', 'months'],
+  replace: ['requestid', 'cid', 'months'],
+  renew: ['requestid', 'months', 'time']
+}
+
+function packPurpose (purpose: string, requestid: string, pinCid: string | undefined): unknown {
+  const colon = purpose.indexOf(':')
+  const kind = PURPOSE_KINDS.indexOf(purpose.slice(0, colon) as typeof PURPOSE_KINDS[number])
+  if (colon < 0 || kind < 0) return purpose
+  const parts = PURPOSE_PARTS[PURPOSE_KINDS[kind] as typeof PURPOSE_KINDS[number]]
+  // the time (renew's pinned_until) is last and may itself hold colons
+  const texts = purpose.slice(colon + 1).split(':')
+  if (texts.length < parts.length) return purpose
+  if (texts.length > parts.length) texts.splice(parts.length - 1, texts.length, texts.slice(parts.length - 1).join(':'))
+  const packed: unknown[] = [kind + 1, ...parts.map((part, i) => {
+    const t = texts[i] as string
+    switch (part) {
+      case 'cid': return t === pinCid ? null : packCid(t)
+      case 'requestid': return t === requestid ? null : packUuid(t)
+      case 'months': return /^[1-9]\d{0,8}$/.test(t) ? Number(t) : t
+      case 'time': return packTime(t)
+    }
+  })]
+  // only what reads back as the very same string
+  return readPurpose(packed, requestid, () => pinCid) === purpose ? packed : purpose
+}
+
+function readPurpose (v: unknown, requestid: string, pinCid: () => string | undefined): string {
+  if (!Array.isArray(v)) return v as string
+  const kind = PURPOSE_KINDS[(v[0] as number) - 1]
+  if (kind == null) throw new Error(`ledger: a payment purpose of kind ${String(v[0])}, which this pind does not know`)
+  const texts = PURPOSE_PARTS[kind].map((part, i) => {
+    const x = v[i + 1]
+    switch (part) {
+      case 'cid': {
+        if (x != null) return readCid(x) as string
+        const cid = pinCid()
+        // the ledger never removes a pin; a payment whose pin is not there is a broken ledger
+        if (cid == null) throw new Error(`ledger: a payment for ${requestid} names its pin's CID, and the ledger holds no such pin`)
+        return cid
+      }
+      case 'requestid': return x == null ? requestid : readUuid(x) as string
+      case 'months': return String(x)
+      case 'time': return readTime(x)
+    }
+  })
+  return `${kind}:${texts.join(':')}`
+}
+
+/**
+ * A payment as it is stored (layout 2): `pinCid` is the CID of the pin it paid
+ * for (p.requestid), when the ledger holds that pin or it is written in the
+ * same transaction. The payer is left out when the id starts with it.
+ */
+export function storePayment (p: PaymentRecord, pinCid?: string): StoredPayment {
+  const out: unknown[] = [PAYMENT_LAYOUT, ...PAYMENT_FIELDS.map(f => {
     switch (f) {
       case 'payer': return p.id.startsWith(`${p.payer}:`) ? undefined : packHex0x(p.payer)
       case 'requestid': return packUuid(p.requestid)
+      case 'purpose': return packPurpose(p.purpose, p.requestid, pinCid)
       case 'tx': return packHex0x(p.tx)
+      case 'at': return packTime(p.at)
       case 'proof': return packHex(p.proof)
       default: return p[f]
     }
-  }))
+  }).map(v => v ?? null)]
+  while (out.length > 1 && out[out.length - 1] === null) out.pop()
+  return out
 }
 
-export function readPayment (id: string, stored: StoredPayment): PaymentRecord {
+/** A stored payment, whole again: `pinCid` gives the CID of the pin it paid for (read only when the purpose names it). */
+export function readPayment (id: string, stored: StoredPayment, pinCid: (requestid: string) => string | undefined = () => undefined): PaymentRecord {
   if (!Array.isArray(stored)) return { ...stored, id }
-  const f = unpack(PAYMENT_FIELDS, stored)
+  const f = unpack(PAYMENT_FIELDS, stored, [LAYOUT, PAYMENT_LAYOUT])
   f.payer = f.payer == null ? id.slice(0, id.indexOf(':')) : readHex0x(f.payer)
   f.requestid = readUuid(f.requestid)
+  const requestid = f.requestid as string
+  f.purpose = readPurpose(f.purpose, requestid, () => pinCid(requestid))
   if (f.tx != null) f.tx = readHex0x(f.tx)
+  f.at = readTime(f.at)
   f.proof = readHex(f.proof)
   return { id, ...f } as unknown as PaymentRecord
+}
+
+/** Is this payment stored in the layout this pind writes? */
+export function currentPaymentLayout (stored: StoredPayment): boolean {
+  return Array.isArray(stored) && stored[0] === PAYMENT_LAYOUT
+}
+
+/** the CID of a stored pin */
+export function cidOf (stored: StoredPin): string {
+  return Array.isArray(stored) ? readCid(stored[PIN_FIELDS.indexOf('cid') + 1]) as string : stored.cid
 }
 
 /** a removed pin's summary is [layout, true]; a live one's [layout, false, cid, status, until, name, meta] */

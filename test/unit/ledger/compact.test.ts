@@ -7,6 +7,7 @@
  * its export imported into a fresh ledger exports the same again.
  */
 import { join } from 'node:path'
+import type { Database } from 'lmdb'
 import { afterEach, describe, expect, it } from 'vitest'
 import { isoMicros } from '../../../src/ledger/clock.js'
 import { openLedgerEnv, type LedgerEnv } from '../../../src/ledger/open.js'
@@ -18,6 +19,7 @@ import { writeImport } from '../../../src/service/ledger-import.js'
 import { closeTestLedgers, openTestLedger } from '../../helpers/ledger.js'
 import { tempDir } from '../../helpers/pind.js'
 import { pinRecord } from '../../helpers/records.js'
+import { paymentKey } from '../../../src/ledger/stored.js'
 
 const A = 'bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy'
 const B = 'bafkreie7q3iidccmpvszul7kudcvvuavuo7u6gzlbobczuk5nqk3b4akba'
@@ -35,6 +37,11 @@ afterEach(async () => {
   for (const e of envs.splice(0)) await e.close()
   await closeTestLedgers()
 })
+
+/** the x402 payments' database (keyed by payer and nonce, 52 bytes) */
+function paymentsBinary (env: LedgerEnv): Database<unknown, Buffer> {
+  return env.db<unknown>('payments-binary', { keyEncoding: 'binary' }) as Database<unknown, Buffer>
+}
 
 let seq = 0
 /** an x402 upload as serve records it: the pin's payment copy and the payment record agree */
@@ -147,11 +154,11 @@ describe('compact ledger records', () => {
     const raw = env.db<unknown>('pins').getBinary(R1) as Buffer
     for (const text of [OWNER.slice(2), payment.id.slice(payment.id.indexOf(':') + 3), A, ASSET.slice(2)]) expect(raw.includes(text), text).toBe(false)
     expect(raw.length).toBeLessThan(220)
-    const rawPayment = env.db<unknown>('payments').getBinary(payment.id) as Buffer
+    const rawPayment = paymentsBinary(env).getBinary(paymentKey(payment.id) as Buffer) as Buffer
     for (const text of [(payment.tx as string).slice(2), payment.proof, R1, R1.slice(0, 8), OWNER.slice(2)]) expect(rawPayment.includes(text), text).toBe(false)
     expect(ledger.get(R1)).toEqual(pin)
     expect(ledger.payment(payment.id)).toEqual(payment)
-    expect(Array.isArray(env.db<unknown>('payments').get(payment.id))).toBe(true)
+    expect(Array.isArray(paymentsBinary(env).get(paymentKey(payment.id) as Buffer))).toBe(true)
     expect(Array.isArray(env.db<unknown>('pins-by-owner').get([OWNER, pin.createdUs, R1]))).toBe(true)
     expect([...ledger.summariesByOwner(OWNER)]).toEqual([summaryOf(pin)])
     expect(env.db<unknown>('pins-by-cid').get([A, R1])).toBe(1) // the key is the entry: no owner repeated
@@ -187,9 +194,10 @@ describe('compact ledger records', () => {
     const stored = pins.get(R1) as unknown[]
     await pins.put(R1, [2, ...stored.slice(1)])
     expect(() => ledger.get(R1)).toThrow('ledger: a record in layout 2; this pind reads layout 1')
-    const payments = env.db<unknown[]>('payments')
-    await payments.put(payment.id, [2, ...(payments.get(payment.id) as unknown[]).slice(1)])
-    expect(() => ledger.payment(payment.id)).toThrow('ledger: a record in layout 2; this pind reads layout 1')
+    const payments = paymentsBinary(env)
+    const key = paymentKey(payment.id) as Buffer
+    await payments.put(key, [3, ...(payments.get(key) as unknown[]).slice(1)])
+    expect(() => ledger.payment(payment.id)).toThrow('ledger: a record in layout 3; this pind reads layout 1 and 2')
   })
 
   it('reads an old-layout ledger the same before and after the upgrade, exports it byte for byte the same, and its import exports the same', async () => {

@@ -1,7 +1,8 @@
 /**
  * The ledger's schema version (src/ledger/open.ts) on real LMDB: this pind
  * writes compact records (src/ledger/stored.ts) that a pind knowing only
- * version 1 would misread, so it marks every ledger it opens version 2, and
+ * version 1 would misread, and keeps x402 payments where a pind knowing only
+ * version 2 would not look, so it marks every ledger it opens version 3, and
  * it refuses a version it does not know without touching it.
  */
 import { join } from 'node:path'
@@ -21,31 +22,31 @@ async function openAt (path: string): Promise<LedgerEnv> {
 async function closeAll (): Promise<void> { for (const e of open.splice(0)) await e.close() }
 
 describe('ledger schema version', () => {
-  it('is 2 for a new ledger', async () => {
-    expect(LEDGER_SCHEMA_VERSION).toBe(2)
+  it('is 3 for a new ledger', async () => {
+    expect(LEDGER_SCHEMA_VERSION).toBe(3)
     const env = await openAt(join(tempDir(), 'ledger.mdb'))
-    expect(env.fact('schemaVersion')).toBe(2)
+    expect(env.fact('schemaVersion')).toBe(3)
   })
 
-  it('marks a version 1 ledger version 2 when it opens it, so an earlier pind refuses it instead of misreading compact records', async () => {
+  it.each([1, 2])('marks a version %i ledger version 3 when it opens it, so an earlier pind refuses it instead of misreading compact records or missing payments', async (old) => {
     const path = join(tempDir(), 'ledger.mdb')
     const first = await openAt(path)
-    await first.setFact('schemaVersion', 1)
+    await first.setFact('schemaVersion', old)
     await closeAll()
     const env = await openAt(path)
-    expect(env.fact('schemaVersion')).toBe(2)
+    expect(env.fact('schemaVersion')).toBe(3)
     await closeAll()
     // and it stays so across opens
-    expect((await openAt(path)).fact('schemaVersion')).toBe(2)
+    expect((await openAt(path)).fact('schemaVersion')).toBe(3)
   })
 
   it('refuses a version it does not know, and leaves it as it is', async () => {
     const path = join(tempDir(), 'ledger.mdb')
-    await (await openAt(path)).setFact('schemaVersion', 3)
+    await (await openAt(path)).setFact('schemaVersion', 4)
     await closeAll()
     await expect(openLedgerEnv(path)).rejects.toThrow(LedgerSchemaError)
-    await expect(openLedgerEnv(path)).rejects.toThrow(/has schema version 3; this pind understands 1 and 2/)
-    // the refusal wrote nothing: a pind that knows version 3 would still find it
+    await expect(openLedgerEnv(path)).rejects.toThrow(/has schema version 4; this pind understands 1, 2 and 3/)
+    // the refusal wrote nothing: a pind that knows version 4 would still find it
     const first = await openAt(path).catch(() => undefined)
     expect(first).toBeUndefined()
   })

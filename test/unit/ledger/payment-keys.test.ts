@@ -1,0 +1,186 @@
+/**
+ * Payments keyed by their bytes (src/ledger/stored.ts, payment layout 2), on
+ * real LMDB: an x402 payment `0x<payer>:0x<nonce>` is kept under its 52 bytes
+ * in payments-binary, its purpose coded, its time as milliseconds, and reads
+ * back field for field; any other id stays text in payments. A ledger in the
+ * layout before (layout 1: text keys, purposes and times as strings) reads
+ * the same before, during and after the compact:payment-keys upgrade, which
+ * moves its records a batch per transaction and goes on after an
+ * interruption; its exports are byte for byte the same; a used payment is
+ * refused again at every step.
+ */
+import type { Database } from 'lmdb'
+import { afterEach, describe, expect, it } from 'vitest'
+import { isoMicros } from '../../../src/ledger/clock.js'
+import type { LedgerEnv } from '../../../src/ledger/open.js'
+import { PaymentReusedError, PinLedger } from '../../../src/ledger/pins.js'
+import type { PaymentRecord, PinRecord } from '../../../src/ledger/records.js'
+import { paymentKey } from '../../../src/ledger/stored.js'
+import { exportLedger, parseExportOptions } from '../../../src/service/ledger-export.js'
+import { writeImport } from '../../../src/service/ledger-import.js'
+import { closeTestLedgers, openTestLedger } from '../../helpers/ledger.js'
+
+const A = 'bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy'
+const B = 'bafkreie7q3iidccmpvszul7kudcvvuavuo7u6gzlbobczuk5nqk3b4akba'
+const V0 = 'QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG'
+const OWNER = '0x' + 'a1'.repeat(20)
+const OTHER = '0x' + '0b'.repeat(20)
+const ASSET = '0x' + 'c3'.repeat(20)
+const NET = 'eip155:84532'
+const NOW = new Date('2026-11-24T00:00:00.000Z')
+
+afterEach(async () => { await closeTestLedgers() })
+
+const paymentsBinary = (env: LedgerEnv): Database<unknown, Buffer> => env.db<unknown>('payments-binary', { keyEncoding: 'binary' }) as Database<unknown, Buffer>
+
+let seq = 0
+const nonce = (): string => `0x${(++seq).toString(16).padStart(4, '0')}${'5e'.repeat(30)}`
+const uuid = (n: number): string => `019ab3f1-2c4d-7e8f-9a0b-${String(n).padStart(12, '0')}`
+
+/** a paid pin and its payment as serve writes them; `purpose` and `record` change the payment record only */
+function paid (requestid: string, cid: string, purpose: string, owner = OWNER, record: Partial<PaymentRecord> = {}, pin: Partial<PinRecord> = {}): { pin: PinRecord, payment: PaymentRecord } {
+  const id = record.id ?? `${owner}:${nonce()}`
+  const us = Date.parse('2026-11-20T10:00:00.000Z') * 1000 + seq * 1000
+  const at = new Date(us / 1000 + 500).toISOString()
+  const tx = `0x${String(seq).padStart(64, 'e')}`
+  return {
+    pin: {
+      requestid, owner, cid, origins: [], meta: {}, status: 'pinned', created: isoMicros(us), createdUs: us, months: 1,
+      pinnedUntil: '2026-12-20T10:00:00.000Z', source: 'upload', payment: { id, payer: owner, amount: '1234', network: NET, asset: ASSET, tx, settledAt: at, method: 'x402' },
+      ...pin
+    },
+    payment: { id, requestid, purpose, payer: owner, amount: '1234', network: NET, tx, at, proof: 'ab'.repeat(32), ...record }
+  }
+}
+
+/**
+ * Every form a purpose takes (pin-create.ts, upload.ts, pin-renew.ts), with
+ * parts that are and are not the pin's own, and what must stay as written.
+ */
+async function writeLedger (ledger: PinLedger): Promise<PaymentRecord[]> {
+  const out: PaymentRecord[] = []
+  const add = async (x: { pin: PinRecord, payment: PaymentRecord }): Promise<void> => { await ledger.create(x.pin, x.payment, [x.pin.cid]); out.push(x.payment) }
+  const up = paid(uuid(1), A, `upload:${A}`)
+  await add(up)
+  // a pin by CID of a v0 CID: its purpose names the v1 form
+  await add(paid(uuid(2), V0, 'pin:bafybeie5gq4jxvzmsym6hjlwxej4rwdoxt7wadqvmmwbg4pqd7mqoisi4m:3', OWNER, {}, { source: 'pin', months: 3 }))
+  // a replacement: the purpose names the pin it replaces
+  await add(paid(uuid(3), B, `replace:${uuid(2)}:${B}:2`, OWNER, {}, { replaces: uuid(2), months: 2, status: 'queued', source: 'pin' }))
+  await ledger.finishFetch(uuid(3), [B], 100, 'pinned')
+  // a purpose naming another CID than the pin's, months written oddly, a time its milliseconds do not spell, a kind this pind does not know
+  await add(paid(uuid(4), A, `upload:${B}`, OTHER))
+  await add(paid(uuid(5), A, 'pin:bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy:01', OTHER, { at: '2026-11-20T10:00:00Z' }))
+  await add(paid(uuid(6), B, 'gift:for:someone', OTHER))
+  // a payer that is not the id's first part; ids that are not x402's (stay text keys)
+  await add(paid(uuid(7), B, `upload:${B}`, OWNER, { payer: OTHER }))
+  await add(paid('p-8', A, `upload:${A}`, OWNER, { id: 'p-8:nonce' }))
+  await add(paid(uuid(9), A, `upload:${A}`, OWNER, { id: `${OWNER.toUpperCase().replace('0X', '0x')}:${nonce()}` }))
+  // a renewal: its purpose names the payment's own requestid and a time
+  const renewal: PaymentRecord = { id: `${OWNER}:${nonce()}`, requestid: uuid(1), purpose: `renew:${uuid(1)}:1:${up.pin.pinnedUntil}`, payer: OWNER, amount: '99', network: NET, tx: '0x' + '7'.repeat(64), at: '2026-11-23T12:00:00.000Z', proof: 'cd'.repeat(32) }
+  await ledger.renew(uuid(1), 1, renewal, () => new Date('2027-01-20T10:00:00.000Z'))
+  out.push(renewal)
+  return out
+}
+
+function reads (ledger: PinLedger): unknown {
+  return { pins: [...ledger.all()], payments: [...ledger.allPayments()] }
+}
+
+const EXPORTS = [{ format: 'jsonl', withBlocks: true }, { format: 'csv', records: 'payments' }, { format: 'csv', records: 'pins' }]
+function exported (ledger: PinLedger): string[] {
+  return EXPORTS.map(o => [...exportLedger(ledger, parseExportOptions(o), NOW).chunks].join(''))
+}
+
+/** The ledger as the layout before wrote it: every payment in `payments` under its id as text, purpose and time as strings (layout 1), schema version 2. */
+async function toLayout1 (env: LedgerEnv, ledger: PinLedger): Promise<void> {
+  const records = [...ledger.allPayments()]
+  const hex = (s: string): Buffer => Buffer.from(s.replace(/^0x/, ''), 'hex')
+  await env.transaction(() => {
+    const text = env.db<unknown>('payments')
+    for (const p of records) {
+      const key = paymentKey(p.id)
+      if (key != null) paymentsBinary(env).remove(key)
+      const uuidBytes = /^[0-9a-f-]{36}$/.test(p.requestid) ? hex(p.requestid.replaceAll('-', '')) : p.requestid
+      text.put(p.id, [1, uuidBytes, p.purpose, p.id.startsWith(`${p.payer}:`) ? null : hex(p.payer), p.amount, p.network, hex(p.tx as string), p.at, hex(p.proof)])
+    }
+    env.setUpgraded('compact:payment-keys', false)
+    void env.setFact('schemaVersion', 2)
+  })
+}
+
+describe('payments keyed by their bytes', () => {
+  it('keeps an x402 payment under its 52 bytes with its purpose coded, and reads every field back; other ids stay text', async () => {
+    const { env, ledger } = await openTestLedger({ upgrade: true })
+    const written = await writeLedger(ledger)
+    for (const p of written) expect(ledger.payment(p.id), p.purpose).toEqual(p)
+    // export order: ascending id (UTF-8 bytes), merged across both databases
+    expect([...ledger.allPayments()]).toEqual([...written].sort((a, b) => Buffer.compare(Buffer.from(a.id), Buffer.from(b.id))))
+    expect([...env.db<unknown>('payments').getKeys()].sort()).toEqual(['p-8:nonce', written[8]?.id].sort())
+
+    const up = written[0] as PaymentRecord
+    const key = paymentKey(up.id) as Buffer
+    expect(key.length).toBe(52)
+    const raw = paymentsBinary(env).getBinary(key) as Buffer
+    // nothing as text: not the CID (the pin's own: not there at all), the time, the requestid, the hashes
+    for (const text of [A, up.at, up.at.slice(0, 10), up.requestid, (up.tx as string).slice(2), up.proof, 'upload']) expect(raw.includes(text), text).toBe(false)
+    expect(raw.length).toBeLessThan(125)
+    expect((paymentsBinary(env).get(key) as unknown[])[2]).toEqual([1, null])
+    // what is not read back exactly as bytes or numbers stays as written
+    expect(JSON.stringify(paymentsBinary(env).get(paymentKey((written[4] as PaymentRecord).id) as Buffer))).toContain('2026-11-20T10:00:00Z')
+    expect(JSON.stringify(paymentsBinary(env).get(paymentKey((written[5] as PaymentRecord).id) as Buffer))).toContain('gift:for:someone')
+
+    // a used payment is refused, for a new pin and for a renewal
+    const again = paid(uuid(20), A, `upload:${A}`, OWNER, { id: up.id })
+    await expect(ledger.create(again.pin, again.payment)).rejects.toThrow(PaymentReusedError)
+    await expect(ledger.renew(uuid(4), 1, { ...again.payment, requestid: uuid(4) }, () => NOW)).rejects.toThrow(PaymentReusedError)
+
+    // its export imported into a fresh ledger (pins in batches before their payments) exports the same
+    const before = exported(ledger)
+    const fresh = await openTestLedger({ upgrade: true })
+    await writeImport(async function * () { yield * (before[0] as string).split('\n') }, fresh.ledger, { batchSize: 3, now: NOW })
+    expect(exported(fresh.ledger)).toEqual(before)
+    expect((paymentsBinary(fresh.env).get(key) as unknown[])[2]).toEqual([1, null])
+  })
+
+  it('reads a layout-1 ledger the same before, during and after the upgrade, which resumes after an interruption; exports stay byte for byte the same', async () => {
+    const { env, ledger } = await openTestLedger({ upgrade: true })
+    const written = await writeLedger(ledger)
+    await toLayout1(env, ledger)
+    expect([...paymentsBinary(env).getKeys()]).toEqual([])
+    const old = new PinLedger(env)
+    const before = reads(old)
+    const exportsBefore = exported(old)
+    for (const p of written) expect(old.payment(p.id)).toEqual(p)
+
+    // interrupted: the third batch of two fails inside its transaction (the process died there)
+    const mid = new PinLedger(env) as unknown as { paymentsBinary: Database<unknown, Buffer>, movePaymentKeys: (batch: number) => Promise<void> }
+    const put = mid.paymentsBinary.put.bind(mid.paymentsBinary)
+    let puts = 0
+    mid.paymentsBinary.put = ((k: Buffer, v: unknown) => { if (++puts === 5) throw new Error('died'); return put(k, v) }) as typeof put
+    await expect(mid.movePaymentKeys(2)).rejects.toThrow('died')
+    const moved = [...paymentsBinary(env).getKeys()].length
+    expect(moved).toBe(4) // two batches, whole; the third left nothing
+    expect(env.upgraded('compact:payment-keys')).toBe(false)
+    const during = new PinLedger(env)
+    expect(reads(during)).toEqual(before)
+    expect(exported(during)).toEqual(exportsBefore)
+    // a used payment is refused whichever database holds it now
+    for (const p of written.slice(0, 8)) {
+      const again = paid(uuid(30), A, `upload:${A}`, OWNER, { id: p.id })
+      await expect(during.create(again.pin, again.payment), p.id).rejects.toThrow(PaymentReusedError)
+    }
+
+    // the next start goes on
+    await new PinLedger(env).upgrade()
+    expect(env.upgraded('compact:payment-keys')).toBe(true)
+    expect([...env.db<unknown>('payments').getKeys()].sort()).toEqual(['p-8:nonce', written[8]?.id].sort())
+    for (const { value } of env.db<unknown[]>('payments').getRange()) expect(value[0]).toBe(2)
+    expect([...paymentsBinary(env).getKeys()].length).toBe(written.length - 2)
+    const after = new PinLedger(env)
+    expect(reads(after)).toEqual(before)
+    expect(exported(after)).toEqual(exportsBefore)
+    for (const p of written) expect(after.payment(p.id)).toEqual(p)
+    const again = paid(uuid(31), A, `upload:${A}`, OWNER, { id: (written[0] as PaymentRecord).id })
+    await expect(after.create(again.pin, again.payment)).rejects.toThrow(PaymentReusedError)
+  })
+})
