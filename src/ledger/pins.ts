@@ -30,11 +30,13 @@ import type { LedgerEnv } from './open.js'
 import { ProvideKeys } from './provide-keys.js'
 import { isLive, withdrawn, type PaymentRecord, type PinRecord } from './records.js'
 import type { SettlingRecord } from './settlements.js'
-import { cidOf, createdUsOf, currentPaymentLayout, oldLayout, paymentByRef, paymentIdOf, paymentIdOfKey, paymentKey, readPayment, readPin, readSummary, storePayment, storePin, storeSummary, type StoredPayment, type StoredPin, type StoredSummary } from './stored.js'
+import { cidOf, createdUsOf, type AssetTable, currentPaymentLayout, oldLayout, paymentByRef, paymentIdOf, paymentIdOfKey, paymentKey, readPayment, readPin, readSummary, storePayment, storePin, storeSummary, type StoredPayment, type StoredPin, type StoredSummary } from './stored.js'
 
 type OwnerKey = [string, number, string]
 /** the meta fact holding the highest `created` (µs) of any pin the ledger has held */
 const CREATED_HIGH = 'createdHighUs'
+/** the meta fact holding the ledger's table of assets (./stored.ts: a pin's payment names its asset by its index here) */
+const ASSETS = 'assets'
 
 /** records per transaction of the compact:records upgrade */
 const COMPACT_BATCH = 10_000
@@ -95,7 +97,7 @@ export class PinLedger {
    */
   private putPin (requestid: string, pin: PinRecord): void {
     // (the payment's purpose may name this pin's CID: the pin is not written yet)
-    this.pins.put(requestid, storePin(pin, this.getPayment(pin.payment.id, (id) => id === requestid ? pin.cid : this.pinCid(id))))
+    this.pins.put(requestid, storePin(pin, this.getPayment(pin.payment.id, (id) => id === requestid ? pin.cid : this.pinCid(id)), this.assets))
     this.noteCreated(pin.createdUs)
     // a removed pin leaves the owner and CID indexes: every listing, takedown and liveness check
     // skips it (issue 18: most of a ledger's pins)
@@ -107,9 +109,31 @@ export class PinLedger {
     }
   }
 
+  /**
+   * The table of assets: read from the meta fact each time (it is short), so
+   * that a transaction that added an asset and was then aborted leaves no
+   * index behind; an asset not there yet is added inside the writing
+   * transaction (every putPin is in one).
+   */
+  private readonly assets: AssetTable = {
+    indexOf: (asset) => {
+      const table = this.assetTable()
+      const i = table.indexOf(asset)
+      if (i >= 0) return i
+      void this.env.setFact(ASSETS, [...table, asset])
+      return table.length
+    },
+    at: (index) => this.assetTable()[index]
+  }
+
+  private assetTable (): string[] {
+    const v = this.env.fact(ASSETS)
+    return Array.isArray(v) ? v as string[] : []
+  }
+
   private getPin (requestid: string): PinRecord | undefined {
     const stored = this.pins.get(requestid)
-    return stored == null ? undefined : readPin(requestid, stored, (id) => this.getPayment(id))
+    return stored == null ? undefined : readPin(requestid, stored, (id) => this.getPayment(id), this.assets)
   }
 
   private getPayment (id: string, pinCid = this.pinCid): PaymentRecord | undefined {
@@ -143,7 +167,7 @@ export class PinLedger {
 
   /** every pin, whole, in requestid order */
   private * allPins (): Generator<PinRecord> {
-    for (const { key, value } of this.pins.getRange()) yield readPin(key, value, (id) => this.getPayment(id))
+    for (const { key, value } of this.pins.getRange()) yield readPin(key, value, (id) => this.getPayment(id), this.assets)
   }
 
   /**
@@ -199,8 +223,8 @@ export class PinLedger {
     })
     await this.inBatches(this.pins, batch, (key, value) => {
       if (!oldLayout(value) && paymentByRef(value)) return
-      const pin = readPin(key, value, (id) => this.getPayment(id))
-      const stored = storePin(pin, this.getPayment(pin.payment.id))
+      const pin = readPin(key, value, (id) => this.getPayment(id), this.assets)
+      const stored = storePin(pin, this.getPayment(pin.payment.id), this.assets)
       if (oldLayout(value) || paymentByRef(stored)) this.pins.put(key, stored)
     })
     const removed: OwnerKey[] = []
@@ -674,7 +698,7 @@ export class PinLedger {
       for (const p of payments) {
         const stored = this.pins.get(p.requestid)
         if (stored == null || paymentByRef(stored) || paymentIdOf(stored) !== p.id) continue
-        this.pins.put(p.requestid, storePin(readPin(p.requestid, stored, (id) => this.getPayment(id)), p))
+        this.pins.put(p.requestid, storePin(readPin(p.requestid, stored, (id) => this.getPayment(id), this.assets), p, this.assets))
       }
     })
     let maxUs = 0

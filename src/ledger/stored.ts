@@ -15,6 +15,11 @@
  *     by ~45 bytes the pins database's pages were 54% full, 81% without;
  *   - hex strings (addresses, transaction hashes, nonces, proofs), CIDs and
  *     UUIDs as their bytes, when the bytes give back exactly the same string;
+ *   - a pin's payment's asset (the token paid in: the same for nearly every
+ *     pin) as its index in a table of assets the ledger keeps (a meta fact);
+ *   - a pin's status, source and payment method as small numbers (their
+ *     index in STATUSES, SOURCES, METHODS; pins written before keep the names,
+ *     which read as they are): a status change no longer changes the size;
  *   - without what the ledger holds elsewhere: no field equal to its own key
  *     (a pin's requestid, a summary's id, a payment's id), a pin's `created`
  *     only when its `createdUs` does not give it, a payment's payer only when
@@ -50,8 +55,31 @@ const LAYOUT = 1
 /** the payments' layout (see the header); layout 1 payments still read */
 const PAYMENT_LAYOUT = 2
 
-/** a pin's payment as stored when the payments database holds its record: [id, asset, method]; an id `owner:0x<nonce>` as the nonce's bytes */
-type PaymentRef = [string | Uint8Array, string | Uint8Array, PaymentInfo['method']]
+/**
+ * a pin's payment as stored when the payments database holds its record: [id, asset, method]; an id
+ * `owner:0x<nonce>` as the nonce's bytes, the asset as its index in the ledger's table of assets
+ * (PinLedger: a meta fact; older records: its bytes), the method as its index in METHODS (older records: its name)
+ */
+type PaymentRef = [string | Uint8Array, string | Uint8Array | number, PaymentInfo['method'] | number]
+
+/** the ledger's table of assets: an asset's index (added to the table when new, inside the writing transaction), and the asset at an index */
+export interface AssetTable {
+  indexOf: (asset: string) => number
+  at: (index: number) => string | undefined
+}
+
+/** a pin's status, source and payment method as their index here (records written before: as their names, which still read) */
+const STATUSES = ['queued', 'pinning', 'pinned', 'failed'] as const
+const SOURCES = ['upload', 'pin'] as const
+const METHODS = ['x402', 'operator-token'] as const
+
+function packEnum (names: readonly string[], v: string): number | string {
+  const i = names.indexOf(v)
+  return i >= 0 ? i : v
+}
+function readEnum<T extends string> (names: readonly T[], v: unknown): T {
+  return typeof v === 'number' ? names[v] as T : v as T
+}
 
 /** a stored record: the layout's array, or a map as older versions wrote it */
 export type StoredPin = unknown[] | PinRecord
@@ -171,12 +199,14 @@ function recordCovers (pay: PaymentInfo, rec: PaymentRecord | undefined): boolea
 }
 
 /** A pin as it is stored: `rec` is the payments database's record of its payment, if there is one. */
-export function storePin (pin: PinRecord, rec: PaymentRecord | undefined): StoredPin {
+export function storePin (pin: PinRecord, rec: PaymentRecord | undefined, assets?: AssetTable): StoredPin {
   const pay = pin.payment
   const until = Date.parse(pin.pinnedUntil)
   return pack(PIN_FIELDS.map(f => {
     switch (f) {
-      case 'payment': return recordCovers(pay, rec) ? [shortId(pay.id, pin.owner), packHex0x(pay.asset), pay.method] as PaymentRef : pay
+      case 'payment': return recordCovers(pay, rec) ? [shortId(pay.id, pin.owner), assets != null && HEX0X.test(pay.asset) ? assets.indexOf(pay.asset) : packHex0x(pay.asset), packEnum(METHODS, pay.method)] as PaymentRef : pay
+      case 'status': return packEnum(STATUSES, pin.status)
+      case 'source': return packEnum(SOURCES, pin.source)
       case 'owner': return packHex0x(pin.owner)
       case 'removed': return packRemoved(pin.removed)
       case 'cid': return packCid(pin.cid)
@@ -216,20 +246,24 @@ export function paymentIdOf (stored: StoredPin): string {
 }
 
 /** A stored pin, whole again. */
-export function readPin (requestid: string, stored: StoredPin, payment: (id: string) => PaymentRecord | undefined): PinRecord {
+export function readPin (requestid: string, stored: StoredPin, payment: (id: string) => PaymentRecord | undefined, assets?: AssetTable): PinRecord {
   if (!Array.isArray(stored)) return { ...stored, requestid }
   const f = unpack(PIN_FIELDS, stored)
   f.owner = readHex0x(f.owner)
   f.cid = readCid(f.cid)
+  f.status = readEnum(STATUSES, f.status)
+  f.source = readEnum(SOURCES, f.source)
   const removed = readRemoved(f.removed)
   if (removed == null) delete f.removed
   else f.removed = removed
   if (f.created == null) f.created = isoMicros(f.createdUs as number)
   if (typeof f.pinnedUntil === 'number') f.pinnedUntil = new Date(f.pinnedUntil).toISOString()
   if (Array.isArray(f.payment)) {
-    const [short, packedAsset, method] = f.payment as PaymentRef
+    const [short, packedAsset, packedMethod] = f.payment as PaymentRef
+    const method = readEnum(METHODS, packedMethod)
     const id = fullId(short, f.owner as string)
-    const asset = readHex0x(packedAsset) as string
+    const asset = typeof packedAsset === 'number' ? assets?.at(packedAsset) : readHex0x(packedAsset) as string
+    if (asset == null) throw new Error(`ledger: pin ${requestid} names asset ${String(packedAsset)} of the ledger's table of assets, which does not hold it`)
     const rec = payment(id)
     // the ledger never removes a payment record; a pin that refers to one that is not there is a broken ledger
     if (rec == null) throw new Error(`ledger: pin ${requestid} refers to payment ${id}, which the ledger does not hold`)

@@ -125,6 +125,12 @@ describe('payments keyed by their bytes', () => {
     for (const text of [A, up.at, up.at.slice(0, 10), up.requestid, (up.tx as string).slice(2), up.proof, 'upload']) expect(raw.includes(text), text).toBe(false)
     expect(raw.length).toBeLessThan(125)
     expect((paymentsBinary(env).get(key) as unknown[])[2]).toEqual([1, null])
+    // the pin's status, source and payment method as small numbers
+    const rawPin = env.db<unknown>('pins').getBinary(uuid(1)) as Buffer
+    for (const text of ['pinned', 'upload', 'x402']) expect(rawPin.includes(text), text).toBe(false)
+    // and its asset as its index in the ledger's table of assets
+    expect(rawPin.includes(Buffer.from(ASSET.slice(2), 'hex'))).toBe(false)
+    expect(env.fact('assets')).toEqual([ASSET])
     // what is not read back exactly as bytes or numbers stays as written
     expect(JSON.stringify(paymentsBinary(env).get(paymentKey((written[4] as PaymentRecord).id) as Buffer))).toContain('2026-11-20T10:00:00Z')
     expect(JSON.stringify(paymentsBinary(env).get(paymentKey((written[5] as PaymentRecord).id) as Buffer))).toContain('gift:for:someone')
