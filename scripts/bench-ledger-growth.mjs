@@ -19,7 +19,13 @@
  * what a long-running serve that reads everything keeps resident); then the
  * ratios of this tree to the baseline.
  *
- * Usage: node scripts/bench-ledger-growth.mjs [writes=20000] [--against <git-ref>=main] [--live 24] [--seed 1] [--json file]
+ * With --upgrade, the baseline's ledger is then opened with this tree's code
+ * (as a data dir is when pind is upgraded): its exports (JSON Lines with
+ * blocks, CSV pins, CSV payments) before the upgrade steps, how long they
+ * take, the exports after them (each must be byte for byte the baseline's
+ * own), and what the file is then.
+ *
+ * Usage: node scripts/bench-ledger-growth.mjs [writes=20000] [--against <git-ref>=main] [--live 24] [--seed 1] [--upgrade] [--json file]
  */
 import { execFileSync, spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -39,6 +45,7 @@ export { openLedgerEnv } from './src/ledger/open.ts'
 export { PinLedger } from './src/ledger/pins.ts'
 export { nextCreated, addMonths } from './src/ledger/clock.ts'
 export { newRequestid } from './src/ledger/requestid.ts'
+export { exportLedger, parseExportOptions } from './src/service/ledger-export.ts'
 `
 
 /** src/ledger of this tree (ref undefined) or of a git ref, bundled into one module (lmdb stays external: it resolves from this tree's node_modules) */
@@ -48,7 +55,7 @@ async function bundle (ref) {
   let resolveDir = ROOT
   if (ref != null) {
     resolveDir = mkdtempSync(join(CACHE, 'src-'))
-    execFileSync('sh', ['-c', `git -C "${ROOT}" archive "${ref}" src | tar -x -C "${resolveDir}"`])
+    execFileSync('sh', ['-c', `git -C "${ROOT}" archive "${ref}" src package.json | tar -x -C "${resolveDir}"`])
   }
   const outfile = join(CACHE, `ledger-${ref == null ? 'tree' : ref.replace(/[^\w.-]/g, '_')}.mjs`)
   await build({
@@ -72,8 +79,35 @@ function prng (seed) {
   }
 }
 
+const EXPORTS = [{ format: 'jsonl', withBlocks: true }, { format: 'csv', records: 'pins' }, { format: 'csv', records: 'payments' }]
+const EXPORT_NOW = new Date('2030-01-01T00:00:00.000Z')
+
+/** sha256 of each export of the ledger, with one side's code */
+async function exportHashes (lib, ledger) {
+  const { exportLedger, parseExportOptions } = await import(lib)
+  const { createHash } = await import('node:crypto')
+  return EXPORTS.map(o => {
+    const h = createHash('sha256')
+    for (const c of exportLedger(ledger, parseExportOptions(o), EXPORT_NOW).chunks) h.update(c)
+    return h.digest('hex')
+  })
+}
+
+/** the child with --upgrade: the baseline's ledger opened by this tree's code, exported before and after its upgrade steps */
+async function upgradeChild (lib, dir) {
+  const { openLedgerEnv, PinLedger } = await import(lib)
+  const env = await openLedgerEnv(join(dir, 'ledger.mdb'))
+  const before = await exportHashes(lib, new PinLedger(env))
+  const t0 = performance.now()
+  await new PinLedger(env).upgrade()
+  const ms = performance.now() - t0
+  const after = await exportHashes(lib, new PinLedger(env))
+  await env.close()
+  process.stdout.write(JSON.stringify({ before, after, ms, stats: ledgerStats(dir) }))
+}
+
 /** the child: writes `n` paid writes with one side's ledger code, then measures */
-async function child (lib, dir, n, live, seed) {
+async function child (lib, dir, n, live, seed, keep) {
   const { openLedgerEnv, PinLedger, nextCreated, addMonths, newRequestid } = await import(lib)
   const { CID } = await import('multiformats/cid')
   const { sha256 } = await import('multiformats/hashes/sha2')
@@ -136,6 +170,7 @@ async function child (lib, dir, n, live, seed) {
     }
     while (held[p].length > live) await ledger.remove(held[p].shift(), 'unpinned')
   }
+  const exports = keep ? await exportHashes(lib, new PinLedger(env)) : undefined
   await env.close()
 
   const stats = ledgerStats(dir, { fill: true })
@@ -148,7 +183,7 @@ async function child (lib, dir, n, live, seed) {
   }
   const rss = mappedRss(join(dir, 'ledger.mdb'))
   await root.close()
-  process.stdout.write(JSON.stringify({ stats, rss, scanned }))
+  process.stdout.write(JSON.stringify({ stats, rss, scanned, exports }))
 }
 
 /** resident bytes of this process's mappings of `file` (/proc/self/smaps) */
@@ -162,12 +197,19 @@ function mappedRss (file) {
   return rss
 }
 
-function runSide (lib, n, live, seed) {
+function runChild (args) {
+  const r = spawnSync(process.execPath, [SELF, ...args], { encoding: 'utf8', maxBuffer: 64 << 20 })
+  if (r.status !== 0) throw new Error(`${args.join(' ')}: ${r.stderr}`)
+  return JSON.parse(r.stdout)
+}
+
+/** one side's writes and figures; with `upgradeLib`, then that code's upgrade of the same data dir */
+function runSide (lib, n, live, seed, upgradeLib) {
   const dir = mkdtempSync(join(tmpdir(), 'pind-ledger-growth-'))
   try {
-    const r = spawnSync(process.execPath, [SELF, '--child', lib, dir, String(n), String(live), String(seed)], { encoding: 'utf8', maxBuffer: 64 << 20 })
-    if (r.status !== 0) throw new Error(`${lib}: ${r.stderr}`)
-    return JSON.parse(r.stdout)
+    const side = runChild(['--child', lib, dir, String(n), String(live), String(seed), upgradeLib != null ? 'keep' : ''])
+    if (upgradeLib != null) side.upgrade = runChild(['--upgrade-child', upgradeLib, dir])
+    return side
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
@@ -175,7 +217,8 @@ function runSide (lib, n, live, seed) {
 
 async function main () {
   const args = process.argv.slice(2)
-  if (args[0] === '--child') return await child(args[1], args[2], Number(args[3]), Number(args[4]), Number(args[5]))
+  if (args[0] === '--child') return await child(args[1], args[2], Number(args[3]), Number(args[4]), Number(args[5]), args[6] === 'keep')
+  if (args[0] === '--upgrade-child') return await upgradeChild(args[1], args[2])
   const opt = (name, def) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : def }
   const n = Number(args.find((a, j) => !a.startsWith('--') && !args[j - 1]?.startsWith('--')) ?? 20000)
   const against = opt('--against', 'main')
@@ -184,7 +227,7 @@ async function main () {
   const json = opt('--json')
   console.log(`${n} paid writes, ${PAYERS} payers, each keeping its newest ${live}; baseline ${against}; load average ${loadavg()[0].toFixed(1)}`)
   const [baseLib, treeLib] = [await bundle(against), await bundle()]
-  const base = runSide(baseLib, n, live, seed)
+  const base = runSide(baseLib, n, live, seed, args.includes('--upgrade') ? treeLib : undefined)
   const tree = runSide(treeLib, n, live, seed)
   const mib = (b) => (b / 2 ** 20).toFixed(1)
   for (const [name, r] of [[against, base], ['this tree', tree]]) {
@@ -204,6 +247,12 @@ async function main () {
   console.log(`  ${'(free pages)'.padEnd(22)} ${(free(base) / n).toFixed(0).padStart(6)} → ${(free(tree) / n).toFixed(0).padStart(6)} B/write`)
   console.log(`  ${'ledger.mdb'.padEnd(22)} ${(base.stats.fileBytes / n).toFixed(0).padStart(6)} → ${(tree.stats.fileBytes / n).toFixed(0).padStart(6)} B/write  ${(tree.stats.fileBytes / base.stats.fileBytes).toFixed(2)}`)
   console.log(`  ${'RSS of its mapping'.padEnd(22)} ${(base.rss / n).toFixed(0).padStart(6)} → ${(tree.rss / n).toFixed(0).padStart(6)} B/write  ${(tree.rss / base.rss).toFixed(2)}`)
+  if (base.upgrade != null) {
+    const u = base.upgrade
+    const same = (a, b) => a.every((h, i) => h === b[i])
+    console.log(`\n${against}'s ledger opened by this tree: upgrade steps ${u.ms.toFixed(0)} ms; exports (JSON Lines with blocks, CSV pins, CSV payments) before them ${same(u.before, base.exports) ? 'byte for byte' : 'NOT'} the same as ${against}'s, after them ${same(u.after, base.exports) ? 'byte for byte' : 'NOT'} the same; ledger.mdb then ${mib(u.stats.fileBytes)} MiB (lmdb does not shrink its file: freed pages are reused), payments ${((u.stats.dbs.payments?.bytes ?? 0) / n).toFixed(0)} + payments-binary ${((u.stats.dbs['payments-binary']?.bytes ?? 0) / n).toFixed(0)}, pins ${((u.stats.dbs.pins?.bytes ?? 0) / n).toFixed(0)} B per write, free pages ${(u.stats.freePages * u.stats.pageSize / n).toFixed(0)}`)
+    if (!same(u.before, base.exports) || !same(u.after, base.exports)) process.exitCode = 1
+  }
   if (json != null) writeFileSync(json, JSON.stringify({ writes: n, against, live, seed, base, tree }, null, 1))
 }
 

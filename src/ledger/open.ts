@@ -26,7 +26,7 @@ export const LEDGER_SCHEMA_VERSION = 3
 const READABLE_VERSIONS: readonly unknown[] = [1, 2, 3]
 
 /** the upgrades of the ledger's indexes (PinLedger.upgrade), each run once */
-export type Upgrade = 'index:owner-summaries' | 'index:pins-by-expiry' | 'repair:replacement-chains' | 'index:provide-keys' | 'compact:records' | 'clock:created-high' | 'compact:payment-keys'
+export type Upgrade = 'index:owner-summaries' | 'index:pins-by-expiry' | 'repair:replacement-chains' | 'index:provide-keys' | 'compact:records' | 'clock:created-high' | 'compact:payment-keys' | 'compact:pin-numbers'
 
 /**
  * The environment, for the ledger's own classes (this folder). Outside it,

@@ -30,7 +30,7 @@ import type { LedgerEnv } from './open.js'
 import { ProvideKeys } from './provide-keys.js'
 import { isLive, withdrawn, type PaymentRecord, type PinRecord } from './records.js'
 import type { SettlingRecord } from './settlements.js'
-import { cidOf, createdUsOf, type AssetTable, currentPaymentLayout, oldLayout, paymentByRef, paymentIdOf, paymentIdOfKey, paymentKey, readPayment, readPin, readSummary, storePayment, storePin, storeSummary, type StoredPayment, type StoredPin, type StoredSummary } from './stored.js'
+import { cidOf, createdUsOf, type AssetTable, currentPaymentLayout, oldLayout, paymentByRef, pinWithNames, paymentIdOf, paymentIdOfKey, paymentKey, readPayment, readPin, readSummary, storePayment, storePin, storeSummary, type StoredPayment, type StoredPin, type StoredSummary } from './stored.js'
 
 type OwnerKey = [string, number, string]
 /** the meta fact holding the highest `created` (µs) of any pin the ledger has held */
@@ -306,6 +306,15 @@ export class PinLedger {
     if (!this.env.upgraded('compact:payment-keys')) {
       await this.movePaymentKeys()
       await this.env.transaction(() => { this.env.setUpgraded('compact:payment-keys') })
+    }
+    if (!this.env.upgraded('compact:pin-numbers')) {
+      // pins written before name their status, source, payment method and asset by number (./stored.ts); rewritten in place, never larger
+      await this.inBatches(this.pins, COMPACT_BATCH, (key, value) => {
+        if (!pinWithNames(value)) return
+        const pin = readPin(key, value, (id) => this.getPayment(id), this.assets)
+        this.pins.put(key, storePin(pin, this.getPayment(pin.payment.id), this.assets))
+      })
+      await this.env.transaction(() => { this.env.setUpgraded('compact:pin-numbers') })
     }
     if (!this.env.upgraded('clock:created-high')) {
       // one read of every pin's `created`; from now on each write of a pin keeps the mark

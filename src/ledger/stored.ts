@@ -228,6 +228,11 @@ function fullId (id: unknown, owner: string): string {
   return b != null ? `${owner}:0x${b.toString('hex')}` : id as string
 }
 
+/** Is this a pin stored as an array whose status is still its name (written before statuses, sources, methods and assets were numbers)? */
+export function pinWithNames (stored: StoredPin): boolean {
+  return Array.isArray(stored) && typeof stored[PIN_FIELDS.indexOf('status') + 1] === 'string'
+}
+
 /** Is this stored pin's payment only a reference to its record (or a map as older versions wrote it)? */
 export function paymentByRef (stored: StoredPin): boolean {
   return Array.isArray(stored) && Array.isArray(stored[PIN_FIELDS.indexOf('payment') + 1])

@@ -91,11 +91,29 @@ function exported (ledger: PinLedger): string[] {
   return EXPORTS.map(o => [...exportLedger(ledger, parseExportOptions(o), NOW).chunks].join(''))
 }
 
-/** The ledger as the layout before wrote it: every payment in `payments` under its id as text, purpose and time as strings (layout 1), schema version 2. */
+/** a pin's array: where its status, source and payment are (stored.ts PIN_FIELDS, after the layout number) */
+const PIN_AT = { status: 6, source: 15, payment: 16 }
+
+/**
+ * The ledger as the layout before wrote it: every payment in `payments` under its id as text, purpose
+ * and time as strings (layout 1); pins naming their status, source and payment method, and their
+ * payment's asset as its bytes; schema version 2.
+ */
 async function toLayout1 (env: LedgerEnv, ledger: PinLedger): Promise<void> {
   const records = [...ledger.allPayments()]
   const hex = (s: string): Buffer => Buffer.from(s.replace(/^0x/, ''), 'hex')
+  const assets = env.fact('assets') as string[]
   await env.transaction(() => {
+    const pins = env.db<unknown[]>('pins')
+    for (const { key, value } of [...pins.getRange()]) {
+      const v = [...value]
+      v[PIN_AT.status] = (['queued', 'pinning', 'pinned', 'failed'] as const)[v[PIN_AT.status] as number]
+      v[PIN_AT.source] = (['upload', 'pin'] as const)[v[PIN_AT.source] as number]
+      const ref = v[PIN_AT.payment]
+      if (Array.isArray(ref)) v[PIN_AT.payment] = [ref[0], hex(assets[ref[1] as number] as string), (['x402', 'operator-token'] as const)[ref[2] as number]]
+      pins.put(key, v)
+    }
+    env.setUpgraded('compact:pin-numbers', false)
     const text = env.db<unknown>('payments')
     for (const p of records) {
       const key = paymentKey(p.id)
@@ -148,11 +166,12 @@ describe('payments keyed by their bytes', () => {
     expect((paymentsBinary(fresh.env).get(key) as unknown[])[2]).toEqual([1, null])
   })
 
-  it('reads a layout-1 ledger the same before, during and after the upgrade, which resumes after an interruption; exports stay byte for byte the same', async () => {
+  it('reads a layout-1 ledger the same before, during and after the upgrade (payments moved, pins rewritten), which resumes after an interruption; exports stay byte for byte the same', async () => {
     const { env, ledger } = await openTestLedger({ upgrade: true })
     const written = await writeLedger(ledger)
     await toLayout1(env, ledger)
     expect([...paymentsBinary(env).getKeys()]).toEqual([])
+    expect([...env.db<unknown[]>('pins').getRange()].map(e => e.value[PIN_AT.status])).toContain('pinned')
     const old = new PinLedger(env)
     const before = reads(old)
     const exportsBefore = exported(old)
@@ -181,6 +200,14 @@ describe('payments keyed by their bytes', () => {
     expect(env.upgraded('compact:payment-keys')).toBe(true)
     expect([...env.db<unknown>('payments').getKeys()].sort()).toEqual(['p-8:nonce', written[8]?.id].sort())
     for (const { value } of env.db<unknown[]>('payments').getRange()) expect(value[0]).toBe(2)
+    // and the pins name their status, source, method and asset by number
+    expect(env.upgraded('compact:pin-numbers')).toBe(true)
+    for (const { value } of env.db<unknown[]>('pins').getRange()) {
+      expect(typeof value[PIN_AT.status]).toBe('number')
+      expect(typeof value[PIN_AT.source]).toBe('number')
+      const ref = value[PIN_AT.payment]
+      if (Array.isArray(ref)) expect(ref.slice(1).map(x => typeof x)).toEqual(['number', 'number'])
+    }
     expect([...paymentsBinary(env).getKeys()].length).toBe(written.length - 2)
     const after = new PinLedger(env)
     expect(reads(after)).toEqual(before)
