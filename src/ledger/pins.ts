@@ -30,7 +30,7 @@ import type { LedgerEnv } from './open.js'
 import { ProvideKeys } from './provide-keys.js'
 import { isLive, withdrawn, type PaymentRecord, type PinRecord } from './records.js'
 import type { SettlingRecord } from './settlements.js'
-import { cidOf, createdUsOf, type AssetTable, currentPaymentLayout, oldLayout, paymentByRef, pinWithNames, paymentIdOf, paymentIdOfKey, paymentKey, readPayment, readPin, readSummary, storePayment, storePin, storeSummary, type StoredPayment, type StoredPin, type StoredSummary } from './stored.js'
+import { cidOf, cidOfPacked, createdUsOf, type AssetTable, currentPaymentLayout, oldLayout, paymentByRef, pinWithNames, paymentIdOf, paymentIdOfKey, paymentKey, readPayment, readPin, readSummary, storePayment, storePin, storeSummary, type StoredPayment, type StoredPin, type StoredSummary } from './stored.js'
 
 type OwnerKey = [string, number, string]
 /** the meta fact holding the highest `created` (µs) of any pin the ledger has held */
@@ -133,7 +133,7 @@ export class PinLedger {
 
   private getPin (requestid: string): PinRecord | undefined {
     const stored = this.pins.get(requestid)
-    return stored == null ? undefined : readPin(requestid, stored, (id) => this.getPayment(id), this.assets)
+    return stored == null ? undefined : readPin(requestid, stored, this.paymentOfPin(requestid), this.assets)
   }
 
   private getPayment (id: string, pinCid = this.pinCid): PaymentRecord | undefined {
@@ -152,8 +152,17 @@ export class PinLedger {
     return (key != null && this.paymentsBinary.doesExist(key)) || this.payments.doesExist(id)
   }
 
+  /** reads a pin's payment record: the purpose may name the pin's CID, which the pin's reader has already */
+  private paymentOfPin (requestid: string): (id: string, cid: string) => PaymentRecord | undefined {
+    return (id, cid) => this.getPayment(id, (rid) => rid === requestid ? cid : this.pinCid(rid))
+  }
+
   /** the CID of a pin the ledger holds (a payment's purpose may name it) */
   private readonly pinCid = (requestid: string): string | undefined => {
+    const raw = this.pins.getBinaryFast(requestid)
+    if (raw == null) return undefined
+    const cid = cidOfPacked(raw)
+    if (cid != null) return cid
     const stored = this.pins.get(requestid)
     return stored == null ? undefined : cidOf(stored)
   }
@@ -167,7 +176,7 @@ export class PinLedger {
 
   /** every pin, whole, in requestid order */
   private * allPins (): Generator<PinRecord> {
-    for (const { key, value } of this.pins.getRange()) yield readPin(key, value, (id) => this.getPayment(id), this.assets)
+    for (const { key, value } of this.pins.getRange()) yield readPin(key, value, this.paymentOfPin(key), this.assets)
   }
 
   /**
@@ -223,7 +232,7 @@ export class PinLedger {
     })
     await this.inBatches(this.pins, batch, (key, value) => {
       if (!oldLayout(value) && paymentByRef(value)) return
-      const pin = readPin(key, value, (id) => this.getPayment(id), this.assets)
+      const pin = readPin(key, value, this.paymentOfPin(key), this.assets)
       const stored = storePin(pin, this.getPayment(pin.payment.id), this.assets)
       if (oldLayout(value) || paymentByRef(stored)) this.pins.put(key, stored)
     })
@@ -311,7 +320,7 @@ export class PinLedger {
       // pins written before name their status, source, payment method and asset by number (./stored.ts); rewritten in place, never larger
       await this.inBatches(this.pins, COMPACT_BATCH, (key, value) => {
         if (!pinWithNames(value)) return
-        const pin = readPin(key, value, (id) => this.getPayment(id), this.assets)
+        const pin = readPin(key, value, this.paymentOfPin(key), this.assets)
         this.pins.put(key, storePin(pin, this.getPayment(pin.payment.id), this.assets))
       })
       await this.env.transaction(() => { this.env.setUpgraded('compact:pin-numbers') })
@@ -707,7 +716,7 @@ export class PinLedger {
       for (const p of payments) {
         const stored = this.pins.get(p.requestid)
         if (stored == null || paymentByRef(stored) || paymentIdOf(stored) !== p.id) continue
-        this.pins.put(p.requestid, storePin(readPin(p.requestid, stored, (id) => this.getPayment(id), this.assets), p, this.assets))
+        this.pins.put(p.requestid, storePin(readPin(p.requestid, stored, this.paymentOfPin(p.requestid), this.assets), p, this.assets))
       }
     })
     let maxUs = 0

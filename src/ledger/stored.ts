@@ -152,9 +152,33 @@ function packCid (s: string | undefined): string | Uint8Array | undefined {
     return s
   }
 }
-function readCid (v: unknown): unknown {
+export function readCid (v: unknown): unknown {
   const b = bytesOf(v)
-  return b != null ? CID.decode(b).toString() : v
+  if (b == null) return v
+  // a CIDv1's string is 'b' and its bytes in base32 (packCid stored only CIDs whose string is that):
+  // written here directly, it costs a tenth of decoding the CID and encoding it (every pin read, and
+  // every payment whose purpose names its pin's CID)
+  return b[0] === 1 ? `b${base32(b)}` : CID.decode(b).toString()
+}
+
+const BASE32 = 'abcdefghijklmnopqrstuvwxyz234567'
+
+/** RFC 4648 base32, lowercase, unpadded (multibase 'b') */
+function base32 (b: Uint8Array): string {
+  let out = ''
+  let bits = 0
+  let value = 0
+  for (const x of b) {
+    value = (value << 8) | x
+    bits += 8
+    while (bits >= 5) {
+      bits -= 5
+      out += BASE32[(value >>> bits) & 31] as string
+    }
+    value &= (1 << bits) - 1
+  }
+  if (bits > 0) out += BASE32[(value << (5 - bits)) & 31] as string
+  return out
 }
 
 /** a lowercase UUID (a requestid) */
@@ -250,8 +274,8 @@ export function paymentIdOf (stored: StoredPin): string {
   return Array.isArray(pay) ? fullId(pay[0], readHex0x(stored[PIN_FIELDS.indexOf('owner') + 1]) as string) : pay.id
 }
 
-/** A stored pin, whole again. */
-export function readPin (requestid: string, stored: StoredPin, payment: (id: string) => PaymentRecord | undefined, assets?: AssetTable): PinRecord {
+/** A stored pin, whole again: `payment` reads a payment record (given this pin's CID, which the record's purpose may name: no second read of the pin). */
+export function readPin (requestid: string, stored: StoredPin, payment: (id: string, pinCid: string) => PaymentRecord | undefined, assets?: AssetTable): PinRecord {
   if (!Array.isArray(stored)) return { ...stored, requestid }
   const f = unpack(PIN_FIELDS, stored)
   f.owner = readHex0x(f.owner)
@@ -269,7 +293,7 @@ export function readPin (requestid: string, stored: StoredPin, payment: (id: str
     const id = fullId(short, f.owner as string)
     const asset = typeof packedAsset === 'number' ? assets?.at(packedAsset) : readHex0x(packedAsset) as string
     if (asset == null) throw new Error(`ledger: pin ${requestid} names asset ${String(packedAsset)} of the ledger's table of assets, which does not hold it`)
-    const rec = payment(id)
+    const rec = payment(id, f.cid as string)
     // the ledger never removes a payment record; a pin that refers to one that is not there is a broken ledger
     if (rec == null) throw new Error(`ledger: pin ${requestid} refers to payment ${id}, which the ledger does not hold`)
     f.payment = { id, payer: rec.payer, amount: rec.amount, network: rec.network, asset, ...(rec.tx != null ? { tx: rec.tx } : {}), settledAt: rec.at, method } satisfies PaymentInfo
@@ -395,6 +419,30 @@ export function readPayment (id: string, stored: StoredPayment, pinCid: (request
 /** Is this payment stored in the layout this pind writes? */
 export function currentPaymentLayout (stored: StoredPayment): boolean {
   return Array.isArray(stored) && stored[0] === PAYMENT_LAYOUT
+}
+
+/**
+ * The CID of a pin from its stored bytes, without decoding the rest of the
+ * record (a payment's purpose names it: the export reads one per payment):
+ * a layout array whose owner and CID are bytes is [array header, 1, bin8
+ * owner, bin8 CID, …] in msgpack. Undefined for anything else (then decode
+ * the record: cidOf).
+ */
+export function cidOfPacked (b: Uint8Array): string | undefined {
+  let i: number
+  if (b[0] === 0xdc) i = 3 // array 16
+  else if (b[0] != null && b[0] >= 0x90 && b[0] <= 0x9f) i = 1 // fixarray
+  else return undefined
+  if (b[i] !== LAYOUT || b[i + 1] !== 0xc4) return undefined
+  i += 3 + (b[i + 2] as number)
+  if (b[i] !== 0xc4 || i + 2 > b.length) return undefined
+  const end = i + 2 + (b[i + 1] as number)
+  if (end > b.length) return undefined
+  try {
+    return readCid(b.subarray(i + 2, end)) as string
+  } catch {
+    return undefined
+  }
 }
 
 /** the CID of a stored pin */

@@ -15,7 +15,9 @@ import { isoMicros } from '../../../src/ledger/clock.js'
 import type { LedgerEnv } from '../../../src/ledger/open.js'
 import { PaymentReusedError, PinLedger } from '../../../src/ledger/pins.js'
 import type { PaymentRecord, PinRecord } from '../../../src/ledger/records.js'
-import { paymentKey } from '../../../src/ledger/stored.js'
+import { cidOf, cidOfPacked, paymentKey, readCid, type StoredPin } from '../../../src/ledger/stored.js'
+import { CID } from 'multiformats/cid'
+import { identity } from 'multiformats/hashes/identity'
 import { exportLedger, parseExportOptions } from '../../../src/service/ledger-export.js'
 import { writeImport } from '../../../src/service/ledger-import.js'
 import { closeTestLedgers, openTestLedger } from '../../helpers/ledger.js'
@@ -127,6 +129,19 @@ async function toLayout1 (env: LedgerEnv, ledger: PinLedger): Promise<void> {
 }
 
 describe('payments keyed by their bytes', () => {
+  it('reads a CID stored as bytes as the string the CID gives, v1 written directly in base32, v0 decoded', async () => {
+    for (let len = 0; len <= 70; len++) {
+      const digest = identity.digest(Uint8Array.from({ length: len }, (_, i) => (i * 37 + len * 11) & 255))
+      for (const code of [0x55, 0x70, 0x71, 0x0129]) {
+        const cid = CID.create(1, code, digest)
+        expect(readCid(cid.bytes), cid.toString()).toBe(cid.toString())
+      }
+    }
+    const v0 = CID.parse(V0)
+    expect(readCid(v0.bytes)).toBe(V0)
+    expect(readCid(CID.parse(A).bytes)).toBe(A)
+  })
+
   it('keeps an x402 payment under its 52 bytes with its purpose coded, and reads every field back; other ids stay text', async () => {
     const { env, ledger } = await openTestLedger({ upgrade: true })
     const written = await writeLedger(ledger)
@@ -149,6 +164,9 @@ describe('payments keyed by their bytes', () => {
     // and its asset as its index in the ledger's table of assets
     expect(rawPin.includes(Buffer.from(ASSET.slice(2), 'hex'))).toBe(false)
     expect(env.fact('assets')).toEqual([ASSET])
+    // the pin's CID read from its bytes (what a payment's purpose needs) is what decoding the record gives
+    const pins = env.db<StoredPin>('pins')
+    for (const k of pins.getKeys()) expect(cidOfPacked(pins.getBinary(k) as Buffer), String(k)).toBe(cidOf(pins.get(k) as StoredPin))
     // what is not read back exactly as bytes or numbers stays as written
     expect(JSON.stringify(paymentsBinary(env).get(paymentKey((written[4] as PaymentRecord).id) as Buffer))).toContain('2026-11-20T10:00:00Z')
     expect(JSON.stringify(paymentsBinary(env).get(paymentKey((written[5] as PaymentRecord).id) as Buffer))).toContain('gift:for:someone')
