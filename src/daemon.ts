@@ -25,6 +25,8 @@ import { uploadRoutes } from './http/routes/upload.js'
 import { Router } from './http/router.js'
 import { RateLimiter } from './http/rate-limit.js'
 import { clientIp, clientKey } from './http/client-ip.js'
+import { configureSending, sendingStatus } from './http/send-budget.js'
+import { StreamSlots } from './http/stream-slots.js'
 import { connectionLimits } from './http/connections.js'
 import { metricsRoutes } from './http/routes/metrics.js'
 import { openApiRoutes } from './http/routes/openapi.js'
@@ -202,7 +204,8 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       () => gate != null ? { settlesPending: gate.settlesPending, ...(gate.balance?.balance != null ? { settlerBalanceWei: gate.balance.balance } : {}) } : undefined, {
         ...(routingOn ? { routing: () => ipfs.routing.status() } : {}),
         ...(announcer != null ? { provides: () => (reprovider as Reprovider).status() } : {}),
-        s3Up: () => blocks.kind === 's3' ? blocks.writable() : undefined
+        s3Up: () => blocks.kind === 's3' ? blocks.writable() : undefined,
+        sending: sendingStatus
       }))
     s3Metrics = metrics
     observeLookup = (seconds, source) => { metrics.findProviders(seconds, source) }
@@ -223,6 +226,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     const proxies: ReadonlySet<string> = new Set(config.trustedProxies)
     // what per-client limits count by: the client's address (proxies considered; IPv6 by /64)
     const clientOf = (req: IncomingMessage): string => clientKey(clientIp(req, proxies))
+    configureSending({ budgetBytes: config.httpSendBudget, minRate: config.httpMinSendRate, graceMs: config.httpMinSendRateGrace * 1000, log: log.child({ component: 'http' }) })
     const connections = connectionLimits({ maxConnections: config.httpMaxConnections, maxPerClient: config.httpMaxConnectionsPerClient })
     const http = createHttpServer(router, log, {
       onRequest: (r) => { metrics.request(r.method, r.route, r.status, r.seconds, r.bytesIn, r.bytesOut) },
@@ -356,7 +360,8 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
       // every block read under a root is held to the denials too
       blockstore: refusingDenied(networkGateway ? networkReadThrough(blocks.blockstore, network, config.gatewayNetworkTimeout * 1000, find) : blocks.blockstore, refusal),
       isServable,
-      refusal: (root, path) => policy.refusal(root, path)
+      refusal: (root, path) => policy.refusal(root, path),
+      streams: { slots: new StreamSlots(config.httpMaxStreamsPerClient), clientOf }
     })
     const fetcher = new PinFetcher({
       ledger: pins,

@@ -16,6 +16,13 @@ export const DEFAULT_UPLOAD_MAX_BYTES = 104_857_600
 /** 32 GiB */
 export const DEFAULT_PIN_MAX_BYTES = 34_359_738_368
 
+/** --http-send-budget: 64 MiB, a thousand stalled responses' single pieces (see http/send-budget.ts) */
+export const DEFAULT_SEND_BUDGET = 64 * 1024 * 1024
+/** --http-min-send-rate, bytes/s (Kestrel's MinResponseDataRate: 240) */
+export const DEFAULT_MIN_SEND_RATE = 256
+/** --http-min-send-rate-grace, seconds (Kestrel: 5; longer here, see README "Hostile clients") */
+export const DEFAULT_MIN_SEND_GRACE = 20
+
 export const GATEWAY_POLICIES = ['pinned', 'blockstore'] as const
 export type GatewayPolicy = typeof GATEWAY_POLICIES[number]
 /** what request-supplied origins may make the node dial (ipfs/origins.ts) */
@@ -100,6 +107,13 @@ const byteSize: Parser<number> = (raw) => {
   return n
 }
 
+/** the send budget: a size of at least one piece (64 KiB) */
+const sendBudget: Parser<number> = (raw) => {
+  const n = byteSize(raw)
+  if (n < 65536) throw new ConfigValueError('expected a size of at least 64KiB, such as 64MiB')
+  return n
+}
+
 const host: Parser<string> = (raw) => {
   const s = str(raw)
   if (!/^[0-9A-Za-z.:-]+$/.test(s)) throw new ConfigValueError('expected a host name or IP address')
@@ -162,6 +176,10 @@ export interface Config {
   httpIdleTimeout: number
   httpMaxConnections?: number
   httpMaxConnectionsPerClient?: number
+  httpSendBudget: number
+  httpMinSendRate: number
+  httpMinSendRateGrace: number
+  httpMaxStreamsPerClient: number
   metricsListen?: string
   shutdownTimeout: number
   expiryGrace: number
@@ -253,6 +271,10 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'httpIdleTimeout', flag: '--http-idle-timeout <duration>', env: 'PIND_HTTP_IDLE_TIMEOUT', default: 60, parse: duration(1, 3600), description: 'a connection with no byte moving either way for this long is closed' },
   { key: 'httpMaxConnections', flag: '--http-max-connections <n>', env: 'PIND_HTTP_MAX_CONNECTIONS', parse: int(1, 1_000_000), description: 'open HTTP connections at most; past it a new connection closes the one waiting longest for a request head (503 if all are busy); default half the open-file limit' },
   { key: 'httpMaxConnectionsPerClient', flag: '--http-max-connections-per-client <n>', env: 'PIND_HTTP_MAX_CONNECTIONS_PER_CLIENT', parse: int(1, 1_000_000), description: 'open HTTP connections per client address (IPv6: per /64; trusted proxies not counted) at most, same policy; default an eighth of --http-max-connections' },
+  { key: 'httpSendBudget', flag: '--http-send-budget <bytes>', env: 'PIND_HTTP_SEND_BUDGET', default: DEFAULT_SEND_BUDGET, parse: sendBudget, description: 'response bytes all streamed responses (gateway files, CARs, blocks, listings) may hold queued in this process at once, e.g. 64MiB; a response that finds it spent waits (and reads nothing more) until bytes go out' },
+  { key: 'httpMinSendRate', flag: '--http-min-send-rate <bytes-per-second>', env: 'PIND_HTTP_MIN_SEND_RATE', default: DEFAULT_MIN_SEND_RATE, parse: int(0, 1_000_000_000), description: 'a client must take a streamed response at least this fast (bytes/s, averaged over the time the response waits for it, after the grace period) or its connection is cut; 0 = no minimum' },
+  { key: 'httpMinSendRateGrace', flag: '--http-min-send-rate-grace <duration>', env: 'PIND_HTTP_MIN_SEND_RATE_GRACE', default: DEFAULT_MIN_SEND_GRACE, parse: duration(1, 3600), description: 'how long a streamed response waits for a slow client before --http-min-send-rate applies' },
+  { key: 'httpMaxStreamsPerClient', flag: '--http-max-streams-per-client <n>', env: 'PIND_HTTP_MAX_STREAMS_PER_CLIENT', default: 32, parse: int(0, 1_000_000), description: 'gateway GETs under way per client address (IPv6: per /64; trusted proxies: per forwarded client) at most; past it 429 with Retry-After; 0 = unlimited' },
   { key: 'metricsListen', flag: '--metrics-listen <host:port>', env: 'PIND_METRICS_LISTEN', parse: hostPort, description: 'also serve GET /metrics (Prometheus) on this separate address, e.g. 127.0.0.1:9464; it is always on the admin socket' },
   { key: 'denylist', flag: '--denylist <paths>', env: 'PIND_DENYLIST', default: [], parse: list(str), description: 'IPIP-383 denylists (Kubo\'s compact *.deny format, e.g. Bad Bits): files, or directories whose *.deny files are all read; comma-separated; reloaded when they change. Denied content answers 410 at the gateway, is not sent over bitswap and is refused (451) by paid writes' },
   { key: 'shutdownTimeout', flag: '--shutdown-timeout <duration>', env: 'PIND_SHUTDOWN_TIMEOUT', default: 10, parse: duration(0, 3600), description: 'how long in-flight requests may finish after SIGTERM' },

@@ -43,7 +43,19 @@ export interface ReadOptions {
   signal?: AbortSignal
   /** blocks read ahead of the consumer at each DAG level (default 2, min 1) */
   readAhead?: number
+  /**
+   * readFile: called before each piece is yielded with its size; a promise
+   * means the consumer cannot take the piece yet (its client, or a budget,
+   * holds it up) and settles once it can. A wait longer than STALL_MS makes
+   * the read free the rest of its block and read it again afterwards, so a
+   * consumer held up for long holds one piece, not a block
+   * (http/gateway/pump.ts, http/send-budget.ts).
+   */
+  pace?: (bytes: number) => Promise<void> | undefined
 }
+
+/** How long readFile keeps the rest of a raw leaf while its consumer is held up (see ReadOptions.pace). */
+export const STALL_MS = 2000
 
 /** A block (or a path entry) is not held locally. */
 export class ContentNotFoundError extends PindError {
@@ -334,8 +346,24 @@ export async function * readFile (bs: LocalBlockstore, file: FileEntry, range: B
       for (const p of visit.pieces) if (visit.data?.some(d => d.buffer === p.buffer) !== true) releaseHandedOver(p)
     }
     if (visit.data == null) continue
-    for (const piece of visit.data) {
+    let data = visit.data
+    const leafLength = piecesLength(visit.pieces)
+    for (let k = 0; k < data.length;) {
+      const piece = data[k] as Uint8Array
+      const wait = options.pace?.(piece.byteLength)
+      if (wait != null && visit.cid.code === CODEC_RAW && await stalled(wait, () => { dropPieces(visit, data, k) })) {
+        // held up for long: the rest of this leaf was freed; read it again and go on where it stopped
+        const pieces = await readBlockPieces(bs, visit.cid, options)
+        const length = piecesLength(pieces)
+        if (length !== leafLength) throw new InvalidContentError(`raw leaf ${visit.cid} changed while it was read`)
+        data = sliceRange(pieces, length, visit.pos, { start: start + produced, end, whole: false }) ?? []
+        for (const p of pieces) if (!data.some(d => d.buffer === p.buffer)) releaseHandedOver(p)
+        k = 0
+        continue
+      }
+      if (wait != null) await wait
       produced += BigInt(piece.byteLength)
+      k++
       yield piece
     }
   }
@@ -344,6 +372,8 @@ export async function * readFile (bs: LocalBlockstore, file: FileEntry, range: B
 
 export interface FileVisit {
   cid: CID
+  /** the file offset of the block's first data byte */
+  pos: bigint
   /** the block, in the pieces the store gave it in */
   pieces: Uint8Array[]
   /** the file bytes this block contributes inside the wanted range, if any (views of `pieces`, or a copy of a small part) */
@@ -375,7 +405,7 @@ async function * walkFileNode (bs: LocalBlockstore, cid: CID, pieces: Uint8Array
     if (expected != null && BigInt(length) !== expected) {
       throw new InvalidContentError(`raw leaf ${cid} has ${length} bytes, its parent says ${expected}`)
     }
-    yield { cid, pieces, data: sliceRange(pieces, length, pos, walk) }
+    yield { cid, pos, pieces, data: sliceRange(pieces, length, pos, walk) }
     return
   }
   if (cid.code !== CODEC_DAG_PB) throw new InvalidContentError(`file DAG links to ${cid}, which is neither dag-pb nor raw`)
@@ -387,7 +417,7 @@ async function * walkFileNode (bs: LocalBlockstore, cid: CID, pieces: Uint8Array
     throw new InvalidContentError(`${cid} holds ${unixfs.fileSize()} bytes, its parent says ${expected}`)
   }
   const inline = unixfs.data ?? new Uint8Array(0)
-  yield { cid, pieces: [block], data: sliceRange([inline], inline.byteLength, pos, walk) }
+  yield { cid, pos, pieces: [block], data: sliceRange([inline], inline.byteLength, pos, walk) }
   if (node.Links.length === 0) return
   if (depth >= MAX_FILE_DEPTH) throw new InvalidContentError(`file DAG under ${cid} is deeper than ${MAX_FILE_DEPTH}`)
   const children: Array<{ cid: CID, pos: bigint, size: bigint }> = []
@@ -403,6 +433,38 @@ async function * walkFileNode (bs: LocalBlockstore, cid: CID, pieces: Uint8Array
   for await (const [child, childBlock] of readAhead(bs, children, options)) {
     yield * walkFileNode(bs, child.cid, childBlock, child.pos, child.size, walk, options, depth + 1)
   }
+}
+
+/**
+ * Waits for `wait`; if it has not settled within STALL_MS, calls `drop`
+ * first (and still waits). True when it dropped.
+ */
+async function stalled (wait: Promise<void>, drop: () => void): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<'late'>(resolve => { timer = setTimeout(() => { resolve('late') }, STALL_MS) })
+  try {
+    if (await Promise.race([wait, late]) !== 'late') return false
+  } finally {
+    clearTimeout(timer)
+  }
+  drop()
+  await wait
+  return true
+}
+
+/**
+ * Frees what a leaf read holds from piece `k` of `data` on: the pieces read
+ * from disk are freed at once (they are this reader's alone), and every array
+ * that refers to them is emptied in place (the walk's and the read-ahead's
+ * frames hold the same arrays), so an S3 body's pieces are left to the
+ * garbage collector. Pieces before `k` are the consumer's (on their way out).
+ */
+function dropPieces (visit: FileVisit, data: Uint8Array[], k: number): void {
+  const sent = new Set(data.slice(0, k).map(d => d.buffer))
+  for (const p of visit.pieces) if (!sent.has(p.buffer)) releaseHandedOver(p)
+  for (const d of data.slice(k)) if (!sent.has(d.buffer)) releaseHandedOver(d)
+  visit.pieces.length = 0
+  data.length = k
 }
 
 /** the parts of `pieces` (a block of `length` bytes at file offset `pos`) inside the wanted range */

@@ -16,6 +16,9 @@
  *   pind_blockstore_blocks / pind_blockstore_bytes
  *   pind_libp2p_connections
  *   pind_nodejs_array_buffers_bytes                         ArrayBuffer memory (part of external)
+ *   pind_http_send_budget_bytes / pind_http_send_budget_limit_bytes   response bytes queued in user space, and the budget
+ *   pind_http_send_budget_waits_total                       times a response waited for the send budget
+ *   pind_http_slow_responses_cut_total                      responses cut below --http-min-send-rate
  * with --routing on:
  *   pind_routing_table_peers / pind_dht_records_stored      (routing table; records others store here)
  *   pind_provide_keys / pind_provide_pending                (CIDs announced; due now)
@@ -43,6 +46,8 @@ export interface MetricsSources {
   provides?(): { keys: number, pending: number, oldestPendingSeconds: number }
   /** S3 block backend: does the bucket answer? (undefined: blocks on disk) */
   s3Up?(): boolean | undefined
+  /** the send budget of streamed responses (http/send-budget.ts) */
+  sending?(): { inUse: number, limit: number, waits: number, slowCuts: number }
 }
 
 export class Metrics {
@@ -66,6 +71,13 @@ export class Metrics {
     client.collectDefaultMetrics({ register: r, prefix: 'pind_' })
     // the default metrics have heap and external memory but not the ArrayBuffer share of external (upload bodies, blocks)
     new client.Gauge({ name: 'pind_nodejs_array_buffers_bytes', help: 'memory held by ArrayBuffers (a part of external memory)', registers: [r], collect () { this.set(process.memoryUsage().arrayBuffers) } })
+    const sending = sources.sending
+    if (sending != null) {
+      new client.Gauge({ name: 'pind_http_send_budget_bytes', help: 'response bytes streamed responses hold queued in user space now (--http-send-budget)', registers: [r], collect () { this.set(sending().inUse) } })
+      new client.Gauge({ name: 'pind_http_send_budget_limit_bytes', help: 'the send budget (--http-send-budget)', registers: [r], collect () { this.set(sending().limit) } })
+      new client.Counter({ name: 'pind_http_send_budget_waits_total', help: 'times a streamed response waited for the send budget', registers: [r], collect () { this.reset(); this.inc(sending().waits) } })
+      new client.Counter({ name: 'pind_http_slow_responses_cut_total', help: 'streamed responses cut because their client took bytes slower than --http-min-send-rate', registers: [r], collect () { this.reset(); this.inc(sending().slowCuts) } })
+    }
     this.requests = new client.Counter({ name: 'pind_http_requests_total', help: 'HTTP requests by method, route pattern and status', labelNames: ['method', 'route', 'status'], registers: [r] })
     this.duration = new client.Histogram({ name: 'pind_http_request_duration_seconds', help: 'HTTP request duration', labelNames: ['method', 'route'], buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [r] })
     this.bytesIn = new client.Counter({ name: 'pind_http_request_bytes_total', help: 'request body bytes (declared Content-Length)', registers: [r] })

@@ -7,6 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { RangeOutsideError } from '../../errors.js'
 import { FORMAT_MEDIA_TYPES, type GatewayRequest } from './request.js'
 import { evaluateRange } from './range.js'
+import { PIECE_BYTES, piecesOf, pump, responseSignal } from './pump.js'
 
 export const IMMUTABLE_CACHE = 'public, max-age=29030400, immutable'
 
@@ -93,13 +94,19 @@ export function decideBytes (req: IncomingMessage, size: number, headers: Header
   return { status: 200, start: 0, end: size, headers: { ...headers, 'accept-ranges': 'bytes', 'content-length': String(size) } }
 }
 
-/** Sends an in-memory body (a block) with Range / 304 / HEAD handling. */
-export function sendBytes (req: IncomingMessage, res: ServerResponse, bytes: Uint8Array, headers: Headers): void {
+/**
+ * Sends an in-memory body (a block) with Range / 304 / HEAD handling: one
+ * piece at once, a larger body piece by piece within the send budget
+ * (pump.ts), so a slow client cannot park a whole block in its socket queue.
+ */
+export async function sendBytes (req: IncomingMessage, res: ServerResponse, bytes: Uint8Array, headers: Headers): Promise<void> {
   const d = decideBytes(req, bytes.byteLength, headers)
   if (d.status === 304) { sendNotModified(res, headers); return }
   res.writeHead(d.status, d.headers)
   if (req.method === 'HEAD') { res.end(); return }
-  res.end(bytes.subarray(d.start, d.end))
+  const body = bytes.subarray(d.start, d.end)
+  if (body.byteLength <= PIECE_BYTES) { res.end(body); return }
+  await pump(res, piecesOf(body), responseSignal(res))
 }
 
 export function mediaTypeOf (format: Exclude<GatewayRequest['format'], 'deserialized'>): string {

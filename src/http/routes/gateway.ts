@@ -19,7 +19,8 @@
  */
 import type { CID } from 'multiformats/cid'
 import type { Blockstore } from 'interface-blockstore'
-import { InvalidInputError, NotFoundError, NotHeldError } from '../../errors.js'
+import type { IncomingMessage } from 'node:http'
+import { InvalidInputError, NotFoundError, NotHeldError, TooManyRequestsError } from '../../errors.js'
 import { isAnswered } from '../error-catalog.js'
 import {
   CODEC_CBOR, CODEC_DAG_CBOR, CODEC_DAG_JSON, CODEC_DAG_PB, CODEC_JSON, CODEC_RAW,
@@ -30,13 +31,14 @@ import {
 import { carStream, resolveEntityBytes, type CarPlan } from '../../ipfs/content-car.js'
 import { SNIFF_BYTES, contentDisposition, detectContentType, isPassiveType } from '../gateway/content-type.js'
 import { DIR_LISTING_CSP, DIR_LISTING_VERSION, renderListing } from '../gateway/dir-listing.js'
-import { pump, responseSignal } from '../gateway/pump.js'
+import { Sender, pump, responseSignal } from '../gateway/pump.js'
 import { GatewayQuery, notAcceptable, parseGatewayRequest, truncate, type GatewayRequest } from '../gateway/request.js'
 import {
   baseHeaders, contentLocation, decideBytes, etagMatches, mediaTypeOf, paramsHash, sendBytes, sendNotModified,
   type Headers
 } from '../gateway/respond.js'
 import type { RequestContext, Router } from '../router.js'
+import type { StreamSlots } from '../stream-slots.js'
 import { goneDenied } from '../../service/denials.js'
 import type { Refusal } from '../../service/serve-policy.js'
 import { header, json, operation, parameterKey, path, ref, schema, type Obj, type PathItems } from '../openapi-parts.js'
@@ -63,12 +65,22 @@ export interface GatewayDeps {
   refusal?(root: CID, path: string): Refusal | undefined
   /** serve HTML/SVG/JS/XML etc. inline instead of as attachment (operator opt-in); default false */
   allowActiveContent?: boolean
+  /** GETs under way per client at most (../stream-slots.ts); past it 429. Absent: unlimited */
+  streams?: { slots: StreamSlots, clientOf(req: IncomingMessage): string }
 }
 
 export function gatewayRoutes (router: Router, deps: GatewayDeps): void {
   router.add('GET', '/ipfs/*', async (ctx) => {
     // every answer, error bodies (JSON) too: make sure nothing sniffs them into something else
     ctx.res.setHeader('x-content-type-options', 'nosniff')
+    const streams = deps.streams
+    if (streams != null && ctx.req.method === 'GET') {
+      const client = streams.clientOf(ctx.req)
+      if (!streams.slots.take(client)) {
+        throw new TooManyRequestsError(`this address has ${streams.slots.max} gateway responses under way, the most it may have at once; retry when one has ended`, 1)
+      }
+      ctx.res.once('close', () => { streams.slots.give(client) })
+    }
     await serveGateway(ctx, deps)
   })
 }
@@ -159,7 +171,7 @@ async function serveRawBlock (ctx: Ctx): Promise<void> {
   }
   // any codec will do: the block's bytes are the answer
   const bytes = await readBlock(ctx.bs, gw.root, { signal: ctx.signal })
-  sendBytes(rc.req, rc.res, bytes, {
+  await sendBytes(rc.req, rc.res, bytes, {
     ...ctx.headers,
     'x-ipfs-roots': gw.root.toString(),
     etag: `"${gw.root}.raw"`,
@@ -179,7 +191,7 @@ async function serveTypedBlock (ctx: Ctx, format: 'dag-json' | 'dag-cbor' | 'jso
   const entry = await loadEntry(ctx.bs, resolved.cid, { signal: ctx.signal })
   const type = mediaTypeOf(format)
   const name = `${resolved.cid}.${format === 'dag-json' || format === 'json' ? 'json' : 'cbor'}`
-  sendBytes(rc.req, rc.res, entry.block, {
+  await sendBytes(rc.req, rc.res, entry.block, {
     ...ctx.headers,
     'x-ipfs-roots': resolved.roots.join(','),
     etag: `"${resolved.cid}.${format}"`,
@@ -257,7 +269,7 @@ async function serveDeserialized (ctx: Ctx): Promise<void> {
         if (entry.codec === CODEC_DAG_PB) throw notAcceptable(`${entry.cid} is UnixFS metadata, not a file or directory`)
         throw new InvalidInputError(`codec 0x${entry.codec.toString(16)} of ${entry.cid} is not supported for deserialized responses; ask for ?format=raw`)
       }
-      sendBytes(rc.req, rc.res, entry.block, {
+      await sendBytes(rc.req, rc.res, entry.block, {
         ...ctx.headers,
         etag: `"${entry.cid}"`,
         'content-type': type,
@@ -279,8 +291,10 @@ async function serveFile (ctx: Ctx, file: FileEntry, name: string | undefined): 
   // which bytes go out (304, 206 or 200) does not depend on the type: decided
   // first, so the body's reads (and their read-ahead) start at once
   const range = decideBytes(rc.req, size, { etag })
+  // the body waits for its writer (send budget, client) before each piece, and frees its block when held up long
+  const sender = new Sender(rc.res, ctx.signal)
   const body = range.status !== 304 && !ctx.head && range.end > range.start
-    ? readFile(ctx.bs, file, { offset: BigInt(range.start), length: BigInt(range.end - range.start) }, { signal: ctx.signal })
+    ? readFile(ctx.bs, file, { offset: BigInt(range.start), length: BigInt(range.end - range.start) }, { signal: ctx.signal, pace: sender.pace })
     : undefined
   try {
     // the first bytes decide the type. From the body when it starts at the
@@ -326,7 +340,7 @@ async function serveFile (ctx: Ctx, file: FileEntry, name: string | undefined): 
     }
     rc.res.writeHead(d.status, d.headers)
     // the body's pieces are its own (readFile): each freed once written
-    await pump(rc.res, prepend(pulled, body), ctx.signal, { freeWritten: true })
+    await pump(rc.res, prepend(pulled, body), ctx.signal, { freeWritten: true, sender, paced: true })
   } finally {
     await body?.return(undefined)
   }

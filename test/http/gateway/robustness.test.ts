@@ -3,7 +3,7 @@ import { Writable } from 'node:stream'
 import type { ServerResponse } from 'node:http'
 import { describe, expect, it } from 'vitest'
 import { loadEntry, readFile } from '../../../src/ipfs/content.js'
-import { QUEUED_BYTES, pump } from '../../../src/http/gateway/pump.js'
+import { PIECE_BYTES, pump } from '../../../src/http/gateway/pump.js'
 import * as dagPb from '@ipld/dag-pb'
 import type { CID } from 'multiformats/cid'
 import { collect, useServed, sha } from './helpers.js'
@@ -84,7 +84,7 @@ describe('client disconnects', () => {
 })
 
 describe('backpressure and bounded reads', () => {
-  it('pump queues at most a block of bytes (QUEUED_BYTES), then pulls only after the writer drains, and closes the source on abort', async () => {
+  it('pump queues one piece (PIECE_BYTES), then pulls only after the writer drains, and closes the source on abort', async () => {
     const held: Array<(err?: Error | null) => void> = []
     const sink = new Writable({
       highWaterMark: 1024,
@@ -104,8 +104,8 @@ describe('backpressure and bounded reads', () => {
     })()
     const controller = new AbortController()
     const done = pump(sink as unknown as ServerResponse, source, controller.signal)
-    // a block's worth (QUEUED_BYTES: the 64 KiB pieces an S3 block arrives in) is queued, then pump waits for 'drain'
-    const perBlock = QUEUED_BYTES / (64 * 1024)
+    // one piece (PIECE_BYTES: the size of the pieces a block is read in) is queued, then pump waits for 'drain'
+    const perBlock = PIECE_BYTES / (64 * 1024)
     await flush()
     expect(pulled).toBe(perBlock)
     for (let i = 0; i < perBlock - 1; i++) { held.shift()?.(); await flush() }
