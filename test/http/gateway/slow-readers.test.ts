@@ -136,6 +136,55 @@ describe('many clients that stall their reads', () => {
   })
 })
 
+describe('a reader held up past the stall', () => {
+  it('frees the rest of its leaf and reads it again when its client goes on: every byte right, whole files and ranges', async () => {
+    configureSending({ budgetBytes: 64 * MiB, minRate: 0 })
+    const f = await add(12 * MiB + 4321)
+    for (const range of [undefined, [MiB / 2 + 17, 9 * MiB + 5] as [number, number]]) {
+      const want = range == null ? f.bytes : f.bytes.subarray(range[0], range[1] + 1)
+      // the blocks the same request reads when its client keeps up
+      let before = s.fixture.store.reads
+      const control = await pausedRead(`/ipfs/${f.cid}`, range, [])
+      control.socket.resume()
+      await control.closed
+      const unstalled = s.fixture.store.reads - before
+      before = s.fixture.store.reads
+      const chunks: Buffer[] = []
+      const r = await pausedRead(`/ipfs/${f.cid}`, range, chunks)
+      readers.push(r)
+      // stalled: the server waits for this client longer than STALL_MS (2 s), so the read gives up its leaf
+      await new Promise(resolve => setTimeout(resolve, 3000))
+      const whileStalled = s.fixture.store.reads
+      r.socket.resume()
+      await r.closed // connection: close, once the whole body is out
+      const all = Buffer.concat(chunks)
+      const body = all.subarray(all.indexOf('\r\n\r\n') + 4)
+      expect(body.byteLength).toBe(want.byteLength)
+      expect(sha(body)).toBe(sha(want))
+      // the leaf it stopped in was read again once it went on
+      expect(s.fixture.store.reads).toBeGreaterThan(whileStalled)
+      expect(s.fixture.store.reads - before).toBeGreaterThanOrEqual(unstalled + 1)
+    }
+  })
+})
+
+/** a raw GET (of `range`, if given) whose client starts paused; the server closes after the response (connection: close) */
+async function pausedRead (path: string, range: [number, number] | undefined, chunks: Buffer[]): Promise<Reader> {
+  return await new Promise((resolve, reject) => {
+    let closed = false
+    const socket = connect({ port: s.port, host: '127.0.0.1' })
+    const done = new Promise<void>(resolve => { socket.once('close', () => { closed = true; resolve() }) })
+    socket.on('error', () => {})
+    socket.on('data', (b: Buffer) => { chunks.push(b) })
+    socket.once('connect', () => {
+      socket.write(`GET ${path} HTTP/1.1\r\nhost: x\r\n${range != null ? `range: bytes=${range[0]}-${range[1]}\r\n` : ''}connection: close\r\n\r\n`)
+      socket.pause()
+      resolve({ socket, received: () => chunks.reduce((n, b) => n + b.byteLength, 0), closed: done, isClosed: () => closed })
+    })
+    socket.once('error', reject)
+  })
+}
+
 describe('the minimum send rate', () => {
   it('a client that trickles below the rate is cut after the grace period; one above it is not and gets every byte', async () => {
     configureSending({ budgetBytes: 64 * MiB, minRate: 100 * 1024, graceMs: 2000 })
