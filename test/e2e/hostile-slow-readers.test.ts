@@ -38,7 +38,7 @@ beforeAll(async () => {
   pind = await startPind({
     dataDir,
     args: ['--gateway-policy', 'blockstore', '--metrics-listen', `127.0.0.1:${metricsPort}`, '--http-send-budget', '8MiB',
-      '--http-min-send-rate', '0', '--http-idle-timeout', '600']
+      '--http-min-send-rate', '0', '--http-idle-timeout', '600', '--http-max-streams-per-client', '32']
   })
   port = Number(new URL(pind.url).port)
   metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`
