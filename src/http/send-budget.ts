@@ -31,6 +31,9 @@
 import { DEFAULT_MIN_SEND_GRACE, DEFAULT_MIN_SEND_RATE, DEFAULT_SEND_BUDGET } from '../config/settings.js'
 import type { Logger } from '../log.js'
 
+/** How long a response must have waited for its own client before it may be cut to give its budget to a response waiting in line. */
+export const EVICT_AFTER_MS = 1000
+
 /** The process-wide count of response bytes queued in user space, with a line of waiters. */
 export class SendBudget {
   /** bytes held now */
@@ -39,9 +42,52 @@ export class SendBudget {
   waits = 0
   /** responses cut for taking their bytes slower than the minimum send rate */
   slowCuts = 0
+  /** responses cut to give their budget to others while the budget was spent (see evictStalled) */
+  evictions = 0
   private readonly line: Array<{ n: number, grant: () => void }> = []
+  /** responses that hold budget and wait for their client to take it, longest waiting first */
+  private readonly stalled = new Map<object, { since: number, cut: () => void }>()
+  private evictTimer: NodeJS.Timeout | undefined
 
   constructor (public limit: number) {}
+
+  /** `who` (a response) holds budget and waits for its client from now on; `cut` ends it */
+  stall (who: object, cut: () => void): void {
+    this.stalled.delete(who)
+    this.stalled.set(who, { since: Date.now(), cut })
+  }
+
+  unstall (who: object): void {
+    this.stalled.delete(who)
+  }
+
+  /**
+   * While responses wait in line for budget, the response that has waited
+   * for its own client longest gives its budget up: it is cut once it has
+   * waited EVICT_AFTER_MS. Without this, clients that take nothing (each
+   * just above the minimum send rate, or within its grace) could hold the
+   * whole budget and make every other reader wait for them: the budget
+   * would turn a memory attack into a stalled service. A client that keeps
+   * taking its bytes never waits that long for itself; a slow reader cut
+   * under such pressure can resume with a Range request.
+   */
+  private evictStalled (): void {
+    const now = Date.now()
+    while (this.line.length > 0) {
+      const oldest = this.stalled.entries().next().value
+      if (oldest == null || now - oldest[1].since < EVICT_AFTER_MS) break
+      this.stalled.delete(oldest[0])
+      this.evictions++
+      oldest[1].cut()
+    }
+    if (this.line.length === 0) {
+      clearInterval(this.evictTimer)
+      this.evictTimer = undefined
+    } else if (this.evictTimer == null) {
+      this.evictTimer = setInterval(() => { this.evictStalled() }, EVICT_AFTER_MS / 4)
+      this.evictTimer.unref()
+    }
+  }
 
   /** takes `n` bytes now if they fit (a piece larger than the whole budget fits an empty one), and nobody waits before */
   tryTake (n: number): boolean {
@@ -71,6 +117,7 @@ export class SendBudget {
       }
       signal?.addEventListener('abort', onAbort, { once: true })
       this.line.push(waiter)
+      this.evictStalled()
     })
   }
 
@@ -154,7 +201,7 @@ export function configureSending (s: Partial<SendSettings> & { log?: Logger }): 
 }
 
 /** For /metrics. */
-export function sendingStatus (): { inUse: number, limit: number, waits: number, slowCuts: number } {
+export function sendingStatus (): { inUse: number, limit: number, waits: number, slowCuts: number, evictions: number } {
   const b = sending.budget
-  return { inUse: b.inUse, limit: b.limit, waits: b.waits, slowCuts: b.slowCuts }
+  return { inUse: b.inUse, limit: b.limit, waits: b.waits, slowCuts: b.slowCuts, evictions: b.evictions }
 }

@@ -2,9 +2,10 @@
  * Writing a streamed body within the send budget (../send-budget.ts): each
  * piece takes budget before it is written and gives it back once the socket
  * has written it (the response's lease gives back whatever is left when it
- * closes, however it closes); a response waits for its socket's 'drain'
- * before it writes another piece, so a slow client makes it hold one piece
- * queued, not more; a client that takes its bytes slower than the minimum
+ * closes, however it closes); a response with QUEUE_BYTES queued waits for
+ * its socket's 'drain' before it writes another piece, so a slow client makes
+ * it hold that much, not more (and while the budget is spent, the response
+ * that has waited longest for its client is cut: send-budget.ts); a client that takes its bytes slower than the minimum
  * send rate is cut. It stops when the client goes away (the signal from
  * responseSignal), and always closes the source iterator (for await … calls
  * its return() on every early exit).
@@ -38,6 +39,15 @@ export function responseSignal (res: ServerResponse): AbortSignal {
  * S3 body's pieces). In-memory bodies are cut into pieces of this size.
  */
 export const PIECE_BYTES = 65_536
+
+/**
+ * What a response may hold queued before it waits for its socket's 'drain':
+ * four pieces. Waiting after every piece (node's high-water mark) made a
+ * full-speed read ~13% slower (a 'drain' and a promise per 64 KiB; 256 KiB:
+ * ~4%, scripts/bench-gateway.mjs); a stalled response holds this much, and
+ * what all of them hold together is bounded by the send budget.
+ */
+export const QUEUE_BYTES = 4 * PIECE_BYTES
 
 /**
  * Waits until a response may write a piece of `bytes`: undefined when it may
@@ -91,7 +101,7 @@ export class Sender {
         })
         // a write that returns false will emit 'drain' once the queue is empty: nothing more is
         // pulled until then (a paced source waits for it itself, see Pace, before its next piece)
-        if (!queued) {
+        if (!queued && res.writableLength >= QUEUE_BYTES) {
           this.needDrain = true
           if (opts.paced !== true) {
             await this.waitDrain()
@@ -132,13 +142,21 @@ export class Sender {
     }
     const wake = (): void => { this.drained?.() }
     this.signal.addEventListener('abort', wake, { once: true })
+    // while the budget is spent, the response that has waited for its client longest gives its budget up
+    sending.budget.stall(this, () => { this.evict() })
     try {
       while (this.needDrain && !this.signal.aborted) await new Promise<void>(resolve => { this.drained = resolve })
     } finally {
+      sending.budget.unstall(this)
       this.signal.removeEventListener('abort', wake)
       this.drained = undefined
       clearTimeout(timer)
     }
+  }
+
+  private evict (): void {
+    sending.log?.debug('response cut: the send budget is spent and its client has taken nothing for a while', { queued: this.res.writableLength })
+    this.res.destroy()
   }
 
   private cut (queued: number, waitedMs: number): void {

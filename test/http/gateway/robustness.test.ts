@@ -3,7 +3,7 @@ import { Writable } from 'node:stream'
 import type { ServerResponse } from 'node:http'
 import { describe, expect, it } from 'vitest'
 import { loadEntry, readFile } from '../../../src/ipfs/content.js'
-import { PIECE_BYTES, pump } from '../../../src/http/gateway/pump.js'
+import { PIECE_BYTES, pump, QUEUE_BYTES } from '../../../src/http/gateway/pump.js'
 import * as dagPb from '@ipld/dag-pb'
 import type { CID } from 'multiformats/cid'
 import { collect, useServed, sha } from './helpers.js'
@@ -84,7 +84,7 @@ describe('client disconnects', () => {
 })
 
 describe('backpressure and bounded reads', () => {
-  it('pump queues one piece (PIECE_BYTES), then pulls only after the writer drains, and closes the source on abort', async () => {
+  it('pump queues QUEUE_BYTES, then pulls only after the writer drains, and closes the source on abort', async () => {
     const held: Array<(err?: Error | null) => void> = []
     const sink = new Writable({
       highWaterMark: 1024,
@@ -104,19 +104,20 @@ describe('backpressure and bounded reads', () => {
     })()
     const controller = new AbortController()
     const done = pump(sink as unknown as ServerResponse, source, controller.signal)
-    // one piece (PIECE_BYTES: the size of the pieces a block is read in) is queued, then pump waits for 'drain'
-    const perBlock = PIECE_BYTES / (64 * 1024)
+    // QUEUE_BYTES (four pieces of PIECE_BYTES, the size of the pieces a block is read in) are queued, then pump waits for 'drain'
+    const perQueue = QUEUE_BYTES / (64 * 1024)
+    expect(perQueue).toBe(4 * PIECE_BYTES / (64 * 1024))
     await flush()
-    expect(pulled).toBe(perBlock)
-    for (let i = 0; i < perBlock - 1; i++) { held.shift()?.(); await flush() }
-    expect(pulled).toBe(perBlock) // not drained yet: one piece still queued
+    expect(pulled).toBe(perQueue)
+    for (let i = 0; i < perQueue - 1; i++) { held.shift()?.(); await flush() }
+    expect(pulled).toBe(perQueue) // not drained yet: one piece still queued
     held.shift()?.()
     await flush()
-    expect(pulled).toBe(2 * perBlock) // drained: the next block's worth
+    expect(pulled).toBe(2 * perQueue) // drained: the next queue's worth
     controller.abort() // the client went away while we wait for drain
     await done
     expect(closed).toBe(true)
-    expect(pulled).toBe(2 * perBlock)
+    expect(pulled).toBe(2 * perQueue)
   })
 
   it('readFile reads blocks as they are consumed (bounded read-ahead), and return() releases everything', async () => {

@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto'
 import { connect, type Socket } from 'node:net'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { PIECE_BYTES } from '../../../src/http/gateway/pump.js'
+import { PIECE_BYTES, QUEUE_BYTES } from '../../../src/http/gateway/pump.js'
 import { configureSending, sending } from '../../../src/http/send-budget.js'
 import { StreamSlots } from '../../../src/http/stream-slots.js'
 import { importFile } from '../../../src/ipfs/import.js'
@@ -85,7 +85,8 @@ beforeAll(() => { configureSending({ minRate: 0 }) })
 
 describe('many clients that stall their reads', () => {
   it('150 stalled readers of a 1 GiB file stay within the send budget, memory stays bounded, and another client reads a file byte for byte meanwhile', async () => {
-    const budget = 16 * MiB
+    // room for every stalled response's queue (QUEUE_BYTES and the piece written past it): nobody is cut to make room
+    const budget = 150 * (QUEUE_BYTES + PIECE_BYTES)
     configureSending({ budgetBytes: budget, minRate: 0 })
     const legit = await add(6 * MiB + 123)
     const before = process.memoryUsage().arrayBuffers
@@ -102,7 +103,8 @@ describe('many clients that stall their reads', () => {
         // the stalled readers give up their blocks (read from disk: freed at once, not at a
         // garbage collection); on the old code each held ~2 MiB (a block queued + the next), 300 MiB.
         // The margin: this process is the clients too (their sockets' read buffers), and the
-        // read-ahead shared by all readers (8 blocks): 48-64 MiB here, 189 MiB on the old code
+        // read-ahead shared by all readers (8 blocks): 48-64 MiB here with a piece queued each
+        // (16 MiB budget), 189 MiB on the old code
         const bounded = await eventually(() => process.memoryUsage().arrayBuffers - before < budget + 64 * MiB, 30_000)
         expect({ bounded, arrayBuffersMiB: Math.round((process.memoryUsage().arrayBuffers - before) / MiB) }).toEqual({ bounded: true, arrayBuffersMiB: expect.any(Number) })
         expect(sending.budget.inUse).toBeGreaterThanOrEqual(attack * PIECE_BYTES / 2) // what they hold is counted
@@ -113,6 +115,36 @@ describe('many clients that stall their reads', () => {
     }
     expect(maxInUse).toBeLessThanOrEqual(budget)
     expect(sending.budget.inUse).toBeLessThanOrEqual(budget)
+  })
+
+  it('a budget spent by clients that take nothing: the one that has stalled longest is cut for a reader that needs budget, which gets its file byte for byte', async () => {
+    const budget = 4 * MiB
+    configureSending({ budgetBytes: budget, minRate: 0 })
+    const legit = await add(3 * MiB + 77)
+    const evictedBefore = sending.budget.evictions
+    let maxInUse = 0
+    const sampler = setInterval(() => { maxInUse = Math.max(maxInUse, sending.budget.inUse) }, 5)
+    try {
+      // far more than the budget holds: 40 responses of up to QUEUE_BYTES + a piece each
+      for (let i = 0; i < 40; i++) readers.push(await openRead(s.port, `/ipfs/${s.fixture.huge.cid}`, (k) => { k.pause() }))
+      expect(await eventually(() => sending.budget.inUse >= budget - QUEUE_BYTES - PIECE_BYTES, 60_000)).toBe(true)
+      // without eviction this reader waits in line behind clients that never read: it never ends
+      const r = await Promise.race([
+        hashGet(`${s.base}/ipfs/${legit.cid}`),
+        new Promise<'starved'>(resolve => setTimeout(() => { resolve('starved') }, 60_000).unref())
+      ])
+      expect(r).toEqual({ status: 200, complete: true, bytes: legit.bytes.byteLength, sha: sha(legit.bytes) })
+      expect(sending.budget.evictions).toBeGreaterThan(evictedBefore)
+      // those cut are stalled readers' responses (their paused clients see nothing until they read
+      // again; the server's handlers end), and only as many as were needed: the others are still under way
+      const evicted = sending.budget.evictions - evictedBefore
+      const settled = await eventually(() => s.server.inFlight() === 40 - evicted, 10_000)
+      expect({ settled, inFlight: s.server.inFlight(), evicted }).toEqual({ settled: true, inFlight: 40 - evicted, evicted })
+      expect(evicted).toBeLessThan(40)
+    } finally {
+      clearInterval(sampler)
+    }
+    expect(maxInUse).toBeLessThanOrEqual(budget)
   })
 
   it('a budget smaller than what the readers want: they wait for it (counted) instead of allocating, and go on when it comes back', async () => {
