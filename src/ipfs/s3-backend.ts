@@ -35,7 +35,7 @@ import { blockName, CorruptBlockError, notFound, StorageUnavailableError, type B
 import { eachLimited } from './fs-backend.js'
 import type { ReadCache } from './read-cache.js'
 import { readFully } from './staging-log.js'
-import { S3_TUNING, S3RequestError, type S3Connection } from './s3-client.js'
+import { S3_TUNING, S3RequestError, withPayloadSha256, type S3Connection } from './s3-client.js'
 
 /** a block's name: base32 (upper, with its multibase prefix B) of its multihash */
 const NAME = /^B[A-Z2-7]+$/
@@ -138,16 +138,10 @@ export class S3Backend implements BlockBackend {
   async write (cid: CID, bytes: Uint8Array, signal?: AbortSignal): Promise<void> {
     const name = blockName(cid)
     this.absent.delete(name)
-    const put = new PutObjectCommand({ Bucket: this.bucket, Key: this.conn.key(name), Body: bytes, ContentLength: bytes.byteLength })
-    if (cid.multihash.code === SHA2_256) {
-      // the request signature covers the body's SHA-256, and the store checks the body against it:
-      // a sha2-256 block's CID is that hash already, so it is given instead of computed again
-      const hash = Buffer.from(cid.multihash.digest).toString('hex')
-      put.middlewareStack.add((next) => async (args) => {
-        (args.request as { headers: Record<string, string> }).headers['x-amz-content-sha256'] = hash
-        return await next(args)
-      }, { step: 'build', name: 'pindContentSha256' })
-    }
+    // the request signature covers the body's SHA-256, and the store checks the body against it:
+    // a sha2-256 block's CID is that hash already, so it is given instead of computed again
+    const body = cid.multihash.code === SHA2_256 ? withPayloadSha256(bytes, Buffer.from(cid.multihash.digest).toString('hex')) : bytes
+    const put = new PutObjectCommand({ Bucket: this.bucket, Key: this.conn.key(name), Body: body, ContentLength: bytes.byteLength })
     await this.conn.send('PutObject', put, { signal })
     this.remember(name)
   }

@@ -15,6 +15,12 @@
  *   runs every `probeIntervalMs` until the bucket answers; then it is up
  *   again by itself. Paid writes check `writable()` before any payment is used.
  * - Every request is observed (operation, seconds, outcome) for metrics.
+ * - The SDK's per-request work is kept small (the service's main thread is
+ *   what a gateway read from S3 waits for): the middleware stack is resolved
+ *   once per command class (`cacheMiddleware`), middleware pind has no use
+ *   for is taken out (UNNEEDED_MIDDLEWARE), and a PUT whose body's SHA-256 is
+ *   known already (a sha2-256 block's CID) is signed with it
+ *   (withPayloadSha256) instead of hashing the body again.
  * - Credentials come from the environment or a 0600 file (readS3Credentials)
  *   and never appear in a log line or an error: messages from the store are
  *   passed through `redact`.
@@ -43,7 +49,6 @@ export const S3_TUNING = {
   probeIntervalMs: 1_000
 } as const
 
-/** Where the blocks are: endpoint (absent: AWS S3 itself), bucket, key prefix, region, path-style addressing. */
 /** where the blocks are: a bucket, and the prefix of their keys in it (`pind blocks migrate` sends it to serve as is) */
 export const S3Location = z.object({
   endpoint: z.string().optional(),
@@ -106,6 +111,37 @@ export function readS3Credentials (c: S3CredentialSources): S3Credentials {
   const secretAccessKey = values.aws_secret_access_key
   if (accessKeyId == null || secretAccessKey == null) throw new S3ConfigError(`the S3 credentials file ${file} needs the lines aws_access_key_id = … and aws_secret_access_key = …`)
   return { accessKeyId, secretAccessKey, ...(values.aws_session_token != null ? { sessionToken: values.aws_session_token } : {}) }
+}
+
+/**
+ * Middleware of the SDK's standard S3 stack that pind's requests do without
+ * (each is CPU on the main thread for every request):
+ * - loggerMiddleware: logs each request's input and output at `info` (pind's
+ *   SDK logger drops `info`; a failed request is logged by S3Connection.send);
+ * - getUserAgentMiddleware: builds the `user-agent` and `x-amz-user-agent`
+ *   headers (S3 needs neither);
+ * - recursionDetectionMiddleware: the `X-Amzn-Trace-Id` header inside AWS Lambda;
+ * - addExpectContinueMiddleware: `Expect: 100-continue` on bodies of 2 MiB or
+ *   more, which the undici handler removes again before sending.
+ * What stays: endpoint resolution, serialization, retries with backoff,
+ * SigV4 signing, parsing of responses and errors, checksums where S3
+ * requires them, region redirects, S3 Express.
+ */
+export const UNNEEDED_MIDDLEWARE = ['loggerMiddleware', 'getUserAgentMiddleware', 'recursionDetectionMiddleware', 'addExpectContinueMiddleware'] as const
+
+/** bodies whose SHA-256 (hex) is known before they are sent: see withPayloadSha256 */
+const payloadSha256 = new WeakMap<object, string>()
+
+/**
+ * Says that `body`, about to be sent as a PutObject's Body (by the next
+ * request that sends it), has this SHA-256 (hex). The request is then signed with it (the `x-amz-content-sha256`
+ * header, which the store checks the body against) instead of the SDK hashing
+ * the body again: a sha2-256 block's CID is that hash already. Per body, not
+ * per command: the middleware stack is resolved once per command class.
+ */
+export function withPayloadSha256<T extends Uint8Array> (body: T, sha256Hex: string): T {
+  payloadSha256.set(body, sha256Hex)
+  return body
 }
 
 export type S3Outcome = 'ok' | 'not_found' | 'unavailable' | 'timeout' | 'error'
@@ -171,6 +207,9 @@ export class S3Connection {
       responseChecksumValidation: 'WHEN_REQUIRED',
       maxAttempts: S3_TUNING.maxAttempts,
       retryMode: 'standard',
+      // the middleware stack is resolved once per command class, not per request (requests sent
+      // with an abort signal still resolve their own): nothing here changes a stack after a request
+      cacheMiddleware: true,
       logger: sdkLog,
       // undici carries the bytes (the SDK keeps commands, signing and retries): one pool of
       // keep-alive connections per endpoint, bodies handed over as they arrive
@@ -183,6 +222,18 @@ export class S3Connection {
         })
       })
     })
+    for (const name of UNNEEDED_MIDDLEWARE) this.client.middlewareStack.remove(name)
+    this.client.middlewareStack.add((next) => async (args) => {
+      const request = args.request as { body?: unknown, headers: Record<string, string> }
+      const body = request.body
+      const hash = body != null && typeof body === 'object' ? payloadSha256.get(body) : undefined
+      if (hash != null) {
+        // once: retries send the request as built here
+        payloadSha256.delete(body as object)
+        request.headers['x-amz-content-sha256'] = hash
+      }
+      return await next(args)
+    }, { step: 'build', name: 'pindPayloadSha256' })
   }
 
   /** The bucket answers (as far as this process knows). */
@@ -210,7 +261,8 @@ export class S3Connection {
     if (this.down && opts.probe !== true) throw new StorageUnavailableError(`the block storage is unreachable (${this.lastFailure}); retry shortly`)
     const t0 = performance.now()
     try {
-      const out = await this.client.send(command as never, opts.signal != null ? { abortSignal: opts.signal } : {}) as T
+      // no options at all unless there is a signal: a request with options resolves its own middleware stack
+      const out = await (opts.signal != null ? this.client.send(command as never, { abortSignal: opts.signal }) : this.client.send(command as never)) as T
       // a body is read inside the same error handling: a connection cut mid-body is an outage too
       const result = finish != null ? await finish(out) : out as unknown as R
       this.observe(operation, t0, 'ok')
