@@ -6,17 +6,27 @@
  * - the middleware pind does without (UNNEEDED_MIDDLEWARE) is gone from every
  *   request, and a GET is still retried past 503s and observed for metrics;
  * - each PUT is signed with its own block's hash (given, not computed), also
- *   now that one stack serves every PutObject.
+ *   now that one stack serves every PutObject;
+ * - a block's pieces read from the bucket (no read cache) are the reader's
+ *   alone: the gateway frees each once its socket has written it; with a read
+ *   cache they are left alone (the cache writes them).
  */
 import { createHash, randomBytes } from 'node:crypto'
-import { createServer, request, type IncomingHttpHeaders, type Server } from 'node:http'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { createServer, request, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Writable } from 'node:stream'
 import { GetObjectCommand } from '@aws-sdk/client-s3'
 import { CID } from 'multiformats/cid'
 import * as Digest from 'multiformats/hashes/digest'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { rawCid } from '../../scripts/peer/index.mjs'
+import { pump } from '../../src/http/gateway/pump.js'
 import { blockName } from '../../src/ipfs/block-backend.js'
+import { loadEntry, readFile, type LocalBlockstore } from '../../src/ipfs/content.js'
+import { importFile } from '../../src/ipfs/import.js'
 import { openS3Backend } from '../../src/ipfs/open-backend.js'
 import type { S3Backend } from '../../src/ipfs/s3-backend.js'
 import { S3RequestError, type S3Outcome } from '../../src/ipfs/s3-client.js'
@@ -30,6 +40,7 @@ let failNext = 0
 const seen: Array<{ method: string, path: string, headers: IncomingHttpHeaders }> = []
 const observed: Array<{ operation: string, outcome: S3Outcome }> = []
 const opened: S3Backend[] = []
+const dirs: string[] = []
 
 beforeAll(async () => {
   const upstream = new URL(s3().endpoint)
@@ -59,14 +70,17 @@ afterAll(async () => {
   for (const b of opened) await b.close()
   proxy?.closeAllConnections()
   await new Promise(resolve => proxy?.close(resolve))
+  for (const d of dirs) rmSync(d, { recursive: true, force: true })
 })
 
 /** a fresh S3Backend (fresh client) on a fresh bucket, through the proxy */
-async function backend (): Promise<S3Backend> {
+async function backend (cacheSize = 0): Promise<S3Backend> {
   const server = s3()
+  const cacheDir = cacheSize > 0 ? mkdtempSync(join(tmpdir(), 'pind-s3req-cache-')) : '/nonexistent'
+  if (cacheSize > 0) dirs.push(cacheDir)
   const b = await openS3Backend({ endpoint, bucket: await newBucket(), prefix: S3_PREFIX, region: server.region, forcePathStyle: true },
-    { s3AccessKeyId: server.accessKeyId, s3SecretAccessKey: server.secretAccessKey, s3CacheSize: 0 },
-    { blocksDir: '/nonexistent', cacheDir: '/nonexistent', log: silentLogger, observer: (operation, _s, outcome) => { observed.push({ operation, outcome }) }, requireReachable: true })
+    { s3AccessKeyId: server.accessKeyId, s3SecretAccessKey: server.secretAccessKey, s3CacheSize: cacheSize },
+    { blocksDir: '/nonexistent', cacheDir, log: silentLogger, observer: (operation, _s, outcome) => { observed.push({ operation, outcome }) }, requireReachable: true })
   opened.push(b)
   return b
 }
@@ -129,5 +143,60 @@ describe('the SDK work per S3 request', () => {
     await b.write(rawCid(after), after)
     expect(Buffer.from(await b.readFromBucket(blockName(rawCid(after))) as Uint8Array).equals(after)).toBe(true)
     expect(b.writable()).toBe(true)
+  })
+
+  /** a store that keeps aside every piece it hands out */
+  function tapped (inner: LocalBlockstore): { store: LocalBlockstore, pieces: Uint8Array[] } {
+    const pieces: Uint8Array[] = []
+    return {
+      pieces,
+      store: {
+        has: async (cid) => await inner.has(cid),
+        get: async function * (cid, options) { for await (const p of inner.get(cid, options)) { pieces.push(p); yield p } }
+      } as LocalBlockstore
+    }
+  }
+
+  /** the file's bytes through readFile and pump (freeing what is written, as the gateway does), and its pieces */
+  async function readThroughPump (b: S3Backend, bytes: Uint8Array): Promise<{ out: Buffer, pieces: Uint8Array[], freedBeforeWritten: number }> {
+    const { cid } = await importFile((async function * () { for (let at = 0; at < bytes.byteLength; at += 65536) yield bytes.slice(at, at + 65536) })(), { blockstore: b.blockstore, maxBytes: bytes.byteLength })
+    const { store, pieces } = tapped(b.blockstore)
+    const entry = await loadEntry(store, cid)
+    if (entry.kind !== 'file') throw new Error('not a file')
+    pieces.length = 0
+    const written: Buffer[] = []
+    let freedBeforeWritten = 0
+    const sink = new Writable({
+      write (chunk: Buffer, _enc, cb) {
+        if (chunk.byteLength === 0) freedBeforeWritten++
+        written.push(Buffer.from(chunk))
+        setImmediate(cb)
+      }
+    })
+    await pump(sink as unknown as ServerResponse, readFile(store, entry), new AbortController().signal, { freeWritten: true })
+    await new Promise(resolve => setImmediate(resolve))
+    return { out: Buffer.concat(written), pieces, freedBeforeWritten }
+  }
+
+  it('hands the pieces of a block read from the bucket to the reader: the gateway frees each once written, and not before', async () => {
+    const b = await backend()
+    const bytes = randomBytes(3 * 1024 * 1024 + 5000)
+    const { out, pieces, freedBeforeWritten } = await readThroughPump(b, bytes)
+    expect(freedBeforeWritten).toBe(0)
+    expect(out.equals(bytes)).toBe(true)
+    expect(pieces.length).toBeGreaterThan(48)
+    // a piece that shares its socket read with the response's headers is a part of a buffer: left to the garbage collector
+    const kept = pieces.filter(p => !(p.buffer as ArrayBuffer).detached)
+    expect(kept.length).toBeLessThanOrEqual(4)
+  })
+
+  it('with a read cache, leaves the pieces alone (the cache writes them) and serves the block again from the cache', async () => {
+    const b = await backend(64 * 1024 * 1024)
+    const bytes = randomBytes(2 * 1024 * 1024)
+    const { out, pieces } = await readThroughPump(b, bytes)
+    expect(out.equals(bytes)).toBe(true)
+    expect(pieces.filter(p => (p.buffer as ArrayBuffer).detached)).toEqual([])
+    const again = await readThroughPump(b, bytes)
+    expect(again.out.equals(bytes)).toBe(true)
   })
 })

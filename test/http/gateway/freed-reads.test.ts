@@ -68,9 +68,10 @@ describe('blocks read from disk and freed once written', () => {
   })
 })
 
-// on disk only: a block read from the bucket arrives as the S3 body's pieces, which the read path
-// hashes and passes on without marking them as the reader's alone (buffers.ts handOver), so the
-// garbage collector frees those; the other groups here check every byte on both backends
+// on disk only: these count a leaf's pieces exactly (16 reads of 64 KiB), while a block read from the
+// bucket comes in as many pieces as its body arrived in, the first maybe sharing its buffer with the
+// response's headers (never freed early); test/s3/s3-requests.test.ts checks what S3 reads free. The
+// other groups here check every byte on both backends
 describe.skipIf(BLOCKSTORE === 's3')('what is freed, and when (blocks on disk)', () => {
   /** the store, with every piece it hands out kept aside to look at */
   function tapped (): { store: LocalBlockstore, pieces: Uint8Array[] } {
