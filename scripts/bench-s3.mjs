@@ -19,11 +19,13 @@
  * The peak RSS is the service's VmHWM over the uploads; its CPU time (user + system, from
  * /proc/<pid>/stat) is printed per upload and per read.
  *
- * Usage: node scripts/bench-s3.mjs [--runs 3] [--mb 100] [--gc-blocks 100000] [--bundle]
+ * Usage: node scripts/bench-s3.mjs [--runs 3] [--mb 100] [--gc-blocks 100000] [--bundle | --binary <file>]
+ * (`--binary`: another build than dist/pind, e.g. a copy of main's, to alternate the two in one window)
  * (root, or Ceph installed: the first run installs Debian's ceph packages)
  */
 import { createHash, randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
+import { loadavg } from 'node:os'
 import { join } from 'node:path'
 import { DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3'
 import { base32upper } from 'multiformats/bases/base32'
@@ -39,7 +41,10 @@ const runs = opt('runs', 3)
 const size = opt('mb', 100) * 1_000_000
 const gcBlocks = opt('gc-blocks', 100_000)
 const bundle = argv.includes('--bundle')
+const binary = argv.includes('--binary') ? argv[argv.indexOf('--binary') + 1] : BINARY
 const BLOCK = 1_048_576
+/** the machine's load average as the run starts (printed with the results: the figures depend on it) */
+const loadAtStart = loadavg().map(x => x.toFixed(2)).join(' ')
 // the same in-flight counts as the service (one place: src/ipfs/s3-client.ts)
 const tuning = readFileSync(join(ROOT, 'src/ipfs/s3-client.ts'), 'utf8')
 const COMMIT_CONCURRENCY = Number(/\bconcurrency: (\d+)/.exec(tuning)?.[1])
@@ -58,7 +63,7 @@ const stopOnFailure = (...started) => async (err) => { for (const s of started) 
 const chain = await startDevChain({ payers: 1 }).catch(stopOnFailure(s3))
 const bucket = await s3.createBucket(`bench-${Date.now()}`).catch(stopOnFailure(chain, s3))
 const pind = await startServe({
-  ...(bundle ? { binary: process.execPath, binaryArgs: [join(ROOT, 'dist/pind.cjs')] } : { binary: BINARY }),
+  ...(bundle ? { binary: process.execPath, binaryArgs: [join(ROOT, 'dist/pind.cjs')] } : { binary }),
   args: ['--rpc-url', chain.rpcUrl, '--asset', chain.usdc, '--pay-to', chain.payTo, '--rate-limit-unpaid', '0', '--rate-limit-reads', '0',
     '--blockstore', 's3', '--s3-endpoint', s3.endpoint, '--s3-bucket', bucket, '--s3-force-path-style', '--log-level', 'info'],
   env: { PIND_SETTLER_KEY: chain.settlerKey, ...s3.env() }
@@ -119,7 +124,7 @@ async function sdkListAndDelete (prefix) {
 
 function pindGc () {
   return new Promise((resolve, reject) => {
-    const cmd = bundle ? [process.execPath, join(ROOT, 'dist/pind.cjs')] : [BINARY]
+    const cmd = bundle ? [process.execPath, join(ROOT, 'dist/pind.cjs')] : [binary]
     const t0 = performance.now()
     const p = spawn(cmd[0], [...cmd.slice(1), 'gc', '--json', '--data-dir', pind.dataDir], { stdio: ['ignore', 'pipe', 'inherit'] })
     let out = ''
@@ -165,7 +170,7 @@ try {
   const peakRead = rss(pind.proc.pid)
   const mb = size / 1e6
   const line = (name, xs) => `${name.padEnd(62)} median ${median(xs).toFixed(0).padStart(5)} ms  ${(mb / (median(xs) / 1000)).toFixed(0).padStart(4)} MB/s  (${xs.map(x => x.toFixed(0)).join(', ')})`
-  console.log(`${mb} MB, ${runs} runs each, ${bundle ? 'bundle' : 'binary'}, Ceph RGW ${s3.endpoint}; commit ${COMMIT_CONCURRENCY} PUTs in flight, gateway read-ahead ${READ_AHEAD} GETs`)
+  console.log(`${mb} MB, ${runs} runs each, ${bundle ? 'bundle' : `binary ${binary}`}, Ceph RGW ${s3.endpoint}; load average at start ${loadAtStart}; commit ${COMMIT_CONCURRENCY} PUTs in flight, gateway read-ahead ${READ_AHEAD} GETs`)
   console.log(line('pind: 402 + sign + paid upload, blocks PUT to S3', t.up))
   console.log(line(`raw SDK: PUT the same 1 MiB blocks, ${COMMIT_CONCURRENCY} in flight`, t.put))
   console.log(line('pind: GET /ipfs/{cid} from S3 (no cache)', t.read))
