@@ -49,6 +49,7 @@ export const S3_TUNING = {
   probeIntervalMs: 1_000
 } as const
 
+/** Where the blocks are: endpoint (absent: AWS S3 itself), bucket, key prefix, region, path-style addressing. */
 /** where the blocks are: a bucket, and the prefix of their keys in it (`pind blocks migrate` sends it to serve as is) */
 export const S3Location = z.object({
   endpoint: z.string().optional(),
@@ -134,10 +135,11 @@ const payloadSha256 = new WeakMap<object, string>()
 
 /**
  * Says that `body`, about to be sent as a PutObject's Body (by the next
- * request that sends it), has this SHA-256 (hex). The request is then signed with it (the `x-amz-content-sha256`
- * header, which the store checks the body against) instead of the SDK hashing
- * the body again: a sha2-256 block's CID is that hash already. Per body, not
- * per command: the middleware stack is resolved once per command class.
+ * request that sends it), has this SHA-256 (hex). The request is then signed
+ * with it (the `x-amz-content-sha256` header, which the store checks the body
+ * against) instead of the SDK hashing the body again: a sha2-256 block's CID
+ * is that hash already. Per body, not per command: the middleware stack is
+ * resolved once per command class.
  */
 export function withPayloadSha256<T extends Uint8Array> (body: T, sha256Hex: string): T {
   payloadSha256.set(body, sha256Hex)
@@ -208,7 +210,8 @@ export class S3Connection {
       maxAttempts: S3_TUNING.maxAttempts,
       retryMode: 'standard',
       // the middleware stack is resolved once per command class, not per request (requests sent
-      // with an abort signal still resolve their own): nothing here changes a stack after a request
+      // with an abort signal still resolve their own): nothing here changes a stack after a request,
+      // and every request of a class shares one context (the same bucket, so the same endpoint)
       cacheMiddleware: true,
       logger: sdkLog,
       // undici carries the bytes (the SDK keeps commands, signing and retries): one pool of
