@@ -173,8 +173,10 @@ describe('the SDK work per S3 request', () => {
         setImmediate(cb)
       }
     })
+    const finished = new Promise(resolve => sink.once('finish', resolve))
     await pump(sink as unknown as ServerResponse, readFile(store, entry), new AbortController().signal, { freeWritten: true })
-    await new Promise(resolve => setImmediate(resolve))
+    // the pump ends the sink with up to QUEUE_BYTES still queued: every write is done at 'finish'
+    await finished
     return { out: Buffer.concat(written), pieces, freedBeforeWritten }
   }
 
