@@ -19,7 +19,7 @@ import { BlockStaging } from './ipfs/staging.js'
 import { LmdbDatastore } from './ledger/datastore.js'
 import { DenialLedger } from './ledger/denials.js'
 import { openLedgerEnv } from './ledger/open.js'
-import { PinLedger } from './ledger/pins.js'
+import { PinLedger, type UpgradeProgress } from './ledger/pins.js'
 import { recordedSettings, recordSettings, schemaVersion, type RecordedSettings } from './ledger/settings.js'
 import { SettlementNotes } from './ledger/settlements.js'
 import { TokenLedger } from './ledger/tokens.js'
@@ -36,6 +36,8 @@ export interface CoreOptions {
    * backend, admin commands the data dir's); default: blocks/ on disk
    */
   blocks?: BlockBackend
+  /** how far the ledger's upgrade has got (PinLedger.upgrade), while it runs */
+  onUpgrade?: (p: UpgradeProgress) => void
 }
 
 export interface Core {
@@ -81,7 +83,7 @@ export async function openCore (paths: DataDirLayout, opts: CoreOptions = {}): P
     const graceMs = opts.graceMs ?? (recorded.expiryGrace ?? settingDefault('expiryGrace')) * 1000
     const pins = new PinLedger(env, { graceMs })
     // a large ledger's new index holds the event loop: before anything else starts
-    await pins.upgrade()
+    await pins.upgrade(opts.onUpgrade)
     const notes = new SettlementNotes(env)
     const blocks = opts.blocks ?? new FsBackend(paths.blocks)
     const usage = new BlockstoreUsageTracker(async () => await blocks.usage())

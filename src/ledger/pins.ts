@@ -26,7 +26,7 @@ import { PindError } from '../errors.js'
 import type { Database, Key } from 'lmdb'
 import { CID } from 'multiformats/cid'
 import { seedClock } from './clock.js'
-import type { LedgerEnv } from './open.js'
+import type { LedgerEnv, Upgrade } from './open.js'
 import { ProvideKeys } from './provide-keys.js'
 import { isLive, withdrawn, type PaymentRecord, type PinRecord } from './records.js'
 import type { SettlingRecord } from './settlements.js'
@@ -40,8 +40,17 @@ const ASSETS = 'assets'
 
 /** records per transaction of the compact:records upgrade */
 const COMPACT_BATCH = 10_000
+/** an upgrade step reports its progress every this many records it reads */
+const PROGRESS_EVERY = 1_000
 const MAX_REQUESTID_LENGTH = 128
 type CidKey = [string, string]
+
+/** how far the ledger's upgrade has got: the step running and the records it has read so far */
+export interface UpgradeProgress { upgrade: Upgrade, records: number }
+
+/** counts a record read by an upgrade step */
+type Tick = () => void
+const noTick: Tick = () => {}
 
 export class PinLedger {
   /** records as ./stored.ts stores them: read through getPin, getPayment, summaries */
@@ -187,7 +196,7 @@ export class PinLedger {
    * of the two meanwhile (getPayment reads both). Other ids stay, rewritten
    * in place when their layout is older.
    */
-  private async movePaymentKeys (batch = COMPACT_BATCH): Promise<void> {
+  private async movePaymentKeys (batch = COMPACT_BATCH, tick = noTick): Promise<void> {
     let after: string | undefined
     let more = true
     while (more) {
@@ -199,6 +208,7 @@ export class PinLedger {
           entries.push({ key: e.key, value: e.value })
         }
         for (const { key, value } of entries) {
+          tick()
           const rec = readPayment(key, value, this.pinCid)
           const binary = paymentKey(key)
           if (binary != null) {
@@ -223,21 +233,21 @@ export class PinLedger {
    * by all it rewrites; between batches the pages the last one freed are used
    * again. Idempotent: stopped midway, the next start goes on.
    */
-  private async compactRecords (batch = COMPACT_BATCH): Promise<void> {
+  private async compactRecords (batch = COMPACT_BATCH, tick = noTick): Promise<void> {
     // payments first: a pin then refers to its payment's record
-    await this.inBatches(this.payments, batch, (key, value) => {
+    await this.inBatches(this.payments, batch, tick, (key, value) => {
       if (!oldLayout(value)) return
       const rec = readPayment(key, value, this.pinCid)
       this.payments.put(key, storePayment(rec, this.pinCid(rec.requestid)))
     })
-    await this.inBatches(this.pins, batch, (key, value) => {
+    await this.inBatches(this.pins, batch, tick, (key, value) => {
       if (!oldLayout(value) && paymentByRef(value)) return
       const pin = readPin(key, value, this.paymentOfPin(key), this.assets)
       const stored = storePin(pin, this.getPayment(pin.payment.id), this.assets)
       if (oldLayout(value) || paymentByRef(stored)) this.pins.put(key, stored)
     })
     const removed: OwnerKey[] = []
-    await this.inBatches(this.byOwner, batch, (key, value) => {
+    await this.inBatches(this.byOwner, batch, tick, (key, value) => {
       const summary = readSummary(key[2], value)
       if (summary.removed) removed.push(key)
       else if (oldLayout(value)) this.byOwner.put(key, storeSummary(summary))
@@ -248,7 +258,7 @@ export class PinLedger {
     }
     // the CID index's value was the owner, which nothing reads; removed pins leave it
     const gone: CidKey[] = []
-    await this.inBatches(this.byCid, batch, (key, value) => {
+    await this.inBatches(this.byCid, batch, tick, (key, value) => {
       const pin = this.getPin(key[1])
       if (pin == null || pin.removed != null) gone.push(key)
       else if (value !== 1) this.byCid.put(key, 1)
@@ -258,8 +268,8 @@ export class PinLedger {
     }
   }
 
-  /** Calls `fn` on every entry of `db` (which it may rewrite, never remove), `batch` entries per transaction. */
-  private async inBatches<K extends Key, V> (db: Database<V, K>, batch: number, fn: (key: K, value: V) => void): Promise<void> {
+  /** Calls `fn` on every entry of `db` (which it may rewrite, never remove), `batch` entries per transaction; `tick` counts each. */
+  private async inBatches<K extends Key, V> (db: Database<V, K>, batch: number, tick: Tick, fn: (key: K, value: V) => void): Promise<void> {
     let after: K | undefined
     let more = true
     while (more) {
@@ -269,6 +279,7 @@ export class PinLedger {
         let n = 0
         for (const { key, value } of db.getRange(after === undefined ? { limit: batch } : { start: after, limit: batch + 1 })) {
           if (skip) { skip = false; continue }
+          tick()
           fn(key, value)
           after = key
           n++
@@ -278,30 +289,48 @@ export class PinLedger {
     }
   }
 
-  /** Builds indexes added after a ledger was created, and repairs what older versions left (idempotent; a no-op once done). */
-  async upgrade (): Promise<void> {
+  /**
+   * Builds indexes added after a ledger was created, and repairs what older
+   * versions left (idempotent; a no-op once done). `onProgress` hears of each
+   * step that runs when it begins and then every PROGRESS_EVERY records it
+   * reads (also from inside a step's transaction: it must not write).
+   */
+  async upgrade (onProgress: (p: UpgradeProgress) => void = () => {}): Promise<void> {
+    const step = (upgrade: Upgrade): Tick => {
+      let records = 0
+      onProgress({ upgrade, records })
+      return () => { if (++records % PROGRESS_EVERY === 0) onProgress({ upgrade, records }) }
+    }
     if (!this.env.upgraded('index:owner-summaries')) {
+      const tick = step('index:owner-summaries')
       await this.env.transaction(() => {
-        for (const pin of this.allPins()) if (pin.removed == null) this.byOwner.put([pin.owner, pin.createdUs, pin.requestid], storeSummary(summaryOf(pin)))
+        for (const pin of this.allPins()) {
+          tick()
+          if (pin.removed == null) this.byOwner.put([pin.owner, pin.createdUs, pin.requestid], storeSummary(summaryOf(pin)))
+        }
         this.env.setUpgraded('index:owner-summaries')
       })
     }
     if (!this.env.upgraded('index:pins-by-expiry')) {
+      const tick = step('index:pins-by-expiry')
       await this.env.transaction(() => {
         for (const pin of this.allPins()) {
+          tick()
           if (pin.removed == null) this.byExpiry.put([Date.parse(pin.pinnedUntil), pin.requestid], pin.requestid)
         }
         this.env.setUpgraded('index:pins-by-expiry')
       })
     }
     if (!this.env.upgraded('repair:replacement-chains')) {
-      await this.releaseUnheld()
+      await this.releaseUnheld(step('repair:replacement-chains'))
       await this.env.transaction(() => { this.env.setUpgraded('repair:replacement-chains') })
     }
     if (!this.env.upgraded('index:provide-keys')) {
+      const tick = step('index:provide-keys')
       // every pin holding block references is announced (the same rule as addRefs/releaseRefs)
       await this.env.transaction(() => {
         for (const { key: requestid, value: blocks } of this.pinBlocks.getRange()) {
+          tick()
           const pin = this.getPin(requestid)
           if (pin != null && blocks.length > 0) this.provides.hold(pin.cid, blocks)
         }
@@ -309,16 +338,16 @@ export class PinLedger {
       })
     }
     if (!this.env.upgraded('compact:records')) {
-      await this.compactRecords()
+      await this.compactRecords(COMPACT_BATCH, step('compact:records'))
       await this.env.transaction(() => { this.env.setUpgraded('compact:records') })
     }
     if (!this.env.upgraded('compact:payment-keys')) {
-      await this.movePaymentKeys()
+      await this.movePaymentKeys(COMPACT_BATCH, step('compact:payment-keys'))
       await this.env.transaction(() => { this.env.setUpgraded('compact:payment-keys') })
     }
     if (!this.env.upgraded('compact:pin-numbers')) {
       // pins written before name their status, source, payment method and asset by number (./stored.ts); rewritten in place, never larger
-      await this.inBatches(this.pins, COMPACT_BATCH, (key, value) => {
+      await this.inBatches(this.pins, COMPACT_BATCH, step('compact:pin-numbers'), (key, value) => {
         if (!pinWithNames(value)) return
         const pin = readPin(key, value, this.paymentOfPin(key), this.assets)
         this.pins.put(key, storePin(pin, this.getPayment(pin.payment.id), this.assets))
@@ -326,10 +355,14 @@ export class PinLedger {
       await this.env.transaction(() => { this.env.setUpgraded('compact:pin-numbers') })
     }
     if (!this.env.upgraded('clock:created-high')) {
+      const tick = step('clock:created-high')
       // one read of every pin's `created`; from now on each write of a pin keeps the mark
       await this.env.transaction(() => {
         let high = 0
-        for (const { value } of this.pins.getRange()) high = Math.max(high, createdUsOf(value))
+        for (const { value } of this.pins.getRange()) {
+          tick()
+          high = Math.max(high, createdUsOf(value))
+        }
         if (high > 0) this.noteCreated(high)
         this.env.setUpgraded('clock:created-high')
       })
@@ -527,12 +560,14 @@ export class PinLedger {
   /**
    * Releases block lists that nothing holds any more: what ledgers written
    * before chains of replacements were released whole (see releaseReplaced)
-   * kept for ever. Returns how many pins' lists were released.
+   * kept for ever. Returns how many pins' lists were released. `tick` counts
+   * each list read (the upgrade's progress).
    */
-  async releaseUnheld (): Promise<number> {
+  async releaseUnheld (tick = noTick): Promise<number> {
     let n = 0
     await this.env.transaction(() => {
       for (const { key } of this.pinBlocks.getRange()) {
+        tick()
         const pin = this.getPin(key)
         if (pin != null && this.holdsRefs(pin)) continue
         this.releaseRefs(key)

@@ -12,7 +12,6 @@
 import type { Database } from 'lmdb'
 import { afterEach, describe, expect, it } from 'vitest'
 import { isoMicros } from '../../../src/ledger/clock.js'
-import type { LedgerEnv } from '../../../src/ledger/open.js'
 import { PaymentReusedError, PinLedger } from '../../../src/ledger/pins.js'
 import type { PaymentRecord, PinRecord } from '../../../src/ledger/records.js'
 import { cidOf, cidOfPacked, paymentKey, readCid, type StoredPin } from '../../../src/ledger/stored.js'
@@ -20,7 +19,7 @@ import { CID } from 'multiformats/cid'
 import { identity } from 'multiformats/hashes/identity'
 import { exportLedger, parseExportOptions } from '../../../src/service/ledger-export.js'
 import { writeImport } from '../../../src/service/ledger-import.js'
-import { closeTestLedgers, openTestLedger } from '../../helpers/ledger.js'
+import { closeTestLedgers, openTestLedger, paymentsBinary, PIN_AT, toLayout1 } from '../../helpers/ledger.js'
 
 const A = 'bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy'
 const B = 'bafkreie7q3iidccmpvszul7kudcvvuavuo7u6gzlbobczuk5nqk3b4akba'
@@ -32,8 +31,6 @@ const NET = 'eip155:84532'
 const NOW = new Date('2026-11-24T00:00:00.000Z')
 
 afterEach(async () => { await closeTestLedgers() })
-
-const paymentsBinary = (env: LedgerEnv): Database<unknown, Buffer> => env.db<unknown>('payments-binary', { keyEncoding: 'binary' }) as Database<unknown, Buffer>
 
 let seq = 0
 const nonce = (): string => `0x${(++seq).toString(16).padStart(4, '0')}${'5e'.repeat(30)}`
@@ -91,41 +88,6 @@ function reads (ledger: PinLedger): unknown {
 const EXPORTS = [{ format: 'jsonl', withBlocks: true }, { format: 'csv', records: 'payments' }, { format: 'csv', records: 'pins' }]
 function exported (ledger: PinLedger): string[] {
   return EXPORTS.map(o => [...exportLedger(ledger, parseExportOptions(o), NOW).chunks].join(''))
-}
-
-/** a pin's array: where its status, source and payment are (stored.ts PIN_FIELDS, after the layout number) */
-const PIN_AT = { status: 6, source: 15, payment: 16 }
-
-/**
- * The ledger as the layout before wrote it: every payment in `payments` under its id as text, purpose
- * and time as strings (layout 1); pins naming their status, source and payment method, and their
- * payment's asset as its bytes; schema version 2.
- */
-async function toLayout1 (env: LedgerEnv, ledger: PinLedger): Promise<void> {
-  const records = [...ledger.allPayments()]
-  const hex = (s: string): Buffer => Buffer.from(s.replace(/^0x/, ''), 'hex')
-  const assets = env.fact('assets') as string[]
-  await env.transaction(() => {
-    const pins = env.db<unknown[]>('pins')
-    for (const { key, value } of [...pins.getRange()]) {
-      const v = [...value]
-      v[PIN_AT.status] = (['queued', 'pinning', 'pinned', 'failed'] as const)[v[PIN_AT.status] as number]
-      v[PIN_AT.source] = (['upload', 'pin'] as const)[v[PIN_AT.source] as number]
-      const ref = v[PIN_AT.payment]
-      if (Array.isArray(ref)) v[PIN_AT.payment] = [ref[0], hex(assets[ref[1] as number] as string), (['x402', 'operator-token'] as const)[ref[2] as number]]
-      pins.put(key, v)
-    }
-    env.setUpgraded('compact:pin-numbers', false)
-    const text = env.db<unknown>('payments')
-    for (const p of records) {
-      const key = paymentKey(p.id)
-      if (key != null) paymentsBinary(env).remove(key)
-      const uuidBytes = /^[0-9a-f-]{36}$/.test(p.requestid) ? hex(p.requestid.replaceAll('-', '')) : p.requestid
-      text.put(p.id, [1, uuidBytes, p.purpose, p.id.startsWith(`${p.payer}:`) ? null : hex(p.payer), p.amount, p.network, hex(p.tx as string), p.at, hex(p.proof)])
-    }
-    env.setUpgraded('compact:payment-keys', false)
-    void env.setFact('schemaVersion', 2)
-  })
 }
 
 describe('payments keyed by their bytes', () => {
