@@ -45,6 +45,7 @@ import { SwitchableBackend } from './ipfs/switchable-backend.js'
 import { Maintenance } from './service/maintenance.js'
 import { RetryLater } from './service/retry-later.js'
 import { Slots } from './service/slots.js'
+import type { UpgradeProgress } from './ledger/pins.js'
 import { SettlementNotes } from './ledger/settlements.js'
 import type { Logger } from './log.js'
 import { authorizationStateReader, type AuthorizationStateReader } from './payment/authorization-state.js'
@@ -92,7 +93,16 @@ export interface Daemon {
   stop(deadlineMs: number): Promise<void>
 }
 
-export async function startDaemon (config: Readonly<Config>, log: Logger): Promise<Daemon> {
+export interface StartOptions {
+  /**
+   * what the start is doing, each time it moves on: a step begins, or a ledger
+   * upgrade has read another 1,000 records (serve tells systemd: cli/notify.ts)
+   */
+  onProgress?: (status: string) => void
+}
+
+export async function startDaemon (config: Readonly<Config>, log: Logger, opts: StartOptions = {}): Promise<Daemon> {
+  const progress = opts.onProgress ?? (() => {})
   const paths = layout(config.dataDir)
   secureDataDir(paths.root) // done by the serve command already, before lmdb loaded; a no-op then
   const lock = acquireLock(paths.lock, paths.root, 'pind serve')
@@ -110,11 +120,13 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     let s3Metrics: Metrics | undefined
     const observer = (operation: string, seconds: number, outcome: string): void => { s3Metrics?.s3Request(operation, seconds, outcome) }
     // where blocks live (disk or S3), behind one indirection that `pind blocks migrate` can switch
+    progress('opening the block store')
     const blocks = new SwitchableBackend(await openDataDirBackend(config, paths, { log, observer, record: true }))
     cleanups.push(() => blocks.close())
     log.info('block store', { store: blocks.describe() })
     // the ledger's indexes are upgraded here, before libp2p starts
-    const core = await openCore(paths, { graceMs: config.expiryGrace * 1000, onRecorded: () => { wakeFetcher() }, blocks })
+    progress('opening the ledger')
+    const core = await openCore(paths, { graceMs: config.expiryGrace * 1000, onRecorded: () => { wakeFetcher() }, blocks, onUpgrade: ledgerUpgradeProgress(log, progress) })
     cleanups.push(() => core.close())
     const { pins, notes, staging, usage, denialLedger } = core
 
@@ -124,6 +136,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     const routingOn = !config.routing.includes('none')
     // lookups finish before the metrics exist only during start-up: those go uncounted
     let observeLookup = (_seconds: number, _source: string): void => {}
+    progress('starting the IPFS node')
     const ipfs = await startIpfsNode({
       blockstore: blocks.blockstore,
       datastore: core.datastore(),
@@ -174,6 +187,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     const networkGateway = config.gatewayNetworkTimeout > 0
     // what is denied (the operator's denials, the denylists), read before anything is served
     const denylists = new DenylistSources(config.denylist, log.child({ component: 'denylist' }))
+    progress('reading the denylists')
     try {
       await denylists.load()
     } catch (err) {
@@ -253,6 +267,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger): Promi
     if (gate != null) {
       const g = gate
       g.onEvent = (event, amount, reason) => { metrics.payment(event, amount, reason) }
+      progress('checking the payment settings')
       await g.start()
       cleanups.push(() => { g.stop() })
     }
@@ -519,4 +534,16 @@ function paymentGate (config: Readonly<Config>, prices: PriceSettings, log: Logg
     settlerMinBalance: config.settlerMinBalance,
     settleDeadlineMs: config.settleTimeout * 1000
   }, log.child({ component: 'payment' }))
+}
+
+/** the ledger upgrade's progress as start-up status; a step that reads many records is logged once (a fresh ledger's steps read none) */
+function ledgerUpgradeProgress (log: Logger, progress: (status: string) => void): (p: UpgradeProgress) => void {
+  const logged = new Set<string>()
+  return ({ upgrade, records }) => {
+    if (records > 0 && !logged.has(upgrade)) {
+      logged.add(upgrade)
+      log.notice('upgrading the ledger: the first start of this version on a ledger an earlier one wrote', { upgrade })
+    }
+    progress(`upgrading the ledger (${upgrade}): ${records.toLocaleString('en-US')} records`)
+  }
 }

@@ -1,7 +1,8 @@
 /**
- * `pind serve`: start the daemon, print the start-up summary (and log it as
- * one line), tell systemd it is ready, and stop gracefully on SIGINT/SIGTERM
- * (a second signal exits at once).
+ * `pind serve`: start the daemon (telling systemd how the start goes, so that
+ * a long one is not killed), print the start-up summary (and log it as one
+ * line), tell systemd it is ready, and stop gracefully on SIGINT/SIGTERM (a
+ * second signal exits at once).
  */
 import type { Config } from '../config/settings.js'
 import { startDaemon } from '../daemon.js'
@@ -13,7 +14,7 @@ import { collectWhenIdle, limitHeapGrowth } from '../heap.js'
 import type { Logger } from '../log.js'
 import { StartupError } from '../startup-errors.js'
 import { COMMIT, VERSION } from '../version.js'
-import { notifyServiceManager } from './notify.js'
+import { notifyServiceManager, startupReporter } from './notify.js'
 
 export async function serve (config: Readonly<Config>, log: Logger): Promise<void> {
   // A fault nothing caught (an exception, or a rejection nothing handles) still stops the process,
@@ -28,9 +29,11 @@ export async function serve (config: Readonly<Config>, log: Logger): Promise<voi
   const idleCollection = collectWhenIdle()
   // the old generation grows by half of what survives, not by V8's factor of up to 4 (heap.ts)
   limitHeapGrowth()
+  // under systemd, a long start (a ledger upgrade) asks for more time as long as it progresses
+  const starting = startupReporter(log)
   let daemon
   try {
-    daemon = await startDaemon(config, log)
+    daemon = await startDaemon(config, log, { onProgress: (status) => { starting.report(status) } })
   } catch (err) {
     if (err instanceof DataDirLockedError || err instanceof StartupError) {
       process.stderr.write(`pind: ${err.message}\n`)
@@ -76,6 +79,7 @@ export async function serve (config: Readonly<Config>, log: Logger): Promise<voi
     payments: payments.state,
     ...('settler' in payments && payments.settler != null ? { settler: payments.settler, settlerBalanceWei: payments.settlerBalanceWei ?? null } : {})
   })
+  await starting.done()
   void notifyServiceManager({ READY: '1', STATUS: `serving ${daemon.url}; payments ${payments.state}` }, log)
 
   let stopping = false

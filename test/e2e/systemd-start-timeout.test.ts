@@ -1,0 +1,144 @@
+/**
+ * A long start under a real systemd (test/helpers/systemd-manager.ts). The
+ * first start of this version on a ledger an earlier one wrote upgrades it
+ * (compact:payment-keys, compact:pin-numbers: seconds per 20,000 records,
+ * minutes for a million pins), which can outlast the unit's TimeoutStartSec=
+ * (90 s by default): systemd would kill the start, again and again. Serve
+ * asks for more time as long as the start moves on (EXTEND_TIMEOUT_USEC, with
+ * STATUS= saying how far it is), so the built binary, under a unit with
+ * scripts/pind.service's Type=notify and a TimeoutStartSec= of a few seconds,
+ * upgrades a ledger for far longer than that and becomes active; the same
+ * manager kills a start that outlasts it without asking (the control: what
+ * serve did before).
+ */
+import { join } from 'node:path'
+import { readFileSync } from 'node:fs'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { isoMicros } from '../../src/ledger/clock.js'
+import { openLedgerEnv, type LedgerEnv } from '../../src/ledger/open.js'
+import { PinLedger } from '../../src/ledger/pins.js'
+import type { PaymentRecord, PinRecord } from '../../src/ledger/records.js'
+import { toLayout1 } from '../helpers/ledger.js'
+import { BINARY, ROOT, tempDir } from '../helpers/pind.js'
+import { freePort } from '../helpers/ports.js'
+import { serviceManagerAvailable, startServiceManager, type ServiceManager } from '../helpers/systemd-manager.js'
+import { parseUnit, serviceOf } from '../helpers/systemd-sandbox.js'
+
+/** pins (each with its x402 payment) in the ledger an earlier version wrote: its upgrade takes many times TIMEOUT_START */
+const PINS = 100_000
+/** the unit's TimeoutStartSec=: longer than serve takes to its first message, far shorter than the upgrade */
+const TIMEOUT_START = 3
+
+const available = serviceManagerAvailable()
+let manager: ServiceManager | undefined
+afterAll(async () => { await manager?.close() })
+
+/** a ledger in the layout before compact:payment-keys and compact:pin-numbers (test/helpers/ledger.ts toLayout1), `n` paid uploads */
+async function earlierLedger (dataDir: string, n: number): Promise<void> {
+  const env = await openLedgerEnv(join(dataDir, 'ledger.mdb'))
+  try {
+    const ledger = new PinLedger(env)
+    await ledger.upgrade()
+    const us0 = Date.parse('2026-11-20T10:00:00.000Z') * 1000
+    const writes: Array<Promise<void>> = []
+    for (let i = 0; i < n; i++) {
+      const payer = `0x${(i % 16).toString(16).padStart(40, 'a')}`
+      const id = `${payer}:0x${i.toString(16).padStart(64, '0')}`
+      const requestid = `019ab3f1-2c4d-7e8f-9a0b-${i.toString(16).padStart(12, '0')}`
+      const cid = 'bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy'
+      const us = us0 + i * 1000 + 7
+      const at = new Date(us0 / 1000 + i + 500).toISOString()
+      const tx = `0x${i.toString(16).padStart(64, 'e')}`
+      const pin: PinRecord = {
+        requestid, owner: payer, cid, origins: [], meta: {}, status: 'pinned', created: isoMicros(us), createdUs: us, months: 1,
+        pinnedUntil: '2027-12-20T10:00:00.000Z', source: 'upload', payment: { id, payer, amount: '1234', network: 'eip155:84532', asset: `0x${'c3'.repeat(20)}`, tx, settledAt: at, method: 'x402' }
+      }
+      const payment: PaymentRecord = { id, requestid, purpose: `upload:${cid}`, payer, amount: '1234', network: 'eip155:84532', tx, at, proof: 'ab'.repeat(32) }
+      // lmdb commits the transactions begun together in one
+      writes.push(ledger.create(pin, payment))
+      if (writes.length === 2000) await Promise.all(writes.splice(0))
+    }
+    await Promise.all(writes)
+    await toLayout1(env, ledger)
+  } finally {
+    await env.close()
+  }
+}
+
+/** scripts/pind.service's start and stop directives, a short TimeoutStartSec=, and the built binary on a test data dir */
+function unit (dataDir: string, port: number, out: string): string {
+  const svc = serviceOf(parseUnit(readFileSync(join(ROOT, 'scripts/pind.service'), 'utf8')))
+  const keep = ['Type', 'NotifyAccess', 'KillSignal', 'TimeoutStopSec'].map(k => `${k}=${svc.one(k) as string}`)
+  expect(keep).toContain('Type=notify')
+  return [
+    '[Service]', ...keep, `TimeoutStartSec=${TIMEOUT_START}`, 'Restart=no',
+    `ExecStart=${BINARY} serve`,
+    `Environment=PIND_DATA_DIR=${dataDir}`, `Environment=PIND_PORT=${port}`, 'Environment=PIND_P2P_LISTEN=/ip4/127.0.0.1/tcp/0',
+    'Environment=PIND_ROUTING=none', 'Environment=PIND_LOG_LEVEL=warn',
+    `StandardOutput=append:${out}`, `StandardError=append:${out}`, ''
+  ].join('\n')
+}
+
+/** a start that outlasts TimeoutStartSec= without telling systemd anything until READY=1 */
+const SILENT = ['[Service]', 'Type=notify', 'NotifyAccess=all', `TimeoutStartSec=${TIMEOUT_START}`, 'Restart=no',
+  `ExecStart=/bin/sh -c 'sleep ${TIMEOUT_START * 2}; systemd-notify --ready; exec sleep 60'`, ''].join('\n')
+
+describe.skipIf(!available)('a long start under systemd', () => {
+  let dataDir: string
+  let port: number
+  let out: string
+  beforeAll(async () => {
+    dataDir = tempDir('pind-long-start-')
+    await earlierLedger(dataDir, PINS)
+    port = await freePort()
+    out = join(tempDir('pind-long-start-out-'), 'pind.log')
+    manager = await startServiceManager({ 'pind-long-start.service': unit(dataDir, port, out), 'silent-start.service': SILENT })
+  })
+
+  it('the manager kills a start that outlasts TimeoutStartSec= without extending it (the control)', async () => {
+    const m = manager as ServiceManager
+    const start = await m.systemctl('start', 'silent-start.service')
+    expect(start.code, start.out).not.toBe(0)
+    expect(await m.show('silent-start.service', ['ActiveState', 'Result'])).toEqual({ ActiveState: 'failed', Result: 'timeout' })
+  })
+
+  it('serve upgrading a large ledger tells systemd how far it is and asks for more time: the start outlasts TimeoutStartSec= and succeeds', async () => {
+    const m = manager as ServiceManager
+    const statuses: string[] = []
+    let starting = true
+    const start = m.systemctl('start', 'pind-long-start.service').finally(() => { starting = false })
+    // what systemctl status shows meanwhile
+    while (starting) {
+      const { StatusText: s } = await m.show('pind-long-start.service', ['StatusText'])
+      if (s != null && s !== '' && statuses.at(-1) !== s) statuses.push(s)
+      await new Promise(resolve => setTimeout(resolve, 200))
+    }
+    const { code, out: said } = await start
+    const log = readFileSync(out, 'utf8')
+    expect(code, `${said}\n${statuses.join('\n')}\n${log}`).toBe(0)
+    // longer than systemd waits without an extension, as the manager measured it (from the exec to READY=1)
+    const times = await m.show('pind-long-start.service', ['ExecMainStartTimestampMonotonic', 'ActiveEnterTimestampMonotonic'])
+    const startUs = Number(times.ActiveEnterTimestampMonotonic) - Number(times.ExecMainStartTimestampMonotonic)
+    expect(startUs, statuses.join('\n')).toBeGreaterThan(TIMEOUT_START * 1_000_000)
+    expect(statuses.some(s => /^upgrading the ledger \(compact:(payment-keys|pin-numbers)\): [\d,]+ records$/.test(s)), statuses.join('\n')).toBe(true)
+    expect(log).toMatch(/"msg":"upgrading the ledger[^"]*".*"upgrade":"compact:payment-keys"/)
+    expect(log).toMatch(/"msg":"upgrading the ledger[^"]*".*"upgrade":"compact:pin-numbers"/)
+    // READY=1's status is the last (no upgrade status arrives after it)
+    const shown = await m.show('pind-long-start.service', ['ActiveState', 'SubState', 'StatusText'])
+    expect(shown).toMatchObject({ ActiveState: 'active', SubState: 'running' })
+    expect(shown.StatusText).toMatch(`serving http://127.0.0.1:${port}`)
+    expect((await fetch(`http://127.0.0.1:${port}/health`)).status).toBe(200)
+
+    const stop = await m.systemctl('stop', 'pind-long-start.service')
+    expect(stop.code, stop.out).toBe(0)
+    expect(await m.show('pind-long-start.service', ['ActiveState', 'Result'])).toEqual({ ActiveState: 'inactive', Result: 'success' })
+    // the upgrade finished: every pin reads back
+    const env: LedgerEnv = await openLedgerEnv(join(dataDir, 'ledger.mdb'))
+    try {
+      expect(env.upgraded('compact:payment-keys') && env.upgraded('compact:pin-numbers')).toBe(true)
+      expect(new PinLedger(env).countByStatus(new Date('2027-01-01T00:00:00.000Z')).pinned).toBe(PINS)
+    } finally {
+      await env.close()
+    }
+  })
+})
