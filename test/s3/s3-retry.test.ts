@@ -9,8 +9,6 @@
  * store is one request in the metrics' sense (the SDK's retries inside one).
  */
 import { randomBytes } from 'node:crypto'
-import { createServer, request, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { rawCid } from '../../scripts/peer/index.mjs'
 import { StorageUnavailableError } from '../../src/ipfs/block-backend.js'
@@ -20,44 +18,24 @@ import { S3_TUNING, type S3Outcome } from '../../src/ipfs/s3-client.js'
 import { silentLogger } from '../../src/log.js'
 import { newBucket, s3, S3_PREFIX } from '../helpers/backend.js'
 import { waitFor } from '../helpers/ports.js'
+import { startThrottlingProxy, type ThrottlingProxy } from '../helpers/s3-proxy.js'
 
-let proxy: Server
-let failNext = 0
+let proxy: ThrottlingProxy
 let seen = 0
 let backend: S3Backend
 const observed: Array<{ operation: string, outcome: S3Outcome }> = []
 
 beforeAll(async () => {
-  const upstream = new URL(s3().endpoint)
-  proxy = createServer((req, res) => {
-    seen++
-    if (failNext > 0) {
-      failNext--
-      req.resume()
-      req.on('end', () => {
-        res.writeHead(503, { 'content-type': 'application/xml' })
-        res.end('<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>')
-      })
-      return
-    }
-    const out = request({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers }, (up) => {
-      res.writeHead(up.statusCode ?? 502, up.headers)
-      up.pipe(res)
-    })
-    out.on('error', () => { res.destroy() })
-    req.pipe(out)
-  })
-  await new Promise<void>(resolve => proxy.listen(0, '127.0.0.1', resolve))
-  const endpoint = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`
+  proxy = await startThrottlingProxy(s3().endpoint, () => { seen++ })
   const server = s3()
-  backend = await openS3Backend({ endpoint, bucket: await newBucket(), prefix: S3_PREFIX, region: server.region, forcePathStyle: true },
+  backend = await openS3Backend({ endpoint: proxy.endpoint, bucket: await newBucket(), prefix: S3_PREFIX, region: server.region, forcePathStyle: true },
     { s3AccessKeyId: server.accessKeyId, s3SecretAccessKey: server.secretAccessKey, s3CacheSize: 0 },
     { blocksDir: '/nonexistent', cacheDir: '/nonexistent', log: silentLogger, observer: (operation, _s, outcome) => { observed.push({ operation, outcome }) }, requireReachable: true })
 })
 
 afterAll(async () => {
   await backend?.close()
-  await new Promise(resolve => proxy?.close(resolve))
+  await proxy?.close()
 })
 
 describe('S3 retries', () => {
@@ -65,7 +43,7 @@ describe('S3 retries', () => {
     // two throttled answers: the third attempt stores the block, the bucket never counts as down
     const b1 = randomBytes(5000)
     const c1 = rawCid(b1)
-    failNext = 2
+    proxy.failNext = 2
     seen = 0
     observed.length = 0
     await backend.blockstore.put(c1, b1)
@@ -77,7 +55,7 @@ describe('S3 retries', () => {
     // more throttling than the attempts allow: 503 for the caller, the bucket is marked down
     const b2 = randomBytes(5000)
     const c2 = rawCid(b2)
-    failNext = 1000
+    proxy.failNext = 1000
     seen = 0
     await expect(backend.blockstore.put(c2, b2)).rejects.toBeInstanceOf(StorageUnavailableError)
     expect(seen).toBe(S3_TUNING.maxAttempts)
@@ -89,7 +67,7 @@ describe('S3 retries', () => {
     expect(seen - before).toBeLessThanOrEqual(S3_TUNING.maxAttempts) // at most one probe meanwhile
 
     // the store answers again: the probe finds it, writes go through
-    failNext = 0
+    proxy.failNext = 0
     await waitFor(() => backend.writable() ? true : undefined, 'the probe to find the bucket again', 20_000)
     await backend.blockstore.put(c2, b2)
     expect(Buffer.from(await backend.read(c2) as Uint8Array).equals(b2)).toBe(true)
