@@ -13,29 +13,26 @@
  */
 import { createHash, randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
-import { createServer, request, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import type { IncomingHttpHeaders } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Writable } from 'node:stream'
 import { GetObjectCommand } from '@aws-sdk/client-s3'
 import { CID } from 'multiformats/cid'
 import * as Digest from 'multiformats/hashes/digest'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { rawCid } from '../../scripts/peer/index.mjs'
-import { pump } from '../../src/http/gateway/pump.js'
 import { blockName } from '../../src/ipfs/block-backend.js'
-import { loadEntry, readFile, type LocalBlockstore } from '../../src/ipfs/content.js'
+import { loadEntry, readFile } from '../../src/ipfs/content.js'
 import { importFile } from '../../src/ipfs/import.js'
 import { openS3Backend } from '../../src/ipfs/open-backend.js'
 import type { S3Backend } from '../../src/ipfs/s3-backend.js'
 import { S3RequestError, type S3Outcome } from '../../src/ipfs/s3-client.js'
 import { silentLogger } from '../../src/log.js'
 import { newBucket, s3, S3_PREFIX } from '../helpers/backend.js'
+import { pumpFreeing, tapped } from '../helpers/freed-pieces.js'
+import { startThrottlingProxy, type ThrottlingProxy } from '../helpers/s3-proxy.js'
 
-let proxy: Server
-let endpoint: string
-let failNext = 0
+let proxy: ThrottlingProxy
 /** method, path and headers of every request the proxy was given */
 const seen: Array<{ method: string, path: string, headers: IncomingHttpHeaders }> = []
 const observed: Array<{ operation: string, outcome: S3Outcome }> = []
@@ -43,33 +40,12 @@ const opened: S3Backend[] = []
 const dirs: string[] = []
 
 beforeAll(async () => {
-  const upstream = new URL(s3().endpoint)
-  proxy = createServer((req, res) => {
-    seen.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers })
-    if (failNext > 0) {
-      failNext--
-      req.resume()
-      req.on('end', () => {
-        res.writeHead(503, { 'content-type': 'application/xml' })
-        res.end('<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>')
-      })
-      return
-    }
-    const out = request({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers }, (up) => {
-      res.writeHead(up.statusCode ?? 502, up.headers)
-      up.pipe(res)
-    })
-    out.on('error', () => { res.destroy() })
-    req.pipe(out)
-  })
-  await new Promise<void>(resolve => proxy.listen(0, '127.0.0.1', resolve))
-  endpoint = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`
+  proxy = await startThrottlingProxy(s3().endpoint, (req) => { seen.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers }) })
 })
 
 afterAll(async () => {
   for (const b of opened) await b.close()
-  proxy?.closeAllConnections()
-  await new Promise(resolve => proxy?.close(resolve))
+  await proxy?.close()
   for (const d of dirs) rmSync(d, { recursive: true, force: true })
 })
 
@@ -78,7 +54,7 @@ async function backend (cacheSize = 0): Promise<S3Backend> {
   const server = s3()
   const cacheDir = cacheSize > 0 ? mkdtempSync(join(tmpdir(), 'pind-s3req-cache-')) : '/nonexistent'
   if (cacheSize > 0) dirs.push(cacheDir)
-  const b = await openS3Backend({ endpoint, bucket: await newBucket(), prefix: S3_PREFIX, region: server.region, forcePathStyle: true },
+  const b = await openS3Backend({ endpoint: proxy.endpoint, bucket: await newBucket(), prefix: S3_PREFIX, region: server.region, forcePathStyle: true },
     { s3AccessKeyId: server.accessKeyId, s3SecretAccessKey: server.secretAccessKey, s3CacheSize: cacheSize },
     { blocksDir: '/nonexistent', cacheDir, log: silentLogger, observer: (operation, _s, outcome) => { observed.push({ operation, outcome }) }, requireReachable: true })
   opened.push(b)
@@ -113,7 +89,7 @@ describe('the SDK work per S3 request', () => {
     await b.blockstore.put(cid, bytes)
     seen.length = 0
     observed.length = 0
-    failNext = 2
+    proxy.failNext = 2
     expect(Buffer.from(await b.readFromBucket(blockName(cid)) as Uint8Array).equals(bytes)).toBe(true)
     // two throttled attempts, then the block: one request in the metrics' sense
     expect(seen.map(r => r.method)).toEqual(['GET', 'GET', 'GET'])
@@ -145,18 +121,6 @@ describe('the SDK work per S3 request', () => {
     expect(b.writable()).toBe(true)
   })
 
-  /** a store that keeps aside every piece it hands out */
-  function tapped (inner: LocalBlockstore): { store: LocalBlockstore, pieces: Uint8Array[] } {
-    const pieces: Uint8Array[] = []
-    return {
-      pieces,
-      store: {
-        has: async (cid) => await inner.has(cid),
-        get: async function * (cid, options) { for await (const p of inner.get(cid, options)) { pieces.push(p); yield p } }
-      } as LocalBlockstore
-    }
-  }
-
   /** the file's bytes through readFile and pump (freeing what is written, as the gateway does), and its pieces */
   async function readThroughPump (b: S3Backend, bytes: Uint8Array): Promise<{ out: Buffer, pieces: Uint8Array[], freedBeforeWritten: number }> {
     const { cid } = await importFile((async function * () { for (let at = 0; at < bytes.byteLength; at += 65536) yield bytes.slice(at, at + 65536) })(), { blockstore: b.blockstore, maxBytes: bytes.byteLength })
@@ -164,20 +128,7 @@ describe('the SDK work per S3 request', () => {
     const entry = await loadEntry(store, cid)
     if (entry.kind !== 'file') throw new Error('not a file')
     pieces.length = 0
-    const written: Buffer[] = []
-    let freedBeforeWritten = 0
-    const sink = new Writable({
-      write (chunk: Buffer, _enc, cb) {
-        if (chunk.byteLength === 0) freedBeforeWritten++
-        written.push(Buffer.from(chunk))
-        setImmediate(cb)
-      }
-    })
-    const finished = new Promise(resolve => sink.once('finish', resolve))
-    await pump(sink as unknown as ServerResponse, readFile(store, entry), new AbortController().signal, { freeWritten: true })
-    // the pump ends the sink with up to QUEUE_BYTES still queued: every write is done at 'finish'
-    await finished
-    return { out: Buffer.concat(written), pieces, freedBeforeWritten }
+    return { ...await pumpFreeing(readFile(store, entry)), pieces }
   }
 
   it('hands the pieces of a block read from the bucket to the reader: the gateway frees each once written, and not before', async () => {

@@ -10,9 +10,10 @@ import { Writable } from 'node:stream'
 import { CID } from 'multiformats/cid'
 import { describe, expect, it } from 'vitest'
 import { pump } from '../../../src/http/gateway/pump.js'
-import { loadEntry, readFile, type LocalBlockstore } from '../../../src/ipfs/content.js'
+import { loadEntry, readFile } from '../../../src/ipfs/content.js'
 import { importFile } from '../../../src/ipfs/import.js'
 import { BLOCKSTORE } from '../../helpers/backend.js'
+import { pumpFreeing, tapped } from '../../helpers/freed-pieces.js'
 import { sha, useServed } from './helpers.js'
 
 const s = useServed()
@@ -73,45 +74,22 @@ describe('blocks read from disk and freed once written', () => {
 // response's headers (never freed early); test/s3/s3-requests.test.ts checks what S3 reads free. The
 // other groups here check every byte on both backends
 describe.skipIf(BLOCKSTORE === 's3')('what is freed, and when (blocks on disk)', () => {
-  /** the store, with every piece it hands out kept aside to look at */
-  function tapped (): { store: LocalBlockstore, pieces: Uint8Array[] } {
-    const inner = s.fixture.fs
-    const pieces: Uint8Array[] = []
-    return {
-      pieces,
-      store: {
-        has: async (cid) => await inner.has(cid),
-        get: async function * (cid, options) { for await (const p of inner.get(cid, options)) { pieces.push(p); yield p } }
-      } as LocalBlockstore
-    }
-  }
-
   it('every piece of a file read from disk is freed once its socket has written it, and not before', async () => {
     const f = await add(3 * 1024 * 1024 + 5000)
-    const { store, pieces } = tapped()
+    const { store, pieces } = tapped(s.fixture.fs)
     const entry = await loadEntry(store, CID.parse(f.cid))
     if (entry.kind !== 'file') throw new Error('not a file')
     pieces.length = 0
-    const written: Buffer[] = []
-    let freedBeforeWritten = 0
-    const sink = new Writable({
-      write (chunk: Buffer, _enc, cb) {
-        if (chunk.byteLength === 0) freedBeforeWritten++
-        written.push(Buffer.from(chunk))
-        setImmediate(cb)
-      }
-    })
-    await pump(sink as unknown as ServerResponse, readFile(store, entry), new AbortController().signal, { freeWritten: true })
-    await new Promise(resolve => setImmediate(resolve))
+    const { out, freedBeforeWritten } = await pumpFreeing(readFile(store, entry))
     expect(freedBeforeWritten).toBe(0)
-    expect(sha(Buffer.concat(written))).toBe(sha(f.bytes))
+    expect(sha(out)).toBe(sha(f.bytes))
     expect(pieces.length).toBeGreaterThan(48)
     expect(pieces.filter(p => !(p.buffer as ArrayBuffer).detached)).toEqual([])
   })
 
   it('a range frees what it read around the bytes it sends (the rest of the leaf, a small part copied out)', async () => {
     const f = await add(2 * 1024 * 1024)
-    const { store, pieces } = tapped()
+    const { store, pieces } = tapped(s.fixture.fs)
     const entry = await loadEntry(store, CID.parse(f.cid))
     if (entry.kind !== 'file') throw new Error('not a file')
     pieces.length = 0
