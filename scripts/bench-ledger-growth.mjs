@@ -106,33 +106,40 @@ async function upgradeChild (lib, dir) {
   process.stdout.write(JSON.stringify({ before, after, ms, stats: ledgerStats(dir) }))
 }
 
-/** the child: writes `n` paid writes with one side's ledger code, then measures */
-async function child (lib, dir, n, live, seed, keep) {
-  const { openLedgerEnv, PinLedger, nextCreated, addMonths, newRequestid } = await import(lib)
+/**
+ * Drives `ledger` through the calls serve's write paths make, `n` paid writes
+ * from `payers` payers: per write a settlement note (markSettling) with what
+ * reconciliation would need, then the record (create: pin, payment, block
+ * references); a pin by CID (a share `byCid` of the writes) goes queued →
+ * finishFetch; a share `renew` is renewed once; each payer keeps its newest
+ * `live` and removes the rest, as the soak's clients do. One seed: every run,
+ * and both sides of the bench, write the same. `clock`: the ledger code's own
+ * nextCreated, addMonths and newRequestid (this tree's, or a baseline's bundle).
+ * test/unit/ledger/footprint.test.ts writes its uploads with this too.
+ */
+export async function paidWrites (clock, ledger, { n, live, seed, payers: payerCount = PAYERS, byCid: byCidShare = 0.2, renew: renewShare = 0.05, maxBlocks = 4 }) {
+  const { nextCreated, addMonths, newRequestid } = clock
   const { CID } = await import('multiformats/cid')
   const { sha256 } = await import('multiformats/hashes/sha2')
   const raw = 0x55
   const rnd = prng(seed)
   const hex = (bytes) => { let s = ''; for (let i = 0; i < bytes; i++) s += Math.floor(rnd() * 256).toString(16).padStart(2, '0'); return s }
-  const payers = Array.from({ length: PAYERS }, () => `0x${hex(20)}`)
+  const payers = Array.from({ length: payerCount }, () => `0x${hex(20)}`)
   const asset = `0x${'036cbd53842c5426634e7929541ec2318f3dcf7e'}`
   const network = 'eip155:84532'
   let blockSeq = 0
   const cidOf = async () => CID.create(1, raw, await sha256.digest(Buffer.from(`block-${seed}-${blockSeq++}`))).toString()
 
-  const env = await openLedgerEnv(join(dir, 'ledger.mdb'))
-  const ledger = new PinLedger(env)
-  await ledger.upgrade()
   const held = payers.map(() => [])
   for (let i = 0; i < n; i++) {
-    const p = i % PAYERS
+    const p = i % payerCount
     const payer = payers[p]
     const nonce = `0x${hex(32)}`
     const id = `${payer}:${nonce}`
     const proof = hex(32)
-    const byCid = rnd() < 0.2
+    const byCid = rnd() < byCidShare
     const blocks = []
-    const nBlocks = 1 + Math.floor(rnd() * 4)
+    const nBlocks = 1 + Math.floor(rnd() * maxBlocks)
     for (let b = 0; b < nBlocks; b++) blocks.push(await cidOf())
     const cid = blocks[0]
     const created = nextCreated()
@@ -161,7 +168,7 @@ async function child (lib, dir, n, live, seed, keep) {
     await ledger.create(paid, record, byCid ? [] : blocks)
     if (byCid) await ledger.finishFetch(pin.requestid, blocks, size + 100, 'pinned from 1 provider')
     held[p].push(pin.requestid)
-    if (rnd() < 0.05) {
+    if (rnd() < renewShare) {
       // a renewal: another payment for the same pin
       const rn = `${payer}:0x${hex(32)}`
       const renewed = ledger.get(pin.requestid)
@@ -170,6 +177,16 @@ async function child (lib, dir, n, live, seed, keep) {
     }
     while (held[p].length > live) await ledger.remove(held[p].shift(), 'unpinned')
   }
+}
+
+/** the child: writes `n` paid writes with one side's ledger code, then measures */
+async function child (lib, dir, n, live, seed, keep) {
+  const code = await import(lib)
+  const { openLedgerEnv, PinLedger } = code
+  const env = await openLedgerEnv(join(dir, 'ledger.mdb'))
+  const ledger = new PinLedger(env)
+  await ledger.upgrade()
+  await paidWrites(code, ledger, { n, live, seed })
   const exports = keep ? await exportHashes(lib, new PinLedger(env)) : undefined
   await env.close()
 
@@ -256,4 +273,4 @@ async function main () {
   if (json != null) writeFileSync(json, JSON.stringify({ writes: n, against, live, seed, base, tree }, null, 1))
 }
 
-await main()
+if (process.argv[1] === SELF) await main()
