@@ -9,7 +9,6 @@
 import { join } from 'node:path'
 import type { Database } from 'lmdb'
 import { afterEach, describe, expect, it } from 'vitest'
-import { isoMicros } from '../../../src/ledger/clock.js'
 import { openLedgerEnv, type LedgerEnv } from '../../../src/ledger/open.js'
 import { PinLedger, summaryOf } from '../../../src/ledger/pins.js'
 import { CID } from 'multiformats/cid'
@@ -18,15 +17,13 @@ import { exportLedger, parseExportOptions } from '../../../src/service/ledger-ex
 import { writeImport } from '../../../src/service/ledger-import.js'
 import { closeTestLedgers, openTestLedger } from '../../helpers/ledger.js'
 import { tempDir } from '../../helpers/pind.js'
-import { pinRecord } from '../../helpers/records.js'
+import { ASSET, OWNER, paidPin, pinRecord } from '../../helpers/records.js'
 import { paymentKey } from '../../../src/ledger/stored.js'
 
 const A = 'bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy'
 const B = 'bafkreie7q3iidccmpvszul7kudcvvuavuo7u6gzlbobczuk5nqk3b4akba'
 const C = 'bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku'
-const OWNER = '0x' + 'a1'.repeat(20)
 const OTHER = '0x' + 'b2'.repeat(20)
-const ASSET = '0x' + 'c3'.repeat(20)
 const NOW = new Date('2026-11-24T00:00:00.000Z')
 const DAY = 86400_000
 /** a requestid as serve makes them (UUIDv7) */
@@ -44,21 +41,13 @@ function paymentsBinary (env: LedgerEnv): Database<unknown, Buffer> {
 }
 
 let seq = 0
-/** an x402 upload as serve records it: the pin's payment copy and the payment record agree */
+/** an x402 upload as serve records it, named, sized and live for 30 days: the pin's payment copy and the payment record agree */
 function paidUpload (requestid: string, cid: string, owner = OWNER, extra: Partial<PinRecord> = {}): { pin: PinRecord, payment: PaymentRecord } {
-  const us = Date.parse('2026-11-20T10:00:00.000Z') * 1000 + (++seq) * 1000 + 7
-  const id = `${owner}:0x${String(seq).padStart(64, '0')}`
-  const settledAt = new Date(us / 1000 + 900).toISOString()
-  const tx = `0x${String(seq).padStart(64, 'e')}`
-  const pin: PinRecord = {
-    requestid, owner, cid, name: `file-${seq}.bin`, origins: [], meta: { k: 'v' }, status: 'pinned', statusDetails: 'uploaded',
-    created: isoMicros(us), createdUs: us, months: 1, pinnedUntil: new Date(NOW.getTime() + 30 * DAY).toISOString(),
-    dagSize: 1000 + seq, fileSize: 900 + seq, source: 'upload',
-    payment: { id, payer: owner, amount: String(1000 + seq), network: 'eip155:31337', asset: ASSET, tx, settledAt, method: 'x402' },
-    ...extra
-  }
-  const payment: PaymentRecord = { id, requestid, purpose: `upload:${cid}`, payer: owner, amount: pin.payment.amount, network: 'eip155:31337', tx, at: settledAt, proof: 'f'.repeat(64) }
-  return { pin, payment }
+  const n = ++seq
+  return paidPin(requestid, cid, {
+    owner, network: 'eip155:31337',
+    pin: { name: `file-${n}.bin`, meta: { k: 'v' }, statusDetails: 'uploaded', pinnedUntil: new Date(NOW.getTime() + 30 * DAY).toISOString(), dagSize: 1000 + n, fileSize: 900 + n, ...extra }
+  })
 }
 
 /** what every read path of the ledger answers, for comparison */

@@ -11,7 +11,6 @@
  */
 import type { Database } from 'lmdb'
 import { afterEach, describe, expect, it } from 'vitest'
-import { isoMicros } from '../../../src/ledger/clock.js'
 import { PaymentReusedError, PinLedger } from '../../../src/ledger/pins.js'
 import type { PaymentRecord, PinRecord } from '../../../src/ledger/records.js'
 import { cidOf, cidOfPacked, paymentKey, readCid, type StoredPin } from '../../../src/ledger/stored.js'
@@ -20,13 +19,12 @@ import { identity } from 'multiformats/hashes/identity'
 import { exportLedger, parseExportOptions } from '../../../src/service/ledger-export.js'
 import { writeImport } from '../../../src/service/ledger-import.js'
 import { closeTestLedgers, openTestLedger, paymentsBinary, PIN_AT, toLayout1 } from '../../helpers/ledger.js'
+import { ASSET, OWNER, paidPin } from '../../helpers/records.js'
 
 const A = 'bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy'
 const B = 'bafkreie7q3iidccmpvszul7kudcvvuavuo7u6gzlbobczuk5nqk3b4akba'
 const V0 = 'QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG'
-const OWNER = '0x' + 'a1'.repeat(20)
 const OTHER = '0x' + '0b'.repeat(20)
-const ASSET = '0x' + 'c3'.repeat(20)
 const NET = 'eip155:84532'
 const NOW = new Date('2026-11-24T00:00:00.000Z')
 
@@ -38,18 +36,7 @@ const uuid = (n: number): string => `019ab3f1-2c4d-7e8f-9a0b-${String(n).padStar
 
 /** a paid pin and its payment as serve writes them; `purpose` and `record` change the payment record only */
 function paid (requestid: string, cid: string, purpose: string, owner = OWNER, record: Partial<PaymentRecord> = {}, pin: Partial<PinRecord> = {}): { pin: PinRecord, payment: PaymentRecord } {
-  const id = record.id ?? `${owner}:${nonce()}`
-  const us = Date.parse('2026-11-20T10:00:00.000Z') * 1000 + seq * 1000
-  const at = new Date(us / 1000 + 500).toISOString()
-  const tx = `0x${String(seq).padStart(64, 'e')}`
-  return {
-    pin: {
-      requestid, owner, cid, origins: [], meta: {}, status: 'pinned', created: isoMicros(us), createdUs: us, months: 1,
-      pinnedUntil: '2026-12-20T10:00:00.000Z', source: 'upload', payment: { id, payer: owner, amount: '1234', network: NET, asset: ASSET, tx, settledAt: at, method: 'x402' },
-      ...pin
-    },
-    payment: { id, requestid, purpose, payer: owner, amount: '1234', network: NET, tx, at, proof: 'ab'.repeat(32), ...record }
-  }
+  return paidPin(requestid, cid, { owner, purpose, network: NET, ...(record.id != null ? { id: record.id } : {}), record, pin })
 }
 
 /**

@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { PinLedger, type UpgradeProgress } from '../../../src/ledger/pins.js'
 import { closeTestLedgers, openTestLedger, toLayout1 } from '../../helpers/ledger.js'
-import { pinRecord } from '../../helpers/records.js'
+import { paidPin } from '../../helpers/records.js'
 
 afterEach(async () => { await closeTestLedgers() })
 
@@ -18,9 +18,8 @@ describe('the upgrade\'s progress', () => {
     const { env, ledger } = await openTestLedger({ upgrade: true })
     const n = 2_500
     await Promise.all(Array.from({ length: n }, async (_, i) => {
-      const requestid = `019ab3f1-2c4d-7e8f-9a0b-${String(i).padStart(12, '0')}`
-      const pin = pinRecord(requestid, CID, { owner: `0x${'a1'.repeat(20)}`, payment: { id: `0x${'a1'.repeat(20)}:0x${String(i).padStart(64, '0')}`, payer: `0x${'a1'.repeat(20)}`, amount: '1000', network: 'eip155:84532', asset: `0x${'c3'.repeat(20)}`, method: 'x402' } })
-      await ledger.create(pin, { id: pin.payment.id, requestid, purpose: `upload:${CID}`, payer: pin.owner, amount: '1000', network: 'eip155:84532', tx: `0x${String(i).padStart(64, 'e')}`, at: pin.created, proof: 'ab'.repeat(32) }, [CID])
+      const { pin, payment } = paidPin(`019ab3f1-2c4d-7e8f-9a0b-${String(i).padStart(12, '0')}`, CID)
+      await ledger.create(pin, payment, [CID])
     }))
     await toLayout1(env, ledger)
     // and the steps before those two, on the same records
@@ -45,6 +44,6 @@ describe('the upgrade\'s progress', () => {
     const again: UpgradeProgress[] = []
     await new PinLedger(env).upgrade(p => { again.push(p) })
     expect(again).toEqual([])
-    expect(new PinLedger(env).countByStatus().pinned).toBe(n)
+    expect(new PinLedger(env).countByStatus(new Date('2026-11-24T00:00:00.000Z')).pinned).toBe(n)
   })
 })
