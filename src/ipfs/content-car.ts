@@ -19,9 +19,10 @@ import * as dagPb from '@ipld/dag-pb'
 import { exporter } from 'ipfs-unixfs-exporter'
 import { CID } from 'multiformats/cid'
 import { varint } from 'multiformats'
+import { forgetHandedOver, releaseHandedOver } from '../buffers.js'
 import {
   CODEC_CBOR, CODEC_DAG_PB, CODEC_RAW, InvalidContentError, UnsupportedContentError, decodeUnixFS, isIdentity,
-  joinBlock, mapContentError, piecesLength, readAhead, readBlock, walkFile, walkHamtShards,
+  joinBlock, mapContentError, piecesLength, readAhead, readBlock, readBlockPieces, readBlockRange, walkFile, walkHamtShards,
   type LocalBlockstore, type ReadOptions
 } from './content.js'
 
@@ -110,9 +111,15 @@ function sectionPrefix (cid: CID, block: Uint8Array | number): Uint8Array {
 }
 
 /**
- * Streams the CAR described by `plan`. Each block is yielded as two chunks
- * (section prefix, block bytes); nothing is buffered beyond the read-ahead.
- * A block found missing mid-stream throws (the caller cuts the response).
+ * Streams the CAR described by `plan`. Each block is yielded as its section
+ * prefix, then its bytes: a raw leaf (the bulk of a file's DAG) in the pieces
+ * it was read in, paced and given up while held up long as a file's leaf
+ * (readBlockRange: `options.pace`), so a stalled response holds its queue,
+ * not the leaf; those pieces are the consumer's to free once written (handed
+ * over). Any other block goes whole (it was decoded for its links, whose
+ * CIDs are views of it: never freed early). Nothing is buffered beyond the
+ * read-ahead. A block found missing mid-stream throws (the caller cuts the
+ * response).
  */
 export async function * carStream (bs: LocalBlockstore, plan: CarPlan, options: ReadOptions = {}): AsyncGenerator<Uint8Array, void, undefined> {
   const seen = new Set<string>()
@@ -136,6 +143,11 @@ export async function * carStream (bs: LocalBlockstore, plan: CarPlan, options: 
   }
 
   const terminus = plan.terminus
+  // a raw block has no links: whatever the scope, it is the block alone, sent in its pieces
+  if (terminus.code === CODEC_RAW) {
+    yield * rawSection(bs, terminus, await readBlockPieces(bs, terminus, options), admit, options)
+    return
+  }
   const block = await readBlock(bs, terminus, options)
 
   if (plan.scope === 'block') {
@@ -156,18 +168,36 @@ export async function * carStream (bs: LocalBlockstore, plan: CarPlan, options: 
         ? { start: 0n, end: unixfs.fileSize(), whole: true }
         : { start: plan.range.start, end: plan.range.end, whole: false }
       for await (const visit of walkFile(bs, terminus, block, walk, options)) {
-        if (admit(visit.cid)) { yield sectionPrefix(visit.cid, piecesLength(visit.pieces)); yield * visit.pieces }
+        if (visit.cid.code === CODEC_RAW) { yield * rawSection(bs, visit.cid, visit.pieces, admit, options); continue }
+        if (admit(visit.cid)) { yield sectionPrefix(visit.cid, piecesLength(visit.pieces)); yield * kept(visit.pieces) }
       }
       return
     }
     if (unixfs.type === 'hamt-sharded-directory') {
       for await (const shard of walkHamtShards(bs, terminus, block, options)) {
-        if (admit(shard.cid)) { yield sectionPrefix(shard.cid, shard.block); yield shard.block }
+        if (admit(shard.cid)) { yield sectionPrefix(shard.cid, shard.block); yield * kept([shard.block]) }
       }
       return
     }
   }
   if (admit(terminus)) { yield sectionPrefix(terminus, block); yield block }
+}
+
+/** A raw block's section, its bytes paced and freed once written (readBlockRange); nothing when it is not admitted (its pieces freed). */
+async function * rawSection (bs: LocalBlockstore, cid: CID, pieces: Uint8Array[], admit: (cid: CID) => boolean, options: ReadOptions): AsyncGenerator<Uint8Array, void, undefined> {
+  const length = piecesLength(pieces)
+  if (isIdentity(cid) || !admit(cid)) {
+    for (const p of pieces) releaseHandedOver(p)
+    return
+  }
+  yield sectionPrefix(cid, length)
+  yield * readBlockRange(bs, cid, pieces, { start: 0, end: length }, options)
+}
+
+/** a decoded block's bytes: kept whole (its links are views of it), so the consumer does not free them */
+function kept (pieces: Uint8Array[]): Uint8Array[] {
+  for (const p of pieces) forgetHandedOver(p)
+  return pieces
 }
 
 /**
@@ -189,7 +219,7 @@ async function * walkAll (bs: LocalBlockstore, cid: CID, block: Uint8Array, admi
       links = [...firsts.values()]
     }
     if (links.length > 0) stack.push(readAhead(bs, links.map(l => ({ cid: l })), options))
-    return identityBlock ? [] : [sectionPrefix(c, b), b]
+    return identityBlock ? [] : [sectionPrefix(c, b), ...kept([b])]
   }
   try {
     for (const chunk of await enter(cid, block)) yield chunk
@@ -198,6 +228,8 @@ async function * walkAll (bs: LocalBlockstore, cid: CID, block: Uint8Array, admi
       const next = await top.next()
       if (next.done === true) { stack.pop(); continue }
       const [child, childBlock] = next.value
+      // a raw block has no links: sent in its pieces, as a file's leaf
+      if (child.cid.code === CODEC_RAW) { yield * rawSection(bs, child.cid, childBlock, admit, options); continue }
       for (const chunk of await enter(child.cid, joinBlock(childBlock))) yield chunk
     }
   } finally {

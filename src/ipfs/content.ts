@@ -340,34 +340,73 @@ export async function * readFile (bs: LocalBlockstore, file: FileEntry, range: B
   if (start >= end) return
   let produced = 0n
   for await (const visit of walkFile(bs, file.cid, file.block, { start, end, whole: false }, options)) {
+    // (before any piece is freed: a freed one is empty)
+    const length = piecesLength(visit.pieces)
     // a leaf's pieces that do not go out (outside the range, or a small part copied out of them) are
     // not needed any more; those that do go out are the consumer's to free (handed over, see pump.ts)
     if (visit.cid.code === CODEC_RAW) {
       for (const p of visit.pieces) if (visit.data?.some(d => d.buffer === p.buffer) !== true) releaseHandedOver(p)
     }
     if (visit.data == null) continue
-    let data = visit.data
-    const leafLength = piecesLength(visit.pieces)
-    for (let k = 0; k < data.length;) {
-      const piece = data[k] as Uint8Array
-      const wait = options.pace?.(piece.byteLength)
-      if (wait != null && visit.cid.code === CODEC_RAW && await stalled(wait, () => { dropPieces(visit, data, k) })) {
-        // held up for long: the rest of this leaf was freed; read it again and go on where it stopped
-        const pieces = await readBlockPieces(bs, visit.cid, options)
-        const length = piecesLength(pieces)
-        if (length !== leafLength) throw new InvalidContentError(`raw leaf ${visit.cid} changed while it was read`)
-        data = sliceRange(pieces, length, visit.pos, { start: start + produced, end, whole: false }) ?? []
-        for (const p of pieces) if (!data.some(d => d.buffer === p.buffer)) releaseHandedOver(p)
-        k = 0
-        continue
+    if (visit.cid.code !== CODEC_RAW) {
+      for (const piece of visit.data) {
+        const wait = options.pace?.(piece.byteLength)
+        if (wait != null) await wait
+        produced += BigInt(piece.byteLength)
+        yield piece
       }
-      if (wait != null) await wait
-      produced += BigInt(piece.byteLength)
-      k++
-      yield piece
+      continue
     }
+    produced += yield * pacedBlock(bs, visit, length, visit.data, { start: start + produced, end }, options)
   }
   if (produced !== end - start) throw new InvalidContentError(`file ${file.cid} yielded ${produced} of ${end - start} bytes`)
+}
+
+/**
+ * Yields `data`, the wanted part of a block read as `visit.pieces` (views of
+ * them, or a copy), waiting for `options.pace` before each piece. Held up for
+ * longer than STALL_MS, it frees the rest of the block (dropPieces) and reads
+ * it again once it may go on, from where it stopped: a stalled reader holds
+ * no more than its response's queue. `blockLength`: the block's, as read
+ * (counted before any piece was freed); `range`: the wanted bytes in the
+ * offsets `visit.pos` counts in, from the first not yet yielded. Returns
+ * how many bytes it yielded.
+ */
+async function * pacedBlock (bs: LocalBlockstore, visit: FileVisit, blockLength: number, data: Uint8Array[], range: { start: bigint, end: bigint }, options: ReadOptions): AsyncGenerator<Uint8Array, bigint, undefined> {
+  let done = 0n
+  for (let k = 0; k < data.length;) {
+    const piece = data[k] as Uint8Array
+    const wait = options.pace?.(piece.byteLength)
+    if (wait != null && await stalled(wait, () => { dropPieces(visit, data, k) })) {
+      // held up for long: the rest of this block was freed; read it again and go on where it stopped
+      const pieces = await readBlockPieces(bs, visit.cid, options)
+      const length = piecesLength(pieces)
+      if (length !== blockLength) throw new InvalidContentError(`block ${visit.cid} changed while it was read`)
+      data = sliceRange(pieces, length, visit.pos, { start: range.start + done, end: range.end, whole: false }) ?? []
+      for (const p of pieces) if (!data.some(d => d.buffer === p.buffer)) releaseHandedOver(p)
+      visit = { ...visit, pieces }
+      k = 0
+      continue
+    }
+    if (wait != null) await wait
+    done += BigInt(piece.byteLength)
+    k++
+    yield piece
+  }
+  return done
+}
+
+/**
+ * Streams bytes [start, end) of one block (any codec), already read as
+ * `pieces` (readBlockPieces), paced like a file's raw leaf (pacedBlock): the
+ * pieces it yields are the consumer's to free (handed over, see pump.ts).
+ */
+export async function * readBlockRange (bs: LocalBlockstore, cid: CID, pieces: Uint8Array[], range: { start: number, end: number }, options: ReadOptions = {}): AsyncGenerator<Uint8Array, void, undefined> {
+  const visit: FileVisit = { cid, pos: 0n, pieces }
+  const length = piecesLength(pieces)
+  const data = sliceRange(pieces, length, 0n, { start: BigInt(range.start), end: BigInt(range.end), whole: false }) ?? []
+  for (const p of pieces) if (!data.some(d => d.buffer === p.buffer)) releaseHandedOver(p)
+  yield * pacedBlock(bs, visit, length, data, { start: BigInt(range.start), end: BigInt(range.end) }, options)
 }
 
 export interface FileVisit {

@@ -20,12 +20,13 @@
 import type { CID } from 'multiformats/cid'
 import type { Blockstore } from 'interface-blockstore'
 import type { IncomingMessage } from 'node:http'
+import { releaseHandedOver } from '../../buffers.js'
 import { InvalidInputError, NotFoundError, NotHeldError, TooManyRequestsError } from '../../errors.js'
 import { isAnswered } from '../error-catalog.js'
 import {
   CODEC_CBOR, CODEC_DAG_CBOR, CODEC_DAG_JSON, CODEC_DAG_PB, CODEC_JSON, CODEC_RAW,
   InvalidContentError,
-  findChild, hasBlock, isIdentity, listDirectory, loadEntry, readBlock, readFile, resolvePath,
+  findChild, hasBlock, isIdentity, listDirectory, loadEntry, piecesLength, readBlockPieces, readBlockRange, readFile, resolvePath,
   type DirectoryEntry, type FileEntry, type LocalBlockstore
 } from '../../ipfs/content.js'
 import { carStream, resolveEntityBytes, type CarPlan } from '../../ipfs/content-car.js'
@@ -169,15 +170,29 @@ async function serveRawBlock (ctx: Ctx): Promise<void> {
   if (gw.segments.length > 0) {
     throw new InvalidInputError('a raw block is requested by CID alone: /ipfs/{cid}?format=raw (use ?format=car for paths)')
   }
-  // any codec will do: the block's bytes are the answer
-  const bytes = await readBlock(ctx.bs, gw.root, { signal: ctx.signal })
-  await sendBytes(rc.req, rc.res, bytes, {
-    ...ctx.headers,
-    'x-ipfs-roots': gw.root.toString(),
-    etag: `"${gw.root}.raw"`,
-    'content-type': 'application/vnd.ipld.raw',
-    'content-disposition': contentDisposition(true, gw.filename ?? `${gw.root}.bin`) as string
-  })
+  // any codec will do: the block's bytes are the answer, in the pieces it was read in
+  const pieces = await readBlockPieces(ctx.bs, gw.root, { signal: ctx.signal })
+  let sent = false
+  try {
+    const headers: Headers = {
+      ...ctx.headers,
+      'x-ipfs-roots': gw.root.toString(),
+      etag: `"${gw.root}.raw"`,
+      'content-type': 'application/vnd.ipld.raw',
+      'content-disposition': contentDisposition(true, gw.filename ?? `${gw.root}.bin`) as string
+    }
+    const d = decideBytes(rc.req, piecesLength(pieces), headers)
+    if (d.status === 304) { sendNotModified(rc.res, headers); return }
+    rc.res.writeHead(d.status, d.headers)
+    if (ctx.head) { rc.res.end(); return }
+    // as a file's leaf: paced by its writer, freed piece by piece once written, and given up (read
+    // again later) when its client holds it up long, so a stalled response holds its queue, not the block
+    const sender = new Sender(rc.res, ctx.signal)
+    sent = true
+    await pump(rc.res, readBlockRange(ctx.bs, gw.root, pieces, d, { signal: ctx.signal, pace: sender.pace }), ctx.signal, { freeWritten: true, sender, paced: true })
+  } finally {
+    if (!sent) for (const p of pieces) releaseHandedOver(p)
+  }
 }
 
 // ---- typed blocks (?format=dag-json|dag-cbor|json|cbor) -------------------
@@ -244,7 +259,10 @@ async function serveCar (ctx: Ctx): Promise<void> {
   if (etagMatches(rc.req, etag)) { sendNotModified(rc.res, headers); return }
   rc.res.writeHead(200, headers)
   if (ctx.head) { rc.res.end(); return }
-  await pump(rc.res, carStream(ctx.bs, plan, { signal: ctx.signal }), ctx.signal)
+  // its raw leaves wait for their writer before each piece, are freed once written and given up when
+  // held up long (content-car.ts), as a file's: a stalled response holds its queue, not a leaf
+  const sender = new Sender(rc.res, ctx.signal)
+  await pump(rc.res, carStream(ctx.bs, plan, { signal: ctx.signal, pace: sender.pace }), ctx.signal, { freeWritten: true, sender, paced: true })
 }
 
 // ---- deserialized ---------------------------------------------------------

@@ -6,6 +6,9 @@
  * responses that end badly always comes back.
  */
 import { randomBytes } from 'node:crypto'
+import { CID } from 'multiformats/cid'
+import * as raw from 'multiformats/codecs/raw'
+import { sha256 } from 'multiformats/hashes/sha2'
 import { connect, type Socket } from 'node:net'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { PIECE_BYTES, QUEUE_BYTES } from '../../../src/http/gateway/pump.js'
@@ -199,6 +202,79 @@ describe('a reader held up past the stall', () => {
     }
   })
 })
+
+describe('a raw block (?format=raw) held up past the stall', () => {
+  it('frees the block and reads it again when its client goes on, as a file\'s leaf: every byte right, whole and a range', async () => {
+    configureSending({ budgetBytes: 64 * MiB, minRate: 0 })
+    // the largest block a gateway response reads (MAX_BLOCK_BYTES): more than the sockets between here and a paused client take
+    const bytes = randomBytes(8 * MiB)
+    const cid = CID.createV1(raw.code, await sha256.digest(bytes))
+    await s.fixture.fs.put(cid, bytes)
+    s.servable.add(cid.toString())
+    for (const range of [undefined, [MiB + 5, 7 * MiB] as [number, number]]) {
+      const want = range == null ? bytes : bytes.subarray(range[0], range[1] + 1)
+      const before = s.fixture.store.reads
+      const chunks: Buffer[] = []
+      const r = await pausedRead(`/ipfs/${cid}?format=raw`, range, chunks)
+      readers.push(r)
+      // stalled: the server waits for this client longer than STALL_MS (2 s), so the response gives up the block
+      await new Promise(resolve => setTimeout(resolve, 3000))
+      const whileStalled = s.fixture.store.reads
+      r.socket.resume()
+      await r.closed
+      const all = Buffer.concat(chunks)
+      const body = all.subarray(all.indexOf('\r\n\r\n') + 4)
+      expect(all.subarray(0, 12).toString()).toBe(range == null ? 'HTTP/1.1 200' : 'HTTP/1.1 206')
+      expect(body.byteLength).toBe(want.byteLength)
+      expect(sha(body)).toBe(sha(want))
+      // read once before the stall, and again once its client went on (before: held whole all along, read once)
+      expect({ beforeStall: whileStalled - before, after: s.fixture.store.reads - whileStalled }).toEqual({ beforeStall: 1, after: 1 })
+    }
+  })
+})
+
+describe('a CAR response held up past the stall', () => {
+  it('frees the raw leaf it is in and reads it again when its client goes on, as a file read does: the same CAR, byte for byte', async () => {
+    configureSending({ budgetBytes: 64 * MiB, minRate: 0 })
+    const f = await add(12 * MiB + 4321)
+    for (const query of ['format=car', 'format=car&dag-scope=entity']) {
+      // the CAR and the blocks it reads when its client keeps up
+      let before = s.fixture.store.reads
+      const control = await rawGet(`${s.base}/ipfs/${f.cid}?${query}`)
+      expect(control.status).toBe(200)
+      const unstalled = s.fixture.store.reads - before
+      before = s.fixture.store.reads
+      const r = await pausedGet(`${s.base}/ipfs/${f.cid}?${query}`)
+      // stalled: the server waits for this client longer than STALL_MS (2 s), so the response gives up its leaf
+      await new Promise(resolve => setTimeout(resolve, 3000))
+      r.resume()
+      const { body, complete } = await r.done
+      expect(complete).toBe(true)
+      expect(sha(body)).toBe(sha(control.body))
+      // the leaf it stopped in was read again (before: held whole, and as many reads as unstalled)
+      expect(s.fixture.store.reads - before, query).toBe(unstalled + 1)
+    }
+  })
+})
+
+/** a GET whose client reads nothing until resume() */
+async function pausedGet (url: string): Promise<{ resume: () => void, done: Promise<{ body: Buffer, complete: boolean }> }> {
+  const { request } = await import('node:http')
+  return await new Promise((resolve, reject) => {
+    const req = request(url, { agent: false }, (res) => {
+      res.pause()
+      const chunks: Buffer[] = []
+      const done = new Promise<{ body: Buffer, complete: boolean }>(resolve => {
+        res.on('data', (c: Buffer) => { chunks.push(c) })
+        res.on('error', () => {})
+        res.on('close', () => { resolve({ body: Buffer.concat(chunks), complete: res.complete }) })
+      })
+      resolve({ resume: () => { res.resume() }, done })
+    })
+    req.on('error', reject)
+    req.end()
+  })
+}
 
 /** a raw GET (of `range`, if given) whose client starts paused; the server closes after the response (connection: close) */
 async function pausedRead (path: string, range: [number, number] | undefined, chunks: Buffer[]): Promise<Reader> {
