@@ -16,6 +16,8 @@ import { BlockstoreUsageTracker } from './ipfs/blockstore-usage.js'
 import { FsBackend } from './ipfs/fs-backend.js'
 import { CommitLock } from './ipfs/commit-lock.js'
 import { BlockStaging } from './ipfs/staging.js'
+import { DirectImports } from './ipfs/direct-import.js'
+import { InFlightBlocks } from './ipfs/in-flight-blocks.js'
 import { LmdbDatastore } from './ledger/datastore.js'
 import { DenialLedger } from './ledger/denials.js'
 import { openLedgerEnv } from './ledger/open.js'
@@ -23,6 +25,7 @@ import { PinLedger, type UpgradeProgress } from './ledger/pins.js'
 import { recordedSettings, recordSettings, schemaVersion, type RecordedSettings } from './ledger/settings.js'
 import { SettlementNotes } from './ledger/settlements.js'
 import { TokenLedger } from './ledger/tokens.js'
+import { UploadTickets } from './ledger/tickets.js'
 import type { GcDeps } from './service/gc.js'
 import { blocksHeld, settlementActions } from './service/settlement-fulfil.js'
 
@@ -56,6 +59,12 @@ export interface Core {
   usage: BlockstoreUsageTracker
   /** commits of staged blocks against gc's sweep */
   lock: CommitLock
+  /** prepaid upload tickets */
+  tickets: UploadTickets
+  /** blocks written straight to the store by uploads not yet claimed: gc leaves them alone */
+  inFlight: InFlightBlocks
+  /** imports whose blocks go straight to the store (uploads with a ticket) */
+  direct: DirectImports
   /** what settlement reconciliation does with a note: record what it paid for, or release it */
   settlement: ReturnType<typeof settlementActions>
   /** what gc works with */
@@ -89,6 +98,8 @@ export async function openCore (paths: DataDirLayout, opts: CoreOptions = {}): P
     const usage = new BlockstoreUsageTracker(async () => await blocks.usage())
     const staging = new BlockStaging(blocks, paths.staging, (n, bytes) => { usage.added(n, bytes) })
     const lock = new CommitLock()
+    const tickets = new UploadTickets(env, pins)
+    const inFlight = new InFlightBlocks(lock)
     const tokenLedger = new TokenLedger(env)
     let keys: Promise<KeyStore> | undefined
     const keystore = async (): Promise<KeyStore> => await (keys ??= KeyStore.open(paths.keys))
@@ -106,8 +117,11 @@ export async function openCore (paths: DataDirLayout, opts: CoreOptions = {}): P
       staging,
       usage,
       lock,
-      settlement: settlementActions({ ledger: pins, staging, lock }, () => { opts.onRecorded?.() }),
-      gc: { pins, blocks, lock, graceMs, held: () => blocksHeld(notes.all()), onRemoved: (n, bytes) => { usage.removed(n, bytes) } },
+      tickets,
+      inFlight,
+      direct: new DirectImports(blocks, inFlight, (n, bytes) => { usage.added(n, bytes) }),
+      settlement: settlementActions({ ledger: pins, staging, lock, tickets }, () => { opts.onRecorded?.() }),
+      gc: { pins, blocks, lock, graceMs, held: () => blocksHeld(notes.all()), inFlight, onRemoved: (n, bytes) => { usage.removed(n, bytes) } },
       keystore,
       tokens,
       recordedTokens: async () => recorded.tokenIssuer != null && recorded.tokenTtl != null ? tokens(await keystore(), recorded.tokenIssuer, recorded.tokenTtl) : undefined,

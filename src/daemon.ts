@@ -456,7 +456,8 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
       storage: blocks,
       retry,
       notes,
-      openNotes
+      openNotes,
+      ticket: { tickets: core.tickets, direct: core.direct, verifier: tokens, validitySeconds: config.uploadTicketValidity }
     })
     http.ready()
 

@@ -44,6 +44,11 @@ export class UnauthorizedError extends RefusedError {
 }
 
 /** Nothing of that name for this caller (another owner's pin is not found either). */
+/** The caller is known (its bearer token is valid) and may not use what it names (an upload ticket another wallet bought). */
+export class ForbiddenError extends RefusedError {
+  override name = 'ForbiddenError'
+}
+
 export class NotFoundError extends RefusedError {
   override name = 'NotFoundError'
 }

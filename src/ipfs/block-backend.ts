@@ -57,6 +57,15 @@ export interface BlockBackend {
    * as far as this process knows; the usage walk corrects any drift).
    */
   commit(blocks: StagedBlock[], signal?: AbortSignal, buffers?: BlockBuffers): Promise<{ added: number, addedBytes: number }>
+  /**
+   * Stores one block durably, now, straight from memory (an upload with a
+   * prepaid ticket: its blocks reach the store while its body arrives).
+   * Idempotent. The caller registers the block in flight first
+   * (in-flight-blocks.ts), so gc cannot delete it meanwhile; that is also
+   * what makes skipping a block the store holds already safe. Returns
+   * whether the block was new to the store (as far as this process knows).
+   */
+  put(cid: CID, bytes: Uint8Array, signal?: AbortSignal): Promise<boolean>
   /** a stored block's bytes, or undefined when it is not stored (any other failure throws) */
   read(cid: CID, signal?: AbortSignal): Promise<Uint8Array | undefined>
   /** every stored block, in pages of at most 1000 (gc's sweep, migration) */

@@ -84,6 +84,24 @@ export class FsBackend implements BlockBackend {
     return { added, addedBytes }
   }
 
+  /**
+   * One block from memory: written to a temporary file, fdatasync'd, renamed
+   * to its name and its shard folder fsync'd (a crash leaves no torn block
+   * under a valid name). A block on disk already is not written again (the
+   * caller registered it in flight first: gc leaves it alone).
+   */
+  async put (cid: CID, bytes: Uint8Array): Promise<boolean> {
+    const { dir, file } = SHARDING.encode(cid)
+    const to = join(this.dir, dir, file)
+    if (await exists(to)) return false
+    const made = await mkdir(join(this.dir, dir), { recursive: true })
+    await writeDurably(bytes, to)
+    await fsyncPath(join(this.dir, dir))
+    // a new shard folder is named in blocks/
+    if (made != null) await fsyncPath(this.dir)
+    return true
+  }
+
   async read (cid: CID): Promise<Uint8Array | undefined> {
     try {
       return await readFile(this.pathOf(blockName(cid)))
@@ -203,6 +221,11 @@ async function copyOut (block: StagedBlock, to: string): Promise<void> {
   } finally {
     await from.close()
   }
+  await writeDurably(bytes, to)
+}
+
+/** Bytes into a fresh file, fdatasync'd, then renamed to `to`. */
+async function writeDurably (bytes: Uint8Array, to: string): Promise<void> {
   const tmp = `${to}.${randomBytes(6).toString('hex')}.tmp`
   const fh = await open(tmp, 'wx')
   try {

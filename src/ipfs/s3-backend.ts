@@ -147,6 +147,13 @@ export class S3Backend implements BlockBackend {
     this.remember(name)
   }
 
+  /** One block from memory: a PUT (always made: a name known to be in the bucket may have been deleted since by gc in another process). */
+  async put (cid: CID, bytes: Uint8Array, signal?: AbortSignal): Promise<boolean> {
+    const knownBefore = this.known.has(blockName(cid))
+    await this.write(cid, bytes, signal)
+    return !knownBefore
+  }
+
   async commit (blocks: StagedBlock[], signal?: AbortSignal, buffers?: BlockBuffers): Promise<{ added: number, addedBytes: number }> {
     let added = 0
     let addedBytes = 0

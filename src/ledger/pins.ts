@@ -392,11 +392,15 @@ export class PinLedger {
    * the old pin removed in the same transaction; the old pin's blocks stay
    * referenced until the replacement is pinned, fails or is removed. Replacing
    * a replacement still queued hands on what that one held (releaseReplaced).
+   * `within` writes another record in the same transaction (tickets.ts: the
+   * claim of an upload ticket); whatever it throws aborts the whole write.
    */
-  async create (pin: PinRecord, payment?: PaymentRecord, blocks: Array<string | CID> = []): Promise<void> {
+  async create (pin: PinRecord, payment?: PaymentRecord, blocks: Array<string | CID> = [], within?: () => void): Promise<void> {
     const keys = [...new Set(blocks.map(cidKey))]
     await this.env.transaction(() => {
       if (this.pins.doesExist(pin.requestid)) throw new Error(`pin ${pin.requestid} exists already`)
+      // another record's write in the same transaction (an upload ticket's claim): throws to abort it all
+      within?.()
       if (payment != null && this.hasPayment(payment.id)) throw new PaymentReusedError(payment.id)
       if (pin.replaces != null) {
         const old = this.getPin(pin.replaces)
@@ -417,6 +421,21 @@ export class PinLedger {
       }
       if (pin.status === 'queued' || pin.status === 'pinning') this.fetchQueue.put(pin.requestid, pin.createdUs)
       this.addRefs(pin.requestid, keys)
+    })
+  }
+
+  /**
+   * Records a settled payment that bought something other than a pin (an
+   * upload ticket, tickets.ts), with `within` writing what it bought, and
+   * removes its settlement note: one transaction. PaymentReusedError when the
+   * payment is recorded already.
+   */
+  async recordPayment (payment: PaymentRecord, within: () => void): Promise<void> {
+    await this.env.transaction(() => {
+      if (this.hasPayment(payment.id)) throw new PaymentReusedError(payment.id)
+      within()
+      this.putPayment(payment, undefined)
+      this.settling.remove(payment.id)
     })
   }
 

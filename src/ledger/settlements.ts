@@ -11,6 +11,7 @@
 import type { Database } from 'lmdb'
 import type { LedgerEnv } from './open.js'
 import type { PinRecord } from './records.js'
+import type { UploadTicket } from './tickets.js'
 
 /** unset: never checked against the chain */
 export type SettlementState = 'unused-pending' | 'paid-unfulfilled'
@@ -53,6 +54,8 @@ export interface SettlementFulfilment {
   upload?: { staging: string, blocks: string[] }
   /** a renewal: the pin and the months bought */
   renew?: { requestid: string, months: number }
+  /** an upload ticket (tickets.ts): as it is to be recorded, without its settlement transaction */
+  ticket?: UploadTicket
 }
 
 export interface ClosedSettlement {

@@ -12,12 +12,16 @@
  * block is never deleted between its commit and its ledger record).
  * In-flight uploads and fetches live in staging/, which gc never touches;
  * blocks that settlement notes hold for a paid upload still to be recorded
- * are kept too (GcDeps.held).
+ * are kept too (GcDeps.held), and so are the blocks an upload with a
+ * prepaid ticket has written straight to the store and not yet claimed
+ * (GcDeps.inFlight, checked inside each delete batch, under the lock: an
+ * upload registers a block under the lock, shared, before writing it).
  * Deleting is idempotent: an interrupted gc is simply run again.
  */
 import { CID } from 'multiformats/cid'
 import { blockName, type BlockBackend, type StoredBlock } from '../ipfs/block-backend.js'
 import type { CommitLock } from '../ipfs/commit-lock.js'
+import type { InFlightBlocks } from '../ipfs/in-flight-blocks.js'
 import type { PinLedger } from '../ledger/pins.js'
 
 const BATCH = 1000
@@ -35,6 +39,8 @@ export interface GcDeps {
    * between an upload's commit and its ledger record leaves them so).
    */
   held?: () => Iterable<string>
+  /** blocks (by name) that uploads in flight wrote straight to the store and have not claimed yet (in-flight-blocks.ts): never deleted */
+  inFlight?: Pick<InFlightBlocks, 'has'>
   /** told how many blocks (and bytes) each batch deleted (usage metrics) */
   onRemoved?: (blocks: number, bytes: number) => void
 }
@@ -106,7 +112,8 @@ export async function runGc (d: GcDeps, opts: GcOptions = {}, onProgress?: (p: G
       }
       const before = { removed: progress.removed, freed: progress.freedBytes }
       await d.lock.exclusive(async () => {
-        const gone = todo.filter(b => !protectedNow.has(b.name))
+        // (inside the exclusive lock: no upload registers a block while this batch is decided and deleted)
+        const gone = todo.filter(b => !protectedNow.has(b.name) && d.inFlight?.has(b.name) !== true)
         kept += todo.length - gone.length
         const r = await d.blocks.remove(gone)
         progress.removed += r.removed

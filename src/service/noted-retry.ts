@@ -16,12 +16,11 @@
  */
 import { UnavailableError } from '../errors.js'
 import type { PinLedger } from '../ledger/pins.js'
-import type { PinRecord } from '../ledger/records.js'
 import type { SettlementNotes, SettlingRecord } from '../ledger/settlements.js'
 import type { Logger } from '../log.js'
 import type { AuthorizationStateReader } from '../payment/authorization-state.js'
 import type { PaymentIdentity } from '../payment/gate.js'
-import { CannotFulfilError } from './settlement-fulfil.js'
+import { CannotFulfilError, type Fulfilled } from './settlement-fulfil.js'
 
 /** seconds a retry waits when the chain cannot tell yet */
 export const OPEN_NOTE_RETRY_S = 30
@@ -32,7 +31,7 @@ export interface OpenNoteDeps {
   /** the token's authorization state (--rpc-url); absent: a note cannot be reconciled by a request */
   chain?: Pick<AuthorizationStateReader, 'isUsed' | 'usedIn'>
   /** records what a note's payment bought (settlementActions.fulfil: one at a time per payment) */
-  fulfil: (note: SettlingRecord, tx: `0x${string}` | undefined) => Promise<PinRecord>
+  fulfil: (note: SettlingRecord, tx: `0x${string}` | undefined) => Promise<Fulfilled>
   log: Logger
 }
 

@@ -21,24 +21,31 @@ import { PinGoneError, type PinLedger } from '../ledger/pins.js'
 import type { PaymentRecord, PinRecord } from '../ledger/records.js'
 import type { SettlementFulfilment, SettlingRecord } from '../ledger/settlements.js'
 import { addMonths } from '../ledger/clock.js'
+import type { UploadTicket, UploadTickets } from '../ledger/tickets.js'
 
 export class CannotFulfilError extends PindError {
   override name = 'CannotFulfilError'
 }
 
+/** what a fulfilled note recorded: its pin, or (an upload ticket) the ticket's id as `requestid` */
+export type Fulfilled = Pick<PinRecord, 'requestid' | 'cid'>
+
 export interface FulfilDeps {
   ledger: Pick<PinLedger, 'create' | 'get' | 'payment' | 'renew'>
+  /** for upload tickets: where they are recorded */
+  tickets?: Pick<UploadTickets, 'record'>
   /** for uploads: where their sealed imports wait, and the lock commits take */
   staging: Pick<BlockStaging, 'adopt' | 'commit' | 'discard'>
   lock: Pick<CommitLock, 'shared'>
 }
 
 /** Records the note's pin and payment; throws CannotFulfilError when that is not possible (an operator decides). */
-export async function fulfilFromNote (d: FulfilDeps, note: SettlingRecord, tx?: string, now: Date = new Date()): Promise<PinRecord> {
+export async function fulfilFromNote (d: FulfilDeps, note: SettlingRecord, tx?: string, now: Date = new Date()): Promise<Fulfilled> {
   const f = note.fulfil
   if (f == null) throw new CannotFulfilError('the note does not say what the payment bought (a note of an older version)')
   if (d.ledger.payment(note.paymentId) != null) throw new CannotFulfilError('the payment is recorded already')
   if (f.renew != null) return await renew(d, note, f.renew, f, tx, now)
+  if (f.ticket != null) return await ticket(d, note, f.ticket, f, tx, now)
   if (f.pin == null) throw new CannotFulfilError('the note does not say what the payment bought')
   const settledAt = now.toISOString()
   const draft = f.pin
@@ -85,6 +92,20 @@ export async function fulfilFromNote (d: FulfilDeps, note: SettlingRecord, tx?: 
   return pin
 }
 
+/**
+ * An upload ticket: recorded with its payment as its request would have
+ * recorded it (its validity counted from its purchase, as the payer was told).
+ */
+async function ticket (d: FulfilDeps, note: SettlingRecord, t: UploadTicket, f: SettlementFulfilment, tx: string | undefined, now: Date): Promise<Fulfilled> {
+  if (d.tickets == null) throw new CannotFulfilError('this command cannot record upload tickets')
+  const record: PaymentRecord = {
+    id: note.paymentId, requestid: t.id, purpose: note.purpose, payer: note.payer, amount: note.amount,
+    network: t.network, ...(tx != null ? { tx } : {}), at: now.toISOString(), proof: f.proof
+  }
+  await d.tickets.record({ ...t, ...(tx != null ? { tx } : {}) }, record)
+  return { requestid: t.id, cid: '(upload ticket)' }
+}
+
 /** A renewal: the pin is extended by the months paid for, from its end or from now, whichever is later. */
 async function renew (d: FulfilDeps, note: SettlingRecord, r: { requestid: string, months: number }, f: SettlementFulfilment, tx: string | undefined, now: Date): Promise<PinRecord> {
   const current = d.ledger.get(r.requestid)
@@ -116,7 +137,7 @@ export async function releaseNote (staging: Pick<BlockStaging, 'discard'>, note:
  * (a CannotFulfilError) rather than committing the same staged upload twice.
  */
 export function settlementActions (d: FulfilDeps, onRecorded: () => void = () => {}): {
-  fulfil: (note: SettlingRecord, tx: string | undefined) => Promise<PinRecord>
+  fulfil: (note: SettlingRecord, tx: string | undefined) => Promise<Fulfilled>
   release: (note: SettlingRecord) => Promise<void>
 } {
   const running = new Map<string, Promise<unknown>>()

@@ -19,10 +19,9 @@
  */
 import type { SettlementNotes, SettlementVerdict, SettlingRecord } from '../ledger/settlements.js'
 import type { Logger } from '../log.js'
-import type { PinRecord } from '../ledger/records.js'
 import type { AuthorizationStateReader } from '../payment/authorization-state.js'
 import { formatUsdc } from '../payment/pricing.js'
-import { CannotFulfilError } from './settlement-fulfil.js'
+import { CannotFulfilError, type Fulfilled } from './settlement-fulfil.js'
 
 /** a note without validBefore (older versions) is given up this long after it was written */
 export const OLD_NOTE_MS = 3600_000
@@ -39,7 +38,7 @@ export interface ReconcileOptions {
   /** stops a pass between reads; nothing is written once it fires */
   signal?: AbortSignal
   /** records what a paid note bought (fulfilFromNote), with the settlement transaction when found; throws CannotFulfilError when it cannot. Absent: every paid note waits for an operator */
-  fulfil?: (note: SettlingRecord, tx: `0x${string}` | undefined) => Promise<PinRecord>
+  fulfil?: (note: SettlingRecord, tx: `0x${string}` | undefined) => Promise<Fulfilled>
   /** frees what a note that will never be fulfilled kept on disk (releaseNote): called once it is dropped or found paid but unfulfillable */
   release?: (note: SettlingRecord) => Promise<void>
 }
@@ -51,7 +50,7 @@ export interface ReconcileReport {
   /** newly found paid but unfulfilled */
   confirmed: SettlingRecord[]
   /** found paid, and what they bought is now recorded */
-  fulfilled: Array<{ note: SettlingRecord, pin: PinRecord }>
+  fulfilled: Array<{ note: SettlingRecord, pin: Fulfilled }>
   /** unused and still usable: kept */
   pending: number
   /** every paid-unfulfilled note, waiting for an operator */

@@ -84,7 +84,9 @@ export function noteView (n: SettlingRecord): Record<string, unknown> {
     // what reconciliation records by itself once the chain shows the payment used (null: an operator decides)
     fulfils: n.fulfil?.renew != null
       ? `renewal of ${n.fulfil.renew.requestid} by ${n.fulfil.renew.months} month(s)`
-      : n.fulfil?.pin != null ? `pin ${n.fulfil.pin.cid} (${n.fulfil.pin.requestid})` : null
+      : n.fulfil?.pin != null
+        ? `pin ${n.fulfil.pin.cid} (${n.fulfil.pin.requestid})`
+        : n.fulfil?.ticket != null ? `upload ticket ${n.fulfil.ticket.id} (${n.fulfil.ticket.bytes} bytes, ${n.fulfil.ticket.months} month(s))` : null
   }
 }
 

@@ -285,7 +285,7 @@ async function storeReady (d: UploadDeps): Promise<Error | undefined> {
   }
 }
 
-function refuseDenied (root: CID, blocks: readonly CID[], d: UploadDeps): void {
+export function refuseDenied (root: CID, blocks: readonly CID[], d: Pick<UploadDeps, 'refusal' | 'log' | 'publicUrl'>): void {
   if (d.refusal == null) return
   for (const cid of [root, ...blocks]) {
     const refused = d.refusal(cid)
@@ -407,7 +407,7 @@ function usedElsewhere (): PaymentRequiredError {
   return new PaymentRequiredError('this payment was already used for another request; sign a new payment')
 }
 
-async function importBody (file: FileReader, target: { blockstore: ImportTarget, chunker: StagedImport['chunker'] }, limits: { maxFileBytes: number, maxBodyBytes: number, signal?: AbortSignal }): Promise<{ cid: CID, fileSize: number, name?: string }> {
+export async function importBody (file: FileReader, target: { blockstore: ImportTarget, chunker: StagedImport['chunker'] }, limits: { maxFileBytes: number, maxBodyBytes: number, signal?: AbortSignal }): Promise<{ cid: CID, fileSize: number, name?: string }> {
   const { maxFileBytes, maxBodyBytes, signal } = limits
   try {
     return await file(async (f) => {
@@ -431,7 +431,7 @@ function quoteOf (p: VerifiedPayment, months: number, d: UploadDeps): Quote {
 }
 
 /** an uploaded file's pin: pinned, its sizes known and its payment settled */
-function uploadBody (pin: PinRecord, d: UploadDeps): z.output<typeof UploadResult> {
+export function uploadBody (pin: PinRecord, d: Pick<UploadDeps, 'publicUrl'>): z.output<typeof UploadResult> {
   return {
     requestid: pin.requestid,
     cid: pin.cid,

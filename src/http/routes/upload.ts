@@ -1,16 +1,48 @@
-import { ReplayRefusedError, UnavailableError } from '../../errors.js'
+import type { TokenService } from '../../auth/tokens.js'
+import { InvalidInputError, NotFoundError, ReplayRefusedError, UnavailableError } from '../../errors.js'
+import type { UploadTickets } from '../../ledger/tickets.js'
 import { upload, type FileReader, type UploadDeps } from '../../service/upload.js'
+import { buyTicket, ticketBody, type TicketBuyDeps } from '../../service/upload-ticket.js'
+import { uploadWithTicket, type TicketUploadDeps } from '../../service/ticket-upload.js'
+import { bearer } from '../bearer.js'
 import { PAYMENT_HEADER } from '../../payment/gate.js'
 import { errorAnswer } from '../error-catalog.js'
 import { byteCount, DURATION_HEADER, parseMonths, UPLOAD_SIZE_HEADER } from '../write-headers.js'
 import { readSingleFile } from '../multipart.js'
 import { answerUnread, sendJson } from '../respond.js'
 import type { Router } from '../router.js'
-import { failure, legalReasons, operation, paymentRequired, ref, response, schema, tokenHeaders, type Obj, type OpenApiInput, type PathItems, writesUnavailable } from '../openapi-parts.js'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { failure, legalReasons, operation, paymentRequired, ref, response, schema, tokenHeaders, type Obj, type OpenApiInput, type PathItems, unauthorized, writesUnavailable } from '../openapi-parts.js'
 
-/** POST /upload: multipart, one part named "file"; paid with x402. */
-export function uploadRoutes (router: Router, deps: Omit<UploadDeps, 'gate'> & { gate?: UploadDeps['gate'] }): void {
+/** the header naming the prepaid ticket an upload uses */
+export const TICKET_HEADER = 'x-upload-ticket'
+
+/** what the ticket routes need besides the upload's own deps */
+export interface TicketRouteDeps {
+  tickets: Pick<UploadTickets, 'check' | 'claim' | 'get' | 'record'>
+  direct: TicketUploadDeps['direct']
+  /** verifies the payer's wallet token (Authorization: Bearer) */
+  verifier: TokenService
+  /** seconds a ticket can be used after its purchase */
+  validitySeconds: number
+}
+
+/**
+ * POST /upload: multipart, one part named "file"; paid with x402, or with a
+ * prepaid ticket (X-Upload-Ticket and the payer's wallet token).
+ * POST /upload/tickets: buys such a ticket (x402, settled at once);
+ * GET /upload/tickets/{ticket}: the payer's view of it.
+ */
+export function uploadRoutes (router: Router, deps: Omit<UploadDeps, 'gate'> & { gate?: UploadDeps['gate'], ticket?: TicketRouteDeps }): void {
+  const ticketDeps = deps.ticket
+  if (ticketDeps != null) ticketRoutes(router, deps, ticketDeps)
   router.add('POST', '/upload', async ({ req, res, countAsPaid }) => {
+    const ticket = req.headers[TICKET_HEADER]
+    if (ticket != null && ticketDeps != null) {
+      await ticketUpload(req, res, typeof ticket === 'string' ? ticket : '', deps, ticketDeps)
+      countAsPaid() // answered without an error: it was paid (by its ticket)
+      return
+    }
     const months = parseMonths(req.headers[DURATION_HEADER], deps.prices.maxMonths)
     if (deps.gate == null) throw new UnavailableError('payments are not configured on this server (no pay-to address or facilitator); writes are disabled', 3600)
     const paymentHeader = req.headers[PAYMENT_HEADER]
@@ -44,6 +76,52 @@ export function uploadRoutes (router: Router, deps: Omit<UploadDeps, 'gate'> & {
     })
   })
 }
+
+/** POST /upload with X-Upload-Ticket: the upload the ticket paid for (no payment header). */
+async function ticketUpload (req: IncomingMessage, res: ServerResponse, ticket: string, deps: Parameters<typeof uploadRoutes>[1], t: TicketRouteDeps): Promise<void> {
+  if (req.headers[PAYMENT_HEADER] != null) throw new InvalidInputError('send either a payment or X-Upload-Ticket, not both')
+  if (!UUID.test(ticket.trim())) throw new InvalidInputError('X-Upload-Ticket must be the id of a ticket bought with POST /upload/tickets')
+  const { owner } = await bearer(req, t.verifier)
+  const file: FileReader = async (consume, limits) => await readSingleFile(req, async (f) => await consume({ name: f.filename, bytes: f.stream }), limits)
+  const r = await uploadWithTicket({ ticket: ticket.trim().toLowerCase(), owner, file }, {
+    ledger: deps.ledger, tickets: t.tickets, direct: t.direct, slots: deps.slots, publicUrl: deps.publicUrl, log: deps.log,
+    ...(deps.refusal != null ? { refusal: deps.refusal } : {}),
+    ...(deps.storage != null ? { storage: deps.storage } : {})
+  })
+  sendJson(res, 201, r.result, r.location != null ? { location: r.location } : {})
+}
+
+function ticketRoutes (router: Router, deps: Parameters<typeof uploadRoutes>[1], t: TicketRouteDeps): void {
+  router.add('POST', '/upload/tickets', async ({ req, res, countAsPaid }) => {
+    const months = parseMonths(req.headers[DURATION_HEADER], deps.prices.maxMonths)
+    if (deps.gate == null) throw new UnavailableError('payments are not configured on this server (no pay-to address or facilitator); writes are disabled', 3600)
+    const paymentHeader = req.headers[PAYMENT_HEADER]
+    const fileBytes = byteCount(req, UPLOAD_SIZE_HEADER, 'X-Upload-Size must be a whole number of bytes')
+    const d: TicketBuyDeps = {
+      ledger: deps.ledger, tickets: t.tickets, gate: deps.gate, tokens: deps.tokens, once: deps.once, prices: deps.prices,
+      uploadMaxBytes: deps.uploadMaxBytes, validitySeconds: t.validitySeconds, publicUrl: deps.publicUrl, network: deps.network, asset: deps.asset, log: deps.log,
+      ...(deps.storage != null ? { storage: deps.storage } : {}),
+      ...(deps.openNotes != null ? { openNotes: deps.openNotes } : {})
+    }
+    const r = await buyTicket({ months, ...(fileBytes != null ? { fileBytes } : {}), ...(typeof paymentHeader === 'string' ? { payment: paymentHeader } : {}) }, d)
+    countAsPaid()
+    sendJson(res, r.replayed ? 200 : 201, r.result, {
+      location: r.location,
+      ...(r.settlement != null ? { 'payment-response': r.settlement } : {}),
+      ...(r.token != null ? { 'x-wallet-auth-token': r.token.token, 'x-wallet-auth-token-expires': r.token.expiresAt.toISOString() } : {})
+    })
+  })
+  router.add('GET', '/upload/tickets/:ticket', async ({ req, res, params }) => {
+    const { owner } = await bearer(req, t.verifier)
+    const id = String(params.ticket ?? '').toLowerCase()
+    const ticket = UUID.test(id) ? t.tickets.get(id) : undefined
+    // another wallet's ticket is not found either (as another owner's pin)
+    if (ticket == null || ticket.payer !== owner.toLowerCase()) throw new NotFoundError('no such upload ticket for this wallet')
+    sendJson(res, 200, ticketBody(ticket, deps.publicUrl))
+  })
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 // ---- the OpenAPI description of this route (src/http/openapi.ts) -----------
 

@@ -1,0 +1,158 @@
+/**
+ * An import whose blocks go straight to the block store while the body is
+ * still arriving: the import of an upload with a prepaid ticket (its payment
+ * settled before the body was sent, so nothing waits for a settlement and no
+ * staging copy is needed). Each block is registered in flight
+ * (in-flight-blocks.ts) before it is written, so gc never deletes it before
+ * the upload's pin references it; the upload releases the registrations
+ * after its claim (or its failure: the blocks are then garbage for the next
+ * gc).
+ *
+ * The writes overlap the body: `put` hands a block to a write and returns
+ * as soon as there is room, with at most WRITES_PER_IMPORT writes of one
+ * import and SHARED_WRITES of all imports in flight; a full window holds
+ * the importer back, and with it the body (TCP backpressure), so memory
+ * stays bounded whatever the client sends. Each chunk buffer goes back to
+ * the pool once its block is stored. `stored` waits for every write and
+ * fails with the first failure; a failed write also fails the next `put`,
+ * which stops the import.
+ */
+import type { CID } from 'multiformats/cid'
+import { notFound, type BlockBackend } from './block-backend.js'
+import { ChunkPool, type Chunker } from './chunk-pool.js'
+import { CHUNK_SIZE, type ImportTarget } from './import.js'
+import type { InFlightBlocks } from './in-flight-blocks.js'
+import { S3_TUNING } from './s3-client.js'
+
+/** writes of one import in flight: as many as a commit's PUTs (S3_TUNING.concurrency) */
+export const WRITES_PER_IMPORT = S3_TUNING.concurrency
+/** writes of all direct imports in flight (each holds a 1 MiB chunk buffer) */
+export const SHARED_WRITES = 32
+/** idle chunk buffers kept between uploads (staging.ts's IDLE_CHUNKS, for the same reason) */
+const IDLE_CHUNKS = 4
+
+export interface DirectImport {
+  /** write blocks here (the importer's target) */
+  blockstore: ImportTarget
+  /** a fixed-size chunker (1 MiB) whose buffers go back to the pool once their block is stored */
+  chunker: (opts?: { ownsInput?: boolean }) => Chunker
+  /** every distinct block written (or being written), in order */
+  readonly cids: CID[]
+  /** bytes of those blocks */
+  readonly bytes: number
+  /** resolves once every block is stored durably; rejects with the first write that failed */
+  stored: () => Promise<void>
+  /** stops the writes still under way, waits for them, and releases the blocks' registrations (call once, always) */
+  release: () => Promise<void>
+}
+
+export class DirectImports {
+  private readonly chunks = new ChunkPool(CHUNK_SIZE, IDLE_CHUNKS)
+  private readonly shared = new Window(SHARED_WRITES)
+
+  /** `onStored`: told of each block the store did not hold before (usage figures) */
+  constructor (
+    private readonly store: Pick<BlockBackend, 'put' | 'read'>,
+    private readonly inFlight: Pick<InFlightBlocks, 'hold' | 'release'>,
+    private readonly onStored?: (blocks: number, bytes: number) => void
+  ) {}
+
+  begin (): DirectImport {
+    const cids: CID[] = []
+    const seen = new Set<string>()
+    const own = new Window(WRITES_PER_IMPORT)
+    const writes = new Set<Promise<void>>()
+    const abort = new AbortController()
+    let failure: Error | undefined
+    let bytes = 0
+    let released = false
+    const backend = this.store
+    const settle = async (): Promise<void> => { while (writes.size > 0) await Promise.allSettled([...writes]) }
+    const put = async (cid: CID, block: Uint8Array): Promise<CID> => {
+      try {
+        if (failure != null) throw failure
+        if (released) throw new Error('this import is over')
+        const key = cid.toString()
+        // the same block twice in one file (a repeated chunk): written and held once
+        if (seen.has(key)) { this.chunks.give(block); return cid }
+        seen.add(key)
+        await own.take()
+        await this.shared.take()
+        // held before it is written: gc cannot delete it from here on, and it is released with the import
+        await this.inFlight.hold(cid)
+        if (released) {
+          // the import was given up while this block waited for room: nothing is written
+          this.inFlight.release([cid])
+          this.shared.give()
+          own.give()
+          throw new Error('this import is over')
+        }
+        cids.push(cid)
+        bytes += block.byteLength
+      } catch (err) {
+        this.chunks.give(block)
+        throw err
+      }
+      const size = block.byteLength
+      const w = (async () => {
+        try {
+          const added = await this.store.put(cid, block, abort.signal)
+          if (added) this.onStored?.(1, size)
+        } catch (err) {
+          failure ??= err as Error
+        } finally {
+          this.chunks.give(block)
+          this.shared.give()
+          own.give()
+        }
+      })()
+      writes.add(w)
+      void w.finally(() => writes.delete(w))
+      return cid
+    }
+    return {
+      blockstore: {
+        put,
+        has: async (cid: CID) => seen.has(cid.toString()),
+        get: async function * (this: void, cid: CID) {
+          if (!seen.has(cid.toString())) throw notFound(cid)
+          await settle()
+          const b = await backend.read(cid)
+          if (b == null) throw notFound(cid)
+          yield b
+        }
+      },
+      chunker: (opts) => this.chunks.chunker(opts),
+      cids,
+      get bytes () { return bytes },
+      stored: async () => {
+        await settle()
+        if (failure != null) throw failure
+      },
+      release: async () => {
+        if (released) return
+        released = true
+        abort.abort()
+        await settle()
+        this.inFlight.release(cids)
+      }
+    }
+  }
+}
+
+/** a count of things in flight; `take` waits for room, first come, first served */
+class Window {
+  private free: number
+  private readonly waiting: Array<() => void> = []
+  constructor (size: number) { this.free = size }
+  async take (): Promise<void> {
+    if (this.free > 0) { this.free--; return }
+    await new Promise<void>(resolve => { this.waiting.push(resolve) })
+  }
+
+  give (): void {
+    const next = this.waiting.shift()
+    if (next != null) next()
+    else this.free++
+  }
+}

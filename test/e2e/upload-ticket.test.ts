@@ -1,0 +1,199 @@
+/**
+ * Prepaid upload tickets against the packaged binary, a dev chain and the
+ * real x402 client: POST /upload/tickets (settled at once), then POST /upload
+ * with X-Upload-Ticket and the payer's wallet token, whose blocks go straight
+ * to the block store while the body arrives. Blocks on disk, or (vitest
+ * project s3) in a bucket of a real Ceph RADOS Gateway.
+ */
+import { createHash, randomBytes } from 'node:crypto'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startDevChain, type DevChain } from '../../scripts/devchain/index.mjs'
+import { chainArgs, recordingPayer } from '../helpers/paying-client.js'
+import { blockstoreUnderTest, type BlockstoreUnderTest } from '../helpers/backend.js'
+import { BINARY, runPind, startPind, type PindProcess } from '../helpers/pind.js'
+import { waitFor } from '../helpers/ports.js'
+import { openUpload, uploadWithTicket } from '../helpers/ticket-upload.js'
+
+let chain: DevChain
+let pind: PindProcess
+let blocks: BlockstoreUnderTest
+let args: string[]
+let env: Record<string, string>
+
+const MiB = 1024 * 1024
+const sha = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex')
+
+beforeAll(async () => {
+  chain = await startDevChain({ payers: 3 })
+  blocks = await blockstoreUnderTest()
+  const c = chainArgs(chain)
+  // a fixed token issuer: the restarted binary (on another port) accepts the tokens of the first
+  args = [...c.args, ...blocks.args, '--token-issuer', 'upload-ticket-test']
+  env = { ...c.env, ...blocks.env }
+  pind = await startPind({ binary: BINARY, args, env })
+})
+
+afterAll(async () => {
+  await pind?.stop()
+  await chain?.stop()
+})
+
+interface Bought { ticket: string, token: string, signature: string, status: number, body: any }
+
+async function buy (payer: number, size: number, months = 1): Promise<Bought> {
+  const { pay, signature } = recordingPayer(chain, chain.payers[payer]!.privateKey)
+  const r = await pay(`${pind.url}/upload/tickets`, { method: 'POST', headers: { 'x-upload-size': String(size), 'x-pin-duration-months': String(months) } })
+  const body = await r.json() as any
+  expect(r.status, JSON.stringify(body)).toBe(201)
+  return { ticket: body.ticket, token: r.headers.get('x-wallet-auth-token') as string, signature: signature(), status: r.status, body }
+}
+
+async function gateway (cid: string): Promise<string> {
+  const r = await fetch(`${pind.url}/ipfs/${cid}`)
+  expect(r.status).toBe(200)
+  return sha(Buffer.from(await r.arrayBuffer()))
+}
+
+async function gc (): Promise<any> {
+  const r = await runPind(['gc', '--json', '--data-dir', pind.dataDir], { binary: BINARY, env: blocks.env })
+  expect(r.code, r.err).toBe(0)
+  return JSON.parse(r.out)
+}
+
+describe('upload tickets', () => {
+  it('a ticket is quoted as /upload, sold settled, and uploads a file the gateway serves; the same payment gives the same ticket', async () => {
+    const size = 2 * MiB + 12345
+    // unpaid: the challenge, priced as POST /upload prices the same size and months
+    const quote = await fetch(`${pind.url}/upload/tickets`, { method: 'POST', headers: { 'x-upload-size': String(size), 'x-pin-duration-months': '3' } })
+    expect(quote.status).toBe(402)
+    const upload402 = await fetch(`${pind.url}/upload`, { method: 'POST', headers: { 'x-upload-size': String(size), 'x-pin-duration-months': '3', 'content-type': 'multipart/form-data; boundary=x' }, body: '--x--\r\n' })
+    expect(upload402.status).toBe(402)
+    expect(((await quote.json()) as any).terms?.amount ?? 'same').toBe(((await upload402.json()) as any).terms?.amount ?? 'same')
+    // X-Upload-Size is required
+    const noSize = await fetch(`${pind.url}/upload/tickets`, { method: 'POST' })
+    expect(noSize.status).toBe(411)
+
+    const b = await buy(0, size, 3)
+    expect(b.body).toMatchObject({ bytes: size, months: 3, payer: chain.payers[0]!.address.toLowerCase(), used: false })
+    expect(Date.parse(b.body.expiresAt)).toBeGreaterThan(Date.now() + 29 * 86400_000)
+
+    // the same payment again: the same ticket, and no token
+    const again = await fetch(`${pind.url}/upload/tickets`, { method: 'POST', headers: { 'x-upload-size': String(size), 'x-pin-duration-months': '3', 'payment-signature': b.signature } })
+    expect(again.status).toBe(200)
+    expect(((await again.json()) as any).ticket).toBe(b.ticket)
+    expect(again.headers.get('x-wallet-auth-token')).toBeNull()
+
+    const bytes = randomBytes(size)
+    const r = await uploadWithTicket(pind.url, b.ticket, b.token, bytes)
+    expect(r.status, JSON.stringify(r.body)).toBe(201)
+    expect(r.body).toMatchObject({ size, months: 3, status: 'pinned', owner: chain.payers[0]!.address.toLowerCase() })
+    expect(await gateway(r.body.cid)).toBe(sha(bytes))
+    // the pin is the owner's
+    const pin = await fetch(`${pind.url}/pins/${r.body.requestid}`, { headers: { authorization: `Bearer ${b.token}` } })
+    expect(pin.status).toBe(200)
+    // used: once
+    const twice = await uploadWithTicket(pind.url, b.ticket, b.token, randomBytes(1000))
+    expect(twice.status).toBe(409)
+    expect(twice.body.error.reason).toBe('CONFLICT')
+    const view = await fetch(`${pind.url}/upload/tickets/${b.ticket}`, { headers: { authorization: `Bearer ${b.token}` } })
+    expect(((await view.json()) as any).used).toBe(true)
+  })
+
+  it('only the payer\'s wallet token uses a ticket; unknown tickets are 404', async () => {
+    const mine = await buy(0, MiB)
+    const stranger = await buy(1, 1000)
+    const bytes = randomBytes(MiB)
+    const r = await uploadWithTicket(pind.url, mine.ticket, stranger.token, bytes)
+    expect(r.status).toBe(403)
+    expect(r.body.error.reason).toBe('FORBIDDEN')
+    const none = await uploadWithTicket(pind.url, '00000000-0000-4000-8000-000000000000', mine.token, bytes)
+    expect(none.status).toBe(404)
+    const noToken = await uploadWithTicket(pind.url, mine.ticket, 'not-a-token', bytes)
+    expect(noToken.status).toBe(401)
+    // still usable by its payer
+    const ok = await uploadWithTicket(pind.url, mine.ticket, mine.token, bytes)
+    expect(ok.status).toBe(201)
+    expect(await gateway(ok.body.cid)).toBe(sha(bytes))
+  })
+
+  it('two concurrent uploads with one ticket make exactly one pin', async () => {
+    const b = await buy(0, 3 * MiB)
+    const files = [randomBytes(3 * MiB), randomBytes(3 * MiB)]
+    const rs = await Promise.all(files.map(async f => await uploadWithTicket(pind.url, b.ticket, b.token, f).catch(() => ({ status: 0, body: undefined }))))
+    const ok = rs.filter(r => r.status === 201)
+    expect(ok.length).toBe(1)
+    expect(rs.filter(r => r.status !== 201).every(r => r.status === 409 || r.status === 0)).toBe(true)
+    expect(await gateway(ok[0]!.body.cid)).toBe(sha(files[rs.indexOf(ok[0]!)]!))
+  })
+
+  it('a body over the ticket\'s size is 413 and the ticket still works', async () => {
+    const b = await buy(2, MiB)
+    const big = await uploadWithTicket(pind.url, b.ticket, b.token, randomBytes(2 * MiB))
+    expect(big.status).toBe(413)
+    const bytes = randomBytes(MiB)
+    const r = await uploadWithTicket(pind.url, b.ticket, b.token, bytes)
+    expect(r.status).toBe(201)
+    expect(await gateway(r.body.cid)).toBe(sha(bytes))
+  })
+
+  it('a client gone mid-body leaves its ticket usable; gc removes its blocks, never those of an upload in flight', async () => {
+    const before = await gc()
+    expect(before.removedBlocks).toBeGreaterThanOrEqual(0)
+    const start = await blocks.count(pind.dataDir)
+    // A: 4 MiB of an 8 MiB file, then the client goes away
+    const a = await buy(1, 8 * MiB)
+    const ua = openUpload(pind.url, { 'x-upload-ticket': a.ticket, authorization: `Bearer ${a.token}` })
+    await ua.write(randomBytes(4 * MiB))
+    await waitFor(async () => await blocks.count(pind.dataDir) >= start + 3 ? true : undefined, 'the aborted upload\'s blocks in the store')
+    ua.abort()
+    await ua.response.catch(() => {})
+    const afterA = await waitFor(async () => {
+      const n = await blocks.count(pind.dataDir)
+      await new Promise(resolve => setTimeout(resolve, 200))
+      return n === await blocks.count(pind.dataDir) ? n : undefined
+    }, 'the aborted upload\'s writes to settle')
+    expect(afterA).toBeGreaterThanOrEqual(start + 3)
+
+    // B: half its body sent, its blocks in the store and unclaimed, while gc runs
+    const b = await buy(2, 6 * MiB)
+    const bBytes = randomBytes(6 * MiB)
+    const ub = openUpload(pind.url, { 'x-upload-ticket': b.ticket, authorization: `Bearer ${b.token}` })
+    await ub.write(bBytes.subarray(0, 4 * MiB))
+    await waitFor(async () => await blocks.count(pind.dataDir) >= afterA + 3 ? true : undefined, 'the upload in flight\'s blocks in the store')
+    const during = await gc()
+    // A's orphans went; B's blocks stayed
+    expect(during.removedBlocks).toBeGreaterThanOrEqual(afterA - start)
+    await ub.write(bBytes.subarray(4 * MiB))
+    ub.end()
+    const rb = await ub.response
+    expect(rb.status, JSON.stringify(rb.body)).toBe(201)
+    expect(await gateway(rb.body.cid)).toBe(sha(bBytes))
+
+    // A's ticket was not used by the aborted upload
+    const aBytes = randomBytes(5 * MiB)
+    const ra = await uploadWithTicket(pind.url, a.ticket, a.token, aBytes)
+    expect(ra.status).toBe(201)
+    expect(await gateway(ra.body.cid)).toBe(sha(aBytes))
+    // nothing unreferenced is left after one more gc, and every block left is a pin's
+    await gc()
+    const dry = JSON.parse((await runPind(['gc', '--dry-run', '--json', '--data-dir', pind.dataDir], { binary: BINARY, env: blocks.env })).out)
+    expect(dry).toMatchObject({ removedBlocks: 0, scannedBlocks: dry.markedBlocks })
+  })
+
+  it('a kill -9 mid-upload leaves the ticket usable after the restart', async () => {
+    const b = await buy(0, 4 * MiB)
+    const start = await blocks.count(pind.dataDir)
+    const u = openUpload(pind.url, { 'x-upload-ticket': b.ticket, authorization: `Bearer ${b.token}` })
+    await u.write(randomBytes(3 * MiB))
+    await waitFor(async () => await blocks.count(pind.dataDir) >= start + 2 ? true : undefined, 'blocks of the upload in the store')
+    await pind.stop('SIGKILL')
+    await u.response.catch(() => {})
+    pind = await startPind({ binary: BINARY, args, env, dataDir: pind.dataDir })
+    const bytes = randomBytes(4 * MiB)
+    const r = await uploadWithTicket(pind.url, b.ticket, b.token, bytes)
+    expect(r.status, JSON.stringify(r.body)).toBe(201)
+    expect(await gateway(r.body.cid)).toBe(sha(bytes))
+    // the orphans of the killed upload are garbage
+    expect((await gc()).removedBlocks).toBeGreaterThanOrEqual(2)
+  })
+})
