@@ -122,3 +122,27 @@ export async function paidUpload (url, bytes, { client, http }) {
   if (paid.statusCode !== 201) throw new Error(`upload failed: ${paid.statusCode} ${text}`)
   return { ms: performance.now() - t0, body: JSON.parse(text) }
 }
+
+/**
+ * The same paid upload by a prepaid ticket, all timed: unpaid POST /upload/tickets → 402 →
+ * sign → paid POST /upload/tickets (settled at once, no body) → 201 with the ticket and a
+ * wallet token → POST /upload with X-Upload-Ticket and the token → 201. Resolves with the
+ * time, the time of the ticket purchase alone, and the upload's body.
+ */
+export async function ticketUpload (url, bytes, { client, http }) {
+  const t0 = performance.now()
+  const sizeHeaders = { 'x-upload-size': String(bytes.length) }
+  const unpaid = await request(`${url}/upload/tickets`, { method: 'POST', headers: sizeHeaders })
+  const challenge = await unpaid.body.text()
+  if (unpaid.statusCode !== 402) throw new Error(`expected 402, got ${unpaid.statusCode} ${challenge}`)
+  const required = http.getPaymentRequiredResponse(n => unpaid.headers[n.toLowerCase()], JSON.parse(challenge))
+  const paidHeaders = http.encodePaymentSignatureHeader(await client.createPaymentPayload(required))
+  const bought = await request(`${url}/upload/tickets`, { method: 'POST', headers: { ...sizeHeaders, ...paidHeaders } })
+  const ticket = JSON.parse(await bought.body.text())
+  if (bought.statusCode !== 201) throw new Error(`ticket purchase failed: ${bought.statusCode} ${JSON.stringify(ticket)}`)
+  const boughtMs = performance.now() - t0
+  const up = await multipartPost(`${url}/upload`, bytes, { 'x-upload-ticket': ticket.ticket, authorization: `Bearer ${bought.headers['x-wallet-auth-token']}` })
+  const text = await up.body.text()
+  if (up.statusCode !== 201) throw new Error(`upload with a ticket failed: ${up.statusCode} ${text}`)
+  return { ms: performance.now() - t0, boughtMs, body: JSON.parse(text) }
+}

@@ -10,6 +10,9 @@
  *     phase's milliseconds and the script prints them), vs PUTting the same
  *     bytes as the same 1 MiB blocks into the same bucket with the SDK directly, as many
  *     in flight as pind's commit keeps (S3_TUNING.concurrency);
+ *   - upload with a ticket: the same file paid by a prepaid ticket, all timed (402, sign,
+ *     paid POST /upload/tickets settled at once, then POST /upload with X-Upload-Ticket,
+ *     whose blocks are PUT while the body arrives), against the same raw PUT;
  *   - read: GET /ipfs/{cid} of that file through pind's gateway (no read cache: every
  *     block comes from the bucket), vs GETting the same blocks with the SDK, as many in
  *     flight as a gateway reader keeps (S3_TUNING.readAhead);
@@ -30,7 +33,7 @@ import { join } from 'node:path'
 import { DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3'
 import { base32upper } from 'multiformats/bases/base32'
 import { request } from 'undici'
-import { BINARY, median, paidUpload, ROOT, rss, startServe, x402For } from './bench-lib.mjs'
+import { BINARY, median, paidUpload, ROOT, rss, startServe, ticketUpload, x402For } from './bench-lib.mjs'
 import { startDevChain } from './devchain/index.mjs'
 import { startS3 } from './s3/index.mjs'
 import { spawn } from 'node:child_process'
@@ -133,9 +136,9 @@ function pindGc () {
   })
 }
 
-const t = { up: [], put: [], read: [], get: [] }
+const t = { up: [], put: [], read: [], get: [], ticket: [], bought: [] }
 /** the service's CPU time (user + system, ms) per paid upload and per gateway read */
-const cpu = { up: [], read: [] }
+const cpu = { up: [], read: [], ticket: [] }
 /** user + system CPU of a process so far, in ms (clock ticks of 10 ms) */
 function cpuMs (pid) {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
@@ -143,6 +146,7 @@ function cpuMs (pid) {
 }
 try {
   await paidUpload(pind.url, randomBytes(1_000_000), payer) // warm-up
+  await ticketUpload(pind.url, randomBytes(1_000_000), payer)
   if (runs === 0) console.log('(--runs 0: no upload or read runs)')
   const idle = rss(pind.proc.pid)
   const cids = []
@@ -154,8 +158,14 @@ try {
     t.up.push(up.ms)
     cids.push(up.body.cid)
     t.put.push(await rawPut(bytes, `raw/${i}/`))
+    // the same size by a ticket, other bytes (a fresh DAG: nothing in the bucket already)
+    const c1 = cpuMs(pind.proc.pid)
+    const tk = await ticketUpload(pind.url, randomBytes(size), payer)
+    cpu.ticket.push(cpuMs(pind.proc.pid) - c1)
+    t.ticket.push(tk.ms)
+    t.bought.push(tk.boughtMs)
   }
-  const peak = rss(pind.proc.pid) // over the uploads only: reads come next
+  const peak = rss(pind.proc.pid) // over the uploads (paid and by ticket) only: reads come next
   if (runs > 0) {
     // the service's own split of each upload: import (receive, hash, stage), settle, commit (PUTs)
     const phases = pind.stderr().split('\n').filter(l => l.includes('"upload pinned"')).map(l => JSON.parse(l)).slice(-runs)
@@ -173,14 +183,17 @@ try {
   console.log(`${mb} MB, ${runs} runs each, ${bundle ? 'bundle' : `binary ${binary}`}, Ceph RGW ${s3.endpoint}; load average at start ${loadAtStart}; commit ${COMMIT_CONCURRENCY} PUTs in flight, gateway read-ahead ${READ_AHEAD} GETs`)
   console.log(line('pind: 402 + sign + paid upload, blocks PUT to S3', t.up))
   console.log(line(`raw SDK: PUT the same 1 MiB blocks, ${COMMIT_CONCURRENCY} in flight`, t.put))
+  console.log(line('pind: 402 + sign + ticket bought + upload with it', t.ticket))
+  console.log(`  of which the ticket (402, sign, paid POST /upload/tickets, settled): median ${median(t.bought).toFixed(0)} ms (${t.bought.map(x => x.toFixed(0)).join(', ')})`)
   console.log(line('pind: GET /ipfs/{cid} from S3 (no cache)', t.read))
   console.log(line(`raw SDK: GET the same 1 MiB blocks, ${READ_AHEAD} in flight`, t.get))
   const ratio = (base, x) => base.map((b, i) => b / x[i])
   const ph = (k) => phases.map(p => p[k]).join(', ')
   console.log(`  pind's phases per upload (ms): import ${ph('importMs')}; seal ${ph('sealMs')}; store ready ${ph('readyMs')}; settle ${ph('settleMs')}; commit (the PUTs) ${ph('commitMs')}; ledger ${ph('ledgerMs')} — commit vs raw PUT ${median(t.put.map((x, i) => x / phases[i].commitMs)).toFixed(2)}`)
   console.log(`upload ratio raw/pind: ${(median(t.put) / median(t.up)).toFixed(2)} (target >= 0.70); per run ${ratio(t.put, t.up).map(r => r.toFixed(2)).join(', ')}`)
+  console.log(`ticket upload ratio raw/pind: ${(median(t.put) / median(t.ticket)).toFixed(2)} (target >= 0.70); per run ${ratio(t.put, t.ticket).map(r => r.toFixed(2)).join(', ')}`)
   console.log(`read ratio raw/pind:   ${(median(t.get) / median(t.read)).toFixed(2)} (target >= 0.70); per run ${ratio(t.get, t.read).map(r => r.toFixed(2)).join(', ')}`)
-  console.log(`service CPU (user + system) per paid upload median ${median(cpu.up)} ms (${cpu.up.join(', ')}), per gateway read ${median(cpu.read)} ms (${cpu.read.join(', ')})`)
+  console.log(`service CPU (user + system) per paid upload median ${median(cpu.up)} ms (${cpu.up.join(', ')}), per ticket upload ${median(cpu.ticket)} ms (${cpu.ticket.join(', ')}), per gateway read ${median(cpu.read)} ms (${cpu.read.join(', ')})`)
   console.log(`service RSS idle ${idle.rssMiB.toFixed(0)} MiB, peak over all uploads ${peak.peakMiB.toFixed(0)} MiB (target < 200 MB = 191 MiB); peak after the reads too ${peakRead.peakMiB.toFixed(0)} MiB`)
   }
 
