@@ -18,6 +18,8 @@ import { openLedgerEnv, type LedgerEnv } from '../../../src/ledger/open.js'
 import { PinLedger } from '../../../src/ledger/pins.js'
 import type { PinRecord } from '../../../src/ledger/records.js'
 import { runGc } from '../../../src/service/gc.js'
+import { DirectImports } from '../../../src/ipfs/direct-import.js'
+import { InFlightBlocks } from '../../../src/ipfs/in-flight-blocks.js'
 import { tempDir } from '../../helpers/pind.js'
 import { pinRecord } from '../../helpers/records.js'
 import { BLOCKSTORE, s3Backend } from '../../helpers/backend.js'
@@ -100,5 +102,52 @@ describe('runGc', () => {
     const result = await gc as { removedBlocks: number, keptBlocks: number }
     expect(result).toMatchObject({ removedBlocks: 0, keptBlocks: 1 })
     expect(await backend.blockstore.has(CID.parse(fresh))).toBe(true)
+  })
+
+  it('keeps blocks that uploads in flight wrote straight to the store, counted per upload, and frees them once both released them', async () => {
+    const lock = new CommitLock()
+    const inFlight = new InFlightBlocks(lock)
+    const direct = new DirectImports(backend, inFlight)
+    const [a, b] = [direct.begin(), direct.begin()]
+    const bytes = randomBytes(1000)
+    const shared = rawCid(bytes)
+    // both uploads hold the same block (the second finds it stored already)
+    await a.blockstore.put(shared, Uint8Array.from(bytes))
+    await a.stored()
+    await b.blockstore.put(shared, Uint8Array.from(bytes))
+    await b.stored()
+    const orphan = await block(200)
+    const deps = { pins, blocks: backend, lock, graceMs: 0, inFlight }
+    expect(await runGc(deps)).toMatchObject({ scannedBlocks: 2, removedBlocks: 1, keptBlocks: 1, freedBytes: 200 })
+    expect(await backend.blockstore.has(CID.parse(orphan))).toBe(false)
+    await a.release()
+    expect(await runGc(deps)).toMatchObject({ removedBlocks: 0, keptBlocks: 1 })
+    expect(await backend.blockstore.has(shared)).toBe(true)
+    await b.release()
+    expect(await runGc(deps)).toMatchObject({ removedBlocks: 1, freedBytes: 1000 })
+  })
+
+  it('a block an upload writes while gc waits to delete it (an orphan of the same content) is in the store afterwards', async () => {
+    const lock = new CommitLock()
+    const inFlight = new InFlightBlocks(lock)
+    const direct = new DirectImports(backend, inFlight)
+    const bytes = randomBytes(1500)
+    const cid = rawCid(bytes)
+    await backend.blockstore.put(cid, bytes) // left by an upload that failed
+    const upload = direct.begin()
+    let gc!: Promise<unknown>
+    let put!: Promise<unknown>
+    await lock.shared(async () => {
+      gc = runGc({ pins, blocks: backend, lock, graceMs: 0, inFlight })
+      // gc has found the orphan unreferenced and waits for the lock; the upload's write waits behind it
+      await new Promise(resolve => setTimeout(resolve, 100))
+      put = Promise.resolve(upload.blockstore.put(cid, Uint8Array.from(bytes)))
+    })
+    await gc
+    await put
+    await upload.stored()
+    expect(await backend.blockstore.has(cid)).toBe(true)
+    expect(Buffer.from(await backend.read(cid) as Uint8Array).equals(bytes)).toBe(true)
+    await upload.release()
   })
 })

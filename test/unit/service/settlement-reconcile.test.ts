@@ -15,6 +15,7 @@ import { startDevChain, type DevChain } from '../../../scripts/devchain/index.mj
 import { openLedgerEnv, type LedgerEnv } from '../../../src/ledger/open.js'
 import { PinLedger } from '../../../src/ledger/pins.js'
 import { SettlementNotes, type SettlingRecord } from '../../../src/ledger/settlements.js'
+import { UploadTickets, type UploadTicket } from '../../../src/ledger/tickets.js'
 import { CID } from 'multiformats/cid'
 import { createLogger, type Logger } from '../../../src/log.js'
 import { authorizationStateReader, type AuthorizationStateReader } from '../../../src/payment/authorization-state.js'
@@ -139,6 +140,34 @@ describe('reconcileSettlements', () => {
     expect(r2.fulfilled).toEqual([])
     expect(r2.confirmed).toHaveLength(1)
     expect(pins.get('req-bare')).toBeUndefined()
+  })
+
+  it('fulfils a paid upload ticket: the ticket and its payment are recorded, the note goes, and the ticket can be claimed', async () => {
+    const used = await signAuthorization(chain, payerKey(), { value: 3000n })
+    const usedTx = await useAuthorization(chain, used)
+    const payer = used.from.toLowerCase()
+    const id = '6f1c0d3e-2b7a-4c1e-9f3a-1d2e3f4a5b6c'
+    const draft: UploadTicket = {
+      id, payer, bytes: 4096, months: 2, amount: '3000', paymentId: `${payer}:${used.nonce.toLowerCase()}`, network: 'eip155:167000', asset: chain.usdc,
+      createdAt: new Date().toISOString(), expiresAt: new Date(Date.now() + 86400_000).toISOString()
+    }
+    const note = noteFor(used, { purpose: `ticket:${id}`, fulfil: { ticket: draft, proof: 'sha256-of-the-ticket-authorization' } })
+    await pins.markSettling(note)
+    const tickets = new UploadTickets(env, pins)
+
+    const r = await reconcileSettlements(notes, real, log, settlementActions({ ...fulfilDeps(), tickets }))
+    expect(r.error).toBeUndefined()
+    expect(r.fulfilled.map(f => [f.note.paymentId, f.pin.requestid])).toEqual([[note.paymentId, id]])
+    expect(notes.get(note.paymentId)).toBeUndefined()
+    expect(tickets.get(id)).toMatchObject({ payer, bytes: 4096, months: 2, tx: usedTx })
+    expect(pins.payment(note.paymentId)).toMatchObject({ requestid: id, purpose: `ticket:${id}`, payer, amount: '3000', proof: 'sha256-of-the-ticket-authorization', tx: usedTx })
+    // usable by its payer, once
+    const cid = 'bafkreihvkcqihwud2tcr4qltcygi5ostxqsc4gkde6cgpoyuz6gw5z2ila'
+    const pin = pinRecord('req-ticket', cid, { owner: payer, status: 'pinned', payment: { id: note.paymentId, payer, amount: '3000', network: 'eip155:167000', asset: chain.usdc, method: 'x402', tx: usedTx } })
+    await tickets.claim(id, payer, pin, [cid])
+    expect(pins.get('req-ticket')).toMatchObject({ owner: payer, cid, payment: { id: note.paymentId } })
+    await expect(tickets.claim(id, payer, pinRecord('req-ticket-2', cid, { owner: payer, status: 'pinned' }), [cid])).rejects.toMatchObject({ why: 'used' })
+    expect(pins.get('req-ticket-2')).toBeUndefined()
   })
 
   it('fulfils a paid renewal: the pin is extended by the months paid for, once', async () => {
