@@ -3,11 +3,17 @@
  * Pays for and uploads a file with the real x402 client (@x402/fetch), as an
  * agent would. Against `npm start` it needs no arguments but the file:
  *   node scripts/upload.mjs ./some-file [months]
+ *   node scripts/upload.mjs --ticket ./some-file [months]
+ * With --ticket it buys a prepaid upload ticket for the file's size first
+ * (POST /upload/tickets, settled at once), then uploads with it (POST /upload
+ * with X-Upload-Ticket and the wallet token the purchase returned): the
+ * blocks reach the store while the file streams.
  * Environment: PIND_URL (default http://127.0.0.1:8080), PAYER_KEY (default: the
- * dev payer from <data dir>/dev-chain.json), PIND_DATA_DIR (default ./pind-dev-data).
+ * dev payer from <data dir>/dev-chain.json), PIND_DATA_DIR (default ./pind-dev-data),
+ * PIND_USDC (the asset's address; default: the dev chain's).
  * Prints the CID, the wallet token and the gateway URL.
  */
-import { openAsBlob, readFileSync } from 'node:fs'
+import { existsSync, openAsBlob, readFileSync, statSync } from 'node:fs'
 import { basename, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { toClientEvmSigner } from '@x402/evm'
@@ -15,23 +21,49 @@ import { ExactEvmScheme } from '@x402/evm/exact/client'
 import { wrapFetchWithPayment, x402Client } from '@x402/fetch'
 import { privateKeyToAccount } from 'viem/accounts'
 
-const [file, months = '1'] = process.argv.slice(2)
+const argv = process.argv.slice(2)
+const withTicket = argv.includes('--ticket')
+const [file, months = '1'] = argv.filter(a => a !== '--ticket')
 if (file == null) {
-  process.stderr.write('usage: node scripts/upload.mjs <file> [months]\n')
+  process.stderr.write('usage: node scripts/upload.mjs [--ticket] <file> [months]\n')
   process.exit(2)
 }
 const root = resolve(fileURLToPath(new URL('..', import.meta.url)))
 const url = process.env.PIND_URL ?? 'http://127.0.0.1:8080'
-const dev = JSON.parse(readFileSync(join(resolve(process.env.PIND_DATA_DIR ?? join(root, 'pind-dev-data')), 'dev-chain.json'), 'utf8'))
-const key = process.env.PAYER_KEY ?? dev.payers[0].privateKey
+const devFile = join(resolve(process.env.PIND_DATA_DIR ?? join(root, 'pind-dev-data')), 'dev-chain.json')
+const dev = existsSync(devFile) ? JSON.parse(readFileSync(devFile, 'utf8')) : undefined
+const key = process.env.PAYER_KEY ?? dev?.payers[0].privateKey
+const usdc = process.env.PIND_USDC ?? dev?.usdc
+if (key == null || usdc == null) {
+  process.stderr.write(`no payer: set PAYER_KEY and PIND_USDC, or run against npm start (${devFile})\n`)
+  process.exit(2)
+}
 const client = x402Client.fromConfig({
   schemes: [{ network: 'eip155:167000', client: new ExactEvmScheme(toClientEvmSigner(privateKeyToAccount(key))) }],
-  spendControls: { allowedAssets: [{ network: 'eip155:167000', asset: dev.usdc }] }
+  spendControls: { allowedAssets: [{ network: 'eip155:167000', asset: usdc }] }
 })
 const pay = wrapFetchWithPayment(fetch, client)
 const form = new FormData()
 form.append('file', await openAsBlob(file), basename(file))
-const res = await pay(`${url}/upload`, { method: 'POST', body: form, headers: { 'x-pin-duration-months': months } })
+
+let res
+let token
+if (withTicket) {
+  // 1. the ticket: quoted on the file's size, paid and settled before the file is sent
+  const bought = await pay(`${url}/upload/tickets`, { method: 'POST', headers: { 'x-upload-size': String(statSync(file).size), 'x-pin-duration-months': months } })
+  const ticket = await bought.json()
+  if (bought.status !== 201) {
+    process.stderr.write(`ticket purchase failed: ${bought.status} ${JSON.stringify(ticket)}\n`)
+    process.exit(1)
+  }
+  token = bought.headers.get('x-wallet-auth-token')
+  process.stdout.write(`ticket:      ${ticket.ticket} (${ticket.usdc} USDC, tx ${ticket.transaction}; valid until ${ticket.expiresAt})\n`)
+  // 2. the upload with it: the payer's wallet token, no payment
+  res = await fetch(`${url}/upload`, { method: 'POST', body: form, headers: { 'x-upload-ticket': ticket.ticket, authorization: `Bearer ${token}` } })
+} else {
+  res = await pay(`${url}/upload`, { method: 'POST', body: form, headers: { 'x-pin-duration-months': months } })
+  token = res.headers.get('x-wallet-auth-token')
+}
 const body = await res.json()
 if (res.status !== 201) {
   process.stderr.write(`upload failed: ${res.status} ${JSON.stringify(body)}\n`)
@@ -39,5 +71,5 @@ if (res.status !== 201) {
 }
 process.stdout.write(`cid:         ${body.cid}\n`)
 process.stdout.write(`paid:        ${body.price.usdc} USDC (tx ${body.price.transaction})\n`)
-process.stdout.write(`token:       ${res.headers.get('x-wallet-auth-token')}\n`)
+process.stdout.write(`token:       ${token}\n`)
 process.stdout.write(`gateway url: ${body.gateway_url}\n`)

@@ -19,6 +19,7 @@ import { AgentCard } from '../service/agent-card.js'
 import { CheckResult, Health } from '../service/health.js'
 import { Ready } from '../service/readiness.js'
 import { UploadResult } from '../service/upload.js'
+import { TicketResult } from '../service/upload-ticket.js'
 import { PaymentTerms } from '../payment/gate.js'
 import { X402PaymentPayload, X402PaymentRequired, X402PaymentRequirements, X402SettleResponse } from '../payment/x402-shapes.js'
 import { SiweChallengeRequest, SiweTokenRequest } from '../auth/siwe.js'
@@ -91,7 +92,9 @@ function description (o: OpenApiInput): string {
     '',
     `**Duration.** \`X-Pin-Duration-Months\` (1–${o.maxMonths}, default 1) on paid writes.`,
     '',
-    '**Owner endpoints** (`GET /pins`, `GET`/`DELETE /pins/{requestid}`, replace, renew) take `Authorization: Bearer <wallet token>` (the `bearer` scheme). Another owner\'s requestid answers 404, never 403.',
+    '**Prepaid uploads.** `POST /upload/tickets` sells a single-use upload ticket, priced and paid as `POST /upload` would be for a file of `X-Upload-Size` bytes, settled at once. `POST /upload` with `X-Upload-Ticket` and the payer\'s wallet token then streams the file with no settlement in its way: its blocks go to the block store while the body arrives. A failed upload leaves the ticket usable.',
+    '',
+    '**Owner endpoints** (`GET /pins`, `GET`/`DELETE /pins/{requestid}`, replace, renew, `GET /upload/tickets/{ticket}`) take `Authorization: Bearer <wallet token>` (the `bearer` scheme). Another owner\'s requestid answers 404, never 403 (an upload with another wallet\'s ticket is the one 403).',
     '',
     `**Errors** always have the Pinning Service API shape \`{"error":{"reason","details"}}\` (the \`Failure\` schema). Reasons: ${REASON_LIST.map(r => `\`${r}\``).join(', ')}.`,
     '',
@@ -108,7 +111,7 @@ const SCHEMAS = z.registry<{ id: string }>()
 SCHEMAS.add(Pin, { id: 'Pin' }).add(Origins, { id: 'Origins' }).add(PinMeta, { id: 'PinMeta' })
   .add(Status, { id: 'Status' }).add(TextMatchingStrategy, { id: 'TextMatchingStrategy' })
   .add(PinStatusSchema, { id: 'PinStatus' }).add(PinResults, { id: 'PinResults' }).add(Delegates, { id: 'Delegates' }).add(StatusInfo, { id: 'StatusInfo' })
-  .add(UploadResult, { id: 'UploadResult' }).add(PaymentTerms, { id: 'PaymentTerms' })
+  .add(UploadResult, { id: 'UploadResult' }).add(TicketResult, { id: 'UploadTicket' }).add(PaymentTerms, { id: 'PaymentTerms' })
   .add(SiweChallenge, { id: 'SiweChallenge' }).add(SiweToken, { id: 'SiweToken' })
   .add(SiweChallengeRequest, { id: 'SiweChallengeRequest' }).add(SiweTokenRequest, { id: 'SiweTokenRequest' })
   .add(X402PaymentRequirements, { id: 'X402PaymentRequirements' }).add(X402PaymentRequired, { id: 'X402PaymentRequired' })

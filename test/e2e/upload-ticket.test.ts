@@ -5,12 +5,15 @@
  * to the block store while the body arrives. Blocks on disk, or (vitest
  * project s3) in a bucket of a real Ceph RADOS Gateway.
  */
+import { spawnSync } from 'node:child_process'
 import { createHash, randomBytes } from 'node:crypto'
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startDevChain, type DevChain } from '../../scripts/devchain/index.mjs'
 import { chainArgs, recordingPayer } from '../helpers/paying-client.js'
 import { blockstoreUnderTest, type BlockstoreUnderTest } from '../helpers/backend.js'
-import { BINARY, runPind, startPind, type PindProcess } from '../helpers/pind.js'
+import { BINARY, ROOT, runPind, startPind, tempDir, type PindProcess } from '../helpers/pind.js'
 import { waitFor } from '../helpers/ports.js'
 import { openUpload, uploadWithTicket } from '../helpers/ticket-upload.js'
 
@@ -178,6 +181,20 @@ describe('upload tickets', () => {
     await gc()
     const dry = JSON.parse((await runPind(['gc', '--dry-run', '--json', '--data-dir', pind.dataDir], { binary: BINARY, env: blocks.env })).out)
     expect(dry).toMatchObject({ removedBlocks: 0, scannedBlocks: dry.markedBlocks })
+  })
+
+  it('scripts/upload.mjs --ticket buys a ticket and uploads with it', async () => {
+    const dir = tempDir('pind-upload-script-')
+    const file = join(dir, 'file.bin')
+    const bytes = randomBytes(MiB + 77)
+    writeFileSync(file, bytes)
+    const run = spawnSync(process.execPath, [join(ROOT, 'scripts/upload.mjs'), '--ticket', file, '2'], {
+      env: { ...process.env, PIND_URL: pind.url, PAYER_KEY: chain.payers[1]!.privateKey, PIND_USDC: chain.usdc }, encoding: 'utf8'
+    })
+    expect(run.status, run.stderr).toBe(0)
+    expect(run.stdout).toMatch(/^ticket: +[0-9a-f-]{36} /m)
+    const cid = /^cid: +(\S+)$/m.exec(run.stdout)?.[1] as string
+    expect(await gateway(cid)).toBe(sha(bytes))
   })
 
   it('a kill -9 mid-upload leaves the ticket usable after the restart', async () => {

@@ -126,7 +126,62 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 // ---- the OpenAPI description of this route (src/http/openapi.ts) -----------
 
 export function uploadOperations (o: OpenApiInput): PathItems {
-  return { '/upload': { post: uploadFileOp(o) } }
+  return {
+    '/upload': { post: uploadFileOp(o) },
+    '/upload/tickets': { post: buyTicketOp(o) },
+    '/upload/tickets/{ticket}': { get: ticketOp() }
+  }
+}
+
+const ticketParameter = (): Obj => ({ name: 'X-Upload-Ticket', in: 'header', required: false, description: 'Upload with a prepaid ticket (`POST /upload/tickets`) instead of a payment: send the ticket\'s id here and the payer\'s wallet token as `Authorization: Bearer`, and no `PAYMENT-SIGNATURE`.', schema: { type: 'string', format: 'uuid' } })
+
+function buyTicketOp (o: OpenApiInput): Obj {
+  return operation('post', {
+    id: 'buyUploadTicket',
+    tag: 'upload',
+    summary: 'Buy a prepaid, single-use upload ticket (paid)',
+    description: [
+      `No body. Quoted exactly as \`POST /upload\` is for a file of \`X-Upload-Size\` bytes (required, at most ${o.uploadMaxBytes}) and \`X-Pin-Duration-Months\`: the same price. Paid with x402 and **settled at once**; the 201 carries the ticket, \`PAYMENT-RESPONSE\` and a wallet token.`,
+      'The ticket lets its payer\'s wallet (its wallet token, not the ticket id alone) upload one file of up to that many bytes with `POST /upload` and `X-Upload-Ticket`, before `expiresAt` (the operator\'s `--upload-ticket-validity`, 30 days by default). As no settlement waits for the body, that upload\'s blocks go to the block store while the body arrives. An upload that fails (too large, client gone, denied content, storage unreachable) does not use the ticket.',
+      'The same payment sent again answers 200 with the same ticket and no token.'
+    ].join('\n\n'),
+    security: [{ x402: [] }],
+    parameters: [ref('parameters', 'DurationMonths'), ref('parameters', 'UploadSize')],
+    responses: {
+      200: response('The same payment sent again: its ticket, no token.', schema('UploadTicket'), { Location: ref('headers', 'Location') }),
+      201: response('The ticket, paid and settled.', schema('UploadTicket'), {
+        Location: ref('headers', 'Location'),
+        'PAYMENT-RESPONSE': ref('headers', 'PaymentResponse'),
+        ...tokenHeaders()
+      }),
+      400: failure('X-Pin-Duration-Months or X-Upload-Size is malformed, or the price would exceed the service\'s maximum price.'),
+      401: unauthorized('With X-Upload-Ticket: no bearer token, or an invalid one.'),
+      403: failure('With X-Upload-Ticket: the ticket was bought by another wallet.'),
+      404: failure('With X-Upload-Ticket: no such ticket.'),
+      409: failure('With X-Upload-Ticket: the ticket was used already, or another upload is using it right now.'),
+      410: failure('With X-Upload-Ticket: the ticket has expired.'),
+      402: paymentRequired('No payment (and no X-Upload-Ticket), or it is malformed, does not match the quote, was refused, could not be settled, or was already used for another request; no ticket was issued.'),
+      411: failure('X-Upload-Size was not sent: a ticket is priced on it.'),
+      413: failure(`X-Upload-Size is over the limit (${o.uploadMaxBytes} bytes of file).`),
+      503: writesUnavailable(', or the block storage is unreachable (no ticket is sold then; the payment was not used)')
+    }
+  })
+}
+
+function ticketOp (): Obj {
+  return operation('get', {
+    id: 'getUploadTicket',
+    tag: 'upload',
+    summary: 'An upload ticket of the caller\'s wallet',
+    description: 'Whether it was used, and until when it can be. Another wallet\'s ticket is not found (404).',
+    security: [{ bearer: [] }],
+    parameters: [{ name: 'ticket', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } }],
+    responses: {
+      200: response('The ticket.', schema('UploadTicket')),
+      401: unauthorized('No bearer token, or an invalid one.'),
+      404: failure('No such ticket for this wallet.')
+    }
+  })
 }
 
 function uploadFileOp (o: OpenApiInput): Obj {
@@ -137,10 +192,11 @@ function uploadFileOp (o: OpenApiInput): Obj {
     description: [
       `\`multipart/form-data\` with exactly one part, a file named \`file\`, of at most ${o.uploadMaxBytes} bytes. Imported as UnixFS: CIDv1, raw leaves, 1 MiB chunks, balanced DAG.`,
       'The 402 challenge is quoted on `X-Upload-Size` (the file size) when sent, else on `Content-Length` (framing included); neither → 411. The paid request may carry at most that many file bytes: the cap is enforced on the bytes streamed (413, nothing kept).',
-      'Nothing is stored until the payment is settled. The same payment presented again for the same content answers 200 with the original pin (`replayed: true`) and no new token. A payment already used is known from the request head: it takes no upload slot, its body is hashed (never stored), may be at most the original file plus multipart framing, and must arrive within 10 s plus 1 s per 256 KiB of the original; a head that cannot be the same upload is refused at once and its connection closed without reading the body.'
+      'With `X-Upload-Ticket` (a prepaid ticket, `POST /upload/tickets`) and the payer\'s wallet token instead of a payment, the file may carry up to the ticket\'s bytes (413 past them, the ticket still usable) and its blocks go to the block store while the body arrives; claiming the ticket and recording the pin are one transaction, so a ticket makes one pin. Another wallet\'s token answers 403, an unknown ticket 404, a used one (or one another upload is using right now) 409, an expired one 410. A failed upload leaves the ticket usable; the 201 carries no `PAYMENT-RESPONSE` and no token (the caller has one).',
+      'Paid per request, nothing is stored until the payment is settled. The same payment presented again for the same content answers 200 with the original pin (`replayed: true`) and no new token. A payment already used is known from the request head: it takes no upload slot, its body is hashed (never stored), may be at most the original file plus multipart framing, and must arrive within 10 s plus 1 s per 256 KiB of the original; a head that cannot be the same upload is refused at once and its connection closed without reading the body.'
     ].join('\n\n'),
-    security: [{ x402: [] }],
-    parameters: [ref('parameters', 'DurationMonths'), ref('parameters', 'UploadSize')],
+    security: [{ x402: [] }, { bearer: [] }],
+    parameters: [ref('parameters', 'DurationMonths'), ref('parameters', 'UploadSize'), ticketParameter()],
     requestBody: {
       required: true,
       content: {
@@ -158,7 +214,12 @@ function uploadFileOp (o: OpenApiInput): Obj {
         ...tokenHeaders()
       }),
       400: failure('The body is not multipart/form-data with one part named `file` (or is malformed or truncated, or the client aborted), X-Pin-Duration-Months, X-Upload-Size or Content-Length is malformed, or the price would exceed the service\'s maximum price.'),
-      402: paymentRequired('No payment, or it is malformed, does not match the quote, was refused (`INSUFFICIENT_FUNDS` when that is the reason), could not be settled, or was already used for other content; nothing was pinned or kept.'),
+      401: unauthorized('With X-Upload-Ticket: no bearer token, or an invalid one.'),
+      403: failure('With X-Upload-Ticket: the ticket was bought by another wallet.'),
+      404: failure('With X-Upload-Ticket: no such ticket.'),
+      409: failure('With X-Upload-Ticket: the ticket was used already, or another upload is using it right now.'),
+      410: failure('With X-Upload-Ticket: the ticket has expired.'),
+      402: paymentRequired('No payment (and no X-Upload-Ticket), or it is malformed, does not match the quote, was refused (`INSUFFICIENT_FUNDS` when that is the reason), could not be settled, or was already used for other content; nothing was pinned or kept.'),
       408: failure('A request re-sending a payment already used did not send its body in time (`REQUEST_TIMEOUT`); the connection is closed.'),
       411: failure('Neither X-Upload-Size nor Content-Length was sent, so the upload cannot be priced.'),
       451: legalReasons('The file (its root, or a block of it) is denied by this service. Its CID is known only once it is read, so this answers the paid request, after the payment was verified and before it is settled: the payer is not charged and nothing is kept.'),

@@ -58,7 +58,9 @@ const ROUTES: Array<[string, string]> = [
   ['POST', '/pins'],
   ['POST', '/pins/:requestid'],
   ['POST', '/pins/:requestid/renew'],
-  ['POST', '/upload']
+  ['POST', '/upload'],
+  ['POST', '/upload/tickets'],
+  ['GET', '/upload/tickets/:ticket']
 ]
 
 /** route modules whose routes are not on the public router, so not in this document: module → where they are served */
@@ -258,7 +260,9 @@ describe('the OpenAPI document', () => {
 
   it('documents the statuses the code answers', () => {
     const statuses = (path: string, method: string): string[] => Object.keys(((doc.paths as Record<string, Obj>)[path]?.[method] as Obj).responses as Obj)
-    expect(statuses('/upload', 'post')).toEqual(expect.arrayContaining(['200', '201', '400', '402', '408', '411', '413', '414', '429', '431', '500', '503']))
+    expect(statuses('/upload', 'post')).toEqual(expect.arrayContaining(['200', '201', '400', '401', '402', '403', '404', '408', '409', '410', '411', '413', '414', '429', '431', '500', '503']))
+    expect(statuses('/upload/tickets', 'post')).toEqual(expect.arrayContaining(['200', '201', '400', '402', '411', '413', '503']))
+    expect(statuses('/upload/tickets/{ticket}', 'get')).toEqual(expect.arrayContaining(['200', '401', '404']))
     expect(statuses('/pins', 'post')).toEqual(expect.arrayContaining(['202', '400', '401', '402', '413', '415', '429', '503']))
     expect(statuses('/pins/{requestid}', 'post')).toEqual(expect.arrayContaining(['202', '401', '402', '404', '409', '415']))
     expect(statuses('/pins/{requestid}/renew', 'post')).toEqual(expect.arrayContaining(['200', '400', '401', '402', '404', '409', '503']))
