@@ -219,7 +219,8 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
         ...(routingOn ? { routing: () => ipfs.routing.status() } : {}),
         ...(announcer != null ? { provides: () => (reprovider as Reprovider).status() } : {}),
         s3Up: () => blocks.kind === 's3' ? blocks.writable() : undefined,
-        sending: sendingStatus
+        sending: sendingStatus,
+        uploadChunks: () => staging.chunkBudget
       }))
     s3Metrics = metrics
     observeLookup = (seconds, source) => { metrics.findProviders(seconds, source) }

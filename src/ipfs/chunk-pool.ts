@@ -24,31 +24,56 @@
  * `releaseMs` (10 s by default): a quiet service holds none of them.
  */
 import { releaseBytes } from '../buffers.js'
+import type { ChunkBudget, ChunkHolder } from './chunk-budget.js'
 
 /** the importer's chunker shape (`chunker` in @helia/unixfs's add options) */
 export type Chunker = (source: AsyncIterable<Uint8Array>) => AsyncIterable<Uint8Array>
 
 export class ChunkPool {
   private readonly idle: Uint8Array[] = []
-  /** buffers handed out and not yet given back */
-  private readonly out = new WeakSet<ArrayBufferLike>()
+  /** buffers handed out and not yet given back, each with the chunker's share of the budget it counts against */
+  private readonly out = new WeakMap<ArrayBufferLike, ChunkHolder | undefined>()
+  /**
+   * A buffer a chunker handed out that never comes back (an import that
+   * failed with leaves cut but not written) gives its share of the budget
+   * back once it is collected: until then it is memory held, as counted.
+   */
+  private readonly dropped = new FinalizationRegistry<ChunkHolder>((holder) => { this.budget?.give(holder) })
   private lastUse = 0
   private releaser?: NodeJS.Timeout
 
-  constructor (readonly chunkSize: number, private readonly maxIdle: number, private readonly releaseMs = 10_000) {}
+  /** `budget`: the process-wide bound on the buffers chunkers hold (chunk-budget.ts); none by default */
+  constructor (readonly chunkSize: number, private readonly maxIdle: number, private readonly releaseMs = 10_000, readonly budget?: ChunkBudget) {}
 
   take (): Uint8Array {
+    return this.handOut(undefined)
+  }
+
+  private handOut (holder: ChunkHolder | undefined): Uint8Array {
     this.lastUse = Date.now()
     const buf = this.idle.pop() ?? new Uint8Array(this.chunkSize)
-    this.out.add(buf.buffer)
+    this.out.set(buf.buffer, holder)
+    if (holder != null) this.dropped.register(buf.buffer, holder, buf.buffer)
     return buf
+  }
+
+  /** A buffer for a chunker: once the budget (if any) has room for `holder` (chunk-budget.ts). */
+  private async takeFor (holder: ChunkHolder): Promise<Uint8Array> {
+    if (this.budget == null) return this.take()
+    await this.budget.take(holder)
+    return this.handOut(holder)
   }
 
   /** Takes back a buffer `take` handed out (or a view of one); anything else is left alone. */
   give (bytes: Uint8Array): void {
     const ab = bytes.buffer
     if (!this.out.has(ab)) return
+    const holder = this.out.get(ab)
     this.out.delete(ab)
+    if (holder != null) {
+      this.dropped.unregister(ab)
+      this.budget?.give(holder)
+    }
     this.lastUse = Date.now()
     if (this.idle.length < this.maxIdle) {
       this.idle.push(new Uint8Array(ab, 0, this.chunkSize))
@@ -84,34 +109,50 @@ export class ChunkPool {
    *
    * `ownsInput`: the source's pieces belong to this chunker alone; each one
    * that is the whole of its ArrayBuffer is detached (freed) once copied.
+   *
+   * Each buffer is taken within the pool's budget, if it has one, when the
+   * first byte for it has arrived: the chunker then waits for room and reads
+   * no more of its source meanwhile. A buffer still being filled when the
+   * source fails (or the consumer stops) comes back here.
    */
   chunker (opts: { ownsInput?: boolean } = {}): Chunker {
     const size = this.chunkSize
     const free = opts.ownsInput === true
-    const take = (): Uint8Array => this.take()
+    const holder: ChunkHolder = { out: 0 }
+    const take = async (): Promise<Uint8Array> => await this.takeFor(holder)
+    const giveBack = (bytes: Uint8Array): void => { this.give(bytes) }
     return async function * (source: AsyncIterable<Uint8Array>) {
       let buf: Uint8Array | undefined
       let filled = 0
       let emitted = false
-      for await (const piece of source) {
-        let at = 0
-        while (at < piece.byteLength) {
-          buf ??= take()
-          const n = Math.min(size - filled, piece.byteLength - at)
-          buf.set(n === piece.byteLength ? piece : piece.subarray(at, at + n), filled)
-          filled += n
-          at += n
-          if (at === piece.byteLength && free) releaseBytes(piece)
-          if (filled === size) {
-            const full = buf
-            buf = undefined
-            filled = 0
-            emitted = true
-            yield full
+      try {
+        for await (const piece of source) {
+          let at = 0
+          while (at < piece.byteLength) {
+            buf ??= await take()
+            const n = Math.min(size - filled, piece.byteLength - at)
+            buf.set(n === piece.byteLength ? piece : piece.subarray(at, at + n), filled)
+            filled += n
+            at += n
+            if (at === piece.byteLength && free) releaseBytes(piece)
+            if (filled === size) {
+              const full = buf
+              buf = undefined
+              filled = 0
+              emitted = true
+              yield full
+            }
           }
         }
+        if (!emitted || filled > 0) {
+          const last = (buf ?? await take()).subarray(0, filled)
+          buf = undefined
+          yield last
+        }
+      } finally {
+        // never handed on: nobody else has it
+        if (buf != null) giveBack(buf)
       }
-      if (!emitted || filled > 0) yield (buf ?? take()).subarray(0, filled)
     }
   }
 }

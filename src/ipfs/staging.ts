@@ -32,6 +32,7 @@ import { mkdir, readdir, readFile, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { CID } from 'multiformats/cid'
 import { notFound, type BlockBackend, type StagedBlock } from './block-backend.js'
+import { ChunkBudget } from './chunk-budget.js'
 import { ChunkPool, type Chunker } from './chunk-pool.js'
 import { fsyncPath } from './fs-backend.js'
 import { CHUNK_SIZE, type ImportTarget } from './import.js'
@@ -56,6 +57,13 @@ const SHA2_256 = 0x12
  * fresh 1 MiB mapping per chunk, not garbage for the collector.
  */
 const IDLE_CHUNKS = 4
+/**
+ * Chunk buffers all imports hold at once, plus one per import that holds no
+ * other (chunk-budget.ts). One upload alone keeps its whole pipeline (a
+ * buffer being filled and LEAF_WRITES being written: 5); in the soak
+ * (16 + 8 clients) at most 10-17 were out at once, so it seldom binds there.
+ */
+export const CHUNK_BUDGET = 16
 
 export type StagingLayout = 'files' | 'log'
 
@@ -89,7 +97,12 @@ export class UnusableImportError extends Error {
 }
 
 export class BlockStaging {
-  private readonly chunks = new ChunkPool(CHUNK_SIZE, IDLE_CHUNKS)
+  private readonly chunks = new ChunkPool(CHUNK_SIZE, IDLE_CHUNKS, undefined, new ChunkBudget(CHUNK_BUDGET))
+  /** the chunk buffers imports hold, and how often one waited for one (metrics) */
+  get chunkBudget (): { inUse: number, waits: number } {
+    const b = this.chunks.budget as ChunkBudget
+    return { inUse: b.inUse, waits: b.waits }
+  }
 
   /**
    * `store`: where commits put the blocks (the node's block backend);

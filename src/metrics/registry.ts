@@ -20,6 +20,7 @@
  *   pind_http_send_budget_waits_total                       times a response waited for the send budget
  *   pind_http_slow_responses_cut_total                      responses cut below --http-min-send-rate
  *   pind_http_send_budget_evictions_total                   responses cut to give their budget to others (budget spent)
+ *   pind_upload_chunk_buffers / pind_upload_chunk_buffer_waits_total   upload chunk buffers held now, and times an upload waited for one
  * with --routing on:
  *   pind_routing_table_peers / pind_dht_records_stored      (routing table; records others store here)
  *   pind_provide_keys / pind_provide_pending                (CIDs announced; due now)
@@ -49,6 +50,8 @@ export interface MetricsSources {
   s3Up?(): boolean | undefined
   /** the send budget of streamed responses (http/send-budget.ts) */
   sending?(): { inUse: number, limit: number, waits: number, slowCuts: number, evictions: number }
+  /** the budget of upload chunk buffers (ipfs/chunk-budget.ts) */
+  uploadChunks?(): { inUse: number, waits: number }
 }
 
 export class Metrics {
@@ -79,6 +82,11 @@ export class Metrics {
       new client.Counter({ name: 'pind_http_send_budget_waits_total', help: 'times a streamed response waited for the send budget', registers: [r], collect () { this.reset(); this.inc(sending().waits) } })
       new client.Counter({ name: 'pind_http_slow_responses_cut_total', help: 'streamed responses cut because their client took bytes slower than --http-min-send-rate', registers: [r], collect () { this.reset(); this.inc(sending().slowCuts) } })
       new client.Counter({ name: 'pind_http_send_budget_evictions_total', help: 'streamed responses cut to give their send budget to others: the budget was spent and their client had taken nothing for a second', registers: [r], collect () { this.reset(); this.inc(sending().evictions) } })
+    }
+    const uploadChunks = sources.uploadChunks
+    if (uploadChunks != null) {
+      new client.Gauge({ name: 'pind_upload_chunk_buffers', help: 'upload chunk buffers (1 MiB) held now: bytes read from uploads and not yet staged', registers: [r], collect () { this.set(uploadChunks().inUse) } })
+      new client.Counter({ name: 'pind_upload_chunk_buffer_waits_total', help: 'times an upload waited for a chunk buffer (the budget was spent)', registers: [r], collect () { this.reset(); this.inc(uploadChunks().waits) } })
     }
     this.requests = new client.Counter({ name: 'pind_http_requests_total', help: 'HTTP requests by method, route pattern and status', labelNames: ['method', 'route', 'status'], registers: [r] })
     this.duration = new client.Histogram({ name: 'pind_http_request_duration_seconds', help: 'HTTP request duration', labelNames: ['method', 'route'], buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [r] })
