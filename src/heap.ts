@@ -60,13 +60,41 @@
  * of the hold; bursts of one build differ by up to 40%). 8 MiB: a fifth of
  * the hold's scavenges and less memory; 16 halves the scavenges again for
  * ~10% more RSS; no cap costs 20-37% more RSS.
+ *
+ * Now 4 MiB (issue 18, the anonymous peak under the soak). Sampled every
+ * 0.5-1 s through 4-minute soaks (16 + 8 clients), the new space sat at its
+ * cap, 16 MiB, all through the load (heap total 65-80 MiB of an anonymous
+ * 110-150), while the peaks above that level were transient mappings of
+ * 1-32 MiB lasting under a second: not upload chunk buffers (0-5 of them at
+ * the peaks: ipfs/chunk-budget.ts), not gateway reads, not pin fetches (the
+ * peaks were as high without either). The young generation is the part of
+ * the level a setting moves. Two pairs of 5-minute soaks side by side
+ * (`soak.mjs 5 16`, main's binary with 8 MiB against this one with 4 MiB
+ * and the chunk budget, which never made an upload wait in them; load
+ * average 7.0 and 7.5; 8 MiB first):
+ *   - anonymous mean under load 126.6 vs 118.3 and 126.0 vs 112.4 MiB;
+ *   - anonymous max (the soak's 10 s samples) 142.4 vs 140.1 and 146.4 vs
+ *     125.4 MiB; sampled every second 154.7 vs 144.3 and 154.0 vs 146.4;
+ *   - heap total max 80.2 vs 69.8 and 79.2 vs 67.6 MiB; ArrayBuffers max
+ *     57.5 vs 61.8 and 50.0 vs 52.3;
+ *   - anonymous at start 68.0 vs 60.4 MiB, idle after the load 76.6 vs
+ *     76.2 and 76.2 vs 75.5;
+ *   - requests 13,828 vs 13,825 and 13,134 vs 13,409; paid writes 1,937 vs
+ *     1,951 and 1,833 vs 1,875, all verified, 0 errors; upload p50 963 vs
+ *     931 and 995 vs 1,041 ms, p99 2,721 vs 2,853 and 3,348 vs 3,165 ms.
+ * So 8-14 MiB less on average and 2-21 MiB less at the peak, for the same
+ * work. (Bytes uploaded were 8.41 vs 7.62 and 8.52 vs 7.34 GB: the soak
+ * draws each upload's size at random, log-uniform up to 60 MB, so a few of
+ * the largest decide it; the uploads done and their latencies were the
+ * same.) bench-idle's bursts above had 4 MiB at 0.34-0.38x the hold's
+ * scavenges (8 MiB 0.18-0.21x) and RSS max 0.64-0.93x (8 MiB 0.76-0.96x).
  */
 import { performance } from 'node:perf_hooks'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 
 /** MiB per semi-space: the young generation (two of them) grows to at most twice this */
-export const SEMI_SPACE_MAX_MIB = 8
+export const SEMI_SPACE_MAX_MIB = 4
 export const YOUNG_GENERATION_CAP = `--max-semi-space-size=${SEMI_SPACE_MAX_MIB}`
 
 /**
