@@ -22,7 +22,7 @@ import { varint } from 'multiformats'
 import { forgetHandedOver, releaseHandedOver } from '../buffers.js'
 import {
   CODEC_CBOR, CODEC_DAG_PB, CODEC_RAW, InvalidContentError, UnsupportedContentError, decodeUnixFS, isIdentity,
-  joinBlock, mapContentError, piecesLength, readAhead, readBlock, readBlockPieces, readBlockRange, walkFile, walkHamtShards,
+  joinBlock, mapContentError, paceAhead, piecesLength, readAhead, readBlock, readBlockPieces, readBlockRange, walkFile, walkHamtShards,
   type LocalBlockstore, type ReadOptions
 } from './content.js'
 
@@ -190,8 +190,11 @@ async function * rawSection (bs: LocalBlockstore, cid: CID, pieces: Uint8Array[]
     for (const p of pieces) releaseHandedOver(p)
     return
   }
-  yield sectionPrefix(cid, length)
-  yield * readBlockRange(bs, cid, pieces, { start: 0, end: length }, options)
+  const prefix = sectionPrefix(cid, length)
+  // a full queue stops the response at the prefix as often as inside the block: held up there long, the block is freed too
+  const block = await paceAhead(bs, cid, pieces, length, prefix.byteLength, options)
+  yield prefix
+  yield * readBlockRange(bs, cid, block, { start: 0, end: length }, options)
 }
 
 /** a decoded block's bytes: kept whole (its links are views of it), so the consumer does not free them */

@@ -397,6 +397,23 @@ async function * pacedBlock (bs: LocalBlockstore, visit: FileVisit, blockLength:
 }
 
 /**
+ * Waits for `options.pace` before a small piece that goes ahead of a raw
+ * block read as `pieces` (a CAR section's prefix): the consumer may be held
+ * up there as well as inside the block. Held up for longer than STALL_MS, it
+ * frees `pieces` and returns the block read again once it may go on; else
+ * `pieces` itself. `blockLength`: the block's, counted before any piece was
+ * freed. The piece's budget is taken (pace) by the time it returns.
+ */
+export async function paceAhead (bs: LocalBlockstore, cid: CID, pieces: Uint8Array[], blockLength: number, bytes: number, options: ReadOptions): Promise<Uint8Array[]> {
+  const wait = options.pace?.(bytes)
+  if (wait == null) return pieces
+  if (!await stalled(wait, () => { for (const p of pieces) releaseHandedOver(p) })) return pieces
+  const again = await readBlockPieces(bs, cid, options)
+  if (piecesLength(again) !== blockLength) throw new InvalidContentError(`block ${cid} changed while it was read`)
+  return again
+}
+
+/**
  * Streams bytes [start, end) of one block (any codec), already read as
  * `pieces` (readBlockPieces), paced like a file's raw leaf (pacedBlock): the
  * pieces it yields are the consumer's to free (handed over, see pump.ts).
