@@ -16,6 +16,9 @@ import { StartupError } from '../startup-errors.js'
 import { COMMIT, VERSION } from '../version.js'
 import { notifyServiceManager, startupReporter } from './notify.js'
 
+/** how long a stop waits, at most, for systemd to have read STOPPING=1 */
+const STOPPING_NOTIFY_MS = 2000
+
 export async function serve (config: Readonly<Config>, log: Logger): Promise<void> {
   // A fault nothing caught (an exception, or a rejection nothing handles) still stops the process,
   // as node does by default: what it left half-done is recovered at the next start (staged uploads
@@ -91,8 +94,11 @@ export async function serve (config: Readonly<Config>, log: Logger): Promise<voi
     stopping = true
     idleCollection.stop()
     log.notice('stopping', { signal })
-    void notifyServiceManager({ STOPPING: '1' }, log)
-    daemon.stop(config.shutdownTimeout * 1000).then(() => {
+    // awaited (up to STOPPING_NOTIFY_MS) before exiting: serve may stop before the systemd-notify child
+    // has sent it, and the child dies with the unit's cgroup
+    const told = notifyServiceManager({ STOPPING: '1' }, log)
+    daemon.stop(config.shutdownTimeout * 1000).then(async () => {
+      await Promise.race([told, new Promise(resolve => setTimeout(resolve, STOPPING_NOTIFY_MS).unref())])
       log.notice('stopped')
       process.exit(0)
     }, (err: unknown) => {
