@@ -12,8 +12,12 @@ export async function freePort (): Promise<number> {
   })
 }
 
-/** Polls `check` until it returns a value or the deadline passes (readiness, never a fixed sleep). */
-export async function waitFor<T> (check: () => Promise<T | undefined> | T | undefined, what: string, timeoutMs = 30_000): Promise<T> {
+/**
+ * Polls `check` until it returns a value or the deadline passes (readiness, never a fixed sleep),
+ * backing off from 10 ms to `maxDelayMs` between checks (raise it when the checks themselves would
+ * keep what is watched from going quiet).
+ */
+export async function waitFor<T> (check: () => Promise<T | undefined> | T | undefined, what: string, timeoutMs = 30_000, maxDelayMs = 200): Promise<T> {
   const deadline = Date.now() + timeoutMs
   let delay = 10
   for (;;) {
@@ -21,6 +25,6 @@ export async function waitFor<T> (check: () => Promise<T | undefined> | T | unde
     if (v !== undefined) return v
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
     await new Promise(resolve => setTimeout(resolve, delay))
-    delay = Math.min(delay * 2, 200)
+    delay = Math.min(delay * 2, maxDelayMs)
   }
 }
