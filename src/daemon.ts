@@ -291,7 +291,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
       live: { routing: config.routing, status: () => ipfs.routing.status(), ...(reprovider != null ? { reprovider } : {}) }
     } as const
     const deny: DenyAdminDeps = { ledger: denialLedger, pins, denials, files: () => denylists.files() }
-    const admin = await startAdminServer(paths.adminSocket, { keys: { keystore, tokens, tokenLedger }, pins, gc: core.gc, settlements: settlements.admin, metrics, deny, cancelFetch: (id) => { cancelFetch(id) },
+    const admin = await startAdminServer(paths.adminSocket, { keys: { keystore, tokens, tokenLedger }, pins, tickets: core.tickets, gc: core.gc, settlements: settlements.admin, metrics, deny, cancelFetch: (id) => { cancelFetch(id) },
       routing: routingAdmin,
       delegates: () => ipfs.multiaddrs(),
       status: async () => await operatorStatus({

@@ -3,6 +3,7 @@
  * same pieces itself when it works on a stopped data dir.
  */
 import type { PinLedger } from '../ledger/pins.js'
+import type { UploadTickets } from '../ledger/tickets.js'
 import type { KeysAdminDeps } from '../service/keys-admin.js'
 import type { GcDeps } from '../service/gc.js'
 import type { Metrics } from '../metrics/registry.js'
@@ -18,6 +19,8 @@ import type { S3Credentials, S3Location } from '../ipfs/s3-client.js'
 export interface AdminDeps {
   keys: KeysAdminDeps
   pins: PinLedger
+  /** upload tickets (export-ledger carries them) */
+  tickets: Pick<UploadTickets, 'all' | 'get'>
   gc: GcDeps
   settlements: SettlementsAdminDeps
   metrics?: Metrics

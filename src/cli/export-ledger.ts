@@ -1,5 +1,5 @@
 /**
- * `pind export-ledger`: streams pins and payments as JSON Lines or CSV, to
+ * `pind export-ledger`: streams pins, payments and upload tickets as JSON Lines or CSV, to
  * stdout or a file. Runs through a running serve's admin socket (which
  * streams the export) or on a stopped data dir; either way the records are
  * never all in memory. A file is written as `<file>.partial` (mode 0600) and
@@ -31,22 +31,22 @@ interface ExportFlags {
 
 export function exportLedgerCommand (program: Command): void {
   program.command('export-ledger')
-    .description('stream the ledger (pins, payments) as JSON Lines or CSV, for accounting or to move to another instance')
-    .option('--format <format>', 'jsonl (default): every pin and payment, with a header and an end line; csv: one record type per file')
-    .option('--records <which>', 'all, pins or payments (default: all for jsonl, pins for csv)')
+    .description('stream the ledger (pins, payments, upload tickets) as JSON Lines or CSV, for accounting or to move to another instance')
+    .option('--format <format>', 'jsonl (default): every pin, payment and upload ticket, with a header and an end line; csv: one record type per file')
+    .option('--records <which>', 'all, pins, payments or tickets (default: all for jsonl, pins for csv)')
     .option('-o, --output <file>', 'write to this file (mode 0600, via <file>.partial renamed when complete) instead of stdout')
-    .option('--since <time>', 'only records created (pins) / paid (payments) at or after this UTC date (YYYY-MM-DD) or RFC 3339 time')
+    .option('--since <time>', 'only records created (pins) / paid (payments) / bought (tickets) at or after this UTC date (YYYY-MM-DD) or RFC 3339 time')
     .option('--until <time>', 'only records created / paid before this date or time (exclusive)')
-    .option('--owner <address>', 'only pins of this owner and payments by this payer (0x address, any case)')
-    .option('--status <list>', `only pins in these states, comma-separated: ${STATUS_CLASSES.join(', ')} (payments: those of such pins)`)
+    .option('--owner <address>', 'only pins of this owner, payments and tickets by this payer (0x address, any case)')
+    .option('--status <list>', `only pins in these states, comma-separated: ${STATUS_CLASSES.join(', ')} (payments and tickets: those of such pins)`)
     .option('--with-blocks', 'jsonl: add each pin\'s block CIDs, so import-ledger restores block references exactly')
     .option('--json', 'print the summary on stderr as JSON')
     .addHelpText('after', `
 Works on a running serve (through its admin socket) or on a stopped data dir.
 Progress is shown on stderr when it is a terminal. JSON Lines lines:
   {"type":"header","schema":"${EXPORT_SCHEMA}","version":${EXPORT_VERSION},"exported_at":…,"filters":{…},…}
-  {"type":"pin",…}  {"type":"payment",…}  …
-  {"type":"end","pins":N,"payments":M}
+  {"type":"pin",…}  {"type":"payment",…}  {"type":"ticket",…}  …
+  {"type":"end","pins":N,"payments":M,"tickets":T}
 Fields, CSV columns and the status vocabulary: see README, "export-ledger".
 
 Examples:
@@ -108,11 +108,11 @@ async function runExport (o: ExportFlags, cmd: Command): Promise<void> {
       },
       locally: async (core) => {
         out = await Output.open(o.output)
-        const run = exportLedger(core.pins, opts)
+        const run = exportLedger(core, opts)
         for (const chunk of run.chunks) {
           if (interrupt.signal.aborted) throw interrupt.signal.reason
           await out.write(chunk)
-          progress.show(run.stats.pins + run.stats.payments)
+          progress.show(run.stats.pins + run.stats.payments + run.stats.tickets)
         }
         return { ...run.stats }
       }
@@ -127,6 +127,7 @@ async function runExport (o: ExportFlags, cmd: Command): Promise<void> {
       records: opts.records,
       pins: r.result.pins,
       payments: r.result.payments,
+      tickets: r.result.tickets,
       bytes: out?.bytes ?? 0,
       output: o.output != null ? resolve(o.output) : null,
       seconds,
@@ -136,7 +137,9 @@ async function runExport (o: ExportFlags, cmd: Command): Promise<void> {
     const where = describeVia(r.how, config.dataDir)
     if (o.json === true) process.stderr.write(JSON.stringify(summary) + '\n')
     else {
-      const what = opts.records === 'all' ? `${summary.pins} pins and ${summary.payments} payments` : opts.records === 'pins' ? `${summary.pins} pins` : `${summary.payments} payments`
+      const what = opts.records === 'all'
+        ? `${summary.pins} pins, ${summary.payments} payments and ${summary.tickets} upload tickets`
+        : opts.records === 'pins' ? `${summary.pins} pins` : opts.records === 'payments' ? `${summary.payments} payments` : `${summary.tickets} upload tickets`
       process.stderr.write(`pind export-ledger: exported ${what} (${opts.format}, schema version ${EXPORT_VERSION}, ${summary.bytes} bytes) to ${summary.output ?? 'stdout'} in ${seconds} s, ${where}\n`)
     }
   } catch (err) {
@@ -267,16 +270,16 @@ class StreamCounter {
     return Math.max(0, this.lines - 1)
   }
 
-  finish (): { pins: number, payments: number } {
+  finish (): { pins: number, payments: number, tickets: number } {
     if (this.opts.format === 'csv') {
       const n = this.records()
-      return this.opts.records === 'payments' ? { pins: 0, payments: n } : { pins: n, payments: 0 }
+      return { pins: this.opts.records === 'pins' ? n : 0, payments: this.opts.records === 'payments' ? n : 0, tickets: this.opts.records === 'tickets' ? n : 0 }
     }
-    let end: { type?: unknown, pins?: unknown, payments?: unknown } = {}
+    let end: { type?: unknown, pins?: unknown, payments?: unknown, tickets?: unknown } = {}
     try { end = JSON.parse(this.last) } catch {}
-    if (this.partial.trim() !== '' || end.type !== 'end' || typeof end.pins !== 'number' || typeof end.payments !== 'number') {
+    if (this.partial.trim() !== '' || end.type !== 'end' || typeof end.pins !== 'number' || typeof end.payments !== 'number' || typeof end.tickets !== 'number') {
       throw new CliError('the export from the running serve ended without its end line (was serve stopped?); nothing was kept')
     }
-    return { pins: end.pins, payments: end.payments }
+    return { pins: end.pins, payments: end.payments, tickets: end.tickets }
   }
 }

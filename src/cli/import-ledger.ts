@@ -20,13 +20,14 @@ import { count, progressLine } from './progress.js'
 export function importLedgerCommand (program: Command): void {
   program.command('import-ledger <file>')
     .description('load a JSON Lines export (pind export-ledger) into a stopped data dir: a new or empty ledger, or --merge')
-    .option('--merge', 'add to a ledger that already holds pins (requestids and payments it already has are refused)')
+    .option('--merge', 'add to a ledger that already holds pins (requestids, payments and tickets it already has are refused)')
     .option('--json', 'print the result as JSON')
     .addHelpText('after', `
-<file> is a JSON Lines export (schema ${EXPORT_SCHEMA}, version 1); "-" reads stdin (copied to a
+<file> is a JSON Lines export (schema ${EXPORT_SCHEMA}, version 1 or 2); "-" reads stdin (copied to a
 temporary file first: the input is read twice). The whole input is checked first (header and
 version, every line, the end line and its counts, ids already in the ledger) and nothing is
-written unless all of it is good. The data dir is created (mode 0700) when it does not exist;
+written unless all of it is good. Upload tickets come back as they were (an unused one can be
+used once on this data dir, a used one stays used). The data dir is created (mode 0700) when it does not exist;
 no pind serve may be running on it. Pins exported "pinned" without --with-blocks come back
 "queued": the next pind serve walks their DAGs again (local blocks first, then the network).
 Copy blocks/ (and keys/ if tokens must stay valid) from the old data dir for the content itself.
@@ -62,7 +63,7 @@ async function runImport (file: string, o: { merge?: boolean, json?: boolean }, 
       if (!ok) throw new CliError(`cannot read ${file}: no such file`)
     }
     const source = fileLines(input)
-    const opts: ImportOptions = { merge: o.merge === true, onProgress: (phase, c) => { progress.update(phase === 'checking' ? `checking: ${count(c.lines)} lines` : `writing: ${count(c.pins)} pins, ${count(c.payments)} payments`) } }
+    const opts: ImportOptions = { merge: o.merge === true, onProgress: (phase, c) => { progress.update(phase === 'checking' ? `checking: ${count(c.lines)} lines` : `writing: ${count(c.pins)} pins, ${count(c.payments)} payments, ${count(c.tickets)} tickets`) } }
 
     const fresh = !existsSync(paths.ledger)
     // a new ledger is created only once the input has been checked
@@ -87,8 +88,8 @@ async function runImport (file: string, o: { merge?: boolean, json?: boolean }, 
       const { openCore } = await import('../core.js')
       const core = await openCore(paths)
       try {
-        if (!fresh) await checkImport(source, core.pins, opts)
-        result = await writeImport(source, core.pins, opts)
+        if (!fresh) await checkImport(source, core, opts)
+        result = await writeImport(source, core, opts)
       } finally {
         await core.close()
       }
@@ -97,9 +98,9 @@ async function runImport (file: string, o: { merge?: boolean, json?: boolean }, 
     }
     progress.done()
     const where = `on the data dir ${paths.root} (no serve running)`
-    if (o.json === true) process.stdout.write(JSON.stringify({ pins: result.pins, payments: result.payments, requeued: result.requeued, withBlocks: result.withBlocks, dataDir: paths.root, via: 'data-dir' }) + '\n')
+    if (o.json === true) process.stdout.write(JSON.stringify({ pins: result.pins, payments: result.payments, tickets: result.tickets, requeued: result.requeued, withBlocks: result.withBlocks, dataDir: paths.root, via: 'data-dir' }) + '\n')
     else {
-      process.stdout.write(`imported ${result.pins} pins and ${result.payments} payments\n`)
+      process.stdout.write(`imported ${result.pins} pins, ${result.payments} payments and ${result.tickets} upload tickets\n`)
       if (result.requeued > 0) process.stdout.write(`${result.requeued} pinned pins had no block list in the export: they are queued, and the next pind serve walks their DAGs again (local blocks first, then the network)\n`)
     }
     process.stderr.write(`pind import-ledger: done ${where}\n`)

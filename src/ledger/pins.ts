@@ -747,9 +747,12 @@ export class PinLedger {
    * Writes imported records as they are (migration): each pin with its
    * indexes, queue entry and block references, and payments — one
    * transaction per batch. Existing requestids or payment ids are refused.
+   * `within` writes other records of the batch in the same transaction
+   * (tickets.ts: upload tickets); whatever it throws aborts the whole batch.
    */
-  async importBatch (pins: Array<{ pin: PinRecord, blocks?: string[] }>, payments: PaymentRecord[]): Promise<void> {
+  async importBatch (pins: Array<{ pin: PinRecord, blocks?: string[] }>, payments: PaymentRecord[], within?: () => void): Promise<void> {
     await this.env.transaction(() => {
+      within?.()
       // payments first, so that a pin of this batch keeps only a reference to its payment
       const batchCids = new Map(pins.map(({ pin }) => [pin.requestid, pin.cid]))
       for (const p of payments) {

@@ -55,12 +55,31 @@ export function ticketPurpose (id: string): string {
 export class UploadTickets {
   private readonly db: Database<UploadTicket, string>
 
-  constructor (env: LedgerEnv, private readonly pins: Pick<PinLedger, 'create' | 'recordPayment'>) {
+  constructor (env: LedgerEnv, private readonly pins: Pick<PinLedger, 'create' | 'importBatch' | 'recordPayment'>) {
     this.db = env.db<UploadTicket>('upload-tickets')
   }
 
   get (id: string): UploadTicket | undefined {
     return id.length > 64 ? undefined : this.db.get(id)
+  }
+
+  /** every ticket, in ascending id order (export-ledger) */
+  * all (): Generator<UploadTicket> {
+    for (const { value } of this.db.getRange()) yield value
+  }
+
+  /**
+   * Writes imported records as they are (import-ledger): the batch's pins and
+   * payments (PinLedger.importBatch) and its tickets, unused or claimed, in
+   * one transaction. A ticket id the ledger holds already is refused.
+   */
+  async importBatch (pins: Parameters<PinLedger['importBatch']>[0], payments: PaymentRecord[], tickets: UploadTicket[]): Promise<void> {
+    await this.pins.importBatch(pins, payments, () => {
+      for (const t of tickets) {
+        if (this.db.doesExist(t.id)) throw new Error(`upload ticket ${t.id} exists already`)
+        this.db.put(t.id, t)
+      }
+    })
   }
 
   /** Records a bought ticket with its payment (and removes the payment's settlement note): one transaction. PaymentReusedError when the payment is recorded already. */

@@ -1,16 +1,20 @@
 /**
- * `pind export-ledger`: the ledger's pins and payments as JSON Lines or CSV,
+ * `pind export-ledger`: the ledger's pins, payments and upload tickets as JSON Lines or CSV,
  * transport-free. The CLI runs it on a stopped data dir; a running serve runs
  * it behind POST /export-ledger on its admin socket. Both stream: records are
  * read from LMDB ranges lazily and written in chunks, so memory stays flat
  * whatever the size of the ledger.
  *
- * JSON Lines (schema "pind-ledger-export", version 1):
- *   {"type":"header","schema":"pind-ledger-export","version":1,"exported_at":…,"pind_version":…,"records":…,"with_blocks":…,"filters":{…}}
+ * JSON Lines (schema "pind-ledger-export", version 2):
+ *   {"type":"header","schema":"pind-ledger-export","version":2,"exported_at":…,"pind_version":…,"records":…,"with_blocks":…,"filters":{…}}
  *   {"type":"pin", <PIN_COLUMNS>[, "blocks":[…]]}        one per pin, ascending requestid
  *   {"type":"payment", <PAYMENT_COLUMNS>}                one per payment, ascending payment_id
- *   {"type":"end","pins":N,"payments":M}                 so a truncated file is detectable
+ *   {"type":"ticket", <TICKET_COLUMNS>}                  one per upload ticket, ascending ticket_id
+ *   {"type":"end","pins":N,"payments":M,"tickets":T}     so a truncated file is detectable
  * Every column is present on every line (null when the record has no value).
+ * Version 2 added the ticket lines (a ticket is prepaid: an import that left
+ * it out would lose what its payer paid for), so an older pind refuses the
+ * file instead of dropping them; version 1 files (no tickets) still import.
  *
  * CSV: one record type per file, RFC 4180 (CRLF, quoted when needed), a
  * header row, the first column `schema_version` (1 on every row); origins,
@@ -18,16 +22,17 @@
  */
 import { PindError } from '../errors.js'
 import { isoMicros, parseMicros } from '../ledger/clock.js'
-import type { PinLedger } from '../ledger/pins.js'
+import { PinLedger } from '../ledger/pins.js'
 import type { FetchState, PaymentInfo, PaymentRecord, PinRecord } from '../ledger/records.js'
+import type { UploadTicket, UploadTickets } from '../ledger/tickets.js'
 import { formatUsdc } from '../payment/pricing.js'
 import { VERSION } from '../version.js'
 
 export const EXPORT_SCHEMA = 'pind-ledger-export'
-export const EXPORT_VERSION = 1
+export const EXPORT_VERSION = 2
 
 export type ExportFormat = 'jsonl' | 'csv'
-export type ExportRecords = 'all' | 'pins' | 'payments'
+export type ExportRecords = 'all' | 'pins' | 'payments' | 'tickets'
 /** What `--status` matches: a pin's stored state, or `removed` / `expired` (see pinStatusClass). */
 export const STATUS_CLASSES = ['queued', 'pinning', 'pinned', 'failed', 'removed', 'expired'] as const
 export type StatusClass = typeof STATUS_CLASSES[number]
@@ -46,8 +51,15 @@ export const PAYMENT_COLUMNS = [
   'payment_id', 'requestid', 'purpose', 'payer', 'amount', 'amount_usdc', 'network', 'settlement_tx', 'at', 'proof'
 ] as const
 
+/** An upload ticket: what it was bought for, with which payment, and whether an upload used it (`claimed_by`: the pin it made). */
+export const TICKET_COLUMNS = [
+  'ticket_id', 'payer', 'bytes', 'months', 'amount', 'amount_usdc', 'asset', 'network', 'payment_id', 'settlement_tx',
+  'created_at', 'expires_at', 'used', 'claimed_by', 'claimed_at'
+] as const
+
 export type PinLine = { type: 'pin' } & { [K in typeof PIN_COLUMNS[number]]: unknown } & { blocks?: string[] }
 export type PaymentLine = { type: 'payment' } & { [K in typeof PAYMENT_COLUMNS[number]]: unknown }
+export type TicketLine = { type: 'ticket' } & { [K in typeof TICKET_COLUMNS[number]]: unknown }
 
 // Every field of the ledger's records must be carried by the export (so import
 // rebuilds them exactly): adding a field to PinRecord, PaymentInfo, FetchState
@@ -57,12 +69,31 @@ const PIN_FIELDS = ['requestid', 'owner', 'cid', 'name', 'origins', 'meta', 'sta
 const PAYMENT_INFO_FIELDS = ['id', 'payer', 'amount', 'network', 'asset', 'tx', 'settledAt', 'method'] as const
 const FETCH_FIELDS = ['attempts', 'giveUpAt', 'nextAttemptAt', 'lastError'] as const
 const PAYMENT_FIELDS = ['id', 'requestid', 'purpose', 'payer', 'amount', 'network', 'tx', 'at', 'proof'] as const
+const TICKET_FIELDS = ['id', 'payer', 'bytes', 'months', 'amount', 'paymentId', 'network', 'asset', 'tx', 'createdAt', 'expiresAt', 'claimed'] as const
+const CLAIM_FIELDS = ['requestid', 'at'] as const
 export type AllFieldsExported = [
   Covered<Exclude<keyof PinRecord, typeof PIN_FIELDS[number]>>,
   Covered<Exclude<keyof PaymentInfo, typeof PAYMENT_INFO_FIELDS[number]>>,
   Covered<Exclude<keyof FetchState, typeof FETCH_FIELDS[number]>>,
-  Covered<Exclude<keyof PaymentRecord, typeof PAYMENT_FIELDS[number]>>
+  Covered<Exclude<keyof PaymentRecord, typeof PAYMENT_FIELDS[number]>>,
+  Covered<Exclude<keyof UploadTicket, typeof TICKET_FIELDS[number]>>,
+  Covered<Exclude<keyof NonNullable<UploadTicket['claimed']>, typeof CLAIM_FIELDS[number]>>
 ]
+
+/**
+ * What is exported: the pins and payments, and the upload tickets. A
+ * PinLedger alone is a ledger without tickets (the ledger tests, and the
+ * ledger benchmark that runs this code beside older code).
+ */
+export type ExportSource = PinLedger | { pins: PinLedger, tickets: Pick<UploadTickets, 'all' | 'get'> }
+
+interface Records { pins: PinLedger, tickets: Pick<UploadTickets, 'all' | 'get'> }
+
+const NO_TICKETS: Pick<UploadTickets, 'all' | 'get'> = { all: function * () {}, get: () => undefined }
+
+function recordsOf (from: ExportSource): Records {
+  return from instanceof PinLedger ? { pins: from, tickets: NO_TICKETS } : from
+}
 
 /** What a caller asks for (CLI flags, the admin route's JSON body). */
 export interface ExportRequest {
@@ -101,8 +132,8 @@ export function parseExportOptions (raw: ExportRequest): ExportOptions {
   const format = raw.format ?? 'jsonl'
   if (format !== 'jsonl' && format !== 'csv') errors.push(`--format must be jsonl or csv, not ${JSON.stringify(format)}`)
   const records = raw.records ?? (format === 'csv' ? 'pins' : 'all')
-  if (records !== 'all' && records !== 'pins' && records !== 'payments') errors.push(`--records must be all, pins or payments, not ${JSON.stringify(records)}`)
-  else if (format === 'csv' && records === 'all') errors.push('--format csv holds one record type per file: --records pins or --records payments')
+  if (records !== 'all' && records !== 'pins' && records !== 'payments' && records !== 'tickets') errors.push(`--records must be all, pins, payments or tickets, not ${JSON.stringify(records)}`)
+  else if (format === 'csv' && records === 'all') errors.push('--format csv holds one record type per file: --records pins, payments or tickets')
   const withBlocks = raw.withBlocks === true
   if (raw.withBlocks != null && typeof raw.withBlocks !== 'boolean') errors.push('withBlocks must be a boolean')
   if (withBlocks && format === 'csv') errors.push('--with-blocks is for JSON Lines (migration), not CSV')
@@ -157,6 +188,7 @@ export function pinStatusClass (pin: PinRecord, nowMs: number): StatusClass {
 export interface ExportStats {
   pins: number
   payments: number
+  tickets: number
 }
 
 export interface ExportRun {
@@ -171,9 +203,10 @@ export interface ExportRun {
 const CHUNK_BYTES = 64 * 1024
 
 /** Starts an export; nothing is read until `chunks` is iterated. Stopping the iteration early releases the LMDB read. */
-export function exportLedger (pins: PinLedger, opts: ExportOptions, now: Date = new Date(), chunkBytes = CHUNK_BYTES): ExportRun {
-  const stats: ExportStats = { pins: 0, payments: 0 }
-  const lines = opts.format === 'csv' ? csvLines(pins, opts, stats, now) : jsonLines(pins, opts, stats, now)
+export function exportLedger (from: ExportSource, opts: ExportOptions, now: Date = new Date(), chunkBytes = CHUNK_BYTES): ExportRun {
+  const stats: ExportStats = { pins: 0, payments: 0, tickets: 0 }
+  const records = recordsOf(from)
+  const lines = opts.format === 'csv' ? csvLines(records, opts, stats, now) : jsonLines(records, opts, stats, now)
   return {
     stats,
     contentType: opts.format === 'csv' ? 'text/csv; charset=utf-8; header=present' : 'application/x-ndjson; charset=utf-8',
@@ -214,10 +247,11 @@ export function exportHeader (opts: ExportOptions, now: Date): Record<string, un
   }
 }
 
-function * jsonLines (pins: PinLedger, opts: ExportOptions, stats: ExportStats, now: Date): Generator<string> {
+function * jsonLines (r: Records, opts: ExportOptions, stats: ExportStats, now: Date): Generator<string> {
+  const { pins } = r
   yield JSON.stringify(exportHeader(opts, now)) + '\n'
   const nowMs = now.getTime()
-  if (opts.records !== 'payments') {
+  if (opts.records === 'all' || opts.records === 'pins') {
     for (const pin of selectPins(pins, opts, nowMs)) {
       const line: PinLine = pinLine(pin, nowMs)
       if (opts.withBlocks) line.blocks = pins.blocksOf(pin.requestid)
@@ -225,16 +259,23 @@ function * jsonLines (pins: PinLedger, opts: ExportOptions, stats: ExportStats, 
       yield JSON.stringify(line) + '\n'
     }
   }
-  if (opts.records !== 'pins') {
-    for (const p of selectPayments(pins, opts, nowMs)) {
+  if (opts.records === 'all' || opts.records === 'payments') {
+    for (const p of selectPayments(r, opts, nowMs)) {
       stats.payments++
       yield JSON.stringify(paymentLine(p)) + '\n'
     }
   }
-  yield JSON.stringify({ type: 'end', pins: stats.pins, payments: stats.payments }) + '\n'
+  if (opts.records === 'all' || opts.records === 'tickets') {
+    for (const t of selectTickets(r, opts, nowMs)) {
+      stats.tickets++
+      yield JSON.stringify(ticketLine(t)) + '\n'
+    }
+  }
+  yield JSON.stringify({ type: 'end', pins: stats.pins, payments: stats.payments, tickets: stats.tickets }) + '\n'
 }
 
-function * csvLines (pins: PinLedger, opts: ExportOptions, stats: ExportStats, now: Date): Generator<string> {
+function * csvLines (r: Records, opts: ExportOptions, stats: ExportStats, now: Date): Generator<string> {
+  const { pins } = r
   const nowMs = now.getTime()
   const version = String(EXPORT_VERSION)
   if (opts.records === 'pins') {
@@ -244,12 +285,19 @@ function * csvLines (pins: PinLedger, opts: ExportOptions, stats: ExportStats, n
       stats.pins++
       yield csvRow([version, ...PIN_COLUMNS.map(c => c === 'name' ? formulaSafe(line.name) : line[c])])
     }
-  } else {
+  } else if (opts.records === 'payments') {
     yield csvRow(['schema_version', ...PAYMENT_COLUMNS])
-    for (const p of selectPayments(pins, opts, nowMs)) {
+    for (const p of selectPayments(r, opts, nowMs)) {
       const line = paymentLine(p)
       stats.payments++
       yield csvRow([version, ...PAYMENT_COLUMNS.map(c => line[c])])
+    }
+  } else {
+    yield csvRow(['schema_version', ...TICKET_COLUMNS])
+    for (const t of selectTickets(r, opts, nowMs)) {
+      const line = ticketLine(t)
+      stats.tickets++
+      yield csvRow([version, ...TICKET_COLUMNS.map(c => line[c])])
     }
   }
 }
@@ -264,8 +312,8 @@ function * selectPins (pins: PinLedger, opts: ExportOptions, nowMs: number): Gen
   }
 }
 
-/** Payments filter on `at` (since/until), the payer (owner) and, with --status, the class of the pin they paid for. */
-function * selectPayments (pins: PinLedger, opts: ExportOptions, nowMs: number): Generator<PaymentRecord> {
+/** Payments filter on `at` (since/until), the payer (owner) and, with --status, the class of the pin they paid for (a ticket's: the pin its upload made). */
+function * selectPayments ({ pins, tickets }: Records, opts: ExportOptions, nowMs: number): Generator<PaymentRecord> {
   for (const p of pins.allPayments()) {
     if (opts.sinceUs != null || opts.untilUs != null) {
       const at = parseMicros(p.at) ?? 0
@@ -274,10 +322,28 @@ function * selectPayments (pins: PinLedger, opts: ExportOptions, nowMs: number):
     }
     if (opts.owner != null && p.payer.toLowerCase() !== opts.owner) continue
     if (opts.status != null) {
-      const pin = pins.get(p.requestid)
+      const requestid = p.purpose.startsWith('ticket:') ? tickets.get(p.requestid)?.claimed?.requestid : p.requestid
+      const pin = requestid != null ? pins.get(requestid) : undefined
       if (pin == null || !opts.status.includes(pinStatusClass(pin, nowMs))) continue
     }
     yield p
+  }
+}
+
+/** Tickets filter on when they were bought (since/until), the payer (owner) and, with --status, the class of the pin their upload made (an unused ticket has none). */
+function * selectTickets ({ pins, tickets }: Records, opts: ExportOptions, nowMs: number): Generator<UploadTicket> {
+  for (const t of tickets.all()) {
+    if (opts.sinceUs != null || opts.untilUs != null) {
+      const at = parseMicros(t.createdAt) ?? 0
+      if (opts.sinceUs != null && at < opts.sinceUs) continue
+      if (opts.untilUs != null && at >= opts.untilUs) continue
+    }
+    if (opts.owner != null && t.payer.toLowerCase() !== opts.owner) continue
+    if (opts.status != null) {
+      const pin = t.claimed != null ? pins.get(t.claimed.requestid) : undefined
+      if (pin == null || !opts.status.includes(pinStatusClass(pin, nowMs))) continue
+    }
+    yield t
   }
 }
 
@@ -336,6 +402,27 @@ export function paymentLine (p: PaymentRecord): PaymentLine {
     settlement_tx: p.tx ?? null,
     at: p.at,
     proof: p.proof
+  }
+}
+
+export function ticketLine (t: UploadTicket): TicketLine {
+  return {
+    type: 'ticket',
+    ticket_id: t.id,
+    payer: t.payer,
+    bytes: t.bytes,
+    months: t.months,
+    amount: t.amount,
+    amount_usdc: usdc(t.amount),
+    asset: t.asset,
+    network: t.network,
+    payment_id: t.paymentId,
+    settlement_tx: t.tx ?? null,
+    created_at: t.createdAt,
+    expires_at: t.expiresAt,
+    used: t.claimed != null,
+    claimed_by: t.claimed?.requestid ?? null,
+    claimed_at: t.claimed?.at ?? null
   }
 }
 

@@ -17,6 +17,10 @@
  * `pinned` without its block list (export without --with-blocks) and still
  * live comes back `queued`: serve's fetcher walks its DAG again, reading the
  * local blockstore first, and references the blocks when it is complete.
+ * Upload tickets (version 2) come back as they were: an unused one can be
+ * used once on the new ledger, a used one stays used, and the payment that
+ * bought it (a payment line) stays recorded, so the same payment sent again
+ * answers with the same ticket. Version 1 files hold no tickets.
  */
 import { PindError } from '../errors.js'
 import { createReadStream } from 'node:fs'
@@ -25,7 +29,17 @@ import { CID } from 'multiformats/cid'
 import { parseMicros } from '../ledger/clock.js'
 import type { PinLedger } from '../ledger/pins.js'
 import type { FetchState, PaymentInfo, PaymentRecord, PinRecord, PinState } from '../ledger/records.js'
+import type { UploadTicket, UploadTickets } from '../ledger/tickets.js'
 import { EXPORT_SCHEMA, EXPORT_VERSION } from './ledger-export.js'
+
+/** the export versions this pind imports: 1 (pins and payments), 2 (and upload tickets) */
+const READABLE_VERSIONS: readonly unknown[] = [1, EXPORT_VERSION]
+
+/** Where an import writes: the ledger's pins and payments, and its upload tickets. */
+export interface ImportTarget {
+  pins: PinLedger
+  tickets: Pick<UploadTickets, 'get' | 'all' | 'importBatch'>
+}
 
 /** Yields the lines of the input; called once per pass. */
 export type LineSource = () => AsyncIterable<string>
@@ -49,6 +63,7 @@ export interface ImportCounts {
   lines: number
   pins: number
   payments: number
+  tickets: number
 }
 
 export interface ImportCheck extends ImportCounts {
@@ -75,10 +90,11 @@ export function fileLines (path: string): LineSource {
   return () => createInterface({ input: createReadStream(path, { encoding: 'utf8' }), crlfDelay: Infinity })
 }
 
-/** True when the ledger holds no pin and no payment. */
-export function ledgerIsEmpty (pins: PinLedger): boolean {
+/** True when the ledger holds no pin, no payment and no upload ticket. */
+export function ledgerIsEmpty ({ pins, tickets }: ImportTarget): boolean {
   for (const _ of pins.all()) return false
   for (const _ of pins.allPayments()) return false
+  for (const _ of tickets.all()) return false
   return true
 }
 
@@ -86,14 +102,14 @@ export function ledgerIsEmpty (pins: PinLedger): boolean {
  * Pass 1: reads everything, writes nothing. `target` (when the ledger exists)
  * is checked for being empty, or with `merge` for ids it already holds.
  */
-export async function checkImport (source: LineSource, target: PinLedger | undefined, opts: ImportOptions = {}): Promise<ImportCheck> {
+export async function checkImport (source: LineSource, target: ImportTarget | undefined, opts: ImportOptions = {}): Promise<ImportCheck> {
   if (target != null && opts.merge !== true && !ledgerIsEmpty(target)) {
-    throw new ImportError('the ledger already holds pins or payments; import-ledger fills an empty ledger (use --merge to add to this one: requestids and payments it already holds are refused)')
+    throw new ImportError('the ledger already holds pins, payments or upload tickets; import-ledger fills an empty ledger (use --merge to add to this one: requestids, payments and tickets it already holds are refused)')
   }
   const errors: string[] = []
-  const counts: ImportCounts = { lines: 0, pins: 0, payments: 0 }
+  const counts: ImportCounts = { lines: 0, pins: 0, payments: 0, tickets: 0 }
   let header: Record<string, unknown> | undefined
-  let end: { line: number, pins: unknown, payments: unknown } | undefined
+  let end: { line: number, pins: unknown, payments: unknown, tickets: unknown } | undefined
   const bad = (line: number, message: string): void => {
     errors.push(`line ${line}: ${message}`)
     if (errors.length >= MAX_ERRORS) throw new ImportError(summary(errors, true))
@@ -101,6 +117,7 @@ export async function checkImport (source: LineSource, target: PinLedger | undef
   // export writes each record type in ascending key order, and import relies on it
   const pinOrder = ascending('pin', 'requestid')
   const paymentOrder = ascending('payment', 'id')
+  const ticketOrder = ascending('ticket', 'ticket_id')
   for await (const text of source()) {
     const n = ++counts.lines
     if (n % PROGRESS_EVERY === 0) opts.onProgress?.('checking', { ...counts })
@@ -117,7 +134,7 @@ export async function checkImport (source: LineSource, target: PinLedger | undef
           const { pin } = pinFromLine(obj)
           const disorder = pinOrder(pin.requestid)
           if (disorder != null) bad(n, disorder)
-          if (opts.merge === true && target?.get(pin.requestid) != null) bad(n, `pin ${pin.requestid} is already in the ledger`)
+          if (opts.merge === true && target?.pins.get(pin.requestid) != null) bad(n, `pin ${pin.requestid} is already in the ledger`)
           counts.pins++
           break
         }
@@ -125,12 +142,22 @@ export async function checkImport (source: LineSource, target: PinLedger | undef
           const p = paymentFromLine(obj)
           const disorder = paymentOrder(p.id)
           if (disorder != null) bad(n, disorder)
-          if (opts.merge === true && target?.payment(p.id) != null) bad(n, `payment ${p.id} is already in the ledger`)
+          if (opts.merge === true && target?.pins.payment(p.id) != null) bad(n, `payment ${p.id} is already in the ledger`)
           counts.payments++
           break
         }
+        case 'ticket': {
+          if (header.version === 1) { bad(n, 'a ticket line in a version 1 export (tickets came with version 2)'); break }
+          const t = ticketFromLine(obj)
+          const disorder = ticketOrder(t.id)
+          if (disorder != null) bad(n, disorder)
+          if (opts.merge === true && target?.tickets.get(t.id) != null) bad(n, `upload ticket ${t.id} is already in the ledger`)
+          counts.tickets++
+          break
+        }
         case 'end':
-          end = { line: n, pins: obj.pins, payments: obj.payments }
+          // (version 1 end lines count no tickets: there are none)
+          end = { line: n, pins: obj.pins, payments: obj.payments, tickets: header.version === 1 ? 0 : obj.tickets }
           break
         case 'header':
           bad(n, 'a second header line (were two exports concatenated?)')
@@ -146,8 +173,8 @@ export async function checkImport (source: LineSource, target: PinLedger | undef
   if (header == null) throw new ImportError('the input is empty: expected a pind ledger export (JSON Lines starting with a header line)')
   if (end == null) {
     errors.push(`the input ends after line ${counts.lines} without the end line: it is truncated (an export cut short)`)
-  } else if (end.pins !== counts.pins || end.payments !== counts.payments) {
-    errors.push(`line ${end.line}: the end line counts ${String(end.pins)} pins and ${String(end.payments)} payments, but the file holds ${counts.pins} and ${counts.payments}`)
+  } else if (end.pins !== counts.pins || end.payments !== counts.payments || end.tickets !== counts.tickets) {
+    errors.push(`line ${end.line}: the end line counts ${String(end.pins)} pins, ${String(end.payments)} payments and ${String(end.tickets)} tickets, but the file holds ${counts.pins}, ${counts.payments} and ${counts.tickets}`)
   }
   if (errors.length > 0) throw new ImportError(summary(errors, false))
   opts.onProgress?.('checking', { ...counts })
@@ -159,27 +186,30 @@ function summary (errors: string[], stopped: boolean): string {
 }
 
 /** Pass 2: writes the (checked) input in batches. */
-export async function writeImport (source: LineSource, target: PinLedger, opts: ImportOptions = {}): Promise<ImportResult> {
+export async function writeImport (source: LineSource, target: ImportTarget, opts: ImportOptions = {}): Promise<ImportResult> {
   const now = opts.now ?? new Date()
   const batchSize = opts.batchSize ?? DEFAULT_BATCH
   const giveUpAt = new Date(now.getTime() + (opts.refetchWindowMs ?? DEFAULT_REFETCH_WINDOW_MS)).toISOString()
-  const result: ImportResult = { lines: 0, pins: 0, payments: 0, requeued: 0, withBlocks: 0 }
+  const result: ImportResult = { lines: 0, pins: 0, payments: 0, tickets: 0, requeued: 0, withBlocks: 0 }
   let pins: Array<{ pin: PinRecord, blocks?: string[] }> = []
   let payments: PaymentRecord[] = []
+  let tickets: UploadTicket[] = []
   let blocks = 0
   // one batch commits while the next is parsed: at most two batches in memory, written in order
   let committing: Promise<void> | undefined
   const flush = async (): Promise<void> => {
     await committing
-    if (pins.length === 0 && payments.length === 0) return
-    const batch = { pins, payments }
+    if (pins.length === 0 && payments.length === 0 && tickets.length === 0) return
+    const batch = { pins, payments, tickets }
     pins = []
     payments = []
+    tickets = []
     blocks = 0
-    committing = target.importBatch(batch.pins, batch.payments).then(() => {
+    committing = target.tickets.importBatch(batch.pins, batch.payments, batch.tickets).then(() => {
       result.pins += batch.pins.length
       result.payments += batch.payments.length
-      opts.onProgress?.('writing', { lines: result.lines, pins: result.pins, payments: result.payments })
+      result.tickets += batch.tickets.length
+      opts.onProgress?.('writing', { lines: result.lines, pins: result.pins, payments: result.payments, tickets: result.tickets })
     })
     committing.catch(() => {}) // handled: the failure is thrown where it is awaited (next flush, or the end)
   }
@@ -207,17 +237,19 @@ export async function writeImport (source: LineSource, target: PinLedger, opts: 
         pins.push(entry)
       } else if (obj.type === 'payment') {
         payments.push(paymentFromLine(obj))
+      } else if (obj.type === 'ticket') {
+        tickets.push(ticketFromLine(obj))
       }
     } catch (err) {
       if (err instanceof LineError) throw new ImportError(`line ${n}: ${err.message} (the input changed since it was checked?)`)
       throw err
     }
-    if (pins.length + payments.length >= batchSize || blocks >= MAX_BATCH_BLOCKS) await flush()
+    if (pins.length + payments.length + tickets.length >= batchSize || blocks >= MAX_BATCH_BLOCKS) await flush()
   }
   await flush()
   await committing
   // an export of a ledger that leaked a chain of replacements brings the leak along: release it
-  await target.releaseUnheld()
+  await target.pins.releaseUnheld()
   return result
 }
 
@@ -238,8 +270,8 @@ function checkHeader (obj: Record<string, unknown>, n: number): Record<string, u
   if (obj.type !== 'header' || obj.schema !== EXPORT_SCHEMA) {
     throw new ImportError(`line ${n}: not a pind ledger export (the first line must be the header {"type":"header","schema":"${EXPORT_SCHEMA}",…})`)
   }
-  if (obj.version !== EXPORT_VERSION) {
-    throw new ImportError(`line ${n}: export schema version ${JSON.stringify(obj.version)} is not supported; this pind reads version ${EXPORT_VERSION} (use a pind that matches the exporting one)`)
+  if (!READABLE_VERSIONS.includes(obj.version)) {
+    throw new ImportError(`line ${n}: export schema version ${JSON.stringify(obj.version)} is not supported; this pind reads versions ${READABLE_VERSIONS.join(' and ')} (use a pind that matches the exporting one)`)
   }
   return obj
 }
@@ -317,6 +349,12 @@ class Fields {
 
   has (k: string): boolean {
     return this.o[k] != null
+  }
+
+  bool (k: string): boolean {
+    const v = this.o[k]
+    if (typeof v !== 'boolean') this.fail(k, 'true or false')
+    return v
   }
 }
 
@@ -415,6 +453,39 @@ export function paymentFromLine (o: Record<string, unknown>): PaymentRecord {
     ...(tx != null ? { tx } : {}),
     at: f.time('at'),
     proof: f.str('proof')
+  }
+}
+
+/** A ticket line back to the UploadTicket it was exported from (amount_usdc, derived, is ignored). */
+export function ticketFromLine (o: Record<string, unknown>): UploadTicket {
+  const f = new Fields(o)
+  const id = f.str('ticket_id')
+  // the ledger's key (tickets.ts looks up at most 64 characters)
+  if (id.length > 64) throw new LineError(`ticket_id must be at most 64 characters, not ${id.length}`)
+  const bytes = f.int('bytes')
+  const months = f.int('months')
+  if (bytes < 1) throw new LineError(`bytes must be at least 1, not ${bytes}`)
+  if (months < 1) throw new LineError(`months must be at least 1, not ${months}`)
+  const tx = f.optStr('settlement_tx')
+  const used = f.bool('used')
+  const claimedBy = f.optStr('claimed_by')
+  const claimedAt = f.optTime('claimed_at')
+  if (used !== (claimedBy != null) || (claimedBy != null) !== (claimedAt != null)) {
+    throw new LineError('a used ticket has claimed_by and claimed_at, an unused one neither')
+  }
+  return {
+    id,
+    payer: f.str('payer').toLowerCase(),
+    bytes,
+    months,
+    amount: f.amount('amount'),
+    paymentId: f.str('payment_id'),
+    network: f.str('network'),
+    asset: f.str('asset'),
+    ...(tx != null ? { tx } : {}),
+    createdAt: f.time('created_at'),
+    expiresAt: f.time('expires_at'),
+    ...(claimedBy != null && claimedAt != null ? { claimed: { requestid: claimedBy, at: claimedAt } } : {})
   }
 }
 

@@ -4,7 +4,9 @@
  * dir → the same ledger, record for record, block references and fetch queue
  * included), requeueing without blocks, --merge, CSV quoting, filters,
  * refused inputs (truncated, unknown version, bad lines) with nothing written,
- * usage errors, and export through a running serve.
+ * usage errors, and export through a running serve. Upload tickets (unused
+ * and used) make the round trip too, as version 2 lines; version 1 files
+ * (no tickets) still import.
  */
 import { spawn } from 'node:child_process'
 import { chmodSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
@@ -17,10 +19,12 @@ import { isoMicros } from '../../src/ledger/clock.js'
 import { openLedgerEnv } from '../../src/ledger/open.js'
 import { PinLedger } from '../../src/ledger/pins.js'
 import type { PaymentRecord, PinRecord } from '../../src/ledger/records.js'
+import { TicketClaimError, ticketPurpose, UploadTickets, type UploadTicket } from '../../src/ledger/tickets.js'
 import { BUNDLE, runPind, startPind, tempDir } from '../helpers/pind.js'
 
 const A = '0x' + 'a1'.repeat(20)
 const B = '0x' + 'b2'.repeat(20)
+const C = '0x' + 'c3'.repeat(20)
 const NET = 'eip155:167000'
 const ASSET = '0x07d83526730c7438048D55A4fc0b850e2aaB6f0b'
 const FAR = '2099-01-01T00:00:00.000Z'
@@ -95,7 +99,41 @@ async function seed (dir: string, { live = false } = {}): Promise<void> {
   }
 }
 
-/** Everything a ledger holds, read back through PinLedger. */
+const UNUSED = '0aaaaaaa-0000-4000-8000-00000000000a'
+const USED = '0bbbbbbb-0000-4000-8000-00000000000b'
+const TICKET_PIN = '99999999-0000-4000-8000-000000000009'
+
+function ticket (id: string, payer: string, at: string, nonce: string): { ticket: UploadTicket, payment: PaymentRecord } {
+  const paymentId = `${payer}:0x${nonce.repeat(64)}`
+  const tx = `0x${nonce.repeat(63)}e`
+  return {
+    ticket: { id, payer, bytes: 3_000_000, months: 2, amount: '4500', paymentId, network: NET, asset: ASSET, tx, createdAt: at, expiresAt: FAR },
+    payment: { id: paymentId, requestid: id, purpose: ticketPurpose(id), payer, amount: '4500', network: NET, tx, at, proof: `sha256:${id}` }
+  }
+}
+
+/**
+ * Two upload tickets, as serve records them: one bought and unused (payer C),
+ * one bought and used by an upload (payer A), whose claim made a pin.
+ */
+async function seedTickets (dir: string): Promise<void> {
+  const env = await openLedgerEnv(join(dir, 'ledger.mdb'))
+  try {
+    const ledger = new PinLedger(env)
+    const tickets = new UploadTickets(env, ledger)
+    const unused = ticket(UNUSED, C, '2025-09-01T10:00:00.000Z', 'c')
+    await tickets.record(unused.ticket, unused.payment)
+    const used = ticket(USED, A, '2025-09-02T10:00:00.000Z', 'd')
+    await tickets.record(used.ticket, used.payment)
+    const p = pin(TICKET_PIN, A, cids[10] as string, us('2025-09-03T10:00:00Z'), { source: 'upload', fileSize: 30, months: 2 })
+    p.payment = { id: used.ticket.paymentId, payer: A, amount: '4500', network: NET, asset: ASSET, tx: used.ticket.tx as string, settledAt: used.payment.at, method: 'x402' }
+    await tickets.claim(USED, A, p, [cids[10] as string, cids[11] as string], new Date('2025-09-03T10:00:00.000Z'))
+  } finally {
+    await env.close()
+  }
+}
+
+/** Everything a ledger holds, read back through PinLedger (and its upload tickets). */
 async function snapshot (dir: string): Promise<unknown> {
   const env = await openLedgerEnv(join(dir, 'ledger.mdb'))
   try {
@@ -105,6 +143,7 @@ async function snapshot (dir: string): Promise<unknown> {
       pins,
       blocks: pins.map(p => [p.requestid, ledger.blocksOf(p.requestid)]),
       payments: [...ledger.allPayments()],
+      tickets: [...new UploadTickets(env, ledger).all()],
       queue: ledger.pendingFetches(),
       referenced: [...ledger.referencedBlocks()]
     }
@@ -158,15 +197,15 @@ describe('pind export-ledger / import-ledger', () => {
     const file = join(tempDir(), 'ledger.jsonl')
     const ex = await exportTo(src, ['--with-blocks', '--output', file])
     expect(ex.code, ex.err).toBe(0)
-    expect(ex.err).toMatch(new RegExp(`exported 8 pins and 7 payments .* on the data dir ${src} \\(no serve running\\)`))
+    expect(ex.err).toMatch(new RegExp(`exported 8 pins, 7 payments and 0 upload tickets .* on the data dir ${src} \\(no serve running\\)`))
     expect(statSync(file).mode & 0o777).toBe(0o600)
     expect(existsSync(`${file}.partial`)).toBe(false)
 
     const text = readFileSync(file, 'utf8')
     const all = lines(text)
-    expect(all[0]).toMatchObject({ type: 'header', schema: 'pind-ledger-export', version: 1, records: 'all', with_blocks: true, filters: { since: null, until: null, owner: null, status: null } })
+    expect(all[0]).toMatchObject({ type: 'header', schema: 'pind-ledger-export', version: 2, records: 'all', with_blocks: true, filters: { since: null, until: null, owner: null, status: null } })
     expect(Date.parse(all[0]?.exported_at)).toBeGreaterThan(Date.now() - 60_000)
-    expect(all.at(-1)).toEqual({ type: 'end', pins: 8, payments: 7 })
+    expect(all.at(-1)).toEqual({ type: 'end', pins: 8, payments: 7, tickets: 0 })
     const byId = new Map(all.filter(l => l.type === 'pin').map(l => [l.requestid, l]))
     expect(byId.get('22222222-0000-4000-8000-000000000002')).toMatchObject({
       owner: B, cid: cidV0, name: TRICKY, created: '2025-02-10T09:30:00.123456Z', status: 'pinned', effective_status: 'pinned',
@@ -184,7 +223,7 @@ describe('pind export-ledger / import-ledger', () => {
     const dst = join(tempDir(), 'new-data-dir')
     const im = await runPind(['import-ledger', file, '--data-dir', dst, '--json'])
     expect(im.code, im.err).toBe(0)
-    expect(JSON.parse(im.out)).toMatchObject({ pins: 8, payments: 7, requeued: 0, withBlocks: 8 })
+    expect(JSON.parse(im.out)).toMatchObject({ pins: 8, payments: 7, tickets: 0, requeued: 0, withBlocks: 8 })
     expect(im.err).toMatch(`on the data dir ${dst} (no serve running)`)
     expect(statSync(dst).mode & 0o777).toBe(0o700)
     expect(existsSync(join(dst, 'serve.lock'))).toBe(false)
@@ -215,7 +254,7 @@ describe('pind export-ledger / import-ledger', () => {
     const dst = tempDir()
     const im = await runPind(['import-ledger', fileA, '--data-dir', dst])
     expect(im.code, im.err).toBe(0)
-    expect(im.out).toMatch(/imported 4 pins and 3 payments/)
+    expect(im.out).toMatch(/imported 4 pins, 3 payments and 0 upload tickets/)
     expect(im.out).toMatch(/1 pinned pins had no block list/)
     const after = await snapshot(dst) as { pins: PinRecord[], queue: string[], referenced: string[] }
     const p1 = after.pins.find(p => p.requestid.startsWith('1111'))
@@ -230,7 +269,7 @@ describe('pind export-ledger / import-ledger', () => {
     // not into a ledger that has pins, unless --merge
     const refused = await runPind(['import-ledger', fileA, '--data-dir', dst])
     expect(refused.code).toBe(1)
-    expect(refused.err).toMatch(/already holds pins or payments.*--merge/)
+    expect(refused.err).toMatch(/already holds pins, payments or upload tickets.*--merge/)
     const dup = await runPind(['import-ledger', fileA, '--data-dir', dst, '--merge'])
     expect(dup.code).toBe(1)
     expect(dup.err).toMatch(/line 2: pin 11111111-0000-4000-8000-000000000001 is already in the ledger/)
@@ -271,10 +310,10 @@ describe('pind export-ledger / import-ledger', () => {
     expect(await snapshot(existing)).toEqual(before)
 
     const header = JSON.parse(all[0] as string) as Record<string, unknown>
-    const v2 = write('v2.jsonl', [JSON.stringify({ ...header, version: 2 }), ...all.slice(1)].join('\n') + '\n')
-    const v = await runPind(['import-ledger', v2, '--data-dir', existing])
+    const v3 = write('v3.jsonl', [JSON.stringify({ ...header, version: 3 }), ...all.slice(1)].join('\n') + '\n')
+    const v = await runPind(['import-ledger', v3, '--data-dir', existing])
     expect(v.code).toBe(1)
-    expect(v.err).toMatch(/line 1: export schema version 2 is not supported; this pind reads version 1/)
+    expect(v.err).toMatch(/line 1: export schema version 3 is not supported; this pind reads versions 1 and 2/)
 
     const broken = [...all]
     const third = JSON.parse(broken[3] as string) as Record<string, unknown>
@@ -285,7 +324,7 @@ describe('pind export-ledger / import-ledger', () => {
     expect(b.code).toBe(1)
     expect(b.err).toMatch(/line 4: amount must be a whole number of atomic units/)
     expect(b.err).toMatch(/line 6: pin \S+ appears twice/)
-    expect(b.err).toMatch(/the end line counts 8 pins and 7 payments, but the file holds 7 and 7|line 6/)
+    expect(b.err).toMatch(/the end line counts 8 pins, 7 payments and 0 tickets, but the file holds 7, 7 and 0|line 6/)
     expect(await snapshot(existing)).toEqual(before)
 
     const csv = write('pins.csv', (await exportTo(src, ['--format', 'csv'])).out)
@@ -303,7 +342,7 @@ describe('pind export-ledger / import-ledger', () => {
     await seed(src)
     const r = await exportTo(src, ['--format', 'csv', '--json'])
     expect(r.code, r.err).toBe(0)
-    expect(JSON.parse(r.err)).toMatchObject({ format: 'csv', records: 'pins', pins: 8, payments: 0, via: 'data-dir', output: null, schema: 'pind-ledger-export', version: 1 })
+    expect(JSON.parse(r.err)).toMatchObject({ format: 'csv', records: 'pins', pins: 8, payments: 0, tickets: 0, via: 'data-dir', output: null, schema: 'pind-ledger-export', version: 2 })
     expect(r.out.endsWith('\r\n')).toBe(true)
     const rows = parseCsv(r.out)
     const head = rows[0] as string[]
@@ -312,7 +351,7 @@ describe('pind export-ledger / import-ledger', () => {
     for (const row of rows) expect(row).toHaveLength(head.length)
     const rec = (id: string): Record<string, string> => Object.fromEntries(head.map((h, i) => [h, (rows.find(x => x[1]?.startsWith(id)) as string[])[i] as string]))
     const p2 = rec('2222')
-    expect(p2).toMatchObject({ schema_version: '1', name: TRICKY, created: '2025-02-10T09:30:00.123456Z', amount: '1500', amount_usdc: '0.001500', replaces: '' })
+    expect(p2).toMatchObject({ schema_version: '2', name: TRICKY, created: '2025-02-10T09:30:00.123456Z', amount: '1500', amount_usdc: '0.001500', replaces: '' })
     expect(JSON.parse(p2.meta as string)).toEqual({ app: 'books, "2025"', lang: 'fr' })
     expect(JSON.parse(p2.origins as string)).toHaveLength(1)
     expect(r.out).toContain('"report, ""final""\nversion 2"')
@@ -349,7 +388,7 @@ describe('pind export-ledger / import-ledger', () => {
     const r = await exportTo(src, ['--status', 'removed', '--records', 'payments'])
     expect(lines(r.out)[0]).toMatchObject({ records: 'payments', filters: { status: ['removed'] } })
     expect(lines(r.out).filter(l => l.type === 'payment').map(l => l.requestid).sort()).toEqual(['55555555-0000-4000-8000-000000000005', '77777777-0000-4000-8000-000000000007'])
-    expect(lines(r.out).at(-1)).toEqual({ type: 'end', pins: 0, payments: 2 })
+    expect(lines(r.out).at(-1)).toEqual({ type: 'end', pins: 0, payments: 2, tickets: 0 })
   })
 
   it('usage errors exit 2; a missing or busy data dir exits 1 with a clear message; --help has examples', async () => {
@@ -396,6 +435,96 @@ describe('pind export-ledger / import-ledger', () => {
     }
   })
 
+  it('carries upload tickets: unused and used, with their payments, round trip; version 1 files still import; CSV and --merge', async () => {
+    const src = tempDir()
+    await seed(src)
+    await seedTickets(src)
+    const file = join(tempDir(), 'ledger.jsonl')
+    const ex = await exportTo(src, ['--with-blocks', '--output', file, '--json'])
+    expect(ex.code, ex.err).toBe(0)
+    expect(JSON.parse(ex.err)).toMatchObject({ pins: 9, payments: 9, tickets: 2 })
+    const text = readFileSync(file, 'utf8')
+    const all = lines(text)
+    expect(all.at(-1)).toEqual({ type: 'end', pins: 9, payments: 9, tickets: 2 })
+    // after the payments, ascending ticket_id, every column on every line
+    expect(all.slice(-3, -1).map(l => l.type)).toEqual(['ticket', 'ticket'])
+    expect(all.at(-3)).toEqual({
+      type: 'ticket', ticket_id: UNUSED, payer: C, bytes: 3_000_000, months: 2, amount: '4500', amount_usdc: '0.004500', asset: ASSET, network: NET,
+      payment_id: `${C}:0x${'c'.repeat(64)}`, settlement_tx: `0x${'c'.repeat(63)}e`, created_at: '2025-09-01T10:00:00.000Z', expires_at: FAR,
+      used: false, claimed_by: null, claimed_at: null
+    })
+    expect(all.at(-2)).toMatchObject({ ticket_id: USED, payer: A, used: true, claimed_by: TICKET_PIN, claimed_at: '2025-09-03T10:00:00.000Z' })
+    expect(all.find(l => l.type === 'payment' && l.requestid === UNUSED)).toMatchObject({ purpose: `ticket:${UNUSED}`, payer: C, amount: '4500' })
+    expect(all.find(l => l.type === 'pin' && l.requestid === TICKET_PIN)).toMatchObject({ payment_id: `${A}:0x${'d'.repeat(64)}`, blocks: [cids[10], cids[11]] })
+
+    // into a new data dir: the same ledger, tickets included, and the same export
+    const dst = join(tempDir(), 'new-data-dir')
+    const im = await runPind(['import-ledger', file, '--data-dir', dst, '--json'])
+    expect(im.code, im.err).toBe(0)
+    expect(JSON.parse(im.out)).toMatchObject({ pins: 9, payments: 9, tickets: 2, requeued: 0 })
+    expect(await snapshot(dst)).toEqual(await snapshot(src))
+    const again = await exportTo(dst, ['--with-blocks'])
+    expect(body(again.out)).toEqual(body(text))
+    // there: the unused ticket can be used once, the used one stays used
+    const env = await openLedgerEnv(join(dst, 'ledger.mdb'))
+    try {
+      const ledger = new PinLedger(env)
+      const tickets = new UploadTickets(env, ledger)
+      expect(() => tickets.check(USED, A)).toThrow(TicketClaimError)
+      expect(tickets.check(UNUSED, C.toUpperCase().replace('0X', '0x')).claimed).toBeUndefined()
+      const p = pin('aaaaaaaa-0000-4000-8000-00000000000a', C, cids[11] as string, us('2026-01-01T00:00:00Z'), { source: 'upload' })
+      await tickets.claim(UNUSED, C, p, [cids[11] as string])
+      await expect(tickets.claim(UNUSED, C, { ...p, requestid: 'aaaaaaaa-0000-4000-8000-00000000000b' }, [])).rejects.toThrow(/used already/)
+      // its payment is recorded, and names the ticket
+      expect(ledger.payment(`${C}:0x${'c'.repeat(64)}`)).toMatchObject({ requestid: UNUSED, purpose: `ticket:${UNUSED}` })
+    } finally {
+      await env.close()
+    }
+
+    // --merge refuses ticket ids the ledger holds
+    const onlyTickets = await exportTo(src, ['--records', 'tickets'])
+    expect(lines(onlyTickets.out).at(-1)).toEqual({ type: 'end', pins: 0, payments: 0, tickets: 2 })
+    const ticketsFile = join(tempDir(), 'tickets.jsonl')
+    writeFileSync(ticketsFile, onlyTickets.out)
+    const dup = await runPind(['import-ledger', ticketsFile, '--data-dir', dst, '--merge'])
+    expect(dup.code).toBe(1)
+    expect(dup.err).toMatch(`line 2: upload ticket ${UNUSED} is already in the ledger`)
+    expect(dup.err).toMatch(`line 3: upload ticket ${USED} is already in the ledger`)
+    // (into an empty ledger, alone, they import)
+    const alone = await runPind(['import-ledger', ticketsFile, '--data-dir', tempDir(), '--json'])
+    expect(JSON.parse(alone.out)).toMatchObject({ pins: 0, payments: 0, tickets: 2 })
+
+    // CSV: one row per ticket; filters by payer, time bought and the class of the pin it made
+    const csv = await exportTo(src, ['--format', 'csv', '--records', 'tickets'])
+    expect(csv.code, csv.err).toBe(0)
+    const rows = parseCsv(csv.out)
+    expect(rows[0]).toEqual(['schema_version', 'ticket_id', 'payer', 'bytes', 'months', 'amount', 'amount_usdc', 'asset', 'network', 'payment_id', 'settlement_tx', 'created_at', 'expires_at', 'used', 'claimed_by', 'claimed_at'])
+    expect(rows.slice(1).map(r => [r[0], r[1], r[13]])).toEqual([['2', UNUSED, 'false'], ['2', USED, 'true']])
+    const byOwner = lines((await exportTo(src, ['--records', 'tickets', '--owner', C])).out).filter(l => l.type === 'ticket').map(l => l.ticket_id)
+    expect(byOwner).toEqual([UNUSED])
+    const since = lines((await exportTo(src, ['--since', '2025-09-02'])).out).filter(l => l.type === 'ticket').map(l => l.ticket_id)
+    expect(since).toEqual([USED])
+    const pinned = lines((await exportTo(src, ['--status', 'pinned', '--owner', A])).out)
+    expect(pinned.filter(l => l.type === 'ticket').map(l => l.ticket_id)).toEqual([USED])
+    expect(pinned.filter(l => l.type === 'payment').map(l => l.requestid).sort()).toEqual([USED, '11111111-0000-4000-8000-000000000001'].sort())
+
+    // a version 1 file (a pind before tickets: no ticket lines, no tickets count) still imports
+    const old = await exportTo(src, ['--records', 'pins', '--with-blocks'])
+    const v1 = old.out.trimEnd().split('\n').map(l => JSON.parse(l) as Record<string, unknown>)
+      .map(l => l.type === 'header' ? { ...l, version: 1, records: 'all' } : l.type === 'end' ? { type: 'end', pins: l.pins, payments: 0 } : l)
+    const v1File = join(tempDir(), 'v1.jsonl')
+    writeFileSync(v1File, v1.map(l => JSON.stringify(l)).join('\n') + '\n')
+    const fromV1 = await runPind(['import-ledger', v1File, '--data-dir', tempDir(), '--json'])
+    expect(fromV1.code, fromV1.err).toBe(0)
+    expect(JSON.parse(fromV1.out)).toMatchObject({ pins: 9, payments: 0, tickets: 0 })
+    // … and a ticket line does not belong in one
+    const withTicket = [...v1.slice(0, -1), all.at(-3), { type: 'end', pins: 9, payments: 0 }]
+    writeFileSync(v1File, withTicket.map(l => JSON.stringify(l)).join('\n') + '\n')
+    const mixed = await runPind(['import-ledger', v1File, '--data-dir', tempDir()])
+    expect(mixed.code).toBe(1)
+    expect(mixed.err).toMatch(/a ticket line in a version 1 export/)
+  })
+
   it('exports through a running serve (streamed over the admin socket); import refuses while serve runs', async () => {
     const dataDir = tempDir()
     await seed(dataDir, { live: true })
@@ -404,9 +533,9 @@ describe('pind export-ledger / import-ledger', () => {
     try {
       const r = await exportTo(dataDir, ['--with-blocks'])
       expect(r.code, r.err).toBe(0)
-      expect(r.err).toMatch(`exported 7 pins and 6 payments (jsonl, schema version 1, ${Buffer.byteLength(r.out)} bytes) to stdout`)
+      expect(r.err).toMatch(`exported 7 pins, 6 payments and 0 upload tickets (jsonl, schema version 2, ${Buffer.byteLength(r.out)} bytes) to stdout`)
       expect(r.err).toMatch(`via the running pind serve (pid ${pind.pid})`)
-      expect(lines(r.out).at(-1)).toEqual({ type: 'end', pins: 7, payments: 6 })
+      expect(lines(r.out).at(-1)).toEqual({ type: 'end', pins: 7, payments: 6, tickets: 0 })
 
       const file = join(tempDir(), 'pay.csv')
       const c = await exportTo(dataDir, ['--format', 'csv', '--records', 'payments', '--owner', B, '-o', file, '--json'])

@@ -3,11 +3,12 @@
  * real x402 client: POST /upload/tickets (settled at once), then POST /upload
  * with X-Upload-Ticket and the payer's wallet token, whose blocks go straight
  * to the block store while the body arrives. Blocks on disk, or (vitest
- * project s3) in a bucket of a real Ceph RADOS Gateway.
+ * project s3) in a bucket of a real Ceph RADOS Gateway. Last, the ledger
+ * moves to a new data dir (export-ledger → import-ledger) with its tickets.
  */
 import { spawnSync } from 'node:child_process'
 import { createHash, randomBytes } from 'node:crypto'
-import { writeFileSync } from 'node:fs'
+import { cpSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startDevChain, type DevChain } from '../../scripts/devchain/index.mjs'
@@ -212,5 +213,62 @@ describe('upload tickets', () => {
     expect(await gateway(r.body.cid)).toBe(sha(bytes))
     // the orphans of the killed upload are garbage
     expect((await gc()).removedBlocks).toBeGreaterThanOrEqual(2)
+  })
+
+  it('export-ledger / import-ledger move tickets to a new data dir: an unused one is usable once there, a used one stays used, its payment gives the same ticket', async () => {
+    const unused = await buy(0, 2 * MiB, 2)
+    const used = await buy(1, MiB)
+    const usedBytes = randomBytes(MiB)
+    const up = await uploadWithTicket(pind.url, used.ticket, used.token, usedBytes)
+    expect(up.status).toBe(201)
+
+    // through the running serve, with the blocks' list
+    const file = join(tempDir(), 'ledger.jsonl')
+    const ex = await runPind(['export-ledger', '--with-blocks', '-o', file, '--data-dir', pind.dataDir], { binary: BINARY, env: blocks.env })
+    expect(ex.code, ex.err).toBe(0)
+    const text = readFileSync(file, 'utf8')
+    const tickets = new Map(text.trim().split('\n').map(l => JSON.parse(l)).filter(l => l.type === 'ticket').map(l => [l.ticket_id, l]))
+    expect(tickets.get(unused.ticket)).toMatchObject({ payer: chain.payers[0]!.address.toLowerCase(), bytes: 2 * MiB, months: 2, used: false, claimed_by: null, expires_at: unused.body.expiresAt })
+    expect(tickets.get(used.ticket)).toMatchObject({ used: true, claimed_by: up.body.requestid })
+    // no secret: neither the wallet tokens nor the signed payments (nor their signatures)
+    for (const b of [unused, used]) {
+      expect(text).not.toContain(b.token)
+      expect(text).not.toContain(b.signature)
+      const signed = JSON.parse(Buffer.from(b.signature, 'base64').toString()).payload.signature as string
+      expect(signed).toMatch(/^0x[0-9a-f]{130}$/i)
+      expect(text.toLowerCase()).not.toContain(signed.slice(2).toLowerCase())
+    }
+
+    // a new data dir: the ledger imported, the blocks (disk: copied; S3: the same bucket) and the
+    // signing keys (so the wallet tokens stay valid, with the same --token-issuer)
+    await pind.stop()
+    const moved = join(tempDir(), 'moved')
+    const im = await runPind(['import-ledger', file, '--json', '--data-dir', moved], { binary: BINARY })
+    expect(im.code, im.err).toBe(0)
+    expect(JSON.parse(im.out).tickets).toBeGreaterThanOrEqual(2)
+    cpSync(join(pind.dataDir, 'keys'), join(moved, 'keys'), { recursive: true })
+    if (blocks.kind === 'fs') cpSync(join(pind.dataDir, 'blocks'), join(moved, 'blocks'), { recursive: true })
+    pind = await startPind({ binary: BINARY, args, env, dataDir: moved })
+
+    // the payments that bought them, sent again: 200 with the same tickets, no new one
+    for (const [b, size, months, isUsed] of [[unused, 2 * MiB, 2, false], [used, MiB, 1, true]] as const) {
+      const again = await fetch(`${pind.url}/upload/tickets`, { method: 'POST', headers: { 'x-upload-size': String(size), 'x-pin-duration-months': String(months), 'payment-signature': b.signature } })
+      const body = await again.json() as any
+      expect(again.status, JSON.stringify(body)).toBe(200)
+      expect(body).toMatchObject({ ticket: b.ticket, used: isUsed })
+      expect(again.headers.get('x-wallet-auth-token')).toBeNull()
+    }
+    // the used one stays used, and its pin is served
+    const view = await fetch(`${pind.url}/upload/tickets/${used.ticket}`, { headers: { authorization: `Bearer ${used.token}` } })
+    expect(((await view.json()) as any).used).toBe(true)
+    expect((await uploadWithTicket(pind.url, used.ticket, used.token, randomBytes(1000))).status).toBe(409)
+    expect(await gateway(up.body.cid)).toBe(sha(usedBytes))
+    // the unused one: once
+    const bytes = randomBytes(2 * MiB)
+    const r = await uploadWithTicket(pind.url, unused.ticket, unused.token, bytes)
+    expect(r.status, JSON.stringify(r.body)).toBe(201)
+    expect(r.body).toMatchObject({ months: 2, owner: chain.payers[0]!.address.toLowerCase() })
+    expect(await gateway(r.body.cid)).toBe(sha(bytes))
+    expect((await uploadWithTicket(pind.url, unused.ticket, unused.token, randomBytes(1000))).status).toBe(409)
   })
 })

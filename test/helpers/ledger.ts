@@ -10,9 +10,10 @@ import type { Database } from 'lmdb'
 import { openLedgerEnv, type LedgerEnv } from '../../src/ledger/open.js'
 import { PinLedger } from '../../src/ledger/pins.js'
 import { paymentKey } from '../../src/ledger/stored.js'
+import { UploadTickets } from '../../src/ledger/tickets.js'
 import { tempDir } from './pind.js'
 
-export interface TestLedger { dir: string, env: LedgerEnv, ledger: PinLedger }
+export interface TestLedger { dir: string, env: LedgerEnv, ledger: PinLedger, tickets: UploadTickets }
 
 let opened: TestLedger[] = []
 
@@ -22,7 +23,7 @@ export async function openTestLedger (opts: { prefix?: string, upgrade?: boolean
   const env = await openLedgerEnv(join(dir, 'ledger.mdb'))
   const ledger = new PinLedger(env)
   if (opts.upgrade === true) await ledger.upgrade()
-  const t = { dir, env, ledger }
+  const t = { dir, env, ledger, tickets: new UploadTickets(env, ledger) }
   opened.push(t)
   return t
 }

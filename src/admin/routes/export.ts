@@ -19,7 +19,7 @@ export function exportRoutes (router: Router, d: AdminDeps): void {
     if (body == null || typeof body !== 'object' || Array.isArray(body)) throw new InvalidInputError('send the export options as a JSON object')
     // a bad option is an ExportOptionsError: a bad request (src/http/error-catalog.ts)
     const opts = parseExportOptions(body as ExportRequest)
-    const run = exportLedger(d.pins, opts)
+    const run = exportLedger({ pins: d.pins, tickets: d.tickets }, opts)
     let gone = false
     res.on('close', () => { gone = true })
     res.writeHead(200, {

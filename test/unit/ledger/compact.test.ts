@@ -237,7 +237,7 @@ describe('compact ledger records', () => {
     // the export imported into a fresh ledger, in batches that put pins before their payments, exports the same
     const jsonl = exportsBefore[0] as string
     const fresh = await openTestLedger({ upgrade: true })
-    await writeImport(async function * () { yield * jsonl.split('\n') }, fresh.ledger, { batchSize: 3, now: NOW })
+    await writeImport(async function * () { yield * jsonl.split('\n') }, { pins: fresh.ledger, tickets: fresh.tickets }, { batchSize: 3, now: NOW })
     expect(EXPORTS.map(o => exported(fresh.ledger, o))).toEqual(exportsBefore)
     const refs = [...fresh.env.db<unknown>('pins').getRange()].filter(e => !JSON.stringify(e.value).includes('"amount"')).length
     expect(refs).toBe(8) // all but the operator-token pin and the drifted one refer to their payment record

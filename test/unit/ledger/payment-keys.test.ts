@@ -128,7 +128,7 @@ describe('payments keyed by their bytes', () => {
     // its export imported into a fresh ledger (pins in batches before their payments) exports the same
     const before = exported(ledger)
     const fresh = await openTestLedger({ upgrade: true })
-    await writeImport(async function * () { yield * (before[0] as string).split('\n') }, fresh.ledger, { batchSize: 3, now: NOW })
+    await writeImport(async function * () { yield * (before[0] as string).split('\n') }, { pins: fresh.ledger, tickets: fresh.tickets }, { batchSize: 3, now: NOW })
     expect(exported(fresh.ledger)).toEqual(before)
     expect((paymentsBinary(fresh.env).get(key) as unknown[])[2]).toEqual([1, null])
   })
