@@ -6,7 +6,13 @@
  * (in-flight-blocks.ts) before it is written, so gc never deletes it before
  * the upload's pin references it; the upload releases the registrations
  * after its claim (or its failure: the blocks are then garbage for the next
- * gc).
+ * gc). Each write holds the commit lock shared from its registration to its
+ * end, as a commit does: `pind blocks migrate` switches a running serve to
+ * the bucket holding the lock exclusively, so every write has either landed
+ * on disk before its final pass lists the disk (and is copied), or starts
+ * after the switch (and goes to the bucket). A write under way on the old
+ * backend across the switch would land on disk only, after the copy, and be
+ * missing from the bucket once its upload is acknowledged.
  *
  * The writes overlap the body: `put` hands a block to a write and returns
  * as soon as there is room, with at most WRITES_PER_IMPORT writes of one
@@ -69,6 +75,7 @@ export class DirectImports {
     const backend = this.store
     const settle = async (): Promise<void> => { while (writes.size > 0) await Promise.allSettled([...writes]) }
     const put = async (cid: CID, block: Uint8Array): Promise<CID> => {
+      let writeEnded: () => void = () => {}
       try {
         if (failure != null) throw failure
         if (released) throw new Error('this import is over')
@@ -78,10 +85,12 @@ export class DirectImports {
         seen.add(key)
         await own.take()
         await this.shared.take()
-        // held before it is written: gc cannot delete it from here on, and it is released with the import
-        await this.inFlight.hold(cid)
+        // held before it is written: gc cannot delete it from here on, and it is released with the import;
+        // the commit lock stays held (shared) until the write has ended
+        writeEnded = await this.inFlight.hold(cid)
         if (released) {
           // the import was given up while this block waited for room: nothing is written
+          writeEnded()
           this.inFlight.release([cid])
           this.shared.give()
           own.give()
@@ -101,6 +110,7 @@ export class DirectImports {
         } catch (err) {
           failure ??= err as Error
         } finally {
+          writeEnded()
           this.chunks.give(block)
           this.shared.give()
           own.give()

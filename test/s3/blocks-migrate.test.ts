@@ -5,12 +5,16 @@
  * switches to the bucket without a restart. Afterwards the data dir is served
  * from the bucket, refuses --blockstore fs, gc sweeps the bucket, and
  * export-ledger/import-ledger move the ledger to a new data dir on the same
- * bucket.
+ * bucket. Uploads with prepaid tickets, whose blocks go straight to the
+ * store, run across a live switch on a slow disk (test/helpers/slow-disk.ts)
+ * and are acknowledged only with every block in the bucket.
  */
 import { createHash, randomBytes } from 'node:crypto'
 import { spawn } from 'node:child_process'
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { base32upper } from 'multiformats/bases/base32'
+import { CID } from 'multiformats/cid'
 import { FsBlockstore } from 'blockstore-fs'
 import { NextToLast } from 'blockstore-fs/sharding'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -20,6 +24,8 @@ import { blockFiles, bucketKeys, newBucket, s3, S3_PREFIX } from '../helpers/bac
 import { chainArgs, payingFetch, uploadForm } from '../helpers/paying-client.js'
 import { BUNDLE, runPind, spawnPind, startPind, tempDir, type PindProcess } from '../helpers/pind.js'
 import { waitFor } from '../helpers/ports.js'
+import { startPindOnSlowDisk } from '../helpers/slow-disk.js'
+import { openUpload } from '../helpers/ticket-upload.js'
 
 const sha = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex')
 const env = (): Record<string, string> => ({ PIND_S3_ACCESS_KEY_ID: s3().accessKeyId, PIND_S3_SECRET_ACCESS_KEY: s3().secretAccessKey })
@@ -179,6 +185,73 @@ describe('pind blocks migrate --to s3', () => {
       expect(after).toMatchObject({ removedBlocks: 0, markedBlocks: dry.markedBlocks, scannedBlocks: dry.markedBlocks })
     } finally {
       await next.stop()
+    }
+  })
+})
+
+describe('pind blocks migrate --to s3 beside uploads with prepaid tickets', () => {
+  it('a ticket upload streamed across the live switch is acknowledged only with every block in the bucket (slow disk)', async () => {
+    const { args, env: chainEnv } = chainArgs(chain)
+    // every fdatasync takes 150 ms longer: a ticket upload's block write to blocks/ (written,
+    // fdatasync'd, renamed) is under way for that long, and the switch happens meanwhile
+    const pind = await startPindOnSlowDisk(150, { args, env: chainEnv })
+    try {
+      const files = [await upload(pind, 0, 600_000)]
+      const bucket = await newBucket()
+      const MiB = 1024 * 1024
+      const PIECE = 256 * 1024
+      const TICKET_BYTES = 64 * MiB
+      const tickets: Array<{ ticket: string, token: string }> = []
+      for (const payer of [0, 1, 0]) {
+        const r = await payingFetch(chain, chain.payers[payer]!.privateKey)(`${pind.url}/upload/tickets`, { method: 'POST', headers: { 'x-upload-size': String(TICKET_BYTES) } })
+        expect(r.status).toBe(201)
+        tickets.push({ ticket: ((await r.json()) as any).ticket, token: r.headers.get('x-wallet-auth-token') as string })
+      }
+      // three uploads, each a quarter MiB every 40 ms (a block written every ~160 ms), from before the
+      // migration starts until a MiB after it has switched
+      let switched = false
+      const streams = tickets.map(async (t) => {
+        const u = openUpload(pind.url, { 'x-upload-ticket': t.ticket, authorization: `Bearer ${t.token}` })
+        const hash = createHash('sha256')
+        let sent = 0
+        let after = 0
+        while (after < 4) {
+          if (sent + PIECE > TICKET_BYTES) throw new Error('the ticket\'s bytes ran out before the migration switched')
+          const piece = randomBytes(PIECE)
+          hash.update(piece)
+          await u.write(piece)
+          sent += PIECE
+          if (switched) after++
+          await new Promise(resolve => setTimeout(resolve, 40))
+        }
+        u.end()
+        const r = await u.response
+        return { status: r.status, body: r.body, hash: hash.digest('hex'), sent }
+      })
+      await waitFor(() => blockFiles(join(pind.dataDir, 'blocks')) >= 8 ? true : undefined, 'ticket uploads\' blocks on disk')
+      const migrated = await runPind(['blocks', 'migrate', '--to', 's3', '--json', '--data-dir', pind.dataDir, ...target(bucket)], { env: env() })
+      switched = true
+      expect(migrated.code, migrated.err).toBe(0)
+      expect(JSON.parse(migrated.out)).toMatchObject({ via: 'serve', bucket, missingReferenced: 0 })
+      const uploads = await Promise.all(streams)
+      for (const u of uploads) expect(u.status, JSON.stringify(u.body)).toBe(201)
+
+      // every block of every acknowledged pin is in the bucket …
+      const inBucket = new Set((await bucketKeys(bucket, S3_PREFIX)).map(k => k.slice(S3_PREFIX.length)))
+      const exported = await runPind(['export-ledger', '--with-blocks', '--records', 'pins', '--data-dir', pind.dataDir])
+      expect(exported.code, exported.err).toBe(0)
+      const pins = exported.out.trim().split('\n').map(l => JSON.parse(l)).filter(l => l.type === 'pin')
+      for (const u of uploads) {
+        const blocks = pins.find(p => p.requestid === u.body.requestid)?.blocks as string[]
+        expect(blocks.length).toBeGreaterThanOrEqual(Math.floor(u.sent / MiB))
+        const missing = blocks.filter(b => !inBucket.has(base32upper.encode(CID.parse(b).multihash.bytes)))
+        expect(missing, `blocks of pin ${String(u.body.requestid)} left on disk only`).toEqual([])
+      }
+      // … and the gateway, now reading from the bucket, serves each file byte for byte
+      await served(pind, [...files, ...uploads.map(u => ({ cid: u.body.cid as string, hash: u.hash }))])
+      expect(pind.stderr()).toMatch(/this serve now keeps its blocks in S3/)
+    } finally {
+      await pind.stop()
     }
   })
 })
