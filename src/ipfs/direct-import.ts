@@ -29,6 +29,7 @@ import { ChunkPool, type Chunker } from './chunk-pool.js'
 import { CHUNK_SIZE, type ImportTarget } from './import.js'
 import type { InFlightBlocks } from './in-flight-blocks.js'
 import { S3_TUNING } from './s3-client.js'
+import { Window } from './window.js'
 
 /** writes of one import in flight: as many as a commit's PUTs (S3_TUNING.concurrency) */
 export const WRITES_PER_IMPORT = S3_TUNING.concurrency
@@ -147,22 +148,5 @@ export class DirectImports {
         this.inFlight.release(cids)
       }
     }
-  }
-}
-
-/** a count of things in flight; `take` waits for room, first come, first served */
-class Window {
-  private free: number
-  private readonly waiting: Array<() => void> = []
-  constructor (size: number) { this.free = size }
-  async take (): Promise<void> {
-    if (this.free > 0) { this.free--; return }
-    await new Promise<void>(resolve => { this.waiting.push(resolve) })
-  }
-
-  give (): void {
-    const next = this.waiting.shift()
-    if (next != null) next()
-    else this.free++
   }
 }

@@ -10,6 +10,7 @@ import { CID } from 'multiformats/cid'
 import * as raw from 'multiformats/codecs/raw'
 import { sha256 } from 'multiformats/hashes/sha2'
 import type { Chunker } from './chunk-pool.js'
+import { Window } from './window.js'
 
 export const CHUNK_SIZE = 1_048_576
 /**
@@ -106,16 +107,4 @@ function eagerRawLeaves (): NonNullable<AddOptions['bufferImporter']> {
 }
 
 /** SHARED_LEAF_WRITES, handed out first come, first served */
-const sharedLeafWrites = {
-  free: SHARED_LEAF_WRITES,
-  waiting: [] as Array<() => void>,
-  async take (): Promise<void> {
-    if (this.free > 0) { this.free--; return }
-    await new Promise<void>(resolve => { this.waiting.push(resolve) })
-  },
-  give (): void {
-    const next = this.waiting.shift()
-    if (next != null) next()
-    else this.free++
-  }
-}
+const sharedLeafWrites = new Window(SHARED_LEAF_WRITES)

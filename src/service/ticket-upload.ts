@@ -16,16 +16,14 @@
 import { ConflictError, ForbiddenError, GoneError, NotFoundError, UnavailableError } from '../errors.js'
 import { StorageTimeoutError, StorageUnavailableError, type BlockBackend } from '../ipfs/block-backend.js'
 import type { DirectImports } from '../ipfs/direct-import.js'
-import { addMonths, nextCreated } from '../ledger/clock.js'
 import type { PinLedger } from '../ledger/pins.js'
 import type { PinRecord } from '../ledger/records.js'
-import { newRequestid } from '../ledger/requestid.js'
 import { TicketClaimError, type UploadTicket, type UploadTickets } from '../ledger/tickets.js'
 import type { Logger } from '../log.js'
 import type { CID } from 'multiformats/cid'
 import type { Slots } from './slots.js'
 import type { Refusal } from './serve-policy.js'
-import { importBody, MULTIPART_SLACK, refuseDenied, uploadBody, type FileReader, type UploadOutcome } from './upload.js'
+import { importBody, MULTIPART_SLACK, refuseDenied, uploadBody, uploadedPin, type FileReader, type UploadOutcome } from './upload.js'
 
 export interface TicketUploadDeps {
   ledger: Pick<PinLedger, 'payment'>
@@ -92,30 +90,12 @@ export async function uploadWithTicket (input: TicketUploadInput, d: TicketUploa
 
 /** The pin a ticket's upload records: pinned, paid by the ticket's payment. */
 function ticketPin (t: UploadTicket, imported: { cid: CID, fileSize: number, name?: string }, dagSize: number, d: TicketUploadDeps): PinRecord {
-  const created = nextCreated()
-  const createdAt = new Date(Math.floor(created.us / 1000))
   const paid = d.ledger.payment(t.paymentId)
-  return {
-    requestid: newRequestid(createdAt.getTime()),
-    owner: t.payer,
-    cid: imported.cid.toString(),
-    name: imported.name,
-    origins: [],
-    meta: {},
-    status: 'pinned',
-    created: created.iso,
-    createdUs: created.us,
-    months: t.months,
-    pinnedUntil: addMonths(createdAt, t.months).toISOString(),
-    dagSize,
-    fileSize: imported.fileSize,
-    source: 'upload',
-    payment: {
-      id: t.paymentId, payer: t.payer, amount: t.amount, network: paid?.network ?? t.network, asset: t.asset, method: 'x402',
-      ...(paid?.tx ?? t.tx) != null ? { tx: paid?.tx ?? t.tx } : {},
-      settledAt: paid?.at ?? t.createdAt
-    }
-  }
+  return uploadedPin(t.payer, t.months, imported, dagSize, {
+    id: t.paymentId, payer: t.payer, amount: t.amount, network: paid?.network ?? t.network, asset: t.asset, method: 'x402',
+    ...(paid?.tx ?? t.tx) != null ? { tx: paid?.tx ?? t.tx } : {},
+    settledAt: paid?.at ?? t.createdAt
+  })
 }
 
 function checked<T> (fn: () => T): T {

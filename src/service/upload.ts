@@ -316,11 +316,17 @@ function finishLater (staged: StagedImport, pin: PinRecord, record: PaymentRecor
 
 /** The pin an upload records: pinned from the start; payment fields as known before settlement. */
 function uploadPin (payment: VerifiedPayment, months: number, imported: { cid: CID, fileSize: number, name?: string }, staged: StagedImport, d: UploadDeps): PinRecord {
+  return uploadedPin(payment.payer, months, imported, staged.bytes,
+    { id: payment.id, payer: payment.payer, amount: payment.amount.toString(), network: d.network, asset: d.asset, method: 'x402' })
+}
+
+/** The pin of an uploaded file (a paid upload's, a ticket's): pinned from now for `months`, paid by `payment`. */
+export function uploadedPin (owner: string, months: number, imported: { cid: CID, fileSize: number, name?: string }, dagSize: number, payment: PinRecord['payment']): PinRecord {
   const created = nextCreated()
   const createdAt = new Date(Math.floor(created.us / 1000))
   return {
     requestid: newRequestid(createdAt.getTime()),
-    owner: payment.payer,
+    owner,
     cid: imported.cid.toString(),
     name: imported.name,
     origins: [],
@@ -330,10 +336,10 @@ function uploadPin (payment: VerifiedPayment, months: number, imported: { cid: C
     createdUs: created.us,
     months,
     pinnedUntil: addMonths(createdAt, months).toISOString(),
-    dagSize: staged.bytes,
+    dagSize,
     fileSize: imported.fileSize,
     source: 'upload',
-    payment: { id: payment.id, payer: payment.payer, amount: payment.amount.toString(), network: d.network, asset: d.asset, method: 'x402' }
+    payment
   }
 }
 

@@ -155,12 +155,7 @@ function buyTicketOp (o: OpenApiInput): Obj {
         ...tokenHeaders()
       }),
       400: failure('X-Pin-Duration-Months or X-Upload-Size is malformed, or the price would exceed the service\'s maximum price.'),
-      401: unauthorized('With X-Upload-Ticket: no bearer token, or an invalid one.'),
-      403: failure('With X-Upload-Ticket: the ticket was bought by another wallet.'),
-      404: failure('With X-Upload-Ticket: no such ticket.'),
-      409: failure('With X-Upload-Ticket: the ticket was used already, or another upload is using it right now.'),
-      410: failure('With X-Upload-Ticket: the ticket has expired.'),
-      402: paymentRequired('No payment (and no X-Upload-Ticket), or it is malformed, does not match the quote, was refused, could not be settled, or was already used for another request; no ticket was issued.'),
+      402: paymentRequired('No payment, or it is malformed, does not match the quote, was refused, could not be settled, or was already used for another request; no ticket was issued.'),
       411: failure('X-Upload-Size was not sent: a ticket is priced on it.'),
       413: failure(`X-Upload-Size is over the limit (${o.uploadMaxBytes} bytes of file).`),
       503: writesUnavailable(', or the block storage is unreachable (no ticket is sold then; the payment was not used)')

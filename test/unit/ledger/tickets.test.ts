@@ -5,15 +5,13 @@
  * unused, and writes the claim and the pin together, so of two claims at
  * once exactly one makes a pin.
  */
-import { rmSync } from 'node:fs'
-import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { openLedgerEnv, type LedgerEnv } from '../../../src/ledger/open.js'
+import type { LedgerEnv } from '../../../src/ledger/open.js'
 import { PaymentReusedError, PinLedger } from '../../../src/ledger/pins.js'
 import type { PaymentRecord } from '../../../src/ledger/records.js'
 import { SettlementNotes } from '../../../src/ledger/settlements.js'
 import { ticketPurpose, UploadTickets, type UploadTicket } from '../../../src/ledger/tickets.js'
-import { tempDir } from '../../helpers/pind.js'
+import { closeTestLedgers, openTestLedger } from '../../helpers/ledger.js'
 import { pinRecord } from '../../helpers/records.js'
 
 const PAYER = '0x1111111111111111111111111111111111111111'
@@ -21,21 +19,14 @@ const OTHER = '0x2222222222222222222222222222222222222222'
 const CID = 'bafkreihvkcqihwud2tcr4qltcygi5ostxqsc4gkde6cgpoyuz6gw5z2ila'
 const ID = '0b9c6a9e-2f0e-4c4e-9a43-3b1f0d2d9a10'
 
-let dir: string
 let env: LedgerEnv
 let pins: PinLedger
 let tickets: UploadTickets
 
 beforeEach(async () => {
-  dir = tempDir('pind-tickets-')
-  env = await openLedgerEnv(join(dir, 'ledger.mdb'))
-  pins = new PinLedger(env)
-  tickets = new UploadTickets(env, pins)
+  ({ env, ledger: pins, tickets } = await openTestLedger({ prefix: 'pind-tickets-' }))
 })
-afterEach(async () => {
-  await env.close()
-  rmSync(dir, { recursive: true, force: true })
-})
+afterEach(closeTestLedgers)
 
 const paymentId = `${PAYER}:0x${'ab'.repeat(32)}`
 const ticket = (over: Partial<UploadTicket> = {}): UploadTicket => ({
