@@ -51,6 +51,9 @@ export class SendBudget {
 
   constructor (public limit: number) {}
 
+  /** responses waiting in line now */
+  get waiting (): number { return this.line.length }
+
   /** `who` (a response) holds budget and waits for its client from now on; `cut` ends it */
   stall (who: object, cut: () => void): void {
     this.stalled.delete(who)

@@ -150,6 +150,27 @@ describe('many clients that stall their reads', () => {
     expect(maxInUse).toBeLessThanOrEqual(budget)
   })
 
+  it('a budget held by responses that wait in line with pieces their clients never take (never a drain wait): the one held up longest is cut for the line, and a reader gets its file byte for byte', async () => {
+    // smaller than one response's drain queue: no response ever waits for a 'drain', each one whose
+    // client takes nothing holds a piece or two and waits in line for the next (seen in CI with a 4 MiB
+    // budget and 40 such readers, each caught below QUEUE_BYTES when the budget ran out)
+    const budget = QUEUE_BYTES - 1
+    configureSending({ budgetBytes: budget, minRate: 0 })
+    const legit = await add(1 * MiB + 77)
+    const evictedBefore = sending.budget.evictions
+    const attack = 12
+    for (let i = 0; i < attack; i++) readers.push(await openRead(s.port, `/ipfs/${s.fixture.huge.cid}`, (k) => { k.pause() }))
+    // their kernels' buffers full: every budget holder is in line (it cannot take a piece more), with the rest
+    expect(await eventually(() => sending.budget.waiting >= attack - 3 && sending.budget.inUse > budget - PIECE_BYTES, 60_000)).toBe(true)
+    // on the old code nobody here was evictable (only responses waiting for 'drain' were): the reader waited for ever
+    const r = await Promise.race([
+      hashGet(`${s.base}/ipfs/${legit.cid}`),
+      new Promise<'starved'>(resolve => setTimeout(() => { resolve('starved') }, 60_000).unref())
+    ])
+    expect(r).toEqual({ status: 200, complete: true, bytes: legit.bytes.byteLength, sha: sha(legit.bytes) })
+    expect(sending.budget.evictions).toBeGreaterThan(evictedBefore)
+  })
+
   it('a budget smaller than what the readers want: they wait for it (counted) instead of allocating, and go on when it comes back', async () => {
     const budget = 1 * MiB
     configureSending({ budgetBytes: budget, minRate: 0 })
