@@ -64,8 +64,6 @@ export class Sender {
   private prepaid = 0
   private needDrain = false
   private drained?: () => void
-  /** waiting in line for budget (readyFor) */
-  private waitingInLine = false
 
   constructor (private readonly res: ServerResponse, private readonly signal: AbortSignal) {
     if (res.closed || res.destroyed) this.lease.close()
@@ -99,7 +97,6 @@ export class Sender {
         // handed over is freed then, not on a failed write: the socket may still hold it
         const queued = res.write(chunk, (err) => {
           this.lease.give(n)
-          this.tookBytes()
           if (free && err == null && typeof chunk !== 'string') releaseHandedOver(chunk)
         })
         // a write that returns false will emit 'drain' once the queue is empty: nothing more is
@@ -121,37 +118,24 @@ export class Sender {
 
   /**
    * Waits for the socket (if it asked for a 'drain'), then for `n` bytes of
-   * budget. A response that waits in line with bytes still queued for its
-   * client (less than QUEUE_BYTES: it did not ask for a 'drain') holds budget
-   * its client has not taken as much as one waiting for 'drain' does, so it
-   * may be cut for the line the same way (see SendBudget.evictStalled):
-   * otherwise responses of clients that take nothing, each holding a piece or
-   * three and waiting in line for the next, could hold the whole budget with
-   * none of them evictable, and every other reader would wait for ever.
+   * budget. When the budget is spent, a response whose client has not taken
+   * what it last wrote (less than QUEUE_BYTES queued, and the socket full)
+   * waits for its client first, not in line: in line it would hold budget its
+   * client does not take without being one that may be cut for the line
+   * (waitDrain, SendBudget.evictStalled), and responses of clients that take
+   * nothing, each holding a piece or three in line, could hold the whole
+   * budget while every other reader waited for ever. The line is for
+   * responses whose clients are ready for more.
    */
   private async readyFor (n: number): Promise<void> {
-    if (this.needDrain) await this.waitDrain()
-    this.signal.throwIfAborted()
-    if (this.lease.tryTake(n)) return
-    this.waitingInLine = true
-    if (this.res.writableLength > 0) this.heldUp()
-    try {
-      await this.lease.take(n, this.signal)
-    } finally {
-      this.waitingInLine = false
-      sending.budget.unstall(this)
+    for (;;) {
+      if (this.needDrain) await this.waitDrain()
+      this.signal.throwIfAborted()
+      if (this.lease.tryTake(n)) return
+      if (!this.res.writableNeedDrain) break
+      this.needDrain = true
     }
-  }
-
-  /** while it waits in line: its client took bytes (a write's callback), so it is held up from now on, or no more */
-  private tookBytes (): void {
-    if (!this.waitingInLine) return
-    if (this.res.writableLength > 0) this.heldUp()
-    else sending.budget.unstall(this)
-  }
-
-  private heldUp (): void {
-    sending.budget.stall(this, () => { this.evict() })
+    await this.lease.take(n, this.signal)
   }
 
   /**
@@ -174,7 +158,7 @@ export class Sender {
     const wake = (): void => { this.drained?.() }
     this.signal.addEventListener('abort', wake, { once: true })
     // while the budget is spent, the response that has waited for its client longest gives its budget up
-    this.heldUp()
+    sending.budget.stall(this, () => { this.evict() })
     try {
       while (this.needDrain && !this.signal.aborted) await new Promise<void>(resolve => { this.drained = resolve })
     } finally {
