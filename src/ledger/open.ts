@@ -5,6 +5,7 @@
  */
 import { PindError } from '../errors.js'
 import { open, type Database } from 'lmdb'
+import { LedgerSnapshot } from './snapshot.js'
 
 /**
  * The ledger's schema version, kept in its meta database.
@@ -38,8 +39,8 @@ export type Upgrade = 'index:owner-summaries' | 'index:pins-by-expiry' | 'repair
 export interface LedgerEnv {
   /** runs `fn` in one write transaction */
   transaction<T>(fn: () => T): Promise<T>
-  /** a fact the ledger keeps about itself (schema version, created, serve's settings, the provide cycle): ./settings.ts, ./provide-keys.ts */
-  fact(key: string): unknown
+  /** a fact the ledger keeps about itself (schema version, created, serve's settings, the provide cycle): ./settings.ts, ./provide-keys.ts; `at`: as it was in that snapshot */
+  fact(key: string, at?: LedgerSnapshot): unknown
   /** records a fact (inside a transaction, or on its own) */
   setFact(key: string, value: unknown): Promise<unknown>
   /** whether an upgrade of the ledger's indexes has run */
@@ -50,6 +51,8 @@ export interface LedgerEnv {
   datastore: Database<Uint8Array, string>
   /** open another named sub-database (msgpack values; keys ordered-binary, or raw bytes with keyEncoding 'binary') */
   db<V>(name: string, opts?: { dupSort?: boolean, keyEncoding?: 'binary' }): Database<V, any>
+  /** a read snapshot of the whole environment, until its release() (./snapshot.ts: what holding one costs) */
+  readSnapshot(): LedgerSnapshot
   close(): Promise<void>
 }
 
@@ -75,12 +78,13 @@ export async function openLedgerEnv (path: string): Promise<LedgerEnv> {
   }
   return {
     transaction: async (fn) => await root.transaction(fn),
-    fact: (key) => meta.get(key),
+    fact: (key, at) => meta.get(key, at?.read),
     setFact: async (key, value) => await meta.put(key, value),
     upgraded: (name) => meta.get(name) === true,
     setUpgraded: (name, done = true) => { if (done) void meta.put(name, true); else void meta.remove(name) },
     datastore,
     db: <V>(name: string, opts?: { dupSort?: boolean, keyEncoding?: 'binary' }) => root.openDB<V, any>({ name, ...opts }),
+    readSnapshot: () => new LedgerSnapshot(root.useReadTransaction()),
     close: async () => { await root.close() }
   }
 }

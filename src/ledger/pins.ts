@@ -30,6 +30,7 @@ import type { LedgerEnv, Upgrade } from './open.js'
 import { ProvideKeys } from './provide-keys.js'
 import { isLive, withdrawn, type PaymentRecord, type PinRecord } from './records.js'
 import type { SettlingRecord } from './settlements.js'
+import { binaryFastIn, type LedgerSnapshot } from './snapshot.js'
 import { cidOf, cidOfPacked, createdUsOf, type AssetTable, currentPaymentLayout, oldLayout, paymentByRef, pinWithNames, paymentIdOf, paymentIdOfKey, paymentKey, readPayment, readPin, readSummary, storePayment, storePin, storeSummary, type StoredPayment, type StoredPin, type StoredSummary } from './stored.js'
 
 type OwnerKey = [string, number, string]
@@ -135,25 +136,30 @@ export class PinLedger {
     at: (index) => this.assetTable()[index]
   }
 
-  private assetTable (): string[] {
-    const v = this.env.fact(ASSETS)
+  private assetTable (at?: LedgerSnapshot): string[] {
+    const v = this.env.fact(ASSETS, at)
     return Array.isArray(v) ? v as string[] : []
   }
 
-  private getPin (requestid: string): PinRecord | undefined {
-    const stored = this.pins.get(requestid)
-    return stored == null ? undefined : readPin(requestid, stored, this.paymentOfPin(requestid), this.assets)
+  /** the table of assets to read records with: as it was in the snapshot `at` (reads only) */
+  private assetsIn (at: LedgerSnapshot | undefined): AssetTable {
+    return at == null ? this.assets : { indexOf: this.assets.indexOf, at: (index) => this.assetTable(at)[index] }
   }
 
-  private getPayment (id: string, pinCid = this.pinCid): PaymentRecord | undefined {
-    const stored = this.storedPayment(id)
-    return stored == null ? undefined : readPayment(id, stored, pinCid)
+  private getPin (requestid: string, at?: LedgerSnapshot): PinRecord | undefined {
+    const stored = this.pins.get(requestid, at?.read)
+    return stored == null ? undefined : readPin(requestid, stored, this.paymentOfPin(requestid, at), this.assetsIn(at))
+  }
+
+  private getPayment (id: string, pinCid?: (requestid: string) => string | undefined, at?: LedgerSnapshot): PaymentRecord | undefined {
+    const stored = this.storedPayment(id, at)
+    return stored == null ? undefined : readPayment(id, stored, pinCid ?? this.pinCidIn(at))
   }
 
   /** an x402 payment from payments-binary (or, until the compact:payment-keys upgrade has moved it, payments); any other from payments */
-  private storedPayment (id: string): StoredPayment | undefined {
+  private storedPayment (id: string, at?: LedgerSnapshot): StoredPayment | undefined {
     const key = paymentKey(id)
-    return (key != null ? this.paymentsBinary.get(key) : undefined) ?? this.payments.get(id)
+    return (key != null ? this.paymentsBinary.get(key, at?.read) : undefined) ?? this.payments.get(id, at?.read)
   }
 
   private hasPayment (id: string): boolean {
@@ -162,18 +168,22 @@ export class PinLedger {
   }
 
   /** reads a pin's payment record: the purpose may name the pin's CID, which the pin's reader has already */
-  private paymentOfPin (requestid: string): (id: string, cid: string) => PaymentRecord | undefined {
-    return (id, cid) => this.getPayment(id, (rid) => rid === requestid ? cid : this.pinCid(rid))
+  private paymentOfPin (requestid: string, at?: LedgerSnapshot): (id: string, cid: string) => PaymentRecord | undefined {
+    return (id, cid) => this.getPayment(id, (rid) => rid === requestid ? cid : this.pinCid(rid, at), at)
   }
 
-  /** the CID of a pin the ledger holds (a payment's purpose may name it) */
-  private readonly pinCid = (requestid: string): string | undefined => {
-    const raw = this.pins.getBinaryFast(requestid)
+  /** the CID of a pin the ledger holds (a payment's purpose may name it); `at`: in that snapshot */
+  private readonly pinCid = (requestid: string, at?: LedgerSnapshot): string | undefined => {
+    const raw = binaryFastIn(this.pins, requestid, at)
     if (raw == null) return undefined
     const cid = cidOfPacked(raw)
     if (cid != null) return cid
-    const stored = this.pins.get(requestid)
+    const stored = this.pins.get(requestid, at?.read)
     return stored == null ? undefined : cidOf(stored)
+  }
+
+  private pinCidIn (at: LedgerSnapshot | undefined): (requestid: string) => string | undefined {
+    return at == null ? this.pinCid : (requestid) => this.pinCid(requestid, at)
   }
 
   /** Writes a payment record (inside a transaction); `pinCid`: the CID of the pin it paid for, when that pin is written in the same transaction. */
@@ -183,9 +193,10 @@ export class PinLedger {
     else this.payments.put(p.id, storePayment(p, pinCid))
   }
 
-  /** every pin, whole, in requestid order */
-  private * allPins (): Generator<PinRecord> {
-    for (const { key, value } of this.pins.getRange()) yield readPin(key, value, this.paymentOfPin(key), this.assets)
+  /** every pin, whole, in requestid order; `at`: as the snapshot holds them */
+  private * allPins (at?: LedgerSnapshot): Generator<PinRecord> {
+    const assets = this.assetsIn(at)
+    for (const { key, value } of this.pins.getRange(at?.read)) yield readPin(key, value, this.paymentOfPin(key, at), assets)
   }
 
   /**
@@ -375,10 +386,20 @@ export class PinLedger {
     return isLive(pin, now, this.graceMs)
   }
 
-  get (requestid: string): PinRecord | undefined {
+  /** `at`: as the snapshot holds it */
+  get (requestid: string, at?: LedgerSnapshot): PinRecord | undefined {
     // requestids are UUIDs; a far longer string cannot be one (and would not fit an LMDB key)
     if (requestid.length > MAX_REQUESTID_LENGTH) return undefined
-    return this.getPin(requestid)
+    return this.getPin(requestid, at)
+  }
+
+  /**
+   * A read snapshot of the whole ledger (pins, payments, upload tickets…):
+   * the reads given it see the ledger of this instant until its release(),
+   * whatever is written meanwhile (./snapshot.ts: what holding one costs).
+   */
+  snapshot (): LedgerSnapshot {
+    return this.env.readSnapshot()
   }
 
   payment (id: string): PaymentRecord | undefined {
@@ -708,29 +729,30 @@ export class PinLedger {
     return renewed as PinRecord
   }
 
-  /** Every payment (export). */
-  * allPayments (): Generator<PaymentRecord> {
+  /** Every payment (export); `at`: as the snapshot holds them. */
+  * allPayments (at?: LedgerSnapshot): Generator<PaymentRecord> {
+    const pinCid = this.pinCidIn(at)
     // both databases in the order of the ids' UTF-8 bytes (payments-binary's keys sort as their ids do)
-    const text = this.payments.getRange()[Symbol.iterator]()
-    const binary = this.paymentsBinary.getRange()[Symbol.iterator]()
+    const text = this.payments.getRange(at?.read)[Symbol.iterator]()
+    const binary = this.paymentsBinary.getRange(at?.read)[Symbol.iterator]()
     let t = text.next()
     let b = binary.next()
     let bId = b.done === true ? undefined : paymentIdOfKey(b.value.key)
     while (t.done !== true || b.done !== true) {
       if (b.done === true || (t.done !== true && Buffer.compare(Buffer.from(t.value.key), Buffer.from(bId as string)) < 0)) {
-        yield readPayment(t.value.key, t.value.value, this.pinCid)
+        yield readPayment(t.value.key, t.value.value, pinCid)
         t = text.next()
       } else {
-        yield readPayment(bId as string, b.value.value, this.pinCid)
+        yield readPayment(bId as string, b.value.value, pinCid)
         b = binary.next()
         bId = b.done === true ? undefined : paymentIdOfKey(b.value.key)
       }
     }
   }
 
-  /** The block CIDs a pin references (empty once released). */
-  blocksOf (requestid: string): string[] {
-    return this.pinBlocks.get(requestid) ?? []
+  /** The block CIDs a pin references (empty once released); `at`: as the snapshot holds them. */
+  blocksOf (requestid: string, at?: LedgerSnapshot): string[] {
+    return this.pinBlocks.get(requestid, at?.read) ?? []
   }
 
   /** How many pins reference this block. */
@@ -845,9 +867,9 @@ export class PinLedger {
     return (this.pins.getStats() as { entryCount: number }).entryCount
   }
 
-  /** Every pin (export, gc marking). */
-  * all (): Generator<PinRecord> {
-    yield * this.allPins()
+  /** Every pin (export, gc marking); `at`: as the snapshot holds them. */
+  * all (at?: LedgerSnapshot): Generator<PinRecord> {
+    yield * this.allPins(at)
   }
 }
 

@@ -14,6 +14,7 @@ import type { Database } from 'lmdb'
 import type { LedgerEnv } from './open.js'
 import type { PinLedger } from './pins.js'
 import type { PaymentRecord, PinRecord } from './records.js'
+import type { LedgerSnapshot } from './snapshot.js'
 
 export interface UploadTicket {
   /** a random UUID: it names the ticket, it does not authorize (the payer's wallet token does) */
@@ -59,13 +60,14 @@ export class UploadTickets {
     this.db = env.db<UploadTicket>('upload-tickets')
   }
 
-  get (id: string): UploadTicket | undefined {
-    return id.length > 64 ? undefined : this.db.get(id)
+  /** `at`: as the snapshot holds it */
+  get (id: string, at?: LedgerSnapshot): UploadTicket | undefined {
+    return id.length > 64 ? undefined : this.db.get(id, at?.read)
   }
 
-  /** every ticket, in ascending id order (export-ledger) */
-  * all (): Generator<UploadTicket> {
-    for (const { value } of this.db.getRange()) yield value
+  /** every ticket, in ascending id order (export-ledger); `at`: as the snapshot holds them (PinLedger.snapshot: the same environment) */
+  * all (at?: LedgerSnapshot): Generator<UploadTicket> {
+    for (const { value } of this.db.getRange(at?.read)) yield value
   }
 
   /**
