@@ -3,7 +3,9 @@
  * transport-free. The CLI runs it on a stopped data dir; a running serve runs
  * it behind POST /export-ledger on its admin socket. Both stream: records are
  * read from LMDB ranges lazily and written in chunks, so memory stays flat
- * whatever the size of the ledger.
+ * whatever the size of the ledger, and both read every record from one read
+ * snapshot (inOneSnapshot): an export is the ledger at one instant, also
+ * while serve takes payments.
  *
  * JSON Lines (schema "pind-ledger-export", version 2):
  *   {"type":"header","schema":"pind-ledger-export","version":2,"exported_at":…,"pind_version":…,"records":…,"with_blocks":…,"filters":{…}}
@@ -93,6 +95,49 @@ const NO_TICKETS: Pick<UploadTickets, 'all' | 'get'> = { all: function * () {}, 
 
 function recordsOf (from: ExportSource): Records {
   return from instanceof PinLedger ? { pins: from, tickets: NO_TICKETS } : from
+}
+
+/** The ledger as one snapshot holds it: everything an export reads. */
+interface Snapshot {
+  pins: () => Iterable<PinRecord>
+  payments: () => Iterable<PaymentRecord>
+  tickets: () => Iterable<UploadTicket>
+  pin: (requestid: string) => PinRecord | undefined
+  ticket: (id: string) => UploadTicket | undefined
+  blocksOf: (requestid: string) => string[]
+}
+
+/**
+ * The lines of an export, every one read from one LMDB read snapshot of the
+ * ledger: pins, payments and tickets of one instant, so a ticket bought or a
+ * pin paid for during the export is either there with its payment or not
+ * there at all, and nothing written after the export began is. The snapshot
+ * is taken when the first line is asked for (an export never read holds
+ * nothing) and released when the lines end, fail, or are abandoned (a
+ * for…of left early returns the generator, which runs the finally).
+ *
+ * Holding one read transaction for the whole export has a cost: LMDB cannot
+ * reuse pages that writes free while it is open, so a running serve's
+ * ledger file may grow during a long export by about what serve writes
+ * meanwhile (those pages are reused once it ends; writers are never
+ * blocked). For an admin command that runs for seconds to minutes, rarely
+ * and one at a time, that is a small price for an export that is the ledger
+ * at one instant — what accounting and a move to another instance need.
+ */
+function * inOneSnapshot (r: Records, lines: (s: Snapshot) => Generator<string>): Generator<string> {
+  const at = r.pins.snapshot()
+  try {
+    yield * lines({
+      pins: () => r.pins.all(at),
+      payments: () => r.pins.allPayments(at),
+      tickets: () => r.tickets.all(at),
+      pin: (requestid) => r.pins.get(requestid, at),
+      ticket: (id) => r.tickets.get(id, at),
+      blocksOf: (requestid) => r.pins.blocksOf(requestid, at)
+    })
+  } finally {
+    at.release()
+  }
 }
 
 /** What a caller asks for (CLI flags, the admin route's JSON body). */
@@ -202,11 +247,11 @@ export interface ExportRun {
 
 const CHUNK_BYTES = 64 * 1024
 
-/** Starts an export; nothing is read until `chunks` is iterated. Stopping the iteration early releases the LMDB read. */
+/** Starts an export; nothing is read until `chunks` is iterated, and all of it from one snapshot of the ledger (inOneSnapshot). Stopping the iteration early, or a failure, releases the snapshot. */
 export function exportLedger (from: ExportSource, opts: ExportOptions, now: Date = new Date(), chunkBytes = CHUNK_BYTES): ExportRun {
   const stats: ExportStats = { pins: 0, payments: 0, tickets: 0 }
   const records = recordsOf(from)
-  const lines = opts.format === 'csv' ? csvLines(records, opts, stats, now) : jsonLines(records, opts, stats, now)
+  const lines = inOneSnapshot(records, (s) => opts.format === 'csv' ? csvLines(s, opts, stats, now) : jsonLines(s, opts, stats, now))
   return {
     stats,
     contentType: opts.format === 'csv' ? 'text/csv; charset=utf-8; header=present' : 'application/x-ndjson; charset=utf-8',
@@ -247,14 +292,13 @@ export function exportHeader (opts: ExportOptions, now: Date): Record<string, un
   }
 }
 
-function * jsonLines (r: Records, opts: ExportOptions, stats: ExportStats, now: Date): Generator<string> {
-  const { pins } = r
+function * jsonLines (r: Snapshot, opts: ExportOptions, stats: ExportStats, now: Date): Generator<string> {
   yield JSON.stringify(exportHeader(opts, now)) + '\n'
   const nowMs = now.getTime()
   if (opts.records === 'all' || opts.records === 'pins') {
-    for (const pin of selectPins(pins, opts, nowMs)) {
+    for (const pin of selectPins(r, opts, nowMs)) {
       const line: PinLine = pinLine(pin, nowMs)
-      if (opts.withBlocks) line.blocks = pins.blocksOf(pin.requestid)
+      if (opts.withBlocks) line.blocks = r.blocksOf(pin.requestid)
       stats.pins++
       yield JSON.stringify(line) + '\n'
     }
@@ -274,13 +318,12 @@ function * jsonLines (r: Records, opts: ExportOptions, stats: ExportStats, now: 
   yield JSON.stringify({ type: 'end', pins: stats.pins, payments: stats.payments, tickets: stats.tickets }) + '\n'
 }
 
-function * csvLines (r: Records, opts: ExportOptions, stats: ExportStats, now: Date): Generator<string> {
-  const { pins } = r
+function * csvLines (r: Snapshot, opts: ExportOptions, stats: ExportStats, now: Date): Generator<string> {
   const nowMs = now.getTime()
   const version = String(EXPORT_VERSION)
   if (opts.records === 'pins') {
     yield csvRow(['schema_version', ...PIN_COLUMNS])
-    for (const pin of selectPins(pins, opts, nowMs)) {
+    for (const pin of selectPins(r, opts, nowMs)) {
       const line = pinLine(pin, nowMs)
       stats.pins++
       yield csvRow([version, ...PIN_COLUMNS.map(c => c === 'name' ? formulaSafe(line.name) : line[c])])
@@ -302,8 +345,8 @@ function * csvLines (r: Records, opts: ExportOptions, stats: ExportStats, now: D
   }
 }
 
-function * selectPins (pins: PinLedger, opts: ExportOptions, nowMs: number): Generator<PinRecord> {
-  for (const pin of pins.all()) {
+function * selectPins (r: Snapshot, opts: ExportOptions, nowMs: number): Generator<PinRecord> {
+  for (const pin of r.pins()) {
     if (opts.sinceUs != null && pin.createdUs < opts.sinceUs) continue
     if (opts.untilUs != null && pin.createdUs >= opts.untilUs) continue
     if (opts.owner != null && pin.owner.toLowerCase() !== opts.owner) continue
@@ -313,8 +356,8 @@ function * selectPins (pins: PinLedger, opts: ExportOptions, nowMs: number): Gen
 }
 
 /** Payments filter on `at` (since/until), the payer (owner) and, with --status, the class of the pin they paid for (a ticket's: the pin its upload made). */
-function * selectPayments ({ pins, tickets }: Records, opts: ExportOptions, nowMs: number): Generator<PaymentRecord> {
-  for (const p of pins.allPayments()) {
+function * selectPayments (r: Snapshot, opts: ExportOptions, nowMs: number): Generator<PaymentRecord> {
+  for (const p of r.payments()) {
     if (opts.sinceUs != null || opts.untilUs != null) {
       const at = parseMicros(p.at) ?? 0
       if (opts.sinceUs != null && at < opts.sinceUs) continue
@@ -322,8 +365,8 @@ function * selectPayments ({ pins, tickets }: Records, opts: ExportOptions, nowM
     }
     if (opts.owner != null && p.payer.toLowerCase() !== opts.owner) continue
     if (opts.status != null) {
-      const requestid = p.purpose.startsWith('ticket:') ? tickets.get(p.requestid)?.claimed?.requestid : p.requestid
-      const pin = requestid != null ? pins.get(requestid) : undefined
+      const requestid = p.purpose.startsWith('ticket:') ? r.ticket(p.requestid)?.claimed?.requestid : p.requestid
+      const pin = requestid != null ? r.pin(requestid) : undefined
       if (pin == null || !opts.status.includes(pinStatusClass(pin, nowMs))) continue
     }
     yield p
@@ -331,8 +374,8 @@ function * selectPayments ({ pins, tickets }: Records, opts: ExportOptions, nowM
 }
 
 /** Tickets filter on when they were bought (since/until), the payer (owner) and, with --status, the class of the pin their upload made (an unused ticket has none). */
-function * selectTickets ({ pins, tickets }: Records, opts: ExportOptions, nowMs: number): Generator<UploadTicket> {
-  for (const t of tickets.all()) {
+function * selectTickets (r: Snapshot, opts: ExportOptions, nowMs: number): Generator<UploadTicket> {
+  for (const t of r.tickets()) {
     if (opts.sinceUs != null || opts.untilUs != null) {
       const at = parseMicros(t.createdAt) ?? 0
       if (opts.sinceUs != null && at < opts.sinceUs) continue
@@ -340,7 +383,7 @@ function * selectTickets ({ pins, tickets }: Records, opts: ExportOptions, nowMs
     }
     if (opts.owner != null && t.payer.toLowerCase() !== opts.owner) continue
     if (opts.status != null) {
-      const pin = t.claimed != null ? pins.get(t.claimed.requestid) : undefined
+      const pin = t.claimed != null ? r.pin(t.claimed.requestid) : undefined
       if (pin == null || !opts.status.includes(pinStatusClass(pin, nowMs))) continue
     }
     yield t

@@ -9,7 +9,9 @@ import type { AdminDeps } from '../deps.js'
  * POST /export-ledger {format, records, since, until, owner, status, withBlocks}:
  * `pind export-ledger` inside a running serve. The export is streamed as it
  * is read from the ledger, waiting for the client whenever the socket is full
- * (flat memory), and stops as soon as the client goes away. An error after
+ * (flat memory), and stops as soon as the client goes away. All of it comes
+ * from one read snapshot of the ledger, however slow the client and whatever
+ * serve writes meanwhile (src/service/ledger-export.ts). An error after
  * the first bytes cuts the response, so the client sees an incomplete export
  * (and a JSON Lines export lacks its end line).
  */
@@ -28,7 +30,7 @@ export function exportRoutes (router: Router, d: AdminDeps): void {
       'x-pind-export-schema': `${EXPORT_SCHEMA}; version=${EXPORT_VERSION}`
     })
     for (const chunk of run.chunks) {
-      if (gone) break // leaving the loop ends the generator and releases its LMDB read
+      if (gone) break // leaving the loop (or a throw) ends the generator, which releases its read snapshot
       // past a bounded buffer, wait for the socket (res.write's false alone would stop at every 64 KiB chunk)
       if (!res.write(chunk) && res.writableLength >= MAX_BUFFERED) await drained(res)
     }
