@@ -215,7 +215,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
     const announcer = ipfs.routing.announcer
     let reprovider: Reprovider | undefined
     const metrics = new Metrics(metricsSources(pins, async () => await usage.current(), () => ipfs.connections().length,
-      () => gate != null ? { settlesPending: gate.settlesPending, ...(gate.balance?.balance != null ? { settlerBalanceWei: gate.balance.balance } : {}) } : undefined, {
+      () => gate != null ? { settlesPending: gate.settlesPending, ...(gate.balance?.balance != null ? { settlerBalanceWei: gate.balance.balance } : {}), ...(gate.nonceRecoveries != null ? { settlerNonceRecoveries: gate.nonceRecoveries } : {}) } : undefined, {
         ...(routingOn ? { routing: () => ipfs.routing.status() } : {}),
         ...(announcer != null ? { provides: () => (reprovider as Reprovider).status() } : {}),
         s3Up: () => blocks.kind === 's3' ? blocks.writable() : undefined,

@@ -11,6 +11,7 @@
  *   pind_settles_failed_total{reason}                       failed settlements; reason "server:…" when this side failed
  *   pind_settles_pending                                    settlements under way
  *   pind_settler_balance_wei                                the embedded settler's gas balance (when watched)
+ *   pind_settler_nonce_recoveries_total                     stuck settlement nonces re-sent, replaced or filled (embedded settler)
  *   pind_pins{status}             queued | pinning | pinned | failed (live pins), removed
  *   pind_fetch_queue_depth
  *   pind_blockstore_blocks / pind_blockstore_bytes
@@ -41,7 +42,7 @@ export interface MetricsSources {
   blockstoreUsage(): Promise<{ blocks: number, bytes: number }>
   connections(): number
   /** the payment gate's settlements under way and the settler's balance (absent without a gate) */
-  payments?(): { settlesPending: number, settlerBalanceWei?: bigint } | undefined
+  payments?(): { settlesPending: number, settlerBalanceWei?: bigint, settlerNonceRecoveries?: number } | undefined
   /** present when routing is on */
   routing?(): { routingTable: number, records: number }
   /** present when the DHT announces (the reprovider) */
@@ -110,6 +111,13 @@ export class Metrics {
       collect () {
         const wei = sources.payments?.()?.settlerBalanceWei
         if (wei != null) this.set(Number(wei))
+      }
+    })
+    new client.Counter({
+      name: 'pind_settler_nonce_recoveries_total', help: 'the embedded settler\'s stuck settlement nonces recovered: a transaction re-broadcast, replaced with higher fees, a nonce gap filled, or the nonce manager reset', registers: [r],
+      collect () {
+        const n = sources.payments?.()?.settlerNonceRecoveries
+        if (n != null) { this.reset(); this.inc(n) }
       }
     })
     new client.Gauge({ name: 'pind_libp2p_connections', help: 'open libp2p connections', registers: [r], collect () { this.set(sources.connections()) } })

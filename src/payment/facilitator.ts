@@ -7,7 +7,9 @@ import { x402Facilitator } from '@x402/core/facilitator'
 import { HTTPFacilitatorClient, type FacilitatorClient } from '@x402/core/server'
 import { toFacilitatorEvmSigner } from '@x402/evm'
 import { ExactEvmScheme } from '@x402/evm/exact/facilitator'
+import type { Logger } from '../log.js'
 import { READ_TIMEOUT_MS, settlerClientFor, verifierClientFor } from './chain.js'
+import { SettlerNonces } from './settler-nonce.js'
 
 export type FacilitatorChoice =
   /** asset: the token payments are in (its code is read once, see `warm`) */
@@ -20,9 +22,17 @@ export interface BuiltFacilitator {
   settler?: `0x${string}`
   /** reads what verifications need once, before any (embedded: the asset's code); throws while the RPC does not answer */
   warm?: () => Promise<void>
+  /** the settler's transactions (embedded only): stuck nonces re-sent, counted in `recoveries` */
+  nonces?: SettlerNonces
 }
 
-export function buildFacilitator (choice: FacilitatorChoice): BuiltFacilitator {
+export interface FacilitatorOptions {
+  log?: Logger
+  /** embedded: a settlement transaction whose nonce is not mined for this long is re-sent (settler-nonce.ts; default 15 s) */
+  stuckAfterMs?: number
+}
+
+export function buildFacilitator (choice: FacilitatorChoice, opts: FacilitatorOptions = {}): BuiltFacilitator {
   if (choice.kind === 'remote') {
     // a verification (and the list of what it supports) is cut off well before the request's verify
     // deadline, its connection closed; a settlement keeps x402's 90 s (it waits for the chain)
@@ -55,22 +65,29 @@ export function buildFacilitator (choice: FacilitatorChoice): BuiltFacilitator {
     }
     return assetCode
   }
+  // settlement transactions: sent and awaited by one keeper that re-sends a stuck nonce
+  const nonces = new SettlerNonces({ wallet, log: opts.log, stuckAfterMs: opts.stuckAfterMs ?? 15_000 })
   const signer = toFacilitatorEvmSigner({
     address,
     readContract: async (args) => await reader.readContract(args as Parameters<typeof reader.readContract>[0]),
     verifyTypedData: async (args) => await reader.verifyTypedData(args as Parameters<typeof reader.verifyTypedData>[0]),
-    writeContract: async (args) => await wallet.writeContract(args as Parameters<typeof wallet.writeContract>[0]),
+    writeContract: async (args) => await nonces.writeContract(args),
     sendTransaction: async (args) => await wallet.sendTransaction(args),
-    waitForTransactionReceipt: async (args) => await wallet.waitForTransactionReceipt({ ...args, pollingInterval: 100 }),
+    waitForTransactionReceipt: async (args) => await nonces.waitForTransactionReceipt(args),
     getCode
   })
   const facilitator = new x402Facilitator().register(choice.network as `${string}:${string}`, new ExactEvmScheme(signer))
   return {
     settler: address,
+    nonces,
     ...(choice.asset != null ? { warm: async () => { await getCode({ address: choice.asset as `0x${string}` }) } } : {}),
     client: {
       verify: async (payload, requirements) => await facilitator.verify(payload, requirements),
-      settle: async (payload, requirements) => await facilitator.settle(payload, requirements),
+      // a settlement mined by a replacement answers with the replacement's hash
+      settle: async (payload, requirements) => {
+        const r = await facilitator.settle(payload, requirements)
+        return r.transaction !== '' ? { ...r, transaction: nonces.minedHash(r.transaction) } : r
+      },
       getSupported: async () => facilitator.getSupported() as Awaited<ReturnType<FacilitatorClient['getSupported']>>
     }
   }

@@ -20,6 +20,7 @@ import { AssetMismatchError, checkAsset } from './asset-check.js'
 import { authorizationStateReader, type AuthorizationStateReader } from './authorization-state.js'
 import { buildFacilitator, type FacilitatorChoice } from './facilitator.js'
 import { SettlerBalance } from './settler-balance.js'
+import type { SettlerNonces } from './settler-nonce.js'
 import { describeFormula, formatUsdc, type PriceSettings } from './pricing.js'
 import { z } from 'zod/v4'
 import { ADDRESS, count, DIGITS, text, USDC } from '../api-shapes.js'
@@ -172,9 +173,14 @@ export class PaymentGate {
   private readonly authorizations?: AuthorizationStateReader
   /** the facilitator's reads before payments are taken (facilitator.ts) */
   private readonly warm?: () => Promise<void>
+  /** the embedded settler's transactions (settler-nonce.ts) */
+  private readonly nonces?: SettlerNonces
 
   constructor (private readonly s: PaymentSettings, private readonly log: Logger) {
-    const built = buildFacilitator(s.facilitator)
+    // a stuck settlement transaction is re-sent well within the settle deadline (a quarter of it, 2-15 s)
+    const stuckAfterMs = Math.min(15_000, Math.max(2000, (s.settleDeadlineMs ?? DEFAULT_SETTLE_DEADLINE_MS) / 4))
+    const built = buildFacilitator(s.facilitator, { log, stuckAfterMs })
+    this.nonces = built.nonces
     if (s.rpcUrl != null) this.authorizations = authorizationStateReader({ network: s.network, rpcUrl: s.rpcUrl, asset: s.asset })
     this.settler = built.settler
     this.warm = built.warm
@@ -210,7 +216,13 @@ export class PaymentGate {
     await this.balance?.start()
   }
 
+  /** stuck settlement nonces re-sent or filled so far (embedded facilitator) */
+  get nonceRecoveries (): number | undefined {
+    return this.nonces?.recoveries
+  }
+
   stop (): void {
+    this.nonces?.stop()
     this.stopped = true
     clearTimeout(this.retry)
     this.balance?.stop()
