@@ -18,6 +18,7 @@ import { startDevChain, usdcBalance, type DevChain } from '../../scripts/devchai
 import { chainArgs, payingFetch, uploadForm } from '../helpers/paying-client.js'
 import { startPind, type PindProcess } from '../helpers/pind.js'
 import { freePort, waitFor } from '../helpers/ports.js'
+import { startRpcProxy } from '../helpers/rpc-proxy.js'
 
 let chain: DevChain
 let pind: PindProcess
@@ -45,19 +46,19 @@ async function settlerPool (): Promise<Array<{ nonce: number, hash: string }>> {
 
 const minedNonce = async (): Promise<number> => Number(await rpc<string>('eth_getTransactionCount', [chain.settlerAddress, 'latest']))
 
-async function recoveries (): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()
+async function recoveries (port = metricsPort): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()
   return Number(/^pind_settler_nonce_recoveries_total (\d+)$/m.exec(text)?.[1] ?? 0)
 }
 
 /** the last warn line of pind's whose message matches */
-function logged (msg: RegExp): Record<string, unknown> | undefined {
-  return pind.stderr().split('\n').filter(l => l.startsWith('{')).map(l => JSON.parse(l) as Record<string, unknown>).filter(l => msg.test(String(l.msg))).at(-1)
+function logged (msg: RegExp, p = pind): Record<string, unknown> | undefined {
+  return p.stderr().split('\n').filter(l => l.startsWith('{')).map(l => JSON.parse(l) as Record<string, unknown>).filter(l => msg.test(String(l.msg))).at(-1)
 }
 
 /** a paid upload of fresh bytes; resolves with its status, price and settlement transaction */
-async function paidUpload (): Promise<{ status: number, price: bigint, tx: string, body: any }> {
-  const r = await payingFetch(chain, chain.payers[0]!.privateKey)(`${pind.url}/upload`, { method: 'POST', body: uploadForm(randomBytes(2000)) })
+async function paidUpload (url = pind.url): Promise<{ status: number, price: bigint, tx: string, body: any }> {
+  const r = await payingFetch(chain, chain.payers[0]!.privateKey)(`${url}/upload`, { method: 'POST', body: uploadForm(randomBytes(2000)) })
   const body = await r.json() as any
   const header = r.headers.get('payment-response')
   return { status: r.status, price: BigInt(body.price?.amount ?? 0), tx: header != null ? decodePaymentResponseHeader(header).transaction : '', body }
@@ -135,5 +136,66 @@ describe('a stuck settlement nonce', () => {
     expect(logged(/settlement transaction re-broadcast/)).toMatchObject({ level: 'warn', nonce, inPool: false })
     // never the key
     expect(pind.stderr().toLowerCase()).not.toContain(chain.settlerKey.slice(2).toLowerCase())
+  })
+
+  it('a nonce taken but never sent (the send was cut) does not hold up the next settlements', async () => {
+    await rpc('evm_setIntervalMining', [0])
+    await rpc('evm_setAutomine', [true])
+    const proxy = await startRpcProxy(chain.rpcUrl)
+    const port = await freePort()
+    const { env } = chainArgs(chain)
+    const other = await startPind({ args: ['--rpc-url', proxy.url, '--asset', chain.usdc, '--pay-to', chain.payTo, '--settle-timeout', '12', '--metrics-listen', `127.0.0.1:${port}`], env })
+    try {
+      const payToBefore = await usdcBalance(chain, chain.payTo)
+      const nonce = await minedNonce()
+      const refused = proxy.refuseSend()
+      const lost = await paidUpload(other.url)
+      await refused.cut
+      expect(lost.status, JSON.stringify(lost.body.error)).toBe(503)
+      // nothing else outstanding: the nonce manager is reset, and the next settlements take the nonce again
+      await waitFor(async () => (await recoveries(port)) > 0 ? true : undefined, 'the nonce manager reset', 20_000)
+      expect(logged(/nonce manager reset/, other)).toMatchObject({ level: 'warn', nonce })
+      const next = [await paidUpload(other.url), await paidUpload(other.url)]
+      for (const r of next) expect(r.status, JSON.stringify(r.body.error)).toBe(201)
+      expect(await minedNonce()).toBe(nonce + 2)
+      expect(await usdcBalance(chain, chain.payTo)).toBe(payToBefore + next[0]!.price + next[1]!.price)
+    } finally {
+      await other.stop()
+      await proxy.close()
+    }
+  })
+
+  it('a nonce taken but never sent, with a later settlement waiting behind it: the gap is filled and that settlement completes', async () => {
+    await rpc('evm_setAutomine', [false])
+    const proxy = await startRpcProxy(chain.rpcUrl)
+    const port = await freePort()
+    const { env } = chainArgs(chain)
+    const other = await startPind({ args: ['--rpc-url', proxy.url, '--asset', chain.usdc, '--pay-to', chain.payTo, '--settle-timeout', '12', '--metrics-listen', `127.0.0.1:${port}`], env })
+    try {
+      const payToBefore = await usdcBalance(chain, chain.payTo)
+      const nonce = await minedNonce()
+      // the first settlement's send is held at the RPC, then cut: its nonce is taken, its transaction never sent
+      const release = Promise.withResolvers<void>()
+      const refused = proxy.refuseSend(release.promise)
+      const lost = paidUpload(other.url)
+      await refused.seen
+      // the second settlement takes the next nonce and waits in the pool behind the first
+      const waiting = paidUpload(other.url)
+      await waitFor(async () => (await settlerPool()).some(t => t.nonce === nonce + 1) ? true : undefined, 'the second settlement in the pool', 20_000)
+      release.resolve()
+      await refused.cut
+      expect((await lost).status).toBe(503)
+      await rpc('evm_setIntervalMining', [1])
+      const r = await waiting
+      expect(r.status, JSON.stringify(r.body.error)).toBe(201)
+      expect(logged(/gap filled/, other)).toMatchObject({ level: 'warn', nonce })
+      expect(await recoveries(port)).toBeGreaterThan(0)
+      // the filler moved no money: exactly the second upload's price
+      expect(await minedNonce()).toBe(nonce + 2)
+      expect(await usdcBalance(chain, chain.payTo)).toBe(payToBefore + r.price)
+    } finally {
+      await other.stop()
+      await proxy.close()
+    }
   })
 })

@@ -4,7 +4,10 @@
  * chain (the transaction is mined) and then cuts the client's connection
  * instead of answering — an RPC that went away at the worst moment. With
  * `hang(true)` it takes requests and answers none until `hang(false)`
- * (then it forwards those it held) — an RPC that stopped answering.
+ * (then it forwards those it held) — an RPC that stopped answering. Armed
+ * with `refuseSend`, it cuts the connection of the next eth_sendRawTransaction
+ * without forwarding it (after `hold`, when given) — a transaction that was
+ * signed but never sent.
  */
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -13,6 +16,8 @@ export interface RpcProxy {
   url: string
   /** cut the answer to the next eth_sendRawTransaction (after forwarding it); resolves with the transaction's hash once done */
   dropAfterSend(): Promise<string>
+  /** cut the next eth_sendRawTransaction without forwarding it, once `hold` resolves; `seen`: it came, `cut`: it was cut */
+  refuseSend(hold?: Promise<void>): { seen: Promise<void>, cut: Promise<void> }
   /** stop answering (requests are accepted and held), or forward the held ones and answer again */
   hang(on: boolean): void
   close(): Promise<void>
@@ -20,6 +25,7 @@ export interface RpcProxy {
 
 export async function startRpcProxy (target: string): Promise<RpcProxy> {
   let armed: ((hash: string) => void) | undefined
+  let refuse: { hold?: Promise<void>, seen: () => void, cut: () => void } | undefined
   let hanging = false
   const held: Array<() => void> = []
   const server: Server = createServer((req, res) => {
@@ -28,6 +34,13 @@ export async function startRpcProxy (target: string): Promise<RpcProxy> {
     req.on('end', () => {
       const body = Buffer.concat(chunks)
       const calls = [JSON.parse(body.toString())].flat() as Array<{ method?: string }>
+      if (refuse != null && calls.some(c => c.method === 'eth_sendRawTransaction')) {
+        const r = refuse
+        refuse = undefined
+        r.seen()
+        void (r.hold ?? Promise.resolve()).then(() => { res.socket?.destroy(); r.cut() })
+        return
+      }
       const cut = armed != null && calls.some(c => c.method === 'eth_sendRawTransaction')
       const forward = (): void => {
         fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
@@ -52,6 +65,12 @@ export async function startRpcProxy (target: string): Promise<RpcProxy> {
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     dropAfterSend: async () => await new Promise<string>(resolve => { armed = resolve }),
+    refuseSend: (hold) => {
+      const seen = Promise.withResolvers<void>()
+      const cut = Promise.withResolvers<void>()
+      refuse = { ...(hold != null ? { hold } : {}), seen: seen.resolve, cut: cut.resolve }
+      return { seen: seen.promise, cut: cut.promise }
+    },
     hang: (on) => {
       hanging = on
       if (!on) for (const forward of held.splice(0)) forward()
