@@ -75,6 +75,7 @@ export class SettlerNonces {
   private readonly replaced = new Map<Hex, Hex>()
   private timer: NodeJS.Timeout | undefined
   private polling = false
+  private stopped = false
   private minedNonce = -1
   private progressAt = 0
   private recoveredAt = 0
@@ -128,6 +129,7 @@ export class SettlerNonces {
   }
 
   stop (): void {
+    this.stopped = true
     clearTimeout(this.timer)
     this.timer = undefined
   }
@@ -165,7 +167,7 @@ export class SettlerNonces {
   }
 
   private schedule (): void {
-    if (this.timer != null || (this.byNonce.size === 0 && this.abandoned.size === 0)) return
+    if (this.stopped || this.timer != null || (this.byNonce.size === 0 && this.abandoned.size === 0)) return
     this.timer = setTimeout(() => {
       this.timer = undefined
       if (this.polling) return
