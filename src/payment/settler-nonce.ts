@@ -24,7 +24,7 @@ const bump = (wei: bigint): bigint => wei + (wei + 7n) / 8n + 1n
 const MAX_REPLACEMENTS = 10
 /** mined by a transaction not known here: wait this many polls for a known one's receipt before giving up */
 const RECEIPT_GRACE_POLLS = 50
-/** settlements whose mined transaction replaced the one x402 was given (hash → mined hash), bounded */
+/** settlements remembered once mined (a replacement's hash, a receipt asked for again) */
 const MAX_REPLACED = 10_000
 
 export interface WriteContractArgs {
@@ -73,6 +73,8 @@ export class SettlerNonces {
   /** nonces taken but never sent (the send failed) */
   private readonly abandoned = new Set<number>()
   private readonly replaced = new Map<Hex, Hex>()
+  /** the receipts of mined settlements by each of their hashes (the last MAX_REPLACED) */
+  private readonly finished = new Map<Hex, TransactionReceipt>()
   private timer: NodeJS.Timeout | undefined
   private polling = false
   private stopped = false
@@ -109,7 +111,12 @@ export class SettlerNonces {
   /** x402's `waitForTransactionReceipt`: the receipt of whichever transaction got this one's nonce */
   async waitForTransactionReceipt (args: { hash: Hex, timeout?: number }): Promise<TransactionReceipt> {
     const entry = this.byHash.get(args.hash)
-    if (entry == null) return await this.o.wallet.waitForTransactionReceipt({ ...args, pollingInterval: this.o.pollMs ?? 100 })
+    if (entry == null) {
+      // mined already (x402 waits again for a settlement it kept as pending), or not one of the settlements
+      const receipt = this.finished.get(args.hash)
+      if (receipt != null) return receipt
+      return await this.o.wallet.waitForTransactionReceipt({ ...args, pollingInterval: this.o.pollMs ?? 100 })
+    }
     if (args.timeout == null) return await entry.done.promise
     let timer: NodeJS.Timeout | undefined
     const late = new Promise<never>((resolve, reject) => { timer = setTimeout(() => { reject(new Error(`timed out waiting for the receipt of ${args.hash}`)) }, args.timeout) })
@@ -259,9 +266,11 @@ export class SettlerNonces {
       if (receipt == null) continue
       if (hash !== entry.hashes[0]) {
         this.replaced.set(entry.hashes[0]!, hash)
-        if (this.replaced.size > MAX_REPLACED) this.replaced.delete(this.replaced.keys().next().value!)
+        while (this.replaced.size > MAX_REPLACED) this.replaced.delete(this.replaced.keys().next().value!)
       }
       this.forget(entry)
+      for (const h of entry.hashes) this.finished.set(h, receipt)
+      while (this.finished.size > MAX_REPLACED) this.finished.delete(this.finished.keys().next().value!)
       entry.done.resolve(receipt)
       return
     }
