@@ -24,8 +24,8 @@ const bump = (wei: bigint): bigint => wei + (wei + 7n) / 8n + 1n
 const MAX_REPLACEMENTS = 10
 /** mined by a transaction not known here: wait this many polls for a known one's receipt before giving up */
 const RECEIPT_GRACE_POLLS = 50
-/** settlements remembered once mined (a replacement's hash, a receipt asked for again) */
-const MAX_REPLACED = 10_000
+/** replaced settlements remembered once mined (their other hashes → the mined one): rare, so a few suffice; only hashes, never receipts (memory under sustained load, issue 18) */
+const MAX_REPLACED = 1000
 
 export interface WriteContractArgs {
   address: `0x${string}`
@@ -72,9 +72,8 @@ export class SettlerNonces {
   private readonly sending = new Set<number>()
   /** nonces taken but never sent (the send failed) */
   private readonly abandoned = new Set<number>()
+  /** each hash of a mined settlement that was not the one mined → the one mined (the last MAX_REPLACED) */
   private readonly replaced = new Map<Hex, Hex>()
-  /** the receipts of mined settlements by each of their hashes (the last MAX_REPLACED) */
-  private readonly finished = new Map<Hex, TransactionReceipt>()
   private timer: NodeJS.Timeout | undefined
   private polling = false
   private stopped = false
@@ -112,10 +111,9 @@ export class SettlerNonces {
   async waitForTransactionReceipt (args: { hash: Hex, timeout?: number }): Promise<TransactionReceipt> {
     const entry = this.byHash.get(args.hash)
     if (entry == null) {
-      // mined already (x402 waits again for a settlement it kept as pending), or not one of the settlements
-      const receipt = this.finished.get(args.hash)
-      if (receipt != null) return receipt
-      return await this.o.wallet.waitForTransactionReceipt({ ...args, pollingInterval: this.o.pollMs ?? 100 })
+      // mined already (x402 waits again for a settlement it kept as pending: a replaced one's first
+      // hash never gets a receipt, the one mined does), or not one of the settlements
+      return await this.o.wallet.waitForTransactionReceipt({ ...args, hash: this.replaced.get(args.hash) ?? args.hash, pollingInterval: this.o.pollMs ?? 100 })
     }
     if (args.timeout == null) return await entry.done.promise
     let timer: NodeJS.Timeout | undefined
@@ -127,12 +125,9 @@ export class SettlerNonces {
     }
   }
 
-  /** The hash that was mined for a settlement x402 knows by `hash` (its replacement's), once; else `hash`. */
+  /** The hash that was mined for a settlement x402 knows by `hash` (its replacement's); else `hash`. */
   minedHash (hash: string): string {
-    const mined = this.replaced.get(hash as Hex)
-    if (mined == null) return hash
-    this.replaced.delete(hash as Hex)
-    return mined
+    return this.replaced.get(hash as Hex) ?? hash
   }
 
   stop (): void {
@@ -264,13 +259,9 @@ export class SettlerNonces {
     for (const hash of [...entry.hashes].reverse()) {
       const receipt = await this.o.wallet.getTransactionReceipt({ hash }).catch(() => undefined)
       if (receipt == null) continue
-      if (hash !== entry.hashes[0]) {
-        this.replaced.set(entry.hashes[0]!, hash)
-        while (this.replaced.size > MAX_REPLACED) this.replaced.delete(this.replaced.keys().next().value!)
-      }
+      for (const h of entry.hashes) if (h !== hash) this.replaced.set(h, hash)
+      while (this.replaced.size > MAX_REPLACED) this.replaced.delete(this.replaced.keys().next().value!)
       this.forget(entry)
-      for (const h of entry.hashes) this.finished.set(h, receipt)
-      while (this.finished.size > MAX_REPLACED) this.finished.delete(this.finished.keys().next().value!)
       entry.done.resolve(receipt)
       return
     }
