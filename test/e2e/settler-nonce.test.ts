@@ -138,13 +138,19 @@ describe('a stuck settlement nonce', () => {
     expect(pind.stderr().toLowerCase()).not.toContain(chain.settlerKey.slice(2).toLowerCase())
   })
 
-  it('a nonce taken but never sent (the send was cut) does not hold up the next settlements', async () => {
-    await rpc('evm_setIntervalMining', [0])
-    await rpc('evm_setAutomine', [true])
+  /** a second pind whose RPC goes through a proxy that can cut its sends, with its metrics on `port` */
+  async function pindBehindProxy (): Promise<{ proxy: Awaited<ReturnType<typeof startRpcProxy>>, port: number, other: PindProcess }> {
     const proxy = await startRpcProxy(chain.rpcUrl)
     const port = await freePort()
     const { env } = chainArgs(chain)
     const other = await startPind({ args: ['--rpc-url', proxy.url, '--asset', chain.usdc, '--pay-to', chain.payTo, '--settle-timeout', '12', '--metrics-listen', `127.0.0.1:${port}`], env })
+    return { proxy, port, other }
+  }
+
+  it('a nonce taken but never sent (the send was cut) does not hold up the next settlements', async () => {
+    await rpc('evm_setIntervalMining', [0])
+    await rpc('evm_setAutomine', [true])
+    const { proxy, port, other } = await pindBehindProxy()
     try {
       const payToBefore = await usdcBalance(chain, chain.payTo)
       const nonce = await minedNonce()
@@ -167,10 +173,7 @@ describe('a stuck settlement nonce', () => {
 
   it('a nonce taken but never sent, with a later settlement waiting behind it: the gap is filled and that settlement completes', async () => {
     await rpc('evm_setAutomine', [false])
-    const proxy = await startRpcProxy(chain.rpcUrl)
-    const port = await freePort()
-    const { env } = chainArgs(chain)
-    const other = await startPind({ args: ['--rpc-url', proxy.url, '--asset', chain.usdc, '--pay-to', chain.payTo, '--settle-timeout', '12', '--metrics-listen', `127.0.0.1:${port}`], env })
+    const { proxy, port, other } = await pindBehindProxy()
     try {
       const payToBefore = await usdcBalance(chain, chain.payTo)
       const nonce = await minedNonce()
