@@ -18,7 +18,10 @@
  * upload registers a block under the lock, shared, before writing it).
  * Deleting is idempotent: an interrupted gc is simply run again.
  */
+import { base32upper } from 'multiformats/bases/base32'
 import { CID } from 'multiformats/cid'
+import * as Digest from 'multiformats/hashes/digest'
+import { PIN_CODECS } from '../ipfs/codecs.js'
 import { blockName, type BlockBackend, type StoredBlock } from '../ipfs/block-backend.js'
 import type { CommitLock } from '../ipfs/commit-lock.js'
 import type { InFlightBlocks } from '../ipfs/in-flight-blocks.js'
@@ -113,7 +116,7 @@ export async function runGc (d: GcDeps, opts: GcOptions = {}, onProgress?: (p: G
       const before = { removed: progress.removed, freed: progress.freedBytes }
       await d.lock.exclusive(async () => {
         // (inside the exclusive lock: no upload registers a block while this batch is decided and deleted)
-        const gone = todo.filter(b => !protectedNow.has(b.name) && d.inFlight?.has(b.name) !== true)
+        const gone = todo.filter(b => !protectedNow.has(b.name) && d.inFlight?.has(b.name) !== true && !referencedNow(d.pins, b.name))
         kept += todo.length - gone.length
         const r = await d.blocks.remove(gone)
         progress.removed += r.removed
@@ -159,6 +162,28 @@ export async function sweepExpired (pins: Pick<PinLedger, 'expiredBy' | 'remove'
     if (await pins.remove(id, 'expired') != null) n++
   }
   return n
+}
+
+/**
+ * Does a pin reference this block now? Read inside the exclusive lock, where
+ * every commit that held it shared has finished and its transaction is
+ * visible. The mark and protectedNow alone miss one case: a transaction
+ * whose body ran (its watchers fired) before gc started watching, and whose
+ * commit landed after the mark read the ledger — lmdb runs a transaction's
+ * body first and commits it later, off the main thread. The soak caught it:
+ * a pin fetched while gc marked lost all four of its blocks (issue 18).
+ * Blocks are named by multihash; a pin references one as a CID of one of
+ * the codecs pins are walked with.
+ */
+function referencedNow (pins: Pick<PinLedger, 'refCount'>, name: string): boolean {
+  let digest
+  try {
+    digest = Digest.decode(base32upper.decode(name))
+  } catch {
+    return false
+  }
+  const mh = digest
+  return PIN_CODECS.some(c => pins.refCount(CID.createV1(c.code, mh)) > 0)
 }
 
 /** The name a block CID is stored under (its multihash). */
