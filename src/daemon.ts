@@ -56,6 +56,7 @@ import type { PriceSettings } from './payment/pricing.js'
 import type { OpenNoteDeps } from './service/noted-retry.js'
 import { PaymentOnce } from './service/paid-once.js'
 import { startExpirySweeper } from './service/expiry.js'
+import { archiveDelayMs, startArchiver } from './service/archiver.js'
 import { PinFetcher } from './service/pin-fetcher.js'
 import { settlementActions, stagingInUse } from './service/settlement-fulfil.js'
 import { logSummary, startSettlementReconciler, type SettlementReconciler } from './service/settlement-reconcile.js'
@@ -79,6 +80,8 @@ import { listensBeyondLoopback } from './ipfs/routing/listen.js'
 const BLOCKS_IN_FLIGHT = 32
 /** uploads re-sending a used payment whose bodies are checked at once (hashed, not stored; see service/upload.ts) */
 const REPLAY_CHECKS = 8
+/** how often serve moves removed pins to the archive (src/service/archiver.ts) */
+const ARCHIVE_INTERVAL_MS = 60_000
 
 export interface Daemon {
   url: string
@@ -341,6 +344,8 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
     }
     const sweeper = startExpirySweeper(pins, config.expiryGrace * 1000, config.expirySweepInterval * 1000, log)
     cleanups.push(async () => { await sweeper.stop() })
+    const archiver = startArchiver(pins, archiveDelayMs(config.paymentTimeout), ARCHIVE_INTERVAL_MS, log)
+    cleanups.push(async () => { await archiver.stop() })
 
     const healthLog = log.child({ component: 'health' })
     const health = async (): Promise<HealthReport> => await checkHealth({

@@ -6,6 +6,7 @@
 import { PindError } from '../errors.js'
 import { open, type Database } from 'lmdb'
 import { LedgerSnapshot } from './snapshot.js'
+import { archivePathOf, LedgerArchive } from './archive.js'
 
 /**
  * The ledger's schema version, kept in its meta database.
@@ -21,13 +22,19 @@ import { LedgerSnapshot } from './snapshot.js'
  *     not look in: it would miss them (a used payment would look unused).
  *     Opening an older ledger marks it version 3 at once, as above (the
  *     compact:payment-keys upgrade then moves the older records).
+ *  4: removed pins, with the payments that created them, move to the archive
+ *     (`ledger-archive.mdb`, ./archive.ts) once no request can ask for them
+ *     again; a pind that knows only version 3 would not look there (its
+ *     export would miss them). Opening an older ledger marks it version 4 at
+ *     once, as above (the index:removed-pins upgrade then lists the removed
+ *     pins it holds, which the archiver moves).
  */
-export const LEDGER_SCHEMA_VERSION = 3
+export const LEDGER_SCHEMA_VERSION = 4
 /** the versions this pind opens (older ones are upgraded in place) */
-const READABLE_VERSIONS: readonly unknown[] = [1, 2, 3]
+const READABLE_VERSIONS: readonly unknown[] = [1, 2, 3, 4]
 
 /** the upgrades of the ledger's indexes (PinLedger.upgrade), each run once */
-export type Upgrade = 'index:owner-summaries' | 'index:pins-by-expiry' | 'repair:replacement-chains' | 'index:provide-keys' | 'compact:records' | 'clock:created-high' | 'compact:payment-keys' | 'compact:pin-numbers'
+export type Upgrade = 'index:owner-summaries' | 'index:pins-by-expiry' | 'repair:replacement-chains' | 'index:provide-keys' | 'compact:records' | 'clock:created-high' | 'compact:payment-keys' | 'compact:pin-numbers' | 'index:removed-pins'
 
 /**
  * The environment, for the ledger's own classes (this folder). Outside it,
@@ -51,6 +58,8 @@ export interface LedgerEnv {
   datastore: Database<Uint8Array, string>
   /** open another named sub-database (msgpack values; keys ordered-binary, or raw bytes with keyEncoding 'binary') */
   db<V>(name: string, opts?: { dupSort?: boolean, keyEncoding?: 'binary' }): Database<V, any>
+  /** the archive of removed pins and their payments, a file of its own (./archive.ts) */
+  archive: LedgerArchive
   /** a read snapshot of the whole environment, until its release() (./snapshot.ts: what holding one costs) */
   readSnapshot(): LedgerSnapshot
   close(): Promise<void>
@@ -76,6 +85,7 @@ export async function openLedgerEnv (path: string): Promise<LedgerEnv> {
   } else if (version !== LEDGER_SCHEMA_VERSION) {
     await meta.put('schemaVersion', LEDGER_SCHEMA_VERSION)
   }
+  const archive = new LedgerArchive(archivePathOf(path))
   return {
     transaction: async (fn) => await root.transaction(fn),
     fact: (key, at) => meta.get(key, at?.read),
@@ -83,8 +93,9 @@ export async function openLedgerEnv (path: string): Promise<LedgerEnv> {
     upgraded: (name) => meta.get(name) === true,
     setUpgraded: (name, done = true) => { if (done) void meta.put(name, true); else void meta.remove(name) },
     datastore,
+    archive,
     db: <V>(name: string, opts?: { dupSort?: boolean, keyEncoding?: 'binary' }) => root.openDB<V, any>({ name, ...opts }),
     readSnapshot: () => new LedgerSnapshot(root.useReadTransaction()),
-    close: async () => { await root.close() }
+    close: async () => { await root.close(); await archive.close() }
   }
 }

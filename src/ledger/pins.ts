@@ -31,6 +31,7 @@ import { ProvideKeys } from './provide-keys.js'
 import { isLive, withdrawn, type PaymentRecord, type PinRecord } from './records.js'
 import type { SettlingRecord } from './settlements.js'
 import { binaryFastIn, type LedgerSnapshot } from './snapshot.js'
+import type { ArchiveLease } from './archive.js'
 import { cidOf, cidOfPacked, createdUsOf, type AssetTable, currentPaymentLayout, oldLayout, paymentByRef, pinWithNames, paymentIdOf, paymentIdOfKey, paymentKey, readPayment, readPin, readSummary, storePayment, storePin, storeSummary, type StoredPayment, type StoredPin, type StoredSummary } from './stored.js'
 
 type OwnerKey = [string, number, string]
@@ -44,6 +45,16 @@ const COMPACT_BATCH = 10_000
 /** an upgrade step reports its progress every this many records it reads */
 const PROGRESS_EVERY = 1_000
 const MAX_REQUESTID_LENGTH = 128
+/** the meta fact counting the pins moved to the archive */
+const ARCHIVED = 'archivedPins'
+/** pins moved to the archive per transaction */
+const ARCHIVE_BATCH = 1_000
+
+/** when a removed pin was removed (ms; its record's time) */
+function removedMs (pin: PinRecord): number {
+  const t = Date.parse(pin.removed?.at ?? '')
+  return Number.isFinite(t) ? t : 0
+}
 type CidKey = [string, string]
 
 /** how far the ledger's upgrade has got: the step running and the records it has read so far */
@@ -65,6 +76,8 @@ export class PinLedger {
   private readonly fetchQueue: Database<number, string>
   private readonly byExpiry: Database<string, [number, string]>
   private readonly settling: Database<SettlingRecord, string>
+  /** removed pins not yet archived, by the time of their removal: [ms, requestid] (archiveRemoved) */
+  private readonly removedIdx: Database<number, [number, string]>
 
   /** how long after pinned_until a pin still counts as live (until the sweeper marks it expired) */
   readonly graceMs: number
@@ -83,6 +96,7 @@ export class PinLedger {
     this.fetchQueue = env.db<number>('fetch-queue')
     this.byExpiry = env.db<string>('pins-by-expiry')
     this.settling = env.db<SettlingRecord>('settling')
+    this.removedIdx = env.db<number>('pins-removed')
     this.provides = new ProvideKeys(env)
     // until the clock:created-high upgrade has run (a ledger of an earlier pind), upgrade() seeds it
     const high = env.fact(CREATED_HIGH)
@@ -365,6 +379,18 @@ export class PinLedger {
       })
       await this.env.transaction(() => { this.env.setUpgraded('compact:pin-numbers') })
     }
+    if (!this.env.upgraded('index:removed-pins')) {
+      const tick = step('index:removed-pins')
+      // the removed pins an older ledger holds, for the archiver to move (./archive.ts)
+      await this.env.transaction(() => {
+        for (const { key, value } of this.pins.getRange()) {
+          tick()
+          const pin = readPin(key, value, this.paymentOfPin(key), this.assets)
+          if (pin.removed != null) this.removedIdx.put([removedMs(pin), key], 1)
+        }
+        this.env.setUpgraded('index:removed-pins')
+      })
+    }
     if (!this.env.upgraded('clock:created-high')) {
       const tick = step('clock:created-high')
       // one read of every pin's `created`; from now on each write of a pin keeps the mark
@@ -386,11 +412,11 @@ export class PinLedger {
     return isLive(pin, now, this.graceMs)
   }
 
-  /** `at`: as the snapshot holds it */
+  /** `at`: as the snapshot holds it, the archive's pins included (export); without it, the ledger's only (serve's reads never open the archive) */
   get (requestid: string, at?: LedgerSnapshot): PinRecord | undefined {
     // requestids are UUIDs; a far longer string cannot be one (and would not fit an LMDB key)
     if (requestid.length > MAX_REQUESTID_LENGTH) return undefined
-    return this.getPin(requestid, at)
+    return this.getPin(requestid, at) ?? (at?.archive?.pins?.get(requestid, at.archive.read))
   }
 
   /**
@@ -399,7 +425,91 @@ export class PinLedger {
    * whatever is written meanwhile (./snapshot.ts: what holding one costs).
    */
   snapshot (): LedgerSnapshot {
-    return this.env.readSnapshot()
+    const at = this.env.readSnapshot()
+    // the archive's after the ledger's: a record moved in between is in both (readers take the ledger's), never in neither
+    try {
+      at.archive = this.env.archive.lease({ snapshot: true })
+    } catch (err) {
+      at.release()
+      throw err
+    }
+    return at
+  }
+
+  /**
+   * Moves removed pins whose removal was at or before `cutoff` to the archive
+   * (./archive.ts), each with the payment record that created it, at most
+   * `limit` of them; returns how many moved. The archive's commit comes
+   * first, then the ledger's delete (one transaction): a crash between them
+   * leaves records in both, which readers take once, and the next call moves
+   * again. A pin is moved only when nothing needs it here any more: not
+   * while it holds block references (a replaced pin whose replacement has
+   * not settled) or a replacement chain still walks through it.
+   *
+   * `cutoff` must leave every request that could name the pin behind: serve
+   * passes the payment timeout ago (src/service/archiver.ts), after which no
+   * payment signed before the removal is valid, so no retry of a request
+   * (a replay answered with its pin, a replacement retried) can come.
+   */
+  async archiveRemoved (cutoff: Date, limit = ARCHIVE_BATCH): Promise<number> {
+    const moving: Array<{ key: [number, string], pin?: PinRecord }> = []
+    const payments: PaymentRecord[] = []
+    let scanned = 0
+    for (const { key } of this.removedIdx.getRange({ end: [cutoff.getTime() + 1] })) {
+      if (moving.length >= limit || ++scanned > 4 * limit) break
+      const pin = this.getPin(key[1])
+      if (pin == null || pin.removed == null) {
+        moving.push({ key }) // not (or no longer) a removed pin here: the entry goes
+        continue
+      }
+      if (this.stillNeeded(pin)) continue
+      moving.push({ key, pin })
+      const payment = pin.payment?.id != null ? this.getPayment(pin.payment.id, (rid) => rid === pin.requestid ? pin.cid : this.pinCid(rid)) : undefined
+      if (payment != null && payment.requestid === pin.requestid) payments.push(payment)
+    }
+    if (moving.length === 0) return 0
+    const pins = moving.flatMap(m => m.pin != null ? [m.pin] : [])
+    if (pins.length > 0) await this.env.archive.put(pins, payments)
+    const paymentOf = new Map(payments.map(p => [p.requestid, p.id]))
+    let moved = 0
+    await this.env.transaction(() => {
+      for (const { key, pin } of moving) {
+        this.removedIdx.remove(key)
+        if (pin == null || !this.pins.doesExist(pin.requestid)) continue
+        this.pins.remove(pin.requestid)
+        this.pinBlocks.remove(pin.requestid)
+        const paymentId = paymentOf.get(pin.requestid)
+        if (paymentId != null) {
+          const pk = paymentKey(paymentId)
+          if (pk != null) this.paymentsBinary.remove(pk)
+          this.payments.remove(paymentId)
+        }
+        moved++
+      }
+      if (moved > 0) void this.env.setFact(ARCHIVED, this.archivedCount() + moved)
+    })
+    return moved
+  }
+
+  /** a removed pin the ledger still needs: it holds block references, or a replacement still unsettled walks through it (releaseReplaced) */
+  private stillNeeded (pin: PinRecord): boolean {
+    if ((this.pinBlocks.get(pin.requestid) ?? []).length > 0) return true
+    if (pin.removed?.why !== 'replaced' || pin.replacedBy == null) return false
+    // releaseReplaced walks back from an unsettled replacement through the pins it replaced
+    const next = this.getPin(pin.replacedBy)
+    return next != null && unsettled(next)
+  }
+
+  /** how many pins the archive holds (a fact kept with each move, so nothing there is opened) */
+  private archivedCount (): number {
+    const n = this.env.fact(ARCHIVED)
+    return typeof n === 'number' ? n : 0
+  }
+
+  /** Is there a pin with this requestid, here or in the archive (import's duplicate check)? */
+  known (requestid: string): boolean {
+    if (requestid.length > MAX_REQUESTID_LENGTH) return false
+    return this.pins.doesExist(requestid) || this.env.archive.pin(requestid) != null
   }
 
   payment (id: string): PaymentRecord | undefined {
@@ -426,7 +536,9 @@ export class PinLedger {
       if (pin.replaces != null) {
         const old = this.getPin(pin.replaces)
         if (old == null || old.removed != null || old.owner !== pin.owner) throw new PinGoneError(pin.replaces)
-        this.putPin(old.requestid, { ...old, removed: { at: new Date().toISOString(), why: 'replaced' }, replacedBy: pin.requestid })
+        const at = new Date()
+        this.putPin(old.requestid, { ...old, removed: { at: at.toISOString(), why: 'replaced' }, replacedBy: pin.requestid })
+        this.removedIdx.put([at.getTime(), old.requestid], 1)
         this.fetchQueue.remove(old.requestid)
         this.byExpiry.remove([Date.parse(old.pinnedUntil), old.requestid])
       }
@@ -650,6 +762,7 @@ export class PinLedger {
       if (pin == null || pin.removed != null) return
       removed = { ...pin, removed: { at: at.toISOString(), why } }
       this.putPin(requestid, removed)
+      this.removedIdx.put([at.getTime(), requestid], 1)
       this.fetchQueue.remove(requestid)
       this.byExpiry.remove([Date.parse(pin.pinnedUntil), requestid])
       this.releaseRefs(requestid)
@@ -729,8 +842,13 @@ export class PinLedger {
     return renewed as PinRecord
   }
 
-  /** Every payment (export); `at`: as the snapshot holds them. */
+  /** Every payment, the archive's too (export); `at`: as the snapshot holds them. */
   * allPayments (at?: LedgerSnapshot): Generator<PaymentRecord> {
+    yield * this.withArchive(at, this.ledgerPayments(at), (a) => a.payments?.getRange(a.read), (p) => p.id)
+  }
+
+  /** the ledger's own payments, in the order of their ids' UTF-8 bytes */
+  private * ledgerPayments (at?: LedgerSnapshot): Generator<PaymentRecord> {
     const pinCid = this.pinCidIn(at)
     // both databases in the order of the ids' UTF-8 bytes (payments-binary's keys sort as their ids do)
     const text = this.payments.getRange(at?.read)[Symbol.iterator]()
@@ -787,7 +905,10 @@ export class PinLedger {
         if (pin.removed == null) this.byCid.put([cidKey(pin.cid), pin.requestid], 1)
         // references as the source ledger had them (a replaced pin keeps its blocks until its replacement settles)
         if (blocks != null && blocks.length > 0) this.addRefs(pin.requestid, [...new Set(blocks.map(cidKey))])
-        if (pin.removed != null) continue
+        if (pin.removed != null) {
+          this.removedIdx.put([removedMs(pin), pin.requestid], 1)
+          continue
+        }
         this.byExpiry.put([Date.parse(pin.pinnedUntil), pin.requestid], pin.requestid)
         if (pin.status === 'queued' || pin.status === 'pinning') this.fetchQueue.put(pin.requestid, pin.createdUs)
       }
@@ -858,7 +979,7 @@ export class PinLedger {
       notRemoved++
       if (pin.status === 'failed' || this.isLive(pin, now)) out[pin.status]++
     }
-    out.removed = Math.max(0, this.pinCount() - notRemoved)
+    out.removed = Math.max(0, this.pinCount() - notRemoved) + this.archivedCount()
     return out
   }
 
@@ -867,9 +988,37 @@ export class PinLedger {
     return (this.pins.getStats() as { entryCount: number }).entryCount
   }
 
-  /** Every pin (export, gc marking); `at`: as the snapshot holds them. */
+  /** Every pin, the archive's too (export, import's emptiness check); `at`: as the snapshot holds them. */
   * all (at?: LedgerSnapshot): Generator<PinRecord> {
-    yield * this.allPins(at)
+    yield * this.withArchive(at, this.allPins(at), (a) => a.pins?.getRange(a.read), (p) => p.requestid)
+  }
+
+  /**
+   * The ledger's records merged with the archive's, in key order (both are
+   * in the order of their keys' UTF-8 bytes); a record in both (a move cut
+   * short by a crash, or made between the two snapshots) once, the ledger's.
+   * Without a snapshot the archive is held open for the walk.
+   */
+  private * withArchive<T> (at: LedgerSnapshot | undefined, own: Iterator<T>, range: (a: ArchiveLease) => Iterable<{ value: T }> | undefined, keyOf: (r: T) => string): Generator<T> {
+    const lease = at?.archive ?? this.env.archive.lease()
+    try {
+      const archived = (range(lease) ?? [])[Symbol.iterator]()
+      let a = archived.next()
+      let o = own.next()
+      while (o.done !== true || a.done !== true) {
+        const order = o.done === true ? 1 : a.done === true ? -1 : Buffer.compare(Buffer.from(keyOf(o.value)), Buffer.from(keyOf(a.value.value)))
+        if (order <= 0) {
+          yield o.value as T
+          if (order === 0) a = archived.next()
+          o = own.next()
+        } else {
+          yield a.value.value
+          a = archived.next()
+        }
+      }
+    } finally {
+      if (at?.archive == null) lease.release()
+    }
   }
 }
 

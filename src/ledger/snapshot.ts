@@ -15,9 +15,12 @@
  * away. This folder is the only one that sees the transaction inside.
  */
 import type { Database, Transaction } from 'lmdb'
+import type { ArchiveLease } from './archive.js'
 
 export class LedgerSnapshot {
   private done = false
+  /** the archive of the same instant (./archive.ts; taken just after the ledger's), held until release() */
+  archive: ArchiveLease | undefined
 
   constructor (private readonly txn: Transaction) {}
 
@@ -32,6 +35,7 @@ export class LedgerSnapshot {
     if (this.done) return
     this.done = true
     this.txn.done()
+    this.archive?.release()
   }
 }
 

@@ -134,7 +134,7 @@ export async function checkImport (source: LineSource, target: ImportTarget | un
           const { pin } = pinFromLine(obj)
           const disorder = pinOrder(pin.requestid)
           if (disorder != null) bad(n, disorder)
-          if (opts.merge === true && target?.pins.get(pin.requestid) != null) bad(n, `pin ${pin.requestid} is already in the ledger`)
+          if (opts.merge === true && target?.pins.known(pin.requestid) === true) bad(n, `pin ${pin.requestid} is already in the ledger`)
           counts.pins++
           break
         }

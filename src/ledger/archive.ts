@@ -1,0 +1,158 @@
+/**
+ * The ledger's archive (`ledger-archive.mdb`, beside `ledger.mdb`): removed
+ * pins and the payments that created them, moved out of the ledger once no
+ * request can ask for them again (PinLedger.archiveRemoved).
+ *
+ * Why (issue 18): lmdb maps `ledger.mdb`, and a long-running serve ends up
+ * with every page of it resident (writes and reads wander over the whole
+ * file as LMDB reuses freed pages), so the ledger's size is serve's memory.
+ * Removed pins and their payments are kept for accounting, for ever, and
+ * were nine tenths of what each paid write left (705 bytes in the soak), so
+ * RSS grew with the number of writes ever made. Moved here, the ledger holds
+ * what serve works with (live pins, recent removals, recent payments) and
+ * stops growing when the live set does; the freed pages are reused.
+ *
+ * serve never keeps this file mapped: it is opened for a move or a read and
+ * closed (unmapped) when the last user lets go of it (`lease`), so its pages
+ * leave serve's RSS. Records are kept whole (msgpack maps of PinRecord and
+ * PaymentRecord, not ./stored.ts's compact arrays: nothing here is resident,
+ * and a record must read without the ledger it came from). A record may be
+ * in both files after a crash between the move's two commits (archive first,
+ * then the ledger's delete): readers take the ledger's copy, and the next
+ * move finishes the job.
+ */
+import { existsSync } from 'node:fs'
+import { open, type Database, type RootDatabase, type Transaction } from 'lmdb'
+import type { PaymentRecord, PinRecord } from './records.js'
+
+/** the archive's own schema version (its meta database) */
+const ARCHIVE_VERSION = 1
+
+interface Dbs {
+  root: RootDatabase
+  pins: Database<PinRecord, string>
+  payments: Database<PaymentRecord, string>
+}
+
+/** A hold on the open archive, with a read transaction when asked for: release() once. */
+export interface ArchiveLease {
+  /** absent when there is no archive file yet (nothing was ever archived) */
+  readonly pins?: Database<PinRecord, string>
+  readonly payments?: Database<PaymentRecord, string>
+  /** the lease's read transaction (a snapshot of the archive), when asked for */
+  readonly read?: { transaction: Transaction }
+  release(): void
+}
+
+/** The archive file of a ledger file: `…/ledger.mdb` → `…/ledger-archive.mdb`. */
+export function archivePathOf (ledgerPath: string): string {
+  return ledgerPath.replace(/(\.mdb)?$/, '-archive.mdb')
+}
+
+export class LedgerArchive {
+  private dbs: Dbs | undefined
+  private users = 0
+  private closing: Promise<void> | undefined
+
+  constructor (readonly path: string) {}
+
+  /** whether anything was ever archived (the file exists) */
+  exists (): boolean {
+    return existsSync(this.path)
+  }
+
+  /**
+   * Holds the archive open until release(); `snapshot`: with a read
+   * transaction, so that every read through `read` sees one instant.
+   * `create`: open (create) it even when there is no file yet.
+   */
+  lease (opts: { snapshot?: boolean, create?: boolean } = {}): ArchiveLease {
+    if (this.dbs == null && opts.create !== true && !this.exists()) return { release: () => {} }
+    const dbs = this.openDbs()
+    this.users++
+    const txn = opts.snapshot === true ? dbs.root.useReadTransaction() : undefined
+    let released = false
+    return {
+      pins: dbs.pins,
+      payments: dbs.payments,
+      ...(txn != null ? { read: { transaction: txn } } : {}),
+      release: () => {
+        if (released) return
+        released = true
+        txn?.done()
+        if (--this.users === 0) this.closeDbs()
+      }
+    }
+  }
+
+  /**
+   * Writes pins and payments to the archive, durably (the commit is on disk
+   * when this resolves). Records already there are written again, the same.
+   */
+  async put (pins: PinRecord[], payments: PaymentRecord[]): Promise<void> {
+    const lease = this.lease({ create: true })
+    try {
+      const { pins: p, payments: pay } = lease as Required<Pick<ArchiveLease, 'pins' | 'payments'>>
+      await (this.dbs as Dbs).root.transaction(() => {
+        for (const pin of pins) p.put(pin.requestid, pin)
+        for (const payment of payments) pay.put(payment.id, payment)
+      })
+    } finally {
+      lease.release()
+    }
+  }
+
+  /** an archived pin (admin reads, import's duplicate check) */
+  pin (requestid: string): PinRecord | undefined {
+    const lease = this.lease()
+    try {
+      return lease.pins?.get(requestid)
+    } finally {
+      lease.release()
+    }
+  }
+
+  /** an archived payment */
+  payment (id: string): PaymentRecord | undefined {
+    const lease = this.lease()
+    try {
+      return lease.payments?.get(id)
+    } finally {
+      lease.release()
+    }
+  }
+
+  /** waits for a close under way (the process is ending) */
+  async close (): Promise<void> {
+    await this.closing
+  }
+
+  private openDbs (): Dbs {
+    if (this.dbs != null) return this.dbs
+    const root = open({ path: this.path, maxDbs: 4, compression: false, mapSize: 2 ** 38 })
+    const meta = root.openDB<unknown, string>({ name: 'meta' })
+    const version = meta.get('schemaVersion')
+    if (version === undefined) meta.putSync('schemaVersion', ARCHIVE_VERSION)
+    else if (version !== ARCHIVE_VERSION) {
+      void root.close()
+      throw new Error(`ledger archive ${this.path} has schema version ${String(version)}; this pind understands ${ARCHIVE_VERSION}`)
+    }
+    this.dbs = {
+      root,
+      pins: root.openDB<PinRecord, string>({ name: 'pins' }),
+      payments: root.openDB<PaymentRecord, string>({ name: 'payments' })
+    }
+    return this.dbs
+  }
+
+  /** unmaps the file: its pages leave the process's memory */
+  private closeDbs (): void {
+    const dbs = this.dbs
+    if (dbs == null) return
+    this.dbs = undefined
+    // a lease taken while this close is under way opens the file again: lmdb shares the one
+    // environment of a path within a process and unmaps it when its last user has closed it
+    const done: Promise<void> = dbs.root.close().catch(() => {}).then(() => { if (this.closing === done) this.closing = undefined })
+    this.closing = done
+  }
+}
