@@ -1,0 +1,44 @@
+/**
+ * SizeProbe remembers what a root declared for one TTL (the payment
+ * validity): expired entries go as new ones come, so the cache holds one
+ * TTL of quotes. It used to sweep only at 10,000 entries; the soak's heap
+ * snapshots saw it grow by 185 entries a minute past what was live (issue 18).
+ */
+import { randomBytes } from 'node:crypto'
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { rawCid } from '../../../scripts/peer/index.mjs'
+import { SizeProbe } from '../../../src/service/size-probe.js'
+
+afterEach(() => { vi.useRealTimers() })
+
+describe('SizeProbe cache', () => {
+  it('drops what has expired as it remembers more, and answers a live entry from the cache', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] })
+    vi.setSystemTime(new Date('2026-11-24T12:00:00.000Z'))
+    const blocks = new Map<string, Uint8Array>()
+    let retrieved = 0
+    const probe = new SizeProbe({
+      node: { blockstore: { has: async () => false, get: async function * () {} } } as never,
+      network: { dial: async () => ({ connected: 1, failed: [] }), retrieve: async (cid: { toString: () => string }) => { retrieved++; return blocks.get(cid.toString()) as Uint8Array } } as never,
+      timeoutMs: 5000,
+      ttlMs: 60_000,
+      isServable: () => true
+    })
+    const roots = Array.from({ length: 5 }, () => { const b = randomBytes(100); const cid = rawCid(b); blocks.set(cid.toString(), b); return cid })
+    for (const cid of roots.slice(0, 3)) expect((await probe.probe(cid, ['/ip4/127.0.0.1/tcp/1'])).source).toBe('network')
+    expect(probe.cached).toBe(3)
+    // within the TTL: from the cache, no second retrieval
+    expect((await probe.probe(roots[0] as never, ['/ip4/127.0.0.1/tcp/1'])).size).toBeDefined()
+    expect(retrieved).toBe(3)
+
+    vi.setSystemTime(new Date('2026-11-24T12:01:30.000Z'))
+    await probe.probe(roots[3] as never, ['/ip4/127.0.0.1/tcp/1'])
+    // the three of a TTL ago are gone
+    expect(probe.cached).toBe(1)
+    await probe.probe(roots[4] as never, ['/ip4/127.0.0.1/tcp/1'])
+    expect(probe.cached).toBe(2)
+    // an expired root probed again is retrieved again and remembered anew
+    await probe.probe(roots[0] as never, ['/ip4/127.0.0.1/tcp/1'])
+    expect([retrieved, probe.cached]).toEqual([6, 3])
+  })
+})
