@@ -4,7 +4,8 @@
  * payments from ledger.mdb to ledger-archive.mdb (PinLedger.archiveRemoved,
  * src/ledger/archive.ts: why). By then no payment signed before the removal
  * is valid any more, so no retry can ask for the pin. Batches of a thousand,
- * each its own pair of commits, with the event loop free between them.
+ * each its own pair of commits, with the event loop free between them, all
+ * in one opening of the archive file per pass (PinLedger.archiveDue).
  */
 import type { PinLedger } from '../ledger/pins.js'
 import type { Logger } from '../log.js'
@@ -20,19 +21,12 @@ export function archiveDelayMs (paymentTimeoutSeconds: number): number {
   return paymentTimeoutSeconds * 1000 + 60_000
 }
 
-export function startArchiver (pins: Pick<PinLedger, 'archiveRemoved'>, delayMs: number, intervalMs: number, log: Logger): Archiver {
+export function startArchiver (pins: Pick<PinLedger, 'archiveDue'>, delayMs: number, intervalMs: number, log: Logger): Archiver {
   let running: Promise<number> | undefined
   let stopped = false
   const pass = async (): Promise<number> => {
     running ??= (async () => {
-      let total = 0
-      const cutoff = new Date(Date.now() - delayMs)
-      while (!stopped) {
-        const n = await pins.archiveRemoved(cutoff)
-        total += n
-        if (n === 0) break
-        await new Promise(resolve => setImmediate(resolve))
-      }
+      const total = await pins.archiveDue(new Date(Date.now() - delayMs), async () => { await new Promise(resolve => setImmediate(resolve)) }, () => stopped)
       if (total > 0) log.debug('removed pins archived', { count: total })
       return total
     })().finally(() => { running = undefined })
