@@ -105,21 +105,13 @@ export class LedgerArchive {
     }
   }
 
-  /** an archived pin (admin reads, import's duplicate check) */
-  pin (requestid: string): PinRecord | undefined {
+  /** an archived pin or payment (import's duplicate checks) */
+  get (db: 'pins', key: string): PinRecord | undefined
+  get (db: 'payments', key: string): PaymentRecord | undefined
+  get (db: 'pins' | 'payments', key: string): PinRecord | PaymentRecord | undefined {
     const lease = this.lease()
     try {
-      return lease.pins?.get(requestid)
-    } finally {
-      lease.release()
-    }
-  }
-
-  /** an archived payment */
-  payment (id: string): PaymentRecord | undefined {
-    const lease = this.lease()
-    try {
-      return lease.payments?.get(id)
+      return lease[db]?.get(key)
     } finally {
       lease.release()
     }

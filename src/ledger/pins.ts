@@ -533,10 +533,21 @@ export class PinLedger {
     return typeof n === 'number' ? n : 0
   }
 
-  /** Is there a pin with this requestid, here or in the archive (import's duplicate check)? */
+  /** Is there a pin with this requestid, here or in the archive (import's duplicate check; holdArchive around many)? */
   known (requestid: string): boolean {
     if (requestid.length > MAX_REQUESTID_LENGTH) return false
-    return this.pins.doesExist(requestid) || this.env.archive.pin(requestid) != null
+    return this.pins.doesExist(requestid) || this.env.archive.get('pins', requestid) != null
+  }
+
+  /** Is there a payment with this id, here or in the archive (import's duplicate check)? */
+  knownPayment (id: string): boolean {
+    return this.hasPayment(id) || this.env.archive.get('payments', id) != null
+  }
+
+  /** Holds the archive open until the returned release (many known() calls: one opening, not one each). */
+  holdArchive (): () => void {
+    const lease = this.env.archive.lease()
+    return () => { lease.release() }
   }
 
   payment (id: string): PaymentRecord | undefined {

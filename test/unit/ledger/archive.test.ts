@@ -12,6 +12,8 @@ import { addMonths, nextCreated } from '../../../src/ledger/clock.js'
 import { newRequestid } from '../../../src/ledger/requestid.js'
 import { exportLedger, parseExportOptions, type ExportRequest } from '../../../src/service/ledger-export.js'
 import { startArchiver } from '../../../src/service/archiver.js'
+import { checkImport } from '../../../src/service/ledger-import.js'
+import { open } from 'lmdb'
 import { paidWrites } from '../../../scripts/bench-ledger-growth.mjs'
 import { closeTestLedgers, openTestLedger, type TestLedger } from '../../helpers/ledger.js'
 import { OWNER, paidPin } from '../../helpers/records.js'
@@ -63,6 +65,32 @@ describe('the ledger archive', () => {
     expect(t.ledger.get(gone)).toBeUndefined()
     expect(t.ledger.known(gone)).toBe(true)
     expect(await archiveAll(t)).toBe(0)
+  })
+
+  it('import-ledger --merge refuses the requestids and payments the archive holds, with the archive opened once for the whole check', async () => {
+    const t = await openTestLedger({ upgrade: true })
+    await paidWrites(CLOCK, t.ledger, { n: 4, live: 1, seed: 4, payers: 2, byCid: 0, renew: 0, maxBlocks: 1 })
+    const lines = exportOf(t, {}, new Date()).split('\n').filter(l => l !== '')
+    const removed = [...t.ledger.all()].find(p => p.removed != null) as { requestid: string, payment: { id: string } }
+    expect(await archiveAll(t)).toBe(2)
+    const archive = t.env.archive as unknown as { openDbs: () => unknown, dbs?: unknown }
+    let opened = 0
+    const openDbs = archive.openDbs.bind(archive)
+    archive.openDbs = () => { if (archive.dbs == null) opened++; return openDbs() }
+    const err = await checkImport(async function * () { yield * lines }, { pins: t.ledger, tickets: t.tickets }, { merge: true }).then(() => undefined, (e: Error) => e)
+    expect(err?.message).toContain(`pin ${removed.requestid} is already in the ledger`)
+    expect(err?.message).toContain(`payment ${removed.payment.id} is already in the ledger`)
+    expect(opened).toBe(1)
+  })
+
+  it('refuses an archive of a schema version it does not know', async () => {
+    const t = await openTestLedger({ upgrade: true })
+    await t.env.archive.put([], [])
+    const path = join(t.dir, 'ledger-archive.mdb')
+    const other = open({ path, maxDbs: 4 })
+    await other.openDB({ name: 'meta' }).put('schemaVersion', 2)
+    await other.close()
+    expect(() => t.env.archive.lease()).toThrow(/ledger archive .* has schema version 2; this pind understands 1/)
   })
 
   it('leaves ledger.mdb its size once removals are archived, where it grows with every write without', async () => {
