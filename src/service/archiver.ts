@@ -9,6 +9,7 @@
  */
 import type { PinLedger } from '../ledger/pins.js'
 import type { Logger } from '../log.js'
+import { startPeriodic } from './periodic.js'
 
 export interface Archiver {
   /** one pass now: moves everything due; the number of pins moved */
@@ -22,27 +23,15 @@ export function archiveDelayMs (paymentTimeoutSeconds: number): number {
 }
 
 export function startArchiver (pins: Pick<PinLedger, 'archiveDue'>, delayMs: number, intervalMs: number, log: Logger): Archiver {
-  let running: Promise<number> | undefined
   let stopped = false
-  const pass = async (): Promise<number> => {
-    running ??= (async () => {
-      const total = await pins.archiveDue(new Date(Date.now() - delayMs), async () => { await new Promise(resolve => setImmediate(resolve)) }, () => stopped)
-      if (total > 0) log.debug('removed pins archived', { count: total })
-      return total
-    })().finally(() => { running = undefined })
-    return await running
-  }
-  const timer = setInterval(() => {
-    if (stopped) return
-    pass().catch((err: Error) => { log.error('archiving removed pins failed', { error: err }) })
-  }, intervalMs)
-  timer.unref()
+  const periodic = startPeriodic(async () => {
+    const total = await pins.archiveDue(new Date(Date.now() - delayMs), async () => { await new Promise(resolve => setImmediate(resolve)) }, () => stopped)
+    if (total > 0) log.debug('removed pins archived', { count: total })
+    return total
+  }, intervalMs, (err) => { log.error('archiving removed pins failed', { error: err }) })
   return {
-    pass,
-    stop: async () => {
-      stopped = true
-      clearInterval(timer)
-      await running?.catch(() => {})
-    }
+    pass: periodic.run,
+    // a pass under way ends after its current batch
+    stop: async () => { stopped = true; await periodic.stop() }
   }
 }

@@ -8,6 +8,7 @@
 import type { PinLedger } from '../ledger/pins.js'
 import type { Logger } from '../log.js'
 import { sweepExpired } from './gc.js'
+import { startPeriodic } from './periodic.js'
 
 export interface ExpirySweeper {
   /** one sweep now (also used by tests through the schedule) */
@@ -16,28 +17,10 @@ export interface ExpirySweeper {
 }
 
 export function startExpirySweeper (pins: PinLedger, graceMs: number, intervalMs: number, log: Logger): ExpirySweeper {
-  let running: Promise<number> | undefined
-  let stopped = false
-  const sweep = async (): Promise<number> => {
-    running ??= sweepExpired(pins, new Date(Date.now() - graceMs))
-      .then((n) => {
-        if (n > 0) log.info('expired pins swept', { count: n })
-        return n
-      })
-      .finally(() => { running = undefined })
-    return await running
-  }
-  const timer = setInterval(() => {
-    if (stopped) return
-    sweep().catch((err: Error) => { log.error('expiry sweep failed', { error: err }) })
-  }, intervalMs)
-  timer.unref()
-  return {
-    sweep,
-    stop: async () => {
-      stopped = true
-      clearInterval(timer)
-      await running?.catch(() => {})
-    }
-  }
+  const periodic = startPeriodic(async () => {
+    const n = await sweepExpired(pins, new Date(Date.now() - graceMs))
+    if (n > 0) log.info('expired pins swept', { count: n })
+    return n
+  }, intervalMs, (err) => { log.error('expiry sweep failed', { error: err }) })
+  return { sweep: periodic.run, stop: periodic.stop }
 }
