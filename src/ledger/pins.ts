@@ -40,15 +40,23 @@ const CREATED_HIGH = 'createdHighUs'
 /** the meta fact holding the ledger's table of assets (./stored.ts: a pin's payment names its asset by its index here) */
 const ASSETS = 'assets'
 
-/** records per transaction of the compact:records upgrade */
-const COMPACT_BATCH = 10_000
+/** records per transaction of the compact:* upgrades (LedgerEnv.transaction, "transaction sizes": what the largest one dirties, serve keeps until it stops) */
+const COMPACT_BATCH = 1_000
 /** an upgrade step reports its progress every this many records it reads */
 const PROGRESS_EVERY = 1_000
 const MAX_REQUESTID_LENGTH = 128
 /** the meta fact counting the pins moved to the archive */
 const ARCHIVED = 'archivedPins'
-/** pins moved to the archive per transaction */
-const ARCHIVE_BATCH = 1_000
+/**
+ * Pins moved to the archive per transaction. Small on purpose: LMDB keeps
+ * every page a transaction dirtied (malloc'd, 4 KiB each) on its
+ * environment's free list until the environment closes, so the largest
+ * transaction serve ever commits sets native memory it holds for good
+ * (issue 18: batches of 1,000 moves, five deletes each in random-keyed
+ * databases, left ~11 MiB more anonymous memory after the first pass of a
+ * soak; LedgerEnv.transaction in ./open.ts, "transaction sizes").
+ */
+const ARCHIVE_BATCH = 100
 
 /** when a removed pin was removed (ms; its record's time) */
 function removedMs (pin: PinRecord): number {
@@ -452,11 +460,23 @@ export class PinLedger {
    * (a replay answered with its pin, a replacement retried) can come.
    */
   async archiveRemoved (cutoff: Date, limit = ARCHIVE_BATCH): Promise<number> {
+    return (await this.archiveBatch(cutoff, limit)).moved
+  }
+
+  /**
+   * One batch of archiveRemoved from `start` (an index key; the range's
+   * beginning when absent): the pins moved, and where the next batch
+   * starts, undefined once the due range is scanned to its end. The next
+   * batch goes on from there rather than from the beginning, so removed pins
+   * that must stay (stillNeeded) are not scanned again and again.
+   */
+  private async archiveBatch (cutoff: Date, limit: number, start?: [number, string]): Promise<{ moved: number, next?: [number, string] }> {
     const moving: Array<{ key: [number, string], pin?: PinRecord }> = []
     const payments: PaymentRecord[] = []
     let scanned = 0
-    for (const { key } of this.removedIdx.getRange({ end: [cutoff.getTime() + 1] })) {
-      if (moving.length >= limit || ++scanned > 4 * limit) break
+    let next: [number, string] | undefined
+    for (const { key } of this.removedIdx.getRange({ start, end: [cutoff.getTime() + 1] })) {
+      if (moving.length >= limit || ++scanned > 4 * limit) { next = key; break }
       const pin = this.getPin(key[1])
       if (pin == null || pin.removed == null) {
         moving.push({ key }) // not (or no longer) a removed pin here: the entry goes
@@ -467,7 +487,7 @@ export class PinLedger {
       const payment = pin.payment?.id != null ? this.getPayment(pin.payment.id, (rid) => rid === pin.requestid ? pin.cid : this.pinCid(rid)) : undefined
       if (payment != null && payment.requestid === pin.requestid) payments.push(payment)
     }
-    if (moving.length === 0) return 0
+    if (moving.length === 0) return { moved: 0, next }
     const pins = moving.flatMap(m => m.pin != null ? [m.pin] : [])
     if (pins.length > 0) await this.env.archive.put(pins, payments)
     const paymentOf = new Map(payments.map(p => [p.requestid, p.id]))
@@ -488,17 +508,18 @@ export class PinLedger {
       }
       if (moved > 0) void this.env.setFact(ARCHIVED, this.archivedCount() + moved)
     })
-    return moved
+    return { moved, next }
   }
 
   /**
-   * archiveRemoved until nothing is due, holding the archive open across the
+   * archiveRemoved's batches through the whole due range (each batch going
+   * on where the last stopped), holding the archive open across the
    * batches (one open and close of it per pass: lmdb keeps ~100 KB of native
    * memory per environment opened and closed, measured over 600 cycles, so a
    * pass opens it once, not once per batch); `between` runs after each batch
    * (serve yields the event loop there). Returns how many pins moved.
    */
-  async archiveDue (cutoff: Date, between: () => Promise<void> = async () => {}, stop: () => boolean = () => false): Promise<number> {
+  async archiveDue (cutoff: Date, between: () => Promise<void> = async () => {}, stop: () => boolean = () => false, batchSize = ARCHIVE_BATCH): Promise<number> {
     // nothing due: the archive is not opened (an idle serve opens it never, not six times an hour)
     let due = false
     for (const _ of this.removedIdx.getRange({ end: [cutoff.getTime() + 1], limit: 1 })) due = true
@@ -506,10 +527,12 @@ export class PinLedger {
     const lease = this.env.archive.lease({ create: true })
     try {
       let total = 0
+      let start: [number, string] | undefined
       while (!stop()) {
-        const n = await this.archiveRemoved(cutoff)
-        total += n
-        if (n === 0) break
+        const batch = await this.archiveBatch(cutoff, batchSize, start)
+        total += batch.moved
+        if (batch.next == null) break
+        start = batch.next
         await between()
       }
       return total

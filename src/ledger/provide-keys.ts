@@ -47,6 +47,8 @@ export interface KeyRange {
 
 const IDENTITY = 0x00
 const CYCLE_START = 'provide:cycleStart'
+/** key updates per transaction in reschedule (three writes each, in random-keyed databases) */
+const RESCHEDULE_BATCH = 200
 
 export function kadKeyOf (multihash: Uint8Array): Buffer {
   return createHash('sha256').update(multihash).digest()
@@ -153,18 +155,21 @@ export class ProvideKeys {
 
   /** The next due time after a (re)announcement, or a retry time after a failure, for each key. */
   async reschedule (kind: ProvideKind, updates: Array<{ kad: Buffer, due: number, at?: number }>): Promise<void> {
-    if (updates.length === 0) return
     const d = this.dbs[kind]
-    await this.env.transaction(() => {
-      for (const u of updates) {
-        const rec = d.keys.get(u.kad)
-        // released meanwhile: nothing to reschedule
-        if (rec == null) continue
-        d.due.remove(dueKey(rec.due, u.kad))
-        d.keys.put(u.kad, { ...rec, due: u.due, at: u.at ?? rec.at })
-        d.due.put(dueKey(u.due, u.kad), 1)
-      }
-    })
+    // a region's announcement may carry 20,000 keys: a transaction per RESCHEDULE_BATCH (LedgerEnv.transaction, "transaction sizes"); each key's update stands alone
+    for (let i = 0; i < updates.length; i += RESCHEDULE_BATCH) {
+      const chunk = updates.slice(i, i + RESCHEDULE_BATCH)
+      await this.env.transaction(() => {
+        for (const u of chunk) {
+          const rec = d.keys.get(u.kad)
+          // released meanwhile: nothing to reschedule
+          if (rec == null) continue
+          d.due.remove(dueKey(rec.due, u.kad))
+          d.keys.put(u.kad, { ...rec, due: u.due, at: u.at ?? rec.at })
+          d.due.put(dueKey(u.due, u.kad), 1)
+        }
+      })
+    }
   }
 
   count (kind: ProvideKind): number {

@@ -3,8 +3,9 @@
  * older than the payment timeout (plus a minute for clocks) move with their
  * payments from ledger.mdb to ledger-archive.mdb (PinLedger.archiveRemoved,
  * src/ledger/archive.ts: why). By then no payment signed before the removal
- * is valid any more, so no retry can ask for the pin. Batches of a thousand,
- * each its own pair of commits, with the event loop free between them, all
+ * is valid any more, so no retry can ask for the pin. Batches of a hundred
+ * (small transactions: PinLedger's ARCHIVE_BATCH says why), each its own
+ * pair of commits, with the event loop free between them, all
  * in one opening of the archive file per pass (PinLedger.archiveDue).
  */
 import type { PinLedger } from '../ledger/pins.js'

@@ -163,6 +163,41 @@ describe('the ledger archive', () => {
     expect(t.ledger.refCount(next.pin.cid)).toBe(1)
   })
 
+  it('a pass goes on past removed pins that must stay, however many lead the due range, in transactions of its batch size', async () => {
+    const t = await openTestLedger({ upgrade: true })
+    const A = 'bafkreidivzimqfqtoqxkrpge6bjyhlvxqs3rhe73owtmdulaxr5do5in7u'
+    const B = 'bafkreibm6jg3ux5qumhcn2b3flc3tyu6dmlb4xa7u5bf44yegnrjhc4yeq'
+    const id = (n: number): string => `00000010-0000-7000-8000-${String(n).padStart(12, '0')}`
+    // 9 replaced pins whose replacements have not settled: removed first, and kept (stillNeeded)
+    for (let n = 0; n < 9; n++) {
+      const old = paidPin(id(n), A)
+      await t.ledger.create(old.pin, old.payment, [A])
+      const next = paidPin(id(100 + n), B, { purpose: `replace:${old.pin.requestid}:${B}:1`, pin: { status: 'queued', source: 'pin', replaces: old.pin.requestid } })
+      await t.ledger.create(next.pin, next.payment)
+    }
+    // then 5 plain removals, later
+    for (let n = 0; n < 5; n++) {
+      const p = paidPin(id(200 + n), A)
+      await t.ledger.create(p.pin, p.payment, [A])
+      await t.ledger.remove(p.pin.requestid, 'unpinned', new Date(Date.now() + 60_000 + n))
+    }
+    const transaction = t.env.transaction
+    let commits = 0
+    t.env.transaction = async (fn) => { commits++; return await transaction(fn) }
+    let batches = 0
+    try {
+      // batches of 2, so 8 index entries scanned per batch: the 9 kept pins fill the first batch's whole scan
+      expect(await t.ledger.archiveDue(FUTURE, async () => { batches++ }, () => false, 2)).toBe(5)
+    } finally {
+      t.env.transaction = transaction
+    }
+    // the first batch moved nothing (no commit); then 2 + 2 + 1 moves, a ledger transaction each
+    expect([batches, commits]).toEqual([3, 3])
+    for (let n = 0; n < 9; n++) expect(t.ledger.get(id(n))?.removed?.why).toBe('replaced')
+    for (let n = 0; n < 5; n++) expect(t.ledger.get(id(200 + n))).toBeUndefined()
+    expect(t.ledger.countByStatus(new Date()).removed).toBe(14)
+  })
+
   it('the upgrade lists the removed pins an older ledger holds, which then move', async () => {
     const t = await openTestLedger({ upgrade: true })
     await paidWrites(CLOCK, t.ledger, { n: 60, live: 2, seed: 8, payers: 3, byCid: 0, renew: 0, maxBlocks: 1 })

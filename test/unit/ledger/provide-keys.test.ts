@@ -74,6 +74,31 @@ describe('ProvideKeys', () => {
     expect(ledger.provides.countDue('roots', later)).toBe(1)
   })
 
+  it('reschedules a region\'s worth of keys, committed in batches: every key moves, and one released meanwhile is left out', async () => {
+    // 450 blocks (sha2-256 digests of their index): more than two of reschedule's transactions (RESCHEDULE_BATCH)
+    const held = Array.from({ length: 450 }, (_, i) => CID.createV1(raw.code, Digest.create(0x12, new Uint8Array(32).map((_, j) => j === 0 ? i >> 8 : j === 1 ? i & 255 : 7))).toString())
+    await ledger.create(pinRecord('1', A), undefined, [A, ...held])
+    await ledger.create(pinRecord('2', B), undefined, [B])
+    const keys = [...ledger.provides.due('blocks', Date.now() + 1000)]
+    expect(keys.length).toBe(452)
+    const later = Date.now() + 60_000
+    // B's pin goes before its key is rescheduled: it stays out of the schedule
+    await ledger.remove('2', 'unpinned')
+    const transaction = env.transaction
+    let commits = 0
+    env.transaction = async (fn) => { commits++; return await transaction(fn) }
+    try {
+      await ledger.provides.reschedule('blocks', keys.map(k => ({ kad: k.kad, due: later, at: Date.now() })))
+    } finally {
+      env.transaction = transaction
+    }
+    // 452 updates in transactions of at most 200 (each dirtied page is kept by LMDB for the environment's life: LedgerEnv.transaction)
+    expect(commits).toBe(3)
+    expect(ledger.provides.countDue('blocks', Date.now())).toBe(0)
+    expect(ledger.provides.countDue('blocks', later)).toBe(451)
+    expect(blocks()).toBe(451)
+  })
+
   it('is built for a ledger written before it existed', async () => {
     await ledger.create(pinRecord('1', A), undefined, [A, B])
     // as an older ledger would be: the pins and block references without the schedule
