@@ -388,16 +388,13 @@ export class PinLedger {
       await this.env.transaction(() => { this.env.setUpgraded('compact:pin-numbers') })
     }
     if (!this.env.upgraded('index:removed-pins')) {
-      const tick = step('index:removed-pins')
-      // the removed pins an older ledger holds, for the archiver to move (./archive.ts)
-      await this.env.transaction(() => {
-        for (const { key, value } of this.pins.getRange()) {
-          tick()
-          const pin = readPin(key, value, this.paymentOfPin(key), this.assets)
-          if (pin.removed != null) this.removedIdx.put([removedMs(pin), key], 1)
-        }
-        this.env.setUpgraded('index:removed-pins')
+      // the removed pins an older ledger holds, for the archiver to move (./archive.ts); in batches
+      // (the puts are idempotent, and the step is marked done only once all are in)
+      await this.inBatches(this.pins, COMPACT_BATCH, step('index:removed-pins'), (key, value) => {
+        const pin = readPin(key, value, this.paymentOfPin(key), this.assets)
+        if (pin.removed != null) this.removedIdx.put([removedMs(pin), key], 1)
       })
+      await this.env.transaction(() => { this.env.setUpgraded('index:removed-pins') })
     }
     if (!this.env.upgraded('clock:created-high')) {
       const tick = step('clock:created-high')
