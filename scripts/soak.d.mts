@@ -51,6 +51,10 @@ export interface SoakSample {
   errors: number
   /** the machine's 1-minute load average */
   load1: number
+  /** response bytes queued in user space under the send budget (pind_http_send_budget_bytes) */
+  sendBudget: number
+  /** upload chunk buffers (1 MiB) held (pind_upload_chunk_buffers) */
+  chunkBuffers: number
 }
 
 export interface OpStats { n: number, p50Ms: number, p99Ms: number }

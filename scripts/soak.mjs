@@ -381,11 +381,14 @@ export async function runSoak (opts = {}) {
       requests: state.requests,
       errors: state.errorCount,
       /** the machine's 1-minute load average (the soak shares its cores with whatever else runs) */
-      load1: loadavg()[0]
+      load1: loadavg()[0],
+      /** response bytes queued in user space (the send budget's use) and upload chunk buffers held: two holders of the transient buffers (issue 18, the peaks) */
+      sendBudget: metricValue(metrics, 'pind_http_send_budget_bytes'),
+      chunkBuffers: metricValue(metrics, 'pind_upload_chunk_buffers')
     }
     samples.push(row)
     const m = (x) => Number.isFinite(x) ? (x / MiB).toFixed(1) : ''
-    appendFileSync(csvPath, [row.t, row.phase, row.pid, m(row.rss), m(row.anon), m(row.file), m(row.heapUsed), m(row.heapTotal), m(row.external), m(row.arrayBuffers), row.fds, m(row.ledgerBytes), m(row.blocksBytes), row.blocksFiles, row.requests, row.errors, row.load1.toFixed(2)].join(',') + '\n')
+    appendFileSync(csvPath, [row.t, row.phase, row.pid, m(row.rss), m(row.anon), m(row.file), m(row.heapUsed), m(row.heapTotal), m(row.external), m(row.arrayBuffers), row.fds, m(row.ledgerBytes), m(row.blocksBytes), row.blocksFiles, row.requests, row.errors, row.load1.toFixed(2), m(row.sendBudget), Number.isFinite(row.chunkBuffers) ? row.chunkBuffers : ''].join(',') + '\n')
     return row
   }
 
@@ -395,7 +398,7 @@ export async function runSoak (opts = {}) {
     origin = await startPeer({ blocksDir: join(work, 'origin') })
     const originFs = unixfs(origin.helia)
     port = await freePort()
-    writeFileSync(csvPath, 't_s,phase,pid,rss_mib,rss_anon_mib,rss_file_mib,heap_used_mib,heap_total_mib,external_mib,array_buffers_mib,fds,ledger_mib,blocks_mib,blocks_files,requests,errors,load1\n')
+    writeFileSync(csvPath, 't_s,phase,pid,rss_mib,rss_anon_mib,rss_file_mib,heap_used_mib,heap_total_mib,external_mib,array_buffers_mib,fds,ledger_mib,blocks_mib,blocks_files,requests,errors,load1,send_budget_mib,chunk_buffers\n')
     state.restartGraceUntil = 0
     state.serve = await serve()
     const payTo0 = await usdcBalance(chain, chain.payTo)

@@ -49,12 +49,16 @@ describe('soak', () => {
       expect(loaded.length).toBeGreaterThanOrEqual(5)
       for (const x of s.samples) {
         for (const k of ['rss', 'anon', 'heapUsed', 'external', 'arrayBuffers', 'fds', 'ledgerBytes'] as const) expect(x[k], `${k} at ${x.t}s`).toBeGreaterThan(0)
+        // the two holders of transient buffers, from /metrics too: a count and a byte figure, zero when idle
+        expect(Number.isInteger(x.chunkBuffers) && x.chunkBuffers >= 0, `chunkBuffers at ${x.t}s`).toBe(true)
+        expect(Number.isFinite(x.sendBudget) && x.sendBudget >= 0, `sendBudget at ${x.t}s`).toBe(true)
       }
       expect(Math.max(...s.samples.map(x => x.blocksBytes))).toBeGreaterThan(0)
       expect(['plateau', 'growing']).toContain(s.memory.verdict)
       expect(Number.isFinite(s.memory.growthPerHourMiB)).toBe(true)
       const rows = readFileSync(csv, 'utf8').trim().split('\n')
-      expect(rows[0]).toMatch(/^t_s,phase,pid,rss_mib,/)
+      expect(rows[0]).toMatch(/^t_s,phase,pid,rss_mib,.*,load1,send_budget_mib,chunk_buffers$/)
+      for (const row of rows.slice(1)) expect(row.split(',').length).toBe(rows[0]?.split(',').length)
       expect(rows.length).toBe(s.samples.length + 1)
       expect(report).toMatch(/memory verdict: (plateau|growing)/)
 
