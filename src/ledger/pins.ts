@@ -53,8 +53,9 @@ const ARCHIVED = 'archivedPins'
  * environment's free list until the environment closes, so the largest
  * transaction serve ever commits sets native memory it holds for good
  * (issue 18: batches of 1,000 moves, five deletes each in random-keyed
- * databases, left ~11 MiB more anonymous memory after the first pass of a
- * soak; LedgerEnv.transaction in ./open.ts, "transaction sizes").
+ * databases, grew glibc's main arena by 4.5 MiB for good at the first pass
+ * of a soak, and the ledger file by 3 MB; LedgerEnv.transaction in
+ * ./open.ts, "transaction sizes").
  */
 const ARCHIVE_BATCH = 100
 
@@ -444,9 +445,11 @@ export class PinLedger {
   /**
    * Moves removed pins whose removal was at or before `cutoff` to the archive
    * (./archive.ts), each with the payment record that created it, at most
-   * `limit` of them; returns how many moved. The archive's commit comes
+   * `limit` of them, scanning the index from `start` (its beginning when
+   * absent); returns how many moved, and the index key the next batch starts
+   * at (undefined once the due range is scanned to its end). The archive's commit comes
    * first, then the ledger's delete (one transaction): a crash between them
-   * leaves records in both, which readers take once, and the next call moves
+   * leaves records in both, which readers take once, and the next pass moves
    * again. A pin is moved only when nothing needs it here any more: not
    * while it holds block references (a replaced pin whose replacement has
    * not settled) or a replacement chain still walks through it.
@@ -455,17 +458,6 @@ export class PinLedger {
    * passes the payment timeout ago (src/service/archiver.ts), after which no
    * payment signed before the removal is valid, so no retry of a request
    * (a replay answered with its pin, a replacement retried) can come.
-   */
-  async archiveRemoved (cutoff: Date, limit = ARCHIVE_BATCH): Promise<number> {
-    return (await this.archiveBatch(cutoff, limit)).moved
-  }
-
-  /**
-   * One batch of archiveRemoved from `start` (an index key; the range's
-   * beginning when absent): the pins moved, and where the next batch
-   * starts, undefined once the due range is scanned to its end. The next
-   * batch goes on from there rather than from the beginning, so removed pins
-   * that must stay (stillNeeded) are not scanned again and again.
    */
   private async archiveBatch (cutoff: Date, limit: number, start?: [number, string]): Promise<{ moved: number, next?: [number, string] }> {
     const moving: Array<{ key: [number, string], pin?: PinRecord }> = []
@@ -509,8 +501,9 @@ export class PinLedger {
   }
 
   /**
-   * archiveRemoved's batches through the whole due range (each batch going
-   * on where the last stopped), holding the archive open across the
+   * archiveBatch through the whole due range (each batch from `start`, where
+   * the last stopped, so removed pins that must stay are not scanned again
+   * and again), holding the archive open across the
    * batches (one open and close of it per pass: lmdb keeps ~100 KB of native
    * memory per environment opened and closed, measured over 600 cycles, so a
    * pass opens it once, not once per batch); `between` runs after each batch

@@ -32,9 +32,7 @@ const entries = (t: TestLedger, db: string, opts?: { keyEncoding?: 'binary' }): 
 const ledgerPayments = (t: TestLedger): number => entries(t, 'payments') + entries(t, 'payments-binary', { keyEncoding: 'binary' })
 
 async function archiveAll (t: TestLedger, cutoff = FUTURE): Promise<number> {
-  let total = 0
-  for (let n = -1; n !== 0; total += n) n = await t.ledger.archiveRemoved(cutoff, 100)
-  return total
+  return await t.ledger.archiveDue(cutoff)
 }
 
 describe('the ledger archive', () => {
@@ -211,6 +209,30 @@ describe('the ledger archive', () => {
     await t.ledger.upgrade()
     expect(await archiveAll(t)).toBe(54)
     expect(entries(t, 'pins')).toBe(6)
+  })
+
+  it('the upgrade writes the index of an older ledger\'s removed pins in transactions of at most 1,000 pins', async () => {
+    const t = await openTestLedger({ upgrade: true })
+    await paidWrites(CLOCK, t.ledger, { n: 1_100, live: 2, seed: 9, payers: 3, byCid: 0, renew: 0, maxBlocks: 1 })
+    const removed = t.ledger.countByStatus(new Date()).removed
+    expect(removed).toBeGreaterThan(1_000)
+    await t.env.transaction(() => {
+      const idx = t.env.db('pins-removed')
+      for (const { key } of [...idx.getRange()]) void idx.remove(key)
+      t.env.setUpgraded('index:removed-pins', false)
+    })
+    const transaction = t.env.transaction
+    let commits = 0
+    t.env.transaction = async (fn) => { commits++; return await transaction(fn) }
+    try {
+      await t.ledger.upgrade()
+    } finally {
+      t.env.transaction = transaction
+    }
+    // 1,100 pins: a batch of 1,000, one of 100, and the mark that the step is done (one transaction on the old code)
+    expect(commits).toBe(3)
+    expect(entries(t, 'pins-removed')).toBe(removed)
+    expect(await archiveAll(t)).toBe(removed)
   })
 
   it('serve\'s archiver moves only what was removed longer ago than its delay', async () => {
