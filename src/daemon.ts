@@ -75,6 +75,7 @@ import { checkReadiness } from './service/readiness.js'
 import { operatorStatus, type PaymentsCheck } from './service/status.js'
 import { Reprovider } from './service/reprovider.js'
 import { listensBeyondLoopback } from './ipfs/routing/listen.js'
+import { StopSteps } from './stop-steps.js'
 
 /** blocks in flight per pin fetch: twice the 8–16 that reached ~50 MiB/s on loopback (NOTES), so that latency to a remote origin is covered too; scripts/bench-pin.mjs measures the whole pin against a plain Helia peer, not this figure */
 const BLOCKS_IN_FLIGHT = 32
@@ -98,6 +99,8 @@ export interface Daemon {
   /** where the blocks are (for the start-up summary) */
   blocks: string
   stop(deadlineMs: number): Promise<void>
+  /** while stop() runs: the step it is in (the HTTP server's drain, then the StopSteps) */
+  stopping(): string | undefined
 }
 
 export interface StartOptions {
@@ -113,12 +116,10 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
   const paths = layout(config.dataDir)
   secureDataDir(paths.root) // done by the serve command already, before lmdb loaded; a no-op then
   const lock = acquireLock(paths.lock, paths.root, 'pind serve')
-  const cleanups: Array<() => Promise<void> | void> = [() => { lock.release() }]
-  const cleanup = async (): Promise<void> => {
-    for (const fn of cleanups.reverse()) {
-      try { await fn() } catch (err) { log.error('error while stopping', { error: err }) }
-    }
-  }
+  const cleanups = new StopSteps(log)
+  cleanups.add('data dir lock', () => { lock.release() })
+  const cleanup = async (): Promise<void> => { await cleanups.run() }
+  let draining = false
   try {
     const startedAt = Date.now()
     // a pin recorded by reconciliation wakes the fetcher (once there is one: it reads its queue at start anyway)
@@ -129,12 +130,12 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
     // where blocks live (disk or S3), behind one indirection that `pind blocks migrate` can switch
     progress('opening the block store')
     const blocks = new SwitchableBackend(await openDataDirBackend(config, paths, { log, observer, record: true }))
-    cleanups.push(() => blocks.close())
+    cleanups.add('block store', () => blocks.close())
     log.info('block store', { store: blocks.describe() })
     // the ledger's indexes are upgraded here, before libp2p starts
     progress('opening the ledger')
     const core = await openCore(paths, { graceMs: config.expiryGrace * 1000, onRecorded: () => { wakeFetcher() }, blocks, onUpgrade: ledgerUpgradeProgress(log, progress) })
-    cleanups.push(() => core.close())
+    cleanups.add('ledger', () => core.close())
     const { pins, notes, staging, usage, denialLedger } = core
 
     const privateKey = await loadOrCreateIdentity(paths.identity)
@@ -177,7 +178,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
       if (err instanceof P2pListenError) throw listenFailure('the libp2p listen address', err.failures[0] as ListenFailure, '--p2p-listen (PIND_P2P_LISTEN)')
       throw err
     })
-    cleanups.push(() => ipfs.stop())
+    cleanups.add('ipfs node', () => ipfs.stop())
     if (config.bootstrap.length > 0 && !config.routing.includes('dht')) log.warn('--bootstrap is set but --routing has no dht: the bootstrap peers are not used')
     if (!routingOn && listensBeyondLoopback(config.host, config.p2pListen)) {
       log.warn('listening beyond loopback with --routing none: pinned content is not announced, so IPFS nodes will not find it here (only this gateway and peers that dial this node directly serve it); set --routing dht to announce it')
@@ -203,7 +204,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
       throw err
     }
     denylists.watch()
-    cleanups.push(async () => { await denylists.close() })
+    cleanups.add('denylists', async () => { await denylists.close() })
     const denials = new Denials({ ledger: denialLedger, files: () => denylists.files() })
     // one answer to "may this block be served" for the gateway and bitswap
     servePolicy = new ServePolicy({ pins, scope: config.gatewayPolicy, gatewayReadThrough: networkGateway })
@@ -215,7 +216,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
     const authorizations = config.rpcUrl != null ? authorizationStateReader({ network: config.network, rpcUrl: config.rpcUrl, asset: config.asset }) : undefined
     const settlements = startReconciler(config, notes, authorizations, new Date(startedAt), core.settlement, log.child({ component: 'settlements' }))
     const openNotes: OpenNoteDeps = { notes, ledger: pins, fulfil: core.settlement.fulfil, log: log.child({ component: 'settlements' }), ...(authorizations != null ? { chain: authorizations } : {}) }
-    cleanups.push(async () => { await settlements.reconciler?.stop() })
+    cleanups.add('settlement reconciler', async () => { await settlements.reconciler?.stop() })
 
     let gate: PaymentGate | undefined
     const provideKind = config.provideStrategy === 'all' ? 'blocks' : 'roots'
@@ -242,7 +243,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
       })
       reprovider.start()
       const started = reprovider
-      cleanups.push(async () => { await started.stop() })
+      cleanups.add('reprovider', async () => { await started.stop() })
     }
     const router = new Router()
     const proxies: ReadonlySet<string> = new Set(config.trustedProxies)
@@ -268,7 +269,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
     const url = `http://${bound.host.includes(':') ? `[${bound.host}]` : bound.host}:${bound.port}`
     const publicUrl = config.publicUrl ?? url
     let httpClosed = false
-    cleanups.push(async () => { if (!httpClosed) await http.close(0) })
+    cleanups.add('http server', async () => { if (!httpClosed) await http.close(0) })
 
     const prices: PriceSettings = { rate: config.priceRate, minimum: config.priceMin, maximum: config.priceMax, maxMonths: config.maxMonths }
     gate = paymentGate(config, prices, log)
@@ -277,7 +278,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
       g.onEvent = (event, amount, reason) => { metrics.payment(event, amount, reason) }
       progress('checking the payment settings')
       await g.start()
-      cleanups.push(() => { g.stop() })
+      cleanups.add('payment gate', () => { g.stop() })
     }
     const payments = (): PaymentsCheck => gate?.status() ?? (config.payTo == null
       ? { state: 'no-pay-to', ok: false, message: 'no --pay-to address: paid writes answer 503' }
@@ -335,7 +336,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
         }
       }
     }, log)
-    cleanups.push(async () => { await admin.close(); rmSync(paths.adminSocket, { force: true }) })
+    cleanups.add('admin socket', async () => { await admin.close(); rmSync(paths.adminSocket, { force: true }) })
     if (config.metricsListen != null) {
       const metricsRouter = new Router()
       metricsRoutes(metricsRouter, metrics)
@@ -344,12 +345,12 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
       await metricsHttp.listen(config.metricsListen.slice(0, at).replace(/^\[|\]$/g, ''), Number(config.metricsListen.slice(at + 1))).catch((err: NodeJS.ErrnoException) => {
         throw listenFailure('the metrics address', { address: config.metricsListen as string, ...(err.code != null ? { code: err.code } : {}) }, '--metrics-listen (PIND_METRICS_LISTEN)')
       })
-      cleanups.push(async () => { await metricsHttp.close(1000) })
+      cleanups.add('metrics listener', async () => { await metricsHttp.close(1000) })
     }
     const sweeper = startExpirySweeper(pins, config.expiryGrace * 1000, config.expirySweepInterval * 1000, log)
-    cleanups.push(async () => { await sweeper.stop() })
+    cleanups.add('expiry sweeper', async () => { await sweeper.stop() })
     const archiver = startArchiver(pins, archiveDelayMs(config.paymentTimeout), ARCHIVE_INTERVAL_MS, log)
-    cleanups.push(async () => { await archiver.stop() })
+    cleanups.add('archiver', async () => { await archiver.stop() })
 
     const healthLog = log.child({ component: 'health' })
     const health = async (): Promise<HealthReport> => await checkHealth({
@@ -405,7 +406,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
     fetcher.start()
     wakeFetcher = () => { fetcher.enqueue() }
     cancelFetch = (id) => { fetcher.cancel(id) }
-    cleanups.push(async () => { await fetcher.stop() })
+    cleanups.add('pin fetcher', async () => { await fetcher.stop() })
     const delegates = (): string[] => ipfs.multiaddrs()
     pinRoutes(router, {
       ledger: pins,
@@ -446,7 +447,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
     }))
     authRoutes(router, { siwe: new SiweChallenges({ publicUrl, chainId: chainIdOf(config.network) }), tokens, clientOf })
     const retry = new RetryLater(log)
-    cleanups.push(() => { retry.stop() })
+    cleanups.add('commit retries', () => { retry.stop() })
     uploadRoutes(router, {
       ledger: pins,
       staging,
@@ -480,10 +481,13 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
       payments,
       blocks: blocks.describe(),
       stop: async (deadlineMs) => {
+        draining = true
         await http.close(deadlineMs)
         httpClosed = true
+        draining = false
         await cleanup()
-      }
+      },
+      stopping: () => draining ? 'in-flight requests' : cleanups.current()
     }
   } catch (err) {
     await cleanup()

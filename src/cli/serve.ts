@@ -13,6 +13,7 @@ import { S3ConfigError } from '../ipfs/s3-client.js'
 import { collectWhenIdle, limitHeapGrowth } from '../heap.js'
 import type { Logger } from '../log.js'
 import { StartupError } from '../startup-errors.js'
+import { STOP_STEPS_MS, stopWithin } from '../stop-steps.js'
 import { COMMIT, VERSION } from '../version.js'
 import { notifyServiceManager, startupReporter } from './notify.js'
 
@@ -97,7 +98,9 @@ export async function serve (config: Readonly<Config>, log: Logger): Promise<voi
     // awaited (up to STOPPING_NOTIFY_MS) before exiting: serve may stop before the systemd-notify child
     // has sent it, and the child dies with the unit's cgroup
     const told = notifyServiceManager({ STOPPING: '1' }, log)
-    daemon.stop(config.shutdownTimeout * 1000).then(async () => {
+    const deadlineMs = config.shutdownTimeout * 1000
+    stopWithin(async () => { await daemon.stop(deadlineMs) }, deadlineMs + STOP_STEPS_MS, () => daemon.stopping(), log).then(async (outcome) => {
+      if (outcome === 'gave up') process.exit(1)
       await Promise.race([told, new Promise(resolve => setTimeout(resolve, STOPPING_NOTIFY_MS).unref())])
       log.notice('stopped')
       process.exit(0)

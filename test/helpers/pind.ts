@@ -93,14 +93,34 @@ export function spawnPind (args: string[], opts: { env?: Record<string, string |
   return proc
 }
 
+/** how long a one-shot command may run, and a stopped serve may take to exit, before a test fails on it */
+const EXIT_WAIT_MS = 60_000
+
+/**
+ * The exit code once `proc` exits; past `ms`, kills it (SIGKILL) and fails
+ * with what it was and what it printed last, instead of hanging the test
+ * until vitest's own timeout says nothing about which process it was.
+ */
+async function exitWithin (proc: ChildProcess, exit: Promise<number | null>, ms: number, what: string, output: () => string): Promise<number | null> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<'late'>(resolve => { timer = setTimeout(() => resolve('late'), ms) })
+  const outcome = await Promise.race([exit, late])
+  clearTimeout(timer)
+  if (outcome !== 'late') return outcome
+  proc.kill('SIGKILL')
+  await exit
+  throw new Error(`${what} had not exited after ${ms / 1000} s (killed); its last output:\n${output().slice(-4000)}`)
+}
+
 /** Runs a one-shot pind command (e.g. `keys mint`) to its exit. */
-export async function runPind (args: string[], opts: { env?: Record<string, string | undefined>, binary?: string } = {}): Promise<{ code: number | null, out: string, err: string }> {
+export async function runPind (args: string[], opts: { env?: Record<string, string | undefined>, binary?: string, timeoutMs?: number } = {}): Promise<{ code: number | null, out: string, err: string }> {
   const p = spawnPind(args, opts)
   let out = ''
   let err = ''
   p.stdout?.on('data', (b: Buffer) => { out += b.toString() })
   p.stderr?.on('data', (b: Buffer) => { err += b.toString() })
-  const code = await new Promise<number | null>(resolve => p.on('exit', resolve))
+  const exit = new Promise<number | null>(resolve => p.on('exit', resolve))
+  const code = await exitWithin(p, exit, opts.timeoutMs ?? EXIT_WAIT_MS, `pind ${args.join(' ')}`, () => out + err)
   return { code, out, err }
 }
 
@@ -138,7 +158,7 @@ export async function startPind (opts: StartOptions = {}): Promise<PindProcess> 
     stop: async (signal = 'SIGTERM') => {
       if (exited !== undefined) return exited
       proc.kill(signal)
-      return await exit
+      return await exitWithin(proc, exit, EXIT_WAIT_MS, `pind ${args.join(' ')} (sent ${signal})`, () => out + err)
     }
   }
 }
