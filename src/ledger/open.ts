@@ -67,6 +67,8 @@ export interface LedgerEnv {
   fact(key: string, at?: LedgerSnapshot): unknown
   /** records a fact (inside a transaction, or on its own) */
   setFact(key: string, value: unknown): Promise<unknown>
+  /** removes a fact (inside a transaction, or on its own) */
+  removeFact(key: string): void
   /** whether an upgrade of the ledger's indexes has run */
   upgraded(name: Upgrade): boolean
   /** records that it has run (inside a transaction), or with `false` that it has not: the next upgrade runs it again */
@@ -107,6 +109,7 @@ export async function openLedgerEnv (path: string): Promise<LedgerEnv> {
     transaction: async (fn) => await root.transaction(fn),
     fact: (key, at) => meta.get(key, at?.read),
     setFact: async (key, value) => await meta.put(key, value),
+    removeFact: (key) => { void meta.remove(key) },
     upgraded: (name) => meta.get(name) === true,
     setUpgraded: (name, done = true) => { if (done) void meta.put(name, true); else void meta.remove(name) },
     datastore,

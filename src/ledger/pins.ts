@@ -23,7 +23,7 @@
  * exactly what it holds (releaseReplaced, holdsRefs).
  */
 import { PindError } from '../errors.js'
-import type { Database, Key } from 'lmdb'
+import { compareKeys, type Database, type Key } from 'lmdb'
 import { CID } from 'multiformats/cid'
 import { seedClock } from './clock.js'
 import type { LedgerEnv, Upgrade } from './open.js'
@@ -40,8 +40,10 @@ const CREATED_HIGH = 'createdHighUs'
 /** the meta fact holding the ledger's table of assets (./stored.ts: a pin's payment names its asset by its index here) */
 const ASSETS = 'assets'
 
-/** records per transaction of the compact:* upgrades (LedgerEnv.transaction, "transaction sizes": what the largest one dirties, serve keeps until it stops) */
+/** records per transaction of the upgrades (LedgerEnv.transaction, "transaction sizes": what the largest one dirties, serve keeps until it stops) */
 const COMPACT_BATCH = 1_000
+/** the meta fact holding, while the index:provide-keys upgrade runs, the last pin (requestid) whose keys it has held */
+const PROVIDE_KEYS_AFTER = 'index:provide-keys:after'
 /** an upgrade step reports its progress every this many records it reads */
 const PROGRESS_EVERY = 1_000
 const MAX_REQUESTID_LENGTH = 128
@@ -302,23 +304,40 @@ export class PinLedger {
     }
   }
 
-  /** Calls `fn` on every entry of `db` (which it may rewrite, never remove), `batch` entries per transaction; `tick` counts each. */
-  private async inBatches<K extends Key, V> (db: Database<V, K>, batch: number, tick: Tick, fn: (key: K, value: V) => void): Promise<void> {
-    let after: K | undefined
+  /**
+   * Calls `fn` on every entry of `db` (which it may rewrite, never remove),
+   * `batch` entries per transaction; `tick` counts each.
+   *
+   * `resume`, for a step whose writes are not idempotent (they count): the
+   * meta fact that keeps the last key done, written in the transaction of the
+   * batch that did it. The walk starts after the key it holds, so a step cut
+   * short by a crash goes on after its last committed batch and does no
+   * entry twice; the caller removes the fact in the transaction that marks
+   * the step done. lmdb's transaction commits what its callback wrote before
+   * it threw, so the fact is written on a throw too (the last entry `fn`
+   * finished): the next start goes on from the entry that threw.
+   */
+  private async inBatches<K extends Key, V> (db: Database<V, K>, batch: number, tick: Tick, fn: (key: K, value: V) => void, resume?: string): Promise<void> {
+    let after = resume != null ? this.env.fact(resume) as K | undefined : undefined
     let more = true
     while (more) {
       await this.env.transaction(() => {
-        // from the last key done (still there: nothing is removed), which is skipped
-        let skip = after !== undefined
+        const from = after
+        more = false
         let n = 0
-        for (const { key, value } of db.getRange(after === undefined ? { limit: batch } : { start: after, limit: batch + 1 })) {
-          if (skip) { skip = false; continue }
-          tick()
-          fn(key, value)
-          after = key
-          n++
+        try {
+          // from the last key done, which is skipped (if it is still there)
+          for (const { key, value } of db.getRange(from === undefined ? { limit: batch + 1 } : { start: from, limit: batch + 2 })) {
+            if (from !== undefined && compareKeys(key, from) === 0) continue
+            if (n === batch) { more = true; break }
+            tick()
+            fn(key, value)
+            after = key
+            n++
+          }
+        } finally {
+          if (resume != null && after !== from) void this.env.setFact(resume, after)
         }
-        more = n === batch
       })
     }
   }
@@ -335,40 +354,39 @@ export class PinLedger {
       onProgress({ upgrade, records })
       return () => { if (++records % PROGRESS_EVERY === 0) onProgress({ upgrade, records }) }
     }
+    // the index steps below write in batches (COMPACT_BATCH pins a transaction), and are marked done in a
+    // transaction of their own once every batch is in. Their puts are idempotent: stopped midway, the next
+    // start does the step again from its first pin.
     if (!this.env.upgraded('index:owner-summaries')) {
-      const tick = step('index:owner-summaries')
-      await this.env.transaction(() => {
-        for (const pin of this.allPins()) {
-          tick()
-          if (pin.removed == null) this.byOwner.put([pin.owner, pin.createdUs, pin.requestid], storeSummary(summaryOf(pin)))
-        }
-        this.env.setUpgraded('index:owner-summaries')
+      await this.inBatches(this.pins, COMPACT_BATCH, step('index:owner-summaries'), (key, value) => {
+        const pin = readPin(key, value, this.paymentOfPin(key), this.assets)
+        if (pin.removed == null) this.byOwner.put([pin.owner, pin.createdUs, pin.requestid], storeSummary(summaryOf(pin)))
       })
+      await this.env.transaction(() => { this.env.setUpgraded('index:owner-summaries') })
     }
     if (!this.env.upgraded('index:pins-by-expiry')) {
-      const tick = step('index:pins-by-expiry')
-      await this.env.transaction(() => {
-        for (const pin of this.allPins()) {
-          tick()
-          if (pin.removed == null) this.byExpiry.put([Date.parse(pin.pinnedUntil), pin.requestid], pin.requestid)
-        }
-        this.env.setUpgraded('index:pins-by-expiry')
+      await this.inBatches(this.pins, COMPACT_BATCH, step('index:pins-by-expiry'), (key, value) => {
+        const pin = readPin(key, value, this.paymentOfPin(key), this.assets)
+        if (pin.removed == null) this.byExpiry.put([Date.parse(pin.pinnedUntil), pin.requestid], pin.requestid)
       })
+      await this.env.transaction(() => { this.env.setUpgraded('index:pins-by-expiry') })
     }
     if (!this.env.upgraded('repair:replacement-chains')) {
       await this.releaseUnheld(step('repair:replacement-chains'))
       await this.env.transaction(() => { this.env.setUpgraded('repair:replacement-chains') })
     }
     if (!this.env.upgraded('index:provide-keys')) {
-      const tick = step('index:provide-keys')
-      // every pin holding block references is announced (the same rule as addRefs/releaseRefs)
+      // every pin holding block references is announced (the same rule as addRefs/releaseRefs). hold() counts
+      // the pins holding each key, so a pin done twice would hold its keys twice (and they would outlive its
+      // release): each batch records the last pin it did in its own transaction, and a start after a crash goes
+      // on from there
+      await this.inBatches(this.pinBlocks, COMPACT_BATCH, step('index:provide-keys'), (requestid, blocks) => {
+        const pin = this.getPin(requestid)
+        if (pin != null && blocks.length > 0) this.provides.hold(pin.cid, blocks)
+      }, PROVIDE_KEYS_AFTER)
       await this.env.transaction(() => {
-        for (const { key: requestid, value: blocks } of this.pinBlocks.getRange()) {
-          tick()
-          const pin = this.getPin(requestid)
-          if (pin != null && blocks.length > 0) this.provides.hold(pin.cid, blocks)
-        }
         this.env.setUpgraded('index:provide-keys')
+        this.env.removeFact(PROVIDE_KEYS_AFTER)
       })
     }
     if (!this.env.upgraded('compact:records')) {

@@ -2,7 +2,7 @@
  * The ledger's upgrade reports how far it has got (serve passes it on to
  * systemd, which then waits for a long start: src/cli/notify.ts): each step
  * that runs when it begins and every 1,000 records it reads, also from inside
- * a step's one transaction; a step already done reports nothing.
+ * a step's transactions; a step already done reports nothing.
  */
 import { afterEach, describe, expect, it } from 'vitest'
 import { PinLedger, type UpgradeProgress } from '../../../src/ledger/pins.js'
@@ -32,7 +32,7 @@ describe('the upgrade\'s progress', () => {
     const of = (upgrade: string): number[] => seen.filter(p => p.upgrade === upgrade).map(p => p.records)
     // in the order the upgrade runs them; done steps (pins-by-expiry, provide-keys) report nothing
     expect([...new Set(seen.map(p => p.upgrade))]).toEqual(['index:owner-summaries', 'repair:replacement-chains', 'compact:records', 'compact:payment-keys', 'compact:pin-numbers', 'clock:created-high'])
-    // one transaction over every pin
+    // 2,500 pins, in batches
     expect(of('index:owner-summaries')).toEqual([0, 1000, 2000])
     expect(of('repair:replacement-chains')).toEqual([0, 1000, 2000])
     // payments, pins, owner summaries, the CID index: 4 × 2,500 read in batches
