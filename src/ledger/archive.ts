@@ -96,7 +96,7 @@ export class LedgerArchive {
     const lease = this.lease({ create: true })
     try {
       const { pins: p, payments: pay } = lease as Required<Pick<ArchiveLease, 'pins' | 'payments'>>
-      await (this.dbs as Dbs).root.transaction(() => {
+      await (this.dbs as Dbs).root.childTransaction(() => {
         for (const pin of pins) p.put(pin.requestid, pin)
         for (const payment of payments) pay.put(payment.id, payment)
       })

@@ -313,9 +313,8 @@ export class PinLedger {
    * batch that did it. The walk starts after the key it holds, so a step cut
    * short by a crash goes on after its last committed batch and does no
    * entry twice; the caller removes the fact in the transaction that marks
-   * the step done. lmdb's transaction commits what its callback wrote before
-   * it threw, so the fact is written on a throw too (the last entry `fn`
-   * finished): the next start goes on from the entry that threw.
+   * the step done. A batch that throws is rolled back with its fact
+   * (LedgerEnv.transaction): the next start does that batch again, whole.
    */
   private async inBatches<K extends Key, V> (db: Database<V, K>, batch: number, tick: Tick, fn: (key: K, value: V) => void, resume?: string): Promise<void> {
     let after = resume != null ? this.env.fact(resume) as K | undefined : undefined
@@ -325,19 +324,16 @@ export class PinLedger {
         const from = after
         more = false
         let n = 0
-        try {
-          // from the last key done, which is skipped (if it is still there)
-          for (const { key, value } of db.getRange(from === undefined ? { limit: batch + 1 } : { start: from, limit: batch + 2 })) {
-            if (from !== undefined && compareKeys(key, from) === 0) continue
-            if (n === batch) { more = true; break }
-            tick()
-            fn(key, value)
-            after = key
-            n++
-          }
-        } finally {
-          if (resume != null && after !== from) void this.env.setFact(resume, after)
+        // from the last key done, which is skipped (if it is still there)
+        for (const { key, value } of db.getRange(from === undefined ? { limit: batch + 1 } : { start: from, limit: batch + 2 })) {
+          if (from !== undefined && compareKeys(key, from) === 0) continue
+          if (n === batch) { more = true; break }
+          tick()
+          fn(key, value)
+          after = key
+          n++
         }
+        if (resume != null && after !== from) void this.env.setFact(resume, after)
       })
     }
   }
