@@ -32,6 +32,7 @@ import { unwalkable } from './codecs.js'
 import { linksOf } from './dag-links.js'
 import type { BlockNetwork } from './network.js'
 import type { StagedImport } from './staging.js'
+import type { FetchBudget } from './fetch-budget.js'
 
 /** A fetch that another attempt cannot complete: `reason` says why (for the pin's status_details). */
 export class PermanentFetchError extends Error {
@@ -82,12 +83,16 @@ export interface FetchDagOptions {
   stallMs: number
   signal?: AbortSignal
   onProgress?: (p: FetchProgress) => void
+  /** bytes wanted at once by every fetch together (fetch-budget.ts); without it, WINDOW_BYTES each */
+  budget?: FetchBudget
 }
 
 /** blocks wanted at once when a fetch starts (see above) */
 export const INITIAL_WINDOW = 2
-/** the bytes wanted at once, at most (a bitswap message carries up to 4 MiB) */
+/** the bytes wanted at once, at most (a bitswap message carries up to 4 MiB); also the fetches' shared budget (fetch-budget.ts) */
 export const WINDOW_BYTES = 8 * 1024 * 1024
+/** a want's cost in the shared budget before the fetch has seen a block */
+const UNKNOWN_BLOCK_BYTES = 1024 * 1024
 
 export async function fetchDag (o: FetchDagOptions): Promise<FetchProgress & { cids: CID[] }> {
   const stall = new AbortController()
@@ -107,14 +112,20 @@ export async function fetchDag (o: FetchDagOptions): Promise<FetchProgress & { c
 
   // blocks wanted at once: slow start, bounded by concurrency and by WINDOW_BYTES at the average block size
   let window = Math.min(INITIAL_WINDOW, o.concurrency)
-  const one = async (i: number): Promise<void> => {
+  let largest = 0
+  const one = async (i: number, held: { bytes: number }): Promise<void> => {
     const cid = nodes[i] as CID
     const wanted = Date.now()
     // the stall clock restarts as the bytes arrive, not after they are written to staging: on a
     // busy machine that write let the timer fire with the blocks already here
-    const bytes = await blockBytes(cid, o, signal, arm)
+    const bytes = await blockBytes(cid, o, signal, (n) => {
+      arm()
+      o.budget?.arrived(held.bytes, n)
+      held.bytes = n
+    })
     progress.blocks++
     progress.bytes += bytes.byteLength
+    largest = Math.max(largest, bytes.byteLength)
     const took = Date.now() - wanted
     const grown = took > o.stallMs / 2 ? Math.floor(window / 2) : took < o.stallMs / 4 ? window + 1 : window
     window = Math.max(1, Math.min(o.concurrency, grown, Math.floor(WINDOW_BYTES / (progress.bytes / progress.blocks))))
@@ -143,6 +154,7 @@ export async function fetchDag (o: FetchDagOptions): Promise<FetchProgress & { c
     kids[i] = out
   }
 
+  let wake: (() => void) | undefined
   arm()
   try {
     await new Promise<void>((resolve, reject) => {
@@ -151,13 +163,23 @@ export async function fetchDag (o: FetchDagOptions): Promise<FetchProgress & { c
       let failed = false
       const pump = (): void => {
         while (!failed && active < window && head < nodes.length) {
+          // what this want is counted at in the shared budget until its block arrives: the largest block so
+          // far (a file's leaves are alike; its small root would make an average too low), a MiB before any
+          const cost = largest > 0 ? largest : UNKNOWN_BLOCK_BYTES
+          if (o.budget != null && !o.budget.tryTake(cost, active)) {
+            o.budget.onRelease(pump)
+            return
+          }
           active++
-          one(head++).then(() => {
+          const held = { bytes: cost }
+          one(head++, held).then(() => {
             active--
+            o.budget?.give(held.bytes)
             if (active === 0 && head >= nodes.length) resolve()
             else pump()
           }, (err: unknown) => {
             active--
+            o.budget?.give(held.bytes)
             if (failed) return
             failed = true
             // a stall aborts every want in flight: report the stall, not the aborts
@@ -166,10 +188,12 @@ export async function fetchDag (o: FetchDagOptions): Promise<FetchProgress & { c
           })
         }
       }
+      wake = pump
       pump()
     })
   } finally {
     clearTimeout(timer)
+    if (wake != null) o.budget?.forget(wake)
   }
   if (expandedSize(sizes, kids, o.maxBytes) > o.maxBytes) throw new DagExpandsError(o.maxBytes, progress.bytes)
   return { ...progress, cids: nodes }
@@ -209,17 +233,17 @@ export function expandedSize (sizes: number[], kids: Int32Array[], limit: number
   return total[0] as number
 }
 
-async function blockBytes (cid: CID, o: FetchDagOptions, signal: AbortSignal, arrived: () => void): Promise<Uint8Array> {
+async function blockBytes (cid: CID, o: FetchDagOptions, signal: AbortSignal, arrived: (bytes: number) => void): Promise<Uint8Array> {
   if (await o.staged.blockstore.has(cid)) {
     const bytes = await readAll(o.staged.blockstore, cid)
-    arrived()
+    arrived(bytes.byteLength)
     return bytes
   }
   let bytes: Uint8Array
   if (await o.local.has(cid)) bytes = await readAll(o.local, cid)
   else bytes = await o.network.retrieve(cid, signal)
   signal.throwIfAborted()
-  arrived()
+  arrived(bytes.byteLength)
   await o.staged.blockstore.put(cid, bytes)
   return bytes
 }

@@ -17,7 +17,8 @@
  */
 import { CID } from 'multiformats/cid'
 import type { CommitLock } from '../ipfs/commit-lock.js'
-import { fetchDag, PermanentFetchError, StalledError } from '../ipfs/fetch-dag.js'
+import { FetchBudget } from '../ipfs/fetch-budget.js'
+import { fetchDag, PermanentFetchError, StalledError, WINDOW_BYTES } from '../ipfs/fetch-dag.js'
 import type { BlockNetwork } from '../ipfs/network.js'
 import type { IpfsNode } from '../ipfs/node.js'
 import type { BlockStaging, StagedImport } from '../ipfs/staging.js'
@@ -65,6 +66,8 @@ const LAST_ATTEMPT_BEFORE_MS = 1_000
 export class PinFetcher {
   private readonly running = new Map<string, { abort: AbortController, done: Promise<void> }>()
   private readonly staged = new Map<string, StagedImport>()
+  /** the bytes all fetches want from the network at once (ipfs/fetch-budget.ts) */
+  private readonly budget = new FetchBudget(WINDOW_BYTES)
   private timer: NodeJS.Timeout | undefined
   private stopped = false
 
@@ -168,6 +171,7 @@ export class PinFetcher {
         helia: this.o.node,
         maxBytes: started.maxBytes ?? Number.MAX_SAFE_INTEGER,
         concurrency: this.o.blockConcurrency,
+        budget: this.budget,
         stallMs: this.o.stallMs,
         signal,
         onProgress: (p) => {

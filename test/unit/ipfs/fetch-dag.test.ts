@@ -18,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { rawCid } from '../../../scripts/peer/index.mjs'
 import { PIN_CODECS } from '../../../src/ipfs/codecs.js'
 import { DagExpandsError, DagTooLargeError, expandedSize, fetchDag, PermanentFetchError, UnwalkableDagError, type FetchDagOptions } from '../../../src/ipfs/fetch-dag.js'
+import { FetchBudget } from '../../../src/ipfs/fetch-budget.js'
 import { FsBackend } from '../../../src/ipfs/fs-backend.js'
 import { BlockStaging } from '../../../src/ipfs/staging.js'
 import { tempDir } from '../../helpers/pind.js'
@@ -96,6 +97,55 @@ describe('fetchDag', () => {
     const garbled = await fetch(relabelled, 1_000_000).catch((e: unknown) => e)
     expect(garbled).toBeInstanceOf(UnwalkableDagError)
     expect((garbled as PermanentFetchError).reason).toMatch(/cannot be decoded/)
+  })
+
+  it('keeps the bytes wanted by concurrent fetches within their shared budget, and every fetch completes', async () => {
+    // two files of 80 leaves of 128 KiB, held by "the network" only: a stand-in that answers each want
+    // after a few ms and counts the bytes wanted and not yet answered
+    const held = new Map<string, Uint8Array>()
+    const file = async (): Promise<CID> => {
+      const leaves = Array.from({ length: 80 }, () => randomBytes(128 * 1024))
+      const links = leaves.map(b => { const cid = rawCid(b); held.set(cid.toString(), b); return { Hash: cid, Name: '', Tsize: b.length } })
+      const bytes = dagPb.encode(dagPb.prepare({ Data: new UnixFS({ type: 'file', blockSizes: leaves.map(b => BigInt(b.length)) }).marshal(), Links: links }))
+      const cid = CID.createV1(dagPb.code, await sha256.digest(bytes))
+      held.set(cid.toString(), bytes)
+      return cid
+    }
+    const roots = [await file(), await file()]
+    const run = async (budget?: FetchBudget): Promise<{ peak: number, blocks: number[] }> => {
+      let wanted = 0
+      let peak = 0
+      const net = {
+        retrieve: async (cid: CID): Promise<Uint8Array> => {
+          const bytes = held.get(cid.toString()) as Uint8Array
+          wanted += bytes.length
+          peak = Math.max(peak, wanted)
+          await new Promise(resolve => setTimeout(resolve, 3))
+          wanted -= bytes.length
+          return bytes
+        }
+      }
+      const results = await Promise.all(roots.map(async root => {
+        const staged = await staging.begin()
+        try {
+          return await fetchDag({ root, staged, local, network: net, helia, maxBytes: 20_000_000, concurrency: 32, stallMs: 5000, ...(budget != null ? { budget } : {}) })
+        } finally {
+          await staging.discard(staged)
+        }
+      }))
+      return { peak, blocks: results.map(r => r.blocks) }
+    }
+    const LIMIT = 1024 * 1024
+    const shared = new FetchBudget(LIMIT)
+    const within = await run(shared)
+    expect(within.blocks).toEqual([81, 81])
+    // the budget, and at most one want over it for the other fetch (one with nothing in flight is never refused)
+    expect(within.peak).toBeLessThanOrEqual(LIMIT + 128 * 1024)
+    expect(shared.inUse()).toBe(0)
+    // each on its own window: well past the shared budget
+    const alone = await run()
+    expect(alone.blocks).toEqual([81, 81])
+    expect(alone.peak).toBeGreaterThan(2 * LIMIT)
   })
 })
 
