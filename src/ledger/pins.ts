@@ -23,7 +23,7 @@
  * exactly what it holds (releaseReplaced, holdsRefs).
  */
 import { PindError } from '../errors.js'
-import { compareKeys, type Database, type Key } from 'lmdb'
+import type { Database, Key } from 'lmdb'
 import { CID } from 'multiformats/cid'
 import { seedClock } from './clock.js'
 import type { LedgerEnv, Upgrade } from './open.js'
@@ -326,7 +326,7 @@ export class PinLedger {
         let n = 0
         // from the last key done, which is skipped (if it is still there)
         for (const { key, value } of db.getRange(from === undefined ? { limit: batch + 1 } : { start: from, limit: batch + 2 })) {
-          if (from !== undefined && compareKeys(key, from) === 0) continue
+          if (from !== undefined && sameKey(key, from)) continue
           if (n === batch) { more = true; break }
           tick()
           fn(key, value)
@@ -1136,4 +1136,15 @@ export class PaymentReusedError extends PindError {
   constructor (readonly paymentId: string) {
     super('this payment was already used')
   }
+}
+
+/**
+ * Whether two lmdb keys are the same (strings, numbers, byte keys, arrays of them). Not lmdb's
+ * compareKeys: this module is loaded before lmdb's native addon may be (it is unpacked into the
+ * data dir first), so it imports only lmdb's types.
+ */
+function sameKey (a: Key, b: Key): boolean {
+  if (a instanceof Uint8Array && b instanceof Uint8Array) return Buffer.compare(a, b) === 0
+  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((x, i) => sameKey(x as Key, b[i] as Key))
+  return a === b
 }
