@@ -44,6 +44,8 @@ const ASSETS = 'assets'
 const COMPACT_BATCH = 1_000
 /** the meta fact holding, while the index:provide-keys upgrade runs, the last pin (requestid) whose keys it has held */
 const PROVIDE_KEYS_AFTER = 'index:provide-keys:after'
+/** the meta fact holding, while the repair:replacement-chains upgrade runs, the last pin (requestid) whose block list it has checked */
+const REPLACEMENT_CHAINS_AFTER = 'repair:replacement-chains:after'
 /** an upgrade step reports its progress every this many records it reads */
 const PROGRESS_EVERY = 1_000
 const MAX_REQUESTID_LENGTH = 128
@@ -339,6 +341,35 @@ export class PinLedger {
   }
 
   /**
+   * inBatches for a step that may remove the entries it is called on: each
+   * batch reads its keys first (no cursor walks on past an entry removed under
+   * it), then calls `fn` on each, which reads what it needs of the entry.
+   * `resume` as for inBatches (the last key done may since have been removed:
+   * the walk starts at the first key after it all the same).
+   */
+  private async inKeyBatches<K extends Key> (db: Database<unknown, K>, batch: number, tick: Tick, fn: (key: K) => void, resume?: string): Promise<void> {
+    let after = resume != null ? this.env.fact(resume) as K | undefined : undefined
+    let more = true
+    while (more) {
+      await this.env.transaction(() => {
+        const from = after
+        const keys: K[] = []
+        for (const key of db.getKeys(from === undefined ? { limit: batch + 1 } : { start: from, limit: batch + 2 })) {
+          if (from !== undefined && sameKey(key, from)) continue
+          keys.push(key)
+        }
+        more = keys.length > batch
+        for (const key of keys.slice(0, batch)) {
+          tick()
+          fn(key)
+          after = key
+        }
+        if (resume != null && after !== from) void this.env.setFact(resume, after)
+      })
+    }
+  }
+
+  /**
    * Builds indexes added after a ledger was created, and repairs what older
    * versions left (idempotent; a no-op once done). `onProgress` hears of each
    * step that runs when it begins and then every PROGRESS_EVERY records it
@@ -350,9 +381,10 @@ export class PinLedger {
       onProgress({ upgrade, records })
       return () => { if (++records % PROGRESS_EVERY === 0) onProgress({ upgrade, records }) }
     }
-    // the index steps below write in batches (COMPACT_BATCH pins a transaction), and are marked done in a
-    // transaction of their own once every batch is in. Their puts are idempotent: stopped midway, the next
-    // start does the step again from its first pin.
+    // the steps below write in batches (COMPACT_BATCH pins a transaction), and are marked done in a
+    // transaction of their own once every batch is in. The puts of the index steps are idempotent: stopped
+    // midway, the next start does the step again from its first pin; the steps whose writes count (provide
+    // keys, block references) go on after the last batch committed instead.
     if (!this.env.upgraded('index:owner-summaries')) {
       await this.inBatches(this.pins, COMPACT_BATCH, step('index:owner-summaries'), (key, value) => {
         const pin = readPin(key, value, this.paymentOfPin(key), this.assets)
@@ -368,8 +400,14 @@ export class PinLedger {
       await this.env.transaction(() => { this.env.setUpgraded('index:pins-by-expiry') })
     }
     if (!this.env.upgraded('repair:replacement-chains')) {
-      await this.releaseUnheld(step('repair:replacement-chains'))
-      await this.env.transaction(() => { this.env.setUpgraded('repair:replacement-chains') })
+      // releaseRefs removes a pin's block list with the references it drops, in the same transaction (its
+      // batch's), so no list is released twice; each batch records the last pin it checked too, and a start
+      // after a crash goes on from there (without checking again the lists it kept)
+      await this.releaseUnheldIn(step('repair:replacement-chains'), REPLACEMENT_CHAINS_AFTER)
+      await this.env.transaction(() => {
+        this.env.setUpgraded('repair:replacement-chains')
+        this.env.removeFact(REPLACEMENT_CHAINS_AFTER)
+      })
     }
     if (!this.env.upgraded('index:provide-keys')) {
       // every pin holding block references is announced (the same rule as addRefs/releaseRefs). hold() counts
@@ -779,18 +817,25 @@ export class PinLedger {
    * before chains of replacements were released whole (see releaseReplaced)
    * kept for ever. Returns how many pins' lists were released. `tick` counts
    * each list read (the upgrade's progress).
+   *
+   * In transactions of COMPACT_BATCH lists (LedgerEnv.transaction,
+   * "transaction sizes"): each list released goes in the transaction that
+   * drops its references (releaseRefs), so a walk cut short and done again
+   * releases none twice.
    */
   async releaseUnheld (tick = noTick): Promise<number> {
+    return await this.releaseUnheldIn(tick)
+  }
+
+  /** releaseUnheld; `resume`: the meta fact keeping the last list checked (inKeyBatches) */
+  private async releaseUnheldIn (tick: Tick, resume?: string): Promise<number> {
     let n = 0
-    await this.env.transaction(() => {
-      for (const { key } of this.pinBlocks.getRange()) {
-        tick()
-        const pin = this.getPin(key)
-        if (pin != null && this.holdsRefs(pin)) continue
-        this.releaseRefs(key)
-        n++
-      }
-    })
+    await this.inKeyBatches(this.pinBlocks, COMPACT_BATCH, tick, (key) => {
+      const pin = this.getPin(key)
+      if (pin != null && this.holdsRefs(pin)) return
+      this.releaseRefs(key)
+      n++
+    }, resume)
     return n
   }
 

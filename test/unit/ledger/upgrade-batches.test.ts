@@ -5,7 +5,9 @@
  * the pins' own writes had built. index:provide-keys counts the pins holding
  * each key, so it must not do a pin twice: cut short, it goes on after its
  * last committed batch; the other two redo their idempotent puts from the
- * start.
+ * start. repair:replacement-chains, which releases the block lists older
+ * versions leaked, also goes in batches and on after its last one, and
+ * releases no list twice.
  */
 import { CID } from 'multiformats/cid'
 import * as raw from 'multiformats/codecs/raw'
@@ -13,6 +15,7 @@ import * as Digest from 'multiformats/hashes/digest'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Upgrade } from '../../../src/ledger/open.js'
 import { PinLedger, type UpgradeProgress } from '../../../src/ledger/pins.js'
+import type { PinRecord } from '../../../src/ledger/records.js'
 import { closeTestLedgers, openTestLedger, type TestLedger } from '../../helpers/ledger.js'
 import { pinRecord } from '../../helpers/records.js'
 
@@ -181,5 +184,129 @@ describe('index:provide-keys, cut short', () => {
     expect(indexOf(t, 'index:provide-keys')).toEqual(built)
     expect(holds(t)).toEqual(held)
     await releaseAll(t)
+  })
+})
+
+describe('repair:replacement-chains, in batches', () => {
+  /** LISTS pins holding block lists: half still held (the other half leaked by an older pind), two batches and more of each */
+  const LISTS = 2_400
+  const successor = (i: number, n: number): string => `019ab3f1-2c4d-7e8f-9a0${n}-${String(i).padStart(12, '0')}`
+  const removed = (why: 'replaced' | 'unpinned' | 'expired', by?: string): Partial<PinRecord> => ({ removed: { at: new Date().toISOString(), why }, ...(by != null ? { replacedBy: by } : {}) })
+  /** which pins still hold their lists: a live one (i % 4 = 0), a replaced one whose replacement is still queued (2) */
+  const kept = (i: number): boolean => i % 2 === 0
+  const blocks = (i: number): string[] => [blockCid(i, 1), blockCid(i % SHARED, 3)]
+
+  /**
+   * As an older pind left a ledger: every pin's list held, also the lists of
+   * a pin whose chain of replacements ended in a removed one (i % 4 = 1: A
+   * replaced by B, queued, replaced by C, queued, unpinned) and of an expired
+   * pin (3); every SHARED block is held by kept pins and by leaked ones.
+   */
+  async function leakedLedger (): Promise<TestLedger> {
+    const t = await openTestLedger({ prefix: 'pind-upgrade-chains-', upgrade: true })
+    const entries: Array<{ pin: PinRecord, blocks?: string[] }> = []
+    for (let i = 0; i < LISTS; i++) {
+      const root = blockCid(i, 1)
+      const own = requestid(i)
+      if (i % 4 === 0) {
+        entries.push({ pin: pinRecord(own, root), blocks: blocks(i) })
+      } else if (i % 4 === 2) {
+        entries.push({ pin: pinRecord(own, root, removed('replaced', successor(i, 1))), blocks: blocks(i) })
+        entries.push({ pin: pinRecord(successor(i, 1), blockCid(i, 4), { status: 'queued', replaces: own }) })
+      } else if (i % 4 === 1) {
+        entries.push({ pin: pinRecord(own, root, removed('replaced', successor(i, 1))), blocks: blocks(i) })
+        entries.push({ pin: pinRecord(successor(i, 1), blockCid(i, 4), { status: 'queued', replaces: own, ...removed('replaced', successor(i, 2)) }) })
+        entries.push({ pin: pinRecord(successor(i, 2), blockCid(i, 5), { status: 'queued', replaces: successor(i, 1), ...removed('unpinned') }) })
+      } else {
+        entries.push({ pin: pinRecord(own, root, removed('expired')), blocks: blocks(i) })
+      }
+    }
+    for (let i = 0; i < entries.length; i += 500) await t.ledger.importBatch(entries.slice(i, i + 500), [])
+    await t.env.transaction(() => { t.env.setUpgraded('repair:replacement-chains', false) })
+    // every list is held, the leaked ones too
+    expect(t.env.db('pin-blocks').getCount()).toBe(LISTS)
+    expect(blockRefs(t)[blockCid(0, 3)]).toBe(LISTS / SHARED)
+    return t
+  }
+
+  function blockRefs (t: TestLedger): Record<string, number> {
+    return Object.fromEntries([...t.env.db<number>('block-refs').getRange()].map(({ key, value }) => [key as string, value]))
+  }
+
+  /** the block references, lists and provide keys of the kept pins alone, each once */
+  function expectRepaired (t: TestLedger): void {
+    const keep = Array.from({ length: LISTS }, (_, i) => i).filter(kept)
+    const refs: Record<string, number> = {}
+    for (const i of keep) for (const b of blocks(i)) refs[b] = (refs[b] ?? 0) + 1
+    // a SHARED block: once for each kept pin holding it (240), not fewer (a leaked list released twice) nor more
+    expect(Object.values(refs).filter(n => n > 1)).toEqual(Array(SHARED).fill(LISTS / 2 / SHARED))
+    expect(blockRefs(t)).toEqual(refs)
+    expect([...t.env.db('pin-blocks').getKeys()]).toEqual(keep.map(requestid))
+    // each kept pin's root once, its own block once, each SHARED block by 240 pins
+    expect(holds(t).sort((a, b) => a - b)).toEqual([...Array(LISTS / 2 * 2).fill(1), ...Array(SHARED).fill(LISTS / 2 / SHARED)])
+    expect(t.env.upgraded('repair:replacement-chains')).toBe(true)
+    expect(t.env.fact('repair:replacement-chains:after')).toBeUndefined()
+  }
+
+  it('releases the leaked lists, and only those, in transactions of at most 1,000 lists', async () => {
+    const t = await leakedLedger()
+    const seen: UpgradeProgress[] = []
+    const commits = await upgrade(t, { onProgress: p => { seen.push(p) } })
+    // 2,400 lists: batches of 1,000, 1,000 and 400, then the mark that the step is done (one transaction, and the mark, on the old code)
+    expect(commits).toBe(4)
+    expect(seen).toEqual([0, 1000, 2000].map(records => ({ upgrade: 'repair:replacement-chains', records })))
+    expectRepaired(t)
+    expect(await upgrade(t)).toBe(0)
+    expect(await t.ledger.releaseUnheld()).toBe(0)
+    expectRepaired(t)
+  })
+
+  it('by a crash between batches: the next start goes on after the last batch committed, releasing no list twice', async () => {
+    const t = await leakedLedger()
+    // two batches commit, the process dies before the third
+    await expect(upgrade(t, { crashAt: 3 })).rejects.toThrow(Crash)
+    expect(t.env.upgraded('repair:replacement-chains')).toBe(false)
+    expect(t.env.fact('repair:replacement-chains:after')).toBe(requestid(1999))
+    // the first two batches' leaked lists are gone, the third's not yet
+    expect(t.env.db('pin-blocks').getCount()).toBe(LISTS - 1000)
+    // the last 400 lists, and the mark (the 1,000 kept lists before them are not read again)
+    expect(await upgrade(t)).toBe(2)
+    expectRepaired(t)
+  })
+
+  it('by an error inside a batch: the batch is rolled back whole, and the next start does it again, releasing no list twice', async () => {
+    const t = await leakedLedger()
+    const ledger = new PinLedger(t.env)
+    const internals = ledger as unknown as { releaseRefs: (id: string) => void }
+    const release = internals.releaseRefs.bind(ledger)
+    let n = 0
+    // in the second batch, after releasing 100 of its leaked lists, the next release throws
+    internals.releaseRefs = (id) => {
+      if (++n === 601) throw new Crash('unwritable')
+      release(id)
+    }
+    await expect(upgrade(t, { ledger })).rejects.toThrow(Crash)
+    expect(t.env.upgraded('repair:replacement-chains')).toBe(false)
+    // the first batch stays committed, with its position; none of the second's releases is
+    expect(t.env.fact('repair:replacement-chains:after')).toBe(requestid(999))
+    expect(t.env.db('pin-blocks').getCount()).toBe(LISTS - 500)
+    // the second batch again, the third, and the mark
+    expect(await upgrade(t)).toBe(3)
+    expectRepaired(t)
+  })
+
+  it('once repaired after a crash, the kept pins going release every reference left (none was lost or left over)', async () => {
+    const t = await leakedLedger()
+    await expect(upgrade(t, { crashAt: 2 })).rejects.toThrow(Crash)
+    expect(await upgrade(t)).toBe(3)
+    expectRepaired(t)
+    await Promise.all(Array.from({ length: LISTS }, async (_, i) => {
+      if (i % 4 === 0) await t.ledger.remove(requestid(i), 'unpinned')
+      // a replacement removed while queued lets go of what it replaced
+      if (i % 4 === 2) await t.ledger.remove(successor(i, 1), 'unpinned')
+    }))
+    expect(blockRefs(t)).toEqual({})
+    expect(t.env.db('pin-blocks').getCount()).toBe(0)
+    expect(holds(t)).toEqual([])
   })
 })
