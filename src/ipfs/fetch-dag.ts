@@ -240,7 +240,9 @@ async function blockBytes (cid: CID, o: FetchDagOptions, signal: AbortSignal, ar
     return bytes
   }
   let bytes: Uint8Array
-  if (await o.local.has(cid)) bytes = await readAll(o.local, cid)
+  // the abort reaches the node's own store too: a bucket that stopped answering would otherwise hold the
+  // fetch (and serve's stop, which waits for it) until S3's timeouts and retries give up, about a minute
+  if (await o.local.has(cid, { signal })) bytes = await readAll(o.local, cid, signal)
   else bytes = await o.network.retrieve(cid, signal)
   signal.throwIfAborted()
   arrived(bytes.byteLength)
@@ -248,8 +250,8 @@ async function blockBytes (cid: CID, o: FetchDagOptions, signal: AbortSignal, ar
   return bytes
 }
 
-async function readAll (bs: Pick<Blockstore, 'get'>, cid: CID): Promise<Uint8Array> {
+async function readAll (bs: Pick<Blockstore, 'get'>, cid: CID, signal?: AbortSignal): Promise<Uint8Array> {
   const chunks: Uint8Array[] = []
-  for await (const c of bs.get(cid)) chunks.push(c)
+  for await (const c of bs.get(cid, signal != null ? { signal } : {})) chunks.push(c)
   return chunks.length === 1 ? chunks[0] as Uint8Array : Buffer.concat(chunks)
 }
