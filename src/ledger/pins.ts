@@ -556,9 +556,8 @@ export class PinLedger {
    * archiveBatch through the whole due range (each batch from `start`, where
    * the last stopped, so removed pins that must stay are not scanned again
    * and again), holding the archive open across the
-   * batches (one open and close of it per pass: lmdb keeps ~100 KB of native
-   * memory per environment opened and closed, measured over 600 cycles, so a
-   * pass opens it once, not once per batch); `between` runs after each batch
+   * batches (one open and close of it per pass, not one per batch: each close
+   * leaves ~130 bytes of lmdb-js's native memory, ./archive.ts); `between` runs after each batch
    * (serve yields the event loop there). Returns how many pins moved.
    */
   async archiveDue (cutoff: Date, between: () => Promise<void> = async () => {}, stop: () => boolean = () => false, batchSize = ARCHIVE_BATCH): Promise<number> {

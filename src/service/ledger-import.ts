@@ -104,7 +104,7 @@ export function ledgerIsEmpty ({ pins, tickets }: ImportTarget): boolean {
  */
 export async function checkImport (source: LineSource, target: ImportTarget | undefined, opts: ImportOptions = {}): Promise<ImportCheck> {
   // --merge looks every id up in the archive too: held open for the whole pass, not opened per line
-  // (lmdb keeps ~100 KB of native memory per opening; src/ledger/archive.ts)
+  // (each opening maps the file again and leaves ~130 bytes of lmdb-js's native memory; src/ledger/archive.ts)
   const release = opts.merge === true ? target?.pins.holdArchive() : undefined
   try {
     return await checkLines(source, target, opts)
