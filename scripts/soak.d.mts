@@ -38,6 +38,8 @@ export interface SoakSample {
   pid: number
   rss: number
   anon: number
+  /** RSS of serve's mappings of ledger.mdb and ledger-archive.mdb (part of the file-backed RSS) */
+  ledgerMapped: number
   file: number
   heapUsed: number
   heapTotal: number
@@ -92,6 +94,11 @@ export interface SoakSummary {
     idleEndRssMiB: number
     idleEndAnonMiB: number
     idleEndVsStartPct: number
+    idleStartAnonMiB: number
+    idleStartLedgerMappedMiB: number
+    idleEndLedgerMappedMiB: number
+    /** idle after the load against the start, both without the ledger's mapped pages */
+    idleEndVsStartWithoutLedgerPct: number
     maxRssMiB: number
     maxHeapUsedMiB: number
     maxExternalMiB: number

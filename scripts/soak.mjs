@@ -24,7 +24,8 @@
  * retries a refused or reset connection; everything else unexpected is an
  * error.
  *
- * Every `sampleMs` (10 s) a CSV row: RSS (anonymous and file-backed), the JS
+ * Every `sampleMs` (10 s) a CSV row: RSS (anonymous and file-backed, and of
+ * the file-backed part the ledger's mapped pages, from /proc/<pid>/smaps), the JS
  * heap, external and ArrayBuffer memory (from GET /metrics on the admin
  * socket), open fds, ledger.mdb and blocks/ sizes, requests and errors so far.
  *
@@ -137,6 +138,19 @@ function procStatus (pid) {
     const kb = (k) => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(s)?.[1] ?? NaN)
     return { rss: kb('VmRSS') * 1024, anon: kb('RssAnon') * 1024, file: kb('RssFile') * 1024, hwm: kb('VmHWM') * 1024 }
   } catch { return { rss: NaN, anon: NaN, file: NaN, hwm: NaN } }
+}
+
+/** RSS of serve's mappings of the ledger files (ledger.mdb, ledger-archive.mdb): the ledger's own data, resident as lmdb reads it */
+function ledgerMapped (pid) {
+  try {
+    let bytes = 0
+    let ledger = false
+    for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
+      if (/^[0-9a-f]+-[0-9a-f]+ /.test(line)) { ledger = /\/ledger(-archive)?\.mdb$/.test(line); continue }
+      if (ledger && line.startsWith('Rss:')) bytes += Number(/(\d+)/.exec(line)[1]) * 1024
+    }
+    return bytes
+  } catch { return NaN }
 }
 
 function fdCount (pid) {
@@ -370,6 +384,7 @@ export async function runSoak (opts = {}) {
       rss: st.rss,
       anon: st.anon,
       file: st.file,
+      ledgerMapped: ledgerMapped(s.pid),
       heapUsed: metricValue(metrics, 'pind_nodejs_heap_size_used_bytes'),
       heapTotal: metricValue(metrics, 'pind_nodejs_heap_size_total_bytes'),
       external: metricValue(metrics, 'pind_nodejs_external_memory_bytes'),
@@ -388,7 +403,7 @@ export async function runSoak (opts = {}) {
     }
     samples.push(row)
     const m = (x) => Number.isFinite(x) ? (x / MiB).toFixed(1) : ''
-    appendFileSync(csvPath, [row.t, row.phase, row.pid, m(row.rss), m(row.anon), m(row.file), m(row.heapUsed), m(row.heapTotal), m(row.external), m(row.arrayBuffers), row.fds, m(row.ledgerBytes), m(row.blocksBytes), row.blocksFiles, row.requests, row.errors, row.load1.toFixed(2), m(row.sendBudget), Number.isFinite(row.chunkBuffers) ? row.chunkBuffers : ''].join(',') + '\n')
+    appendFileSync(csvPath, [row.t, row.phase, row.pid, m(row.rss), m(row.anon), m(row.file), m(row.heapUsed), m(row.heapTotal), m(row.external), m(row.arrayBuffers), row.fds, m(row.ledgerBytes), m(row.blocksBytes), row.blocksFiles, row.requests, row.errors, row.load1.toFixed(2), m(row.sendBudget), Number.isFinite(row.chunkBuffers) ? row.chunkBuffers : '', m(row.ledgerMapped)].join(',') + '\n')
     return row
   }
 
@@ -398,7 +413,7 @@ export async function runSoak (opts = {}) {
     origin = await startPeer({ blocksDir: join(work, 'origin') })
     const originFs = unixfs(origin.helia)
     port = await freePort()
-    writeFileSync(csvPath, 't_s,phase,pid,rss_mib,rss_anon_mib,rss_file_mib,heap_used_mib,heap_total_mib,external_mib,array_buffers_mib,fds,ledger_mib,blocks_mib,blocks_files,requests,errors,load1,send_budget_mib,chunk_buffers\n')
+    writeFileSync(csvPath, 't_s,phase,pid,rss_mib,rss_anon_mib,rss_file_mib,heap_used_mib,heap_total_mib,external_mib,array_buffers_mib,fds,ledger_mib,blocks_mib,blocks_files,requests,errors,load1,send_budget_mib,chunk_buffers,ledger_rss_mib\n')
     state.restartGraceUntil = 0
     state.serve = await serve()
     const payTo0 = await usdcBalance(chain, chain.payTo)
@@ -735,6 +750,10 @@ export async function runSoak (opts = {}) {
       idleStartRssMiB: idleStart.rss / MiB,
       idleEndRssMiB: idleEnd.rss / MiB,
       idleEndAnonMiB: idleEnd.anon / MiB,
+      idleStartAnonMiB: idleStart.anon / MiB,
+      /** the ledger's pages mapped into serve: its data, grown by the run's writes (lmdb maps the file; see README "Soak") */
+      idleStartLedgerMappedMiB: idleStart.ledgerMapped / MiB,
+      idleEndLedgerMappedMiB: idleEnd.ledgerMapped / MiB,
       maxRssMiB: max('rss') / MiB,
       maxHeapUsedMiB: max('heapUsed') / MiB,
       maxExternalMiB: max('external') / MiB,
@@ -748,6 +767,7 @@ export async function runSoak (opts = {}) {
       loadAvg: { mean: loadSamples.reduce((a, s) => a + s.load1, 0) / Math.max(1, loadSamples.length), max: Math.max(0, ...loadSamples.map(s => s.load1)) }
     }
     memory.idleEndVsStartPct = (memory.idleEndRssMiB / memory.idleStartRssMiB - 1) * 100
+    memory.idleEndVsStartWithoutLedgerPct = ((memory.idleEndRssMiB - memory.idleEndLedgerMappedMiB) / (memory.idleStartRssMiB - memory.idleStartLedgerMappedMiB) - 1) * 100
     const statuses5xx = Object.entries(state.statuses).filter(([k]) => / 5\d\d$/.test(k)).reduce((a, [, n]) => a + n, 0)
     const summary = {
       minutes, clients, quoteClients, loadSeconds,
@@ -800,7 +820,7 @@ function printSummary (s, log) {
   log(`money: ${m.reconciled}/${m.payers} payers' balance changes equal what the ledger charged them (${m.charged} atomic units; payee received ${m.payToDelta}); ${m.settledUnacknowledged} settled write(s) the client never saw acknowledged${m.ok ? '' : ' — FAILED'}`)
   for (const x of m.mismatches.slice(0, 10)) log(`  ${x}`)
   const mem = s.memory
-  log(`memory: RSS idle ${f0(mem.idleStartRssMiB)} MiB at start, max ${f0(mem.maxRssMiB)} MiB, idle ${f0(mem.idleEndRssMiB)} MiB after the load (${mem.idleEndVsStartPct >= 0 ? '+' : ''}${f0(mem.idleEndVsStartPct)}%, anonymous ${f0(mem.idleEndAnonMiB)} MiB); heap used max ${f0(mem.maxHeapUsedMiB)} MiB, external max ${f0(mem.maxExternalMiB)} MiB (ArrayBuffers ${f0(mem.maxArrayBuffersMiB)}); fds ${mem.fds.start} → max ${mem.fds.max} → ${mem.fds.end}; ledger ${f0(mem.ledgerMiB)} MiB, blocks ${f0(mem.blocksMiB)} MiB`)
+  log(`memory: RSS idle ${f0(mem.idleStartRssMiB)} MiB at start, max ${f0(mem.maxRssMiB)} MiB, idle ${f0(mem.idleEndRssMiB)} MiB after the load (${mem.idleEndVsStartPct >= 0 ? '+' : ''}${f0(mem.idleEndVsStartPct)}%, anonymous ${f0(mem.idleEndAnonMiB)} vs ${f0(mem.idleStartAnonMiB)} MiB, the ledger's mapped pages ${f0(mem.idleEndLedgerMappedMiB)} vs ${f0(mem.idleStartLedgerMappedMiB)} MiB: ${mem.idleEndVsStartWithoutLedgerPct >= 0 ? '+' : ''}${f0(mem.idleEndVsStartWithoutLedgerPct)}% without them); heap used max ${f0(mem.maxHeapUsedMiB)} MiB, external max ${f0(mem.maxExternalMiB)} MiB (ArrayBuffers ${f0(mem.maxArrayBuffersMiB)}); fds ${mem.fds.start} → max ${mem.fds.max} → ${mem.fds.end}; ledger ${f0(mem.ledgerMiB)} MiB, blocks ${f0(mem.blocksMiB)} MiB`)
   log(`machine load average under load: mean ${mem.loadAvg.mean.toFixed(2)}, max ${mem.loadAvg.max.toFixed(2)}`)
   log(`memory verdict: ${mem.verdict === 'plateau' ? 'plateau' : `growing ${mem.growthPerHourMiB.toFixed(0)} MiB/h`} (linear fit of RSS over the last ${f0(mem.windowS)} s of load: ${mem.growthPerHourMiB >= 0 ? '+' : ''}${mem.growthPerHourMiB.toFixed(1)} MiB/h, ${mem.growthPct.toFixed(1)}% of ${f0(mem.meanRssMiB)} MiB over the window)`)
   for (const l of s.ledger.lines) log(l)

@@ -48,7 +48,7 @@ describe('soak', () => {
       const loaded = s.samples.filter(x => x.phase === 'load')
       expect(loaded.length).toBeGreaterThanOrEqual(5)
       for (const x of s.samples) {
-        for (const k of ['rss', 'anon', 'heapUsed', 'external', 'arrayBuffers', 'fds', 'ledgerBytes'] as const) expect(x[k], `${k} at ${x.t}s`).toBeGreaterThan(0)
+        for (const k of ['rss', 'anon', 'ledgerMapped', 'heapUsed', 'external', 'arrayBuffers', 'fds', 'ledgerBytes'] as const) expect(x[k], `${k} at ${x.t}s`).toBeGreaterThan(0)
         // the two holders of transient buffers, from /metrics too: a count and a byte figure, zero when idle
         expect(Number.isInteger(x.chunkBuffers) && x.chunkBuffers >= 0, `chunkBuffers at ${x.t}s`).toBe(true)
         expect(Number.isFinite(x.sendBudget) && x.sendBudget >= 0, `sendBudget at ${x.t}s`).toBe(true)
@@ -57,10 +57,14 @@ describe('soak', () => {
       expect(['plateau', 'growing']).toContain(s.memory.verdict)
       expect(Number.isFinite(s.memory.growthPerHourMiB)).toBe(true)
       const rows = readFileSync(csv, 'utf8').trim().split('\n')
-      expect(rows[0]).toMatch(/^t_s,phase,pid,rss_mib,.*,load1,send_budget_mib,chunk_buffers$/)
+      expect(rows[0]).toMatch(/^t_s,phase,pid,rss_mib,.*,load1,send_budget_mib,chunk_buffers,ledger_rss_mib$/)
       for (const row of rows.slice(1)) expect(row.split(',').length).toBe(rows[0]?.split(',').length)
       expect(rows.length).toBe(s.samples.length + 1)
       expect(report).toMatch(/memory verdict: (plateau|growing)/)
+      // the ledger's mapped pages are part of the file-backed RSS, and the idle figure is given without them too
+      for (const x of s.samples) expect(x.ledgerMapped, `ledgerMapped at ${x.t}s`).toBeLessThanOrEqual(x.file)
+      expect(Number.isFinite(s.memory.idleEndVsStartWithoutLedgerPct)).toBe(true)
+      expect(report).toMatch(/the ledger's mapped pages \d+ vs \d+ MiB: [+-]?\d+% without them/)
 
       // where the ledger's bytes went, by sub-database, per paid write (read with serve stopped)
       expect(s.ledger.dbs.pins?.entries).toBeGreaterThanOrEqual(s.paidWrites)
