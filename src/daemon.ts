@@ -85,9 +85,12 @@ const REPLAY_CHECKS = 8
  * how often serve moves removed pins to the archive (src/service/archiver.ts): each pass opens and
  * closes the archive file once (a pass with nothing due opens nothing); each close leaves ~130 bytes
  * of lmdb-js's native memory (src/ledger/archive.ts: the "~100 KB per environment" measured once
- * was a tight loop's garbage, not a leak), so 6 passes an hour cost ~20 KB a day
+ * was a tight loop's garbage, not a leak), so 30 passes an hour cost ~95 KB a day. Every 2 minutes
+ * (was 10, for that mistaken cost): ledger.mdb holds the removals of the last payment timeout plus
+ * up to an interval, and lmdb maps the whole file into serve's RSS (README, "Soak"), so the file's
+ * steady size under a stream of removals is what a shorter interval lowers
  */
-const ARCHIVE_INTERVAL_MS = 10 * 60_000
+const ARCHIVE_INTERVAL_MS = 2 * 60_000
 
 export interface Daemon {
   url: string
