@@ -40,6 +40,9 @@ export interface SoakSample {
   anon: number
   /** RSS of serve's mappings of ledger.mdb and ledger-archive.mdb (part of the file-backed RSS) */
   ledgerMapped: number
+  /** V8's malloc'd memory outside its heap (compiler and parser zones) now, and its peak since serve started (from /metrics) */
+  v8Malloced: number
+  v8PeakMalloced: number
   file: number
   heapUsed: number
   heapTotal: number
@@ -95,6 +98,8 @@ export interface SoakSummary {
     idleEndAnonMiB: number
     idleEndVsStartPct: number
     idleStartAnonMiB: number
+    maxV8PeakMallocedMiB: number
+    maxV8MallocedMiB: number
     idleStartLedgerMappedMiB: number
     idleEndLedgerMappedMiB: number
     /** idle after the load against the start, both without the ledger's mapped pages */

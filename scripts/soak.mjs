@@ -26,7 +26,7 @@
  *
  * Every `sampleMs` (10 s) a CSV row: RSS (anonymous and file-backed, and of
  * the file-backed part the ledger's mapped pages, from /proc/<pid>/smaps), the JS
- * heap, external and ArrayBuffer memory (from GET /metrics on the admin
+ * heap, V8's malloc'd memory outside it (now, and its peak since start), external and ArrayBuffer memory (from GET /metrics on the admin
  * socket), open fds, ledger.mdb and blocks/ sizes, requests and errors so far.
  *
  * At the end, after `idleSeconds` without load (idle RSS): every acknowledged
@@ -399,11 +399,14 @@ export async function runSoak (opts = {}) {
       load1: loadavg()[0],
       /** response bytes queued in user space (the send budget's use) and upload chunk buffers held: two holders of the transient buffers (issue 18, the peaks) */
       sendBudget: metricValue(metrics, 'pind_http_send_budget_bytes'),
-      chunkBuffers: metricValue(metrics, 'pind_upload_chunk_buffers')
+      chunkBuffers: metricValue(metrics, 'pind_upload_chunk_buffers'),
+      /** V8's malloc'd memory outside its heap (compiler and parser zones), now and its peak since serve started */
+      v8Malloced: metricValue(metrics, 'pind_nodejs_v8_malloced_bytes'),
+      v8PeakMalloced: metricValue(metrics, 'pind_nodejs_v8_peak_malloced_bytes')
     }
     samples.push(row)
     const m = (x) => Number.isFinite(x) ? (x / MiB).toFixed(1) : ''
-    appendFileSync(csvPath, [row.t, row.phase, row.pid, m(row.rss), m(row.anon), m(row.file), m(row.heapUsed), m(row.heapTotal), m(row.external), m(row.arrayBuffers), row.fds, m(row.ledgerBytes), m(row.blocksBytes), row.blocksFiles, row.requests, row.errors, row.load1.toFixed(2), m(row.sendBudget), Number.isFinite(row.chunkBuffers) ? row.chunkBuffers : '', m(row.ledgerMapped)].join(',') + '\n')
+    appendFileSync(csvPath, [row.t, row.phase, row.pid, m(row.rss), m(row.anon), m(row.file), m(row.heapUsed), m(row.heapTotal), m(row.external), m(row.arrayBuffers), row.fds, m(row.ledgerBytes), m(row.blocksBytes), row.blocksFiles, row.requests, row.errors, row.load1.toFixed(2), m(row.sendBudget), Number.isFinite(row.chunkBuffers) ? row.chunkBuffers : '', m(row.ledgerMapped), m(row.v8Malloced), m(row.v8PeakMalloced)].join(',') + '\n')
     return row
   }
 
@@ -413,7 +416,7 @@ export async function runSoak (opts = {}) {
     origin = await startPeer({ blocksDir: join(work, 'origin') })
     const originFs = unixfs(origin.helia)
     port = await freePort()
-    writeFileSync(csvPath, 't_s,phase,pid,rss_mib,rss_anon_mib,rss_file_mib,heap_used_mib,heap_total_mib,external_mib,array_buffers_mib,fds,ledger_mib,blocks_mib,blocks_files,requests,errors,load1,send_budget_mib,chunk_buffers,ledger_rss_mib\n')
+    writeFileSync(csvPath, 't_s,phase,pid,rss_mib,rss_anon_mib,rss_file_mib,heap_used_mib,heap_total_mib,external_mib,array_buffers_mib,fds,ledger_mib,blocks_mib,blocks_files,requests,errors,load1,send_budget_mib,chunk_buffers,ledger_rss_mib,v8_malloced_mib,v8_peak_malloced_mib\n')
     state.restartGraceUntil = 0
     state.serve = await serve()
     const payTo0 = await usdcBalance(chain, chain.payTo)
@@ -758,6 +761,9 @@ export async function runSoak (opts = {}) {
       maxHeapUsedMiB: max('heapUsed') / MiB,
       maxExternalMiB: max('external') / MiB,
       maxArrayBuffersMiB: max('arrayBuffers') / MiB,
+      /** the most V8 held in malloc'd memory outside its heap (compiler and parser zones) since either serve process started (start-up's parse of the bundle included), and the most a sample saw */
+      maxV8PeakMallocedMiB: max('v8PeakMalloced') / MiB,
+      maxV8MallocedMiB: max('v8Malloced') / MiB,
       fds: { start: idleStart.fds, max: max('fds'), end: idleEnd.fds },
       ledgerMiB: idleEnd.ledgerBytes / MiB,
       blocksMiB: idleEnd.blocksBytes / MiB,
@@ -820,7 +826,7 @@ function printSummary (s, log) {
   log(`money: ${m.reconciled}/${m.payers} payers' balance changes equal what the ledger charged them (${m.charged} atomic units; payee received ${m.payToDelta}); ${m.settledUnacknowledged} settled write(s) the client never saw acknowledged${m.ok ? '' : ' — FAILED'}`)
   for (const x of m.mismatches.slice(0, 10)) log(`  ${x}`)
   const mem = s.memory
-  log(`memory: RSS idle ${f0(mem.idleStartRssMiB)} MiB at start, max ${f0(mem.maxRssMiB)} MiB, idle ${f0(mem.idleEndRssMiB)} MiB after the load (${mem.idleEndVsStartPct >= 0 ? '+' : ''}${f0(mem.idleEndVsStartPct)}%, anonymous ${f0(mem.idleEndAnonMiB)} vs ${f0(mem.idleStartAnonMiB)} MiB, the ledger's mapped pages ${f0(mem.idleEndLedgerMappedMiB)} vs ${f0(mem.idleStartLedgerMappedMiB)} MiB: ${mem.idleEndVsStartWithoutLedgerPct >= 0 ? '+' : ''}${f0(mem.idleEndVsStartWithoutLedgerPct)}% without them); heap used max ${f0(mem.maxHeapUsedMiB)} MiB, external max ${f0(mem.maxExternalMiB)} MiB (ArrayBuffers ${f0(mem.maxArrayBuffersMiB)}); fds ${mem.fds.start} → max ${mem.fds.max} → ${mem.fds.end}; ledger ${f0(mem.ledgerMiB)} MiB, blocks ${f0(mem.blocksMiB)} MiB`)
+  log(`memory: RSS idle ${f0(mem.idleStartRssMiB)} MiB at start, max ${f0(mem.maxRssMiB)} MiB, idle ${f0(mem.idleEndRssMiB)} MiB after the load (${mem.idleEndVsStartPct >= 0 ? '+' : ''}${f0(mem.idleEndVsStartPct)}%, anonymous ${f0(mem.idleEndAnonMiB)} vs ${f0(mem.idleStartAnonMiB)} MiB, the ledger's mapped pages ${f0(mem.idleEndLedgerMappedMiB)} vs ${f0(mem.idleStartLedgerMappedMiB)} MiB: ${mem.idleEndVsStartWithoutLedgerPct >= 0 ? '+' : ''}${f0(mem.idleEndVsStartWithoutLedgerPct)}% without them); heap used max ${f0(mem.maxHeapUsedMiB)} MiB, external max ${f0(mem.maxExternalMiB)} MiB (ArrayBuffers ${f0(mem.maxArrayBuffersMiB)}), V8's malloc'd peak ${f0(mem.maxV8PeakMallocedMiB)} MiB (start-up's included), max ${f0(mem.maxV8MallocedMiB)} MiB in a sample; fds ${mem.fds.start} → max ${mem.fds.max} → ${mem.fds.end}; ledger ${f0(mem.ledgerMiB)} MiB, blocks ${f0(mem.blocksMiB)} MiB`)
   log(`machine load average under load: mean ${mem.loadAvg.mean.toFixed(2)}, max ${mem.loadAvg.max.toFixed(2)}`)
   log(`memory verdict: ${mem.verdict === 'plateau' ? 'plateau' : `growing ${mem.growthPerHourMiB.toFixed(0)} MiB/h`} (linear fit of RSS over the last ${f0(mem.windowS)} s of load: ${mem.growthPerHourMiB >= 0 ? '+' : ''}${mem.growthPerHourMiB.toFixed(1)} MiB/h, ${mem.growthPct.toFixed(1)}% of ${f0(mem.meanRssMiB)} MiB over the window)`)
   for (const l of s.ledger.lines) log(l)

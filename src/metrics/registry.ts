@@ -17,6 +17,7 @@
  *   pind_blockstore_blocks / pind_blockstore_bytes
  *   pind_libp2p_connections
  *   pind_nodejs_array_buffers_bytes                         ArrayBuffer memory (part of external)
+ *   pind_nodejs_v8_malloced_bytes / pind_nodejs_v8_peak_malloced_bytes   V8's own malloc'd memory (compiler zones, ...) now, and its peak
  *   pind_http_send_budget_bytes / pind_http_send_budget_limit_bytes   response bytes queued in user space, and the budget
  *   pind_http_send_budget_waits_total                       times a response waited for the send budget
  *   pind_http_slow_responses_cut_total                      responses cut below --http-min-send-rate
@@ -34,6 +35,7 @@
  *   pind_s3_up                                   1 while the bucket answers (S3 block backend only)
  * plus prom-client's default process metrics (RSS, CPU, event loop lag, heap).
  */
+import { getHeapStatistics } from 'node:v8'
 import client from 'prom-client'
 
 export interface MetricsSources {
@@ -76,6 +78,11 @@ export class Metrics {
     client.collectDefaultMetrics({ register: r, prefix: 'pind_' })
     // the default metrics have heap and external memory but not the ArrayBuffer share of external (upload bodies, blocks)
     new client.Gauge({ name: 'pind_nodejs_array_buffers_bytes', help: 'memory held by ArrayBuffers (a part of external memory)', registers: [r], collect () { this.set(process.memoryUsage().arrayBuffers) } })
+    // nor V8's memory outside its heap: the zones its compilers and parser allocate with malloc, briefly (issue 18: RSS
+    // peaks of ~30 MiB with neither the heap nor ArrayBuffers moving). The peak since start is mostly start-up's: the
+    // packaged binary's parse and compile of its bundle reached 36 MiB before serve answered (soak, 2 s samples)
+    new client.Gauge({ name: 'pind_nodejs_v8_malloced_bytes', help: "memory V8 allocated with malloc (compiler and parser zones), outside its heap", registers: [r], collect () { this.set(getHeapStatistics().malloced_memory) } })
+    new client.Gauge({ name: 'pind_nodejs_v8_peak_malloced_bytes', help: "the most memory V8 has held allocated with malloc since the process started (start-up's parse and compile included)", registers: [r], collect () { this.set(getHeapStatistics().peak_malloced_memory) } })
     const sending = sources.sending
     if (sending != null) {
       new client.Gauge({ name: 'pind_http_send_budget_bytes', help: 'response bytes streamed responses hold queued in user space now (--http-send-budget)', registers: [r], collect () { this.set(sending().inUse) } })

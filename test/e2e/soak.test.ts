@@ -52,12 +52,15 @@ describe('soak', () => {
         // the two holders of transient buffers, from /metrics too: a count and a byte figure, zero when idle
         expect(Number.isInteger(x.chunkBuffers) && x.chunkBuffers >= 0, `chunkBuffers at ${x.t}s`).toBe(true)
         expect(Number.isFinite(x.sendBudget) && x.sendBudget >= 0, `sendBudget at ${x.t}s`).toBe(true)
+        // V8's malloc'd memory, from /metrics: its peak since start is never below what it holds now
+        expect(x.v8Malloced, `v8Malloced at ${x.t}s`).toBeGreaterThan(0)
+        expect(x.v8PeakMalloced, `v8PeakMalloced at ${x.t}s`).toBeGreaterThanOrEqual(x.v8Malloced)
       }
       expect(Math.max(...s.samples.map(x => x.blocksBytes))).toBeGreaterThan(0)
       expect(['plateau', 'growing']).toContain(s.memory.verdict)
       expect(Number.isFinite(s.memory.growthPerHourMiB)).toBe(true)
       const rows = readFileSync(csv, 'utf8').trim().split('\n')
-      expect(rows[0]).toMatch(/^t_s,phase,pid,rss_mib,.*,load1,send_budget_mib,chunk_buffers,ledger_rss_mib$/)
+      expect(rows[0]).toMatch(/^t_s,phase,pid,rss_mib,.*,load1,send_budget_mib,chunk_buffers,ledger_rss_mib,v8_malloced_mib,v8_peak_malloced_mib$/)
       for (const row of rows.slice(1)) expect(row.split(',').length).toBe(rows[0]?.split(',').length)
       expect(rows.length).toBe(s.samples.length + 1)
       expect(report).toMatch(/memory verdict: (plateau|growing)/)
