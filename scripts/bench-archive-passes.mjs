@@ -12,33 +12,20 @@
  *
  * Usage: node scripts/bench-archive-passes.mjs [passes=2400] [pins=20] [--against <git-ref>=main]
  */
-import { execFileSync, spawnSync } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { bundleAtRef } from './bundle-ref.mjs'
 
 const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)))
 const SELF = fileURLToPath(import.meta.url)
 const CACHE = join(ROOT, 'node_modules', '.cache', 'pind-bench-archive') // inside the tree: the bundles' lmdb resolves from its node_modules
 
 async function bundle (ref) {
-  const { build } = await import('esbuild')
-  mkdirSync(CACHE, { recursive: true })
-  let resolveDir = ROOT
-  if (ref != null) {
-    resolveDir = mkdtempSync(join(CACHE, 'src-'))
-    execFileSync('sh', ['-c', `git -C "${ROOT}" archive "${ref}" src package.json | tar -x -C "${resolveDir}"`])
-  }
-  const outfile = join(CACHE, `archive-${ref == null ? 'tree' : ref.replace(/[^\w.-]/g, '_')}.mjs`)
-  await build({
-    stdin: { contents: "export { LedgerArchive } from './src/ledger/archive.ts'", resolveDir, loader: 'ts' },
-    bundle: true, platform: 'node', format: 'esm', target: 'node24', outfile, logLevel: 'error',
-    external: ['lmdb'], nodePaths: [join(ROOT, 'node_modules')]
-  })
-  if (ref != null) rmSync(resolveDir, { recursive: true, force: true })
-  return outfile
+  return await bundleAtRef({ contents: "export { LedgerArchive } from './src/ledger/archive.ts'", cache: CACHE, name: 'archive', ref })
 }
 
 function anonMiB () {

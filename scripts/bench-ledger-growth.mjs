@@ -27,13 +27,14 @@
  *
  * Usage: node scripts/bench-ledger-growth.mjs [writes=20000] [--against <git-ref>=main] [--live 24] [--seed 1] [--upgrade] [--json file]
  */
-import { execFileSync, spawnSync } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { open } from 'lmdb'
 import { formatLedgerStats, ledgerStats } from './ledger-stats.mjs'
+import { bundleAtRef } from './bundle-ref.mjs'
 
 const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)))
 const SELF = fileURLToPath(import.meta.url)
@@ -50,21 +51,7 @@ export { exportLedger, parseExportOptions } from './src/service/ledger-export.ts
 
 /** src/ledger of this tree (ref undefined) or of a git ref, bundled into one module (lmdb stays external: it resolves from this tree's node_modules) */
 async function bundle (ref) {
-  const { build } = await import('esbuild')
-  mkdirSync(CACHE, { recursive: true })
-  let resolveDir = ROOT
-  if (ref != null) {
-    resolveDir = mkdtempSync(join(CACHE, 'src-'))
-    execFileSync('sh', ['-c', `git -C "${ROOT}" archive "${ref}" src package.json | tar -x -C "${resolveDir}"`])
-  }
-  const outfile = join(CACHE, `ledger-${ref == null ? 'tree' : ref.replace(/[^\w.-]/g, '_')}.mjs`)
-  await build({
-    stdin: { contents: ENTRY, resolveDir, loader: 'ts' },
-    bundle: true, platform: 'node', format: 'esm', target: 'node24', outfile, logLevel: 'error',
-    external: ['lmdb'], nodePaths: [join(ROOT, 'node_modules')]
-  })
-  if (ref != null) rmSync(resolveDir, { recursive: true, force: true })
-  return outfile
+  return await bundleAtRef({ contents: ENTRY, cache: CACHE, name: 'ledger', ref })
 }
 
 /** a deterministic PRNG (mulberry32) */
