@@ -307,8 +307,10 @@ export class PinLedger {
   }
 
   /**
-   * Calls `fn` on every entry of `db` (which it may rewrite, never remove),
-   * `batch` entries per transaction; `tick` counts each.
+   * Calls `fn` on every entry of `db` (which it may rewrite or remove),
+   * `batch` entries per transaction; `tick` counts each. inKeyBatches below
+   * walks the keys; each value is read as its turn comes (upgrades only: one
+   * lookup more per entry, and no batch of values held at once).
    *
    * `resume`, for a step whose writes are not idempotent (they count): the
    * meta fact that keeps the last key done, written in the transaction of the
@@ -319,31 +321,18 @@ export class PinLedger {
    * (LedgerEnv.transaction): the next start does that batch again, whole.
    */
   private async inBatches<K extends Key, V> (db: Database<V, K>, batch: number, tick: Tick, fn: (key: K, value: V) => void, resume?: string): Promise<void> {
-    let after = resume != null ? this.env.fact(resume) as K | undefined : undefined
-    let more = true
-    while (more) {
-      await this.env.transaction(() => {
-        const from = after
-        more = false
-        let n = 0
-        // from the last key done, which is skipped (if it is still there)
-        for (const { key, value } of db.getRange(from === undefined ? { limit: batch + 1 } : { start: from, limit: batch + 2 })) {
-          if (from !== undefined && sameKey(key, from)) continue
-          if (n === batch) { more = true; break }
-          tick()
-          fn(key, value)
-          after = key
-          n++
-        }
-        if (resume != null && after !== from) void this.env.setFact(resume, after)
-      })
-    }
+    await this.inKeyBatches(db, batch, tick, (key) => {
+      const value = db.get(key)
+      if (value !== undefined) fn(key, value)
+    }, resume)
   }
 
+
   /**
-   * inBatches for a step that may remove the entries it is called on: each
-   * batch reads its keys first (no cursor walks on past an entry removed under
-   * it), then calls `fn` on each, which reads what it needs of the entry.
+   * The walk under inBatches, for a step that may remove the entries it is
+   * called on: each batch reads its keys first (no cursor walks on past an
+   * entry removed under it), then calls `fn` on each, which reads what it
+   * needs of the entry.
    * `resume` as for inBatches (the last key done may since have been removed:
    * the walk starts at the first key after it all the same).
    */
