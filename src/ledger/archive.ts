@@ -1,7 +1,9 @@
 /**
  * The ledger's archive (`ledger-archive.mdb`, beside `ledger.mdb`): removed
- * pins and the payments that created them, moved out of the ledger once no
- * request can ask for them again (PinLedger.archiveRemoved).
+ * pins and the payments that created them, moved out of the ledger by serve's
+ * archiver soon after the removal (PinLedger.archiveDue; until no payment
+ * signed before it can be valid, the ledger keeps a mark of the payment, so
+ * that it still counts as used).
  *
  * Why (issue 18): lmdb maps `ledger.mdb`, and a long-running serve ends up
  * with every page of it resident (writes and reads wander over the whole

@@ -28,10 +28,16 @@ import { archivePathOf, LedgerArchive } from './archive.js'
  *     export would miss them). Opening an older ledger marks it version 4 at
  *     once, as above (the index:removed-pins upgrade then lists the removed
  *     pins it holds, which the archiver moves).
+ *  5: a removed pin moves to the archive soon after its removal, and the
+ *     payment that created it stays marked used in `payments-moved` until no
+ *     payment signed before the removal can be valid (PinLedger.archiveDue);
+ *     a pind that knows only version 4 would not look there (a used payment
+ *     would look unused). Opening an older ledger marks it version 5 at once,
+ *     as above (nothing to upgrade: it has no marks).
  */
-export const LEDGER_SCHEMA_VERSION = 4
+export const LEDGER_SCHEMA_VERSION = 5
 /** the versions this pind opens (older ones are upgraded in place) */
-const READABLE_VERSIONS: readonly unknown[] = [1, 2, 3, 4]
+const READABLE_VERSIONS: readonly unknown[] = [1, 2, 3, 4, 5]
 
 /** the upgrades of the ledger's indexes (PinLedger.upgrade), each run once */
 export type Upgrade = 'index:owner-summaries' | 'index:pins-by-expiry' | 'repair:replacement-chains' | 'index:provide-keys' | 'compact:records' | 'clock:created-high' | 'compact:payment-keys' | 'compact:pin-numbers' | 'index:removed-pins'

@@ -16,6 +16,10 @@
  *   settling  paymentId → SettlingRecord                    (written before settlement, removed with the record it paid for;
  *                                                             leftovers are reconciled and closed through SettlementNotes)
  *   provide-* kadKey → what the DHT announces, and when       (ProvideKeys: held and released with the block references)
+ *   pins-removed [removedMs, requestid] → 1, or the payment's moved mark  (removed pins the archiver has still to
+ *                                                           move, then, until their payment expires, the marks to forget)
+ *   payments-moved  moved mark of a payment id → 1          (the payment of a pin moved to the archive while a payment
+ *                                                           signed before the removal may still be valid: still used)
  * The ledger decides what is live; helia's pin refcounts are not used.
  * A pin's block list is held while the pin is not removed, and a replaced
  * pin's while its chain of replacements still queued ends in a live one:
@@ -63,12 +67,31 @@ const ARCHIVED = 'archivedPins'
  */
 const ARCHIVE_BATCH = 100
 
+/**
+ * The key in payments-moved of a payment id: a type byte, then the 52 bytes
+ * of an x402 id (./stored.ts paymentKey) or the id's UTF-8 (any other).
+ */
+function movedMark (id: string): Buffer {
+  const key = paymentKey(id)
+  return key != null ? Buffer.concat([Buffer.of(0), key]) : Buffer.concat([Buffer.of(1), Buffer.from(id, 'utf8')])
+}
+
+/** a pins-removed value that is a moved mark (the pin is in the archive, its payment still marked used) */
+function isMark (v: unknown): v is Uint8Array {
+  return v instanceof Uint8Array
+}
+
 /** when a removed pin was removed (ms; its record's time) */
 function removedMs (pin: PinRecord): number {
   const t = Date.parse(pin.removed?.at ?? '')
   return Number.isFinite(t) ? t : 0
 }
 type CidKey = [string, string]
+
+/** the order of two pins-removed keys, as lmdb orders them */
+function compareIndexKeys (a: [number, string], b: [number, string]): number {
+  return a[0] !== b[0] ? a[0] - b[0] : a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0
+}
 
 /** how far the ledger's upgrade has got: the step running and the records it has read so far */
 export interface UpgradeProgress { upgrade: Upgrade, records: number }
@@ -89,8 +112,12 @@ export class PinLedger {
   private readonly fetchQueue: Database<number, string>
   private readonly byExpiry: Database<string, [number, string]>
   private readonly settling: Database<SettlingRecord, string>
-  /** removed pins not yet archived, by the time of their removal: [ms, requestid] (archiveRemoved) */
-  private readonly removedIdx: Database<number, [number, string]>
+  /** removed pins by the time of their removal, [ms, requestid]: 1 until archived, then their payment's moved mark until it is forgotten (archiveBatch) */
+  private readonly removedIdx: Database<number | Uint8Array, [number, string]>
+  /** the payments of pins moved to the archive that must still count as used (archiveBatch): moved mark → 1 */
+  private readonly paymentsMoved: Database<number, Buffer>
+  /** how far this process's archiver passes have moved pins early (archiveDue's moveBefore): each pass goes on from there */
+  private movedThrough: [number, string] | undefined
 
   /** how long after pinned_until a pin still counts as live (until the sweeper marks it expired) */
   readonly graceMs: number
@@ -109,7 +136,8 @@ export class PinLedger {
     this.fetchQueue = env.db<number>('fetch-queue')
     this.byExpiry = env.db<string>('pins-by-expiry')
     this.settling = env.db<SettlingRecord>('settling')
-    this.removedIdx = env.db<number>('pins-removed')
+    this.removedIdx = env.db<number | Uint8Array>('pins-removed')
+    this.paymentsMoved = env.db<number>('payments-moved', { keyEncoding: 'binary' }) as Database<number, Buffer>
     this.provides = new ProvideKeys(env)
     // until the clock:created-high upgrade has run (a ledger of an earlier pind), upgrade() seeds it
     const high = env.fact(CREATED_HIGH)
@@ -189,9 +217,10 @@ export class PinLedger {
     return (key != null ? this.paymentsBinary.get(key, at?.read) : undefined) ?? this.payments.get(id, at?.read)
   }
 
+  /** recorded here, or moved to the archive with its pin while it may still be valid (payments-moved) */
   private hasPayment (id: string): boolean {
     const key = paymentKey(id)
-    return (key != null && this.paymentsBinary.doesExist(key)) || this.payments.doesExist(id)
+    return (key != null && this.paymentsBinary.doesExist(key)) || this.payments.doesExist(id) || this.paymentsMoved.doesExist(movedMark(id))
   }
 
   /** reads a pin's payment record: the purpose may name the pin's CID, which the pin's reader has already */
@@ -484,29 +513,44 @@ export class PinLedger {
   }
 
   /**
-   * Moves removed pins whose removal was at or before `cutoff` to the archive
-   * (./archive.ts), each with the payment record that created it, at most
-   * `limit` of them, scanning the index from `start` (its beginning when
-   * absent); returns how many moved, and the index key the next batch starts
-   * at (undefined once the due range is scanned to its end). The archive's commit comes
-   * first, then the ledger's delete (one transaction): a crash between them
-   * leaves records in both, which readers take once, and the next pass moves
-   * again. A pin is moved only when nothing needs it here any more: not
-   * while it holds block references (a replaced pin whose replacement has
-   * not settled) or a replacement chain still walks through it.
+   * One batch of an archiver pass over the removed pins' index, from `start`
+   * (its beginning when absent) through the removals at or before `end`, at
+   * most `limit` moves: returns how many pins moved, the index key the next
+   * batch starts at (undefined once the range is scanned to its end) and the
+   * last key scanned. A pin moves to the archive (./archive.ts) with the
+   * payment that created it only when nothing here needs it any more: not
+   * while it holds block references (a replaced pin whose replacement has not
+   * settled) or a replacement chain still walks through it.
    *
-   * `cutoff` must leave every request that could name the pin behind: serve
-   * passes the payment timeout ago (src/service/archiver.ts), after which no
-   * payment signed before the removal is valid, so no retry of a request
-   * (a replay answered with its pin, a replacement retried) can come.
+   * `marked` (the removals after the payment cutoff, archiveDue): a payment
+   * signed before the removal may still be valid, so a retry of the request
+   * it paid for may still come. The payment must still count as used: its
+   * moved mark (a type byte and its 52 bytes, ~60 bytes against the ~700 of
+   * the pin and payment records) goes into payments-moved, and the pin's
+   * index entry keeps the mark until a pass past the payment cutoff forgets
+   * both. Such a retry is answered as one whose payment was used elsewhere
+   * (402: sign a new payment), as it is once the records are archived.
+   * Without `marked` (at or before the payment cutoff) a pin moves without a
+   * mark, and the marks met go with their entries.
+   *
+   * The archive's commit comes first, then the ledger's (one transaction): a
+   * crash between them leaves records in both, which readers take once, and
+   * the next pass moves again.
    */
-  private async archiveBatch (cutoff: Date, limit: number, start?: [number, string]): Promise<{ moved: number, next?: [number, string] }> {
-    const moving: Array<{ key: [number, string], pin?: PinRecord }> = []
+  private async archiveBatch (end: Date, marked: boolean, limit: number, start?: [number, string]): Promise<{ moved: number, next?: [number, string], last?: [number, string] }> {
+    const moving: Array<{ key: [number, string], pin?: PinRecord, mark?: Uint8Array }> = []
     const payments: PaymentRecord[] = []
     let scanned = 0
     let next: [number, string] | undefined
-    for (const { key } of this.removedIdx.getRange({ start, end: [cutoff.getTime() + 1] })) {
+    let last: [number, string] | undefined
+    for (const { key, value } of this.removedIdx.getRange({ start, end: [end.getTime() + 1] })) {
       if (moving.length >= limit || ++scanned > 4 * limit) { next = key; break }
+      last = key
+      if (isMark(value)) {
+        // moved already: the mark is forgotten once the payment cutoff has passed the removal
+        if (!marked) moving.push({ key, mark: value })
+        continue
+      }
       const pin = this.getPin(key[1])
       if (pin == null || pin.removed == null) {
         moving.push({ key }) // not (or no longer) a removed pin here: the entry goes
@@ -517,15 +561,18 @@ export class PinLedger {
       const payment = pin.payment?.id != null ? this.getPayment(pin.payment.id, (rid) => rid === pin.requestid ? pin.cid : this.pinCid(rid)) : undefined
       if (payment != null && payment.requestid === pin.requestid) payments.push(payment)
     }
-    if (moving.length === 0) return { moved: 0, next }
+    if (moving.length === 0) return { moved: 0, next, last }
     const pins = moving.flatMap(m => m.pin != null ? [m.pin] : [])
     if (pins.length > 0) await this.env.archive.put(pins, payments)
     const paymentOf = new Map(payments.map(p => [p.requestid, p.id]))
     let moved = 0
     await this.env.transaction(() => {
-      for (const { key, pin } of moving) {
-        this.removedIdx.remove(key)
-        if (pin == null || !this.pins.doesExist(pin.requestid)) continue
+      for (const { key, pin, mark } of moving) {
+        if (mark != null) this.paymentsMoved.remove(Buffer.from(mark))
+        if (pin == null || !this.pins.doesExist(pin.requestid)) {
+          this.removedIdx.remove(key)
+          continue
+        }
         this.pins.remove(pin.requestid)
         this.pinBlocks.remove(pin.requestid)
         const paymentId = paymentOf.get(pin.requestid)
@@ -534,36 +581,71 @@ export class PinLedger {
           if (pk != null) this.paymentsBinary.remove(pk)
           this.payments.remove(paymentId)
         }
+        if (marked && paymentId != null) {
+          const m = movedMark(paymentId)
+          this.paymentsMoved.put(m, 1)
+          this.removedIdx.put(key, m)
+        } else {
+          this.removedIdx.remove(key)
+        }
         moved++
       }
       if (moved > 0) void this.env.setFact(ARCHIVED, this.archivedCount() + moved)
     })
-    return { moved, next }
+    return { moved, next, last }
+  }
+
+  /** archiveBatch after archiveBatch through the range, each from where the last stopped; the pins moved and the last key scanned */
+  private async archiveRange (end: Date, marked: boolean, start: [number, string] | undefined, batchSize: number, between: () => Promise<void>, stop: () => boolean): Promise<{ moved: number, last?: [number, string] }> {
+    let moved = 0
+    let last: [number, string] | undefined
+    while (!stop()) {
+      const batch = await this.archiveBatch(end, marked, batchSize, start)
+      moved += batch.moved
+      last = batch.last ?? last
+      if (batch.next == null) break
+      start = batch.next
+      await between()
+    }
+    return { moved, last }
   }
 
   /**
-   * archiveBatch through the whole due range (each batch from `start`, where
-   * the last stopped, so removed pins that must stay are not scanned again
-   * and again), holding the archive open across the
-   * batches (one open and close of it per pass, not one per batch: each close
-   * leaves ~130 bytes of lmdb-js's native memory, ./archive.ts); `between` runs after each batch
-   * (serve yields the event loop there). Returns how many pins moved.
+   * One archiver pass: the removals at or before `cutoff` (past which no
+   * payment signed before them is valid: serve passes the payment timeout
+   * ago, src/service/archiver.ts) move to the archive whole and their marks
+   * are forgotten; then those after it and at or before `moveBefore` (serve:
+   * now) move with their payments marked used (archiveBatch). Without
+   * `moveBefore`, only the first. Each batch goes on from where the last
+   * stopped, so removed pins that must stay are not scanned again and again;
+   * the second part goes on from where this process's last pass left it
+   * (what it skipped, or what came in behind it, moves whole at the
+   * cutoff). The archive is held open across the batches (one open and close
+   * per pass, not one per batch: each close leaves ~130 bytes of lmdb-js's
+   * native memory, ./archive.ts), and not opened when nothing is due;
+   * `between` runs after each batch (serve yields the event loop there).
+   * Returns how many pins moved.
    */
-  async archiveDue (cutoff: Date, between: () => Promise<void> = async () => {}, stop: () => boolean = () => false, batchSize = ARCHIVE_BATCH): Promise<number> {
-    // nothing due: the archive is not opened (an idle serve opens it never, not six times an hour)
+  async archiveDue (cutoff: Date, between: () => Promise<void> = async () => {}, stop: () => boolean = () => false, batchSize = ARCHIVE_BATCH, moveBefore: Date = cutoff): Promise<number> {
+    const early = moveBefore.getTime() > cutoff.getTime()
+    const afterCutoff: [number, string] = [cutoff.getTime() + 1, '']
+    const earlyStart = this.movedThrough != null && compareIndexKeys(this.movedThrough, afterCutoff) > 0 ? this.movedThrough : afterCutoff
+    // nothing due: the archive is not opened (an idle serve opens it never, not thirty times an hour)
     let due = false
     for (const _ of this.removedIdx.getRange({ end: [cutoff.getTime() + 1], limit: 1 })) due = true
+    if (!due && early) {
+      for (const { value } of this.removedIdx.getRange({ start: earlyStart, end: [moveBefore.getTime() + 1] })) {
+        if (!isMark(value)) { due = true; break }
+      }
+    }
     if (!due) return 0
     const lease = this.env.archive.lease({ create: true })
     try {
-      let total = 0
-      let start: [number, string] | undefined
-      while (!stop()) {
-        const batch = await this.archiveBatch(cutoff, batchSize, start)
-        total += batch.moved
-        if (batch.next == null) break
-        start = batch.next
-        await between()
+      let total = (await this.archiveRange(cutoff, false, undefined, batchSize, between, stop)).moved
+      if (early && !stop()) {
+        const { moved, last } = await this.archiveRange(moveBefore, true, earlyStart, batchSize, between, stop)
+        total += moved
+        if (last != null) this.movedThrough = last
       }
       return total
     } finally {
@@ -603,8 +685,22 @@ export class PinLedger {
     return () => { lease.release() }
   }
 
+  /**
+   * The ledger's record of a payment. Undefined also for one whose pin was
+   * removed and moved to the archive (its record went with it): whether a
+   * payment was used is paymentUsed's to say.
+   */
   payment (id: string): PaymentRecord | undefined {
     return this.getPayment(id)
+  }
+
+  /**
+   * Was this payment used: recorded here, or the payment of a removed pin
+   * moved to the archive while a payment signed before the removal may still
+   * be valid (no archive is opened: this runs for every paid request).
+   */
+  paymentUsed (id: string): boolean {
+    return this.hasPayment(id)
   }
 
   /**

@@ -27,7 +27,7 @@ export const OPEN_NOTE_RETRY_S = 30
 
 export interface OpenNoteDeps {
   notes: Pick<SettlementNotes, 'get'>
-  ledger: Pick<PinLedger, 'payment'>
+  ledger: Pick<PinLedger, 'paymentUsed'>
   /** the token's authorization state (--rpc-url); absent: a note cannot be reconciled by a request */
   chain?: Pick<AuthorizationStateReader, 'isUsed' | 'usedIn'>
   /** records what a note's payment bought (settlementActions.fulfil: one at a time per payment) */
@@ -46,7 +46,7 @@ export type OpenNote =
 export async function reconcileOpenNote (who: PaymentIdentity, sameRequest: (purpose: string) => boolean, d: OpenNoteDeps | undefined): Promise<OpenNote> {
   const note = d?.notes.get(who.id)
   if (d == null || note == null || note.fulfil?.proof !== who.proof || !sameRequest(note.purpose)) return { kind: 'none' }
-  if (d.ledger.payment(who.id) != null) return { kind: 'recorded' }
+  if (d.ledger.paymentUsed(who.id)) return { kind: 'recorded' }
   if (note.state === 'paid-unfulfilled') throw paidUnfulfilled(who.id)
   const [authorizer, nonce] = who.id.split(':') as [`0x${string}`, `0x${string}`]
   if (d.chain == null) throw notYet()
@@ -67,7 +67,7 @@ export async function reconcileOpenNote (who: PaymentIdentity, sameRequest: (pur
     })
   } catch (err) {
     // recorded meanwhile (reconciliation's own pass)
-    if (d.ledger.payment(who.id) != null) return { kind: 'recorded' }
+    if (d.ledger.paymentUsed(who.id)) return { kind: 'recorded' }
     if (err instanceof CannotFulfilError) {
       d.log.warn(`a paid settlement note cannot be fulfilled: ${err.message}`, { payment: who.id })
       throw paidUnfulfilled(who.id)

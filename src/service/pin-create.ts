@@ -37,7 +37,7 @@ import type { CID } from 'multiformats/cid'
 export const PIN_PRICING_RULE = 'A pin by CID is priced on the size its root block declares (dag-pb: block + link Tsizes, or the UnixFS file size when larger; raw: the block), or on X-Pin-Size (bytes) when that is larger or the root cannot be read within a few seconds, or else at the minimum price. When every probe for root blocks is busy the answer is 503 with Retry-After, never a quote made without the root. The pin holds at most maxBytes (what the payment covers), counting each repeated link; a DAG that turns out larger, or that links to a codec this service cannot walk, fails at once and keeps nothing. Payment is settled when the pin is accepted (202) and is not refunded if the content cannot be fetched.'
 
 export interface PinCreateDeps {
-  ledger: Pick<PinLedger, 'create' | 'get' | 'payment' | 'renew' | 'clearSettling' | 'markSettleUncertain' | 'markSettling'>
+  ledger: Pick<PinLedger, 'create' | 'get' | 'payment' | 'paymentUsed' | 'renew' | 'clearSettling' | 'markSettleUncertain' | 'markSettling'>
   gate?: Pick<PaymentGate, 'challenge' | 'decide' | 'settle' | 'settleRefusal'>
   tokens: Pick<TokenService, 'issue'>
   once: Pick<PaymentOnce, 'finished' | 'run'>
@@ -100,20 +100,20 @@ export async function createPin (w: PinWrite, d: PinCreateDeps): Promise<PinOutc
   // a new pin needs the block store: while it cannot be reached, 503 before any payment is used
   if (d.storage?.writable() === false) throw new StorageUnavailableError('the block storage is unreachable right now; retry shortly (no payment was used)')
   const quote = await quoteFor(w, d)
-  const decision = await d.gate.decide(w.paymentHeader, quote.quote, (id) => d.ledger.payment(id) != null)
+  const decision = await d.gate.decide(w.paymentHeader, quote.quote, (id) => d.ledger.paymentUsed(id))
   if (decision.type === 'payment-required') throw decision.error
   const payment = decision.payment
   if (decision.type === 'settled-before') return replay(payment, purpose, d)
   d.log.info('payment verified', { payment: payment.id, amount: payment.amount })
   for (;;) {
     const outcome = await d.once.run(payment.id, async () => {
-      if (d.ledger.payment(payment.id) != null) return undefined
+      if (d.ledger.paymentUsed(payment.id)) return undefined
       return await paid(w, payment, quote, purpose, d.gate as NonNullable<PinCreateDeps['gate']>, d)
     })
     if (outcome.first && outcome.value != null) return outcome.value
     // another request with this payment ran first and left a settlement note (its outcome was
     // uncertain): the chain tells now (a replay, or the payment is unused: this one does the work), or 503
-    if (outcome.first || d.ledger.payment(payment.id) != null) break
+    if (outcome.first || d.ledger.paymentUsed(payment.id)) break
     if ((await reconcileOpenNote(payment, (p) => p === purpose, d.openNotes)).kind !== 'unused') break
   }
   return replay(payment, purpose, d)
@@ -127,7 +127,7 @@ export async function createPin (w: PinWrite, d: PinCreateDeps): Promise<PinOutc
  */
 export async function settledBefore (who: PaymentIdentity, purpose: string, d: Pick<PinCreateDeps, 'ledger' | 'once' | 'openNotes'>): Promise<boolean> {
   await d.once.finished(who.id)
-  if (d.ledger.payment(who.id) != null) return true
+  if (d.ledger.paymentUsed(who.id)) return true
   return (await reconcileOpenNote(who, (p) => p === purpose, d.openNotes)).kind === 'recorded'
 }
 

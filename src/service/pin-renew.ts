@@ -57,13 +57,13 @@ export async function renewPin (r: RenewRequest, d: PinCreateDeps): Promise<PinO
   // a payment already recorded (or whose uncertain settlement is found done now) is a replay, answered before it is verified again
   const used = r.paymentHeader != null ? identifyPayment(r.paymentHeader) : undefined
   if (used != null && await settledBefore(used, purpose, d)) return replay(used, d)
-  const decision = await d.gate.decide(r.paymentHeader, quote, (id) => d.ledger.payment(id) != null)
+  const decision = await d.gate.decide(r.paymentHeader, quote, (id) => d.ledger.paymentUsed(id))
   if (decision.type === 'payment-required') throw decision.error
   const payment = decision.payment
   if (decision.type === 'settled-before') return replay(payment, d)
   for (;;) {
     const outcome = await d.once.run(payment.id, async () => {
-      if (d.ledger.payment(payment.id) != null) return undefined
+      if (d.ledger.paymentUsed(payment.id)) return undefined
       // should the process die once the money has moved, reconciliation renews the pin (settlement-fulfil.ts)
       const settled = d.gate != null ? await settleNoted(d.gate, d.ledger, payment, purpose, { proof: payment.proof, renew: { requestid: pin.requestid, months: r.months } }) : undefined
       if (settled == null || !settled.ok) {
@@ -88,7 +88,7 @@ export async function renewPin (r: RenewRequest, d: PinCreateDeps): Promise<PinO
     if (outcome.first && outcome.value != null) return outcome.value
     // another request with this payment ran first and left a settlement note (its outcome was
     // uncertain): the chain tells now (a replay, or the payment is unused: this one does the work), or 503
-    if (outcome.first || d.ledger.payment(payment.id) != null) break
+    if (outcome.first || d.ledger.paymentUsed(payment.id)) break
     if ((await reconcileOpenNote(payment, (p) => p === purpose, d.openNotes)).kind !== 'unused') break
   }
   return replay(payment, d)

@@ -31,7 +31,7 @@ export class CannotFulfilError extends PindError {
 export type Fulfilled = Pick<PinRecord, 'requestid' | 'cid'>
 
 export interface FulfilDeps {
-  ledger: Pick<PinLedger, 'create' | 'get' | 'payment' | 'renew'>
+  ledger: Pick<PinLedger, 'create' | 'get' | 'payment' | 'paymentUsed' | 'renew'>
   /** for upload tickets: where they are recorded */
   tickets?: Pick<UploadTickets, 'record'>
   /** for uploads: where their sealed imports wait, and the lock commits take */
@@ -43,7 +43,7 @@ export interface FulfilDeps {
 export async function fulfilFromNote (d: FulfilDeps, note: SettlingRecord, tx?: string, now: Date = new Date()): Promise<Fulfilled> {
   const f = note.fulfil
   if (f == null) throw new CannotFulfilError('the note does not say what the payment bought (a note of an older version)')
-  if (d.ledger.payment(note.paymentId) != null) throw new CannotFulfilError('the payment is recorded already')
+  if (d.ledger.paymentUsed(note.paymentId)) throw new CannotFulfilError('the payment is recorded already')
   if (f.renew != null) return await renew(d, note, f.renew, f, tx, now)
   if (f.ticket != null) return await ticket(d, note, f.ticket, f, tx, now)
   if (f.pin == null) throw new CannotFulfilError('the note does not say what the payment bought')

@@ -34,7 +34,7 @@ import { settleNoted } from './settle.js'
 export const TICKET_VALIDITY_S = 30 * 24 * 3600
 
 export interface TicketBuyDeps {
-  ledger: Pick<PinLedger, 'payment' | 'clearSettling' | 'markSettleUncertain' | 'markSettling'>
+  ledger: Pick<PinLedger, 'payment' | 'paymentUsed' | 'clearSettling' | 'markSettleUncertain' | 'markSettling'>
   tickets: Pick<UploadTickets, 'get' | 'record'>
   gate: Pick<PaymentGate, 'decide' | 'settle' | 'settleRefusal'>
   tokens: Pick<TokenService, 'issue'>
@@ -103,19 +103,19 @@ export async function buyTicket (input: TicketBuy, d: TicketBuyDeps): Promise<Ti
   const used = input.payment != null && input.payment !== '' ? identifyPayment(input.payment) : undefined
   if (used != null && await recordedBefore(used, d)) return replay(used, d)
   if (d.storage?.writable() === false) throw new StorageUnavailableError('the block storage is unreachable right now; retry shortly (no payment was used)')
-  const decision = await d.gate.decide(input.payment, quote, (id) => d.ledger.payment(id) != null)
+  const decision = await d.gate.decide(input.payment, quote, (id) => d.ledger.paymentUsed(id))
   if (decision.type === 'payment-required') throw decision.error
   const payment = decision.payment
   if (decision.type === 'settled-before') return replay(payment, d)
   d.log.info('payment verified', { payment: payment.id, amount: payment.amount })
   for (;;) {
     const outcome = await d.once.run(payment.id, async () => {
-      if (d.ledger.payment(payment.id) != null) return undefined
+      if (d.ledger.paymentUsed(payment.id)) return undefined
       return await paid(input.months, declared, payment, quote, d)
     })
     if (outcome.first && outcome.value != null) return outcome.value
     // another request with this payment ran first and left an open note: the chain tells now
-    if (outcome.first || d.ledger.payment(payment.id) != null) break
+    if (outcome.first || d.ledger.paymentUsed(payment.id)) break
     if ((await reconcileOpenNote(payment, isTicketPurpose, d.openNotes)).kind !== 'unused') break
   }
   return replay(payment, d)
@@ -163,7 +163,7 @@ function isTicketPurpose (purpose: string): boolean {
 /** Whether the payment a header names is recorded (after any request doing its work now, and its open note reconciled). */
 async function recordedBefore (who: PaymentIdentity, d: TicketBuyDeps): Promise<boolean> {
   await d.once.finished(who.id)
-  if (d.ledger.payment(who.id) != null) return true
+  if (d.ledger.paymentUsed(who.id)) return true
   return (await reconcileOpenNote(who, isTicketPurpose, d.openNotes)).kind === 'recorded'
 }
 

@@ -37,7 +37,7 @@ const REPLAY_BASE_MS = 10_000
 const REPLAY_MIN_RATE = 256 * 1024
 
 export interface UploadDeps {
-  ledger: Pick<PinLedger, 'create' | 'get' | 'payment' | 'clearSettling' | 'markSettleUncertain' | 'markSettling'>
+  ledger: Pick<PinLedger, 'create' | 'get' | 'payment' | 'paymentUsed' | 'clearSettling' | 'markSettleUncertain' | 'markSettling'>
   staging: Pick<BlockStaging, 'begin' | 'commit' | 'discard' | 'discarding' | 'seal'>
   lock: Pick<CommitLock, 'shared'>
   gate: Pick<PaymentGate, 'decide' | 'settle' | 'settleRefusal'>
@@ -162,7 +162,7 @@ export async function upload (input: UploadInput, d: UploadDeps): Promise<Upload
 }
 
 async function decideAndUpload (input: UploadInput, quote: Quote, declared: number, d: UploadDeps, stale: { note?: SettlingRecord }): Promise<UploadOutcome> {
-  const decision = await d.gate.decide(input.payment, quote, (id) => d.ledger.payment(id) != null)
+  const decision = await d.gate.decide(input.payment, quote, (id) => d.ledger.paymentUsed(id))
   if (decision.type === 'payment-required') throw decision.error
   const payment = decision.payment
   // the file may not exceed what was declared (and paid for), nor the service limit
@@ -172,7 +172,7 @@ async function decideAndUpload (input: UploadInput, quote: Quote, declared: numb
   d.log.info('payment verified', { payment: payment.id, amount: payment.amount })
   for (;;) {
     const outcome = await d.once.run(payment.id, async () => {
-      if (d.ledger.payment(payment.id) != null) return undefined
+      if (d.ledger.paymentUsed(payment.id)) return undefined
       return await paidUpload(input, payment, maxFileBytes, d)
     })
     if (outcome.first) {
@@ -182,7 +182,7 @@ async function decideAndUpload (input: UploadInput, quote: Quote, declared: numb
     // another request with this payment ran first. If it ended without using the payment (nothing
     // recorded, no settlement note left: it failed before settling, e.g. its client went away),
     // the payment is still unused: this request does the work, rather than answer "already used"
-    if (d.notes == null || d.ledger.payment(payment.id) != null) break
+    if (d.notes == null || d.ledger.paymentUsed(payment.id)) break
     if (d.notes.get(payment.id) != null) {
       // it left a note (its settlement's outcome was uncertain): the chain tells now (or 503)
       const open = await reconcileOpenNote(payment, (purpose) => purpose.startsWith('upload:'), d.openNotes)
@@ -304,7 +304,7 @@ export function refuseDenied (root: CID, blocks: readonly CID[], d: Pick<UploadD
  */
 function finishLater (staged: StagedImport, pin: PinRecord, record: PaymentRecord, d: UploadDeps, retry: RetryLater): void {
   retry.schedule('finishing a paid upload after a storage outage', async () => {
-    if (d.ledger.payment(record.id) != null) return
+    if (d.ledger.paymentUsed(record.id)) return
     if (d.storage?.writable() === false) throw new StorageUnavailableError()
     await d.lock.shared(async () => {
       await d.staging.commit(staged)
@@ -349,7 +349,7 @@ async function usedBefore (header: string, d: UploadDeps, stale: { note?: Settli
   if (who == null) return undefined
   // a request doing this payment's work right now: its outcome decides
   await d.once.finished(who.id)
-  if (d.ledger.payment(who.id) != null) return who
+  if (d.ledger.paymentUsed(who.id)) return who
   // an earlier request with it left a settlement note (its outcome was uncertain): the chain
   // tells now whether the money moved (its pin is recorded, and this is a replay), or 503
   const open = await reconcileOpenNote(who, (purpose) => purpose.startsWith('upload:'), d.openNotes)
