@@ -57,6 +57,7 @@ import type { OpenNoteDeps } from './service/noted-retry.js'
 import { PaymentOnce } from './service/paid-once.js'
 import { startExpirySweeper } from './service/expiry.js'
 import { archiveDelayMs, startArchiver } from './service/archiver.js'
+import { thousands } from './thousands.js'
 import { PinFetcher } from './service/pin-fetcher.js'
 import { settlementActions, stagingInUse } from './service/settlement-fulfil.js'
 import { logSummary, startSettlementReconciler, type SettlementReconciler } from './service/settlement-reconcile.js'
@@ -563,6 +564,6 @@ function ledgerUpgradeProgress (log: Logger, progress: (status: string) => void)
       logged.add(upgrade)
       log.notice('upgrading the ledger: the first start of this version on a ledger an earlier one wrote', { upgrade })
     }
-    progress(`upgrading the ledger (${upgrade}): ${records.toLocaleString('en-US')} records`)
+    progress(`upgrading the ledger (${upgrade}): ${thousands(records)} records`)
   }
 }

@@ -3,6 +3,8 @@
  * when stderr is a terminal (scripts and logs get just the final result),
  * redrawn at most 10×/s and cleared when the work ends.
  */
+import { thousands } from '../thousands.js'
+
 export interface Progress {
   update(text: string): void
   done(): void
@@ -35,5 +37,5 @@ export function mib (bytes: number): string {
 
 /** 1234567 → "1,234,567" */
 export function count (n: number): string {
-  return n.toLocaleString('en-US')
+  return thousands(n)
 }

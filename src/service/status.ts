@@ -53,7 +53,7 @@ export async function operatorStatus (d: StatusDeps, now: Date = new Date()) {
     m.amount += BigInt(p.amount)
     months.set(month, m)
   }
-  const revenue = [...months].sort(([a], [b]) => a.localeCompare(b)).map(([month, m]) => ({ month, payments: m.payments, amount: m.amount.toString(), usdc: formatUsdc(m.amount) }))
+  const revenue = [...months].sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0).map(([month, m]) => ({ month, payments: m.payments, amount: m.amount.toString(), usdc: formatUsdc(m.amount) }))
   const total = [...months.values()].reduce((s, m) => s + m.amount, 0n)
   const notes: Record<string, number> = { unchecked: 0, 'unused-pending': 0, 'paid-unfulfilled': 0 }
   let unfulfilled = 0n
