@@ -30,8 +30,9 @@
  * (600 bare cycles in a tight loop: anonymous 14 → 74 MiB) was no leak: it
  * is the loop's garbage (V8's young generation growing, V8's pooled pages,
  * malloc's heap) and levels off (~63 MiB at 1,200 cycles, no more at 2,400).
- * serve opens it once per pass (PinLedger.archiveDue), a pass every 2
- * minutes (src/daemon.ts). Records are kept whole (msgpack maps of PinRecord and
+ * serve opens it for each batch of moves (PinLedger.archiveDue: held open
+ * for a whole pass, the random keys of its payments made the whole file
+ * resident while the pass ran), a pass every 2 minutes (src/daemon.ts). Records are kept whole (msgpack maps of PinRecord and
  * PaymentRecord, not ./stored.ts's compact arrays: nothing here is resident,
  * and a record must read without the ledger it came from). A record may be
  * in both files after a crash between the move's two commits (archive first,

@@ -620,37 +620,33 @@ export class PinLedger {
    * stopped, so removed pins that must stay are not scanned again and again;
    * the second part goes on from where this process's last pass left it
    * (what it skipped, or what came in behind it, moves whole at the
-   * cutoff). The archive is held open across the batches (one open and close
-   * per pass, not one per batch: each close leaves ~130 bytes of lmdb-js's
-   * native memory, ./archive.ts), and not opened when nothing is due;
-   * `between` runs after each batch (serve yields the event loop there).
-   * Returns how many pins moved.
+   * cutoff). `between` runs after each batch (serve yields the event loop
+   * there). Returns how many pins moved.
+   *
+   * The archive is opened for each batch's commit and closed after it
+   * (./archive.ts put), not held open across the pass (issue 18): the
+   * payments it holds are keyed by their ids, which are random, so each
+   * batch writes into leaves all over the file, and the kernel maps 16
+   * pages around each page read; held open for a pass of ~20 batches, the
+   * whole archive became resident in serve while the pass ran (the soak's
+   * two highest RSS samples were two passes: +16 and +30 MiB of the
+   * archive's pages at minutes 10 and 16, the archive growing ~2 MiB a
+   * minute). Now at most one batch's leaves are (~100 of them, up to
+   * ~6 MiB). The cost: ~130 bytes of lmdb-js's native memory per
+   * close (./archive.ts), one close per batch that moves pins; a pass that
+   * only forgets marks, or has nothing to do, does not open the archive.
    */
   async archiveDue (cutoff: Date, between: () => Promise<void> = async () => {}, stop: () => boolean = () => false, batchSize = ARCHIVE_BATCH, moveBefore: Date = cutoff): Promise<number> {
     const early = moveBefore.getTime() > cutoff.getTime()
     const afterCutoff: [number, string] = [cutoff.getTime() + 1, '']
     const earlyStart = this.movedThrough != null && compareIndexKeys(this.movedThrough, afterCutoff) > 0 ? this.movedThrough : afterCutoff
-    // nothing due: the archive is not opened (an idle serve opens it never, not thirty times an hour)
-    let due = false
-    for (const _ of this.removedIdx.getRange({ end: [cutoff.getTime() + 1], limit: 1 })) due = true
-    if (!due && early) {
-      for (const { value } of this.removedIdx.getRange({ start: earlyStart, end: [moveBefore.getTime() + 1] })) {
-        if (!isMark(value)) { due = true; break }
-      }
+    let total = (await this.archiveRange(cutoff, false, undefined, batchSize, between, stop)).moved
+    if (early && !stop()) {
+      const { moved, last } = await this.archiveRange(moveBefore, true, earlyStart, batchSize, between, stop)
+      total += moved
+      if (last != null) this.movedThrough = last
     }
-    if (!due) return 0
-    const lease = this.env.archive.lease({ create: true })
-    try {
-      let total = (await this.archiveRange(cutoff, false, undefined, batchSize, between, stop)).moved
-      if (early && !stop()) {
-        const { moved, last } = await this.archiveRange(moveBefore, true, earlyStart, batchSize, between, stop)
-        total += moved
-        if (last != null) this.movedThrough = last
-      }
-      return total
-    } finally {
-      lease.release()
-    }
+    return total
   }
 
   /** a removed pin the ledger still needs: it holds block references, or a replacement still unsettled walks through it (releaseReplaced) */

@@ -6,12 +6,12 @@
  * ledger, so that it still counts as used while a payment signed before the
  * removal may be valid; the next pass after that forgets the mark. Issue 18:
  * kept whole for that long instead, removed pins and their payments were
- * most of the ledger under a stream of uploads and deletes (~700 bytes each
- * against ~170 for the mark and its index entry), and the whole ledger file
+ * most of the ledger under a stream of uploads and deletes (~600 bytes each
+ * against ~225 for the mark and its index entry), and the whole ledger file
  * is resident in serve's memory. Batches of a hundred
  * (small transactions: PinLedger's ARCHIVE_BATCH says why), each its own
- * pair of commits, with the event loop free between them, all
- * in one opening of the archive file per pass (PinLedger.archiveDue).
+ * pair of commits, with the event loop free between them, the archive file
+ * opened for each batch and closed after it (PinLedger.archiveDue says why).
  */
 import type { PinLedger } from '../ledger/pins.js'
 import type { Logger } from '../log.js'

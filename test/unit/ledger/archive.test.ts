@@ -166,6 +166,27 @@ describe('the ledger archive', () => {
     expect(t.ledger.refCount(next.pin.cid)).toBe(1)
   })
 
+  it('a pass opens the archive for each batch that moves pins and closes it after, and one that only forgets marks does not open it', async () => {
+    const t = await openTestLedger({ upgrade: true })
+    await paidWrites(CLOCK, t.ledger, { n: 50, live: 0, seed: 14, payers: 2, byCid: 0, renew: 0, maxBlocks: 1 })
+    const archive = t.env.archive as unknown as { openDbs: () => unknown, dbs?: unknown }
+    let opened = 0
+    const openDbs = archive.openDbs.bind(archive)
+    archive.openDbs = () => { if (archive.dbs == null) opened++; return openDbs() }
+    const openBetween: boolean[] = []
+    const between = async (): Promise<void> => { openBetween.push(archive.dbs != null) }
+    const yearAgo = new Date(Date.now() - 365 * 86400_000)
+    // 50 removals in batches of 20: three batches, each its own opening, closed before the next
+    expect(await t.ledger.archiveDue(yearAgo, between, () => false, 20, FUTURE)).toBe(50)
+    expect(opened).toBe(3)
+    expect(openBetween).toEqual([false, false])
+    expect(archive.dbs).toBeUndefined()
+    // forgetting the 50 marks moves nothing: the archive stays closed
+    expect(await t.ledger.archiveDue(FUTURE, between, () => false, 20)).toBe(0)
+    expect(opened).toBe(3)
+    expect(entries(t, 'payments-moved', { keyEncoding: 'binary' })).toBe(0)
+  })
+
   it('a pass goes on past removed pins that must stay, however many lead the due range, in transactions of its batch size', async () => {
     const t = await openTestLedger({ upgrade: true })
     const A = 'bafkreidivzimqfqtoqxkrpge6bjyhlvxqs3rhe73owtmdulaxr5do5in7u'
