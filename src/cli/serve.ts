@@ -11,6 +11,7 @@ import { BlockstoreRecordError } from '../datadir/blockstore-record.js'
 import { BackendChoiceError } from '../ipfs/open-backend.js'
 import { S3ConfigError } from '../ipfs/s3-client.js'
 import { collectWhenIdle, limitHeapGrowth } from '../heap.js'
+import { trimRetainedPages } from '../heap-trim.js'
 import type { Logger } from '../log.js'
 import { StartupError } from '../startup-errors.js'
 import { STOP_STEPS_MS, stopWithin } from '../stop-steps.js'
@@ -31,6 +32,8 @@ export async function serve (config: Readonly<Config>, log: Logger): Promise<voi
   })
   // what the load left for the garbage collector goes back once it stops (heap.ts)
   const idleCollection = collectWhenIdle()
+  // and under load, the pages V8 keeps after a burst of its heap (heap-trim.ts)
+  const heapTrim = trimRetainedPages()
   // the old generation grows by half of what survives, not by V8's factor of up to 4 (heap.ts)
   limitHeapGrowth()
   // under systemd, a long start (a ledger upgrade) asks for more time as long as it progresses
@@ -94,6 +97,7 @@ export async function serve (config: Readonly<Config>, log: Logger): Promise<voi
     }
     stopping = true
     idleCollection.stop()
+    heapTrim.stop()
     log.notice('stopping', { signal })
     // awaited (up to STOPPING_NOTIFY_MS) before exiting: serve may stop before the systemd-notify child
     // has sent it, and the child dies with the unit's cgroup
