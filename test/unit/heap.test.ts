@@ -41,6 +41,25 @@ describe('collectWhenIdle', () => {
     expect(await until(() => collections === 2)).toBe(true)
   })
 
+  it('collects again while quiet once the heap has grown by 4 MiB since its last collection (work too light to count)', async () => {
+    let heap = 50 * MiB
+    let collections = 0
+    idle = collectWhenIdle({ checkMs: 100, quietChecks: 2, busyUtilization: 0.5, idleUtilization: 0.2, heapSize: () => heap, collect: () => { collections++ } })
+    spin(300)
+    expect(await until(() => collections === 1)).toBe(true)
+    // quiet, the heap grows a little: nothing
+    heap += 3 * MiB
+    const t = performance.now()
+    await until(() => performance.now() - t > 600)
+    expect(collections).toBe(1)
+    // by 4 MiB over what the collection left: once more, and not again
+    heap += 1 * MiB
+    expect(await until(() => collections === 2)).toBe(true)
+    const t2 = performance.now()
+    await until(() => performance.now() - t2 > 600)
+    expect(collections).toBe(2)
+  })
+
   it('does not collect while idle without work, nor under load', async () => {
     idle = collectWhenIdle({ checkMs: 100, quietChecks: 2, busyUtilization: 0.5, idleUtilization: 0.2, collect: () => {} })
     const t = performance.now()
