@@ -17,6 +17,7 @@ import { open } from 'lmdb'
 import { paidWrites } from '../../../scripts/bench-ledger-growth.mjs'
 import { closeTestLedgers, openTestLedger, type TestLedger } from '../../helpers/ledger.js'
 import { OWNER, paidPin } from '../../helpers/records.js'
+import type { PaymentRecord } from '../../../src/ledger/records.js'
 import { createLogger } from '../../../src/log.js'
 import { PaymentReusedError } from '../../../src/ledger/pins.js'
 
@@ -38,6 +39,22 @@ const ledgerPayments = (t: TestLedger): number => entries(t, 'payments') + entri
 
 async function archiveAll (t: TestLedger, cutoff = FUTURE): Promise<number> {
   return await t.ledger.archiveDue(cutoff)
+}
+
+/**
+ * A ledger of `n` paid writes (all but two of each payer's removed) with the archive's half of a move of every
+ * removed pin done: the process died before the ledger's delete. Its exports are as before.
+ */
+async function halfMoved (n: number, payers: number, seed: number): Promise<{ t: TestLedger, now: Date, before: string[], payments: PaymentRecord[] }> {
+  const t = await openTestLedger({ upgrade: true })
+  await paidWrites(CLOCK, t.ledger, { n, live: 2, seed, payers, byCid: 0, renew: 0, maxBlocks: 1 })
+  const now = new Date()
+  const before = exportsOf(t, now)
+  const removed = [...t.ledger.all()].filter(p => p.removed != null)
+  const payments = [...t.ledger.allPayments()].filter(p => removed.some(r => r.requestid === p.requestid))
+  await t.env.archive.put(removed, payments)
+  expect(exportsOf(t, now)).toEqual(before)
+  return { t, now, before, payments }
 }
 
 describe('the ledger archive', () => {
@@ -117,16 +134,8 @@ describe('the ledger archive', () => {
   })
 
   it('a move cut short between the archive\'s commit and the ledger\'s reads once, and the next call finishes it', async () => {
-    const t = await openTestLedger({ upgrade: true })
-    await paidWrites(CLOCK, t.ledger, { n: 120, live: 2, seed: 5, payers: 4, byCid: 0, renew: 0, maxBlocks: 1 })
-    const now = new Date()
-    const before = exportsOf(t, now)
-    // the archive's half of a move of every removed pin: the process died before the ledger's delete
-    const removed = [...t.ledger.all()].filter(p => p.removed != null)
-    const payments = [...t.ledger.allPayments()].filter(p => removed.some(r => r.requestid === p.requestid))
-    expect(removed.length).toBe(112)
-    await t.env.archive.put(removed, payments)
-    expect(exportsOf(t, now)).toEqual(before)
+    const { t, now, before, payments } = await halfMoved(120, 4, 5)
+    expect(payments.length).toBe(112)
     expect(t.ledger.countByStatus(now).removed).toBe(112)
     expect(await archiveAll(t)).toBe(112)
     expect(exportsOf(t, now)).toEqual(before)
@@ -342,15 +351,8 @@ describe('the ledger archive', () => {
   })
 
   it('a marked move cut short between the archive\'s commit and the ledger\'s reads once, and the next pass finishes it with its marks', async () => {
-    const t = await openTestLedger({ upgrade: true })
-    await paidWrites(CLOCK, t.ledger, { n: 60, live: 2, seed: 13, payers: 3, byCid: 0, renew: 0, maxBlocks: 1 })
-    const now = new Date()
-    const before = exportsOf(t, now)
-    const removed = [...t.ledger.all()].filter(p => p.removed != null)
-    const payments = [...t.ledger.allPayments()].filter(p => removed.some(r => r.requestid === p.requestid))
-    expect(removed.length).toBe(54)
-    await t.env.archive.put(removed, payments)
-    expect(exportsOf(t, now)).toEqual(before)
+    const { t, now, before, payments } = await halfMoved(60, 3, 13)
+    expect(payments.length).toBe(54)
     const yearAgo = new Date(Date.now() - 365 * 86400_000)
     expect(await t.ledger.archiveDue(yearAgo, undefined, undefined, undefined, FUTURE)).toBe(54)
     expect(exportsOf(t, now)).toEqual(before)
