@@ -71,8 +71,7 @@ const ARCHIVE_BATCH = 100
  * The key in payments-moved of a payment id: a type byte, then the 52 bytes
  * of an x402 id (./stored.ts paymentKey) or the id's UTF-8 (any other).
  */
-function movedMark (id: string): Buffer {
-  const key = paymentKey(id)
+function movedMark (id: string, key = paymentKey(id)): Buffer {
   return key != null ? Buffer.concat([Buffer.of(0), key]) : Buffer.concat([Buffer.of(1), Buffer.from(id, 'utf8')])
 }
 
@@ -217,11 +216,6 @@ export class PinLedger {
     return (key != null ? this.paymentsBinary.get(key, at?.read) : undefined) ?? this.payments.get(id, at?.read)
   }
 
-  /** recorded here, or moved to the archive with its pin while it may still be valid (payments-moved) */
-  private hasPayment (id: string): boolean {
-    const key = paymentKey(id)
-    return (key != null && this.paymentsBinary.doesExist(key)) || this.payments.doesExist(id) || this.paymentsMoved.doesExist(movedMark(id))
-  }
 
   /** reads a pin's payment record: the purpose may name the pin's CID, which the pin's reader has already */
   private paymentOfPin (requestid: string, at?: LedgerSnapshot): (id: string, cid: string) => PaymentRecord | undefined {
@@ -672,7 +666,7 @@ export class PinLedger {
 
   /** Is there a payment with this id, here or in the archive (import's duplicate check)? */
   knownPayment (id: string): boolean {
-    return this.hasPayment(id) || this.env.archive.get('payments', id) != null
+    return this.paymentUsed(id) || this.env.archive.get('payments', id) != null
   }
 
   /** Holds the archive open until the returned release (many known() calls: one opening, not one each). */
@@ -696,7 +690,8 @@ export class PinLedger {
    * be valid (no archive is opened: this runs for every paid request).
    */
   paymentUsed (id: string): boolean {
-    return this.hasPayment(id)
+    const key = paymentKey(id)
+    return (key != null && this.paymentsBinary.doesExist(key)) || this.payments.doesExist(id) || this.paymentsMoved.doesExist(movedMark(id, key))
   }
 
   /**
@@ -715,7 +710,7 @@ export class PinLedger {
       if (this.pins.doesExist(pin.requestid)) throw new Error(`pin ${pin.requestid} exists already`)
       // another record's write in the same transaction (an upload ticket's claim): throws to abort it all
       within?.()
-      if (payment != null && this.hasPayment(payment.id)) throw new PaymentReusedError(payment.id)
+      if (payment != null && this.paymentUsed(payment.id)) throw new PaymentReusedError(payment.id)
       if (pin.replaces != null) {
         const old = this.getPin(pin.replaces)
         if (old == null || old.removed != null || old.owner !== pin.owner) throw new PinGoneError(pin.replaces)
@@ -748,7 +743,7 @@ export class PinLedger {
    */
   async recordPayment (payment: PaymentRecord, within: () => void): Promise<void> {
     await this.env.transaction(() => {
-      if (this.hasPayment(payment.id)) throw new PaymentReusedError(payment.id)
+      if (this.paymentUsed(payment.id)) throw new PaymentReusedError(payment.id)
       within()
       this.putPayment(payment, undefined)
       this.settling.remove(payment.id)
@@ -1019,7 +1014,7 @@ export class PinLedger {
       const pin = this.getPin(requestid)
       if (pin == null || pin.removed != null) throw new PinGoneError(requestid)
       const pinnedUntil = until(pin)
-      if (payment != null && this.hasPayment(payment.id)) throw new PaymentReusedError(payment.id)
+      if (payment != null && this.paymentUsed(payment.id)) throw new PaymentReusedError(payment.id)
       renewed = { ...pin, pinnedUntil: pinnedUntil.toISOString(), months: pin.months + months }
       this.putPin(requestid, renewed)
       this.byExpiry.remove([Date.parse(pin.pinnedUntil), requestid])
@@ -1086,7 +1081,7 @@ export class PinLedger {
       // payments first, so that a pin of this batch keeps only a reference to its payment
       const batchCids = new Map(pins.map(({ pin }) => [pin.requestid, pin.cid]))
       for (const p of payments) {
-        if (this.hasPayment(p.id)) throw new PaymentReusedError(p.id)
+        if (this.paymentUsed(p.id)) throw new PaymentReusedError(p.id)
         this.putPayment(p, batchCids.get(p.requestid) ?? this.pinCid(p.requestid))
       }
       for (const { pin, blocks } of pins) {
