@@ -53,7 +53,9 @@ export class StagingFiles extends FsBlockstore {
   override async put (cid: CID, bytes: Uint8Array): Promise<CID> {
     const file = FLAT.encode(cid).file
     const path = join(this.root, file)
-    // the same block twice in one DAG (runs of zeros): the second waits for the first write
+    // the same block twice in one DAG (runs of zeros): written and counted once; the second
+    // waits for the first write if it is still under way
+    if (this.written.has(file)) return cid
     const inFlight = this.writing.get(path)
     if (inFlight != null) {
       await inFlight

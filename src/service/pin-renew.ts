@@ -1,7 +1,7 @@
 /**
  * POST /pins/{requestid}/renew: the owner extends a pin by paying again.
- * Priced like a new pin on the pin's size (dag_size once known, else the
- * bytes its payment covers) for the added months; the new pinned_until is
+ * Priced like a new pin, on the same bytes its creation was priced on
+ * (`pricedBytes`), for the added months; the new pinned_until is
  * max(pinned_until, now) + months and may be at most `maxMonths` months
  * ahead of now. An expired pin can be renewed during the grace period.
  * Operator tokens with `pins:create-unpaid` renew without payment.
@@ -42,7 +42,7 @@ export async function renewPin (r: RenewRequest, d: PinCreateDeps): Promise<PinO
     return { pin: toPinStatus(renewed, d.delegates()) }
   }
   if (d.gate == null) throw new UnavailableError('payments are not configured on this server (no pay-to address or facilitator); writes are disabled', 3600)
-  const bytes = BigInt(pin.dagSize ?? pin.maxBytes ?? 0)
+  const bytes = pricedBytes(pin)
   // a price over the maximum is a PriceTooHighError: a bad request (src/http/error-catalog.ts)
   const amount = priceFor(bytes, r.months, d.prices)
   const quote: Quote = {
@@ -101,6 +101,18 @@ async function write (r: RenewRequest, record: PaymentRecord | undefined, d: Pin
     if (err instanceof PinGoneError) throw new NotFoundError(`no pin with requestid ${r.requestid.slice(0, 100)} for this owner`)
     throw err
   }
+}
+
+/**
+ * The bytes a pin's renewal is priced on: those its creation was priced on. An upload was priced
+ * on its file's bytes, a pin by CID on the bytes its payment covers (what its root declares, or
+ * X-Pin-Size). Never on `dag_size`, the unique block bytes: deduplication makes that smaller than
+ * the file for repetitive content, which would renew for the minimum. (Records without either
+ * field, written before fileSize was kept, fall back to dag_size.)
+ */
+export function pricedBytes (pin: Pick<PinRecord, 'source' | 'fileSize' | 'maxBytes' | 'dagSize'>): bigint {
+  const basis = pin.source === 'upload' ? pin.fileSize : pin.maxBytes
+  return BigInt(basis ?? pin.dagSize ?? pin.maxBytes ?? 0)
 }
 
 /** max(pinned_until, now) + months, refused beyond maxMonths ahead of now. */

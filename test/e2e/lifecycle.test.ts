@@ -83,6 +83,19 @@ describe('renewal', () => {
     expect((await fetch(`${pind.url}/pins/${u.requestid}/renew`, renew(1, other.token))).status).toBe(404)
     expect((await fetch(`${pind.url}/pins/${u.requestid}/renew`, { method: 'POST' })).status).toBe(401)
   })
+
+  it('prices a renewal on the bytes its creation was priced on, not on the deduplicated dag_size', async () => {
+    // 20 MB of zeros: one 1 MiB block repeated, so dag_size is ~1 MiB while the file is 20 MB
+    const bytes = Buffer.alloc(20_000_000)
+    const created = await payingFetch(chain, chain.payers[0]!.privateKey)(`${pind.url}/upload`, { method: 'POST', body: uploadForm(bytes), headers: { 'x-upload-size': String(bytes.length), 'x-pin-duration-months': '1' } })
+    expect(created.status).toBe(201)
+    const u = await created.json() as any
+    expect(u.dag_size).toBeLessThan(2 * 1024 * 1024)
+    expect(u.price.amount).toBe('2000') // 20 MB × 0.10 USD per GB-month, above the 1000 minimum
+    const quote = await fetch(`${pind.url}/pins/${u.requestid}/renew`, { method: 'POST', headers: { authorization: `Bearer ${created.headers.get('x-wallet-auth-token') as string}`, 'x-pin-duration-months': '1' } })
+    expect(quote.status).toBe(402)
+    expect((await quote.json() as any).price.amount).toBe(u.price.amount)
+  })
 })
 
 describe('expiry and gc', () => {

@@ -10,6 +10,12 @@
  * upgrades a ledger for far longer than that and becomes active; the same
  * manager kills a start that outlasts it without asking (the control: what
  * serve did before).
+ *
+ * The unit's TimeoutStartSec= must be longer than serve takes to its first
+ * message, which a busy machine stretches (a cold start took 1.5 s alone and
+ * up to 4 s beside other work): it is not a constant but twice a cold start
+ * of the binary measured here, just before; the upgrade is made long enough
+ * for that budget (pins in proportion), so the start always outlasts it.
  */
 import { join } from 'node:path'
 import { readFileSync } from 'node:fs'
@@ -17,16 +23,28 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openLedgerEnv, type LedgerEnv } from '../../src/ledger/open.js'
 import { PinLedger } from '../../src/ledger/pins.js'
 import { toLayout1 } from '../helpers/ledger.js'
-import { BINARY, ROOT, tempDir } from '../helpers/pind.js'
+import { BINARY, ROOT, startPind, tempDir } from '../helpers/pind.js'
 import { paidPin } from '../helpers/records.js'
 import { freePort } from '../helpers/ports.js'
 import { serviceManagerAvailable, startServiceManager, type ServiceManager } from '../helpers/systemd-manager.js'
 import { parseUnit, serviceOf } from '../helpers/systemd-sandbox.js'
 
-/** pins (each with its x402 payment) in the ledger an earlier version wrote: its upgrade takes many times TIMEOUT_START */
-const PINS = 100_000
-/** the unit's TimeoutStartSec=: longer than serve takes to its first message, far shorter than the upgrade */
-const TIMEOUT_START = 3
+/** pins per second of TimeoutStartSec= in the ledger an earlier version wrote: its upgrade (~15 s for 100,000 on an idle machine) takes several times the budget */
+const PINS_PER_SECOND = 20_000
+/** the least TimeoutStartSec= */
+const MIN_TIMEOUT_START = 3
+
+/**
+ * The unit's TimeoutStartSec=, in seconds: twice what a cold start of the binary to /health
+ * (which includes serve's first message) takes on this machine now, and at least 3 s.
+ */
+async function timeoutStart (): Promise<number> {
+  const t0 = performance.now()
+  const pind = await startPind({ dataDir: tempDir('pind-long-start-probe-'), args: ['--routing', 'none'] })
+  const coldMs = performance.now() - t0
+  await pind.stop()
+  return Math.max(MIN_TIMEOUT_START, Math.ceil(2 * coldMs / 1000))
+}
 
 const available = serviceManagerAvailable()
 let manager: ServiceManager | undefined
@@ -53,12 +71,12 @@ async function earlierLedger (dataDir: string, n: number): Promise<void> {
 }
 
 /** scripts/pind.service's start and stop directives, a short TimeoutStartSec=, and the built binary on a test data dir */
-function unit (dataDir: string, port: number, out: string): string {
+function unit (dataDir: string, port: number, out: string, timeoutStartS: number): string {
   const svc = serviceOf(parseUnit(readFileSync(join(ROOT, 'scripts/pind.service'), 'utf8')))
   const keep = ['Type', 'NotifyAccess', 'KillSignal', 'TimeoutStopSec'].map(k => `${k}=${svc.one(k) as string}`)
   expect(keep).toContain('Type=notify')
   return [
-    '[Service]', ...keep, `TimeoutStartSec=${TIMEOUT_START}`, 'Restart=no',
+    '[Service]', ...keep, `TimeoutStartSec=${timeoutStartS}`, 'Restart=no',
     `ExecStart=${BINARY} serve`,
     `Environment=PIND_DATA_DIR=${dataDir}`, `Environment=PIND_PORT=${port}`, 'Environment=PIND_P2P_LISTEN=/ip4/127.0.0.1/tcp/0',
     'Environment=PIND_ROUTING=none', 'Environment=PIND_LOG_LEVEL=warn',
@@ -67,19 +85,23 @@ function unit (dataDir: string, port: number, out: string): string {
 }
 
 /** a start that outlasts TimeoutStartSec= without telling systemd anything until READY=1 */
-const SILENT = ['[Service]', 'Type=notify', 'NotifyAccess=all', `TimeoutStartSec=${TIMEOUT_START}`, 'Restart=no',
-  `ExecStart=/bin/sh -c 'sleep ${TIMEOUT_START * 2}; systemd-notify --ready; exec sleep 60'`, ''].join('\n')
+const silent = (timeoutStartS: number): string => ['[Service]', 'Type=notify', 'NotifyAccess=all', `TimeoutStartSec=${timeoutStartS}`, 'Restart=no',
+  `ExecStart=/bin/sh -c 'sleep ${timeoutStartS * 2}; systemd-notify --ready; exec sleep 60'`, ''].join('\n')
 
 describe.skipIf(!available)('a long start under systemd', () => {
   let dataDir: string
   let port: number
   let out: string
+  let timeoutS: number
+  let pins: number
   beforeAll(async () => {
+    timeoutS = await timeoutStart()
+    pins = PINS_PER_SECOND * Math.max(5, timeoutS)
     dataDir = tempDir('pind-long-start-')
-    await earlierLedger(dataDir, PINS)
+    await earlierLedger(dataDir, pins)
     port = await freePort()
     out = join(tempDir('pind-long-start-out-'), 'pind.log')
-    manager = await startServiceManager({ 'pind-long-start.service': unit(dataDir, port, out), 'silent-start.service': SILENT })
+    manager = await startServiceManager({ 'pind-long-start.service': unit(dataDir, port, out, timeoutS), 'silent-start.service': silent(timeoutS) })
   })
 
   it('the manager kills a start that outlasts TimeoutStartSec= without extending it (the control)', async () => {
@@ -106,7 +128,7 @@ describe.skipIf(!available)('a long start under systemd', () => {
     // longer than systemd waits without an extension, as the manager measured it (from the exec to READY=1)
     const times = await m.show('pind-long-start.service', ['ExecMainStartTimestampMonotonic', 'ActiveEnterTimestampMonotonic'])
     const startUs = Number(times.ActiveEnterTimestampMonotonic) - Number(times.ExecMainStartTimestampMonotonic)
-    expect(startUs, statuses.join('\n')).toBeGreaterThan(TIMEOUT_START * 1_000_000)
+    expect(startUs, `TimeoutStartSec=${timeoutS}\n${statuses.join('\n')}`).toBeGreaterThan(timeoutS * 1_000_000)
     expect(statuses.some(s => /^upgrading the ledger \(compact:(payment-keys|pin-numbers)\): [\d,]+ records$/.test(s)), statuses.join('\n')).toBe(true)
     expect(log).toMatch(/"msg":"upgrading the ledger[^"]*".*"upgrade":"compact:payment-keys"/)
     expect(log).toMatch(/"msg":"upgrading the ledger[^"]*".*"upgrade":"compact:pin-numbers"/)
@@ -123,7 +145,7 @@ describe.skipIf(!available)('a long start under systemd', () => {
     const env: LedgerEnv = await openLedgerEnv(join(dataDir, 'ledger.mdb'))
     try {
       expect(env.upgraded('compact:payment-keys') && env.upgraded('compact:pin-numbers')).toBe(true)
-      expect(new PinLedger(env).countByStatus().pinned).toBe(PINS)
+      expect(new PinLedger(env).countByStatus().pinned).toBe(pins)
     } finally {
       await env.close()
     }

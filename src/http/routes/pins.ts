@@ -253,7 +253,7 @@ function renewPinOp (o: OpenApiInput): Obj {
     id: 'renewPinByRequestId',
     tag: 'pins',
     summary: 'Extend a pin (paid)',
-    description: `Adds \`X-Pin-Duration-Months\` months to \`max(pinned_until, now)\`, priced like a new pin on the pin's \`dag_size\` (or, while it is being fetched, its \`max_bytes\`). A pin can be paid at most ${o.maxMonths} months ahead of now. An expired pin can be renewed during the grace period. Operator tokens with \`pins:create-unpaid\` renew without payment. No request body.`,
+    description: `Adds \`X-Pin-Duration-Months\` months to \`max(pinned_until, now)\`, priced like a new pin on the bytes its creation was priced on: an upload's file bytes (\`size\`), a pin by CID's \`max_bytes\` (never the deduplicated \`dag_size\`). A pin can be paid at most ${o.maxMonths} months ahead of now. An expired pin can be renewed during the grace period. Operator tokens with \`pins:create-unpaid\` renew without payment. No request body.`,
     security: ownerPaid(),
     parameters: [ref('parameters', 'DurationMonths')],
     responses: {
