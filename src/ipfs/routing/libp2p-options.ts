@@ -10,10 +10,10 @@ import { bootstrap } from '@libp2p/bootstrap'
 import { identify } from '@libp2p/identify'
 import { kadDHT, passthroughMapper, removePrivateAddressesMapper } from '@libp2p/kad-dht'
 import { ping } from '@libp2p/ping'
-import { isPrivate } from '@libp2p/utils'
 import type { ConnectionGater } from '@libp2p/interface'
-import type { Multiaddr } from '@multiformats/multiaddr'
+import { multiaddr, type Multiaddr } from '@multiformats/multiaddr'
 import type { Libp2pOptions } from 'libp2p'
+import { isPublicAddress } from '../origins.js'
 
 /** the Amino DHT's protocol, the one Kubo speaks */
 export const AMINO_PROTOCOL = '/ipfs/kad/1.0.0'
@@ -42,7 +42,7 @@ export interface Limits {
   maxConnections: number
   /** inbound connections per second from one address */
   inboundRate: number
-  /** refuse every dial to a private, loopback or link-local address (the public network) … */
+  /** dial public IP addresses only (the public network; see dialGate) … */
   refusePrivateDials: boolean
   /** … except these (the operator's own peers) */
   exemptDials: string[]
@@ -82,12 +82,30 @@ export function routingServices (r: RoutingSetup): Record<string, (components: a
 const PING_INTERVAL_MS = 30_000
 const PING_TIMEOUT = { minTimeout: 20_000, maxTimeout: 25_000 }
 
+/**
+ * Which addresses libp2p may dial (true: refused). On the public network
+ * (`refusePrivateDials`) only public IP addresses (as for a request's
+ * origins: ../origins.ts), besides the operator's own peers as configured:
+ *   - no private, loopback or link-local range: a VPS that dials them gets
+ *     abuse reports (Kubo's `server` profile filters them too);
+ *   - no /dns, /dns4 or /dns6 name: the gate judges an address before the TCP
+ *     transport resolves its name, so a name that a peer hands us (identify,
+ *     a DHT answer's closer peers, a provider record) could aim the dial at
+ *     this machine or its network (`LOCALHOST`, `localhost.`, a name of the
+ *     peer's own domain). Resolving it here would race the transport's own
+ *     lookup (DNS rebinding); a lookup of a peer's slow name would also hold
+ *     one of libuv's threads. Peers are dialled at their IP addresses.
+ * /dnsaddr is resolved before the gate (its TXT records name the addresses
+ * that are then judged here), which keeps `--bootstrap public` working.
+ */
+export function dialGate (l: Pick<Limits, 'refusePrivateDials' | 'exemptDials'>): (ma: Multiaddr) => boolean {
+  if (!l.refusePrivateDials) return () => false
+  const exempt = new Set(l.exemptDials.map(canonical))
+  return (ma: Multiaddr) => !publicIp(ma) && !exempt.has(withoutPeer(ma.toString()))
+}
+
 export function limitsOptions (l: Limits): Pick<Libp2pOptions, 'connectionManager' | 'connectionGater' | 'connectionMonitor'> {
-  const exempt = new Set(l.exemptDials.map(withoutPeer))
-  const gater: ConnectionGater = {
-    // a VPS that dials private ranges gets abuse reports (Kubo's `server` profile filters them too)
-    denyDialMultiaddr: (ma: Multiaddr) => l.refusePrivateDials && isPrivate(ma) && !exempt.has(withoutPeer(ma.toString()))
-  }
+  const gater: ConnectionGater = { denyDialMultiaddr: dialGate(l) }
   return {
     connectionManager: {
       maxConnections: l.maxConnections,
@@ -99,6 +117,17 @@ export function limitsOptions (l: Limits): Pick<Libp2pOptions, 'connectionManage
     connectionGater: gater,
     connectionMonitor: { pingInterval: PING_INTERVAL_MS, pingTimeout: PING_TIMEOUT }
   }
+}
+
+/** an address that starts with a public IP address (/ip4 or /ip6: never a name) */
+function publicIp (ma: Multiaddr): boolean {
+  const host = ma.getComponents()[0]
+  return (host?.name === 'ip4' || host?.name === 'ip6') && host.value != null && isPublicAddress(host.value)
+}
+
+/** a configured multiaddr as libp2p writes it, without its /p2p/ */
+function canonical (ma: string): string {
+  try { return withoutPeer(multiaddr(ma).toString()) } catch { return withoutPeer(ma) }
 }
 
 function withoutPeer (ma: string): string {
