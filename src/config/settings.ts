@@ -198,6 +198,7 @@ export interface Config {
   s3SessionToken?: string
   s3CredentialsFile?: string
   s3CacheSize: number
+  s3Timeout: number
 }
 
 export interface Setting {
@@ -291,7 +292,8 @@ export const SETTINGS: readonly Setting[] = [
   { key: 's3SecretAccessKey', env: 'PIND_S3_SECRET_ACCESS_KEY', global: true, secret: true, parse: str, description: 'S3 secret access key (environment only; or the credentials file)' },
   { key: 's3SessionToken', env: 'PIND_S3_SESSION_TOKEN', global: true, secret: true, parse: str, description: 'S3 session token for temporary credentials (environment only; optional)' },
   { key: 's3CredentialsFile', flag: '--s3-credentials-file <file>', env: 'PIND_S3_CREDENTIALS_FILE', global: true, parse: str, description: 'file with the S3 credentials (mode 0600; aws_access_key_id = …, aws_secret_access_key = …)' },
-  { key: 's3CacheSize', flag: '--s3-cache-size <bytes>', env: 'PIND_S3_CACHE_SIZE', global: true, default: 0, parse: byteSize, description: 'on-disk read cache for S3 blocks in <data-dir>/s3-cache, e.g. 10GiB (0 = none)' }
+  { key: 's3CacheSize', flag: '--s3-cache-size <bytes>', env: 'PIND_S3_CACHE_SIZE', global: true, default: 0, parse: byteSize, description: 'on-disk read cache for S3 blocks in <data-dir>/s3-cache, e.g. 10GiB (0 = none)' },
+  { key: 's3Timeout', flag: '--s3-timeout <duration>', env: 'PIND_S3_TIMEOUT', global: true, default: 10, parse: duration(1, 120), description: 'deadline of one request to the S3 bucket, retries included: a bucket that takes requests and answers none fails uploads (503, no payment used), reads (503/504) and /health within it' }
 ]
 
 /** A setting's default, for code that needs it without a whole configuration (admin commands on a stopped data dir). */

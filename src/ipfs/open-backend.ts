@@ -27,6 +27,8 @@ export interface BlockstoreSettings extends S3CredentialSources {
   s3Region?: string
   s3ForcePathStyle?: boolean
   s3CacheSize: number
+  /** the deadline of one S3 operation, seconds (default S3_TUNING.timeoutMs) */
+  s3Timeout?: number
 }
 
 export type BackendChoice =
@@ -97,7 +99,7 @@ export async function openBackend (choice: BackendChoice, s: BlockstoreSettings,
 }
 
 export async function openS3Backend (location: S3Location, s: BlockstoreSettings, o: OpenOptions): Promise<S3Backend> {
-  const conn = new S3Connection(location, readS3Credentials(s), o.log.child({ component: 's3' }))
+  const conn = new S3Connection(location, readS3Credentials(s), o.log.child({ component: 's3' }), s.s3Timeout != null ? { timeoutMs: s.s3Timeout * 1000 } : {})
   if (o.observer != null) conn.observer = o.observer
   try {
     await conn.check()

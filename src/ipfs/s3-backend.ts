@@ -18,7 +18,8 @@
  * - gc lists the prefix with ListObjectsV2 (pages of 1000, sizes included)
  *   and deletes with DeleteObjects (batches of up to 1000).
  * - A bucket that cannot be reached makes reads and writes fail at once with
- *   503/504 until a probe finds it again (S3Connection).
+ *   503/504 until a probe finds it again (S3Connection); one that takes
+ *   requests and answers none fails each within --s3-timeout.
  */
 import { open, type FileHandle } from 'node:fs/promises'
 import { finished, type Readable } from 'node:stream'
@@ -191,7 +192,7 @@ export class S3Backend implements BlockBackend {
     const prefix = this.conn.location.prefix
     let token: string | undefined
     do {
-      const page = await this.conn.send<ListObjectsV2CommandOutput>('ListObjectsV2', new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, MaxKeys: 1000, ContinuationToken: token }), { signal }) as ListObjectsV2CommandOutput
+      const page = await this.conn.send<ListObjectsV2CommandOutput>('ListObjectsV2', new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, MaxKeys: 1000, ContinuationToken: token }), { signal, deadlineMs: S3_TUNING.batchTimeoutMs }) as ListObjectsV2CommandOutput
       const blocks: StoredBlock[] = []
       for (const o of page.Contents ?? []) {
         const name = o.Key?.slice(prefix.length)
@@ -221,7 +222,7 @@ export class S3Backend implements BlockBackend {
       const out = await this.conn.send<DeleteObjectsCommandOutput>('DeleteObjects', new DeleteObjectsCommand({
         Bucket: this.bucket,
         Delete: { Objects: batch.map(b => ({ Key: this.conn.key(b.name) })), Quiet: true }
-      })) as DeleteObjectsCommandOutput
+      }), { deadlineMs: S3_TUNING.batchTimeoutMs }) as DeleteObjectsCommandOutput
       const failed = new Set((out.Errors ?? []).map(e => e.Key))
       if (failed.size > 0) {
         const first = out.Errors?.[0]

@@ -7,7 +7,14 @@
  *   `maxAttempts` per request.
  * - Timeouts: a connection must open within `connectTimeoutMs`, a response
  *   must start within `firstByteTimeoutMs`, and a body must not stall for
- *   `idleTimeoutMs`.
+ *   `idleTimeoutMs`. Over them, each operation (all its attempts, its body
+ *   read to the end) has a deadline, --s3-timeout (10 s; gc's listings and
+ *   batch deletes `batchTimeoutMs`): a store that takes connections and
+ *   answers nothing (a frozen process) fails a request within it, well inside
+ *   the HTTP server's idle timeout, instead of after 4 attempts of 15 s. The
+ *   deadline reaches the SDK's handler through an AsyncLocalStorage
+ *   (DeadlineHandler), not the `abortSignal` option: a request sent with
+ *   options resolves its own middleware stack and drops the cached ones.
  * - Outages: a request that still fails for a reason of the store (not
  *   reachable, 5xx, throttled, timed out, bucket gone, access denied) marks
  *   the bucket down. While it is down no request is sent: reads and writes
@@ -25,6 +32,7 @@
  *   and never appear in a log line or an error: messages from the store are
  *   passed through `redact`.
  */
+import { AsyncLocalStorage } from 'node:async_hooks'
 import { readFileSync, statSync } from 'node:fs'
 import { HeadBucketCommand, S3Client } from '@aws-sdk/client-s3'
 import { UndiciHttpHandler } from '@smithy/undici-http-handler'
@@ -46,8 +54,50 @@ export const S3_TUNING = {
   firstByteTimeoutMs: 15_000,
   idleTimeoutMs: 30_000,
   /** while the bucket is down, it is probed this often */
-  probeIntervalMs: 1_000
+  probeIntervalMs: 1_000,
+  /** one operation, all attempts included (--s3-timeout's default) */
+  timeoutMs: 10_000,
+  /** one listing page or batch delete of up to 1000 keys (gc, usage, migration: off the request path) */
+  batchTimeoutMs: 60_000
 } as const
+
+/** An operation that did not finish within its deadline (the store took the request and did not answer). */
+export class S3DeadlineError extends Error {
+  override name = 'S3DeadlineError'
+  constructor (readonly ms: number) {
+    super(`no answer within ${ms / 1000} s`)
+  }
+}
+
+/** the deadline of the operation being sent (S3Connection.send), read by DeadlineHandler */
+const operationSignal = new AsyncLocalStorage<AbortSignal>()
+
+/**
+ * The SDK's request handler, each attempt given the abort signal of the
+ * operation it belongs to (its deadline) besides the SDK's own, if any.
+ */
+class DeadlineHandler {
+  constructor (private readonly inner: UndiciHttpHandler) {}
+
+  async handle (request: Parameters<UndiciHttpHandler['handle']>[0], options: Parameters<UndiciHttpHandler['handle']>[1] = {}): ReturnType<UndiciHttpHandler['handle']> {
+    const deadline = operationSignal.getStore()
+    if (deadline == null) return await this.inner.handle(request, options)
+    const own = options.abortSignal as AbortSignal | undefined
+    return await this.inner.handle(request, { ...options, abortSignal: own != null ? AbortSignal.any([own, deadline]) : deadline })
+  }
+
+  updateHttpClientConfig (key: never, value: never): void {
+    this.inner.updateHttpClientConfig(key, value)
+  }
+
+  httpHandlerConfigs (): ReturnType<UndiciHttpHandler['httpHandlerConfigs']> {
+    return this.inner.httpHandlerConfigs()
+  }
+
+  destroy (): void {
+    this.inner.destroy()
+  }
+}
 
 /** Where the blocks are: endpoint (absent: AWS S3 itself), bucket, key prefix, region, path-style addressing. */
 /** where the blocks are: a bucket, and the prefix of their keys in it (`pind blocks migrate` sends it to serve as is) */
@@ -191,7 +241,11 @@ export class S3Connection {
   /** called when the bucket goes down or comes back */
   onChange?: (up: boolean) => void
 
-  constructor (readonly location: S3Location, private readonly credentials: S3Credentials, private readonly log: Logger) {
+  /** the deadline of one operation (all attempts), ms */
+  readonly timeoutMs: number
+
+  constructor (readonly location: S3Location, private readonly credentials: S3Credentials, private readonly log: Logger, opts: { timeoutMs?: number } = {}) {
+    this.timeoutMs = opts.timeoutMs ?? S3_TUNING.timeoutMs
     const sdkLog = {
       debug: () => {},
       info: () => {},
@@ -216,14 +270,14 @@ export class S3Connection {
       logger: sdkLog,
       // undici carries the bytes (the SDK keeps commands, signing and retries): one pool of
       // keep-alive connections per endpoint, bodies handed over as they arrive
-      requestHandler: new UndiciHttpHandler({
+      requestHandler: new DeadlineHandler(new UndiciHttpHandler({
         dispatcher: new Agent({
           connections: S3_TUNING.maxSockets,
           connect: { timeout: S3_TUNING.connectTimeoutMs },
           headersTimeout: S3_TUNING.firstByteTimeoutMs,
           bodyTimeout: S3_TUNING.idleTimeoutMs
         })
-      })
+      })) as unknown as UndiciHttpHandler
     })
     for (const name of UNNEEDED_MIDDLEWARE) this.client.middlewareStack.remove(name)
     this.client.middlewareStack.add((next) => async (args) => {
@@ -256,18 +310,36 @@ export class S3Connection {
 
   /**
    * Sends one command (`operation` names it in metrics and logs: class
-   * names do not survive bundling). Outages become StorageUnavailableError (503) or
+   * names do not survive bundling), within its deadline (`timeoutMs`, or
+   * `deadlineMs`): past it the request is aborted and the operation fails as
+   * a timeout. Outages become StorageUnavailableError (503) or
    * StorageTimeoutError (504) and mark the bucket down; `missing` answers
    * (NoSuchKey, a 404 HEAD) are returned as `undefined` when `allowMissing`.
    */
-  async send<T, R = T> (operation: string, command: SdkCommand, opts: { signal?: AbortSignal, allowMissing?: boolean, probe?: boolean } = {}, finish?: (out: T) => Promise<R>): Promise<R | undefined> {
+  async send<T, R = T> (operation: string, command: SdkCommand, opts: { signal?: AbortSignal, allowMissing?: boolean, probe?: boolean, deadlineMs?: number } = {}, finish?: (out: T) => Promise<R>): Promise<R | undefined> {
     if (this.down && opts.probe !== true) throw new StorageUnavailableError(`the block storage is unreachable (${this.lastFailure}); retry shortly`)
     const t0 = performance.now()
+    const deadlineMs = opts.deadlineMs ?? this.timeoutMs
+    const deadline = new AbortController()
+    let timer: NodeJS.Timeout | undefined
+    // the SDK may sleep between attempts (a Retry-After it was sent, too): the operation ends at its deadline all the same
+    const expired = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => {
+        const err = new S3DeadlineError(deadlineMs)
+        deadline.abort(err)
+        reject(err)
+      }, deadlineMs)
+    })
+    expired.catch(() => {})
     try {
-      // no options at all unless there is a signal: a request with options resolves its own middleware stack
-      const out = await (opts.signal != null ? this.client.send(command as never, { abortSignal: opts.signal }) : this.client.send(command as never)) as T
-      // a body is read inside the same error handling: a connection cut mid-body is an outage too
-      const result = finish != null ? await finish(out) : out as unknown as R
+      const work = operationSignal.run(deadline.signal, async () => {
+        // no options at all unless there is a signal: a request with options resolves its own middleware stack
+        const out = await (opts.signal != null ? this.client.send(command as never, { abortSignal: opts.signal }) : this.client.send(command as never)) as T
+        // a body is read inside the same error handling and deadline: a connection cut or stalled mid-body is an outage too
+        return finish != null ? await finish(out) : out as unknown as R
+      })
+      work.catch(() => {})
+      const result = await Promise.race([work, expired])
       this.observe(operation, t0, 'ok')
       this.up()
       return result
@@ -279,7 +351,7 @@ export class S3Connection {
         this.up()
         throw err
       }
-      let kind = classify(err)
+      let kind = deadline.signal.aborted ? 'timeout' : classify(err)
       // HeadBucket's 404 has no body: the bucket itself is missing
       if (kind === 'missing' && operation === 'HeadBucket') kind = 'unavailable'
       if (kind === 'missing') {
@@ -290,11 +362,13 @@ export class S3Connection {
       }
       if (kind === 'timeout' || kind === 'unavailable') {
         this.observe(operation, t0, kind)
-        this.markDown(operation, err)
+        this.markDown(operation, deadline.signal.aborted ? deadline.signal.reason : err)
         throw kind === 'timeout' ? new StorageTimeoutError() : new StorageUnavailableError()
       }
       this.observe(operation, t0, 'error')
       throw new S3RequestError(`${operation} failed: ${this.describeError(err)}`)
+    } finally {
+      clearTimeout(timer)
     }
   }
 
@@ -348,6 +422,7 @@ export class S3Connection {
     const e = err as { name?: string, code?: string, $metadata?: { httpStatusCode?: number } }
     this.lastFailure = operation === 'HeadBucket' && e?.$metadata?.httpStatusCode === 404
       ? 'the bucket does not exist'
+      : err instanceof S3DeadlineError ? `${operation}: ${err.message}`
       : e?.$metadata?.httpStatusCode != null ? `HTTP ${e.$metadata.httpStatusCode}` : (e?.code ?? e?.name ?? 'error')
     if (this.down) return
     this.down = true

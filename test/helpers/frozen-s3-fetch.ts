@@ -15,8 +15,8 @@ import { stoppableGateway, type StoppableGateway } from './stopped-gateway.js'
 export interface FrozenS3Fetch {
   gateway: StoppableGateway
   origin: Peer
-  /** serve on the bucket, stopping with --shutdown-timeout `shutdownTimeoutS` */
-  start(dataDir: string, shutdownTimeoutS: number): Promise<PindProcess>
+  /** serve on the bucket, stopping with --shutdown-timeout `shutdownTimeoutS`; `args`: more settings */
+  start(dataDir: string, shutdownTimeoutS: number, args?: string[]): Promise<PindProcess>
   /**
    * Pins `bytes` of random content from the origin under a fresh unpaid-pins
    * token for `owner`; `asked()` is true once the origin was asked for the root.
@@ -43,11 +43,11 @@ export async function frozenS3Fetch (name: string): Promise<FrozenS3Fetch> {
   return {
     gateway,
     origin,
-    start: async (dataDir, shutdownTimeoutS) => {
+    start: async (dataDir, shutdownTimeoutS, more = []) => {
       const p = await startPind({
         dataDir,
         args: ['--blockstore', 's3', '--s3-endpoint', gateway.endpoint, '--s3-bucket', bucket, '--s3-force-path-style',
-          '--shutdown-timeout', String(shutdownTimeoutS), '--public-url', 'http://pind.test'],
+          '--shutdown-timeout', String(shutdownTimeoutS), '--public-url', 'http://pind.test', ...more],
         env: { PIND_S3_ACCESS_KEY_ID: s3().accessKeyId, PIND_S3_SECRET_ACCESS_KEY: s3().secretAccessKey, PIND_LOG_LEVEL: 'info' }
       })
       running.push(p)

@@ -3,9 +3,10 @@
  * S3 endpoint stops answering (a radosgw of the run's Ceph cluster that only
  * this file uses is SIGSTOPped: its sockets stay open, nothing is answered)
  * while a pin by CID commits its fetched blocks to the bucket. On SIGTERM
- * the `pin fetcher` step waits for that commit, which S3's own timeouts and
- * retries bound only after about a minute; serve waits --shutdown-timeout +
- * 15 s, logs the step it hangs in and exits 1, as a crash would. A restart on
+ * the `pin fetcher` step waits for that commit, which the deadline of an S3
+ * request (--s3-timeout, 60 s here: the default 10 s would end the commit,
+ * and the step, within the stop's bound) ends only after a minute; serve
+ * waits --shutdown-timeout + 15 s, logs the step it hangs in and exits 1, as a crash would. A restart on
  * the same data dir, once the endpoint answers again, serves /health and
  * fetches the pin the stop left unfinished.
  */
@@ -18,6 +19,8 @@ import { waitFor } from '../helpers/ports.js'
 const SHUTDOWN_TIMEOUT_S = 1
 /** src/stop-steps.ts STOP_STEPS_MS */
 const STOP_STEPS_S = 15
+/** --s3-timeout: longer than the stop's bound, so that the commit is still waiting when it is given up on */
+const S3_ARGS = ['--s3-timeout', '60']
 
 let setup: FrozenS3Fetch
 
@@ -26,7 +29,7 @@ afterAll(async () => { await setup?.stop() })
 
 it('gives up on a stop whose pin fetcher waits on an S3 endpoint that stopped answering, exits 1, and recovers at the next start', async () => {
   const dataDir = tempDir()
-  const pind = await setup.start(dataDir, SHUTDOWN_TIMEOUT_S)
+  const pind = await setup.start(dataDir, SHUTDOWN_TIMEOUT_S, S3_ARGS)
   // one raw block: the fetch checks the bucket for it (S3 answers), asks the origin, then commits it
   const { token, requestid, asked } = await setup.pin(pind, dataDir, `0x${'a1'.repeat(20)}`, 200_000)
 
