@@ -9,6 +9,12 @@
  * the error itself (a path in the data dir, an errno, a library's words) goes
  * to the log only. A check says what may be shown by throwing a
  * HealthCheckError; anything else it throws shows as its `failure` text.
+ *
+ * An answer never waits on a store that stopped answering: it waits for the
+ * checks it starts for HEALTH_ANSWER_MS at most and then answers with each
+ * check's last known outcome (the run goes on in the background, one at a
+ * time per check); a check that has been running for HEALTH_STUCK_MS fails,
+ * and a block store known to be down (`blockstoreWritable`) fails at once.
  */
 import { z } from 'zod/v4'
 import { count, text } from '../api-shapes.js'
@@ -31,7 +37,12 @@ export interface HealthCheck {
   name: string
   /** what clients are told when the check throws anything but a HealthCheckError */
   failure: string
+  /** the check; an answer waits for it HEALTH_ANSWER_MS at most, then uses its last outcome */
   run(): unknown
+  /** a synchronous part run on every answer, before the last outcome is used (a store known to be down fails at once) */
+  now?(): void
+  /** a pass is reused for this long (ms) before the check runs again; default 0 */
+  reuseMs?: number
 }
 
 export interface HealthDeps {
@@ -71,19 +82,69 @@ export type HealthReport = z.output<typeof Health>
 const logged = new Map<string, number>()
 const RELOG_MS = 60_000
 
-/** a probe whose pass is reused for `cacheMs`, and that runs once however many ask at the same time */
-function cachedProbe (): (fn: () => Promise<void>, cacheMs: number) => Promise<void> {
-  let lastOk = -Infinity
-  let running: Promise<void> | undefined
-  return async (fn, cacheMs) => {
-    if (cacheMs > 0 && Date.now() - lastOk < cacheMs) return
-    running ??= fn().then(() => { lastOk = Date.now() }).finally(() => { running = undefined })
-    await running
-  }
+/**
+ * GET /health waits this long at most for the checks it starts (a check a
+ * request started earlier: until this long after that start); a check still
+ * running then is answered from its last known outcome. No answer waits on a
+ * block store that stopped answering.
+ */
+export const HEALTH_ANSWER_MS = 750
+/** a check still running after this long fails, whatever it answered last (a store that does not answer) */
+export const HEALTH_STUCK_MS = 5_000
+
+type Outcome = { ok: true } | { ok: false, err: unknown }
+
+/** a check's last outcome and its run under way, if any (one run at a time, however many ask) */
+interface CheckState {
+  last?: Outcome
+  lastAt: number
+  running?: { done: Promise<void>, since: number }
 }
 
-const blockstoreProbe = cachedProbe()
-const stagingProbe = cachedProbe()
+/** per check name: one serve per process (the module's `logged` is per process too) */
+const states = new Map<string, CheckState>()
+
+/** Starts a run of `check` unless one is under way or its pass is younger than `reuseMs`. */
+function refresh (check: HealthCheck, reuseMs: number): CheckState {
+  let state = states.get(check.name)
+  if (state == null) {
+    state = { lastAt: -Infinity }
+    states.set(check.name, state)
+  }
+  const s = state
+  if (s.running != null || (s.last?.ok === true && Date.now() - s.lastAt < reuseMs)) return s
+  const done = (async () => { await check.run() })().then((): Outcome => ({ ok: true }), (err: unknown): Outcome => ({ ok: false, err })).then((outcome) => {
+    s.last = outcome
+    s.lastAt = Date.now()
+    s.running = undefined
+  })
+  s.running = { done, since: Date.now() }
+  return s
+}
+
+/** The outcome to answer with: the run's if it ended in time, else the last known one (none, or a run stuck for too long: failing). */
+async function outcomeOf (check: HealthCheck, reuseMs: number): Promise<Outcome> {
+  try {
+    check.now?.()
+  } catch (err) {
+    return { ok: false, err }
+  }
+  const s = refresh(check, reuseMs)
+  const running = s.running
+  if (running != null) {
+    const waitMs = running.since + HEALTH_ANSWER_MS - Date.now()
+    if (waitMs > 0) {
+      let timer: NodeJS.Timeout | undefined
+      await Promise.race([running.done, new Promise<void>(resolve => { timer = setTimeout(resolve, waitMs) })])
+      clearTimeout(timer)
+    }
+  }
+  if (s.running != null) {
+    const forMs = Date.now() - s.running.since
+    if (forMs >= HEALTH_STUCK_MS || s.last == null) return { ok: false, err: new Error(`the check has not finished after ${(forMs / 1000).toFixed(1)} s`) }
+  }
+  return s.last ?? { ok: false, err: new Error('the check has not run') }
+}
 
 async function writeProbe (dir: string): Promise<void> {
   const probe = join(dir, `.health-${randomBytes(6).toString('hex')}`)
@@ -101,16 +162,16 @@ function builtinChecks (deps: HealthDeps): HealthCheck[] {
     {
       name: 'blockstore',
       failure: deps.blockstoreFailure ?? 'the blockstore does not take writes',
-      run: async () => {
-        if (deps.blockstoreWritable?.() === false) throw new Error('the block store is marked unreachable')
-        await blockstoreProbe(deps.probeBlockstore, deps.diskCheckCacheMs ?? 0)
-      }
+      now: () => { if (deps.blockstoreWritable?.() === false) throw new Error('the block store is marked unreachable') },
+      reuseMs: deps.diskCheckCacheMs ?? 0,
+      run: async () => { await deps.probeBlockstore() }
     },
     ...(deps.stagingDir != null
       ? [{
           name: 'staging',
           failure: 'the staging folder does not take writes',
-          run: async () => { await stagingProbe(async () => { await writeProbe(deps.stagingDir as string) }, deps.diskCheckCacheMs ?? 0) }
+          reuseMs: deps.diskCheckCacheMs ?? 0,
+          run: async () => { await writeProbe(deps.stagingDir as string) }
         }]
       : []),
     {
@@ -126,12 +187,16 @@ function builtinChecks (deps: HealthDeps): HealthCheck[] {
 
 export async function checkHealth (deps: HealthDeps): Promise<HealthReport> {
   const checks: HealthReport['checks'] = {}
-  for (const check of [...builtinChecks(deps), ...deps.checks ?? []]) {
-    try {
-      await check.run()
+  const all = [...builtinChecks(deps), ...deps.checks ?? []]
+  // every check at once: the answer waits HEALTH_ANSWER_MS at most, not that per check
+  const outcomes = await Promise.all(all.map(async check => await outcomeOf(check, check.reuseMs ?? 0)))
+  for (const [i, check] of all.entries()) {
+    const outcome = outcomes[i] as Outcome
+    if (outcome.ok) {
       checks[check.name] = { ok: true }
       if (logged.delete(check.name)) deps.log?.info('health check passes again', { check: check.name })
-    } catch (err) {
+    } else {
+      const err = outcome.err
       const shown = err instanceof HealthCheckError ? err.message : check.failure
       checks[check.name] = { ok: false, error: shown }
       const detail = err instanceof HealthCheckError ? err.detail ?? err.message : err instanceof Error ? `${err.name}: ${err.message}` : String(err)
