@@ -7,7 +7,9 @@
  * (then it forwards those it held) — an RPC that stopped answering. Armed
  * with `refuseSend`, it cuts the connection of the next eth_sendRawTransaction
  * without forwarding it (after `hold`, when given) — a transaction that was
- * signed but never sent.
+ * signed but never sent. `onSend` runs a hook when the next
+ * eth_sendRawTransaction comes, then forwards it as usual (something else
+ * fails at the moment a payment settles).
  */
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -18,6 +20,8 @@ export interface RpcProxy {
   dropAfterSend(): Promise<string>
   /** cut the next eth_sendRawTransaction without forwarding it, once `hold` resolves; `seen`: it came, `cut`: it was cut */
   refuseSend(hold?: Promise<void>): { seen: Promise<void>, cut: Promise<void> }
+  /** run `hook` when the next eth_sendRawTransaction comes, then forward it; resolves once it came */
+  onSend(hook: () => void): Promise<void>
   /** stop answering (requests are accepted and held), or forward the held ones and answer again */
   hang(on: boolean): void
   close(): Promise<void>
@@ -26,6 +30,7 @@ export interface RpcProxy {
 export async function startRpcProxy (target: string): Promise<RpcProxy> {
   let armed: ((hash: string) => void) | undefined
   let refuse: { hold?: Promise<void>, seen: () => void, cut: () => void } | undefined
+  let sendHook: (() => void) | undefined
   let hanging = false
   const held: Array<() => void> = []
   const server: Server = createServer((req, res) => {
@@ -40,6 +45,11 @@ export async function startRpcProxy (target: string): Promise<RpcProxy> {
         r.seen()
         void (r.hold ?? Promise.resolve()).then(() => { res.socket?.destroy(); r.cut() })
         return
+      }
+      if (sendHook != null && calls.some(c => c.method === 'eth_sendRawTransaction')) {
+        const hook = sendHook
+        sendHook = undefined
+        hook()
       }
       const cut = armed != null && calls.some(c => c.method === 'eth_sendRawTransaction')
       const forward = (): void => {
@@ -71,6 +81,7 @@ export async function startRpcProxy (target: string): Promise<RpcProxy> {
       refuse = { ...(hold != null ? { hold } : {}), seen: seen.resolve, cut: cut.resolve }
       return { seen: seen.promise, cut: cut.promise }
     },
+    onSend: async (hook) => await new Promise<void>(resolve => { sendHook = () => { hook(); resolve() } }),
     hang: (on) => {
       hanging = on
       if (!on) for (const forward of held.splice(0)) forward()
