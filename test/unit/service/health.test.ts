@@ -1,9 +1,9 @@
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { FsBackend } from '../../../src/ipfs/fs-backend.js'
 import { createLogger } from '../../../src/log.js'
-import { checkHealth, HealthCheckError } from '../../../src/service/health.js'
+import { checkHealth, HEALTH_ANSWER_MS, HEALTH_STUCK_MS, HealthCheckError } from '../../../src/service/health.js'
 import { tempDir } from '../../helpers/pind.js'
 
 describe('health checks', () => {
@@ -72,5 +72,49 @@ describe('health checks', () => {
       libp2p: { ok: true }
     })
     expect(JSON.stringify(r)).not.toContain('127.0.0.1')
+  })
+
+  it('never waits on a store that does not answer: the last outcome after HEALTH_ANSWER_MS, failing once stuck for HEALTH_STUCK_MS or known down', async () => {
+    vi.useFakeTimers({ toFake: ['Date', 'setTimeout', 'clearTimeout'] })
+    const hanging: Array<() => void> = []
+    let hang = false
+    let writable = true
+    const deps = {
+      readLedger: () => 1,
+      probeBlockstore: async () => { if (hang) await new Promise<void>(resolve => { hanging.push(resolve) }) },
+      blockstoreWritable: () => writable,
+      libp2pStatus: () => 'started',
+      startedAt: Date.now()
+    }
+    /** the report, and how long (fake) it took */
+    const answer = async (): Promise<{ report: Awaited<ReturnType<typeof checkHealth>>, ms: number }> => {
+      const t0 = Date.now()
+      const pending = checkHealth(deps)
+      await vi.advanceTimersByTimeAsync(HEALTH_ANSWER_MS + 10)
+      return { report: await pending, ms: Date.now() - t0 }
+    }
+    try {
+      expect((await answer()).report.status).toBe('ok')
+      hang = true
+      // the probe hangs: the answer comes after HEALTH_ANSWER_MS with the last outcome, and the run is not started twice
+      const first = await answer()
+      expect(first.report.checks.blockstore).toEqual({ ok: true })
+      expect(first.ms).toBeLessThanOrEqual(HEALTH_ANSWER_MS + 10)
+      expect((await answer()).report.checks.blockstore).toEqual({ ok: true })
+      expect(hanging.length).toBe(1)
+      // a run still going after HEALTH_STUCK_MS fails the check
+      await vi.advanceTimersByTimeAsync(HEALTH_STUCK_MS)
+      expect((await answer()).report.checks.blockstore).toEqual({ ok: false, error: 'the blockstore does not take writes' })
+      // a store known to be down fails at once, whatever the last outcome
+      for (const resolve of hanging.splice(0)) resolve()
+      hang = false
+      await vi.advanceTimersByTimeAsync(0) // the run ends
+      expect((await answer()).report.checks.blockstore).toEqual({ ok: true })
+      writable = false
+      expect((await answer()).report.checks.blockstore).toEqual({ ok: false, error: 'the blockstore does not take writes' })
+    } finally {
+      for (const resolve of hanging) resolve()
+      vi.useRealTimers()
+    }
   })
 })
