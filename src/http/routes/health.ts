@@ -29,7 +29,7 @@ function healthOp (): Obj {
     id: 'getHealth',
     tag: 'service',
     summary: 'Liveness with real checks',
-    description: 'The ledger answers a read, the block store takes a write (a file in blocks/, or an object in the S3 bucket; with S3 the local staging folder too), libp2p is started. A 503 names the failing check.',
+    description: 'The ledger answers a read, the block store takes a write (a file in blocks/, or an object in the S3 bucket; with S3 the local staging folder too), libp2p is started. A 503 names the failing check. Answers within about a second: a check still running after 0.75 s is answered with its last outcome (it fails once it has run for 5 s), so a block store that stopped answering never holds the answer.',
     responses: {
       200: response('Every check passed.', schema('Health')),
       503: response('A check failed (`status: failing`; the failing check carries `error`, a short public message: the error itself is logged), or the server is starting or shutting down (a Failure).', { anyOf: [schema('Health'), schema('Failure')] })
