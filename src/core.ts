@@ -18,6 +18,7 @@ import { CommitLock } from './ipfs/commit-lock.js'
 import { BlockStaging } from './ipfs/staging.js'
 import { DirectImports } from './ipfs/direct-import.js'
 import { InFlightBlocks } from './ipfs/in-flight-blocks.js'
+import { WriteJournals } from './ipfs/write-journal.js'
 import { LmdbDatastore } from './ledger/datastore.js'
 import { DenialLedger } from './ledger/denials.js'
 import { openLedgerEnv } from './ledger/open.js'
@@ -65,6 +66,8 @@ export interface Core {
   inFlight: InFlightBlocks
   /** imports whose blocks go straight to the store (uploads with a ticket) */
   direct: DirectImports
+  /** what those imports are writing, for the start after a crash */
+  journals: WriteJournals
   /** what settlement reconciliation does with a note: record what it paid for, or release it */
   settlement: ReturnType<typeof settlementActions>
   /** what gc works with */
@@ -120,6 +123,7 @@ export async function openCore (paths: DataDirLayout, opts: CoreOptions = {}): P
       tickets,
       inFlight,
       direct: new DirectImports(blocks, inFlight, (n, bytes) => { usage.added(n, bytes) }),
+      journals: new WriteJournals(paths.directWrites),
       settlement: settlementActions({ ledger: pins, staging, lock, tickets }, () => { opts.onRecorded?.() }),
       gc: { pins, blocks, lock, graceMs, held: () => blocksHeld(notes.all()), inFlight, onRemoved: (n, bytes) => { usage.removed(n, bytes) } },
       keystore,

@@ -56,6 +56,8 @@ import type { PriceSettings } from './payment/pricing.js'
 import type { OpenNoteDeps } from './service/noted-retry.js'
 import { PaymentOnce } from './service/paid-once.js'
 import { startExpirySweeper } from './service/expiry.js'
+import { removeUnreferenced } from './service/gc.js'
+import { recoverTicketWrites } from './service/ticket-upload.js'
 import { archiveDelayMs, startArchiver } from './service/archiver.js'
 import { thousands } from './thousands.js'
 import { PinFetcher } from './service/pin-fetcher.js'
@@ -197,6 +199,10 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
     // kept: the sealed imports of paid uploads whose notes reconciliation has yet to fulfil
     const leftovers = await staging.sweepLeftovers(stagingInUse(notes.all()))
     if (leftovers > 0) log.warn('removed unfinished imports left by a previous run', { count: leftovers })
+    // the blocks of uploads with a ticket that a crash cut: deleted (unless a pin holds them) before anything is served
+    const discard = async (b: Array<{ cid: CID, bytes: number }>): Promise<{ removed: number, freedBytes: number }> => await removeUnreferenced(core.gc, b)
+    progress('removing the blocks of unfinished uploads')
+    await recoverTicketWrites({ journals: core.journals, discard, tickets: core.tickets, log })
     const networkGateway = config.gatewayNetworkTimeout > 0
     // what is denied (the operator's denials, the denylists), read before anything is served
     const denylists = new DenylistSources(config.denylist, log.child({ component: 'denylist' }))
@@ -473,7 +479,15 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
       retry,
       notes,
       openNotes,
-      ticket: { tickets: core.tickets, direct: core.direct, verifier: tokens, validitySeconds: config.uploadTicketValidity }
+      ticket: {
+        tickets: core.tickets,
+        direct: core.direct,
+        journals: core.journals,
+        discard,
+        retries: config.uploadTicketRetries,
+        verifier: tokens,
+        validitySeconds: config.uploadTicketValidity
+      }
     })
     http.ready()
 

@@ -162,6 +162,7 @@ export interface Config {
   pinFetchConcurrency: number
   uploadConcurrency: number
   uploadTicketValidity: number
+  uploadTicketRetries: number
   pinRetryWindow: number
   pinStallTimeout: number
   pinProbeTimeout: number
@@ -257,6 +258,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'pinMaxBytes', flag: '--pin-max-bytes <n>', env: 'PIND_PIN_MAX_BYTES', default: DEFAULT_PIN_MAX_BYTES, parse: int(1, 2 ** 50), description: 'largest DAG a pin by CID may hold (bytes of all blocks)' },
   { key: 'uploadConcurrency', flag: '--upload-concurrency <n>', env: 'PIND_UPLOAD_CONCURRENCY', default: 32, parse: int(1, 1024), description: 'paid uploads streamed at the same time; past this a paid upload gets 503 with Retry-After before its payment is used' },
   { key: 'uploadTicketValidity', flag: '--upload-ticket-validity <duration>', env: 'PIND_UPLOAD_TICKET_VALIDITY', default: 30 * 86400, parse: duration(60, 400 * 86400), description: 'how long a prepaid upload ticket (POST /upload/tickets) can be used after its purchase' },
+  { key: 'uploadTicketRetries', flag: '--upload-ticket-retries <n>', env: 'PIND_UPLOAD_TICKET_RETRIES', default: 3, parse: int(1, 100), description: 'failed uploads with one ticket may write this many times its bytes in all (each failed upload\'s blocks are removed at once); then the ticket answers 410' },
   { key: 'pinFetchConcurrency', flag: '--pin-fetch-concurrency <n>', env: 'PIND_PIN_FETCH_CONCURRENCY', default: 4, parse: int(1, 256), description: 'pins by CID fetched at the same time (each with up to 32 blocks in flight)' },
   { key: 'pinRetryWindow', flag: '--pin-retry-window <duration>', env: 'PIND_PIN_RETRY_WINDOW', default: 24 * 3600, parse: duration(1, 30 * 86400), description: 'how long a pin by CID keeps retrying unreachable content before it fails' },
   { key: 'pinStallTimeout', flag: '--pin-stall-timeout <duration>', env: 'PIND_PIN_STALL_TIMEOUT', default: 60, parse: duration(1, 3600), description: 'a fetch attempt ends (and is retried with backoff) when no block arrives for this long' },

@@ -13,6 +13,8 @@ export interface DataDirLayout {
   blockstoreRecord: string
   /** the S3 backend's read cache (--s3-cache-size) */
   s3Cache: string
+  /** the write journals of uploads with a ticket under way (ipfs/write-journal.ts) */
+  directWrites: string
   /** what `pind blocks migrate` has copied and verified so far (resume) */
   migrateJournal: string
   keys: string
@@ -30,6 +32,7 @@ export function layout (root: string): DataDirLayout {
     staging: join(root, 'staging'),
     blockstoreRecord: join(root, 'blockstore.json'),
     s3Cache: join(root, 's3-cache'),
+    directWrites: join(root, 'direct-writes'),
     migrateJournal: join(root, 'blocks-migrate.journal'),
     keys: join(root, 'keys'),
     identity: join(root, 'identity.key'),

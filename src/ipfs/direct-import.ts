@@ -5,8 +5,10 @@
  * staging copy is needed). Each block is registered in flight
  * (in-flight-blocks.ts) before it is written, so gc never deletes it before
  * the upload's pin references it; the upload releases the registrations
- * after its claim (or its failure: the blocks are then garbage for the next
- * gc). Each write holds the commit lock shared from its registration to its
+ * after its claim (or its failure: it then deletes the blocks no pin
+ * references, service/ticket-upload.ts). Each block is noted in the upload's
+ * write journal before its write begins, so a crash leaves a list of what
+ * to judge at start (write-journal.ts). Each write holds the commit lock shared from its registration to its
  * end, as a commit does: `pind blocks migrate` switches a running serve to
  * the bucket holding the lock exclusively, so every write has either landed
  * on disk before its final pass lists the disk (and is copied), or starts
@@ -28,6 +30,7 @@ import { notFound, type BlockBackend } from './block-backend.js'
 import { ChunkPool, type Chunker } from './chunk-pool.js'
 import { CHUNK_SIZE, type ImportTarget } from './import.js'
 import type { InFlightBlocks } from './in-flight-blocks.js'
+import type { WriteJournal } from './write-journal.js'
 import { S3_TUNING } from './s3-client.js'
 import { Window } from './window.js'
 
@@ -45,6 +48,8 @@ export interface DirectImport {
   chunker: (opts?: { ownsInput?: boolean }) => Chunker
   /** every distinct block written (or being written), in order */
   readonly cids: CID[]
+  /** those blocks with their sizes */
+  readonly written: Array<{ cid: CID, bytes: number }>
   /** bytes of those blocks */
   readonly bytes: number
   /** resolves once every block is stored durably; rejects with the first write that failed */
@@ -64,8 +69,10 @@ export class DirectImports {
     private readonly onStored?: (blocks: number, bytes: number) => void
   ) {}
 
-  begin (): DirectImport {
+  /** `journal`: told of each block before its write begins (crash recovery: write-journal.ts) */
+  begin (journal?: Pick<WriteJournal, 'note'>): DirectImport {
     const cids: CID[] = []
+    const written: Array<{ cid: CID, bytes: number }> = []
     const seen = new Set<string>()
     const own = new Window(WRITES_PER_IMPORT)
     const writes = new Set<Promise<void>>()
@@ -98,6 +105,7 @@ export class DirectImports {
           throw new Error('this import is over')
         }
         cids.push(cid)
+        written.push({ cid, bytes: block.byteLength })
         bytes += block.byteLength
       } catch (err) {
         this.chunks.give(block)
@@ -106,6 +114,7 @@ export class DirectImports {
       const size = block.byteLength
       const w = (async () => {
         try {
+          await journal?.note(cid, size)
           const added = await this.store.put(cid, block, abort.signal)
           if (added) this.onStored?.(1, size)
         } catch (err) {
@@ -135,6 +144,7 @@ export class DirectImports {
       },
       chunker: (opts) => this.chunks.chunker(opts),
       cids,
+      written,
       get bytes () { return bytes },
       stored: async () => {
         await settle()

@@ -38,6 +38,8 @@ export interface UploadTicket {
   expiresAt: string
   /** set by the upload that used it: the pin it made */
   claimed?: { requestid: string, at: string }
+  /** block bytes its failed uploads wrote (and pind removed again): what bounds its retries */
+  failedBytes?: number
 }
 
 /** What a claim found wrong with a ticket (the service answers each with its own status). */
@@ -105,6 +107,19 @@ export class UploadTickets {
       this.db.put(id, claimed)
     })
     return claimed as UploadTicket
+  }
+
+  /**
+   * Adds what a failed upload with this ticket wrote to its failedBytes, in
+   * one transaction (a claimed or unknown ticket is left as it is).
+   */
+  async noteFailed (id: string, bytes: number): Promise<void> {
+    if (bytes <= 0) return
+    await this.db.transaction(() => {
+      const t = this.db.get(id)
+      if (t == null || t.claimed != null) return
+      this.db.put(id, { ...t, failedBytes: (t.failedBytes ?? 0) + bytes })
+    })
   }
 
   /** The ticket `owner` may use now; TicketClaimError otherwise. */

@@ -152,6 +152,29 @@ export async function runGc (d: GcDeps, opts: GcOptions = {}, onProgress?: (p: G
   }
 }
 
+/**
+ * Deletes these blocks unless something holds them: a pin (read under the
+ * commit lock held exclusively, as a sweep batch reads it), a settlement note,
+ * or an upload in flight. What a failed upload with a ticket wrote goes this
+ * way at once, rather than waiting for the next gc (ticket-upload.ts).
+ */
+export async function removeUnreferenced (d: Pick<GcDeps, 'pins' | 'blocks' | 'lock' | 'held' | 'inFlight' | 'onRemoved'>, blocks: Array<{ cid: CID, bytes: number }>): Promise<{ removed: number, freedBytes: number }> {
+  if (blocks.length === 0) return { removed: 0, freedBytes: 0 }
+  const held = new Set<string>()
+  for (const c of d.held?.() ?? []) held.add(nameOf(c))
+  const r = await d.lock.exclusive(async () => {
+    const gone = new Map<string, StoredBlock>()
+    for (const b of blocks) {
+      const name = blockName(b.cid)
+      if (held.has(name) || d.inFlight?.has(name) === true || referencedNow(d.pins, name)) continue
+      gone.set(name, { name, size: b.bytes })
+    }
+    return await d.blocks.remove([...gone.values()])
+  })
+  d.onRemoved?.(r.removed, r.freedBytes)
+  return r
+}
+
 /** Marks pins expired whose pinned_until is at or before `cutoff`; returns how many (would be) swept. */
 export async function sweepExpired (pins: Pick<PinLedger, 'expiredBy' | 'remove'>, cutoff: Date, dryRun = false, signal?: AbortSignal): Promise<number> {
   const ids = [...pins.expiredBy(cutoff)]

@@ -56,7 +56,7 @@ export const PAYMENT_COLUMNS = [
 /** An upload ticket: what it was bought for, with which payment, and whether an upload used it (`claimed_by`: the pin it made). */
 export const TICKET_COLUMNS = [
   'ticket_id', 'payer', 'bytes', 'months', 'amount', 'amount_usdc', 'asset', 'network', 'payment_id', 'settlement_tx',
-  'created_at', 'expires_at', 'used', 'claimed_by', 'claimed_at'
+  'created_at', 'expires_at', 'used', 'claimed_by', 'claimed_at', 'failed_bytes'
 ] as const
 
 export type PinLine = { type: 'pin' } & { [K in typeof PIN_COLUMNS[number]]: unknown } & { blocks?: string[] }
@@ -71,7 +71,7 @@ const PIN_FIELDS = ['requestid', 'owner', 'cid', 'name', 'origins', 'meta', 'sta
 const PAYMENT_INFO_FIELDS = ['id', 'payer', 'amount', 'network', 'asset', 'tx', 'settledAt', 'method'] as const
 const FETCH_FIELDS = ['attempts', 'giveUpAt', 'nextAttemptAt', 'lastError'] as const
 const PAYMENT_FIELDS = ['id', 'requestid', 'purpose', 'payer', 'amount', 'network', 'tx', 'at', 'proof'] as const
-const TICKET_FIELDS = ['id', 'payer', 'bytes', 'months', 'amount', 'paymentId', 'network', 'asset', 'tx', 'createdAt', 'expiresAt', 'claimed'] as const
+const TICKET_FIELDS = ['id', 'payer', 'bytes', 'months', 'amount', 'paymentId', 'network', 'asset', 'tx', 'createdAt', 'expiresAt', 'claimed', 'failedBytes'] as const
 const CLAIM_FIELDS = ['requestid', 'at'] as const
 export type AllFieldsExported = [
   Covered<Exclude<keyof PinRecord, typeof PIN_FIELDS[number]>>,
@@ -465,7 +465,8 @@ export function ticketLine (t: UploadTicket): TicketLine {
     expires_at: t.expiresAt,
     used: t.claimed != null,
     claimed_by: t.claimed?.requestid ?? null,
-    claimed_at: t.claimed?.at ?? null
+    claimed_at: t.claimed?.at ?? null,
+    failed_bytes: t.failedBytes ?? 0
   }
 }
 

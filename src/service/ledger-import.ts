@@ -481,6 +481,9 @@ export function ticketFromLine (o: Record<string, unknown>): UploadTicket {
   const used = f.bool('used')
   const claimedBy = f.optStr('claimed_by')
   const claimedAt = f.optTime('claimed_at')
+  // (absent from exports older than the field)
+  const failedBytes = f.optInt('failed_bytes') ?? 0
+  if (failedBytes < 0) throw new LineError(`failed_bytes must be at least 0, not ${failedBytes}`)
   if (used !== (claimedBy != null) || (claimedBy != null) !== (claimedAt != null)) {
     throw new LineError('a used ticket has claimed_by and claimed_at, an unused one neither')
   }
@@ -496,7 +499,8 @@ export function ticketFromLine (o: Record<string, unknown>): UploadTicket {
     ...(tx != null ? { tx } : {}),
     createdAt: f.time('created_at'),
     expiresAt: f.time('expires_at'),
-    ...(claimedBy != null && claimedAt != null ? { claimed: { requestid: claimedBy, at: claimedAt } } : {})
+    ...(claimedBy != null && claimedAt != null ? { claimed: { requestid: claimedBy, at: claimedAt } } : {}),
+    ...(failedBytes > 0 ? { failedBytes } : {})
   }
 }
 

@@ -10,12 +10,21 @@
  *
  * Only the wallet that bought the ticket may use it (its wallet token,
  * 403 for another's). A failed upload (too large, the client gone, denied
- * content, the store unreachable) claims nothing: the ticket stays usable,
- * and the blocks it wrote are swept by the next gc. So does a crash.
+ * content, invalid, the store unreachable) claims nothing: the ticket stays
+ * usable, and before it answers it deletes the blocks it wrote that no pin
+ * references (gc.ts removeUnreferenced). Each block is noted in a write
+ * journal before it is written (write-journal.ts), so the blocks of an upload
+ * a crash cut go the same way at the next start (recoverTicketWrites).
+ *
+ * What failed uploads wrote is added to the ticket's failedBytes (one
+ * ledger transaction each): once it reaches --upload-ticket-retries times the
+ * ticket's bytes, the ticket answers 410, so one ticket makes pind write at
+ * most about (retries + 1) times what it paid for.
  */
 import { ConflictError, ForbiddenError, GoneError, NotFoundError, UnavailableError } from '../errors.js'
 import { StorageTimeoutError, StorageUnavailableError, type BlockBackend } from '../ipfs/block-backend.js'
-import type { DirectImports } from '../ipfs/direct-import.js'
+import type { DirectImport, DirectImports } from '../ipfs/direct-import.js'
+import type { WriteJournal, WriteJournals } from '../ipfs/write-journal.js'
 import type { PinLedger } from '../ledger/pins.js'
 import type { PinRecord } from '../ledger/records.js'
 import { TicketClaimError, type UploadTicket, type UploadTickets } from '../ledger/tickets.js'
@@ -27,9 +36,17 @@ import { importBody, MULTIPART_SLACK, refuseDenied, uploadBody, uploadedPin, typ
 
 export interface TicketUploadDeps {
   ledger: Pick<PinLedger, 'payment'>
-  tickets: Pick<UploadTickets, 'check' | 'claim'>
+  tickets: Pick<UploadTickets, 'check' | 'claim' | 'noteFailed'>
   /** imports whose blocks go straight to the block store */
   direct: Pick<DirectImports, 'begin'>
+  /** each upload's list of the blocks it writes, for the start after a crash */
+  journals?: Pick<WriteJournals, 'open'>
+  /** deletes the blocks of a failed upload that nothing holds (gc.ts removeUnreferenced) */
+  discard: (blocks: Array<{ cid: CID, bytes: number }>) => Promise<{ removed: number, freedBytes: number }>
+  /** failed uploads with one ticket may write this many times its bytes in all (--upload-ticket-retries) */
+  retries: number
+  /** bytes a failed upload left in the store (its deletes failed): the next gc's */
+  onLeftover?: (bytes: number) => void
   /** uploads streaming at once (--upload-concurrency), shared with paid uploads */
   slots: Pick<Slots, 'release' | 'size' | 'take'>
   publicUrl: string
@@ -51,16 +68,23 @@ const running = new Set<string>()
 
 export async function uploadWithTicket (input: TicketUploadInput, d: TicketUploadDeps): Promise<UploadOutcome> {
   const ticket = checked(() => d.tickets.check(input.ticket, input.owner))
+  if ((ticket.failedBytes ?? 0) >= d.retries * ticket.bytes) {
+    throw new GoneError(`this upload ticket's failed uploads have written ${ticket.failedBytes ?? 0} bytes, ${d.retries} times its size, the most one ticket may; buy a new one with POST /upload/tickets`)
+  }
   if (d.storage?.writable() === false) throw new StorageUnavailableError('the block storage is unreachable right now; retry shortly (your ticket was not used)')
   if (running.has(ticket.id)) throw new ConflictError('another upload is using this ticket right now; a ticket makes one pin')
   if (!d.slots.take()) throw new UnavailableError(`${d.slots.size} uploads are in progress, the most this server takes at once; retry shortly (your ticket was not used)`, 5)
   running.add(ticket.id)
-  const imp = d.direct.begin()
+  let journal: WriteJournal | undefined
+  let imp: DirectImport | undefined
+  let claimed = false
   const t0 = performance.now()
   try {
+    journal = await d.journals?.open(ticket.id)
+    imp = d.direct.begin(journal)
     const imported = await importBody(input.file, imp, { maxFileBytes: ticket.bytes, maxBodyBytes: ticket.bytes + MULTIPART_SLACK })
     const importMs = Math.round(performance.now() - t0)
-    // denied content is refused as a paid upload's is; what it wrote is garbage for the next gc
+    // denied content is refused as a paid upload's is; what it wrote is deleted below
     refuseDenied(imported.cid, imp.cids, d)
     // durable before the pin is recorded: every write has succeeded
     await imp.stored()
@@ -68,6 +92,7 @@ export async function uploadWithTicket (input: TicketUploadInput, d: TicketUploa
     const pin = ticketPin(ticket, imported, imp.bytes, d)
     try {
       await d.tickets.claim(ticket.id, input.owner, pin, imp.cids.map(String))
+      claimed = true
     } catch (err) {
       if (err instanceof TicketClaimError) throw answerTo(err)
       throw err
@@ -81,11 +106,67 @@ export async function uploadWithTicket (input: TicketUploadInput, d: TicketUploa
     }
     throw err
   } finally {
-    // the blocks are the pin's now (or garbage): gc may judge them again
-    await imp.release()
-    running.delete(ticket.id)
-    d.slots.release()
+    try {
+      // the blocks are the pin's now, or this failed upload's to delete
+      await imp?.release()
+      if (claimed) await journal?.remove()
+      else if (imp != null) await discardFailed(ticket.id, imp, journal, d)
+      else await journal?.remove()
+    } finally {
+      running.delete(ticket.id)
+      d.slots.release()
+    }
   }
+}
+
+/**
+ * After a failed upload: its blocks that nothing holds are deleted, its
+ * journal goes, and what it wrote counts against its ticket. When the deletes
+ * fail (the store unreachable), the blocks are left to the next gc.
+ */
+async function discardFailed (ticketId: string, imp: DirectImport, journal: WriteJournal | undefined, d: TicketUploadDeps): Promise<void> {
+  try {
+    const r = await d.discard(imp.written)
+    if (r.removed > 0) d.log.info('removed the blocks of a failed upload with a ticket', { ticket: ticketId, blocks: r.removed, bytes: r.freedBytes })
+  } catch (err) {
+    d.onLeftover?.(imp.bytes)
+    d.log.warn('could not remove the blocks of a failed upload with a ticket: the next gc removes them', { ticket: ticketId, bytes: imp.bytes, error: (err as Error).message })
+  }
+  await journal?.remove().catch(() => {})
+  await d.tickets.noteFailed(ticketId, imp.bytes).catch((err: unknown) => {
+    d.log.warn('could not count a failed upload against its ticket', { ticket: ticketId, bytes: imp.bytes, error: (err as Error).message })
+  })
+}
+
+export interface TicketWritesRecovery {
+  journals: Pick<WriteJournals, 'left' | 'drop'>
+  discard: TicketUploadDeps['discard']
+  tickets: Pick<UploadTickets, 'noteFailed'>
+  log: Logger
+}
+
+/**
+ * At start, before anything is served: the uploads with a ticket that a
+ * crash cut, as their journals list them, are failed uploads (their blocks
+ * that nothing holds are deleted, their bytes count against their tickets).
+ * A journal whose deletes fail stays for the next start (gc removes its
+ * blocks meanwhile). Returns how many uploads were recovered.
+ */
+export async function recoverTicketWrites (r: TicketWritesRecovery): Promise<number> {
+  let n = 0
+  for (const j of await r.journals.left()) {
+    try {
+      const gone = await r.discard(j.blocks)
+      const bytes = j.blocks.reduce((sum, b) => sum + b.bytes, 0)
+      if (j.ticket !== '') await r.tickets.noteFailed(j.ticket, bytes)
+      await r.journals.drop(j)
+      r.log.warn('removed the blocks of an upload with a ticket that the last run left unfinished', { ticket: j.ticket, blocks: gone.removed, bytes: gone.freedBytes })
+      n++
+    } catch (err) {
+      r.log.warn('could not remove the blocks of an unfinished upload with a ticket: kept for the next start and gc', { ticket: j.ticket, error: (err as Error).message })
+    }
+  }
+  return n
 }
 
 /** The pin a ticket's upload records: pinned, paid by the ticket's payment. */

@@ -74,6 +74,7 @@ export const TicketResult = z.object({
   payer: text('the paying wallet, lowercase: only its wallet token can use the ticket', { pattern: LOWER_ADDRESS }),
   expiresAt: text('the ticket cannot be used from then on', { format: 'date-time' }),
   used: z.boolean().meta({ description: 'whether an upload used it already' }),
+  failedBytes: count('block bytes its failed uploads wrote (and the server removed); at --upload-ticket-retries times `bytes` the ticket answers 410', 0),
   upload_url: text('where to upload with it', { format: 'uri' })
 }).meta({ description: 'A prepaid, single-use upload ticket' })
 
@@ -188,6 +189,7 @@ export function ticketBody (t: UploadTicket, publicUrl: string): z.output<typeof
     payer: t.payer,
     expiresAt: t.expiresAt,
     used: t.claimed != null,
+    failedBytes: t.failedBytes ?? 0,
     upload_url: `${publicUrl}/upload`
   }
 }

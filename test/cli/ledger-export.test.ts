@@ -451,7 +451,7 @@ describe('pind export-ledger / import-ledger', () => {
     expect(all.at(-3)).toEqual({
       type: 'ticket', ticket_id: UNUSED, payer: C, bytes: 3_000_000, months: 2, amount: '4500', amount_usdc: '0.004500', asset: ASSET, network: NET,
       payment_id: `${C}:0x${'c'.repeat(64)}`, settlement_tx: `0x${'c'.repeat(63)}e`, created_at: '2025-09-01T10:00:00.000Z', expires_at: FAR,
-      used: false, claimed_by: null, claimed_at: null
+      used: false, claimed_by: null, claimed_at: null, failed_bytes: 0
     })
     expect(all.at(-2)).toMatchObject({ ticket_id: USED, payer: A, used: true, claimed_by: TICKET_PIN, claimed_at: '2025-09-03T10:00:00.000Z' })
     expect(all.find(l => l.type === 'payment' && l.requestid === UNUSED)).toMatchObject({ purpose: `ticket:${UNUSED}`, payer: C, amount: '4500' })
@@ -498,7 +498,7 @@ describe('pind export-ledger / import-ledger', () => {
     const csv = await exportTo(src, ['--format', 'csv', '--records', 'tickets'])
     expect(csv.code, csv.err).toBe(0)
     const rows = parseCsv(csv.out)
-    expect(rows[0]).toEqual(['schema_version', 'ticket_id', 'payer', 'bytes', 'months', 'amount', 'amount_usdc', 'asset', 'network', 'payment_id', 'settlement_tx', 'created_at', 'expires_at', 'used', 'claimed_by', 'claimed_at'])
+    expect(rows[0]).toEqual(['schema_version', 'ticket_id', 'payer', 'bytes', 'months', 'amount', 'amount_usdc', 'asset', 'network', 'payment_id', 'settlement_tx', 'created_at', 'expires_at', 'used', 'claimed_by', 'claimed_at', 'failed_bytes'])
     expect(rows.slice(1).map(r => [r[0], r[1], r[13]])).toEqual([['2', UNUSED, 'false'], ['2', USED, 'true']])
     const byOwner = lines((await exportTo(src, ['--records', 'tickets', '--owner', C])).out).filter(l => l.type === 'ticket').map(l => l.ticket_id)
     expect(byOwner).toEqual([UNUSED])

@@ -19,8 +19,12 @@ export const TICKET_HEADER = 'x-upload-ticket'
 
 /** what the ticket routes need besides the upload's own deps */
 export interface TicketRouteDeps {
-  tickets: Pick<UploadTickets, 'check' | 'claim' | 'get' | 'record'>
+  tickets: Pick<UploadTickets, 'check' | 'claim' | 'get' | 'noteFailed' | 'record'>
   direct: TicketUploadDeps['direct']
+  journals?: TicketUploadDeps['journals']
+  discard: TicketUploadDeps['discard']
+  retries: number
+  onLeftover?: TicketUploadDeps['onLeftover']
   /** verifies the payer's wallet token (Authorization: Bearer) */
   verifier: TokenService
   /** seconds a ticket can be used after its purchase */
@@ -85,6 +89,9 @@ async function ticketUpload (req: IncomingMessage, res: ServerResponse, ticket: 
   const file: FileReader = async (consume, limits) => await readSingleFile(req, async (f) => await consume({ name: f.filename, bytes: f.stream }), limits)
   const r = await uploadWithTicket({ ticket: ticket.trim().toLowerCase(), owner, file }, {
     ledger: deps.ledger, tickets: t.tickets, direct: t.direct, slots: deps.slots, publicUrl: deps.publicUrl, log: deps.log,
+    discard: t.discard, retries: t.retries,
+    ...(t.journals != null ? { journals: t.journals } : {}),
+    ...(t.onLeftover != null ? { onLeftover: t.onLeftover } : {}),
     ...(deps.refusal != null ? { refusal: deps.refusal } : {}),
     ...(deps.storage != null ? { storage: deps.storage } : {})
   })
