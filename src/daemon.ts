@@ -57,6 +57,7 @@ import type { OpenNoteDeps } from './service/noted-retry.js'
 import { PaymentOnce } from './service/paid-once.js'
 import { startExpirySweeper } from './service/expiry.js'
 import { removeUnreferenced } from './service/gc.js'
+import { GcSchedule } from './service/gc-schedule.js'
 import { recoverTicketWrites } from './service/ticket-upload.js'
 import { archiveDelayMs, startArchiver } from './service/archiver.js'
 import { thousands } from './thousands.js'
@@ -229,6 +230,20 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
     const openNotes: OpenNoteDeps = { notes, ledger: pins, fulfil: core.settlement.fulfil, log: log.child({ component: 'settlements' }), ...(authorizations != null ? { chain: authorizations } : {}) }
     cleanups.add('settlement reconciler', async () => { await settlements.reconciler?.stop() })
 
+    // gc by itself: on a schedule, and when the bytes pins released pass the watermark
+    let gcMetrics: Metrics | undefined
+    const maintenance = new Maintenance()
+    const gcSchedule = new GcSchedule(core.gc, {
+      intervalMs: config.gcInterval * 1000,
+      watermarkBytes: config.gcWatermark,
+      log: log.child({ component: 'gc' }),
+      committed: async () => { await pins.committed() },
+      maintenance,
+      onRun: (r) => { gcMetrics?.gcRun(r.trigger, r.outcome, r.removedBlocks, r.freedBytes, r.seconds) }
+    })
+    const unwatchReleased = pins.watchReleased((_blocks, bytes) => { gcSchedule.released(bytes) })
+    cleanups.add('gc', async () => { unwatchReleased(); await gcSchedule.stop() })
+
     let gate: PaymentGate | undefined
     const provideKind = config.provideStrategy === 'all' ? 'blocks' : 'roots'
     const announcer = ipfs.routing.announcer
@@ -239,9 +254,11 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
         ...(announcer != null ? { provides: () => (reprovider as Reprovider).status() } : {}),
         s3Up: () => blocks.kind === 's3' ? blocks.writable() : undefined,
         sending: sendingStatus,
-        uploadChunks: () => staging.chunkBudget
+        uploadChunks: () => staging.chunkBudget,
+        gcUnreferencedBytes: () => gcSchedule.unreferencedBytes
       }))
     s3Metrics = metrics
+    gcMetrics = metrics
     observeLookup = (seconds, source) => { metrics.findProviders(seconds, source) }
     if (announcer != null) {
       reprovider = new Reprovider({
@@ -329,7 +346,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
           payments
         }
       }),
-      maintenance: new Maintenance(),
+      maintenance,
       blocks: {
         current: () => blocks.active,
         // the bucket and the credentials come from the admin client; this serve's cache setting applies
@@ -485,6 +502,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
         journals: core.journals,
         discard,
         retries: config.uploadTicketRetries,
+        onLeftover: (bytes) => { gcSchedule.released(bytes) },
         verifier: tokens,
         validitySeconds: config.uploadTicketValidity
       }

@@ -11,6 +11,7 @@ const BOTH_BACKENDS = [
   'test/e2e/upload-ticket.test.ts',
   'test/e2e/pins-by-cid.test.ts',
   'test/e2e/gc-concurrent.test.ts',
+  'test/e2e/gc-auto.test.ts',
   'test/e2e/crash.test.ts',
   'test/http/gateway/*.test.ts',
   'test/unit/service/gc.test.ts'

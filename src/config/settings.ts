@@ -186,6 +186,8 @@ export interface Config {
   shutdownTimeout: number
   expiryGrace: number
   expirySweepInterval: number
+  gcInterval: number
+  gcWatermark: number
   denylist: string[]
   /** absent: fs, or what the data dir records (blockstore.json) */
   blockstore?: BlockstoreKind
@@ -267,6 +269,8 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'gatewayPolicy', flag: '--gateway-policy <policy>', env: 'PIND_GATEWAY_POLICY', default: 'pinned', parse: oneOf(GATEWAY_POLICIES), description: 'pinned: serve only content of live pins (gateway and bitswap); blockstore: anything held locally' },
   { key: 'expiryGrace', flag: '--expiry-grace <duration>', env: 'PIND_EXPIRY_GRACE', default: 7 * 86400, parse: duration(0, 365 * 86400), description: 'an expired pin (hidden at pinned_until) keeps its blocks this long, so it can still be renewed; then it is swept' },
   { key: 'expirySweepInterval', flag: '--expiry-sweep-interval <duration>', env: 'PIND_EXPIRY_SWEEP_INTERVAL', default: 3600, parse: duration(1, 86400), description: 'how often serve sweeps pins past pinned_until + grace' },
+  { key: 'gcInterval', flag: '--gc-interval <duration>', env: 'PIND_GC_INTERVAL', default: 3600, parse: duration(0, 30 * 86400), description: 'how often serve runs gc by itself (as `pind gc`: expired pins swept, unreferenced blocks removed); 0 = never on a schedule' },
+  { key: 'gcWatermark', flag: '--gc-watermark <bytes>', env: 'PIND_GC_WATERMARK', default: 1_073_741_824, parse: int(0, 2 ** 50), description: 'serve also runs gc as soon as the blocks released since its last run (an estimate from removed pins\' sizes) pass this many bytes; 0 = never by watermark' },
   { key: 'gatewayNetworkTimeout', flag: '--gateway-network-timeout <duration>', env: 'PIND_GATEWAY_NETWORK_TIMEOUT', default: 0, parse: duration(0, 300), description: 'above 0: the gateway also serves content it does not hold, fetched per block from connected peers within this time (not stored); 0 = never' },
   { key: 'corsOrigins', flag: '--cors-origins <origins>', env: 'PIND_CORS_ORIGINS', default: ['*'], parse: list(corsOrigin), description: 'browser origins allowed by CORS, comma-separated (* = any; "none" = CORS off)' },
   { key: 'rateLimitUnpaid', flag: '--rate-limit-unpaid <per-minute>', env: 'PIND_RATE_LIMIT_UNPAID', default: 120, parse: int(0, 1_000_000), description: 'write requests that do not turn out paid (402s, invalid payments or tokens, sign-in challenges) per client address per minute; 0 = unlimited' },

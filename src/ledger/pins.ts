@@ -830,6 +830,28 @@ export class PinLedger {
     return () => { this.refWatchers.delete(fn) }
   }
 
+  /**
+   * Resolves once every write transaction begun before it has committed (an
+   * empty transaction queued behind them). Not from inside a transaction's
+   * callback: lmdb runs a callback's body first and commits later, so a
+   * watcher told from there reads the ledger as it was.
+   */
+  async committed (): Promise<void> {
+    await this.env.transaction(() => undefined)
+  }
+
+  private readonly releaseWatchers = new Set<(blocks: number, bytes: number) => void>()
+
+  /**
+   * Calls `fn` as pins let go of blocks no other pin references: how many,
+   * and their bytes as estimated from the pin's dag size (a share of it by
+   * block count; 1 MiB a block without one). Serve's gc watermark sums these.
+   */
+  watchReleased (fn: (blocks: number, bytes: number) => void): () => void {
+    this.releaseWatchers.add(fn)
+    return () => { this.releaseWatchers.delete(fn) }
+  }
+
   private addRefs (requestid: string, keys: string[]): void {
     if (keys.length === 0) return
     for (const w of this.refWatchers) w(keys)
@@ -842,14 +864,19 @@ export class PinLedger {
   /** Drops a pin's block references (idempotent: the pin's block list goes with them). */
   private releaseRefs (requestid: string): void {
     const keys = this.pinBlocks.get(requestid) ?? []
+    let freed = 0
     for (const k of keys) {
       const n = (this.blockRefs.get(k) ?? 0) - 1
       if (n > 0) this.blockRefs.put(k, n)
-      else this.blockRefs.remove(k)
+      else { this.blockRefs.remove(k); freed++ }
     }
     this.pinBlocks.remove(requestid)
     const pin = this.getPin(requestid)
     if (pin != null && keys.length > 0) this.provides.release(pin.cid, keys)
+    if (freed > 0 && this.releaseWatchers.size > 0) {
+      const bytes = pin?.dagSize != null ? Math.round(pin.dagSize * freed / keys.length) : freed * 1_048_576
+      for (const w of this.releaseWatchers) w(freed, bytes)
+    }
   }
 
   /**

@@ -23,6 +23,10 @@
  *   pind_http_slow_responses_cut_total                      responses cut below --http-min-send-rate
  *   pind_http_send_budget_evictions_total                   responses cut to give their budget to others (budget spent)
  *   pind_upload_chunk_buffers / pind_upload_chunk_buffer_waits_total   upload chunk buffers held now, and times an upload waited for one
+ *   pind_gc_runs_total{trigger,outcome}   serve's own gc runs: interval | watermark; done | failed | stopped | skipped
+ *   pind_gc_removed_blocks_total / pind_gc_freed_bytes_total   what those runs removed
+ *   pind_gc_duration_seconds                                histogram of those runs
+ *   pind_gc_unreferenced_bytes_estimate                     bytes released since the last run's mark (the watermark's measure)
  * with --routing on:
  *   pind_routing_table_peers / pind_dht_records_stored      (routing table; records others store here)
  *   pind_provide_keys / pind_provide_pending                (CIDs announced; due now)
@@ -55,6 +59,8 @@ export interface MetricsSources {
   sending?(): { inUse: number, limit: number, waits: number, slowCuts: number, evictions: number }
   /** the budget of upload chunk buffers (ipfs/chunk-budget.ts) */
   uploadChunks?(): { inUse: number, waits: number }
+  /** serve's gc schedule: bytes released since its last run (an estimate) */
+  gcUnreferencedBytes?(): number
 }
 
 export class Metrics {
@@ -70,6 +76,10 @@ export class Metrics {
   private readonly findSeconds: client.Histogram<'source'>
   private readonly s3Requests: client.Counter<'operation' | 'outcome'>
   private readonly s3Duration: client.Histogram<'operation'>
+  private readonly gcRuns: client.Counter<'trigger' | 'outcome'>
+  private readonly gcRemoved: client.Counter
+  private readonly gcFreed: client.Counter
+  private readonly gcSeconds: client.Histogram
   /** request counters and timers by "method route status" */
   private readonly children = new Map<string, { count: { inc: () => void }, time: { observe: (v: number) => void } }>()
 
@@ -139,6 +149,14 @@ export class Metrics {
         if (up != null) this.set(up ? 1 : 0)
       }
     })
+    this.gcRuns = new client.Counter({ name: 'pind_gc_runs_total', help: 'gc runs serve started by itself, by trigger (interval, watermark) and outcome (done, failed, stopped; skipped: another maintenance task was running)', labelNames: ['trigger', 'outcome'], registers: [r] })
+    this.gcRemoved = new client.Counter({ name: 'pind_gc_removed_blocks_total', help: 'blocks serve\'s own gc runs removed', registers: [r] })
+    this.gcFreed = new client.Counter({ name: 'pind_gc_freed_bytes_total', help: 'bytes serve\'s own gc runs removed', registers: [r] })
+    this.gcSeconds = new client.Histogram({ name: 'pind_gc_duration_seconds', help: 'how long serve\'s own gc runs took', buckets: [0.01, 0.1, 0.5, 1, 5, 15, 60, 300, 1800], registers: [r] })
+    const gcEstimate = sources.gcUnreferencedBytes
+    if (gcEstimate != null) {
+      new client.Gauge({ name: 'pind_gc_unreferenced_bytes_estimate', help: 'bytes of blocks released since the last gc run\'s mark, estimated from the pins\' sizes (--gc-watermark is compared with it)', registers: [r], collect () { this.set(gcEstimate()) } })
+    }
     const routing = sources.routing
     if (routing != null) {
       new client.Gauge({ name: 'pind_routing_table_peers', help: 'peers in the DHT routing table', registers: [r], collect () { this.set(routing().routingTable) } })
@@ -155,6 +173,14 @@ export class Metrics {
   provided (done: number, failed: number): void {
     if (done > 0) this.provides.inc({ result: 'done' }, done)
     if (failed > 0) this.provides.inc({ result: 'failed' }, failed)
+  }
+
+  /** one of serve's own gc runs ended */
+  gcRun (trigger: string, outcome: string, removedBlocks: number, freedBytes: number, seconds: number): void {
+    this.gcRuns.inc({ trigger, outcome })
+    if (removedBlocks > 0) this.gcRemoved.inc(removedBlocks)
+    if (freedBytes > 0) this.gcFreed.inc(freedBytes)
+    this.gcSeconds.observe(seconds)
   }
 
   findProviders (seconds: number, source: string): void {

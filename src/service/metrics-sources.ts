@@ -7,7 +7,7 @@ import type { Usage } from '../ipfs/blockstore-usage.js'
 import type { PinLedger } from '../ledger/pins.js'
 import type { MetricsSources } from '../metrics/registry.js'
 
-export function metricsSources (pins: PinLedger, usage: () => Promise<Usage>, connections: () => number, payments?: MetricsSources['payments'], extra: Pick<MetricsSources, 'routing' | 'provides' | 's3Up' | 'sending' | 'uploadChunks'> = {}): MetricsSources {
+export function metricsSources (pins: PinLedger, usage: () => Promise<Usage>, connections: () => number, payments?: MetricsSources['payments'], extra: Pick<MetricsSources, 'routing' | 'provides' | 's3Up' | 'sending' | 'uploadChunks' | 'gcUnreferencedBytes'> = {}): MetricsSources {
   const counts = cached(60_000, () => pins.countByStatus())
   return {
     pinCounts: counts,
@@ -19,7 +19,8 @@ export function metricsSources (pins: PinLedger, usage: () => Promise<Usage>, co
     ...(extra.provides != null ? { provides: cached(1000, extra.provides) } : {}),
     ...(extra.s3Up != null ? { s3Up: extra.s3Up } : {}),
     ...(extra.sending != null ? { sending: extra.sending } : {}),
-    ...(extra.uploadChunks != null ? { uploadChunks: extra.uploadChunks } : {})
+    ...(extra.uploadChunks != null ? { uploadChunks: extra.uploadChunks } : {}),
+    ...(extra.gcUnreferencedBytes != null ? { gcUnreferencedBytes: extra.gcUnreferencedBytes } : {})
   }
 }
 
