@@ -109,9 +109,9 @@ export async function uploadWithTicket (input: TicketUploadInput, d: TicketUploa
     try {
       // the blocks are the pin's now, or this failed upload's to delete
       await imp?.release()
-      if (claimed) await journal?.remove()
-      else if (imp != null) await discardFailed(ticket.id, imp, journal, d)
-      else await journal?.remove()
+      if (imp != null && !claimed) await discardFailed(ticket.id, imp, journal, d)
+      // (a journal left behind names blocks a pin holds, or none: the next start finds nothing to delete)
+      else await journal?.remove().catch((err: unknown) => { d.log.warn('could not remove an upload\'s write journal', { ticket: ticket.id, error: (err as Error).message }) })
     } finally {
       running.delete(ticket.id)
       d.slots.release()
