@@ -54,8 +54,15 @@ export interface DirectImport {
   readonly bytes: number
   /** resolves once every block is stored durably; rejects with the first write that failed */
   stored: () => Promise<void>
-  /** stops the writes still under way, waits for them, and releases the blocks' registrations (call once, always) */
+  /**
+   * Starts no more writes, waits for those under way, and releases the
+   * blocks' registrations (call once, always). A write under way is not
+   * aborted: an aborted PUT may still land in the bucket after the failed
+   * upload's blocks were deleted.
+   */
   release: () => Promise<void>
+  /** whether a write failed (its block may still land in the store later: a PUT that timed out) */
+  readonly failed: boolean
 }
 
 export class DirectImports {
@@ -76,7 +83,6 @@ export class DirectImports {
     const seen = new Set<string>()
     const own = new Window(WRITES_PER_IMPORT)
     const writes = new Set<Promise<void>>()
-    const abort = new AbortController()
     let failure: Error | undefined
     let bytes = 0
     let released = false
@@ -115,7 +121,7 @@ export class DirectImports {
       const w = (async () => {
         try {
           await journal?.note(cid, size)
-          const added = await this.store.put(cid, block, abort.signal)
+          const added = await this.store.put(cid, block)
           if (added) this.onStored?.(1, size)
         } catch (err) {
           failure ??= err as Error
@@ -146,6 +152,7 @@ export class DirectImports {
       cids,
       written,
       get bytes () { return bytes },
+      get failed () { return failure != null },
       stored: async () => {
         await settle()
         if (failure != null) throw failure
@@ -153,7 +160,6 @@ export class DirectImports {
       release: async () => {
         if (released) return
         released = true
-        abort.abort()
         await settle()
         this.inFlight.release(cids)
       }

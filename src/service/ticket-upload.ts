@@ -128,6 +128,8 @@ async function discardFailed (ticketId: string, imp: DirectImport, journal: Writ
   try {
     const r = await d.discard(imp.written)
     if (r.removed > 0) d.log.info('removed the blocks of a failed upload with a ticket', { ticket: ticketId, blocks: r.removed, bytes: r.freedBytes })
+    // a write that failed may land after the delete (a PUT that timed out): the next gc's, if it does
+    if (imp.failed) d.onLeftover?.(imp.bytes)
   } catch (err) {
     d.onLeftover?.(imp.bytes)
     d.log.warn('could not remove the blocks of a failed upload with a ticket: the next gc removes them', { ticket: ticketId, bytes: imp.bytes, error: (err as Error).message })
