@@ -177,6 +177,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
               privateAddresses: config.routingPrivateAddresses,
               recordLifetimeMs: config.dhtRecordLifetime * 1000,
               maxRecords: config.dhtMaxRecords,
+              maxRecordsPerPeer: config.dhtMaxRecordsPerPeer,
               ...(config.routing.includes('delegated') && config.delegatedRoutingUrl != null ? { delegatedUrl: config.delegatedRoutingUrl } : {}),
               onLookup: (seconds, _found, source) => { observeLookup(seconds, source) }
             }

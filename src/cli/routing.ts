@@ -52,7 +52,7 @@ function describe (r: RoutingReport): string {
       ? 'routing: (serve not running)'
       : r.routing.includes('none')
         ? 'routing: none (nothing is announced; only configured peers and origins are dialled)'
-        : `routing: ${r.routing.join(', ')}${n?.mode != null ? ` (DHT ${n.mode})` : ''}; routing table ${n?.routingTable ?? 0} peers, ${n?.connections ?? 0} connections, ${n?.records ?? 0} records stored here${(n?.recordsDropped ?? 0) > 0 ? ` (${n?.recordsDropped ?? 0} refused: cap reached)` : ''}`,
+        : `routing: ${r.routing.join(', ')}${n?.mode != null ? ` (DHT ${n.mode})` : ''}; routing table ${n?.routingTable ?? 0} peers, ${n?.connections ?? 0} connections, ${n?.records ?? 0} records stored here${(n?.recordsDropped ?? 0) > 0 ? ` (${n?.recordsDropped ?? 0} refused: cap reached)` : ''}${(n?.recordsDroppedPeerShare ?? 0) > 0 ? ` (${n?.recordsDroppedPeerShare ?? 0} refused: the peer had its share)` : ''}`,
     `provides: ${p.strategy === 'blocks' ? 'all blocks' : 'roots'}, every ${p.intervalSeconds} s; ${p.keys} CIDs scheduled, ${p.pending} due now${p.pending > 0 ? ` (the oldest ${p.oldestPendingSeconds} s late)` : ''}${p.nextDueSeconds != null && p.pending === 0 ? `, next due in ${p.nextDueSeconds} s` : ''}`
   ]
   if (p.providedSinceStart != null) {

@@ -140,6 +140,7 @@ export interface Config {
   reprovideInterval: number
   dhtRecordLifetime: number
   dhtMaxRecords: number
+  dhtMaxRecordsPerPeer: number
   network: string
   rpcUrl?: string
   asset: `0x${string}`
@@ -238,6 +239,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'reprovideInterval', flag: '--reprovide-interval <duration>', env: 'PIND_REPROVIDE_INTERVAL', default: 22 * 3600, parse: duration(1, 7 * 86400), description: 'how often each announced CID is announced again (Amino keeps records 48 h; Kubo reprovides every 22 h)' },
   { key: 'dhtRecordLifetime', flag: '--dht-record-lifetime <duration>', env: 'PIND_DHT_RECORD_LIFETIME', default: 48 * 3600, parse: duration(1, 7 * 86400), description: 'as a DHT server: how long provider records other peers store here stay valid (Amino: 48 h)' },
   { key: 'dhtMaxRecords', flag: '--dht-max-records <n>', env: 'PIND_DHT_MAX_RECORDS', default: 250_000, parse: int(0, 100_000_000), description: 'as a DHT server: most records other peers may store here at once; past this new ones are dropped' },
+  { key: 'dhtMaxRecordsPerPeer', flag: '--dht-max-records-per-peer <n>', env: 'PIND_DHT_MAX_RECORDS_PER_PEER', default: 2_500, parse: int(0, 100_000_000), description: 'as a DHT server: most provider records naming one peer stored here at once (its share of --dht-max-records); past this its new ones are dropped' },
   { key: 'network', flag: '--network <caip2>', env: 'PIND_NETWORK', default: 'eip155:167000', parse: caip2, description: 'x402 payment network' },
   { key: 'rpcUrl', flag: '--rpc-url <url>', env: 'PIND_RPC_URL', parse: httpUrl, description: 'EVM JSON-RPC URL (asset check at start, embedded facilitator)' },
   { key: 'asset', flag: '--asset <address>', env: 'PIND_ASSET', default: TAIKO_USDC, parse: address, description: 'EIP-3009 token accepted as payment (USDC)' },

@@ -33,6 +33,8 @@ export interface IpfsRoutingOptions extends RoutingSetup {
   delegatedUrl?: string
   /** as a DHT server: most records others may store here */
   maxRecords: number
+  /** … and of them, most provider records naming one peer */
+  maxRecordsPerPeer: number
   onLookup?: (seconds: number, found: number, source: 'dht' | 'delegated') => void
 }
 
@@ -95,7 +97,7 @@ export interface IpfsNode {
 export async function startIpfsNode (opts: IpfsNodeOptions): Promise<IpfsNode> {
   const blockstore = opts.blockstore
   const r = opts.routing
-  const libp2pDatastore = await Libp2pDatastore.open(opts.datastore, { persistPeers: r != null, maxRecords: r?.maxRecords ?? 0 })
+  const libp2pDatastore = await Libp2pDatastore.open(opts.datastore, { persistPeers: r != null, maxRecords: r?.maxRecords ?? 0, maxRecordsPerPeer: r?.maxRecordsPerPeer ?? 0 })
   const helia = withLibp2pLight(createHeliaLight({ blockstore, datastore: opts.datastore, codecs: [...PIN_CODECS], hashers: [...PIN_HASHERS], routers: [INERT_ROUTER] }), {
     privateKey: opts.privateKey,
     datastore: libp2pDatastore,

@@ -8,8 +8,12 @@
  *   left behind are not redialled (libp2p redials peers tagged keep-alive).
  *   Either way PeerStorePruner keeps it bounded.
  * - `/dht/…` (records other peers store at a DHT server: provider records,
- *   values): at most `maxRecords` at once; past that new ones are dropped,
- *   and kad-dht deletes expired ones on its own schedule.
+ *   values): at most `maxRecords` at once, and provider records naming one
+ *   peer (`/dht/provider/<multihash>/<peer>`) at most `maxPerPeer` of them,
+ *   so that one peer cannot take the whole budget (issue 33: one peer filled
+ *   it alone, and everyone else's records were dropped). Past either, new
+ *   ones are dropped (a peer renewing a record it has here is not refused);
+ *   kad-dht deletes expired ones on its own schedule.
  * - everything else passes through.
  */
 import { BaseDatastore, MemoryDatastore } from 'datastore-core'
@@ -17,22 +21,47 @@ import type { Datastore, Key, KeyQuery, Pair, Query } from 'interface-datastore'
 
 const PEERS = '/peers/'
 const DHT = '/dht/'
+const PROVIDER = '/dht/provider/'
+
+/** the peer a provider record names (kad-dht's key: /dht/provider/<multihash>/<peer id>) */
+function providerOf (key: string): string | undefined {
+  return key.startsWith(PROVIDER) ? key.slice(key.lastIndexOf('/') + 1) : undefined
+}
 
 export class Libp2pDatastore extends BaseDatastore {
   private readonly peers: Datastore
   private records = 0
+  /** provider records stored here per peer they name */
+  private readonly perPeer = new Map<string, number>()
   /** records refused since start because the cap was reached */
   dropped = 0
+  /** provider records refused since start because the peer they name had its share */
+  droppedPeerShare = 0
 
-  private constructor (private readonly base: Datastore, persistPeers: boolean, private readonly maxRecords: number) {
+  private constructor (private readonly base: Datastore, persistPeers: boolean, private readonly maxRecords: number, private readonly maxPerPeer: number) {
     super()
     this.peers = persistPeers ? base : new MemoryDatastore()
   }
 
-  static async open (base: Datastore, opts: { persistPeers: boolean, maxRecords: number }): Promise<Libp2pDatastore> {
-    const ds = new Libp2pDatastore(base, opts.persistPeers, opts.maxRecords)
-    for await (const _ of base.queryKeys({ prefix: DHT })) ds.records++
+  static async open (base: Datastore, opts: { persistPeers: boolean, maxRecords: number, maxRecordsPerPeer?: number }): Promise<Libp2pDatastore> {
+    const ds = new Libp2pDatastore(base, opts.persistPeers, opts.maxRecords, opts.maxRecordsPerPeer ?? opts.maxRecords)
+    for await (const key of base.queryKeys({ prefix: DHT })) {
+      ds.records++
+      ds.count(providerOf(key.toString()), 1)
+    }
     return ds
+  }
+
+  /** provider records stored here that name `peer` */
+  recordsOf (peer: string): number {
+    return this.perPeer.get(peer) ?? 0
+  }
+
+  private count (peer: string | undefined, by: number): void {
+    if (peer == null) return
+    const n = (this.perPeer.get(peer) ?? 0) + by
+    if (n > 0) this.perPeer.set(peer, n)
+    else this.perPeer.delete(peer)
   }
 
   /** records other peers have stored here */
@@ -45,12 +74,19 @@ export class Libp2pDatastore extends BaseDatastore {
   }
 
   override async put (key: Key, val: Uint8Array): Promise<Key> {
-    if (key.toString().startsWith(DHT) && !(await this.base.has(key))) {
+    const k = key.toString()
+    if (k.startsWith(DHT) && !(await this.base.has(key))) {
       if (this.records >= this.maxRecords) {
         this.dropped++
         return key
       }
+      const peer = providerOf(k)
+      if (peer != null && this.recordsOf(peer) >= this.maxPerPeer) {
+        this.droppedPeerShare++
+        return key
+      }
       this.records++
+      this.count(peer, 1)
     }
     return await this.route(key).put(key, val)
   }
@@ -64,7 +100,10 @@ export class Libp2pDatastore extends BaseDatastore {
   }
 
   override async delete (key: Key): Promise<void> {
-    if (key.toString().startsWith(DHT) && await this.base.has(key)) this.records = Math.max(0, this.records - 1)
+    if (key.toString().startsWith(DHT) && await this.base.has(key)) {
+      this.records = Math.max(0, this.records - 1)
+      this.count(providerOf(key.toString()), -1)
+    }
     await this.route(key).delete(key)
   }
 

@@ -35,7 +35,10 @@ export interface RoutingStatus {
   connections: number
   /** records other peers store here (DHT server) */
   records: number
+  /** records refused: the cap (--dht-max-records) was reached */
   recordsDropped: number
+  /** provider records refused: the peer they name had its share (--dht-max-records-per-peer) */
+  recordsDroppedPeerShare: number
 }
 
 export interface Routing {
@@ -90,7 +93,8 @@ export async function startRouting (libp2p: Libp2p, datastore: Libp2pDatastore, 
       routingTable: tableSize(),
       connections: libp2p.getConnections().length,
       records: datastore.recordCount,
-      recordsDropped: datastore.dropped
+      recordsDropped: datastore.dropped,
+      recordsDroppedPeerShare: datastore.droppedPeerShare
     }),
     stop: () => {
       clearInterval(watchdog)
