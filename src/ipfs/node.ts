@@ -27,6 +27,7 @@ import type { Logger } from '../log.js'
 import { PIN_CODECS, PIN_HASHERS } from './codecs.js'
 import { Libp2pDatastore } from './routing/datastore.js'
 import { startRouting, type Routing } from './routing/index.js'
+import { ProviderGuard } from './routing/provider-guard.js'
 import { limitsOptions, MAX_INBOUND_STREAMS_PER_PEER, routingServices, type Limits, type RoutingSetup } from './routing/libp2p-options.js'
 
 export interface IpfsRoutingOptions extends RoutingSetup {
@@ -98,6 +99,7 @@ export async function startIpfsNode (opts: IpfsNodeOptions): Promise<IpfsNode> {
   const blockstore = opts.blockstore
   const r = opts.routing
   const libp2pDatastore = await Libp2pDatastore.open(opts.datastore, { persistPeers: r != null, maxRecords: r?.maxRecords ?? 0, maxRecordsPerPeer: r?.maxRecordsPerPeer ?? 0 })
+  const providerGuard = new ProviderGuard({ allowPrivate: r?.privateAddresses ?? false })
   const helia = withLibp2pLight(createHeliaLight({ blockstore, datastore: opts.datastore, codecs: [...PIN_CODECS], hashers: [...PIN_HASHERS], routers: [INERT_ROUTER] }), {
     privateKey: opts.privateKey,
     datastore: libp2pDatastore,
@@ -107,7 +109,7 @@ export async function startIpfsNode (opts: IpfsNodeOptions): Promise<IpfsNode> {
     streamMuxers: [yamux({ maxInboundStreams: MAX_INBOUND_STREAMS_PER_PEER })],
     peerDiscovery: [],
     ...limitsOptions({ ...opts.limits, exemptDials: [...opts.peers, ...(r?.bootstrap ?? [])] }),
-    services: routingServices(r ?? { dht: false, bootstrap: [], dhtMode: 'auto', privateAddresses: false, recordLifetimeMs: 0 })
+    services: routingServices(r ?? { dht: false, bootstrap: [], dhtMode: 'auto', privateAddresses: false, recordLifetimeMs: 0 }, providerGuard)
   })
   withBitswap(servingOnly(helia, opts.mayServe))
   try {
@@ -116,7 +118,7 @@ export async function startIpfsNode (opts: IpfsNodeOptions): Promise<IpfsNode> {
     // (the blockstore is its owner's to close)
     throw listenError(err) ?? err
   }
-  const routing = await startRouting(helia.libp2p, libp2pDatastore, {
+  const routing = await startRouting(helia.libp2p, libp2pDatastore, providerGuard, {
     dht: r?.dht === true,
     ...(r?.delegatedUrl != null ? { delegatedUrl: r.delegatedUrl } : {}),
     bootstrap: r?.bootstrap ?? [],

@@ -17,6 +17,7 @@ import type { Libp2pDatastore } from './datastore.js'
 import { ProviderFinder } from './find.js'
 import { AMINO_PROTOCOL, bootstrapList } from './libp2p-options.js'
 import { startPeerStorePruner } from './peer-store.js'
+import type { ProviderGuard } from './provider-guard.js'
 
 export { AMINO_PROTOCOL } from './libp2p-options.js'
 export type { DhtAnnouncer } from './announcer.js'
@@ -39,6 +40,10 @@ export interface RoutingStatus {
   recordsDropped: number
   /** provider records refused: the peer they name had its share (--dht-max-records-per-peer) */
   recordsDroppedPeerShare: number
+  /** ADD_PROVIDER messages dropped unread: the sender was over its rate (provider-guard.ts) */
+  providerMessagesRefused: number
+  /** addresses in ADD_PROVIDER messages not stored: not dialable, or past the message's or the peer's cap */
+  providerAddressesDropped: number
 }
 
 export interface Routing {
@@ -59,7 +64,7 @@ export interface RoutingStart {
   onLookup?: (seconds: number, found: number, source: 'dht' | 'delegated') => void
 }
 
-export async function startRouting (libp2p: Libp2p, datastore: Libp2pDatastore, o: RoutingStart): Promise<Routing> {
+export async function startRouting (libp2p: Libp2p, datastore: Libp2pDatastore, guard: ProviderGuard, o: RoutingStart): Promise<Routing> {
   const pruner = startPeerStorePruner(libp2p, { maxPeers: MAX_STORED_PEERS, log: o.log })
   const dht = o.dht ? (libp2p.services as { dht?: KadDHT }).dht : undefined
   const delegated: DelegatedRoutingV1HttpApiClient | undefined = o.delegatedUrl != null
@@ -94,7 +99,9 @@ export async function startRouting (libp2p: Libp2p, datastore: Libp2pDatastore, 
       connections: libp2p.getConnections().length,
       records: datastore.recordCount,
       recordsDropped: datastore.dropped,
-      recordsDroppedPeerShare: datastore.droppedPeerShare
+      recordsDroppedPeerShare: datastore.droppedPeerShare,
+      providerMessagesRefused: guard.refused,
+      providerAddressesDropped: guard.addressesDropped
     }),
     stop: () => {
       clearInterval(watchdog)

@@ -8,12 +8,13 @@
 import { autoNATv2 } from '@libp2p/autonat-v2'
 import { bootstrap } from '@libp2p/bootstrap'
 import { identify } from '@libp2p/identify'
-import { kadDHT, passthroughMapper, removePrivateAddressesMapper } from '@libp2p/kad-dht'
+import { kadDHT, passthroughMapper, removePrivateAddressesMapper, type KadDHTComponents } from '@libp2p/kad-dht'
 import { ping } from '@libp2p/ping'
 import type { ConnectionGater } from '@libp2p/interface'
 import { multiaddr, type Multiaddr } from '@multiformats/multiaddr'
 import type { Libp2pOptions } from 'libp2p'
 import { isPublicAddress } from '../origins.js'
+import { installProviderGuard, ProviderGuard } from './provider-guard.js'
 
 /** the Amino DHT's protocol, the one Kubo speaks */
 export const AMINO_PROTOCOL = '/ipfs/kad/1.0.0'
@@ -55,12 +56,13 @@ export function bootstrapList (entries: string[]): string[] {
   return [...new Set(entries.flatMap(e => e === 'public' ? AMINO_BOOTSTRAP : [e]))]
 }
 
-export function routingServices (r: RoutingSetup): Record<string, (components: any) => unknown> {
+/** `guard`: what ADD_PROVIDER may store here (provider-guard.ts); one with the routing's address policy unless given */
+export function routingServices (r: RoutingSetup, guard = new ProviderGuard({ allowPrivate: r.privateAddresses })): Record<string, (components: any) => unknown> {
   const services: Record<string, (components: any) => unknown> = { identify: identify() }
   if (!r.dht) return services
   services.ping = ping()
   if (r.dhtMode === 'auto') services.autoNAT = autoNATv2()
-  services.dht = kadDHT({
+  const dht = kadDHT({
     protocol: AMINO_PROTOCOL,
     // auto: kad-dht turns server once a public address is confirmed (AutoNAT), client otherwise
     ...(r.dhtMode === 'auto' ? {} : { clientMode: r.dhtMode === 'client' }),
@@ -68,6 +70,7 @@ export function routingServices (r: RoutingSetup): Record<string, (components: a
     // kad-dht's own reprovider only expires others' records here: pind announces through its sweep
     reprovide: { validity: r.recordLifetimeMs, interval: Math.min(3_600_000, Math.max(1_000, Math.floor(r.recordLifetimeMs / 4))) }
   })
+  services.dht = (components: KadDHTComponents) => installProviderGuard(dht(components), components.peerStore, guard)
   const list = bootstrapList(r.bootstrap)
   if (list.length > 0) services.bootstrap = bootstrap({ list, timeout: 0 })
   return services

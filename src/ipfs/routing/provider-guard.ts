@@ -1,0 +1,175 @@
+/**
+ * What a DHT server here takes from ADD_PROVIDER (issue 33, item 3). Any
+ * libp2p peer may send it; @libp2p/kad-dht's own handler stores the record
+ * and merges every address the message names into the peer store, with no
+ * limit, and the peer store's merge costs time in the addresses already
+ * stored (10 messages of 1,000 addresses: 0.75 s per message at 5,000
+ * stored, 6.5 s at 18,000; /health stalled for 7.8 s, RSS +55 MiB, all of it
+ * persisted in the ledger). So, before kad-dht's handler sees a message:
+ *
+ * - per peer, at most RATE_BURST messages at once and RATE_PER_SECOND
+ *   sustained (a token bucket); a message past that is dropped unread;
+ * - of the provider entries only the sender's own (kad-dht ignores the
+ *   others anyway), and of its addresses only the first
+ *   MAX_ADDRS_PER_MESSAGE are looked at (the rest are not even parsed:
+ *   40,000 multiaddrs take 130–260 ms to parse);
+ * - of those, only addresses the routing would dial a provider at (as
+ *   find.ts: TCP over IPv4/IPv6 — exactly, no WebSocket or other layer on
+ *   top —, no private, loopback or DNS address unless
+ *   `--routing-private-addresses`), and no more new ones than bring the
+ *   peer to MAX_ADDRS_PER_PEER stored (libp2p forgets an address an hour
+ *   after it was first stored, which frees room); one message per peer is
+ *   handled at a time, so parallel streams cannot each fill the cap;
+ * - a message that leaves the peer with no address here (none dialable,
+ *   none stored before) stores no record: kad-dht skips a provider without
+ *   addresses.
+ *
+ * The provider-record budget (`--dht-max-records`, each peer's share
+ * `--dht-max-records-per-peer`) is the datastore's (datastore.ts).
+ *
+ * kad-dht has no option for any of this and does not export its handlers:
+ * the guard wraps the ADD_PROVIDER handler of the KadDHT instance it is
+ * given (`installProviderGuard`), and throws at start if that handler is not
+ * where kad-dht 16.4 keeps it, rather than run unguarded.
+ */
+import type { PeerId, PeerStore } from '@libp2p/interface'
+import { isPrivate } from '@libp2p/utils'
+import { CODE_P2P, multiaddr, type Multiaddr } from '@multiformats/multiaddr'
+
+/** raw address entries of one message that are looked at; the rest are ignored unparsed */
+export const MAX_ADDRS_PER_MESSAGE = 64
+/** addresses kept for one peer from provider messages */
+export const MAX_ADDRS_PER_PEER = 16
+/** ADD_PROVIDER messages from one peer: at once, then per second */
+export const RATE_BURST = 1024
+export const RATE_PER_SECOND = 64
+/** peers whose rate is tracked; past that the least recently seen is forgotten (its bucket starts full again) */
+const TRACKED_PEERS = 4096
+
+/** the ADD_PROVIDER message as kad-dht's codec decodes it */
+interface ProviderMessage {
+  key?: Uint8Array
+  providers: Array<{ id: Uint8Array, multiaddrs: Uint8Array[] }>
+}
+
+interface Handler {
+  handle(peerId: PeerId, msg: ProviderMessage): Promise<unknown>
+}
+
+export interface ProviderGuardStatus {
+  /** ADD_PROVIDER messages dropped unread: the sender was over its rate */
+  refused: number
+  /** addresses not stored: past the message's or the peer's cap, or not dialable */
+  addressesDropped: number
+}
+
+export class ProviderGuard implements ProviderGuardStatus {
+  refused = 0
+  addressesDropped = 0
+  private readonly buckets = new Map<string, { tokens: number, at: number }>()
+
+  constructor (private readonly o: { allowPrivate: boolean, now?: () => number }) {}
+
+  /** Would the routing dial this provider address? TCP over IPv4/IPv6 (DNS too when private addresses are allowed). */
+  dialable (a: Multiaddr): boolean {
+    const names = a.getComponents().map(c => c.name)
+    const last = names.at(-1) === 'p2p' ? names.length - 1 : names.length
+    if (last !== 2 || names[1] !== 'tcp') return false
+    if (this.o.allowPrivate) return ['ip4', 'ip6', 'dns', 'dns4', 'dns6'].includes(names[0] as string)
+    return (names[0] === 'ip4' || names[0] === 'ip6') && !isPrivate(a)
+  }
+
+  /** takes one message from `peer`'s bucket; false when it is empty */
+  admit (peer: PeerId): boolean {
+    const k = peer.toString()
+    const now = (this.o.now ?? Date.now)()
+    const b = this.buckets.get(k) ?? { tokens: RATE_BURST, at: now }
+    this.buckets.delete(k)
+    b.tokens = Math.min(RATE_BURST, b.tokens + (now - b.at) * RATE_PER_SECOND / 1000)
+    b.at = now
+    this.buckets.set(k, b)
+    if (this.buckets.size > TRACKED_PEERS) this.buckets.delete(this.buckets.keys().next().value as string)
+    if (b.tokens < 1) {
+      this.refused++
+      return false
+    }
+    b.tokens--
+    return true
+  }
+
+  /**
+   * The addresses of `raw` to merge for `peer`, given those stored for it
+   * now: the stored ones it names again, then new dialable ones while the
+   * peer has room.
+   */
+  select (raw: Uint8Array[], stored: Set<string>): Uint8Array[] {
+    const again: Uint8Array[] = []
+    const fresh: Uint8Array[] = []
+    const seen = new Set<string>()
+    const looked = raw.slice(0, MAX_ADDRS_PER_MESSAGE)
+    let dropped = raw.length - looked.length
+    for (const bytes of looked) {
+      let ma: Multiaddr
+      try { ma = multiaddr(bytes) } catch { dropped++; continue }
+      const s = withoutPeer(ma).toString()
+      if (seen.has(s)) continue
+      seen.add(s)
+      if (stored.has(s)) again.push(bytes)
+      else if (this.dialable(ma) && stored.size + fresh.length < MAX_ADDRS_PER_PEER) fresh.push(bytes)
+      else dropped++
+    }
+    this.addressesDropped += dropped
+    return [...again, ...fresh]
+  }
+
+  status (): ProviderGuardStatus {
+    return { refused: this.refused, addressesDropped: this.addressesDropped }
+  }
+}
+
+function withoutPeer (ma: Multiaddr): Multiaddr {
+  return ma.getComponents().at(-1)?.name === 'p2p' ? ma.decapsulateCode(CODE_P2P) : ma
+}
+
+/**
+ * Puts `guard` in front of kad-dht's ADD_PROVIDER handler on `dht` (a KadDHT
+ * instance as kadDHT() builds it). Throws if kad-dht keeps its handlers
+ * elsewhere (a kad-dht upgrade): pind must not run as a DHT server unguarded.
+ */
+export function installProviderGuard<T> (dht: T, peerStore: PeerStore, guard: ProviderGuard): T {
+  const handlers = (dht as { rpc?: { handlers?: Record<string, Handler> } }).rpc?.handlers
+  const original = handlers?.ADD_PROVIDER
+  if (handlers == null || typeof original?.handle !== 'function') throw new Error('@libp2p/kad-dht keeps no ADD_PROVIDER handler at rpc.handlers.ADD_PROVIDER: the provider guard cannot be installed (see src/ipfs/routing/provider-guard.ts)')
+  // one message per peer at a time: a peer's messages on parallel streams would otherwise each see
+  // the same stored addresses, and each add up to the cap
+  const running = new Map<string, Promise<unknown>>()
+  const handle = async (peerId: PeerId, msg: ProviderMessage): Promise<unknown> => {
+    const self = peerId.toMultihash().bytes
+    const own = msg.providers?.find(p => Buffer.from(p.id).equals(self))
+    if (own == null) return undefined
+    const stored = new Map<string, Uint8Array>()
+    try {
+      for (const a of (await peerStore.get(peerId)).addresses) stored.set(a.multiaddr.toString(), a.multiaddr.bytes)
+    } catch {}
+    const named = guard.select(own.multiaddrs ?? [], new Set(stored.keys()))
+    // nothing new, but the peer has addresses here: the record is still worth keeping (a merge of what is stored changes nothing)
+    const multiaddrs = named.length > 0 ? named : [...stored.values()].slice(0, 1)
+    if (multiaddrs.length === 0) return undefined
+    return await original.handle(peerId, { ...msg, providers: [{ id: own.id, multiaddrs }] })
+  }
+  handlers.ADD_PROVIDER = {
+    handle: async (peerId: PeerId, msg: ProviderMessage): Promise<unknown> => {
+      if (!guard.admit(peerId)) return undefined
+      const k = peerId.toString()
+      const turn = (running.get(k) ?? Promise.resolve()).then(async () => await handle(peerId, msg))
+      const settled = turn.catch(() => {})
+      running.set(k, settled)
+      try {
+        return await turn
+      } finally {
+        if (running.get(k) === settled) running.delete(k)
+      }
+    }
+  }
+  return dht
+}

@@ -1,0 +1,66 @@
+/**
+ * Issue 33, item 3: what ADD_PROVIDER may store at a pind DHT server — the
+ * guard's address policy, caps and rate (provider-guard.ts). Each peer's
+ * share of the records: dht-records.test.ts; the attack end to end:
+ * test/e2e/hostile-dht-providers.test.ts.
+ */
+import { generateKeyPair } from '@libp2p/crypto/keys'
+import { peerIdFromPrivateKey } from '@libp2p/peer-id'
+import { multiaddr } from '@multiformats/multiaddr'
+import { describe, expect, it } from 'vitest'
+import { MAX_ADDRS_PER_MESSAGE, MAX_ADDRS_PER_PEER, ProviderGuard, RATE_BURST, RATE_PER_SECOND } from '../../../src/ipfs/routing/provider-guard.js'
+
+const bytes = (a: string): Uint8Array => multiaddr(a).bytes
+const tcp = (i: number): Uint8Array => bytes(`/ip4/8.8.${Math.floor(i / 250) % 250}.${1 + i % 250}/tcp/4001`)
+
+describe('ProviderGuard', () => {
+  it('keeps only addresses the routing would dial: TCP over IPv4/IPv6, public unless private addresses are allowed', () => {
+    const pub = new ProviderGuard({ allowPrivate: false })
+    const lan = new ProviderGuard({ allowPrivate: true })
+    const cases: Array<[string, boolean, boolean]> = [
+      ['/ip4/8.8.8.8/tcp/4001', true, true],
+      ['/ip6/2001:4860::8888/tcp/4001/p2p/12D3KooWDxq469jidMYLK8xnsMxeWAyp4AvrxRamrUnJoMi5nk6q', true, true],
+      ['/ip4/127.0.0.1/tcp/4001', false, true],
+      ['/ip4/192.168.1.2/tcp/4001', false, true],
+      ['/dns4/example.com/tcp/4001', false, true],
+      ['/ip4/8.8.8.8/tcp/4001/ws', false, false],
+      ['/ip4/8.8.8.8/udp/4001/quic-v1', false, false],
+      ['/ip4/8.8.8.8/udp/4001/webrtc-direct', false, false],
+      ['/ip4/8.8.8.8/tcp/4001/p2p/12D3KooWDxq469jidMYLK8xnsMxeWAyp4AvrxRamrUnJoMi5nk6q/p2p-circuit', false, false]
+    ]
+    for (const [a, publicOk, privateOk] of cases) {
+      expect(pub.dialable(multiaddr(a)), a).toBe(publicOk)
+      expect(lan.dialable(multiaddr(a)), a).toBe(privateOk)
+    }
+  })
+
+  it('looks at the first addresses of a message only, and brings a peer to 16 stored at most', () => {
+    const g = new ProviderGuard({ allowPrivate: false })
+    const raw = Array.from({ length: 1000 }, (_, i) => tcp(i))
+    const kept = g.select(raw, new Set())
+    expect(kept).toHaveLength(MAX_ADDRS_PER_PEER)
+    expect(g.addressesDropped).toBe(1000 - MAX_ADDRS_PER_PEER)
+    // past the message's cap nothing is looked at: a dialable address there is not kept
+    const late = [...Array.from({ length: MAX_ADDRS_PER_MESSAGE }, () => bytes('/ip4/8.8.8.8/udp/1/quic-v1')), tcp(5000)]
+    expect(g.select(late, new Set())).toEqual([])
+    // a peer with 10 stored: its stored ones named again, and 6 new
+    const stored = new Set(Array.from({ length: 10 }, (_, i) => multiaddr(tcp(i)).toString()))
+    const again = g.select(Array.from({ length: 30 }, (_, i) => tcp(i)), stored)
+    expect(again).toHaveLength(10 + MAX_ADDRS_PER_PEER - 10)
+  })
+
+  it('admits a burst of messages per peer, then its rate', async () => {
+    let now = 0
+    const g = new ProviderGuard({ allowPrivate: false, now: () => now })
+    const a = peerIdFromPrivateKey(await generateKeyPair('Ed25519'))
+    const b = peerIdFromPrivateKey(await generateKeyPair('Ed25519'))
+    for (let i = 0; i < RATE_BURST; i++) expect(g.admit(a)).toBe(true)
+    expect(g.admit(a)).toBe(false)
+    expect(g.admit(b)).toBe(true)
+    now += 1000
+    let admitted = 0
+    while (g.admit(a)) admitted++
+    expect(admitted).toBe(RATE_PER_SECOND)
+    expect(g.refused).toBe(2)
+  })
+})
