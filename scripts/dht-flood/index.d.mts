@@ -17,7 +17,7 @@ export interface FloodOptions {
 }
 
 export interface FloodPhase {
-  name: 'undialable' | 'dialable' | 'burst'
+  name: 'undialable' | 'huge' | 'bomb' | 'dialable' | 'burst'
   messages: number
   addresses: number
   /** from the first message written to the reply of the PING after the last */
@@ -28,6 +28,8 @@ export interface FloodPhase {
   healthSamples: number
   /** pind's RSS once the phase was handled */
   rssMiB: number
+  /** huge and bomb only: why pind cut the stream (what the attacker saw), or false when pind read the message whole */
+  cut?: string | false
   /** why the phase did not end with pind's reply to its PING (e.g. kad-dht cut the stream) */
   error?: string
 }
@@ -36,9 +38,9 @@ export interface FloodReport {
   /** the attacker's peer id */
   attacker: string
   phases: FloodPhase[]
-  /** the slowest /health answer during the flood (the undialable and dialable phases) */
+  /** the slowest /health answer during the flood (every phase but the burst) */
   health: { maxMs: number }
-  /** pind's RSS before the flood and after the flood (the undialable and dialable phases) */
+  /** pind's RSS before the flood and after the flood (every phase but the burst) */
   rss: { beforeMiB: number, afterMiB: number, growthMiB: number }
   /** addresses pind returns for the attacker in GET_PROVIDERS for a CID of the dialable phase */
   addressesReturned: number | string | undefined

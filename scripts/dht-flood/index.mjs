@@ -6,7 +6,11 @@
 //
 //   undialable  10 messages, each naming the attacker with 1,000 new
 //               loopback quic-v1 / ws / webrtc-direct addresses (transports
-//               pind never dials), then one with 40,000 (the issue's flood)
+//               pind never dials): the issue's flood
+//   huge        one message with 40,000 such addresses (~500 KB)
+//   bomb        one message with 2,000,000 empty addresses (4 MB)
+//               (pind is expected to cut the stream of each of these two; the
+//               next phase goes on a new stream)
 //   dialable    10 messages of 1,000 new loopback TCP addresses each (what a
 //               --routing-private-addresses server could dial)
 //   burst       `burst` messages for as many new CIDs, one TCP address each
@@ -130,13 +134,17 @@ export async function addProviderFlood ({ target, healthUrl, pid, burst = 3000, 
   let nextCid = 0
   const take = (kinds, n) => { const a = addresses(kinds, nextAddr, n); nextAddr += n; return a }
   const tcpAt = (i) => `/ip4/127.0.0.1/tcp/${i}`
+  // [name, messages, whether pind is expected to cut the stream]
   const plan = [
-    ['undialable', [...Array.from({ length: 10 }, () => take(UNDIALABLE, 1000)), take(UNDIALABLE, 40_000)]],
-    ['dialable', Array.from({ length: 10 }, () => take([tcpAt], 1000))],
-    ...(burst > 0 ? [['burst', Array.from({ length: burst }, () => take([tcpAt], 1))]] : [])
+    ['undialable', Array.from({ length: 10 }, () => take(UNDIALABLE, 1000)), false],
+    ['huge', [take(UNDIALABLE, 40_000)], true],
+    // 2 million empty addresses in one 4 MB message: what costs is decoding it
+    ['bomb', [Array.from({ length: 2_000_000 }, () => new Uint8Array(0))], true],
+    ['dialable', Array.from({ length: 10 }, () => take([tcpAt], 1000)), false],
+    ...(burst > 0 ? [['burst', Array.from({ length: burst }, () => take([tcpAt], 1)), false]] : [])
   ]
   const phases = []
-  for (const [name, messages] of plan) {
+  for (const [name, messages, expectCut] of plan) {
     const cids = []
     const encoded = []
     for (const addrs of messages) {
@@ -145,7 +153,7 @@ export async function addProviderFlood ({ target, healthUrl, pid, burst = 3000, 
       encoded.push(Message.encode({ type: MessageType.ADD_PROVIDER, key: cid.multihash.bytes, closer: [], providers: [{ id: self, multiaddrs: addrs }] }))
     }
     report.cids[name] = cids
-    phases.push({ name, encoded, addresses: messages.reduce((n, a) => n + a.length, 0) })
+    phases.push({ name, encoded, expectCut, addresses: messages.reduce((n, a) => n + a.length, 0) })
   }
   let health
   try {
@@ -165,30 +173,35 @@ export async function addProviderFlood ({ target, healthUrl, pid, burst = 3000, 
     report.rss.beforeMiB = Math.round(rssMiB(pid) * 10) / 10
 
     let broken
-    for (const { name, encoded, addresses } of phases) {
+    for (const { name, encoded, expectCut, addresses } of phases) {
       const t0 = performance.now()
       const signal = AbortSignal.timeout(phaseTimeoutMs)
       let error = broken != null ? `not run: ${broken}` : undefined
+      let cut
       try {
         if (error != null) throw new Error(error)
         // in writes of 64 messages (the way pind's own announcer batches them)
         for (let i = 0; i < encoded.length; i += 64) await lp.writeV(encoded.slice(i, i + 64), { signal })
         await ping(signal)
+        if (expectCut) cut = false
       } catch (err) {
-        error ??= `${err.name}: ${err.message}`
+        const why = err instanceof Error ? `${err.name}: ${err.message}` : String(err?.type ?? err)
+        // pind reset the stream, as expected: the next phase goes on a new one
+        if (expectCut && error == null && err.name !== 'TimeoutError' && !signal.aborted) cut = why
+        else error ??= why
         if (broken == null) lp = await open().catch((e) => { broken = `no new stream (${e.name}: ${e.message})`; return lp })
       }
       const ms = Math.round(performance.now() - t0)
       // the phase's slowest /health (a second past its end too: work pind left for later counts), and the RSS then
       await new Promise(resolve => setTimeout(resolve, 1000))
       const h = await health.mark()
-      const p = { name, messages: encoded.length, addresses, handledMs: ms, healthMaxMs: h.maxMs, healthSamples: h.samples, rssMiB: Math.round(rssMiB(pid) * 10) / 10, ...(error != null ? { error } : {}) }
+      const p = { name, messages: encoded.length, addresses, handledMs: ms, healthMaxMs: h.maxMs, healthSamples: h.samples, rssMiB: Math.round(rssMiB(pid) * 10) / 10, ...(cut !== undefined ? { cut } : {}), ...(error != null ? { error } : {}) }
       report.phases.push(p)
       log(describePhase(p))
     }
     await health.stop()
     health = undefined
-    // the issue's flood is the first two phases: its targets are checked on them (the burst has its own figures)
+    // the issue's flood is every phase but the burst: its targets are checked on them (the burst has its own figures)
     const flood = report.phases.filter(p => p.name !== 'burst')
     report.health = { maxMs: Math.max(...flood.map(p => p.healthMaxMs)) }
     report.rss.afterMiB = flood.at(-1).rssMiB
@@ -218,19 +231,22 @@ export async function addProviderFlood ({ target, healthUrl, pid, burst = 3000, 
 export function missedTargets (report) {
   const missed = []
   if (!(report.health?.maxMs < TARGETS.healthMs)) missed.push(`/health took up to ${report.health?.maxMs} ms during the flood (target < ${TARGETS.healthMs} ms)`)
-  for (const p of report.phases) if (p.error != null) missed.push(`the ${p.name} phase failed: ${p.error}`)
+  for (const p of report.phases) {
+    if (p.error != null) missed.push(`the ${p.name} phase failed: ${p.error}`)
+    if (p.cut === false) missed.push(`the ${p.name} phase's stream was not cut: pind read its message whole`)
+  }
   if (!(report.rss.growthMiB < TARGETS.rssGrowthMiB)) missed.push(`RSS grew ${report.rss.growthMiB} MiB (target < ${TARGETS.rssGrowthMiB} MiB)`)
   return missed
 }
 
 function describePhase (p) {
-  return `${p.name}: ${p.messages} messages, ${p.addresses} addresses, handled in ${p.handledMs} ms; /health max ${p.healthMaxMs} ms (${p.healthSamples} asked); RSS after ${p.rssMiB} MiB${p.error != null ? `; failed: ${p.error}` : ''}`
+  return `${p.name}: ${p.messages} messages, ${p.addresses} addresses, handled in ${p.handledMs} ms; /health max ${p.healthMaxMs} ms (${p.healthSamples} asked); RSS after ${p.rssMiB} MiB${typeof p.cut === 'string' ? `; stream cut (${p.cut})` : ''}${p.error != null ? `; failed: ${p.error}` : ''}`
 }
 
 export function describe (report) {
   return [
     ...report.phases.map(describePhase),
-    `the issue's flood (undialable + dialable): /health max ${report.health?.maxMs} ms, RSS ${report.rss.beforeMiB} → ${report.rss.afterMiB} MiB (${report.rss.growthMiB >= 0 ? '+' : ''}${report.rss.growthMiB} MiB)`,
+    `the flood (every phase but the burst): /health max ${report.health?.maxMs} ms, RSS ${report.rss.beforeMiB} → ${report.rss.afterMiB} MiB (${report.rss.growthMiB >= 0 ? '+' : ''}${report.rss.growthMiB} MiB)`,
     `addresses pind returns for the attacker: ${report.addressesReturned}`
   ].join('\n')
 }

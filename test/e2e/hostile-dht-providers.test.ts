@@ -8,10 +8,12 @@
  *
  * The attack again, against the real bundle as a DHT server on loopback, from
  * a real libp2p peer speaking /ipfs/kad/1.0.0 with kad-dht's own codec
- * (scripts/dht-flood): that flood and one 40,000-address message, then 10,000
- * dialable (loopback TCP) addresses, then a burst of 3,000 records. Asserted:
- * what is deterministic (addresses kept for the peer, its records, the
- * ledger's peer data, messages refused). /health latency and RSS growth are
+ * (scripts/dht-flood): that flood, one 40,000-address message, one 4 MB
+ * message of 2 million empty addresses (kad-dht decodes a message whole
+ * before any handler sees it: 2.7–4.5 s), then 10,000 dialable (loopback TCP)
+ * addresses, then a burst of 3,000 records. Asserted: what is deterministic
+ * (streams cut, addresses kept for the peer, its records, the ledger's peer
+ * data, messages refused). /health latency and RSS growth are
  * measured and printed (the script checks the issue's targets when run by
  * hand: node scripts/dht-flood/index.mjs).
  */
@@ -69,17 +71,20 @@ describe('a fresh peer flooding pind (DHT server) with ADD_PROVIDER', () => {
     console.log(`${describeFlood(report)}\n${missedTargets(report).join('\n') || 'the issue\'s targets (/health < 100 ms, RSS growth < 10 MiB) met'}`)
 
     expect(report.phases.filter(p => p.error != null)).toEqual([])
+    // the 40,000-address message and the 4 MB of empty addresses: their streams cut before kad-dht read them whole
+    expect(report.phases.filter(p => p.cut !== undefined).map(p => [p.name, typeof p.cut])).toEqual([['huge', 'string'], ['bomb', 'string']])
     // the dialable phase's 10,000 new TCP addresses: the first 16 are kept, and that is what anyone asking is told
     expect(report.addressesReturned).toBe(MAX_ADDRS_PER_PEER)
 
     const status = await runPind(['routing', 'status', '--json', '--data-dir', pind.dataDir])
     expect(status.code).toBe(0)
-    const n = JSON.parse(status.out).network as { records: number, recordsDroppedPeerShare: number, providerMessagesRefused: number, providerAddressesDropped: number }
+    const n = JSON.parse(status.out).network as { records: number, recordsDroppedPeerShare: number, dhtMessagesTooLarge: number, providerMessagesRefused: number, providerAddressesDropped: number }
+    expect(n.dhtMessagesTooLarge).toBe(2)
     // the bucket holds RATE_BURST messages and refills RATE_PER_SECOND: the burst's rest is refused unread
     const seconds = report.phases.reduce((s, p) => s + p.handledMs, 0) / 1000 + 2
-    expect(n.providerMessagesRefused).toBeGreaterThanOrEqual(BURST + 21 - RATE_BURST - Math.ceil(RATE_PER_SECOND * seconds))
-    // every address of the undialable phase (50,000), the dialable phase's past the 16th, and each admitted burst message's
-    expect(n.providerAddressesDropped).toBeGreaterThanOrEqual(50_000 + 10_000 - MAX_ADDRS_PER_PEER)
+    expect(n.providerMessagesRefused).toBeGreaterThanOrEqual(BURST + 20 - RATE_BURST - Math.ceil(RATE_PER_SECOND * seconds))
+    // every address of the undialable phase (10,000), the dialable phase's past the 16th, and each admitted burst message's
+    expect(n.providerAddressesDropped).toBeGreaterThanOrEqual(10_000 + 10_000 - MAX_ADDRS_PER_PEER)
     // the peer's share of the records: no more, whatever it sent
     expect(n.records).toBe(SHARE)
     expect(n.recordsDroppedPeerShare).toBeGreaterThan(0)
@@ -89,7 +94,7 @@ describe('a fresh peer flooding pind (DHT server) with ADD_PROVIDER', () => {
     expect(ledger.records).toHaveLength(SHARE)
     // no record for the messages that named no dialable address
     const undialable = (report.cids.undialable ?? []).map(c => base32.baseEncode(CID.parse(c).multihash.bytes))
-    expect(undialable).toHaveLength(11)
+    expect(undialable).toHaveLength(10)
     expect(ledger.records.filter(k => undialable.some(mh => k.includes(`/${mh}/`)))).toEqual([])
     // the peer store in the ledger: the DHT nodes', the attacker's (16 addresses) and pind's own record, each well under 2 KiB
     expect(ledger.peerBytes.length).toBeLessThanOrEqual(net.nodes.length + 2)

@@ -40,6 +40,8 @@ export interface RoutingStatus {
   recordsDropped: number
   /** provider records refused: the peer they name had its share (--dht-max-records-per-peer) */
   recordsDroppedPeerShare: number
+  /** inbound DHT streams cut: a message over 16 KiB (provider-guard.ts) */
+  dhtMessagesTooLarge: number
   /** ADD_PROVIDER messages dropped unread: the sender was over its rate (provider-guard.ts) */
   providerMessagesRefused: number
   /** addresses in ADD_PROVIDER messages not stored: not dialable, or past the message's or the peer's cap */
@@ -100,6 +102,7 @@ export async function startRouting (libp2p: Libp2p, datastore: Libp2pDatastore, 
       records: datastore.recordCount,
       recordsDropped: datastore.dropped,
       recordsDroppedPeerShare: datastore.droppedPeerShare,
+      dhtMessagesTooLarge: guard.tooLarge,
       providerMessagesRefused: guard.refused,
       providerAddressesDropped: guard.addressesDropped
     }),

@@ -10,7 +10,7 @@ import { bootstrap } from '@libp2p/bootstrap'
 import { identify } from '@libp2p/identify'
 import { kadDHT, passthroughMapper, removePrivateAddressesMapper, type KadDHTComponents } from '@libp2p/kad-dht'
 import { ping } from '@libp2p/ping'
-import type { ConnectionGater } from '@libp2p/interface'
+import type { ConnectionGater, StreamHandler, StreamHandlerOptions } from '@libp2p/interface'
 import { multiaddr, type Multiaddr } from '@multiformats/multiaddr'
 import type { Libp2pOptions } from 'libp2p'
 import { isPublicAddress } from '../origins.js'
@@ -70,7 +70,16 @@ export function routingServices (r: RoutingSetup, guard = new ProviderGuard({ al
     // kad-dht's own reprovider only expires others' records here: pind announces through its sweep
     reprovide: { validity: r.recordLifetimeMs, interval: Math.min(3_600_000, Math.max(1_000, Math.floor(r.recordLifetimeMs / 4))) }
   })
-  services.dht = (components: KadDHTComponents) => installProviderGuard(dht(components), components.peerStore, guard)
+  services.dht = (components: KadDHTComponents) => {
+    // kad-dht's handler for inbound streams goes behind the guard's message-length watch
+    const registrar = new Proxy(components.registrar, {
+      get: (t, k) => k === 'handle'
+        ? async (protocol: string, handler: StreamHandler, options?: StreamHandlerOptions) => { await t.handle(protocol, guard.inbound(handler), options) }
+        : bound(t, k)
+    })
+    const guarded = new Proxy(components, { get: (t, k) => k === 'registrar' ? registrar : Reflect.get(t, k) })
+    return installProviderGuard(dht(guarded), components.peerStore, guard)
+  }
   const list = bootstrapList(r.bootstrap)
   if (list.length > 0) services.bootstrap = bootstrap({ list, timeout: 0 })
   return services
@@ -131,6 +140,11 @@ function publicIp (ma: Multiaddr): boolean {
 /** a configured multiaddr as libp2p writes it, without its /p2p/ */
 function canonical (ma: string): string {
   try { return withoutPeer(multiaddr(ma).toString()) } catch { return withoutPeer(ma) }
+}
+
+function bound (target: object, key: string | symbol): unknown {
+  const v = Reflect.get(target, key)
+  return typeof v === 'function' ? v.bind(target) : v
 }
 
 function withoutPeer (ma: string): string {

@@ -5,7 +5,13 @@
  * limit, and the peer store's merge costs time in the addresses already
  * stored (10 messages of 1,000 addresses: 0.75 s per message at 5,000
  * stored, 6.5 s at 18,000; /health stalled for 7.8 s, RSS +55 MiB, all of it
- * persisted in the ledger). So, before kad-dht's handler sees a message:
+ * persisted in the ledger). So:
+ *
+ * - an inbound DHT stream announcing a message over MAX_INBOUND_MESSAGE_BYTES
+ *   is cut before kad-dht has read it whole (kad-dht decodes a message,
+ *   up to 4 MiB, before any handler sees it);
+ *
+ * and before kad-dht's ADD_PROVIDER handler sees a message:
  *
  * - per peer, at most RATE_BURST messages at once and RATE_PER_SECOND
  *   sustained (a token bucket); a message past that is dropped unread;
@@ -28,11 +34,12 @@
  * `--dht-max-records-per-peer`) is the datastore's (datastore.ts).
  *
  * kad-dht has no option for any of this and does not export its handlers:
- * the guard wraps the ADD_PROVIDER handler of the KadDHT instance it is
- * given (`installProviderGuard`), and throws at start if that handler is not
- * where kad-dht 16.4 keeps it, rather than run unguarded.
+ * the length watch is put on its inbound streams through the registrar it is
+ * given (libp2p-options.ts), and the guard wraps the ADD_PROVIDER handler of
+ * the KadDHT instance (`installProviderGuard`), which throws at start if that
+ * handler is not where kad-dht 16.4 keeps it, rather than run unguarded.
  */
-import type { PeerId, PeerStore } from '@libp2p/interface'
+import type { Connection, PeerId, PeerStore, Stream, StreamHandler } from '@libp2p/interface'
 import { isPrivate } from '@libp2p/utils'
 import { CODE_P2P, multiaddr, type Multiaddr } from '@multiformats/multiaddr'
 
@@ -40,6 +47,14 @@ import { CODE_P2P, multiaddr, type Multiaddr } from '@multiformats/multiaddr'
 export const MAX_ADDRS_PER_MESSAGE = 64
 /** addresses kept for one peer from provider messages */
 export const MAX_ADDRS_PER_PEER = 16
+/**
+ * The largest message a peer may send on an inbound DHT stream. kad-dht reads
+ * a stream's messages whole (up to 4 MiB) and decodes each before any handler
+ * sees it: 4 MB of empty addresses (2 million) took 2.7–4.5 s to decode. A
+ * request is small (an IPNS record, the largest, is at most 10 KiB), so a
+ * stream that announces a longer message is cut before the message is read.
+ */
+export const MAX_INBOUND_MESSAGE_BYTES = 16 * 1024
 /** ADD_PROVIDER messages from one peer: at once, then per second */
 export const RATE_BURST = 1024
 export const RATE_PER_SECOND = 64
@@ -57,6 +72,8 @@ interface Handler {
 }
 
 export interface ProviderGuardStatus {
+  /** inbound DHT streams cut: a message longer than MAX_INBOUND_MESSAGE_BYTES */
+  tooLarge: number
   /** ADD_PROVIDER messages dropped unread: the sender was over its rate */
   refused: number
   /** addresses not stored: past the message's or the peer's cap, or not dialable */
@@ -64,6 +81,7 @@ export interface ProviderGuardStatus {
 }
 
 export class ProviderGuard implements ProviderGuardStatus {
+  tooLarge = 0
   refused = 0
   addressesDropped = 0
   private readonly buckets = new Map<string, { tokens: number, at: number }>()
@@ -122,9 +140,60 @@ export class ProviderGuard implements ProviderGuardStatus {
     return [...again, ...fresh]
   }
 
-  status (): ProviderGuardStatus {
-    return { refused: this.refused, addressesDropped: this.addressesDropped }
+  /**
+   * `handler` (kad-dht's, for inbound DHT streams) behind a watch on the
+   * stream's bytes: the length prefix of each message is read as it arrives,
+   * and a stream announcing one longer than MAX_INBOUND_MESSAGE_BYTES is
+   * aborted at once, before kad-dht has the message whole.
+   */
+  inbound (handler: StreamHandler): StreamHandler {
+    return (stream: Stream, connection: Connection) => {
+      watchMessageLengths(stream, MAX_INBOUND_MESSAGE_BYTES, () => { this.tooLarge++ })
+      return handler(stream, connection)
+    }
   }
+
+  status (): ProviderGuardStatus {
+    return { tooLarge: this.tooLarge, refused: this.refused, addressesDropped: this.addressesDropped }
+  }
+}
+
+/** Follows the length-prefixed (unsigned varint) framing of what `stream` receives; aborts it at a length over `max`. */
+function watchMessageLengths (stream: Stream, max: number, onTooLarge: () => void): void {
+  let left = 0
+  let length = 0
+  let shift = 0
+  let done = false
+  const onMessage = (evt: Event): void => {
+    if (done) return
+    const data = (evt as Event & { data: Uint8Array | Iterable<Uint8Array> }).data
+    for (const chunk of data instanceof Uint8Array ? [data] : data) {
+      let i = 0
+      while (i < chunk.byteLength) {
+        if (left > 0) {
+          const n = Math.min(left, chunk.byteLength - i)
+          left -= n
+          i += n
+          continue
+        }
+        const b = chunk[i++] as number
+        length += (b & 0x7f) * 2 ** shift
+        shift += 7
+        if ((b & 0x80) !== 0 && shift < 35) continue
+        if (length > max || (b & 0x80) !== 0) {
+          done = true
+          stream.removeEventListener('message', onMessage)
+          onTooLarge()
+          stream.abort(new Error(`DHT message of ${length} bytes (at most ${max})`))
+          return
+        }
+        left = length
+        length = 0
+        shift = 0
+      }
+    }
+  }
+  stream.addEventListener('message', onMessage)
 }
 
 function withoutPeer (ma: Multiaddr): Multiaddr {

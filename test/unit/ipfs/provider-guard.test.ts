@@ -8,7 +8,7 @@ import { generateKeyPair } from '@libp2p/crypto/keys'
 import { peerIdFromPrivateKey } from '@libp2p/peer-id'
 import { multiaddr } from '@multiformats/multiaddr'
 import { describe, expect, it } from 'vitest'
-import { MAX_ADDRS_PER_MESSAGE, MAX_ADDRS_PER_PEER, ProviderGuard, RATE_BURST, RATE_PER_SECOND } from '../../../src/ipfs/routing/provider-guard.js'
+import { MAX_ADDRS_PER_MESSAGE, MAX_ADDRS_PER_PEER, MAX_INBOUND_MESSAGE_BYTES, ProviderGuard, RATE_BURST, RATE_PER_SECOND } from '../../../src/ipfs/routing/provider-guard.js'
 
 const bytes = (a: string): Uint8Array => multiaddr(a).bytes
 const tcp = (i: number): Uint8Array => bytes(`/ip4/8.8.${Math.floor(i / 250) % 250}.${1 + i % 250}/tcp/4001`)
@@ -62,5 +62,32 @@ describe('ProviderGuard', () => {
     while (g.admit(a)) admitted++
     expect(admitted).toBe(RATE_PER_SECOND)
     expect(g.refused).toBe(2)
+  })
+
+  it('cuts an inbound DHT stream as soon as a message longer than 16 KiB is announced, wherever the chunks split', () => {
+    const varint = (n: number): number[] => { const out: number[] = []; while (n >= 0x80) { out.push((n & 0x7f) | 0x80); n = Math.floor(n / 128) } out.push(n); return out }
+    const run = (chunks: Uint8Array[]): { aborted: boolean, seen: number } => {
+      const stream = new EventTarget() as EventTarget & { abort: (err: Error) => void, aborted: boolean }
+      stream.aborted = false
+      stream.abort = () => { stream.aborted = true }
+      let seen = 0
+      stream.addEventListener('message', () => { seen++ })
+      const g = new ProviderGuard({ allowPrivate: false })
+      void g.inbound(() => {})(stream as any, {} as any)
+      for (const c of chunks) {
+        const evt = new Event('message') as Event & { data: Uint8Array }
+        evt.data = c
+        stream.dispatchEvent(evt)
+      }
+      return { aborted: stream.aborted, seen }
+    }
+    const frame = (n: number): number[] => [...varint(n), ...new Array(n).fill(7)]
+    // two small messages and the start of a third at the limit, split anywhere: fine
+    const ok = Uint8Array.from([...frame(300), ...frame(5), ...frame(MAX_INBOUND_MESSAGE_BYTES)])
+    for (const cut of [1, 2, 301, 303, 310]) expect(run([ok.subarray(0, cut), ok.subarray(cut)]).aborted, String(cut)).toBe(false)
+    // one byte more, its length's varint split across chunks
+    const big = Uint8Array.from([...frame(10), ...varint(MAX_INBOUND_MESSAGE_BYTES + 1)])
+    expect(run([big.subarray(0, 12), big.subarray(12)]).aborted).toBe(true)
+    expect(run([Uint8Array.from(varint(4_000_000))]).aborted).toBe(true)
   })
 })
