@@ -28,7 +28,8 @@
  *   handled at a time, so parallel streams cannot each fill the cap;
  * - a message that leaves the peer with no address here (none dialable,
  *   none stored before) stores no record: kad-dht skips a provider without
- *   addresses.
+ *   addresses; one that adds no address stores the record alone (kad-dht's
+ *   handler would rewrite the peer's unchanged peer-store record for each).
  *
  * The provider-record budget (`--dht-max-records`, each peer's share
  * `--dht-max-records-per-peer`) is the datastore's (datastore.ts).
@@ -39,9 +40,11 @@
  * the KadDHT instance (`installProviderGuard`), which throws at start if that
  * handler is not where kad-dht 16.4 keeps it, rather than run unguarded.
  */
+import { setImmediate as turnOfTheLoop } from 'node:timers/promises'
 import type { Connection, PeerId, PeerStore, Stream, StreamHandler } from '@libp2p/interface'
 import { isPrivate } from '@libp2p/utils'
 import { CODE_P2P, multiaddr, type Multiaddr } from '@multiformats/multiaddr'
+import { CID } from 'multiformats/cid'
 
 /** raw address entries of one message that are looked at; the rest are ignored unparsed */
 export const MAX_ADDRS_PER_MESSAGE = 64
@@ -120,7 +123,7 @@ export class ProviderGuard implements ProviderGuardStatus {
    * now: the stored ones it names again, then new dialable ones while the
    * peer has room.
    */
-  select (raw: Uint8Array[], stored: Set<string>): Uint8Array[] {
+  select (raw: Uint8Array[], stored: Set<string>): { again: Uint8Array[], fresh: Uint8Array[] } {
     const again: Uint8Array[] = []
     const fresh: Uint8Array[] = []
     const seen = new Set<string>()
@@ -137,7 +140,7 @@ export class ProviderGuard implements ProviderGuardStatus {
       else dropped++
     }
     this.addressesDropped += dropped
-    return [...again, ...fresh]
+    return { again, fresh }
   }
 
   /**
@@ -209,6 +212,9 @@ export function installProviderGuard<T> (dht: T, peerStore: PeerStore, guard: Pr
   const handlers = (dht as { rpc?: { handlers?: Record<string, Handler> } }).rpc?.handlers
   const original = handlers?.ADD_PROVIDER
   if (handlers == null || typeof original?.handle !== 'function') throw new Error('@libp2p/kad-dht keeps no ADD_PROVIDER handler at rpc.handlers.ADD_PROVIDER: the provider guard cannot be installed (see src/ipfs/routing/provider-guard.ts)')
+  // KadDHT's public provider store (what kad-dht's handler calls)
+  const providers = (dht as { providers?: { addProvider?: (cid: CID, peer: PeerId) => Promise<void> } }).providers
+  if (typeof providers?.addProvider !== 'function') throw new Error('@libp2p/kad-dht has no providers.addProvider: the provider guard cannot be installed (see src/ipfs/routing/provider-guard.ts)')
   // one message per peer at a time: a peer's messages on parallel streams would otherwise each see
   // the same stored addresses, and each add up to the cap
   const running = new Map<string, Promise<unknown>>()
@@ -220,14 +226,27 @@ export function installProviderGuard<T> (dht: T, peerStore: PeerStore, guard: Pr
     try {
       for (const a of (await peerStore.get(peerId)).addresses) stored.set(a.multiaddr.toString(), a.multiaddr.bytes)
     } catch {}
-    const named = guard.select(own.multiaddrs ?? [], new Set(stored.keys()))
-    // nothing new, but the peer has addresses here: the record is still worth keeping (a merge of what is stored changes nothing)
-    const multiaddrs = named.length > 0 ? named : [...stored.values()].slice(0, 1)
-    if (multiaddrs.length === 0) return undefined
-    return await original.handle(peerId, { ...msg, providers: [{ id: own.id, multiaddrs }] })
+    const { again, fresh } = guard.select(own.multiaddrs ?? [], new Set(stored.keys()))
+    if (fresh.length === 0) {
+      // no address to add: none for a peer with none here (no record), else the record alone — kad-dht's
+      // handler would write the peer's unchanged peer-store record again with each of its records
+      if (stored.size === 0) return undefined
+      let cid: CID
+      try {
+        cid = CID.decode(msg.key ?? new Uint8Array(0))
+      } catch {
+        return await original.handle(peerId, { ...msg, providers: [] }) // kad-dht refuses the key
+      }
+      await providers.addProvider?.(cid, peerId)
+      return undefined
+    }
+    return await original.handle(peerId, { ...msg, providers: [{ id: own.id, multiaddrs: [...again, ...fresh] }] })
   }
   handlers.ADD_PROVIDER = {
     handle: async (peerId: PeerId, msg: ProviderMessage): Promise<unknown> => {
+      // kad-dht handles a stream's buffered messages one after another in microtasks: without a turn
+      // of the event loop between them, 3,000 buffered messages held /health for up to 1.5 s
+      await turnOfTheLoop()
       if (!guard.admit(peerId)) return undefined
       const k = peerId.toString()
       const turn = (running.get(k) ?? Promise.resolve()).then(async () => await handle(peerId, msg))

@@ -38,15 +38,17 @@ describe('ProviderGuard', () => {
     const g = new ProviderGuard({ allowPrivate: false })
     const raw = Array.from({ length: 1000 }, (_, i) => tcp(i))
     const kept = g.select(raw, new Set())
-    expect(kept).toHaveLength(MAX_ADDRS_PER_PEER)
+    expect(kept.fresh).toHaveLength(MAX_ADDRS_PER_PEER)
+    expect(kept.again).toEqual([])
     expect(g.addressesDropped).toBe(1000 - MAX_ADDRS_PER_PEER)
     // past the message's cap nothing is looked at: a dialable address there is not kept
     const late = [...Array.from({ length: MAX_ADDRS_PER_MESSAGE }, () => bytes('/ip4/8.8.8.8/udp/1/quic-v1')), tcp(5000)]
-    expect(g.select(late, new Set())).toEqual([])
+    expect(g.select(late, new Set())).toEqual({ again: [], fresh: [] })
     // a peer with 10 stored: its stored ones named again, and 6 new
     const stored = new Set(Array.from({ length: 10 }, (_, i) => multiaddr(tcp(i)).toString()))
     const again = g.select(Array.from({ length: 30 }, (_, i) => tcp(i)), stored)
-    expect(again).toHaveLength(10 + MAX_ADDRS_PER_PEER - 10)
+    expect(again.again).toHaveLength(10)
+    expect(again.fresh).toHaveLength(MAX_ADDRS_PER_PEER - 10)
   })
 
   it('admits a burst of messages per peer, then its rate', async () => {
