@@ -42,6 +42,12 @@ export interface CoreOptions {
   blocks?: BlockBackend
   /** how far the ledger's upgrade has got (PinLedger.upgrade), while it runs */
   onUpgrade?: (p: UpgradeProgress) => void
+  /**
+   * only the upgrade's steps that serving depends on run at the open
+   * (PinLedger.upgradeBeforeServing); the caller runs the rest with
+   * upgradeLater() (serve, once it serves). Default: the whole upgrade.
+   */
+  upgradeLater?: boolean
 }
 
 export interface Core {
@@ -80,6 +86,12 @@ export interface Core {
   recordedTokens(): Promise<TokenService | undefined>
   /** the libp2p/Helia datastore (a sub-database of the ledger) */
   datastore(): LmdbDatastore
+  /**
+   * The rest of the ledger's upgrade (PinLedger.upgradeLater) in the
+   * background: `done` resolves once it is done or stopped (rejects if it
+   * failed); stop() halts it after the batch under way and waits for that.
+   */
+  upgradeLater(onProgress?: (p: UpgradeProgress) => void): { done: Promise<boolean>, stop(): Promise<void> }
   /** the ledger's schema version (a read that proves the ledger answers) */
   schemaVersion(): unknown
   /** records serve's settings for the admin commands that run while it is stopped */
@@ -95,7 +107,8 @@ export async function openCore (paths: DataDirLayout, opts: CoreOptions = {}): P
     const graceMs = opts.graceMs ?? (recorded.expiryGrace ?? settingDefault('expiryGrace')) * 1000
     const pins = new PinLedger(env, { graceMs })
     // a large ledger's new index holds the event loop: before anything else starts
-    await pins.upgrade(opts.onUpgrade)
+    if (opts.upgradeLater === true) await pins.upgradeBeforeServing(opts.onUpgrade)
+    else await pins.upgrade(opts.onUpgrade)
     const notes = new SettlementNotes(env)
     const blocks = opts.blocks ?? new FsBackend(paths.blocks)
     const usage = new BlockstoreUsageTracker(async () => await blocks.usage())
@@ -130,6 +143,10 @@ export async function openCore (paths: DataDirLayout, opts: CoreOptions = {}): P
       tokens,
       recordedTokens: async () => recorded.tokenIssuer != null && recorded.tokenTtl != null ? tokens(await keystore(), recorded.tokenIssuer, recorded.tokenTtl) : undefined,
       datastore: () => new LmdbDatastore(env.datastore),
+      upgradeLater: (onProgress) => {
+        const done = pins.upgradeLater(onProgress)
+        return { done, stop: async () => { pins.haltUpgrade(); await done.catch(() => {}) } }
+      },
       schemaVersion: () => schemaVersion(env),
       record: async (s) => { await recordSettings(env, s) },
       close: async () => { await env.close() }

@@ -140,9 +140,9 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
     const blocks = new SwitchableBackend(await openDataDirBackend(config, paths, { log, observer, record: true }))
     cleanups.add('block store', () => blocks.close())
     log.info('block store', { store: blocks.describe() })
-    // the ledger's indexes are upgraded here, before libp2p starts
+    // the ledger's indexes are upgraded here, before libp2p starts; what serving does not depend on, once it serves (below)
     progress('opening the ledger')
-    const core = await openCore(paths, { graceMs: config.expiryGrace * 1000, onRecorded: () => { wakeFetcher() }, blocks, onUpgrade: ledgerUpgradeProgress(log, progress) })
+    const core = await openCore(paths, { graceMs: config.expiryGrace * 1000, onRecorded: () => { wakeFetcher() }, blocks, onUpgrade: ledgerUpgradeProgress(log, progress), upgradeLater: true })
     cleanups.add('ledger', () => core.close())
     const { pins, notes, staging, usage, denialLedger } = core
 
@@ -508,6 +508,12 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
         validitySeconds: config.uploadTicketValidity
       }
     })
+    // the rest of the ledger's upgrade (records rewritten in the current layout, every reader reads both): while serving
+    const upgradeLog = ledgerUpgradeProgress(log, () => {})
+    let upgraded = false
+    const upgrading = core.upgradeLater((p) => { upgraded = true; upgradeLog(p) })
+    upgrading.done.then((done) => { if (done && upgraded) log.notice('ledger upgraded') }, (err: unknown) => { log.error('the ledger upgrade failed: the next start goes on with it', { error: err }) })
+    cleanups.add('ledger upgrade', async () => { await upgrading.stop() })
     http.ready()
 
     return {

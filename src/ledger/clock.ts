@@ -6,6 +6,23 @@
  * Stored in microseconds so the precision can grow without a migration.
  */
 let last = 0
+/** while set: a ledger upgrade still reads the highest `created` its pins hold (seedClock follows) */
+let seeding: Promise<void> | undefined
+
+/**
+ * Until `seeded` settles, clockReady() waits for it: a ledger upgrade that
+ * runs while serve serves (PinLedger.upgradeLater) reads the highest
+ * `created` of every pin first, and no pin may be created before it has.
+ */
+export function holdClock (seeded: Promise<void>): void {
+  const held: Promise<void> = seeded.catch(() => {}).finally(() => { if (seeding === held) seeding = undefined })
+  seeding = held
+}
+
+/** Resolves once nextCreated() hands out values after every pin's in the ledger (at once, unless an upgrade still reads them). */
+export async function clockReady (): Promise<void> {
+  if (seeding != null) await seeding
+}
 
 export function nextCreated (now: number = Date.now()): { us: number, iso: string } {
   let us = now * 1000

@@ -29,7 +29,7 @@
 import { PindError } from '../errors.js'
 import type { Database, Key } from 'lmdb'
 import { CID } from 'multiformats/cid'
-import { seedClock } from './clock.js'
+import { holdClock, seedClock } from './clock.js'
 import type { LedgerEnv, Upgrade } from './open.js'
 import { ProvideKeys } from './provide-keys.js'
 import { isLive, withdrawn, type PaymentRecord, type PinRecord } from './records.js'
@@ -46,6 +46,12 @@ const ASSETS = 'assets'
 
 /** records per transaction of the upgrades (LedgerEnv.transaction, "transaction sizes": what the largest one dirties, serve keeps until it stops) */
 const COMPACT_BATCH = 1_000
+/**
+ * records per transaction of the upgrade's steps that run while serve serves
+ * (upgradeLater): each batch holds the event loop while it reads and rewrites
+ * its records (~100-200 ms for 1,000 on a busy machine), requests wait meanwhile
+ */
+const LATER_BATCH = 100
 /** the meta fact holding, while the index:provide-keys upgrade runs, the last pin (requestid) whose keys it has held */
 const PROVIDE_KEYS_AFTER = 'index:provide-keys:after'
 /** the meta fact holding, while the repair:replacement-chains upgrade runs, the last pin (requestid) whose block list it has checked */
@@ -99,6 +105,18 @@ export interface UpgradeProgress { upgrade: Upgrade, records: number }
 type Tick = () => void
 const noTick: Tick = () => {}
 
+/** an upgrade step's counter of records: reports the step as it begins, then every PROGRESS_EVERY records */
+function upgradeStep (onProgress: (p: UpgradeProgress) => void): (upgrade: Upgrade) => Tick {
+  return (upgrade) => {
+    let records = 0
+    onProgress({ upgrade, records })
+    return () => { if (++records % PROGRESS_EVERY === 0) onProgress({ upgrade, records }) }
+  }
+}
+
+/** thrown between an upgrade's batches once haltUpgrade() was called */
+class UpgradeHalted extends Error {}
+
 export class PinLedger {
   /** records as ./stored.ts stores them: read through getPin, getPayment, summaries */
   private readonly pins: Database<StoredPin, string>
@@ -117,6 +135,8 @@ export class PinLedger {
   private readonly paymentsMoved: Database<number, Buffer>
   /** how far this process's archiver passes have moved pins early (archiveDue's moveBefore): each pass goes on from there */
   private movedThrough: [number, string] | undefined
+  /** set by haltUpgrade: upgradeLater's batches stop */
+  private upgradeHalted = false
 
   /** how long after pinned_until a pin still counts as live (until the sweeper marks it expired) */
   readonly graceMs: number
@@ -261,6 +281,7 @@ export class PinLedger {
     let after: string | undefined
     let more = true
     while (more) {
+      this.checkHalted()
       await this.env.transaction(() => {
         const entries: Array<{ key: string, value: StoredPayment }> = []
         for (const e of this.payments.getRange(after === undefined ? { limit: batch + 1 } : { start: after, limit: batch + 1 })) {
@@ -315,6 +336,7 @@ export class PinLedger {
     })
     // removed pins leave the owner index (after the pass: it goes on from the last key it did)
     for (let i = 0; i < removed.length; i += batch) {
+      this.checkHalted()
       await this.env.transaction(() => { for (const key of removed.slice(i, i + batch)) this.byOwner.remove(key) })
     }
     // the CID index's value was the owner, which nothing reads; removed pins leave it
@@ -325,6 +347,7 @@ export class PinLedger {
       else if (value !== 1) this.byCid.put(key, 1)
     })
     for (let i = 0; i < gone.length; i += batch) {
+      this.checkHalted()
       await this.env.transaction(() => { for (const key of gone.slice(i, i + batch)) this.byCid.remove(key) })
     }
   }
@@ -363,6 +386,7 @@ export class PinLedger {
     let after = resume != null ? this.env.fact(resume) as K | undefined : undefined
     let more = true
     while (more) {
+      this.checkHalted()
       await this.env.transaction(() => {
         const from = after
         const keys: K[] = []
@@ -383,17 +407,25 @@ export class PinLedger {
 
   /**
    * Builds indexes added after a ledger was created, and repairs what older
-   * versions left (idempotent; a no-op once done). `onProgress` hears of each
-   * step that runs when it begins and then every PROGRESS_EVERY records it
-   * reads (also from inside a step's transaction: it must not write).
+   * versions left (idempotent; a no-op once done): upgradeBeforeServing's
+   * steps, then upgradeLater's. `onProgress` hears of each step that runs
+   * when it begins and then every PROGRESS_EVERY records it reads (also from
+   * inside a step's transaction: it must not write).
    */
   async upgrade (onProgress: (p: UpgradeProgress) => void = () => {}): Promise<void> {
-    const step = (upgrade: Upgrade): Tick => {
-      let records = 0
-      onProgress({ upgrade, records })
-      return () => { if (++records % PROGRESS_EVERY === 0) onProgress({ upgrade, records }) }
-    }
-    // the steps below write in batches (COMPACT_BATCH pins a transaction), and are marked done in a
+    await this.upgradeBeforeServing(onProgress)
+    // nothing else runs meanwhile: larger batches
+    await this.upgradeLater(onProgress, COMPACT_BATCH)
+  }
+
+  /**
+   * The upgrade's steps that what serve answers depends on (the owner and
+   * expiry indexes, the repaired block references, the provide schedule):
+   * serve runs them before it starts anything else.
+   */
+  async upgradeBeforeServing (onProgress: (p: UpgradeProgress) => void = () => {}): Promise<void> {
+    const step = upgradeStep(onProgress)
+    // the steps write in batches (COMPACT_BATCH pins a transaction), and are marked done in a
     // transaction of their own once every batch is in. The puts of the index steps are idempotent: stopped
     // midway, the next start does the step again from its first pin; the steps whose writes count (provide
     // keys, block references) go on after the last batch committed instead.
@@ -435,47 +467,79 @@ export class PinLedger {
         this.env.removeFact(PROVIDE_KEYS_AFTER)
       })
     }
-    if (!this.env.upgraded('compact:records')) {
-      await this.compactRecords(COMPACT_BATCH, step('compact:records'))
-      await this.env.transaction(() => { this.env.setUpgraded('compact:records') })
-    }
-    if (!this.env.upgraded('compact:payment-keys')) {
-      await this.movePaymentKeys(COMPACT_BATCH, step('compact:payment-keys'))
-      await this.env.transaction(() => { this.env.setUpgraded('compact:payment-keys') })
-    }
-    if (!this.env.upgraded('compact:pin-numbers')) {
-      // pins written before name their status, source, payment method and asset by number (./stored.ts); rewritten in place, never larger
-      await this.inBatches(this.pins, COMPACT_BATCH, step('compact:pin-numbers'), (key, value) => {
-        if (!pinWithNames(value)) return
-        const pin = readPin(key, value, this.paymentOfPin(key), this.assets)
-        this.pins.put(key, storePin(pin, this.getPayment(pin.payment.id), this.assets))
-      })
-      await this.env.transaction(() => { this.env.setUpgraded('compact:pin-numbers') })
-    }
-    if (!this.env.upgraded('index:removed-pins')) {
-      // the removed pins an older ledger holds, for the archiver to move (./archive.ts); in batches
-      // (the puts are idempotent, and the step is marked done only once all are in)
-      await this.inBatches(this.pins, COMPACT_BATCH, step('index:removed-pins'), (key, value) => {
-        const pin = readPin(key, value, this.paymentOfPin(key), this.assets)
-        if (pin.removed != null) this.removedIdx.put([removedMs(pin), key], 1)
-      })
-      await this.env.transaction(() => { this.env.setUpgraded('index:removed-pins') })
-    }
-    if (!this.env.upgraded('clock:created-high')) {
-      const tick = step('clock:created-high')
-      // one read of every pin's `created`; from now on each write of a pin keeps the mark
-      await this.env.transaction(() => {
+  }
+
+  /**
+   * The upgrade's steps that serve may run while it serves (upgradeBeforeServing
+   * says which run first): records rewritten in the layout this pind writes
+   * (every reader reads both), the index of removed pins (the archiver moves
+   * what it lists so far), and the highest `created` of every pin, read first
+   * (until it is read, clockReady() holds the new pins' clock: ./clock.ts).
+   * Each step writes in batches (`batch` records a transaction), the event loop free between them; haltUpgrade()
+   * stops it after the batch under way (resolves false then: the next start goes
+   * on with what is left; the steps are idempotent). Resolves true once all are done.
+   */
+  async upgradeLater (onProgress: (p: UpgradeProgress) => void = () => {}, batch = LATER_BATCH): Promise<boolean> {
+    const step = upgradeStep(onProgress)
+    let seeded: (() => void) | undefined
+    // synchronously, before the first await: no pin is created before the clock knows every pin's created
+    if (!this.env.upgraded('clock:created-high')) holdClock(new Promise<void>(resolve => { seeded = resolve }))
+    try {
+      if (!this.env.upgraded('clock:created-high')) {
+        // one read of every pin's `created` (in batches); from now on each write of a pin keeps the mark,
+        // including those made while this step reads (noteCreated keeps the higher)
         let high = 0
-        for (const { value } of this.pins.getRange()) {
-          tick()
-          high = Math.max(high, createdUsOf(value))
-        }
-        if (high > 0) this.noteCreated(high)
-        this.env.setUpgraded('clock:created-high')
-      })
-      const high = this.env.fact(CREATED_HIGH)
-      if (typeof high === 'number') seedClock(high)
+        await this.inBatches(this.pins, batch, step('clock:created-high'), (_key, value) => { high = Math.max(high, createdUsOf(value)) })
+        await this.env.transaction(() => {
+          if (high > 0) this.noteCreated(high)
+          this.env.setUpgraded('clock:created-high')
+        })
+        const mark = this.env.fact(CREATED_HIGH)
+        if (typeof mark === 'number') seedClock(mark)
+      }
+      seeded?.()
+      if (!this.env.upgraded('compact:records')) {
+        await this.compactRecords(batch, step('compact:records'))
+        await this.env.transaction(() => { this.env.setUpgraded('compact:records') })
+      }
+      if (!this.env.upgraded('compact:payment-keys')) {
+        await this.movePaymentKeys(batch, step('compact:payment-keys'))
+        await this.env.transaction(() => { this.env.setUpgraded('compact:payment-keys') })
+      }
+      if (!this.env.upgraded('compact:pin-numbers')) {
+        // pins written before name their status, source, payment method and asset by number (./stored.ts); rewritten in place, never larger
+        await this.inBatches(this.pins, batch, step('compact:pin-numbers'), (key, value) => {
+          if (!pinWithNames(value)) return
+          const pin = readPin(key, value, this.paymentOfPin(key), this.assets)
+          this.pins.put(key, storePin(pin, this.getPayment(pin.payment.id), this.assets))
+        })
+        await this.env.transaction(() => { this.env.setUpgraded('compact:pin-numbers') })
+      }
+      if (!this.env.upgraded('index:removed-pins')) {
+        // the removed pins an older ledger holds, for the archiver to move (./archive.ts); in batches
+        // (the puts are idempotent, and the step is marked done only once all are in)
+        await this.inBatches(this.pins, batch, step('index:removed-pins'), (key, value) => {
+          const pin = readPin(key, value, this.paymentOfPin(key), this.assets)
+          if (pin.removed != null) this.removedIdx.put([removedMs(pin), key], 1)
+        })
+        await this.env.transaction(() => { this.env.setUpgraded('index:removed-pins') })
+      }
+      return true
+    } catch (err) {
+      if (err instanceof UpgradeHalted) return false
+      throw err
+    } finally {
+      seeded?.()
     }
+  }
+
+  /** Stops upgradeLater after the batch under way (serve stopping). */
+  haltUpgrade (): void {
+    this.upgradeHalted = true
+  }
+
+  private checkHalted (): void {
+    if (this.upgradeHalted) throw new UpgradeHalted('the upgrade was halted')
   }
 
   isLive (pin: PinRecord, now: Date = new Date()): boolean {

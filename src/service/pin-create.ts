@@ -16,7 +16,7 @@ import { PIN_WITHOUT_PAYMENT } from '../auth/permissions.js'
 import type { TokenService, VerifiedToken } from '../auth/tokens.js'
 import { ConflictError, InputTooLargeError, InvalidInputError, NotFoundError, PaymentRequiredError, TooManyRequestsError, UnavailableError } from '../errors.js'
 import { StorageUnavailableError, type BlockBackend } from '../ipfs/block-backend.js'
-import { addMonths, nextCreated } from '../ledger/clock.js'
+import { addMonths, clockReady, nextCreated } from '../ledger/clock.js'
 import { PinGoneError, type PinLedger } from '../ledger/pins.js'
 import type { PaymentInfo, PaymentRecord, PinRecord } from '../ledger/records.js'
 import { newRequestid } from '../ledger/requestid.js'
@@ -183,6 +183,7 @@ async function paid (w: PinWrite, payment: VerifiedPayment, q: PinQuote, purpose
   const owner = w.replaces?.owner ?? payment.payer
   // the pin as it will be recorded, kept in the settlement note: should the process die once the
   // money has moved, reconciliation records it (settlement-fulfil.ts) instead of leaving it to an operator
+  await clockReady()
   const draft = newPin(w, owner, q.maxBytes, { id: payment.id, payer: payment.payer, amount: payment.amount.toString(), network: d.network, asset: d.asset, method: 'x402' }, q.declared, d)
   const settled = await settleNoted(gate, d.ledger, payment, purpose, { pin: draft, proof: payment.proof })
   if (!settled.ok) {
@@ -213,6 +214,7 @@ async function paid (w: PinWrite, payment: VerifiedPayment, q: PinQuote, purpose
 
 async function unpaid (w: PinWrite, auth: VerifiedToken, d: PinCreateDeps): Promise<PinOutcome> {
   const info: PaymentInfo = { id: `operator-token:${auth.jti}`, payer: auth.owner, amount: '0', network: d.network, asset: d.asset, method: 'operator-token' }
+  await clockReady()
   const pin = newPin(w, w.replaces?.owner ?? auth.owner, d.pinMaxBytes, info, undefined, d)
   try {
     await d.ledger.create(pin)

@@ -25,6 +25,7 @@ import { ConflictError, ForbiddenError, GoneError, NotFoundError, UnavailableErr
 import { StorageTimeoutError, StorageUnavailableError, type BlockBackend } from '../ipfs/block-backend.js'
 import type { DirectImport, DirectImports } from '../ipfs/direct-import.js'
 import type { WriteJournal, WriteJournals } from '../ipfs/write-journal.js'
+import { clockReady } from '../ledger/clock.js'
 import type { PinLedger } from '../ledger/pins.js'
 import type { PinRecord } from '../ledger/records.js'
 import { TicketClaimError, type UploadTicket, type UploadTickets } from '../ledger/tickets.js'
@@ -89,6 +90,7 @@ export async function uploadWithTicket (input: TicketUploadInput, d: TicketUploa
     // durable before the pin is recorded: every write has succeeded
     await imp.stored()
     const storedMs = Math.round(performance.now() - t0) - importMs
+    await clockReady()
     const pin = ticketPin(ticket, imported, imp.bytes, d)
     try {
       await d.tickets.claim(ticket.id, input.owner, pin, imp.cids.map(String))

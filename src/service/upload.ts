@@ -10,7 +10,7 @@ import { importFile, TooLargeError, type ImportTarget } from '../ipfs/import.js'
 import { RETRY_AFTER_S, StorageTimeoutError, StorageUnavailableError, type BlockBackend } from '../ipfs/block-backend.js'
 import type { CommitLock } from '../ipfs/commit-lock.js'
 import type { BlockStaging, StagedImport } from '../ipfs/staging.js'
-import { addMonths, nextCreated } from '../ledger/clock.js'
+import { addMonths, clockReady, nextCreated } from '../ledger/clock.js'
 import { PaymentReusedError, type PinLedger } from '../ledger/pins.js'
 import type { PaymentRecord, PinRecord } from '../ledger/records.js'
 import { newRequestid } from '../ledger/requestid.js'
@@ -219,6 +219,7 @@ async function paidUpload (input: UploadInput, payment: VerifiedPayment, maxFile
     // the CID is known only now: denied content (its root or any block) is refused before the
     // payment is settled, so the payer is not charged, and its staged blocks go (finally, below)
     refuseDenied(imported.cid, staged.cids, d)
+    await clockReady()
     const draft = uploadPin(payment, months, imported, staged, d)
     // the store must answer before anyone is charged (one round trip, made while the staged blocks
     // are flushed): if it went away while the body streamed in, the answer is 503 and the payment is not used
