@@ -84,6 +84,25 @@ if (!existsSync(cachedNode) || !existsSync(stampFile) || readFileSync(stampFile,
 }
 writeFileSync(`${cachedNode}.ok`, '')
 
+// --- the binary's entry: V8's compile cache for the bundle, then the bundle ---------
+// pkg's SEA bootstrap compiles the bundle (~6 MiB) at every start, which was most of a
+// short command's CPU time; SEA's useCodeCache would cache pkg's bootstrap only. Node's
+// compile cache keeps V8's code for the bundle on disk after the first start, checked
+// against the bundle's contents and V8's version and flags (a mismatch compiles as
+// before). Where: next to the native addons pkg unpacks ($PKG_NATIVE_CACHE_PATH, which the
+// unit and the image set to the data dir's .native/), else ~/.cache; a folder that cannot
+// be made leaves the start as it was. It must run before the bundle is compiled: a file of
+// its own, which requires the bundle (pkg's walker follows the literal require).
+const entry = path.join(path.dirname(bundle), `${path.basename(bundle, '.cjs')}-entry.cjs`)
+writeFileSync(entry, `'use strict'
+{
+  const { join } = require('node:path')
+  const dir = process.env.PKG_NATIVE_CACHE_PATH || join(require('node:os').homedir(), '.cache')
+  try { require('node:module').enableCompileCache(join(dir, 'pind-compile-cache')) } catch {}
+}
+require('./${path.basename(bundle)}')
+`)
+
 // --- pkg config: assets are resolved relative to the config file's folder ----------
 const config = path.join(home, 'pkg-config.json')
 const assets = NATIVE_ASSETS.map((a) => path.relative(home, path.join(nm, a)))
@@ -95,7 +114,7 @@ writeFileSync(config, JSON.stringify({ pkg: { assets } }, null, 2) + '\n')
 const tmpOut = `${output}.tmp-${process.pid}`
 mkdirSync(path.dirname(output), { recursive: true })
 const started = performance.now()
-const r = spawnSync(nodeBin, [pkgCli, bundle, '--sea', '-t', target, '-c', config, '-o', tmpOut], {
+const r = spawnSync(nodeBin, [pkgCli, entry, '--sea', '-t', target, '-c', config, '-o', tmpOut], {
   cwd: root,
   stdio: 'inherit',
   env: { ...process.env, HOME: home, PKG_CACHE_PATH: path.join(home, '.pkg-cache') }
