@@ -466,7 +466,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
       }
     })
     jwksRoutes(router, keystore)
-    openApiRoutes(router, openApiDocument({
+    openApiRoutes(router, () => openApiDocument({
       publicUrl,
       version: VERSION,
       network: config.network,
