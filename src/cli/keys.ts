@@ -3,15 +3,13 @@
  * Runs through a live serve's admin socket, or on a stopped data dir.
  */
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { privateKeyFromProtobuf, privateKeyToProtobuf } from '@libp2p/crypto/keys'
 import type { Command } from 'commander'
 import { callAdmin } from '../admin/client.js'
 import { PIN_WITHOUT_PAYMENT } from '../auth/permissions.js'
 import { duration } from '../config/parse.js'
 import { layout } from '../datadir/layout.js'
 import { acquireLock, lockHolder } from '../datadir/lock.js'
-import { peerIdOf, readIdentity, writeIdentity } from '../ipfs/identity.js'
-import { runKeysOp, type KeysOp, type KeysReply } from '../service/keys-admin.js'
+import type { KeysOp, KeysReply } from '../service/keys-admin.js'
 import { runAdmin, type Via, describeVia, writeResult } from './admin-target.js'
 import { configFromCli } from './config-from-cli.js'
 import { CliError, fail, usage } from './fail.js'
@@ -101,6 +99,7 @@ Examples:
       const config = configFromCli(cmd, 'admin')
       const file = layout(config.dataDir).identity
       if (!existsSync(file)) { fail('keys', new CliError(`${file} does not exist: this data dir has no identity yet (pind serve creates one)`)); return }
+      const { peerIdOf, readIdentity } = await identity()
       const peerId = peerIdOf(readIdentity(file))
       process.stdout.write(cmd.opts<{ json?: boolean }>().json === true ? JSON.stringify({ peerId }) + '\n' : `${peerId}\n`)
     })
@@ -112,6 +111,7 @@ Examples:
       const src = layout(config.dataDir).identity
       if (!existsSync(src)) { fail('keys', new CliError(`${src} does not exist: this data dir has no identity yet`)); return }
       if (existsSync(file) && o.force !== true) { fail('keys', new CliError(`${file} exists; use --force to overwrite`)); return }
+      const { peerIdOf, privateKeyToProtobuf, readIdentity } = await identity()
       const key = readIdentity(src)
       const doc = { type: IDENTITY_EXPORT_TYPE, version: 1, peerId: peerIdOf(key), privateKey: Buffer.from(privateKeyToProtobuf(key)).toString('base64') }
       writeFileSync(file, JSON.stringify(doc, null, 2) + '\n', { mode: 0o600, flush: true })
@@ -128,6 +128,7 @@ Examples:
         let doc: { type?: unknown, version?: unknown, privateKey?: unknown }
         try { doc = JSON.parse(readFileSync(file, 'utf8')) } catch (err) { throw new CliError(`cannot read ${file}: ${(err as Error).message}`) }
         if (doc.type !== IDENTITY_EXPORT_TYPE || doc.version !== 1 || typeof doc.privateKey !== 'string') throw new CliError(`${file} is not a pind identity export (version 1)`)
+        const { peerIdOf, privateKeyFromProtobuf, readIdentity, writeIdentity } = await identity()
         const key = privateKeyFromProtobuf(Buffer.from(doc.privateKey, 'base64'))
         mkdirSync(paths.root, { recursive: true, mode: 0o700 })
         const holder = lockHolder(paths.lock)
@@ -149,6 +150,15 @@ Examples:
 
 const IDENTITY_EXPORT_TYPE = 'pind-libp2p-identity'
 
+/**
+ * libp2p's keys, loaded by the identity commands only: every command's start
+ * evaluates this module (cli/program.ts), and they were ~25 ms of it.
+ */
+async function identity (): Promise<typeof import('../ipfs/identity.js') & typeof import('@libp2p/crypto/keys')> {
+  const [id, keys] = await Promise.all([import('../ipfs/identity.js'), import('@libp2p/crypto/keys')])
+  return { ...id, ...keys }
+}
+
 /** `note`: a line for stderr (what stdout must not carry, or a warning) */
 async function runKeys (name: string, cmd: Command, op: KeysOp, print: (r: KeysReply) => string, note?: (r: KeysReply) => string | undefined): Promise<void> {
   const config = configFromCli(cmd, 'admin')
@@ -158,6 +168,8 @@ async function runKeys (name: string, cmd: Command, op: KeysOp, print: (r: KeysR
     out = await runAdmin(config.dataDir, `keys ${name}`, {
       viaServe: async (socket) => await callAdmin(socket, '/keys', op),
       locally: async (core) => {
+        // (loaded here: through a running serve, the command needs none of it)
+        const { runKeysOp } = await import('../service/keys-admin.js')
         const tokens = await core.recordedTokens()
         return await runKeysOp(op, { keystore: await core.keystore(), tokenLedger: core.tokenLedger, ...(tokens != null ? { tokens } : {}) })
       }
