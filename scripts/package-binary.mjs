@@ -92,9 +92,12 @@ writeFileSync(`${cachedNode}.ok`, '')
 // before). Where: next to the native addons pkg unpacks ($PKG_NATIVE_CACHE_PATH, which the
 // unit and the image set to the data dir's .native/), else ~/.cache; a folder that cannot
 // be made leaves the start as it was. It must run before the bundle is compiled: a file of
-// its own, which requires the bundle (pkg's walker follows the literal require).
+// its own, which requires the bundle (pkg's walker follows the literal require). The umask
+// is src/umask.ts's, set here first: the cache is the owner's alone (0700, 0600), as
+// everything else pind writes in its data dir.
 const entry = path.join(path.dirname(bundle), `${path.basename(bundle, '.cjs')}-entry.cjs`)
 writeFileSync(entry, `'use strict'
+process.umask(0o077)
 {
   const { join } = require('node:path')
   const dir = process.env.PKG_NATIVE_CACHE_PATH || join(require('node:os').homedir(), '.cache')

@@ -65,6 +65,14 @@ describe('the data dir of the binary, under umask 022', () => {
     }
   })
 
+  it('with PKG_NATIVE_CACHE_PATH in it (the unit\'s and the image\'s setting), V8\'s compile cache is there too, its owner\'s only', async () => {
+    const data = join(dir, 'data-native')
+    const pind = await startPind({ binary: umask022, cwd: dir, dataDir: data, env: { ...env(), PKG_NATIVE_CACHE_PATH: join(data, '.native') } })
+    expect(await pind.stop()).toBe(0)
+    expect(readdirSync(join(data, '.native', 'pind-compile-cache')).length).toBeGreaterThan(0)
+    expect(openToOthers(data)).toEqual([])
+  })
+
   it('left open to others by an older pind or a careless copy: closed at start, with a warning for each path', async () => {
     chmodSync(dataDir(), 0o755)
     chmodSync(join(dataDir(), 'ledger.mdb'), 0o644)
