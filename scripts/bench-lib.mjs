@@ -2,6 +2,8 @@
  * Shared helpers for the benchmark scripts: start the built binary (or the
  * bundle) on a fresh data dir, wait for /health, read RSS from /proc.
  * BENCH_ECHO=1 copies the service's stderr to this process's stderr.
+ * BENCH_SERVE_NODE_OPTIONS is the service's NODE_OPTIONS (only the service's):
+ * e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` profiles it under the benchmark's load.
  */
 import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
@@ -25,7 +27,7 @@ export async function startServe ({ args = [], env = {}, binary = BINARY, binary
   const dataDir = mkdtempSync(join(tmpdir(), 'pind-bench-'))
   const t0 = performance.now()
   const proc = spawn(binary, [...binaryArgs, 'serve', '--data-dir', dataDir, '--port', '0', '--p2p-listen', '/ip4/127.0.0.1/tcp/0', ...args], {
-    env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe']
+    env: { ...process.env, ...(process.env.BENCH_SERVE_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_SERVE_NODE_OPTIONS } : {}), ...env }, stdio: ['ignore', 'pipe', 'pipe']
   })
   let out = ''
   proc.stdout.on('data', b => { out += b })

@@ -15,13 +15,17 @@
  * window (after a warm-up), checks their status, and records latencies.
  *
  * The targets take turns in --rounds slices (default 5 of 1 s each), each
- * target warmed up once before its first slice.
+ * target warmed up once before its first slice. Beside the rates, the CPU
+ * time (user + system, from /proc) the serving process spent per response in
+ * its target's slices: steadier than the rates on a shared machine, where
+ * the load generator and other work compete for the same cores.
  *
- * Usage: node scripts/bench-rates.mjs [--duration 5] [--warmup 1] [--connections 32] [--rounds 5] [--bundle]
- *   (default runs the binary dist/pind; --bundle runs node dist/pind.cjs)
+ * Usage: node scripts/bench-rates.mjs [--duration 5] [--warmup 1] [--connections 32] [--rounds 5] [--bundle] [--only health,unknown,local]
+ *   (default runs the binary dist/pind; --bundle runs node dist/pind.cjs; --only: these targets
+ *   and the hello-world, e.g. to profile one path with BENCH_SERVE_NODE_OPTIONS, scripts/bench-lib.mjs)
  */
 import { spawn } from 'node:child_process'
-import { rmSync } from 'node:fs'
+import { readFileSync, rmSync } from 'node:fs'
 import { toClientEvmSigner } from '@x402/evm'
 import { ExactEvmScheme } from '@x402/evm/exact/client'
 import { wrapFetchWithPayment, x402Client } from '@x402/fetch'
@@ -37,8 +41,11 @@ const warmupS = opt('warmup', 1)
 const connections = opt('connections', 32)
 const rounds = opt('rounds', 5)
 const bundle = argv.includes('--bundle')
+const only = argv.includes('--only') ? new Set(argv[argv.indexOf('--only') + 1].split(',')) : undefined
 const UNKNOWN_CID = 'bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy'
 
+/** user + system CPU time of a process so far, in ms (/proc/<pid>/stat, clock ticks of 10 ms) */
+const cpuMs = (pid) => { const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' '); return (Number(f[11]) + Number(f[12])) * 10 }
 const pct = (sorted, p) => sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]
 
 /**
@@ -84,6 +91,7 @@ async function startHello () {
   })
   return {
     origin: `http://127.0.0.1:${port}`,
+    pid: proc.pid,
     stop: async () => { if (proc.exitCode == null) { const e = new Promise(resolve => proc.once('exit', resolve)); proc.kill('SIGTERM'); await e } }
   }
 }
@@ -125,24 +133,27 @@ try {
 
   // the targets take turns in short slices, so load from other work on the machine falls on all of them alike
   const targets = [
-    ['hello-world (node:http, child process)', hello.origin, { path: '/', expect: 200 }],
-    ['GET /health', origin, { path: '/health', expect: 200 }],
-    ['POST /pins → 402 (unknown CID, probe off)', origin, unpaid(UNKNOWN_CID)],
-    ['POST /pins → 402 (local CID)', origin, unpaid(localCid)]
-  ].map(([label, o, spec]) => ({ label, spec, pool: new Pool(o, { connections, pipelining: 1 }), count: 0, secs: 0, lat: [] }))
+    ['hello', 'hello-world (node:http, child process)', hello.origin, hello.pid, { path: '/', expect: 200 }],
+    ['health', 'GET /health', origin, pind.proc.pid, { path: '/health', expect: 200 }],
+    ['unknown', 'POST /pins → 402 (unknown CID, probe off)', origin, pind.proc.pid, unpaid(UNKNOWN_CID)],
+    ['local', 'POST /pins → 402 (local CID)', origin, pind.proc.pid, unpaid(localCid)]
+  ].filter(([key]) => key === 'hello' || only == null || only.has(key)).map(([, label, o, pid, spec]) => ({ label, spec, pid, pool: new Pool(o, { connections, pipelining: 1 }), count: 0, secs: 0, lat: [], cpu: 0, cpuCount: 0 }))
   for (let round = 0; round < rounds; round++) {
     for (const t of targets) {
-      const r = await load(t.pool, t.spec, round === 0 ? warmupS : 0, durationS / rounds)
+      if (round === 0 && warmupS > 0) await load(t.pool, t.spec, warmupS, 0.1)
+      const cpu0 = cpuMs(t.pid)
+      const r = await load(t.pool, t.spec, 0, durationS / rounds)
+      t.cpu += cpuMs(t.pid) - cpu0; t.cpuCount += r.count
       t.count += r.count; t.secs += r.secs
       for (const ms of r.lat) t.lat.push(ms)
     }
   }
   await Promise.all(targets.map(t => t.pool.close()))
-  const rows = targets.map(t => { t.lat.sort((a, b) => a - b); return [t.label, { rps: t.count / t.secs, count: t.count, p50: pct(t.lat, 0.5), p99: pct(t.lat, 0.99) }] })
+  const rows = targets.map(t => { t.lat.sort((a, b) => a - b); return [t.label, { rps: t.count / t.secs, count: t.count, p50: pct(t.lat, 0.5), p99: pct(t.lat, 0.99), cpuUs: 1000 * t.cpu / t.cpuCount }] })
   const base = rows[0][1].rps
-  console.log(`${'target'.padEnd(42)} ${'req/s'.padStart(8)} ${'ratio'.padStart(7)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'responses'.padStart(10)}`)
+  console.log(`${'target'.padEnd(42)} ${'req/s'.padStart(8)} ${'ratio'.padStart(7)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'responses'.padStart(10)} ${'cpu µs/resp'.padStart(12)}`)
   for (const [label, r] of rows) {
-    console.log(`${label.padEnd(42)} ${r.rps.toFixed(0).padStart(8)} ${`${(100 * r.rps / base).toFixed(0)}%`.padStart(7)} ${r.p50.toFixed(2).padStart(7)} ${r.p99.toFixed(2).padStart(7)} ${String(r.count).padStart(10)}`)
+    console.log(`${label.padEnd(42)} ${r.rps.toFixed(0).padStart(8)} ${`${(100 * r.rps / base).toFixed(0)}%`.padStart(7)} ${r.p50.toFixed(2).padStart(7)} ${r.p99.toFixed(2).padStart(7)} ${String(r.count).padStart(10)} ${r.cpuUs.toFixed(0).padStart(12)}`)
   }
   const worst = Math.min(...rows.slice(1).map(([, r]) => r.rps / base))
   console.log(`target ≥ 50% of hello-world: ${worst >= 0.5 ? 'met' : 'NOT met'} (lowest ${(100 * worst).toFixed(0)}%)`)
