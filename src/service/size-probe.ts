@@ -22,6 +22,8 @@ import type { BlockNetwork } from '../ipfs/network.js'
 import type { IpfsNode } from '../ipfs/node.js'
 
 const MAX_ENTRIES = 10_000
+/** what the roots held here declare, remembered (a block's bytes never change: its CID is their hash) */
+const MAX_LOCAL_ENTRIES = 1_000
 /** probes that reach out to the network at once */
 const MAX_ACTIVE = 16
 /** ... of them for one client */
@@ -44,6 +46,8 @@ export interface ProbeResult {
 
 export class SizeProbe {
   private readonly cache = new Map<string, { result: ProbeResult, until: number }>()
+  /** what the roots held here declared, least recently asked first: each 402 for a local root read and decoded its block */
+  private readonly local = new Map<string, ProbeResult>()
   private readonly inflight = new Map<string, Promise<ProbeResult>>()
   private readonly byClient = new Map<string, number>()
   private active = 0
@@ -66,12 +70,22 @@ export class SizeProbe {
   }
 
   async probe (cid: CID, origins: string[], client = ''): Promise<ProbeResult> {
+    const key = cid.toV1().toString()
+    // held here still (the store is asked each time: gc may have removed it), read once
     if (this.o.isServable(cid) && await this.o.node.blockstore.has(cid)) {
+      const known = this.local.get(key)
+      if (known != null) {
+        this.local.delete(key)
+        this.local.set(key, known)
+        return known
+      }
       const chunks: Uint8Array[] = []
       for await (const c of this.o.node.blockstore.get(cid)) chunks.push(c)
-      return found(cid, Buffer.concat(chunks), 'local')
+      const result = found(cid, Buffer.concat(chunks), 'local')
+      if (this.local.size >= MAX_LOCAL_ENTRIES) this.local.delete(this.local.keys().next().value as string)
+      this.local.set(key, result)
+      return result
     }
-    const key = cid.toV1().toString()
     const hit = this.cache.get(key)
     if (hit != null && hit.until > Date.now()) return hit.result
     if (this.o.timeoutMs <= 0) return { source: 'timeout' }

@@ -41,4 +41,27 @@ describe('SizeProbe cache', () => {
     await probe.probe(roots[0] as never, ['/ip4/127.0.0.1/tcp/1'])
     expect([retrieved, probe.cached]).toEqual([6, 3])
   })
+
+  it('reads a root held here once, and asks the store each time whether it still holds it', async () => {
+    const block = randomBytes(100)
+    const root = rawCid(block)
+    let held = true
+    let reads = 0
+    let retrieved = 0
+    const probe = new SizeProbe({
+      node: { blockstore: { has: async () => held, get: async function * () { reads++; yield block } } } as never,
+      network: { dial: async () => ({ connected: 1, failed: [] }), retrieve: async () => { retrieved++; return block } } as never,
+      timeoutMs: 5000,
+      ttlMs: 60_000,
+      isServable: () => true
+    })
+    const first = await probe.probe(root, [])
+    expect(first).toEqual({ size: { dagSize: 100, fileSize: 100, how: 'raw block' }, source: 'local' })
+    expect(await probe.probe(root, [])).toEqual(first)
+    expect(reads).toBe(1)
+    // gone from the store (gc): no longer found on this node
+    held = false
+    expect((await probe.probe(root, [])).source).toBe('network')
+    expect([reads, retrieved]).toEqual([1, 1])
+  })
 })
