@@ -54,6 +54,10 @@ export interface HttpServerOptions {
   starting?: boolean
 }
 
+/** a request's URL and parameters until it is routed (read only: one for all) */
+const NO_URL = new URL('http://x/')
+const NO_PARAMS: Record<string, string> = Object.freeze({}) as Record<string, string>
+
 /** an X-Request-Id a trusted proxy sent is kept if it looks like one */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/
 
@@ -70,7 +74,7 @@ export function createHttpServer (router: Router, log: Logger, opts: HttpServerO
     const started = process.hrtime.bigint()
     inFlight++
     let admission: Admission | undefined
-    const ctx: RequestContext = { req, res, url: new URL('http://x/'), params: {}, log, route: '', countAsPaid: () => { admission?.refund() } }
+    const ctx: RequestContext = { req, res, url: NO_URL, params: NO_PARAMS, log, route: '', countAsPaid: () => { admission?.refund() } }
     res.on('close', () => {
       admission?.done()
       inFlight--
