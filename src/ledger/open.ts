@@ -92,8 +92,11 @@ export interface LedgerEnv {
   setUpgraded(name: Upgrade, done?: boolean): void
   /** binary sub-database used as the libp2p/helia Datastore */
   datastore: Database<Uint8Array, string>
-  /** open another named sub-database (msgpack values; keys ordered-binary, or raw bytes with keyEncoding 'binary') */
-  db<V>(name: string, opts?: { dupSort?: boolean, keyEncoding?: 'binary' }): Database<V, any>
+  /**
+   * open another named sub-database (msgpack values; keys ordered-binary, or raw bytes with keyEncoding 'binary');
+   * `decoder`: values read with it instead (read only), from bytes that are valid only during the call
+   */
+  db<V>(name: string, opts?: { dupSort?: boolean, keyEncoding?: 'binary', decoder?: (bytes: Buffer, size: number) => V }): Database<V, any>
   /** the archive of removed pins and their payments, a file of its own (./archive.ts) */
   archive: LedgerArchive
   /** a read snapshot of the whole environment, until its release() (./snapshot.ts: what holding one costs) */
@@ -131,7 +134,11 @@ export async function openLedgerEnv (path: string): Promise<LedgerEnv> {
     setUpgraded: (name, done = true) => { if (done) void meta.put(name, true); else void meta.remove(name) },
     datastore,
     archive,
-    db: <V>(name: string, opts?: { dupSort?: boolean, keyEncoding?: 'binary' }) => root.openDB<V, any>({ name, ...opts }),
+    db: <V>(name: string, opts: { dupSort?: boolean, keyEncoding?: 'binary', decoder?: (bytes: Buffer, size: number) => V } = {}) => {
+      const { decoder, ...rest } = opts
+      // lmdb hands a decoder that does not ask for a stable buffer the bytes in place (no copy)
+      return root.openDB<V, any>({ name, ...rest, ...(decoder != null ? { encoder: { decode: decoder, encode: () => { throw new Error(`${name}: opened to read only`) } } } : {}) })
+    },
     readSnapshot: () => new LedgerSnapshot(root.useReadTransaction()),
     close: async () => { await root.close(); await archive.close() }
   }

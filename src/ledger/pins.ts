@@ -36,7 +36,7 @@ import { isLive, withdrawn, type PaymentRecord, type PinRecord } from './records
 import type { SettlingRecord } from './settlements.js'
 import { binaryFastIn, type LedgerSnapshot } from './snapshot.js'
 import type { ArchiveLease } from './archive.js'
-import { cidOf, cidOfPacked, createdUsOf, type AssetTable, currentPaymentLayout, oldLayout, paymentByRef, pinWithNames, paymentIdOf, paymentIdOfKey, paymentKey, readPayment, readPin, readSummary, storePayment, storePin, storeSummary, type StoredPayment, type StoredPin, type StoredSummary } from './stored.js'
+import { cidOf, cidOfPacked, createdUsOf, type AssetTable, currentPaymentLayout, oldLayout, paymentByRef, pinWithNames, paymentIdOf, paymentIdOfKey, paymentKey, readPayment, readPin, readSummary, storePayment, summaryStateOf, type SummaryState, storePin, storeSummary, type StoredPayment, type StoredPin, type StoredSummary } from './stored.js'
 
 type OwnerKey = [string, number, string]
 /** the meta fact holding the highest `created` (µs) of any pin the ledger has held */
@@ -121,6 +121,8 @@ export class PinLedger {
   /** records as ./stored.ts stores them: read through getPin, getPayment, summaries */
   private readonly pins: Database<StoredPin, string>
   private readonly byOwner: Database<StoredSummary, OwnerKey>
+  /** the same owner index, each value read only as far as its status and pinned_until (statesByOwner) */
+  private readonly byOwnerStates: Database<SummaryState, OwnerKey>
   private readonly byCid: Database<number | string, CidKey>
   private readonly payments: Database<StoredPayment, string>
   private readonly paymentsBinary: Database<StoredPayment, Buffer>
@@ -147,6 +149,7 @@ export class PinLedger {
     this.graceMs = opts.graceMs ?? 0
     this.pins = env.db<StoredPin>('pins')
     this.byOwner = env.db<StoredSummary>('pins-by-owner')
+    this.byOwnerStates = env.db<SummaryState>('pins-by-owner', { decoder: (bytes, size) => summaryStateOf(bytes, size) ?? 'undecoded' })
     this.byCid = env.db<number | string>('pins-by-cid')
     this.payments = env.db<StoredPayment>('payments')
     this.paymentsBinary = env.db<StoredPayment>('payments-binary', { keyEncoding: 'binary' }) as Database<StoredPayment, Buffer>
@@ -1239,6 +1242,27 @@ export class PinLedger {
   }
 
   /**
+   * The owner index's pins not removed, newest first, with their status and
+   * pinned_until only: read from each summary's bytes (summaryStateOf), the
+   * rest left undecoded. What GET /pins without name, meta or cid filters
+   * reads of every pin of its owner.
+   */
+  * statesByOwner (owner: string, beforeUs = Number.MAX_SAFE_INTEGER, afterUs = -1): Generator<OwnerPinState> {
+    for (const { key, value: state } of this.byOwnerStates.getRange({ start: [owner, beforeUs], end: [owner, afterUs], reverse: true })) {
+      if (key[1] >= beforeUs || key[1] <= afterUs) continue
+      if (state === 'removed') continue
+      if (state !== 'undecoded') {
+        yield { id: key[2], status: state.status, until: state.until }
+        continue
+      }
+      // bytes in another shape (an older layout): decoded as summariesByOwner does
+      const stored = this.byOwner.get(key)
+      const summary = stored !== undefined ? readSummary(key[2], stored) : undefined
+      if (summary != null && !summary.removed) yield { id: summary.id, status: summary.status, until: summary.until }
+    }
+  }
+
+  /**
    * Pins by status as /metrics shows them: pins not removed that are live or
    * failed, by status, and how many were removed. Only the records of pins
    * not yet removed are read (found through byExpiry, which holds exactly
@@ -1318,6 +1342,9 @@ export interface LiveSummary {
   name?: string
   meta: Record<string, string>
 }
+
+/** what statesByOwner reads of a pin: its requestid, status and pinned_until (ms since the epoch) */
+export type OwnerPinState = Pick<LiveSummary, 'id' | 'status' | 'until'>
 
 /** a removed pin: every listing skips it, so the index keeps nothing else of it (issue 18: most of a ledger's pins) */
 export interface RemovedSummary {

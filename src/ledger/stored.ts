@@ -121,6 +121,7 @@ const HEX = /^(?:[0-9a-f]{2})+$/
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
 function bytesOf (v: unknown): Buffer | undefined {
+  if (Buffer.isBuffer(v)) return v
   return v instanceof Uint8Array ? Buffer.from(v.buffer, v.byteOffset, v.byteLength) : undefined
 }
 
@@ -459,10 +460,74 @@ export function storeSummary (s: PinSummary): StoredSummary {
 export function readSummary (id: string, stored: StoredSummary): PinSummary {
   // older versions kept a removed pin's whole summary: what is read of it is that it was removed
   if (!Array.isArray(stored)) return stored.removed ? { id, removed: true } : { ...stored, id, removed: false }
-  const f = unpack(SUMMARY_FIELDS, stored)
-  if (f.removed === true) return { id, removed: true }
-  f.cid = readCid(f.cid)
-  return { id, ...f } as unknown as LiveSummary
+  // read field by field (SUMMARY_FIELDS' order), not through unpack: a listing reads every summary of its owner
+  if (stored[0] !== LAYOUT) unpack(SUMMARY_FIELDS, stored)
+  if (stored[1] === true) return { id, removed: true }
+  const s = { id, removed: false } as LiveSummary
+  const [, , cid, status, until, name, meta] = stored
+  if (cid != null) s.cid = readCid(cid) as string
+  if (status != null) s.status = status as LiveSummary['status']
+  if (until != null) s.until = until as number
+  if (name != null) s.name = name as string
+  if (meta != null) s.meta = meta as Record<string, string>
+  return s
+}
+
+const STATES: ReadonlyMap<string, LiveSummary['status']> = new Map((['queued', 'pinning', 'pinned', 'failed'] as const).map(s => [s, s]))
+
+/**
+ * A stored summary's removal, status and pinned_until read from its msgpack
+ * bytes, nothing else decoded (a listing that filters on these alone reads
+ * every summary of its owner: decoding each whole cost most of its time).
+ * `removed` for a removed pin; undefined for bytes not in the shape
+ * storeSummary writes (an older layout, an unexpected encoding): decode them.
+ */
+export type SummaryState = { status: LiveSummary['status'], until: number } | 'removed' | 'undecoded'
+
+/** `size`: the bytes' length, when `bytes` is longer (lmdb's buffer, read in place) */
+export function summaryStateOf (bytes: Uint8Array, size = bytes.length): Exclude<SummaryState, 'undecoded'> | undefined {
+  const b = bytesOf(bytes) as Buffer
+  const end = Math.min(size, b.length)
+  let i: number
+  const h = b[0] as number
+  if (h >= 0x92 && h <= 0x9f) i = 1 // fixarray
+  else if (h === 0xdc) i = 3 // array 16
+  else return undefined
+  if (i + 2 > end || b[i++] !== LAYOUT) return undefined
+  const removed = b[i++]
+  if (removed === 0xc3) return 'removed'
+  if (removed !== 0xc2 || i + 2 > end) return undefined
+  // the CID: bytes (bin 8), or a string (fixstr, str 8)
+  const c = b[i] as number
+  if (c === 0xc4 || c === 0xd9) i += 2 + (b[i + 1] as number)
+  else if (c >= 0xa0 && c <= 0xbf) i += 1 + (c & 0x1f)
+  else return undefined
+  if (i >= end) return undefined
+  const s = b[i] as number
+  if (s < 0xa0 || s > 0xbf || i + 1 + (s & 0x1f) >= end) return undefined
+  const status = STATES.get(b.toString('latin1', i + 1, i + 1 + (s & 0x1f)))
+  if (status == null) return undefined
+  i += 1 + (s & 0x1f)
+  const until = numberAt(b, i, end)
+  return until == null ? undefined : { status, until }
+}
+
+/** the msgpack number at `i` (before `end`), in the forms a time in ms may take; undefined for any other */
+function numberAt (b: Buffer, i: number, end: number): number | undefined {
+  if (i >= end) return undefined
+  const t = b[i] as number
+  if (t <= 0x7f) return t
+  const room = end - i - 1
+  switch (t) {
+    case 0xcb: return room >= 8 ? b.readDoubleBE(i + 1) : undefined
+    case 0xca: return room >= 4 ? b.readFloatBE(i + 1) : undefined
+    case 0xcc: return room >= 1 ? b.readUInt8(i + 1) : undefined
+    case 0xcd: return room >= 2 ? b.readUInt16BE(i + 1) : undefined
+    case 0xce: return room >= 4 ? b.readUInt32BE(i + 1) : undefined
+    case 0xcf: return room >= 8 ? Number(b.readBigUInt64BE(i + 1)) : undefined
+    case 0xd3: return room >= 8 ? Number(b.readBigInt64BE(i + 1)) : undefined
+    default: return undefined
+  }
 }
 
 /** Is this a record as older versions wrote it (a map)? */

@@ -142,8 +142,7 @@ function parseMeta (params: URLSearchParams, json: string | undefined): Record<s
 /** Does a pin (its owner-index summary) match every filter? Removed and expired pins never do. */
 export function matches (pin: PinSummary, q: PinQuery, now: number, graceMs = 0): boolean {
   if (pin.removed) return false
-  if (pin.status !== 'failed' && pin.until + graceMs <= now) return false
-  if (!q.statuses.has(pin.status)) return false
+  if (!stateMatches(pin, q, now, graceMs)) return false
   if (q.cids != null && !q.cids.has(pin.cid)) return false
   if (q.name != null) {
     const have = pin.name ?? ''
@@ -158,21 +157,32 @@ export function matches (pin: PinSummary, q: PinQuery, now: number, graceMs = 0)
   return true
 }
 
+/** A pin not removed: is it live (or failed), with a status asked for? */
+function stateMatches (pin: Pick<PinSummary & { removed: false }, 'status' | 'until'>, q: PinQuery, now: number, graceMs: number): boolean {
+  if (pin.status !== 'failed' && pin.until + graceMs <= now) return false
+  return q.statuses.has(pin.status)
+}
+
 /**
  * Filters and counts on the owner index's summaries (no record is read for
- * that); only the page's pins are read in full.
+ * that); only the page's pins are read in full. Without name, meta or cid
+ * filters only each summary's status and pinned_until are read (statesByOwner).
  */
-export function listPins (ledger: Pick<PinLedger, 'get' | 'graceMs' | 'summariesByOwner'>, owner: string, q: PinQuery, now: Date = new Date()): { count: number, results: PinRecord[] } {
+export function listPins (ledger: Pick<PinLedger, 'get' | 'graceMs' | 'summariesByOwner' | 'statesByOwner'>, owner: string, q: PinQuery, now: Date = new Date()): { count: number, results: PinRecord[] } {
   const results: PinRecord[] = []
   let count = 0
   const t = now.getTime()
-  for (const s of ledger.summariesByOwner(owner, q.beforeUs, q.afterUs)) {
-    if (!matches(s, q, t, ledger.graceMs)) continue
+  const page = (id: string): void => {
     count++
     if (results.length < q.limit) {
-      const pin = ledger.get(s.id)
+      const pin = ledger.get(id)
       if (pin != null) results.push(pin)
     }
+  }
+  if (q.name == null && q.meta == null && q.cids == null) {
+    for (const s of ledger.statesByOwner(owner, q.beforeUs, q.afterUs)) if (stateMatches(s, q, t, ledger.graceMs)) page(s.id)
+  } else {
+    for (const s of ledger.summariesByOwner(owner, q.beforeUs, q.afterUs)) if (matches(s, q, t, ledger.graceMs)) page(s.id)
   }
   return { count, results }
 }

@@ -59,6 +59,7 @@ function reads (ledger: PinLedger): unknown {
     payments: [...ledger.allPayments()],
     paymentById: [...ledger.allPayments()].map(p => ledger.payment(p.id)),
     summaries: [OWNER, OTHER].map(o => [...ledger.summariesByOwner(o)]),
+    states: [OWNER, OTHER].map(o => [...ledger.statesByOwner(o)]),
     newestFirst: [OWNER, OTHER].map(o => [...ledger.byOwnerNewestFirst(o)]),
     allSummaries: [...ledger.allSummaries()],
     counts: ledger.countByStatus(NOW),
