@@ -22,8 +22,9 @@ export const BINARY = join(ROOT, 'dist/pind')
 /**
  * Starts `pind serve`, resolves when /health answers 200; `ms` is spawn → first 200.
  * `binaryArgs` go before `serve`: `{ binary: process.execPath, binaryArgs: ['dist/pind.cjs'] }` runs the bundle.
+ * `startTimeoutMs`: how long the start may take (default 30 s; a large ledger upgrades first).
  */
-export async function startServe ({ args = [], env = {}, binary = BINARY, binaryArgs = [] } = {}) {
+export async function startServe ({ args = [], env = {}, binary = BINARY, binaryArgs = [], startTimeoutMs = 30_000 } = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), 'pind-bench-'))
   const t0 = performance.now()
   const proc = spawn(binary, [...binaryArgs, 'serve', '--data-dir', dataDir, '--port', '0', '--p2p-listen', '/ip4/127.0.0.1/tcp/0', ...args], {
@@ -33,7 +34,7 @@ export async function startServe ({ args = [], env = {}, binary = BINARY, binary
   proc.stdout.on('data', b => { out += b })
   let err = ''
   proc.stderr.on('data', b => { err += b; if (process.env.BENCH_ECHO) process.stderr.write(b) })
-  const deadline = Date.now() + 30_000
+  const deadline = Date.now() + startTimeoutMs
   let url
   try {
     for (;;) {

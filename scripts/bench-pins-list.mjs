@@ -13,14 +13,16 @@
  *   - GET /pins?name=report&match=ipartial&meta={"app":"a"}&limit=10
  *   - paging through one owner's 1,000 pins: limit=10&before=<created of the
  *     oldest seen> until count == results.length (100 pages), 10 times
- * printing p50/p99 per request, the time per full paging, and whether p99 < 10 ms.
+ * printing p50/p99 per request, the serving process's CPU time per request
+ * (user + system from /proc: steadier than latencies on a shared machine),
+ * the time per full paging, and whether p99 < 10 ms.
  *
  * Usage: node scripts/bench-pins-list.mjs [--requests 1000] [--pagings 10] [--owners 100] [--per-owner 1000] [--binary] [--keep]
  *   (default runs the bundle: node dist/pind.cjs; --binary runs dist/pind)
  */
 import { execFileSync } from 'node:child_process'
 import { createHash, randomUUID } from 'node:crypto'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { CID } from 'multiformats/cid'
@@ -74,6 +76,8 @@ async function buildLedger (dir) {
   return firsts // the first pin of each queried owner (pin j belongs to owner j)
 }
 
+/** user + system CPU time of a process so far, in ms (/proc/<pid>/stat, clock ticks of 10 ms) */
+const cpuMs = (pid) => { const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' '); return (Number(f[11]) + Number(f[12])) * 10 }
 const pct = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]
 const stats = (xs) => { const s = [...xs].sort((a, b) => a - b); return { p50: pct(s, 0.5), p99: pct(s, 0.99), max: s[s.length - 1], n: s.length } }
 
@@ -85,7 +89,7 @@ try {
   const firstPins = await buildLedger(dir)
   console.log(`setup: ${OWNERS * PER_OWNER} pins written with lmdb in ${((performance.now() - t) / 1000).toFixed(1)} s`)
   // startServe's own data dir is replaced by ours (the last --data-dir wins); per-client rate limits off (one client address)
-  pind = await startServe({ binary: bin, binaryArgs: binArgs, args: ['--data-dir', dir, '--token-issuer', 'bench'], env: { PIND_RATE_LIMIT_READS: '0', PIND_RATE_LIMIT_UNPAID: '0' } })
+  pind = await startServe({ binary: bin, binaryArgs: binArgs, args: ['--data-dir', dir, '--token-issuer', 'bench'], env: { PIND_RATE_LIMIT_READS: '0', PIND_RATE_LIMIT_UNPAID: '0' }, startTimeoutMs: 180_000 })
   rmSync(pind.dataDir, { recursive: true, force: true })
   t = performance.now()
   const tokens = Array.from({ length: QUERIED }, (_, j) => JSON.parse(execFileSync(bin, [...binArgs, 'keys', 'mint', '--data-dir', dir, '--owner', owner(j), '--json'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })).token)
@@ -103,8 +107,9 @@ try {
   const series = async (label, path, check) => {
     for (let i = 0; i < Math.min(200, REQUESTS); i++) await get(path(i), i % QUERIED) // warm-up
     const ms = []
+    const cpu0 = cpuMs(pind.proc.pid)
     for (let i = 0; i < REQUESTS; i++) { const r = await get(path(i), i % QUERIED); check?.(r.body); ms.push(r.ms) }
-    return [label, stats(ms)]
+    return [label, { ...stats(ms), cpuUs: 1000 * (cpuMs(pind.proc.pid) - cpu0) / REQUESTS }]
   }
   const filterQ = `name=report&match=ipartial&meta=${encodeURIComponent(JSON.stringify({ app: 'a' }))}&limit=10`
   const filterCount = Array.from({ length: PER_OWNER }, (_, k) => k).filter(k => nameOf(k).toLowerCase().includes('report') && appOf(k) === 'a').length
@@ -117,8 +122,9 @@ try {
   ]
 
   // paging through one owner's pins, newest first, with before=<created of the oldest seen>
-  const pageMs = []; const pagingMs = []
+  const pageMs = []; const pagingMs = []; let pagingCpu = 0
   for (let rep = 0; rep < PAGINGS + 1; rep++) { // the first paging is a warm-up
+    const cpu0 = cpuMs(pind.proc.pid)
     const j = rep % QUERIED; const seen = new Set(); let before; let pages = 0
     const t0 = performance.now()
     for (;;) {
@@ -129,14 +135,14 @@ try {
       if (body.count === body.results.length) break
       before = body.results[body.results.length - 1].created
     }
-    if (rep > 0) pagingMs.push(performance.now() - t0)
+    if (rep > 0) { pagingMs.push(performance.now() - t0); pagingCpu += cpuMs(pind.proc.pid) - cpu0 }
     if (seen.size !== PER_OWNER || pages !== Math.ceil(PER_OWNER / 10)) throw new Error(`paging saw ${seen.size} pins in ${pages} pages`)
   }
-  rows.push([`paging ${PER_OWNER} pins, limit=10&before=… (per page)`, stats(pageMs)])
+  rows.push([`paging ${PER_OWNER} pins, limit=10&before=… (per page)`, { ...stats(pageMs), cpuUs: 1000 * pagingCpu / pageMs.length }])
 
   const floor = rows[0][1].p50
-  console.log(`${'request'.padEnd(72)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'max ms'.padStart(7)} ${'×floor'.padStart(7)} ${'n'.padStart(6)}`)
-  for (const [label, s] of rows) console.log(`${label.padEnd(72)} ${s.p50.toFixed(2).padStart(7)} ${s.p99.toFixed(2).padStart(7)} ${s.max.toFixed(2).padStart(7)} ${(s.p50 / floor).toFixed(1).padStart(7)} ${String(s.n).padStart(6)}`)
+  console.log(`${'request'.padEnd(72)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'max ms'.padStart(7)} ${'×floor'.padStart(7)} ${'n'.padStart(6)} ${'cpu µs'.padStart(7)}`)
+  for (const [label, s] of rows) console.log(`${label.padEnd(72)} ${s.p50.toFixed(2).padStart(7)} ${s.p99.toFixed(2).padStart(7)} ${s.max.toFixed(2).padStart(7)} ${(s.p50 / floor).toFixed(1).padStart(7)} ${String(s.n).padStart(6)} ${s.cpuUs.toFixed(0).padStart(7)}`)
   const full = stats(pagingMs)
   console.log(`full paging of ${PER_OWNER} pins (${Math.ceil(PER_OWNER / 10)} requests): median ${full.p50.toFixed(0)} ms, max ${full.max.toFixed(0)} ms over ${pagingMs.length} pagings`)
   const worst = Math.max(...rows.slice(2).map(([, s]) => s.p99))
