@@ -49,10 +49,20 @@ const ADDRESS = /^0x[0-9a-fA-F]{40}$/
 const LOWER_ADDRESS = /^0x[0-9a-f]{40}$/
 /** far above any token we issue; bounds the work an attacker can cause */
 const MAX_TOKEN_LENGTH = 8192
+/** tokens whose signature was verified, kept (the most recently verified) */
+const VERIFIED_KEPT = 256
 
 export class TokenService {
   private readonly clock: () => Date
   private readonly tolerance: number
+  /**
+   * Tokens whose signature and claims were verified, with the key that
+   * verified them: an owner's next request skips the signature check (jose,
+   * WebCrypto) while that very key is still the store's. Everything that can
+   * change is checked on every request all the same: the key's status, the
+   * times (exp, nbf), revocation.
+   */
+  private readonly verified = new Map<string, { payload: JWTPayload, key: unknown }>()
 
   constructor (private readonly opts: TokenServiceOptions) {
     assertTtl(opts.ttlSeconds)
@@ -104,18 +114,27 @@ export class TokenService {
     if (info.status === 'retired' || key === undefined) throw invalid('token signed by a retired key')
 
     let payload: JWTPayload
-    try {
-      ({ payload } = await jwtVerify(token, key, {
-        algorithms: [KEY_ALG],
-        issuer: this.opts.issuer,
-        audience: this.opts.audience,
-        typ: 'JWT',
-        clockTolerance: this.tolerance,
-        currentDate: this.clock(),
-        requiredClaims: ['sub', 'jti', 'iat', 'nbf', 'exp']
-      }))
-    } catch (err) {
-      throw translate(err)
+    const known = this.verified.get(token)
+    if (known != null && known.key === key) {
+      payload = known.payload
+      // jose's time checks, as it makes them (seconds, with the tolerance)
+      const now = Math.floor(this.clock().getTime() / 1000)
+      if ((payload.nbf as number) > now + this.tolerance) throw invalid('token not yet valid')
+      if ((payload.exp as number) <= now - this.tolerance) throw invalid('token expired')
+    } else {
+      try {
+        ({ payload } = await jwtVerify(token, key, {
+          algorithms: [KEY_ALG],
+          issuer: this.opts.issuer,
+          audience: this.opts.audience,
+          typ: 'JWT',
+          clockTolerance: this.tolerance,
+          currentDate: this.clock(),
+          requiredClaims: ['sub', 'jti', 'iat', 'nbf', 'exp']
+        }))
+      } catch (err) {
+        throw translate(err)
+      }
     }
 
     const { sub, jti, iat, exp, perm } = payload
@@ -124,6 +143,11 @@ export class TokenService {
     if (typeof iat !== 'number' || typeof exp !== 'number') throw invalid('malformed token')
     if (perm !== undefined && (!Array.isArray(perm) || !perm.every(p => typeof p === 'string'))) {
       throw invalid('token permissions invalid')
+    }
+    if (known == null || known.key !== key) {
+      this.verified.delete(token)
+      if (this.verified.size >= VERIFIED_KEPT) this.verified.delete(this.verified.keys().next().value as string)
+      this.verified.set(token, { payload, key })
     }
     if (this.opts.isRevoked !== undefined && await this.opts.isRevoked({ jti, sub, iat })) throw invalid('token revoked')
     return {

@@ -167,6 +167,24 @@ describe('verify', () => {
     expect(seen).toHaveLength(2)
   })
 
+  it('answers a token it verified before as jose does: at the edges of nbf and exp, and not for a token differing in its signature', async () => {
+    const svc = service()
+    const { token } = await svc.issue(OWNER, { ttlSeconds: 600 })
+    const first = await svc.verify(token)
+    // each instant with the service that verified it before, and with a fresh one (jose's checks)
+    for (const offsetS of [-31, -30, 0, 569, 629, 630, 631]) {
+      now = new Date(T0.getTime() + offsetS * 1000)
+      const cached = await svc.verify(token).then(v => v, (e: Error) => e.message)
+      const fresh = await service().verify(token).then(v => v, (e: Error) => e.message)
+      expect(cached, `${offsetS} s`).toEqual(fresh)
+      if (typeof cached !== 'string') expect(cached).toEqual(first)
+    }
+    now = T0
+    const [h, p, sig] = token.split('.') as [string, string, string]
+    const forged = `${h}.${p}.${(sig[0] === 'A' ? 'B' : 'A') + sig.slice(1)}`
+    await expectInvalid(svc.verify(forged), 'token signature invalid')
+  })
+
   it('never puts the token in an error', async () => {
     const { token } = await service().issue(OWNER)
     now = new Date(T0.getTime() + 7_200_000)
