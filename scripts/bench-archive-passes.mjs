@@ -2,7 +2,7 @@
  * What each archive pass leaves in the process's anonymous memory: the
  * archive's code (src/ledger/archive.ts, bundled with esbuild) of this tree
  * and of a baseline git ref (default main), each in its own process with
- * serve's malloc and young-generation settings (src/malloc.ts, src/heap.ts),
+ * serve's malloc and young-generation settings (docs/runtime.md),
  * runs `passes` passes of `pins` pins and their payments, as
  * PinLedger.archiveDue does: the archive opened, the records put in one
  * commit, the archive closed; a full collection between passes (serve's

@@ -4,7 +4,7 @@
  * spell, against two or more services side by side (issue 18: V8's young
  * generation after an idle spell).
  *
- * When a service goes quiet, its idle collection (src/heap.ts) and V8's
+ * When a service goes quiet, its idle collection (src/runtime/idle-collection.ts) and V8's
  * memory reducer shrink the young generation to 1-2 MiB. Held at that size
  * (`--semi-space-growth-factor=1`, main before the cap) the next load
  * promotes what would have died young: more scavenges and mark-compacts,

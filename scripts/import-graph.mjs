@@ -26,7 +26,7 @@ export const SHELLS = ['cli', 'http', 'admin', 'main.ts', 'daemon.ts', 'core.ts'
 /** the transport-free use cases */
 export const CORE = ['service']
 /** the components the core is built from */
-export const COMPONENTS = ['ledger', 'ipfs', 'payment', 'auth', 'denylist', 'metrics', 'config', 'datadir']
+export const COMPONENTS = ['ledger', 'ipfs', 'payment', 'auth', 'denylist', 'metrics', 'config', 'datadir', 'runtime']
 
 /** why an edge points upward, or undefined when it does not */
 export function upwardReason (from, to) {

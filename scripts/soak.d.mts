@@ -1,5 +1,7 @@
 // Hand-written types for soak.mjs.
 export interface SoakOptions {
+  /** pind's runtime environment (default: scripts/pind.service's, runtime-env.mjs; {} for none) */
+  runtimeEnv?: Record<string, string>
   minutes?: number
   /** paying clients, each with its own payer and X-Forwarded-For (default 16) */
   clients?: number

@@ -44,10 +44,13 @@
  * Usage: node scripts/soak.mjs [minutes=30] [clients=16] [--quote-clients N]
  *   [--csv file] [--json file] [--restart-at 0.33] [--no-restart] [--idle 60]
  *   [--max-live 24] [--gc-every 300] [--sample-every 10] [--keep-history]
- *   [--binary path/to/pind | --bundle]
- * Env SOAK_ENV: extra environment for pind, e.g. SOAK_ENV='MALLOC_ARENA_MAX=2'.
+ *   [--binary path/to/pind | --bundle] [--bare-runtime]
+ * pind runs with the production runtime environment of scripts/pind.service (GLIBC_TUNABLES,
+ * NODE_OPTIONS, PIND_RUNTIME_*: docs/runtime.md); --bare-runtime leaves it out.
+ * Env SOAK_ENV: extra environment for pind on top, e.g. SOAK_ENV='MALLOC_ARENA_MAX=2'.
  */
 import { spawn } from 'node:child_process'
+import { unitRuntimeEnv } from './runtime-env.mjs'
 import { createCipheriv, createHash, randomBytes } from 'node:crypto'
 import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { request as httpRequest } from 'node:http'
@@ -220,7 +223,8 @@ export async function runSoak (opts = {}) {
   const {
     minutes = 30, clients = 16, quoteClients = Math.ceil(clients / 2), restart = true, restartAt = 1 / 3,
     sampleMs = 10_000, idleSeconds = 60, maxLive = 24, gcEverySeconds = 300, maxUploadBytes = 60_000_000,
-    maxPinBytes = 16_000_000, pruneHistory = true, bundle = false, binary, csv, log = console.log, env: extraEnv = {}, signal
+    maxPinBytes = 16_000_000, pruneHistory = true, bundle = false, binary, csv, log = console.log, env: extraEnv = {}, signal,
+    runtimeEnv = unitRuntimeEnv()
   } = opts
   const durationS = minutes * 60
   const cmd = bundle ? [process.execPath, join(ROOT, 'dist/pind.cjs')] : [binary ?? join(ROOT, 'dist/pind')]
@@ -255,7 +259,7 @@ export async function runSoak (opts = {}) {
 
   const run = (args) => {
     const p = spawn(cmd[0], [...cmd.slice(1), ...args, '--data-dir', dataDir], {
-      env: { ...process.env, PIND_SETTLER_KEY: chain.settlerKey, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe']
+      env: { ...process.env, PIND_SETTLER_KEY: chain.settlerKey, ...runtimeEnv, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe']
     })
     procs.add(p)
     let out = ''
@@ -422,6 +426,7 @@ export async function runSoak (opts = {}) {
     const payTo0 = await usdcBalance(chain, chain.payTo)
     const balances0 = await Promise.all(chain.payers.map(p => usdcBalance(chain, p.address)))
     log(`soak: ${minutes} min, ${clients} paying clients, ${quoteClients} quote clients, restart ${restart ? `at ${Math.round(restartAt * 100)}%` : 'off'}; pid ${state.serve.pid} up in ${state.serve.startMs.toFixed(0)} ms; CSV ${csvPath}`)
+    log(`runtime: ${Object.keys(runtimeEnv).length === 0 ? 'bare (no production environment)' : Object.entries(runtimeEnv).map(([k, v]) => `${k}=${v}`).join(' ')}`)
 
     state.t0 = performance.now()
     const idleStart = await sampleOnce('idle-start')
@@ -858,6 +863,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     restart: !args.includes('--no-restart'),
     pruneHistory: !args.includes('--keep-history'),
     bundle: args.includes('--bundle'),
+    ...(args.includes('--bare-runtime') ? { runtimeEnv: {} } : {}),
     csv: resolve(opt('csv') ?? `soak-${stamp}.csv`),
     env
   })

@@ -7,7 +7,6 @@
 import { Command, Option } from 'commander'
 import { SETTINGS, type Setting } from '../config/settings.js'
 import { secureDataDir } from '../datadir/secure.js'
-import { execWithMallocTuning } from '../malloc.js'
 import { versionLine } from '../version.js'
 import { checksumErrors } from './checksums.js'
 import { configFromCli, EXIT_USAGE, loggerFor } from './config-from-cli.js'
@@ -45,8 +44,6 @@ export function buildProgram (): Command {
     .addHelpText('after', '\nExamples:\n  pind serve --data-dir /var/lib/pind --host 0.0.0.0 --port 8080\n  PIND_PAY_TO=0x... PIND_RPC_URL=https://rpc.mainnet.taiko.xyz PIND_SETTLER_KEY_FILE=/etc/pind/settler.key pind serve\n')
   for (const s of SETTINGS.filter(s => s.global !== true && s.flag != null)) serveCmd.addOption(settingOption(s))
   serveCmd.action(async (_opts, cmd: Command) => {
-    // first: serve starts itself again (same pid) with glibc's malloc tunables, see malloc.ts
-    execWithMallocTuning()
     const config = configFromCli(cmd, 'serve')
     const bad = await checksumErrors(config)
     if (bad.length > 0) {

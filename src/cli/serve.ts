@@ -10,8 +10,7 @@ import { DataDirLockedError } from '../datadir/lock.js'
 import { BlockstoreRecordError } from '../datadir/blockstore-record.js'
 import { BackendChoiceError } from '../ipfs/open-backend.js'
 import { S3ConfigError } from '../ipfs/s3-client.js'
-import { collectWhenIdle, limitHeapGrowth } from '../heap.js'
-import { trimRetainedPages } from '../heap-trim.js'
+import { applyRuntime, RuntimeSettingError, type RuntimeTuning } from '../runtime/apply.js'
 import type { Logger } from '../log.js'
 import { StartupError } from '../startup-errors.js'
 import { STOP_STEPS_MS, stopWithin } from '../stop-steps.js'
@@ -30,12 +29,15 @@ export async function serve (config: Readonly<Config>, log: Logger): Promise<voi
     const error = err instanceof Error ? { name: err.name, message: err.message, stack: err.stack } : { message: String(err) }
     log.error('stopping on an uncaught error', { origin, error })
   })
-  // what the load left for the garbage collector goes back once it stops (heap.ts)
-  const idleCollection = collectWhenIdle()
-  // and under load, the pages V8 keeps after a burst of its heap (heap-trim.ts)
-  const heapTrim = trimRetainedPages()
-  // the old generation grows by half of what survives, not by V8's factor of up to 4 (heap.ts)
-  limitHeapGrowth()
+  // the runtime tuning the operator asked for (--runtime-*; docs/runtime.md)
+  let runtime: RuntimeTuning
+  try {
+    runtime = applyRuntime(config)
+  } catch (err) {
+    if (!(err instanceof RuntimeSettingError)) throw err
+    process.stderr.write(`pind: ${err.message}\n`)
+    process.exit(2)
+  }
   // under systemd, a long start (a ledger upgrade) asks for more time as long as it progresses
   const starting = startupReporter(log)
   let daemon
@@ -84,6 +86,7 @@ export async function serve (config: Readonly<Config>, log: Logger): Promise<voi
     network: config.network,
     payTo: config.payTo ?? null,
     payments: payments.state,
+    runtime: runtime.active,
     ...('settler' in payments && payments.settler != null ? { settler: payments.settler, settlerBalanceWei: payments.settlerBalanceWei ?? null } : {})
   })
   await starting.done()
@@ -96,8 +99,7 @@ export async function serve (config: Readonly<Config>, log: Logger): Promise<voi
       process.exit(signal === 'SIGINT' ? 130 : 143)
     }
     stopping = true
-    idleCollection.stop()
-    heapTrim.stop()
+    runtime.stop()
     log.notice('stopping', { signal })
     // awaited (up to STOPPING_NOTIFY_MS) before exiting: serve may stop before the systemd-notify child
     // has sent it, and the child dies with the unit's cgroup

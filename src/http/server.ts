@@ -6,7 +6,7 @@
 import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { chmodSync, rmSync } from 'node:fs'
-import { releaseBytes } from '../buffers.js'
+import { releaseBytes } from '../runtime/buffers.js'
 import { ExpectationFailedError, HeadTooLargeError, InvalidInputError, NameTooLongError, OperationNotAllowedError, ShuttingDownError, UnavailableError } from '../errors.js'
 import { errorAnswer } from './error-catalog.js'
 import { randomUUID } from 'node:crypto'

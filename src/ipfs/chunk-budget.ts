@@ -33,7 +33,7 @@
  * (staging.ts: 16) is a bound for many concurrent uploads, not what lowers
  * the soak's peak; the soak's buffers reach it rarely
  * (pind_upload_chunk_buffer_waits_total: 5 waits in one 4-minute run, none
- * in two 5-minute ones: heap.ts has those pairs' figures).
+ * in two 5-minute ones: docs/runtime.md has those pairs' figures).
  */
 
 /** one import's share: the buffers it holds now */

@@ -23,7 +23,7 @@
  * Idle buffers are freed once no buffer has been taken or given back for
  * `releaseMs` (10 s by default): a quiet service holds none of them.
  */
-import { releaseBytes } from '../buffers.js'
+import { releaseBytes } from '../runtime/buffers.js'
 import type { ChunkBudget, ChunkHolder } from './chunk-budget.js'
 
 /** the importer's chunker shape (`chunker` in @helia/unixfs's add options) */

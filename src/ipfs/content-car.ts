@@ -19,7 +19,7 @@ import * as dagPb from '@ipld/dag-pb'
 import { exporter } from 'ipfs-unixfs-exporter'
 import { CID } from 'multiformats/cid'
 import { varint } from 'multiformats'
-import { forgetHandedOver, releaseHandedOver } from '../buffers.js'
+import { forgetHandedOver, releaseHandedOver } from '../runtime/buffers.js'
 import {
   CODEC_CBOR, CODEC_DAG_PB, CODEC_RAW, InvalidContentError, UnsupportedContentError, decodeUnixFS, isIdentity,
   joinBlock, mapContentError, paceAhead, piecesLength, readAhead, readBlock, readBlockPieces, readBlockRange, walkFile, walkHamtShards,

@@ -28,7 +28,7 @@ import type { CID } from 'multiformats/cid'
 import * as raw from 'multiformats/codecs/raw'
 import { identity } from 'multiformats/hashes/identity'
 import type { Blockstore } from 'interface-blockstore'
-import { forgetHandedOver, releaseHandedOver } from '../buffers.js'
+import { forgetHandedOver, releaseHandedOver } from '../runtime/buffers.js'
 import { PindError } from '../errors.js'
 
 /**
@@ -108,7 +108,7 @@ export async function readBlock (bs: LocalBlockstore, cid: CID, options: ReadOpt
   const pieces = await readBlockPieces(bs, cid, options)
   const block = joinBlock(pieces)
   // a whole block is kept and shared (an entry's root block serves a sniff and a body): never
-  // freed by a reader; pieces copied into it are not needed any more (buffers.ts)
+  // freed by a reader; pieces copied into it are not needed any more (runtime/buffers.ts)
   if (pieces.length === 1) forgetHandedOver(block)
   else for (const p of pieces) releaseHandedOver(p)
   return block

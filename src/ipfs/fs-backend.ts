@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import { FsBlockstore } from 'blockstore-fs'
 import { NextToLast } from 'blockstore-fs/sharding'
 import type { CID } from 'multiformats/cid'
-import { handOver } from '../buffers.js'
+import { handOver } from '../runtime/buffers.js'
 import { blockName, type BlockBackend, type StagedBlock, type StoredBlock } from './block-backend.js'
 import { readFully } from './staging-log.js'
 
@@ -24,7 +24,7 @@ const PAGE = 1000
 /**
  * blockstore-fs, whose reads say what they are: each piece of a block read
  * from its file (a stream of 64 KiB reads) is a fresh buffer nobody else
- * holds, handed over to the reader (buffers.ts), which may free it as soon
+ * holds, handed over to the reader (runtime/buffers.ts), which may free it as soon
  * as it is done with it instead of leaving it to a garbage collection.
  */
 class FreshReads extends FsBlockstore {

@@ -32,7 +32,7 @@ import { base32upper } from 'multiformats/bases/base32'
 import { CID } from 'multiformats/cid'
 import * as Digest from 'multiformats/hashes/digest'
 import { createHash, randomBytes } from 'node:crypto'
-import { handOver } from '../buffers.js'
+import { handOver } from '../runtime/buffers.js'
 import { blockName, CorruptBlockError, notFound, StorageUnavailableError, type BlockBackend, type BlockBuffers, type StagedBlock, type StoredBlock } from './block-backend.js'
 import { eachLimited } from './fs-backend.js'
 import type { ReadCache } from './read-cache.js'
@@ -438,7 +438,7 @@ class S3Blockstore implements Blockstore {
    * The block in the pieces its body arrived in (verified before the first is
    * yielded): readers that want one buffer join them. Without a read cache
    * nothing else keeps a piece from the bucket (the hash has taken its bytes),
-   * so each is handed over to the reader (buffers.ts): the gateway frees it once
+   * so each is handed over to the reader (runtime/buffers.ts): the gateway frees it once
    * its socket has written it, instead of leaving ~100 MB per 100 MB read to
    * the garbage collector. With a cache the pieces are being written to it.
    */

@@ -60,7 +60,7 @@ export interface LedgerEnv {
    * before the throw is committed (checked: a put then a throw inside
    * `root.transaction` is there afterwards). Each callback here runs in a
    * child transaction of that batch, which a throw aborts alone. The cost,
-   * measured with lmdb alone under serve's malloc settings (malloc.ts): the
+   * measured with lmdb alone under serve's malloc settings (docs/runtime.md): the
    * same per sequential commit (the fsync dominates), ~40 us instead of
    * ~11 us per callback when thousands are batched into one commit.
    *

@@ -3,9 +3,7 @@
  * end), not only Ctrl-C: anvil and serve stop with it and free their ports
  * (issue 15, item 7).
  */
-import { readFileSync } from 'node:fs'
 import { afterAll, describe, expect, it } from 'vitest'
-import { MALLOC_TUNABLES } from '../../src/malloc.js'
 import { alive, killLeftovers, served, startDev } from '../helpers/dev-start.js'
 import { tempDir } from '../helpers/pind.js'
 import { waitFor } from '../helpers/ports.js'
@@ -20,8 +18,6 @@ describe('npm start', () => {
     const anvilPid = chain.pid as number
     expect((await fetch(`${url}/health`)).status).toBe(200)
     expect(alive(servePid) && alive(anvilPid)).toBe(true)
-    // serve started itself again with glibc's malloc tunables (src/malloc.ts), keeping its pid
-    expect(readFileSync(`/proc/${servePid}/environ`, 'utf8').split('\0')).toContain(`GLIBC_TUNABLES=${MALLOC_TUNABLES}`)
 
     npm.kill('SIGTERM')
     await npm.exited

@@ -30,6 +30,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { chmodSync, chownSync, copyFileSync, linkSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { tempDir } from './pind.js'
+import { environmentAssignments } from '../../scripts/runtime-env.mjs'
 
 export type Directives = Map<string, Array<[string, string]>>
 
@@ -347,10 +348,7 @@ export async function runUnit (o: UnitRunOptions): Promise<UnitRun> {
 
   // the environment systemd gives a service: PATH, the user's HOME, Environment=, NOTIFY_SOCKET
   const env: Record<string, string> = { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin', HOME: '/var/lib/pind', USER: svc.one('User') ?? 'root', LOGNAME: svc.one('User') ?? 'root' }
-  for (const e of svc.values.get('Environment') ?? []) {
-    const at = e.indexOf('=')
-    env[e.slice(0, at)] = e.slice(at + 1)
-  }
+  for (const e of svc.values.get('Environment') ?? []) Object.assign(env, environmentAssignments(e))
   if (type === 'notify') env.NOTIFY_SOCKET = `@${notifyName}`
   Object.assign(env, o.env)
   const argv = o.command ?? (svc.one('ExecStart') ?? '').split(/\s+/).filter(x => x !== '')

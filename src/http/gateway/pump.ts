@@ -15,13 +15,13 @@
  * file read held up for long gives up the block it holds instead of keeping
  * it while its client dawdles.
  *
- * `freeWritten`: each piece handed over to its reader (buffers.ts: a block
+ * `freeWritten`: each piece handed over to its reader (runtime/buffers.ts: a block
  * read from disk) is freed as soon as the socket has written it, rather than
  * at the next garbage collection (issue 18: pieces already written out were
  * most of the ArrayBuffer memory at the soak's peaks).
  */
 import type { ServerResponse } from 'node:http'
-import { releaseHandedOver } from '../../buffers.js'
+import { releaseHandedOver } from '../../runtime/buffers.js'
 import { Lease, sending } from '../send-budget.js'
 
 /** An AbortSignal that fires when the response closes (client gone, or done). */

@@ -20,7 +20,7 @@
 import type { CID } from 'multiformats/cid'
 import type { Blockstore } from 'interface-blockstore'
 import type { IncomingMessage } from 'node:http'
-import { releaseHandedOver } from '../../buffers.js'
+import { releaseHandedOver } from '../../runtime/buffers.js'
 import { InvalidInputError, NotFoundError, NotHeldError, TooManyRequestsError } from '../../errors.js'
 import { isAnswered } from '../error-catalog.js'
 import {

@@ -1,25 +1,29 @@
 /**
- * V8's young generation in the running `serve` of the packaged binary
- * (issue 18): bounded by `--max-semi-space-size`, which serve's start-again
- * carries in NODE_OPTIONS (src/heap.ts, src/malloc.ts), and no longer held at
- * its size: once the idle collection has shrunk it to 1-2 MiB, the next load
- * grows it again (held there, the load promoted what would have died young:
+ * The runtime settings of the packaged binary (src/runtime/, docs/runtime.md): with the
+ * production environment of scripts/pind.service (the same as scripts/Dockerfile's), serve runs
+ * with V8's young generation capped and its idle collection on; without it, pind changes nothing
+ * about its runtime; and a forced collection asked for without V8's gc exposed is refused at start.
+ * The young generation is bounded by the cap, not held: once the idle collection has shrunk it to
+ * 1-2 MiB, the next load grows it again (held there, a load promoted what would have died young:
  * 3.9 times the scavenges, 37% fewer uploads).
  */
 import { readFileSync } from 'node:fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { SEMI_SPACE_MAX_MIB, YOUNG_GENERATION_CAP } from '../../src/heap.js'
-import { BINARY, startPind, type PindProcess } from '../helpers/pind.js'
+import { BINARY, runPind, startPind, tempDir, type PindProcess } from '../helpers/pind.js'
+import { dockerfileRuntimeEnv, unitRuntimeEnv } from '../../scripts/runtime-env.mjs'
 import { freePort, waitFor } from '../helpers/ports.js'
 
 const MiB = 1024 * 1024
+const PRODUCTION = unitRuntimeEnv()
+/** the young generation's cap per semi-space the production NODE_OPTIONS sets */
+const SEMI_SPACE_MAX_MIB = Number(/--max-semi-space-size=(\d+)/.exec(PRODUCTION.NODE_OPTIONS ?? '')?.[1])
 let pind: PindProcess
 let metricsUrl: string
 
 beforeAll(async () => {
   const port = await freePort()
   metricsUrl = `http://127.0.0.1:${port}/metrics`
-  pind = await startPind({ binary: BINARY, args: ['--metrics-listen', `127.0.0.1:${port}`, '--rate-limit-reads', '0', '--rate-limit-unpaid', '0'] })
+  pind = await startPind({ binary: BINARY, args: ['--metrics-listen', `127.0.0.1:${port}`, '--rate-limit-reads', '0', '--rate-limit-unpaid', '0'], env: PRODUCTION })
 })
 
 afterAll(async () => { await pind?.stop() })
@@ -43,15 +47,22 @@ async function load (rounds: number): Promise<void> {
   }
 }
 
-describe("serve's young generation", () => {
-  it('runs with the cap in NODE_OPTIONS, in the binary and under node (dist/pind.cjs), after what the operator put there', async () => {
-    expect(nodeOptions(pind.pid)).toContain(YOUNG_GENERATION_CAP)
-    const bundled = await startPind({ env: { NODE_OPTIONS: '--stack-trace-limit=20' } })
-    try {
-      expect(nodeOptions(bundled.pid)).toEqual(['--stack-trace-limit=20', YOUNG_GENERATION_CAP])
-    } finally {
-      await bundled.stop()
-    }
+describe('the runtime settings', () => {
+  it('are the same in the systemd unit and the Dockerfile: a young generation cap, gc exposed, the collections on', () => {
+    expect(dockerfileRuntimeEnv()).toEqual(PRODUCTION)
+    expect(PRODUCTION).toMatchObject({ PIND_RUNTIME_IDLE_COLLECTION: 'true', PIND_RUNTIME_HEAP_TRIM: 'true' })
+    expect(PRODUCTION.NODE_OPTIONS?.split(' ')).toContain('--expose-gc')
+    expect(SEMI_SPACE_MAX_MIB).toBeGreaterThan(0)
+  })
+
+  it('serve runs with the production NODE_OPTIONS as given: it does not start itself again', () => {
+    expect(nodeOptions(pind.pid)).toEqual(PRODUCTION.NODE_OPTIONS?.split(' '))
+  })
+
+  it('refuses to start when a forced collection is asked for without V8\'s gc exposed, saying how to fix it', async () => {
+    const r = await runPind(['serve', '--data-dir', tempDir(), '--port', '0', '--p2p-listen', '/ip4/127.0.0.1/tcp/0', '--runtime-idle-collection'], { binary: BINARY, env: { NODE_OPTIONS: '' } })
+    expect(r.code).toBe(2)
+    expect(r.err).toMatch(/--runtime-idle-collection need V8's gc exposed: start pind with NODE_OPTIONS=--expose-gc/)
   })
 
   it('grows again under load after the idle collection shrank it, up to the cap', async () => {

@@ -1,12 +1,12 @@
 /**
- * src/heap-trim.ts: when serve gives back the pages V8 kept after its heap
+ * src/runtime/heap-trim.ts (--runtime-heap-trim): when serve gives back the pages V8 kept after its heap
  * shrank (the decisions, driven with samples), and that the collection it
  * runs does give them back (a real burst of the heap in a child process).
  */
 import { spawnSync } from 'node:child_process'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { describe, expect, it } from 'vitest'
-import { RetainedPages, sampleMemory, trimRetainedPages, type MemorySample } from '../../src/heap-trim.js'
+import { RetainedPages, sampleMemory, trimRetainedPages, type MemorySample } from '../../../src/runtime/heap-trim.js'
 
 const MiB = 1024 * 1024
 const POLICY = { excessBytes: 8 * MiB, confirmChecks: 2, minIntervalMs: 120_000 }
@@ -55,14 +55,13 @@ describe('RetainedPages (when to trim)', () => {
 
 describe('the trim\'s collection', () => {
   it('gives back the pages a burst of the heap left resident, which plain collections keep', () => {
-    // a fresh process with serve's young generation cap: a burst of small objects, dropped
-    const heap = pathToFileURL(fileURLToPath(new URL('../../src/heap.ts', import.meta.url))).href
+    // a fresh process with the production young generation cap and gc exposed (scripts/pind.service): a burst of small objects, dropped
+    const heap = pathToFileURL(fileURLToPath(new URL('../../../src/runtime/collection.ts', import.meta.url))).href
     const script = `
       import { readFileSync } from 'node:fs'
-      import { runInNewContext } from 'node:vm'
-      import { fullCollection } from ${JSON.stringify(heap)}
-      const trim = fullCollection()
-      const major = runInNewContext('gc')
+      import { exposedCollection } from ${JSON.stringify(heap)}
+      const trim = exposedCollection()
+      const major = globalThis.gc
       // as heap-trim.ts's sampleMemory: anonymous RSS less the heap's committed size and the ArrayBuffers
       const unaccounted = () => {
         const anon = Number(/RssAnon:\\s+(\\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'))[1]) * 1024
@@ -77,7 +76,7 @@ describe('the trim\'s collection', () => {
       trim()
       const after = unaccounted()
       process.stdout.write(JSON.stringify({ kept, after }))`
-    const r = spawnSync(process.execPath, ['--max-semi-space-size=4', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 })
+    const r = spawnSync(process.execPath, ['--max-semi-space-size=4', '--expose-gc', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 })
     expect(r.status, r.stderr).toBe(0)
     const { kept, after } = JSON.parse(r.stdout) as { kept: number, after: number }
     // measured: ~55 MiB kept after two major collections, ~5 MiB after the trim

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { releaseBytes } from '../../src/buffers.js'
+import { releaseBytes } from '../../../src/runtime/buffers.js'
 
 describe('releaseBytes', () => {
   it('frees a view that is the whole of its ArrayBuffer', () => {

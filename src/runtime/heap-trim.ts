@@ -1,38 +1,14 @@
 /**
- * Gives back, under load, the pages V8 keeps after its heap shrinks.
+ * Gives back, under load, the pages V8 keeps after its heap shrinks (`--runtime-heap-trim`).
+ * Why and what it is worth: docs/runtime.md, "Heap trim".
  *
- * V8 does not return the pages a collection empties: a burst of allocation
- * that grows the heap by 15 MiB leaves those pages resident after the heap
- * is back to its size, and only a memory-reducing collection (V8's memory
- * reducer, which runs once the process goes quiet, or heap.ts's idle
- * collection) unmaps them. Measured with node alone (Node 24, serve's young
- * generation cap): 400,000 small objects made and dropped, anonymous memory
- * 79 MiB with 72 MiB of heap; after two plain major collections the heap
- * was 13 MiB and anonymous memory still 72 MiB, also 2 s later; after the
- * last-resort collection, 12 MiB. `--no-decommit-pooled-pages`,
- * `--compact-on-every-full-gc` and `--lazy-new-space-shrinking` kept it too.
- *
- * A server under constant load never goes quiet, so each burst ratchets its
- * memory up to the highest the heap has been (issue 18). In a 30-minute
- * soak (16 + 8 clients, sampled every 0.5 s): at minute 24 a burst took the
- * heap from 77 to 92 MiB for a few seconds; V8's pages stayed 13 MiB higher
- * for the rest of the load, which was the growth the soak's verdict saw
- * (+10% over the last 15 minutes), and went only at the idle collection.
- *
- * This watches the memory V8 and the ArrayBuffers do not account for
- * (anonymous RSS minus the heap's committed size and the ArrayBuffers):
- * when it has stayed `excessBytes` above the lowest it was since the last
- * trim for `confirmChecks` checks in a row (a passing spike is not enough),
- * it runs the last-resort collection (heap.ts fullCollection: it unmaps the
- * kept pages), at most once per `minIntervalMs`. What is above that lowest
- * point without being V8's (malloc's arenas grown by the load, say) does not
- * make it trim again and again: the level after a trim is the next one it
- * compares with. The cost of a trim is that collection's pause (a few
- * mark-compacts of the heap) and a young generation that grows back to its
- * cap over the next seconds.
+ * It watches the memory neither V8's heap nor the ArrayBuffers account for (anonymous RSS minus
+ * the heap's committed size and the ArrayBuffers): when that has stayed `excessBytes` above the
+ * lowest it was since the last trim for `confirmChecks` checks in a row, it runs the last-resort
+ * collection (collection.ts), at most once per `minIntervalMs`. The level a trim leaves is the
+ * next one it compares with, so memory that is not V8's does not make it trim again and again.
  */
 import { readFileSync } from 'node:fs'
-import { fullCollection } from './heap.js'
 
 const MiB = 1024 * 1024
 
@@ -112,11 +88,10 @@ export interface HeapTrim {
 }
 
 /** Checks every `checkMs` (the timer does not keep the process up); nothing to do where /proc/self/status is missing. */
-export function trimRetainedPages (opts: { checkMs?: number, policy?: TrimPolicy, sample?: () => MemorySample | undefined, collect?: () => void } = {}): HeapTrim {
-  const { checkMs = 10_000 } = opts
+export function trimRetainedPages (opts: { collect: () => void, checkMs?: number, policy?: TrimPolicy, sample?: () => MemorySample | undefined }): HeapTrim {
+  const { collect, checkMs = 10_000 } = opts
   const sample = opts.sample ?? sampleMemory
   const retained = new RetainedPages(opts.policy)
-  let collect = opts.collect
   let runs = 0
   const timer = setInterval(() => {
     const m = sample()
@@ -125,7 +100,6 @@ export function trimRetainedPages (opts: { checkMs?: number, policy?: TrimPolicy
       return
     }
     if (!retained.check(m, performance.now())) return
-    collect ??= fullCollection()
     collect()
     runs++
     const after = sample()

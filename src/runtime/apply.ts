@@ -1,0 +1,68 @@
+/**
+ * The runtime tuning serve runs with, from the operator's settings (`--runtime-*`, and the
+ * process's environment for what the runtime reads only at start: GLIBC_TUNABLES, NODE_OPTIONS).
+ * pind changes nothing about its runtime unless a setting asks: the figures behind each
+ * setting, and the production environment of scripts/pind.service and scripts/Dockerfile, are
+ * in docs/runtime.md.
+ */
+import { releaseBuffersEarly } from './buffers.js'
+import { exposedCollection } from './collection.js'
+import { trimRetainedPages } from './heap-trim.js'
+import { limitHeapGrowth } from './heap-growth.js'
+import { collectWhenIdle } from './idle-collection.js'
+
+export interface RuntimeSettings {
+  runtimeIdleCollection: boolean
+  runtimeHeapTrim: boolean
+  runtimeHeapGrowingPercent: number
+  runtimeReleaseBuffers: boolean
+}
+
+/** a setting that cannot take effect in this process: serve does not start */
+export class RuntimeSettingError extends Error {
+  constructor (message: string) {
+    super(message)
+    this.name = 'RuntimeSettingError'
+  }
+}
+
+export interface RuntimeTuning {
+  /** what is in effect, for the start-up log line */
+  readonly active: Record<string, string | number | boolean>
+  /** full collections run so far by the idle collection and the heap trim */
+  collections(): number
+  stop(): void
+}
+
+/** what the process was started with that the runtime reads only then */
+export function startEnvironment (env: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const key of ['GLIBC_TUNABLES', 'NODE_OPTIONS']) {
+    const v = env[key]
+    if (v != null && v !== '') out[key] = v
+  }
+  return out
+}
+
+export function applyRuntime (settings: RuntimeSettings, opts: { collect?: () => void } = {}): RuntimeTuning {
+  const wanted = [settings.runtimeIdleCollection && '--runtime-idle-collection', settings.runtimeHeapTrim && '--runtime-heap-trim'].filter(Boolean)
+  const collect = opts.collect ?? exposedCollection()
+  if (wanted.length > 0 && collect == null) {
+    throw new RuntimeSettingError(`${wanted.join(' and ')} need V8's gc exposed: start pind with NODE_OPTIONS=--expose-gc, or turn ${wanted.length > 1 ? 'them' : 'it'} off`)
+  }
+  releaseBuffersEarly(settings.runtimeReleaseBuffers)
+  if (settings.runtimeHeapGrowingPercent > 0) limitHeapGrowth(settings.runtimeHeapGrowingPercent)
+  const idle = settings.runtimeIdleCollection && collect != null ? collectWhenIdle({ collect }) : undefined
+  const trim = settings.runtimeHeapTrim && collect != null ? trimRetainedPages({ collect }) : undefined
+  return {
+    active: {
+      idleCollection: idle != null,
+      heapTrim: trim != null,
+      heapGrowingPercent: settings.runtimeHeapGrowingPercent,
+      releaseBuffers: settings.runtimeReleaseBuffers,
+      ...startEnvironment()
+    },
+    collections: () => (idle?.runs ?? 0) + (trim?.runs ?? 0),
+    stop: () => { idle?.stop(); trim?.stop() }
+  }
+}

@@ -1,0 +1,44 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import { applyRuntime, RuntimeSettingError, startEnvironment, type RuntimeTuning } from '../../../src/runtime/apply.js'
+import { releaseBytes } from '../../../src/runtime/buffers.js'
+
+const settings = { runtimeIdleCollection: false, runtimeHeapTrim: false, runtimeHeapGrowingPercent: 0, runtimeReleaseBuffers: true }
+
+describe('applyRuntime (the --runtime-* settings)', () => {
+  let tuning: RuntimeTuning | undefined
+  afterEach(() => { tuning?.stop(); tuning = undefined; applyRuntime(settings).stop() })
+
+  it('refuses the forced collections when V8\'s gc is not exposed, naming the setting and the fix', () => {
+    // vitest's workers run without --expose-gc
+    expect(typeof (globalThis as { gc?: unknown }).gc).toBe('undefined')
+    expect(() => applyRuntime({ ...settings, runtimeIdleCollection: true })).toThrow(RuntimeSettingError)
+    expect(() => applyRuntime({ ...settings, runtimeHeapTrim: true })).toThrow(/--runtime-heap-trim need V8's gc exposed: start pind with NODE_OPTIONS=--expose-gc/)
+    expect(() => applyRuntime({ ...settings, runtimeIdleCollection: true, runtimeHeapTrim: true })).toThrow(/--runtime-idle-collection and --runtime-heap-trim/)
+  })
+
+  it('by default changes nothing but releasing buffers early, and says what is in effect', () => {
+    tuning = applyRuntime(settings)
+    expect(tuning.active).toMatchObject({ idleCollection: false, heapTrim: false, heapGrowingPercent: 0, releaseBuffers: true })
+    expect(tuning.collections()).toBe(0)
+    const piece = new Uint8Array(new ArrayBuffer(16))
+    releaseBytes(piece)
+    expect(piece.buffer.detached).toBe(true)
+  })
+
+  it('--runtime-release-buffers false leaves every buffer to the garbage collector', () => {
+    tuning = applyRuntime({ ...settings, runtimeReleaseBuffers: false })
+    const piece = new Uint8Array(new ArrayBuffer(16))
+    releaseBytes(piece)
+    expect(piece.buffer.detached).toBe(false)
+  })
+
+  it('runs the collections with the gc it is given', () => {
+    tuning = applyRuntime({ ...settings, runtimeIdleCollection: true, runtimeHeapTrim: true }, { collect: () => {} })
+    expect(tuning.active).toMatchObject({ idleCollection: true, heapTrim: true })
+  })
+
+  it('reports the start environment the runtime read (GLIBC_TUNABLES, NODE_OPTIONS) and nothing else', () => {
+    expect(startEnvironment({ GLIBC_TUNABLES: 'glibc.malloc.mmap_threshold=16384', NODE_OPTIONS: '--expose-gc', PIND_SETTLER_KEY: 'secret', PATH: '/bin' }))
+      .toEqual({ GLIBC_TUNABLES: 'glibc.malloc.mmap_threshold=16384', NODE_OPTIONS: '--expose-gc' })
+  })
+})
