@@ -7,7 +7,7 @@
 import { z } from 'zod/v4'
 import { InvalidInputError } from '../errors.js'
 import type { MigrateProgress } from '../ipfs/migrate.js'
-import { S3Credentials, S3Location } from '../ipfs/s3-client.js'
+import { S3Credentials, S3Location } from '../ipfs/s3-settings.js'
 import type { MigrateReport } from '../service/blocks-migrate.js'
 import { DenyOp, type DenyReply } from '../service/deny-admin.js'
 import type { GcProgress, GcResult } from '../service/gc.js'

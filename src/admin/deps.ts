@@ -14,7 +14,7 @@ import type { StatusReport } from '../service/status.js'
 import type { BlocksMigrateDeps } from '../service/blocks-migrate.js'
 import type { Maintenance } from '../service/maintenance.js'
 import type { S3Backend } from '../ipfs/s3-backend.js'
-import type { S3Credentials, S3Location } from '../ipfs/s3-client.js'
+import type { S3Credentials, S3Location } from '../ipfs/s3-settings.js'
 
 export interface AdminDeps {
   keys: KeysAdminDeps

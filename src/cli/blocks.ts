@@ -45,7 +45,7 @@ Examples:
         return
       }
       const { s3LocationOf, openS3Backend } = await import('../ipfs/open-backend.js')
-      const { readS3Credentials } = await import('../ipfs/s3-client.js')
+      const { readS3Credentials } = await import('../ipfs/s3-settings.js')
       let location
       let credentials
       try {

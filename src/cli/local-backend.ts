@@ -12,7 +12,7 @@ import { loggerFor } from './config-from-cli.js'
 
 export async function openLocalBackend (config: Readonly<Config>, paths: DataDirLayout): Promise<BlockBackend> {
   const { openDataDirBackend, BackendChoiceError } = await import('../ipfs/open-backend.js')
-  const { S3ConfigError } = await import('../ipfs/s3-client.js')
+  const { S3ConfigError } = await import('../ipfs/s3-settings.js')
   const { BlockstoreRecordError } = await import('../datadir/blockstore-record.js')
   try {
     return await openDataDirBackend(config, paths, { log: loggerFor(config), record: false, requireReachable: true })

@@ -31,7 +31,7 @@ import { ChunkPool, type Chunker } from './chunk-pool.js'
 import { CHUNK_SIZE, type ImportTarget } from './import.js'
 import type { InFlightBlocks } from './in-flight-blocks.js'
 import type { WriteJournal } from './write-journal.js'
-import { S3_TUNING } from './s3-client.js'
+import { S3_TUNING } from './s3-settings.js'
 import { Window } from './window.js'
 
 /** writes of one import in flight: as many as a commit's PUTs (S3_TUNING.concurrency) */

@@ -28,7 +28,7 @@ import { CorruptBlockError } from './block-backend.js'
 import type { CommitLock } from './commit-lock.js'
 import { eachLimited, type FsBackend } from './fs-backend.js'
 import type { S3Backend } from './s3-backend.js'
-import { S3_TUNING } from './s3-client.js'
+import { S3_TUNING } from './s3-settings.js'
 
 const JOURNAL = 'pind-blocks-migrate'
 /** names written to the journal between fsyncs (a block costs two round trips: the fsync is cheap beside them) */

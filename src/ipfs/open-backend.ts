@@ -12,8 +12,8 @@ import type { Logger } from '../log.js'
 import type { BlockBackend } from './block-backend.js'
 import { FsBackend } from './fs-backend.js'
 import { ReadCache } from './read-cache.js'
-import { S3Backend } from './s3-backend.js'
-import { readS3Credentials, S3Connection, type S3CredentialSources, type S3Location, type S3Observer } from './s3-client.js'
+import type { S3Backend } from './s3-backend.js'
+import { readS3Credentials, type S3CredentialSources, type S3Location, type S3Observer } from './s3-settings.js'
 
 export const DEFAULT_S3_PREFIX = 'blocks/'
 export const DEFAULT_S3_REGION = 'us-east-1'
@@ -99,6 +99,8 @@ export async function openBackend (choice: BackendChoice, s: BlockstoreSettings,
 }
 
 export async function openS3Backend (location: S3Location, s: BlockstoreSettings, o: OpenOptions): Promise<S3Backend> {
+  // the AWS SDK loads only for a data dir whose blocks are in S3 (~100 ms of every start otherwise)
+  const [{ S3Connection }, { S3Backend }] = await Promise.all([import('./s3-client.js'), import('./s3-backend.js')])
   const conn = new S3Connection(location, readS3Credentials(s), o.log.child({ component: 's3' }), s.s3Timeout != null ? { timeoutMs: s.s3Timeout * 1000 } : {})
   if (o.observer != null) conn.observer = o.observer
   try {

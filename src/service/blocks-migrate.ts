@@ -14,7 +14,7 @@ import { FsBackend } from '../ipfs/fs-backend.js'
 import { migrateBlocks, MigrateError, type MigrateProgress, type MigrateResult } from '../ipfs/migrate.js'
 import { recordOf } from '../ipfs/open-backend.js'
 import type { S3Backend } from '../ipfs/s3-backend.js'
-import type { S3Location } from '../ipfs/s3-client.js'
+import type { S3Location } from '../ipfs/s3-settings.js'
 import type { PinLedger } from '../ledger/pins.js'
 
 export interface BlocksMigrateDeps {
