@@ -3,6 +3,12 @@ import './umask.js' // first: before any module can create a file
 import { CommanderError } from 'commander'
 import { buildProgram } from './cli/program.js'
 
+// a reader that stops early (`pind --help | head`) ends the output, not in a crash on EPIPE
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code === 'EPIPE') process.exit(0)
+  throw err
+})
+
 buildProgram().parseAsync(process.argv).catch((err: unknown) => {
   if (err instanceof CommanderError) {
     // help and version exit 0; usage errors exit 2 (commander already printed the message)

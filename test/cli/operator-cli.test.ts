@@ -6,10 +6,11 @@
  * settlements --help as the README says; and the log lines: the start
  * banner, a request id and the client address on every line of a request.
  */
+import { spawnSync } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { runPind, startPind, tempDir, type PindProcess } from '../helpers/pind.js'
+import { BINARY, runPind, startPind, tempDir, type PindProcess } from '../helpers/pind.js'
 
 const run = async (args: string[], env: Record<string, string | undefined> = {}): ReturnType<typeof runPind> => await runPind(args, { env: { PIND_CONFIG: undefined, PIND_SETTLER_KEY: undefined, ...env } })
 const KEY = '0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d'
@@ -28,6 +29,12 @@ describe('usage and help', () => {
     expect(sub.code).toBe(2)
     expect(sub.err).toMatch(/\(see: pind keys mint --help\)/)
     expect(sub.err.trim().split('\n').length).toBeLessThanOrEqual(4)
+  })
+
+  it('help read by a pipe that closes early (| head) ends quietly, exit 0, no stack trace', async () => {
+    const r = spawnSync('bash', ['-c', `"${BINARY}" serve --help | head -c 10 >/dev/null; echo "status \${PIPESTATUS[0]}"`], { encoding: 'utf8', timeout: 60_000 })
+    expect(r.stdout.trim()).toBe('status 0')
+    expect(r.stderr).not.toMatch(/EPIPE|Unhandled/)
   })
 
   it('serve --help lists the global options, and every option its environment variable and default', async () => {
