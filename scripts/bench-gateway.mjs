@@ -4,7 +4,9 @@
  * file pinned in the built binary, read whole from GET /ipfs/{cid}, versus the
  * same bytes from a bare node:http file server (fs.createReadStream). Then
  * many concurrent range requests, watching the service's RSS.
- * Usage: node scripts/bench-gateway.mjs [size-bytes] [rounds]
+ * `--json`: a last line with the figures as JSON (scripts/bench.mjs reads it); `--no-ranges`:
+ * skip the range requests.
+ * Usage: node scripts/bench-gateway.mjs [size-bytes] [rounds] [--json] [--no-ranges]
  */
 import { randomBytes } from 'node:crypto'
 import { writeFileSync, createReadStream, mkdtempSync, rmSync } from 'node:fs'
@@ -15,11 +17,12 @@ import { toClientEvmSigner } from '@x402/evm'
 import { ExactEvmScheme } from '@x402/evm/exact/client'
 import { wrapFetchWithPayment, x402Client } from '@x402/fetch'
 import { privateKeyToAccount } from 'viem/accounts'
-import { median, rss, startServe } from './bench-lib.mjs'
+import { jsonResult, median, rss, startServe } from './bench-lib.mjs'
 import { startDevChain } from './devchain/index.mjs'
 
-const size = Number(process.argv[2] ?? 100_000_000)
-const rounds = Number(process.argv[3] ?? 5)
+const positional = process.argv.slice(2).filter(a => !a.startsWith('--'))
+const size = Number(positional[0] ?? 100_000_000)
+const rounds = Number(positional[1] ?? 5)
 const bytes = randomBytes(size)
 const file = join(mkdtempSync(join(tmpdir(), 'pind-gw-')), 'file.bin')
 writeFileSync(file, bytes)
@@ -65,6 +68,8 @@ try {
   const p = mbps(median(pindTimes))
   const b = mbps(median(baseTimes))
   console.log(`GET /ipfs/{cid} ${size} bytes: median ${p.toFixed(0)} MB/s; bare node:http file server: ${b.toFixed(0)} MB/s; ratio ${(p / b).toFixed(2)}`)
+  const figures = { bytes: size, rounds, pindMBps: p, baselineMBps: b, pindMs: pindTimes, baselineMs: baseTimes }
+  if (process.argv.includes('--no-ranges')) { jsonResult(figures) } else {
 
   const concurrent = 64
   const waves = 5
@@ -81,6 +86,8 @@ try {
   }
   const after = rss(pind.proc.pid)
   console.log(`${waves} waves of ${concurrent} concurrent 1 MB range requests: ${((performance.now() - t0) / waves).toFixed(0)} ms per wave; service RSS before reads ${startRss.toFixed(0)} MiB, after each wave ${afterWave.map(r => r.toFixed(0)).join(' → ')} MiB (a plateau, not a climb, is the point), peak over the whole run (incl. the upload) ${after.peakMiB.toFixed(0)} MiB`)
+  jsonResult({ ...figures, peakMiB: after.peakMiB })
+  }
 } finally {
   base.close()
   await pind.stop()

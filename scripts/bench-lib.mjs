@@ -4,6 +4,12 @@
  * BENCH_ECHO=1 copies the service's stderr to this process's stderr.
  * BENCH_SERVE_NODE_OPTIONS is the service's NODE_OPTIONS (only the service's):
  * e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` profiles it under the benchmark's load.
+ * BENCH_SERVE_ENV (JSON object) is more environment for every pind a script starts
+ * (serve, keys mint, ...), not for the script itself or its baselines: `npm run bench`
+ * (scripts/bench.mjs) passes the production unit's runtime settings this way
+ * (productionRuntimeEnv); BENCH_SERVE_NODE_OPTIONS is appended to its NODE_OPTIONS.
+ * BENCH_BINARY: the binary the scripts run instead of dist/pind.
+ * `--json` (scripts that support it): a last line on stdout with the figures as JSON (jsonResult).
  */
 import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
@@ -17,18 +23,93 @@ import { request } from 'undici'
 import { privateKeyToAccount } from 'viem/accounts'
 
 export const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)))
-export const BINARY = join(ROOT, 'dist/pind')
+export const BINARY = process.env.BENCH_BINARY ? resolve(process.env.BENCH_BINARY) : join(ROOT, 'dist/pind')
+
+/** The production systemd unit's runtime tuning: what startServe passes to the service when asked to run as in production. */
+const RUNTIME_KEY = /^(GLIBC_TUNABLES|NODE_OPTIONS|MALLOC_.*|PIND_RUNTIME_.*)$/
+
+/**
+ * Splits the value of a systemd `Environment=` line into its assignments: words separated by
+ * white space, each optionally in double or single quotes (backslash escapes inside), as
+ * systemd.exec(5) reads `Environment="K=V" "K2=V 2"` and `Environment=K=V K2=V2`.
+ */
+export function unitEnvironmentWords (value) {
+  const words = []
+  let i = 0
+  while (i < value.length) {
+    while (i < value.length && /\s/.test(value[i])) i++
+    if (i >= value.length) break
+    let word = ''
+    while (i < value.length && !/\s/.test(value[i])) {
+      const c = value[i]
+      if (c === '"' || c === "'") {
+        i++
+        while (i < value.length && value[i] !== c) {
+          if (value[i] === '\\' && i + 1 < value.length) i++
+          word += value[i++]
+        }
+        i++ // the closing quote
+      } else if (c === '\\' && i + 1 < value.length) {
+        word += value[i + 1]; i += 2
+      } else {
+        word += c; i++
+      }
+    }
+    words.push(word)
+  }
+  return words
+}
+
+/**
+ * The runtime environment of the production unit (default scripts/pind.service): every
+ * `Environment=` assignment (both forms; a later one of a key wins, an empty `Environment=`
+ * resets the list, as in systemd) whose key is GLIBC_TUNABLES, NODE_OPTIONS, MALLOC_* or
+ * PIND_RUNTIME_*. Returns an object (empty when the unit sets none of them).
+ */
+export function productionRuntimeEnv (unitPath = join(ROOT, 'scripts/pind.service')) {
+  const text = readFileSync(resolve(ROOT, unitPath), 'utf8').replace(/\\\r?\n/g, ' ') // continuation lines
+  let env = new Map()
+  for (const raw of text.split(/\r?\n/)) {
+    const line = raw.trim()
+    if (line.startsWith('#') || line.startsWith(';')) continue
+    const m = /^Environment\s*=(.*)$/.exec(line)
+    if (m == null) continue
+    const words = unitEnvironmentWords(m[1])
+    if (words.length === 0) { env = new Map(); continue }
+    for (const w of words) {
+      const eq = w.indexOf('=')
+      if (eq <= 0) continue
+      env.set(w.slice(0, eq), w.slice(eq + 1))
+    }
+  }
+  return Object.fromEntries([...env].filter(([k]) => RUNTIME_KEY.test(k)))
+}
+
+/**
+ * The environment of a pind a benchmark starts: this process's, then BENCH_SERVE_ENV's entries
+ * (the production runtime settings, from scripts/bench.mjs), NODE_OPTIONS with
+ * BENCH_SERVE_NODE_OPTIONS appended, then `env` (the script's own settings for that run).
+ */
+export function pindEnv (env = {}) {
+  const extra = process.env.BENCH_SERVE_ENV ? JSON.parse(process.env.BENCH_SERVE_ENV) : {}
+  const nodeOptions = [extra.NODE_OPTIONS, process.env.BENCH_SERVE_NODE_OPTIONS].filter(Boolean).join(' ')
+  return { ...process.env, ...extra, ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}), ...env }
+}
+
+/** With `--json` on the command line, prints `figures` as one JSON line (the last on stdout; scripts/bench.mjs reads it). */
+export function jsonResult (figures) {
+  if (process.argv.includes('--json')) console.log(JSON.stringify(figures))
+}
 
 /**
  * Starts `pind serve`, resolves when /health answers 200; `ms` is spawn → first 200.
  * `binaryArgs` go before `serve`: `{ binary: process.execPath, binaryArgs: ['dist/pind.cjs'] }` runs the bundle.
  * `startTimeoutMs`: how long the start may take (default 30 s; a large ledger upgrades first).
  */
-export async function startServe ({ args = [], env = {}, binary = BINARY, binaryArgs = [], startTimeoutMs = 30_000 } = {}) {
-  const dataDir = mkdtempSync(join(tmpdir(), 'pind-bench-'))
+export async function startServe ({ args = [], env = {}, binary = BINARY, binaryArgs = [], startTimeoutMs = 30_000, dataDir = mkdtempSync(join(tmpdir(), 'pind-bench-')) } = {}) {
   const t0 = performance.now()
   const proc = spawn(binary, [...binaryArgs, 'serve', '--data-dir', dataDir, '--port', '0', '--p2p-listen', '/ip4/127.0.0.1/tcp/0', ...args], {
-    env: { ...process.env, ...(process.env.BENCH_SERVE_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_SERVE_NODE_OPTIONS } : {}), ...env }, stdio: ['ignore', 'pipe', 'pipe']
+    env: pindEnv(env), stdio: ['ignore', 'pipe', 'pipe']
   })
   let out = ''
   proc.stdout.on('data', b => { out += b })

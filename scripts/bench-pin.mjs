@@ -9,7 +9,8 @@
  * Baseline: a plain Helia peer B, dialled to A, runs `helia.pins.add(cid)` on
  * a separate random file of the same size from A. Fresh CIDs every run;
  * medians are printed, with pind's RSS before the runs and its peak after.
- * Usage: node scripts/bench-pin.mjs [size-MiB=100] [--runs N=3] [--bundle]
+ * `--json`: a last line with the medians as JSON (scripts/bench.mjs reads it).
+ * Usage: node scripts/bench-pin.mjs [size-MiB=100] [--runs N=3] [--bundle] [--json]
  */
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
@@ -19,7 +20,7 @@ import { ExactEvmScheme } from '@x402/evm/exact/client'
 import { wrapFetchWithPayment, x402Client } from '@x402/fetch'
 import { CID } from 'multiformats/cid'
 import { privateKeyToAccount } from 'viem/accounts'
-import { median, ROOT, rss, startServe } from './bench-lib.mjs'
+import { jsonResult, median, ROOT, rss, startServe } from './bench-lib.mjs'
 import { startDevChain } from './devchain/index.mjs'
 import { startPeer } from './peer/index.mjs'
 
@@ -100,6 +101,7 @@ try {
   console.log(`  baseline helia pins.add:    ${b.toFixed(0)} ms, ${rate(b)} MiB/s  [${list(baseMs)}]`)
   console.log(`  ratio pind/baseline time:   ${(p / b).toFixed(2)}`)
   console.log(`  pind RSS before runs ${before.rssMiB.toFixed(0)} MiB, after ${after.rssMiB.toFixed(0)} MiB, peak ${after.peakMiB.toFixed(0)} MiB`)
+  jsonResult({ mib: MiB, runs, pindMs: p, heliaMs: b, pindMiBps: MiB / (p / 1000), heliaMiBps: MiB / (b / 1000), acceptedMs: median(acceptedMs), pindRuns: pindMs, heliaRuns: baseMs, peakMiB: after.peakMiB })
 } finally {
   await pind?.stop()
   if (pind != null) rmSync(pind.dataDir, { recursive: true, force: true })

@@ -17,7 +17,12 @@
  * (user + system from /proc: steadier than latencies on a shared machine),
  * the time per full paging, and whether p99 < 10 ms.
  *
- * Usage: node scripts/bench-pins-list.mjs [--requests 1000] [--pagings 10] [--owners 100] [--per-owner 1000] [--binary] [--keep]
+ * With `--json`, for scripts/bench.mjs, it also measures the baselines of the start and of
+ * `pind keys mint`: serve up on an empty data dir (before the large one), and `pind --version`
+ * (the same binary's process start, as many times as tokens are minted); then prints a last
+ * line with the figures as JSON (each mint timed on its own, through the running serve).
+ *
+ * Usage: node scripts/bench-pins-list.mjs [--requests 1000] [--pagings 10] [--owners 100] [--per-owner 1000] [--binary] [--keep] [--json]
  *   (default runs the bundle: node dist/pind.cjs; --binary runs dist/pind)
  */
 import { execFileSync } from 'node:child_process'
@@ -28,7 +33,7 @@ import { join } from 'node:path'
 import { CID } from 'multiformats/cid'
 import * as Digest from 'multiformats/hashes/digest'
 import { Pool } from 'undici'
-import { BINARY, ROOT, startServe } from './bench-lib.mjs'
+import { BINARY, jsonResult, median, pindEnv, ROOT, startServe } from './bench-lib.mjs'
 import { isoMicros, openBenchLedger } from './bench-ledger.mjs'
 
 const argv = process.argv.slice(2)
@@ -38,6 +43,7 @@ const PAGINGS = opt('pagings', 10)
 const OWNERS = opt('owners', 100)
 const PER_OWNER = opt('per-owner', 1000)
 const QUERIED = Math.min(10, OWNERS) // owners the requests rotate over (one token each)
+const json = argv.includes('--json')
 const useBinary = argv.includes('--binary')
 const [bin, binArgs] = useBinary ? [BINARY, []] : [process.execPath, [join(ROOT, 'dist/pind.cjs')]]
 
@@ -88,12 +94,35 @@ try {
   let t = performance.now()
   const firstPins = await buildLedger(dir)
   console.log(`setup: ${OWNERS * PER_OWNER} pins written with lmdb in ${((performance.now() - t) / 1000).toFixed(1)} s`)
+  let emptyUpMs
+  if (json) {
+    // the baseline of "serve up": the same start on an empty data dir
+    const empty = await startServe({ binary: bin, binaryArgs: binArgs, env: { PIND_RATE_LIMIT_READS: '0', PIND_RATE_LIMIT_UNPAID: '0' } })
+    emptyUpMs = empty.ms
+    await empty.stop()
+    console.log(`serve up on an empty data dir in ${emptyUpMs.toFixed(0)} ms`)
+  }
   // startServe's own data dir is replaced by ours (the last --data-dir wins); per-client rate limits off (one client address)
   pind = await startServe({ binary: bin, binaryArgs: binArgs, args: ['--data-dir', dir, '--token-issuer', 'bench'], env: { PIND_RATE_LIMIT_READS: '0', PIND_RATE_LIMIT_UNPAID: '0' }, startTimeoutMs: 180_000 })
   rmSync(pind.dataDir, { recursive: true, force: true })
   t = performance.now()
-  const tokens = Array.from({ length: QUERIED }, (_, j) => JSON.parse(execFileSync(bin, [...binArgs, 'keys', 'mint', '--data-dir', dir, '--owner', owner(j), '--json'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })).token)
-  console.log(`serve up in ${pind.ms.toFixed(0)} ms; ${QUERIED} tokens minted in ${(performance.now() - t).toFixed(0)} ms`)
+  const mintMs = []
+  const tokens = Array.from({ length: QUERIED }, (_, j) => {
+    const t0 = performance.now()
+    const token = JSON.parse(execFileSync(bin, [...binArgs, 'keys', 'mint', '--data-dir', dir, '--owner', owner(j), '--json'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: pindEnv() })).token
+    mintMs.push(performance.now() - t0)
+    return token
+  })
+  console.log(`serve up in ${pind.ms.toFixed(0)} ms; ${QUERIED} tokens minted in ${(performance.now() - t).toFixed(0)} ms (median ${median(mintMs).toFixed(0)} ms each)`)
+  const versionMs = []
+  if (json) {
+    for (let j = 0; j < QUERIED; j++) {
+      const t0 = performance.now()
+      execFileSync(bin, [...binArgs, '--version'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: pindEnv() })
+      versionMs.push(performance.now() - t0)
+    }
+    console.log(`pind --version: median ${median(versionMs).toFixed(0)} ms over ${QUERIED} runs`)
+  }
 
   pool = new Pool(new URL(pind.url).origin, { connections: 1 })
   const get = async (path, j) => {
@@ -147,6 +176,13 @@ try {
   console.log(`full paging of ${PER_OWNER} pins (${Math.ceil(PER_OWNER / 10)} requests): median ${full.p50.toFixed(0)} ms, max ${full.max.toFixed(0)} ms over ${pagingMs.length} pagings`)
   const worst = Math.max(...rows.slice(2).map(([, s]) => s.p99))
   console.log(`target p99 < 10 ms for GET /pins: ${worst < 10 ? 'met' : 'NOT met'} (worst p99 ${worst.toFixed(2)} ms)`)
+  const worstRow = rows.slice(2).find(([, s]) => s.p99 === worst)[0]
+  jsonResult({
+    pins: OWNERS * PER_OWNER, serveUpMs: pind.ms, emptyServeUpMs: emptyUpMs,
+    mintMs: median(mintMs), mints: mintMs, versionMs: median(versionMs), versions: versionMs,
+    healthP99: rows[0][1].p99, pinsP99: worst, pinsP99Request: worstRow,
+    rows: Object.fromEntries(rows.map(([label, s]) => [label, s]))
+  })
 } finally {
   await pool?.close()
   await pind?.stop()

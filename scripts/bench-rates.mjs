@@ -20,7 +20,9 @@
  * its target's slices: steadier than the rates on a shared machine, where
  * the load generator and other work compete for the same cores.
  *
- * Usage: node scripts/bench-rates.mjs [--duration 5] [--warmup 1] [--connections 32] [--rounds 5] [--bundle] [--only health,unknown,local]
+ * `--json`: a last line with each target's figures as JSON (keys hello, health, unknown, local).
+ *
+ * Usage: node scripts/bench-rates.mjs [--duration 5] [--warmup 1] [--connections 32] [--rounds 5] [--bundle] [--only health,unknown,local] [--json]
  *   (default runs the binary dist/pind; --bundle runs node dist/pind.cjs; --only: these targets
  *   and the hello-world, e.g. to profile one path with BENCH_SERVE_NODE_OPTIONS, scripts/bench-lib.mjs)
  */
@@ -31,7 +33,7 @@ import { ExactEvmScheme } from '@x402/evm/exact/client'
 import { wrapFetchWithPayment, x402Client } from '@x402/fetch'
 import { Pool } from 'undici'
 import { privateKeyToAccount } from 'viem/accounts'
-import { ROOT, startServe } from './bench-lib.mjs'
+import { jsonResult, ROOT, startServe } from './bench-lib.mjs'
 import { startDevChain } from './devchain/index.mjs'
 
 const argv = process.argv.slice(2)
@@ -137,7 +139,7 @@ try {
     ['health', 'GET /health', origin, pind.proc.pid, { path: '/health', expect: 200 }],
     ['unknown', 'POST /pins → 402 (unknown CID, probe off)', origin, pind.proc.pid, unpaid(UNKNOWN_CID)],
     ['local', 'POST /pins → 402 (local CID)', origin, pind.proc.pid, unpaid(localCid)]
-  ].filter(([key]) => key === 'hello' || only == null || only.has(key)).map(([, label, o, pid, spec]) => ({ label, spec, pid, pool: new Pool(o, { connections, pipelining: 1 }), count: 0, secs: 0, lat: [], cpu: 0, cpuCount: 0 }))
+  ].filter(([key]) => key === 'hello' || only == null || only.has(key)).map(([key, label, o, pid, spec]) => ({ key, label, spec, pid, pool: new Pool(o, { connections, pipelining: 1 }), count: 0, secs: 0, lat: [], cpu: 0, cpuCount: 0 }))
   for (let round = 0; round < rounds; round++) {
     for (const t of targets) {
       if (round === 0 && warmupS > 0) await load(t.pool, t.spec, warmupS, 0.1)
@@ -149,7 +151,7 @@ try {
     }
   }
   await Promise.all(targets.map(t => t.pool.close()))
-  const rows = targets.map(t => { t.lat.sort((a, b) => a - b); return [t.label, { rps: t.count / t.secs, count: t.count, p50: pct(t.lat, 0.5), p99: pct(t.lat, 0.99), cpuUs: 1000 * t.cpu / t.cpuCount }] })
+  const rows = targets.map(t => { t.lat.sort((a, b) => a - b); return [t.label, { rps: t.count / t.secs, count: t.count, p50: pct(t.lat, 0.5), p99: pct(t.lat, 0.99), cpuUs: 1000 * t.cpu / t.cpuCount }, t.key] })
   const base = rows[0][1].rps
   console.log(`${'target'.padEnd(42)} ${'req/s'.padStart(8)} ${'ratio'.padStart(7)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'responses'.padStart(10)} ${'cpu µs/resp'.padStart(12)}`)
   for (const [label, r] of rows) {
@@ -157,6 +159,7 @@ try {
   }
   const worst = Math.min(...rows.slice(1).map(([, r]) => r.rps / base))
   console.log(`target ≥ 50% of hello-world: ${worst >= 0.5 ? 'met' : 'NOT met'} (lowest ${(100 * worst).toFixed(0)}%)`)
+  jsonResult(Object.fromEntries(rows.map(([, r, key]) => [key, r])))
 } finally {
   await pind?.stop()
   if (pind != null) rmSync(pind.dataDir, { recursive: true, force: true })

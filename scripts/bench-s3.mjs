@@ -22,7 +22,9 @@
  * The peak RSS is the service's VmHWM over the uploads; its CPU time (user + system, from
  * /proc/<pid>/stat) is printed per upload and per read.
  *
- * Usage: node scripts/bench-s3.mjs [--runs 3] [--mb 100] [--gc-blocks 100000] [--bundle | --binary <file>]
+ * `--no-tickets`: no uploads by ticket. `--json`: a last line with the medians as JSON (scripts/bench.mjs reads it).
+ *
+ * Usage: node scripts/bench-s3.mjs [--runs 3] [--mb 100] [--gc-blocks 100000] [--bundle | --binary <file>] [--no-tickets] [--json]
  * (`--binary`: another build than dist/pind, e.g. a copy of main's, to alternate the two in one window)
  * (root, or Ceph installed: the first run installs Debian's ceph packages)
  */
@@ -33,7 +35,7 @@ import { join } from 'node:path'
 import { DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3'
 import { base32upper } from 'multiformats/bases/base32'
 import { request } from 'undici'
-import { BINARY, median, paidUpload, ROOT, rss, startServe, ticketUpload, x402For } from './bench-lib.mjs'
+import { BINARY, jsonResult, median, paidUpload, ROOT, rss, startServe, ticketUpload, x402For } from './bench-lib.mjs'
 import { startDevChain } from './devchain/index.mjs'
 import { startS3 } from './s3/index.mjs'
 import { spawn } from 'node:child_process'
@@ -45,6 +47,7 @@ const size = opt('mb', 100) * 1_000_000
 const gcBlocks = opt('gc-blocks', 100_000)
 const bundle = argv.includes('--bundle')
 const binary = argv.includes('--binary') ? argv[argv.indexOf('--binary') + 1] : BINARY
+const tickets = !argv.includes('--no-tickets')
 const BLOCK = 1_048_576
 /** the machine's load average as the run starts (printed with the results: the figures depend on it) */
 const loadAtStart = loadavg().map(x => x.toFixed(2)).join(' ')
@@ -146,7 +149,7 @@ function cpuMs (pid) {
 }
 try {
   await paidUpload(pind.url, randomBytes(1_000_000), payer) // warm-up
-  await ticketUpload(pind.url, randomBytes(1_000_000), payer)
+  if (tickets) await ticketUpload(pind.url, randomBytes(1_000_000), payer)
   if (runs === 0) console.log('(--runs 0: no upload or read runs)')
   const idle = rss(pind.proc.pid)
   const cids = []
@@ -159,6 +162,7 @@ try {
     cids.push(up.body.cid)
     t.put.push(await rawPut(bytes, `raw/${i}/`))
     // the same size by a ticket, other bytes (a fresh DAG: nothing in the bucket already)
+    if (!tickets) continue
     const c1 = cpuMs(pind.proc.pid)
     const tk = await ticketUpload(pind.url, randomBytes(size), payer)
     cpu.ticket.push(cpuMs(pind.proc.pid) - c1)
@@ -183,8 +187,8 @@ try {
   console.log(`${mb} MB, ${runs} runs each, ${bundle ? 'bundle' : `binary ${binary}`}, Ceph RGW ${s3.endpoint}; load average at start ${loadAtStart}; commit ${COMMIT_CONCURRENCY} PUTs in flight, gateway read-ahead ${READ_AHEAD} GETs`)
   console.log(line('pind: 402 + sign + paid upload, blocks PUT to S3', t.up))
   console.log(line(`raw SDK: PUT the same 1 MiB blocks, ${COMMIT_CONCURRENCY} in flight`, t.put))
-  console.log(line('pind: 402 + sign + ticket bought + upload with it', t.ticket))
-  console.log(`  of which the ticket (402, sign, paid POST /upload/tickets, settled): median ${median(t.bought).toFixed(0)} ms (${t.bought.map(x => x.toFixed(0)).join(', ')})`)
+  if (tickets) console.log(line('pind: 402 + sign + ticket bought + upload with it', t.ticket))
+  if (tickets) console.log(`  of which the ticket (402, sign, paid POST /upload/tickets, settled): median ${median(t.bought).toFixed(0)} ms (${t.bought.map(x => x.toFixed(0)).join(', ')})`)
   console.log(line('pind: GET /ipfs/{cid} from S3 (no cache)', t.read))
   console.log(line(`raw SDK: GET the same 1 MiB blocks, ${READ_AHEAD} in flight`, t.get))
   const ratio = (base, x) => base.map((b, i) => b / x[i])
@@ -192,12 +196,17 @@ try {
   console.log(`  pind's phases per upload (ms): import ${ph('importMs')}; seal ${ph('sealMs')}; store ready ${ph('readyMs')}; settle ${ph('settleMs')}; commit (the PUTs) ${ph('commitMs')}; ledger ${ph('ledgerMs')} — commit vs raw PUT ${median(t.put.map((x, i) => x / phases[i].commitMs)).toFixed(2)}`)
   const tphases = pind.stderr().split('\n').filter(l => l.includes('"upload pinned with a ticket"')).map(l => JSON.parse(l)).slice(-runs)
   const tph = (k) => tphases.map(p => p[k]).join(', ')
-  console.log(`  pind's phases per ticket upload (ms): import (receive, hash, blocks handed to their PUTs) ${tph('importMs')}; PUTs still running after the body ${tph('storedMs')}; in all (claim included) ${tph('ms')}`)
+  if (tickets) console.log(`  pind's phases per ticket upload (ms): import (receive, hash, blocks handed to their PUTs) ${tph('importMs')}; PUTs still running after the body ${tph('storedMs')}; in all (claim included) ${tph('ms')}`)
   console.log(`upload ratio raw/pind: ${(median(t.put) / median(t.up)).toFixed(2)} (target >= 0.70); per run ${ratio(t.put, t.up).map(r => r.toFixed(2)).join(', ')}`)
-  console.log(`ticket upload ratio raw/pind: ${(median(t.put) / median(t.ticket)).toFixed(2)} (target >= 0.70); per run ${ratio(t.put, t.ticket).map(r => r.toFixed(2)).join(', ')}`)
+  if (tickets) console.log(`ticket upload ratio raw/pind: ${(median(t.put) / median(t.ticket)).toFixed(2)} (target >= 0.70); per run ${ratio(t.put, t.ticket).map(r => r.toFixed(2)).join(', ')}`)
   console.log(`read ratio raw/pind:   ${(median(t.get) / median(t.read)).toFixed(2)} (target >= 0.70); per run ${ratio(t.get, t.read).map(r => r.toFixed(2)).join(', ')}`)
   console.log(`service CPU (user + system) per paid upload median ${median(cpu.up)} ms (${cpu.up.join(', ')}), per ticket upload ${median(cpu.ticket)} ms (${cpu.ticket.join(', ')}), per gateway read ${median(cpu.read)} ms (${cpu.read.join(', ')})`)
   console.log(`service RSS idle ${idle.rssMiB.toFixed(0)} MiB, peak over all uploads ${peak.peakMiB.toFixed(0)} MiB (target < 200 MB = 191 MiB); peak after the reads too ${peakRead.peakMiB.toFixed(0)} MiB`)
+  const rate = (xs) => mb / (median(xs) / 1000)
+  jsonResult({
+    mb, runs, uploadMBps: rate(t.up), putMBps: rate(t.put), readMBps: rate(t.read), getMBps: rate(t.get),
+    ...(tickets ? { ticketMBps: rate(t.ticket) } : {}), uploadMs: t.up, putMs: t.put, readMs: t.read, getMs: t.get, peakMiB: peak.peakMiB
+  })
   }
 
   if (gcBlocks > 0) {

@@ -8,14 +8,15 @@
  * spawned and polled the same way.
  * `--against <binary>`: another build (e.g. a copy of main's dist/pind) started
  * the same way, the runs taking turns, with the ratios of its figures.
- * Usage: node scripts/bench-start.mjs [runs] [--binary dist/pind] [--against path]
+ * `--json`: a last line with the medians as JSON (scripts/bench.mjs reads it).
+ * Usage: node scripts/bench-start.mjs [runs] [--binary dist/pind] [--against path] [--json]
  */
 import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { request as httpRequest } from 'node:http'
 import { loadavg } from 'node:os'
 import { join, resolve } from 'node:path'
-import { BINARY, median, startServe } from './bench-lib.mjs'
+import { BINARY, jsonResult, median, startServe } from './bench-lib.mjs'
 
 const argv = process.argv.slice(2)
 const flag = (name) => { const i = argv.indexOf(`--${name}`); return i >= 0 ? resolve(argv[i + 1]) : undefined }
@@ -77,3 +78,4 @@ for (const b of builds) {
 }
 console.log(`baseline node:http hello-world start to first 200: median ${median(base).toFixed(0)} ms → pind/baseline ${(median(first.starts) / median(base)).toFixed(2)}x`)
 console.log(`load average: ${loadavg().map(x => x.toFixed(1)).join(' ')}`)
+jsonResult({ runs, startMs: median(first.starts), starts: first.starts, helloStartMs: median(base), helloStarts: base, rssMiB: median(first.mem.map(x => x.rss)) })

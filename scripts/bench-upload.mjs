@@ -24,7 +24,9 @@
  * RSS: the service's VmHWM (peak resident set) after the 100 MB uploads, and
  * its RSS when idle before them.
  *
- * Usage: node scripts/bench-upload.mjs [--runs 5] [--mb 100] [--bundle]
+ * `--json`: a last line with the medians as JSON (scripts/bench.mjs reads it).
+ *
+ * Usage: node scripts/bench-upload.mjs [--runs 5] [--mb 100] [--bundle] [--json]
  */
 import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -37,7 +39,7 @@ import { unixfs } from '@helia/unixfs'
 import { wrapFetchWithPayment } from '@x402/fetch'
 import { FsBlockstore } from 'blockstore-fs'
 import { NextToLast } from 'blockstore-fs/sharding'
-import { median, multipartPost as post, paidUpload, ROOT, rss, startServe, x402For } from './bench-lib.mjs'
+import { jsonResult, median, multipartPost as post, paidUpload, ROOT, rss, startServe, x402For } from './bench-lib.mjs'
 import { startDevChain } from './devchain/index.mjs'
 
 const argv = process.argv.slice(2)
@@ -159,6 +161,8 @@ try {
   console.log(`  with @x402/fetch: ${(median(t.base) / median(t.sdk)).toFixed(2)}; against the fsync'd baseline: ${(median(t.durable) / median(t.lean)).toFixed(2)}`)
   console.log(`CPU (user + system): service per paid upload median ${median(cpu.lean).toFixed(0)} ms (${cpu.lean.join(', ')}); baseline process ${median(cpu.base).toFixed(0)} ms (${cpu.base.map(x => x.toFixed(0)).join(', ')}), the import alone`)
   console.log(`service RSS idle ${idle.rssMiB.toFixed(0)} MiB, peak over all uploads ${peak.peakMiB.toFixed(0)} MiB (target < 200 MB = 191 MiB)`)
+  const rate = (xs) => mb / (median(xs) / 1000)
+  jsonResult({ mb, runs, pindMBps: rate(t.lean), baselineMBps: rate(t.base), durableBaselineMBps: rate(t.durable), sdkMBps: rate(t.sdk), floorMBps: rate(t.floor), pindMs: t.lean, baselineMs: t.base, peakMiB: peak.peakMiB })
 } finally {
   floor.proc.kill()
   await pind.stop()
