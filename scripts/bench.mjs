@@ -118,7 +118,7 @@ function runJob (job, extraArgs) {
 const fmtRatio = (row, r) => row.target.on === 'ratio' && row.target.atLeast < 1.01 ? `${(100 * r).toFixed(0)}%` : `${r.toFixed(2)}×`
 const targetText = (row) => row.target.on === 'ratio'
   ? (row.target.atLeast < 1.01 ? `≥ ${(100 * row.target.atLeast).toFixed(0)}% of baseline` : `≥ ${row.target.atLeast}× baseline`)
-  : `< ${row.unit(row.target.below)}`
+  : `< ${row.target.below.toLocaleString('en-US')} ms`
 
 const rows = ROWS.filter(r => only == null || only.includes(r.name))
 const startLoad = loadavg()
