@@ -35,7 +35,7 @@ import { join } from 'node:path'
 import { DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3'
 import { base32upper } from 'multiformats/bases/base32'
 import { request } from 'undici'
-import { BINARY, jsonResult, median, paidUpload, ROOT, rss, startServe, ticketUpload, x402For } from './bench-lib.mjs'
+import { BINARY, jsonResult, median, paidUpload, pindEnv, ROOT, rss, startServe, ticketUpload, x402For } from './bench-lib.mjs'
 import { startDevChain } from './devchain/index.mjs'
 import { startS3 } from './s3/index.mjs'
 import { spawn } from 'node:child_process'
@@ -132,7 +132,7 @@ function pindGc () {
   return new Promise((resolve, reject) => {
     const cmd = bundle ? [process.execPath, join(ROOT, 'dist/pind.cjs')] : [binary]
     const t0 = performance.now()
-    const p = spawn(cmd[0], [...cmd.slice(1), 'gc', '--json', '--data-dir', pind.dataDir], { stdio: ['ignore', 'pipe', 'inherit'] })
+    const p = spawn(cmd[0], [...cmd.slice(1), 'gc', '--json', '--data-dir', pind.dataDir], { stdio: ['ignore', 'pipe', 'inherit'], env: pindEnv() })
     let out = ''
     p.stdout.on('data', b => { out += b })
     p.on('exit', code => code === 0 ? resolve({ ...JSON.parse(out), wallMs: performance.now() - t0 }) : reject(new Error(`pind gc exited ${code}`)))

@@ -83,7 +83,7 @@ try { accessSync(binary, constants.X_OK) } catch {
   process.exit(2)
 }
 const unit = value('env-from') ?? 'scripts/pind.service'
-const productionEnv = argv.includes('--no-production-env') ? {} : productionRuntimeEnv(unit)
+const productionEnv = argv.includes('--no-production-env') ? {} : productionRuntimeEnv(value('env-from') != null ? resolve(unit) : join(ROOT, unit))
 
 /** the Ceph daemons scripts/s3/ceph-rgw.sh runs, missing from PATH (it installs them only as root) */
 function cephMissing () {
