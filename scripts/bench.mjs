@@ -121,6 +121,12 @@ const targetText = (row) => row.target.on === 'ratio'
   : `< ${row.target.below.toLocaleString('en-US')} ms`
 
 const rows = ROWS.filter(r => only == null || only.includes(r.name))
+/** a row's label with its sizes: from the script's figures, else the sizes asked for */
+const planned = quick ? { pins: 1_000, mb: 2, mib: 4 } : { pins: 100_000, mb: 100, mib: 100 }
+const labelOf = (r, j = {}) => r.label
+  .replace('{pins}', (j.pins ?? planned.pins).toLocaleString('en-US'))
+  .replace('{mb}', String(j.mb ?? (j.bytes != null ? j.bytes / 1e6 : planned.mb)))
+  .replace('{mib}', String(j.mib ?? planned.mib))
 const startLoad = loadavg()
 const t0 = performance.now()
 say(`pind benchmark summary${quick ? ' (--quick: tiny sizes, the figures are noise)' : ''}: ${binary}, Node ${process.version}, ${new Date().toISOString()}`)
@@ -148,7 +154,7 @@ for (const [i, name] of jobNames.entries()) {
       const figure = r.figure(j); const baseline = r.baseline(j)
       const ratio = figure / baseline
       const met = r.target.on === 'ratio' ? ratio >= r.target.atLeast : figure < r.target.below
-      const label = r.label.replace('{pins}', (j.pins ?? 0).toLocaleString('en-US')).replace('{mb}', String(j.mb ?? (j.bytes ?? 0) / 1e6)).replace('{mib}', String(j.mib))
+      const label = labelOf(r, j)
       results.set(r.name, { label, figure, baseline, ratio, met })
     }
     progress(`    done in ${((performance.now() - started) / 1000).toFixed(0)} s`)
@@ -163,7 +169,7 @@ const table = rows.map(r => {
   const x = results.get(r.name)
   return {
     name: r.name,
-    label: x.label ?? r.label.replace(/ ?\{\w+\}/g, ''),
+    label: x.label ?? labelOf(r),
     ...(x.skipped != null ? { skipped: x.skipped } : {}),
     ...(x.error != null ? { error: x.error } : {}),
     ...(x.figure != null ? { figure: x.figure, baseline: x.baseline, baselineLabel: r.baselineLabel, ratio: x.ratio, unit: r.unit(1).replace(/^[\d.]+ /, '') } : {}),
