@@ -25,65 +25,8 @@ import { privateKeyToAccount } from 'viem/accounts'
 export const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)))
 export const BINARY = process.env.BENCH_BINARY ? resolve(process.env.BENCH_BINARY) : join(ROOT, 'dist/pind')
 
-/** The production systemd unit's runtime tuning: what startServe passes to the service when asked to run as in production. */
-const RUNTIME_KEY = /^(GLIBC_TUNABLES|NODE_OPTIONS|MALLOC_.*|PIND_RUNTIME_.*)$/
-
-/**
- * Splits the value of a systemd `Environment=` line into its assignments: words separated by
- * white space, each optionally in double or single quotes (backslash escapes inside), as
- * systemd.exec(5) reads `Environment="K=V" "K2=V 2"` and `Environment=K=V K2=V2`.
- */
-export function unitEnvironmentWords (value) {
-  const words = []
-  let i = 0
-  while (i < value.length) {
-    while (i < value.length && /\s/.test(value[i])) i++
-    if (i >= value.length) break
-    let word = ''
-    while (i < value.length && !/\s/.test(value[i])) {
-      const c = value[i]
-      if (c === '"' || c === "'") {
-        i++
-        while (i < value.length && value[i] !== c) {
-          if (value[i] === '\\' && i + 1 < value.length) i++
-          word += value[i++]
-        }
-        i++ // the closing quote
-      } else if (c === '\\' && i + 1 < value.length) {
-        word += value[i + 1]; i += 2
-      } else {
-        word += c; i++
-      }
-    }
-    words.push(word)
-  }
-  return words
-}
-
-/**
- * The runtime environment of the production unit (default scripts/pind.service): every
- * `Environment=` assignment (both forms; a later one of a key wins, an empty `Environment=`
- * resets the list, as in systemd) whose key is GLIBC_TUNABLES, NODE_OPTIONS, MALLOC_* or
- * PIND_RUNTIME_*. Returns an object (empty when the unit sets none of them).
- */
-export function productionRuntimeEnv (unitPath = join(ROOT, 'scripts/pind.service')) {
-  const text = readFileSync(resolve(ROOT, unitPath), 'utf8').replace(/\\\r?\n/g, ' ') // continuation lines
-  let env = new Map()
-  for (const raw of text.split(/\r?\n/)) {
-    const line = raw.trim()
-    if (line.startsWith('#') || line.startsWith(';')) continue
-    const m = /^Environment\s*=(.*)$/.exec(line)
-    if (m == null) continue
-    const words = unitEnvironmentWords(m[1])
-    if (words.length === 0) { env = new Map(); continue }
-    for (const w of words) {
-      const eq = w.indexOf('=')
-      if (eq <= 0) continue
-      env.set(w.slice(0, eq), w.slice(eq + 1))
-    }
-  }
-  return Object.fromEntries([...env].filter(([k]) => RUNTIME_KEY.test(k)))
-}
+// the production runtime environment (scripts/runtime-env.mjs): what bench.mjs passes to every pind it starts
+export { unitEnvironmentWords, unitRuntimeEnv as productionRuntimeEnv } from './runtime-env.mjs'
 
 /**
  * The environment of a pind a benchmark starts: this process's, then BENCH_SERVE_ENV's entries

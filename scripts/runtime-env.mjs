@@ -10,46 +10,70 @@ import { fileURLToPath } from 'node:url'
 
 const HERE = dirname(fileURLToPath(import.meta.url))
 
+const RUNTIME_KEY = /^(GLIBC_TUNABLES|NODE_OPTIONS|MALLOC_.*|PIND_RUNTIME_.*)$/
+
 /**
- * The assignments of one `Environment=` value, as systemd reads them (systemd.exec(5)), or of a
- * Dockerfile `ENV` line: words separated by spaces, each `KEY=value`, where quotes ("…" or '…')
- * anywhere in a word hold spaces (`"KEY=a b"` and `KEY="a b"` alike).
+ * Splits the value of a systemd `Environment=` line (or a Dockerfile `ENV` line) into its
+ * assignments: words separated by white space, each optionally in double or single quotes
+ * (backslash escapes inside), anywhere in the word, as systemd.exec(5) reads
+ * `Environment="K=V" "K2=V 2"` and `Environment=K=V K2=V2`, and docker `ENV K="a b"`.
  */
+export function unitEnvironmentWords (value) {
+  const words = []
+  let i = 0
+  while (i < value.length) {
+    while (i < value.length && /\s/.test(value[i])) i++
+    if (i >= value.length) break
+    let word = ''
+    while (i < value.length && !/\s/.test(value[i])) {
+      const c = value[i]
+      if (c === '"' || c === "'") {
+        const end = value.indexOf(c, i + 1)
+        if (end < 0) throw new Error(`unterminated quote in: ${value}`)
+        i++
+        while (i < end) {
+          if (value[i] === '\\' && i + 1 < end) i++
+          word += value[i++]
+        }
+        i++ // the closing quote
+      } else if (c === '\\' && i + 1 < value.length) {
+        word += value[i + 1]; i += 2
+      } else {
+        word += c; i++
+      }
+    }
+    words.push(word)
+  }
+  return words
+}
+
+/** The KEY=value assignments of one such line, as an object (words without `=` left out). */
 export function environmentAssignments (value) {
   const out = {}
-  const words = []
-  let word
-  for (let i = 0; i < value.length; i++) {
-    const c = value[i]
-    if (c === ' ' || c === '\t') {
-      if (word != null) words.push(word)
-      word = undefined
-    } else if (c === '"' || c === "'") {
-      const end = value.indexOf(c, i + 1)
-      if (end < 0) throw new Error(`unterminated quote in: ${value}`)
-      word = (word ?? '') + value.slice(i + 1, end)
-      i = end
-    } else {
-      word = (word ?? '') + c
-    }
-  }
-  if (word != null) words.push(word)
-  for (const w of words) {
+  for (const w of unitEnvironmentWords(value)) {
     const at = w.indexOf('=')
     if (at > 0) out[w.slice(0, at)] = w.slice(at + 1)
   }
   return out
 }
 
-const isRuntime = (key) => key === 'GLIBC_TUNABLES' || key === 'NODE_OPTIONS' || key.startsWith('MALLOC_') || key.startsWith('PIND_RUNTIME_')
-const only = (env) => Object.fromEntries(Object.entries(env).filter(([k]) => isRuntime(k)))
+const only = (env) => Object.fromEntries(Object.entries(env).filter(([k]) => RUNTIME_KEY.test(k)))
 
-/** the runtime entries of a systemd unit's Environment= lines */
+/**
+ * The runtime environment of a systemd unit (default scripts/pind.service): every `Environment=`
+ * assignment (a later one of a key wins, an empty `Environment=` resets the list, as in systemd)
+ * whose key is GLIBC_TUNABLES, NODE_OPTIONS, MALLOC_* or PIND_RUNTIME_*.
+ */
 export function unitRuntimeEnv (file = join(HERE, 'pind.service')) {
-  const env = {}
-  for (const line of readFileSync(file, 'utf8').split('\n')) {
-    const m = /^Environment=(.*)$/.exec(line.trim())
-    if (m != null) Object.assign(env, environmentAssignments(m[1]))
+  let env = {}
+  for (const raw of readFileSync(file, 'utf8').replace(/\\\r?\n/g, ' ').split(/\r?\n/)) {
+    const line = raw.trim()
+    if (line.startsWith('#') || line.startsWith(';')) continue
+    const m = /^Environment\s*=(.*)$/.exec(line)
+    if (m == null) continue
+    const words = environmentAssignments(m[1])
+    if (m[1].trim() === '') { env = {}; continue }
+    Object.assign(env, words)
   }
   return only(env)
 }
