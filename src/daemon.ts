@@ -312,6 +312,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
     const payments = (): PaymentsCheck => gate?.status() ?? (config.payTo == null
       ? { state: 'no-pay-to', ok: false, message: 'no --pay-to address: paid writes answer 503' }
       : { state: 'no-facilitator', ok: false, message: 'no facilitator (a settler key and --rpc-url, or --facilitator-url): paid writes answer 503' })
+    progress('starting the services')
     const keystore = await core.keystore()
     const once = new PaymentOnce()
     const tokenLedger = core.tokenLedger

@@ -40,9 +40,27 @@ export async function serve (config: Readonly<Config>, log: Logger): Promise<voi
   }
   // under systemd, a long start (a ledger upgrade) asks for more time as long as it progresses
   const starting = startupReporter(log)
+  // where the start's time went, for the 'serving' line: the code's loading (process start to
+  // here), then each step startDaemon reports (an upgrade's repeated reports count as one step)
+  const startup = { loadMs: Math.round(performance.now()), steps: [] as Array<[string, number]> }
+  let step: [string, number] = ['starting', performance.now()]
+  const endStep = (): void => {
+    const name = step[0].replace(/: [\d,]+ records$/, '')
+    const ms = Math.round(performance.now() - step[1])
+    const last = startup.steps.at(-1)
+    if (last?.[0] === name) last[1] += ms
+    else startup.steps.push([name, ms])
+  }
   let daemon
   try {
-    daemon = await startDaemon(config, log, { onProgress: (status) => { starting.report(status) } })
+    daemon = await startDaemon(config, log, {
+      onProgress: (status) => {
+        endStep()
+        step = [status, performance.now()]
+        starting.report(status)
+      }
+    })
+    endStep()
   } catch (err) {
     if (err instanceof DataDirLockedError || err instanceof StartupError) {
       process.stderr.write(`pind: ${err.message}\n`)
@@ -87,6 +105,7 @@ export async function serve (config: Readonly<Config>, log: Logger): Promise<voi
     payTo: config.payTo ?? null,
     payments: payments.state,
     runtime: runtime.active,
+    startup: { ms: Math.round(performance.now()), loadMs: startup.loadMs, steps: Object.fromEntries(startup.steps) },
     ...('settler' in payments && payments.settler != null ? { settler: payments.settler, settlerBalanceWei: payments.settlerBalanceWei ?? null } : {})
   })
   await starting.done()

@@ -40,7 +40,8 @@ export const LEDGER_SCHEMA_VERSION = 5
 const READABLE_VERSIONS: readonly unknown[] = [1, 2, 3, 4, 5]
 
 /** the upgrades of the ledger's indexes (PinLedger.upgrade), each run once */
-export type Upgrade = 'index:owner-summaries' | 'index:pins-by-expiry' | 'repair:replacement-chains' | 'index:provide-keys' | 'compact:records' | 'clock:created-high' | 'compact:payment-keys' | 'compact:pin-numbers' | 'index:removed-pins'
+export const UPGRADES = ['index:owner-summaries', 'index:pins-by-expiry', 'repair:replacement-chains', 'index:provide-keys', 'compact:records', 'clock:created-high', 'compact:payment-keys', 'compact:pin-numbers', 'index:removed-pins'] as const
+export type Upgrade = typeof UPGRADES[number]
 
 /**
  * The environment, for the ledger's own classes (this folder). Outside it,
@@ -117,6 +118,8 @@ export async function openLedgerEnv (path: string): Promise<LedgerEnv> {
     await meta.transaction(() => {
       meta.put('schemaVersion', LEDGER_SCHEMA_VERSION)
       meta.put('created', new Date().toISOString())
+      // a new ledger is written in this version's layout from its first pin: nothing to upgrade
+      for (const u of UPGRADES) meta.put(u, true)
     })
   } else if (!READABLE_VERSIONS.includes(version)) {
     await root.close()

@@ -1186,6 +1186,9 @@ export class PinLedger {
         if (blocks != null && blocks.length > 0) this.addRefs(pin.requestid, [...new Set(blocks.map(cidKey))])
         if (pin.removed != null) {
           this.removedIdx.put([removedMs(pin), pin.requestid], 1)
+          // a removed pin still holding blocks: the next upgrade checks its chain of replacements, as for a
+          // ledger an older pind left (the export may come from one)
+          if (blocks != null && blocks.length > 0) this.env.setUpgraded('repair:replacement-chains', false)
           continue
         }
         this.byExpiry.put([Date.parse(pin.pinnedUntil), pin.requestid], pin.requestid)

@@ -158,8 +158,15 @@ describe('keys and logs against a running serve', () => {
     try {
       await fetch(`${quiet.url}/health`)
       const lines = quiet.stderr().trim().split('\n').map(l => JSON.parse(l) as Record<string, unknown>)
-      expect(lines.some(l => l.msg === 'serving' && l.level === 'notice')).toBe(true)
+      const serving = lines.find(l => l.msg === 'serving' && l.level === 'notice') as { startup?: { ms: number, loadMs: number, steps: Record<string, number> } } | undefined
+      expect(serving).toBeDefined()
       expect(lines.some(l => l.msg === 'request')).toBe(false)
+      // where the start's time went: the code's loading, then each step; a new data dir's ledger has nothing to upgrade
+      const startup = serving?.startup
+      expect(startup?.loadMs).toBeGreaterThan(0)
+      expect(Object.keys(startup?.steps ?? {})).toEqual(expect.arrayContaining(['opening the block store', 'opening the ledger', 'starting the IPFS node', 'starting the services']))
+      expect(Object.keys(startup?.steps ?? {}).filter(k => k.startsWith('upgrading'))).toEqual([])
+      expect(startup!.ms).toBeGreaterThanOrEqual(startup!.loadMs + Object.values(startup!.steps).reduce((a, b) => a + b, 0) - 50)
     } finally {
       await quiet.stop()
     }
