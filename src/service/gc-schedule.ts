@@ -14,6 +14,12 @@ import type { Maintenance } from './maintenance.js'
 
 /** after a failed run (the bucket away), the watermark starts no run for this long */
 const WATERMARK_RETRY_MS = 60_000
+/**
+ * after a run skipped because another maintenance task ran, the watermark tries again this much later
+ * (not at once: a skip takes no time, so trying again as it ends would loop without yielding, and the
+ * task it waits for would never get to finish)
+ */
+const SKIPPED_RETRY_MS = 5_000
 
 export type GcTrigger = 'interval' | 'watermark'
 
@@ -37,6 +43,8 @@ export interface GcScheduleOptions {
   committed?: () => Promise<void>
   /** each run, when it ends (metrics) */
   onRun?: (r: GcRunReport) => void
+  /** how long the watermark waits after a skipped run before it tries again (default SKIPPED_RETRY_MS) */
+  skippedRetryMs?: number
 }
 
 export class GcSchedule {
@@ -45,8 +53,9 @@ export class GcSchedule {
   private readonly abort = new AbortController()
   private readonly timer: NodeJS.Timeout | undefined
   private stopped = false
-  /** when the last run failed: the watermark waits a while before it tries again (the interval does not) */
-  private failedAt = -Infinity
+  /** after a failed or skipped run, the watermark starts none before this (performance.now(); the interval does) */
+  private watermarkNotBefore = -Infinity
+  private retry: NodeJS.Timeout | undefined
 
   constructor (private readonly gc: GcDeps, private readonly opts: GcScheduleOptions) {
     if (opts.intervalMs > 0) {
@@ -79,13 +88,22 @@ export class GcSchedule {
   async stop (): Promise<void> {
     this.stopped = true
     if (this.timer != null) clearInterval(this.timer)
+    if (this.retry != null) clearTimeout(this.retry)
     this.abort.abort()
     await this.running
   }
 
   private checkWatermark (): void {
     if (this.opts.watermarkBytes > 0 && this.estimate >= this.opts.watermarkBytes && this.running == null && !this.stopped &&
-      performance.now() - this.failedAt >= WATERMARK_RETRY_MS) void this.run('watermark')
+      performance.now() >= this.watermarkNotBefore) void this.run('watermark')
+  }
+
+  /** the watermark starts no run for `ms`, then looks again (a release meanwhile does not start one either) */
+  private holdWatermark (ms: number): void {
+    this.watermarkNotBefore = performance.now() + ms
+    if (this.retry != null) clearTimeout(this.retry)
+    this.retry = setTimeout(() => { this.retry = undefined; this.checkWatermark() }, ms)
+    this.retry.unref()
   }
 
   private async once (trigger: GcTrigger): Promise<GcResult | undefined> {
@@ -94,6 +112,7 @@ export class GcSchedule {
     if (m.busy) {
       this.opts.onRun?.({ trigger, outcome: 'skipped', removedBlocks: 0, freedBytes: 0, seconds: 0 })
       this.opts.log.info('gc skipped: another maintenance task is running', { trigger })
+      this.holdWatermark(this.opts.skippedRetryMs ?? SKIPPED_RETRY_MS)
       return undefined
     }
     return await m.run('scheduled gc', async () => await this.collect(trigger), { waitable: true })
@@ -131,7 +150,7 @@ export class GcSchedule {
         report('stopped')
         log.info('gc stopped by the shutdown', { trigger, removedBlocks, freedBytes })
       } else {
-        this.failedAt = performance.now()
+        this.holdWatermark(WATERMARK_RETRY_MS)
         report('failed')
         log.warn('gc failed: the next run tries again', { trigger, removedBlocks, freedBytes, error: (err as Error).message })
       }

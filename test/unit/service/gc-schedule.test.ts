@@ -91,4 +91,31 @@ describe('GcSchedule', () => {
     expect((await fs.usage()).blocks).toBe(100)
     expect(await admin).toBe('admin ran')
   })
+
+  it('past the watermark while another maintenance task runs, it skips once and tries again later, without starving the event loop (soak hang, issue 34)', async () => {
+    await garbage(2)
+    const runs: GcRunReport[] = []
+    const maintenance = new Maintenance()
+    const schedule = new GcSchedule({ pins, blocks: fs, lock: new CommitLock(), graceMs: 0 },
+      { intervalMs: 0, watermarkBytes: 1, log: silentLogger, maintenance, skippedRetryMs: 200, onRun: (r) => { runs.push(r) } })
+    let finishAdmin = (): void => {}
+    const admin = maintenance.run('gc', async () => { await new Promise<void>(resolve => { finishAdmin = resolve }) })
+    try {
+      schedule.released(10)
+      // before the fix, each skip ended in a check that started the next skip: an endless chain of
+      // microtasks, and a timer (like the admin task's end) never ran again
+      await new Promise(resolve => setTimeout(resolve, 50))
+      expect(runs.map(r => r.outcome)).toEqual(['skipped'])
+      finishAdmin()
+      await admin
+      // the watermark looks again after skippedRetryMs and runs
+      const deadline = performance.now() + 10_000
+      while (!runs.some(r => r.outcome === 'done') && performance.now() < deadline) await new Promise(resolve => setTimeout(resolve, 20))
+      expect(runs.map(r => r.outcome)).toEqual(['skipped', 'done'])
+      expect((await fs.usage()).blocks).toBe(0)
+    } finally {
+      finishAdmin()
+      await schedule.stop()
+    }
+  })
 })
