@@ -22,8 +22,9 @@
  *
  * `--json`: a last line with each target's figures as JSON (keys hello, health, unknown, local).
  *
- * Usage: node scripts/bench-rates.mjs [--duration 5] [--warmup 1] [--connections 32] [--rounds 5] [--bundle] [--only health,unknown,local] [--json]
- *   (default runs the binary dist/pind; --bundle runs node dist/pind.cjs; --only: these targets
+ * Usage: node scripts/bench-rates.mjs [--duration 5] [--warmup 1] [--connections 32] [--rounds 5] [--bundle | --cjs <bundle>] [--only health,unknown,local] [--json]
+ *   (default runs the binary dist/pind; --bundle runs node dist/pind.cjs; --cjs runs that bundle instead,
+ *   e.g. a baseline kept from another tree; --only: these targets
  *   and the hello-world, e.g. to profile one path with BENCH_SERVE_NODE_OPTIONS, scripts/bench-lib.mjs)
  */
 import { spawn } from 'node:child_process'
@@ -42,7 +43,9 @@ const durationS = opt('duration', 5)
 const warmupS = opt('warmup', 1)
 const connections = opt('connections', 32)
 const rounds = opt('rounds', 5)
-const bundle = argv.includes('--bundle')
+const cjsArg = argv.includes('--cjs') ? argv[argv.indexOf('--cjs') + 1] : undefined
+const bundle = argv.includes('--bundle') || cjsArg != null
+const cjs = cjsArg ?? `${ROOT}/dist/pind.cjs`
 const only = argv.includes('--only') ? new Set(argv[argv.indexOf('--only') + 1].split(',')) : undefined
 const UNKNOWN_CID = 'bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy'
 
@@ -100,11 +103,11 @@ async function startHello () {
 
 let hello, chain, pind
 try {
-  console.log(`bench-rates: ${connections} keep-alive connections, ${warmupS} s warm-up + ${durationS} s per target in ${rounds} rounds, ${bundle ? 'bundle dist/pind.cjs' : 'binary dist/pind'}, Node ${process.version}`)
+  console.log(`bench-rates: ${connections} keep-alive connections, ${warmupS} s warm-up + ${durationS} s per target in ${rounds} rounds, ${bundle ? `bundle ${cjs}` : 'binary dist/pind'}, Node ${process.version}`)
   hello = await startHello()
   chain = await startDevChain({ payers: 1 })
   pind = await startServe({
-    ...(bundle ? { binary: process.execPath, binaryArgs: [`${ROOT}/dist/pind.cjs`] } : {}),
+    ...(bundle ? { binary: process.execPath, binaryArgs: [cjs] } : {}),
     args: ['--rpc-url', chain.rpcUrl, '--asset', chain.usdc, '--pay-to', chain.payTo, '--pin-probe-timeout', '0'],
     // one client address sends everything: per-client rate limits off (builds without them ignore these)
     env: { PIND_SETTLER_KEY: chain.settlerKey, PIND_RATE_LIMIT_UNPAID: '0', PIND_RATE_LIMIT_READS: '0' }

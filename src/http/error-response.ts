@@ -7,7 +7,7 @@
 import type { ServerResponse } from 'node:http'
 import type { Logger } from '../log.js'
 import { errorAnswer } from './error-catalog.js'
-import { sendJson } from './respond.js'
+import { sendAnswer } from './respond.js'
 
 export { errorBody } from './error-catalog.js'
 
@@ -20,7 +20,7 @@ export function sendError (res: ServerResponse, err: unknown, log: Logger): void
   }
   const a = errorAnswer(err)
   if (a.fault === true) log.error('internal error', { error: describe(err) })
-  sendJson(res, a.status, a.body, a.headers)
+  sendAnswer(res, a)
 }
 
 function describe (err: unknown): string {

@@ -24,7 +24,7 @@ export async function readJson (req: IncomingMessage, limit = DEFAULT_JSON_LIMIT
       req.off('end', onEnd)
       req.off('error', onError)
       req.off('aborted', onAborted)
-      if (err != null) { req.pause(); reject(err) } else resolve(Buffer.concat(chunks))
+      if (err != null) { req.pause(); reject(err) } else resolve(chunks.length === 1 ? chunks[0] as Buffer : Buffer.concat(chunks))
     }
     const onData = (chunk: Buffer): void => {
       size += chunk.length
@@ -39,9 +39,8 @@ export async function readJson (req: IncomingMessage, limit = DEFAULT_JSON_LIMIT
     req.on('error', onError)
     req.on('aborted', onAborted)
   })
-  const chunks = [text]
   try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8'))
+    return JSON.parse(text.toString('utf8'))
   } catch {
     throw new InvalidInputError('the body is not valid JSON')
   }

@@ -16,6 +16,20 @@ export function sendJson (res: ServerResponse, status: number, body: unknown, he
   res.end(res.req.method === 'HEAD' ? undefined : text)
 }
 
+/** the head of each kept answer, made once: a challenge given again and again is written from the same object */
+const answerHeads = new WeakMap<ErrorAnswer, Record<string, string | number>>()
+
+/** An error's answer (./error-catalog.ts): as sendJson would write it. */
+export function sendAnswer (res: ServerResponse, a: ErrorAnswer): void {
+  let head = answerHeads.get(a)
+  if (head == null) {
+    head = { 'content-type': 'application/json; charset=utf-8', 'content-length': a.body.byteLength, 'cache-control': 'no-store', ...a.headers }
+    answerHeads.set(a, head)
+  }
+  res.writeHead(a.status, head)
+  res.end(res.req.method === 'HEAD' ? undefined : a.body)
+}
+
 /** JSON text; bigints (which JSON.stringify refuses) as decimal strings. The replacer runs only when needed: it is slow. */
 function stringify (body: unknown): string {
   try {
@@ -39,12 +53,12 @@ const LINGER_MS = 1000
 export function answerUnread (req: IncomingMessage, res: ServerResponse, err: ErrorAnswer): void {
   if (req.complete) {
     // the whole body is in already: an ordinary answer, and the connection may be used again
-    sendJson(res, err.status, err.body, err.headers)
+    sendAnswer(res, err)
     return
   }
   // paused, and taken up as read (read(0)): node:http would otherwise dump the rest of the body after the answer
   req.pause()
   req.read(0)
-  sendJson(res, err.status, err.body, err.headers)
+  sendAnswer(res, err)
   res.once('finish', () => { setTimeout(() => { req.socket?.destroy() }, LINGER_MS).unref() })
 }

@@ -169,6 +169,8 @@ export class PaymentGate {
   onSettlerBalance?: (wei: bigint) => void
   /** built 402 answers by quote and reason; each is sent as is, serialized once */
   private readonly challenges = new Map<string, PaymentRequiredError>()
+  /** the same, by the quote object given again (a WeakMap: they go with their quote) */
+  private readonly byQuote = new WeakMap<Quote, Map<string, PaymentRequiredError>>()
   /** reads whether a refused settlement's authorization was used all the same (with --rpc-url) */
   private readonly authorizations?: AuthorizationStateReader
   /** the facilitator's reads before payments are taken (facilitator.ts) */
@@ -292,8 +294,14 @@ export class PaymentGate {
   /** A challenge (x402's 402) for this quote, with a readable reason; `insufficient`: the payer's balance is the reason. */
   async challenge (q: Quote, details: string, insufficient = false): Promise<PaymentRequiredError> {
     this.assertReady()
-    // the same quote always yields the same challenge: build it once (the 402 path is the hot one)
-    const key = JSON.stringify([q.amount.toString(), q.months, q.bytes.toString(), q.resourceUrl, q.description, q.notes, insufficient, details])
+    // the same quote always yields the same challenge: build it once (the 402 path is the hot one).
+    // A quote made once and given again (pin-create.ts keeps them) finds its challenges by itself;
+    // any other by its fields
+    const reason = insufficient ? `!${details}` : details
+    let mine = this.byQuote.get(q)
+    const ready = mine?.get(reason)
+    if (ready != null) return ready
+    const key = challengeKey(q, reason)
     let built = this.challenges.get(key)
     if (built == null) {
       const req = await this.requirementsFor(q)
@@ -302,6 +310,9 @@ export class PaymentGate {
       if (this.challenges.size >= 1000) this.challenges.delete(this.challenges.keys().next().value as string)
       this.challenges.set(key, built)
     }
+    if (mine == null) this.byQuote.set(q, mine = new Map())
+    // a quote's reasons: the few fixed ones, and a facilitator's codes
+    if (mine.size < 16) mine.set(reason, built)
     return built
   }
 
@@ -453,6 +464,12 @@ export class PaymentGate {
       throw new UnavailableError('payments are temporarily unavailable (this service\'s settlement account cannot pay gas); retry later', 60)
     }
   }
+}
+
+/** a quote's fields and the reason, as one string (NUL-separated: no field holds one) */
+function challengeKey (q: Quote, reason: string): string {
+  const n = q.notes
+  return `${q.amount}\0${q.months}\0${q.bytes}\0${q.resourceUrl}\0${q.description}\0${n?.sizeSource ?? '\u0001'}\0${n?.maxBytes ?? '\u0001'}\0${n?.pinned_until_now ?? '\u0001'}\0${n?.pinned_until_after ?? '\u0001'}\0${reason}`
 }
 
 class DeadlineError extends Error {}

@@ -28,7 +28,7 @@ import type { PaymentOnce } from './paid-once.js'
 import type { PinRequest } from './pin-request.js'
 import { toPinStatus, type PinStatus } from './pin-status.js'
 import { settleNoted } from './settle.js'
-import type { SizeProbe } from './size-probe.js'
+import type { ProbeResult, SizeProbe } from './size-probe.js'
 import { unavailableForLegalReasons } from './denials.js'
 import type { Refusal } from './serve-policy.js'
 import type { CID } from 'multiformats/cid'
@@ -151,6 +151,26 @@ async function quoteFor (w: PinWrite, d: PinCreateDeps): Promise<PinQuote> {
   if (known != null && known > d.pinMaxBytes) {
     throw new InputTooLargeError(`the DAG's root declares ${known} bytes; this service pins DAGs of at most ${d.pinMaxBytes} bytes`)
   }
+  // the same request on the same probe answer is quoted the same: made once (issue 34; no part of a quote depends on the time)
+  const cid = w.request.cid.toString()
+  const key = `${cid} ${w.months} ${claimed ?? ''} ${w.replaces?.requestid ?? ''}`
+  let made = quotesOf.get(d)
+  const kept = made?.get(key)
+  if (kept != null && kept.probed === probed) return kept.quote
+  const quote = newQuote(w, d, probed, cid)
+  if (made == null) quotesOf.set(d, made = new Map())
+  if (made.size >= MAX_QUOTES) made.delete(made.keys().next().value as string)
+  made.set(key, { probed, quote })
+  return quote
+}
+
+/** quotes made lately, per service (its prices, its URL), by request, with the probe answer each was made on */
+const quotesOf = new WeakMap<PinCreateDeps, Map<string, { probed: ProbeResult, quote: PinQuote }>>()
+const MAX_QUOTES = 1000
+
+function newQuote (w: PinWrite, d: PinCreateDeps, probed: ProbeResult, cid: string): PinQuote {
+  const claimed = w.claimedBytes
+  const known = probed.size?.dagSize
   const bytes = Math.max(known ?? 0, claimed ?? 0)
   // a price over the maximum is a PriceTooHighError: a bad request (src/http/error-catalog.ts)
   const amount = priceFor(BigInt(bytes), w.months, d.prices)
@@ -161,7 +181,6 @@ async function quoteFor (w: PinWrite, d: PinCreateDeps): Promise<PinQuote> {
     : claimed != null
       ? 'the X-Pin-Size header (the root block could not be read in time)'
       : 'no size known (the root block could not be read in time and no X-Pin-Size was sent): minimum price'
-  const cid = w.request.cid.toString()
   return {
     maxBytes,
     declared: probed.size,

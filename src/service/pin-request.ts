@@ -89,6 +89,11 @@ export const Pin = z.object({
 }, { error: 'the body must be a JSON object: {"cid": "...", "name"?, "origins"?, "meta"?}' }).meta({ description: 'Pin object' })
 
 export function parsePinRequest (body: unknown): PinRequest {
+  return commonPin(body) ?? schemaPin(body)
+}
+
+/** the body through the schema: every shape, every error message */
+function schemaPin (body: unknown): PinRequest {
   const parsed = Pin.safeParse(withoutNulls(body))
   if (!parsed.success) throw new InvalidInputError(parsed.error.issues[0]?.message ?? 'the body is not a valid Pin object')
   const b = parsed.data
@@ -101,6 +106,57 @@ export function parsePinRequest (body: unknown): PinRequest {
     setOwn(meta, k, v)
   }
   return { cid: CID.parse(cidText), cidText, ...(b.name != null ? { name: b.name } : {}), origins: b.origins ?? [], meta }
+}
+
+/**
+ * The common body, `{"cid": "…"}` with perhaps a `name` (and null, absent or
+ * empty `origins` and `meta`), checked by hand: zod's run and the CID's parse
+ * were most of an unpaid POST /pins' own cost (issue 34). The same PinRequest
+ * the schema gives; anything else, and anything wrong, goes through the
+ * schema (its messages). A CID is parsed once: CIDs are immutable, so the
+ * requests naming the same text share one (its string forms cached with it).
+ */
+function commonPin (body: unknown): PinRequest | undefined {
+  if (body == null || typeof body !== 'object' || Object.getPrototypeOf(body) !== Object.prototype) return undefined
+  const b = body as Record<string, unknown>
+  let keys = 0
+  for (const k in b) {
+    keys++
+    if (k !== 'cid' && k !== 'name' && k !== 'origins' && k !== 'meta') return undefined
+  }
+  const text = b.cid
+  const name = b.name
+  const origins = b.origins
+  const meta = b.meta
+  if (typeof text !== 'string' || keys > 4) return undefined
+  // at most 255 UTF-16 units is at most 255 characters; a longer name is counted by the schema
+  if (name != null && (typeof name !== 'string' || name.length > 255)) return undefined
+  if (origins != null && (!Array.isArray(origins) || origins.length > 0)) return undefined
+  if (meta != null && (typeof meta !== 'object' || Object.getPrototypeOf(meta) !== Object.prototype || Object.keys(meta).length > 0)) return undefined
+  const cidText = text.trim()
+  const cid = pinnableCid(cidText)
+  if (cid == null) return undefined
+  return name != null ? { cid, cidText, name, origins: [], meta: {} } : { cid, cidText, origins: [], meta: {} }
+}
+
+/** CIDs parsed lately, by their text: undefined when not one pind pins (the schema then tells why) */
+const parsedCids = new Map<string, CID | null>()
+const MAX_PARSED_CIDS = 1000
+
+function pinnableCid (text: string): CID | undefined {
+  let cid = parsedCids.get(text)
+  if (cid === undefined) {
+    cid = null
+    if (text.length > 0 && text.length <= 512) {
+      try {
+        const parsed = CID.parse(text)
+        if (unknownCodec(parsed) == null && unknownHash(parsed) == null) cid = parsed
+      } catch {}
+    }
+    if (parsedCids.size >= MAX_PARSED_CIDS) parsedCids.delete(parsedCids.keys().next().value as string)
+    parsedCids.set(text, cid)
+  }
+  return cid ?? undefined
 }
 
 /** the body with its null fields left out (null means absent) */

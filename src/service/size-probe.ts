@@ -44,6 +44,9 @@ export interface ProbeResult {
   invalid?: string
 }
 
+/** the root could not be had in time: one answer for all (the quotes made on it are kept by it, pin-create.ts) */
+const TIMED_OUT: ProbeResult = Object.freeze({ source: 'timeout' })
+
 export class SizeProbe {
   private readonly cache = new Map<string, { result: ProbeResult, until: number }>()
   /** what the roots held here declared, least recently asked first: each 402 for a local root read and decoded its block */
@@ -88,7 +91,7 @@ export class SizeProbe {
     }
     const hit = this.cache.get(key)
     if (hit != null && hit.until > Date.now()) return hit.result
-    if (this.o.timeoutMs <= 0) return { source: 'timeout' }
+    if (this.o.timeoutMs <= 0) return TIMED_OUT
     // probes are shared only by requests naming the same origins: another's dead origins are not mine
     const flight = `${key} ${[...origins].sort().join(' ')}`
     let p = this.inflight.get(flight)
@@ -121,7 +124,7 @@ export class SizeProbe {
       // kept: the paid pin wants this block again right away (see ipfs/network.ts)
       bytes = await this.o.network.retrieve(cid, signal, { remember: true })
     } catch {
-      return { source: 'timeout' }
+      return TIMED_OUT
     }
     return found(cid, bytes, 'network')
   }
