@@ -74,7 +74,7 @@ import { SizeProbe } from './service/size-probe.js'
 import { BlockNetwork } from './ipfs/network.js'
 import { networkReadThrough } from './ipfs/network-read.js'
 import { buildAgentCard } from './service/agent-card.js'
-import { checkHealth, HealthCheckError, type HealthCheck, type HealthReport } from './service/health.js'
+import { checkHealth, HealthCheckError, type HealthCheck, type HealthDeps, type HealthReport } from './service/health.js'
 import { checkReadiness } from './service/readiness.js'
 import { operatorStatus, type PaymentsCheck } from './service/status.js'
 import { Reprovider } from './service/reprovider.js'
@@ -383,7 +383,8 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
     cleanups.add('archiver', async () => { await archiver.stop() })
 
     const healthLog = log.child({ component: 'health' })
-    const health = async (): Promise<HealthReport> => await checkHealth({
+    // one deps object for every request: checkHealth keeps its checks and its last passing report by it
+    const healthDeps: HealthDeps = {
       readLedger: () => core.schemaVersion(),
       probeBlockstore: async () => { await blocks.probe() },
       blockstoreWritable: () => blocks.writable(),
@@ -394,7 +395,8 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
       diskCheckCacheMs: 1000,
       startedAt,
       log: healthLog
-    })
+    }
+    const health = async (): Promise<HealthReport> => await checkHealth(healthDeps)
     healthRoutes(router, health, async () => await checkReadiness(health, payments))
     agentCardRoutes(router, buildAgentCard({
       publicUrl,

@@ -46,6 +46,8 @@ interface Conn {
   /** requests whose head arrived and whose response has not ended */
   busy: number
   timer?: NodeJS.Timeout
+  /** waiting for a request head (in `waiting`) */
+  waiting: boolean
   readAtWait: number
   released: boolean
 }
@@ -62,26 +64,34 @@ export function limitConnections (server: Server, limits: ConnectionLimits, log:
   const clients = new Map<string, ClientConns>()
   if (max > 0) server.maxConnections = max + BACKSTOP_MARGIN
 
+  // a connection's one timer is started again for each wait (refresh: no new timer per request); it
+  // may go off while the connection is not waiting (busy with a request): then it does nothing
   const unwait = (c: Conn): void => {
-    clearTimeout(c.timer)
-    c.timer = undefined
+    if (!c.waiting) return
+    c.waiting = false
     waiting.delete(c)
     c.client?.waiting.delete(c)
   }
 
   const wait = (c: Conn): void => {
     unwait(c)
+    c.waiting = true
     waiting.add(c)
     c.client?.waiting.add(c)
     c.readAtWait = c.socket.bytesRead
-    c.timer = setTimeout(() => { headTimedOut(c) }, limits.headTimeoutMs)
-    c.timer.unref()
+    if (c.timer == null) {
+      c.timer = setTimeout(() => { if (c.waiting) headTimedOut(c) }, limits.headTimeoutMs)
+      c.timer.unref()
+    } else {
+      c.timer.refresh()
+    }
   }
 
   const release = (c: Conn): void => {
     if (c.released) return
     c.released = true
     unwait(c)
+    clearTimeout(c.timer)
     conns.delete(c.socket)
     if (c.client != null) {
       c.client.count--
@@ -123,7 +133,7 @@ export function limitConnections (server: Server, limits: ConnectionLimits, log:
       clients.set(key, client)
       client.count++
     }
-    const c: Conn = { socket, busy: 0, readAtWait: 0, released: false, ...(client != null ? { client } : {}) }
+    const c: Conn = { socket, busy: 0, waiting: false, readAtWait: 0, released: false, ...(client != null ? { client } : {}) }
     conns.set(socket, c)
     wait(c)
     socket.once('close', () => { release(c) })

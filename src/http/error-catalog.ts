@@ -122,6 +122,8 @@ export interface ErrorAnswer {
   headers: Record<string, string>
   /** the JSON body, serialized once per error (a challenge given again and again costs nothing more) */
   body: Buffer
+  /** the same as text: node:http writes a text body and the head in one string, one write (a Buffer body is a second chunk of a writev) */
+  text: string
 }
 
 const INTERNAL: ErrorAnswer = answer(500, 'INTERNAL_SERVER_ERROR', 'the server failed to handle this request; it has been logged', {})
@@ -176,7 +178,7 @@ function answer (status: number, reason: Reason, details: string, headers: Recor
   // 1000 challenges) must not keep a whole pool slab alive with it
   const body = Buffer.allocUnsafeSlow(Buffer.byteLength(json))
   body.write(json)
-  return { status, reason, details, headers, body }
+  return { status, reason, details, headers, body, text: json }
 }
 
 function paymentHeaders (e: { challenge?: string }): Record<string, string> {

@@ -4,9 +4,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { ErrorAnswer } from './error-catalog.js'
 
-/** `body` is serialized, unless it already is (a Buffer of JSON text). */
+/** JSON text serialized already (sendJson writes it as it is) */
+export class JsonText {
+  constructor (readonly text: string) {}
+}
+
+/** `body` is serialized, unless it already is (a Buffer of JSON text, or JsonText). */
 export function sendJson (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  const text = Buffer.isBuffer(body) ? body : stringify(body)
+  const text = Buffer.isBuffer(body) ? body : body instanceof JsonText ? body.text : stringify(body)
   res.writeHead(status, {
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(text),
@@ -27,7 +32,7 @@ export function sendAnswer (res: ServerResponse, a: ErrorAnswer): void {
     answerHeads.set(a, head)
   }
   res.writeHead(a.status, head)
-  res.end(res.req.method === 'HEAD' ? undefined : a.body)
+  res.end(res.req.method === 'HEAD' ? undefined : a.text)
 }
 
 /** JSON text; bigints (which JSON.stringify refuses) as decimal strings. The replacer runs only when needed: it is slow. */

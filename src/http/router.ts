@@ -66,22 +66,32 @@ function split (path: string): string[] {
   return path.split('/').filter(s => s !== '')
 }
 
+/** a literal route's (and a miss's) parameters: none, one object for all (read only) */
+const NO_PARAMS: Record<string, string> = Object.freeze({}) as Record<string, string>
+
+/** the parameters when `parts` fit `pattern`; made only for a route that has some (a miss allocates nothing) */
 function matchSegments (pattern: string[], parts: string[]): Record<string, string> | undefined {
-  const params: Record<string, string> = {}
+  if (parts.length < pattern.length) {
+    // only a trailing `*` may go without a part of its own
+    if (pattern[parts.length] !== '*') return undefined
+  }
+  let params: Record<string, string> | undefined
   for (let i = 0; i < pattern.length; i++) {
     const p = pattern[i] as string
     if (p === '*') {
+      params ??= {}
       params['*'] = parts.slice(i).join('/')
       return params
     }
     const part = parts[i]
     if (part == null) return undefined
-    if (p.startsWith(':')) {
+    if (p.charCodeAt(0) === 58 /* : */) {
       if (part === '') return undefined
+      params ??= {}
       params[p.slice(1)] = part
     } else if (p !== part) {
       return undefined
     }
   }
-  return parts.length === pattern.length ? params : undefined
+  return parts.length === pattern.length ? params ?? NO_PARAMS : undefined
 }

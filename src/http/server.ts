@@ -252,12 +252,29 @@ function discardBody (req: IncomingMessage, res: ServerResponse): void {
 /** the longest request target accepted (a CID path with a long file path fits many times over) */
 export const MAX_URL_LENGTH = 8192
 
+/**
+ * Request targets parsed lately (short ones): the cheap paths (/health, POST /pins) name the same
+ * few again and again. Their URLs are shared by the requests naming them: read only (no route
+ * changes its URL; one that wants another makes a new one).
+ */
+const parsedUrls = new Map<string, URL>()
+const MAX_PARSED_URLS = 256
+const MAX_KEPT_URL_LENGTH = 128
+
 function parseUrl (raw: string | undefined): URL {
-  if (raw == null || !raw.startsWith('/')) throw new InvalidInputError('the request target must be an absolute path')
+  if (raw == null || raw.charCodeAt(0) !== 47 /* / */) throw new InvalidInputError('the request target must be an absolute path')
+  const kept = parsedUrls.get(raw)
+  if (kept != null) return kept
   if (raw.length > MAX_URL_LENGTH) throw new NameTooLongError(`the request target is longer than ${MAX_URL_LENGTH} characters`)
+  let url: URL
   try {
-    return new URL(raw, 'http://localhost')
+    url = new URL(raw, 'http://localhost')
   } catch {
     throw new InvalidInputError('the request target is not a valid URL path')
   }
+  if (raw.length <= MAX_KEPT_URL_LENGTH) {
+    if (parsedUrls.size >= MAX_PARSED_URLS) parsedUrls.delete(parsedUrls.keys().next().value as string)
+    parsedUrls.set(raw, url)
+  }
+  return url
 }

@@ -26,8 +26,11 @@ export const WriteHeaders = z.object({
   'X-Pin-Size': ByteCount.meta({ description: 'The size of the whole DAG in bytes: the quote uses it when larger than what the root block declares, or when the root cannot be read in time' })
 })
 
+/** the months of a write that does not say (the schema's default, read once: not a zod run per request) */
+const DEFAULT_MONTHS: number = WriteHeaders.shape['X-Pin-Duration-Months'].parse(undefined)
+
 export function parseMonths (raw: string | string[] | undefined, maxMonths: number): number {
-  if (raw == null) return WriteHeaders.shape['X-Pin-Duration-Months'].parse(undefined)
+  if (raw == null) return DEFAULT_MONTHS
   if (Array.isArray(raw)) throw new InvalidInputError('send X-Pin-Duration-Months once')
   const s = raw.trim()
   if (!/^\d{1,3}$/.test(s) || !Months.safeParse(Number(s)).success || Number(s) > maxMonths) {

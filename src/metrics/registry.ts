@@ -82,6 +82,7 @@ export class Metrics {
   private readonly gcSeconds: client.Histogram
   /** request counters and timers by "method route status" */
   private readonly children = new Map<string, { count: { inc: () => void }, time: { observe: (v: number) => void } }>()
+  private readonly paymentChildren = new Map<string, { inc: () => void }>()
 
   constructor (sources: MetricsSources) {
     const r = this.registry
@@ -211,7 +212,13 @@ export class Metrics {
   }
 
   payment (event: string, amount?: bigint, reason?: string): void {
-    this.payments.inc({ event })
+    // one child per event (a fixed few): `required` is counted on every 402
+    let child = this.paymentChildren.get(event)
+    if (child == null) {
+      child = this.payments.labels({ event })
+      this.paymentChildren.set(event, child)
+    }
+    child.inc()
     // reasons are the facilitator's machine codes (a small fixed set), cut to keep a bad one from growing the label set
     if (event === 'settle_failed') this.settlesFailed.inc({ reason: (reason ?? 'unknown').slice(0, 64) })
     if (event === 'settled' && amount != null) this.settled.inc(Number(amount))

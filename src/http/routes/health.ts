@@ -1,14 +1,17 @@
 import type { HealthReport } from '../../service/health.js'
 import type { ReadyReport } from '../../service/readiness.js'
-import { sendJson } from '../respond.js'
+import { JsonText, sendJson } from '../respond.js'
 import type { Router } from '../router.js'
 import { operation, response, schema, type Obj, type PathItems } from '../openapi-parts.js'
 
 /** GET /health: liveness (ledger, blockstore, libp2p). GET /ready: and paid writes can work (for load balancers). */
 export function healthRoutes (router: Router, check: () => Promise<HealthReport>, ready?: () => Promise<ReadyReport>): void {
+  // a passing report is given again while nothing in it changes (service/health.ts): serialized once
+  let last: { report: HealthReport, body: JsonText } | undefined
   router.add('GET', '/health', async ({ res }) => {
     const report = await check()
-    sendJson(res, report.status === 'ok' ? 200 : 503, report)
+    if (last?.report !== report) last = { report, body: new JsonText(JSON.stringify(report)) }
+    sendJson(res, report.status === 'ok' ? 200 : 503, last.body)
   })
   if (ready != null) {
     router.add('GET', '/ready', async ({ res }) => {
