@@ -8,7 +8,7 @@ import type { TokenService, VerifiedToken } from '../../auth/tokens.js'
 import { NotFoundError } from '../../errors.js'
 import type { PinRecord } from '../../ledger/records.js'
 import { PAYMENT_HEADER } from '../../payment/gate.js'
-import { createPin, type PinCreateDeps, type PinOutcome } from '../../service/pin-create.js'
+import { createPin, type PinCreateDeps, type PinOutcome, type PinWrite } from '../../service/pin-create.js'
 import { parsePinRequest } from '../../service/pin-request.js'
 import { renewPin } from '../../service/pin-renew.js'
 import { readJson } from '../json-body.js'
@@ -76,15 +76,13 @@ export function pinRoutes (router: Router, d: PinRoutesDeps): void {
     // a token is optional on POST /pins (operator tokens pin without paying) and required to replace
     const auth = replaces != null || req.headers.authorization != null ? await bearer(req, d.tokens) : undefined
     const paymentHeader = req.headers[PAYMENT_HEADER]
-    return await createPin({
-      request,
-      months,
-      ...(claimedBytes != null ? { claimedBytes } : {}),
-      ...(typeof paymentHeader === 'string' ? { paymentHeader } : {}),
-      ...(auth != null ? { auth } : {}),
-      client: d.clientOf(req),
-      ...(replaces != null ? { replaces: replaces((auth as VerifiedToken).owner) } : {})
-    }, d.create)
+    // set field by field, not spread from conditional objects: the unpaid 402 is the hot path
+    const w: PinWrite = { request, months, client: d.clientOf(req) }
+    if (claimedBytes != null) w.claimedBytes = claimedBytes
+    if (typeof paymentHeader === 'string') w.paymentHeader = paymentHeader
+    if (auth != null) w.auth = auth
+    if (replaces != null) w.replaces = replaces((auth as VerifiedToken).owner)
+    return await createPin(w, d.create)
   }
 
   // a write answered without an error was paid for (or made with an operator token)
