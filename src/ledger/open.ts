@@ -40,7 +40,7 @@ export const LEDGER_SCHEMA_VERSION = 5
 const READABLE_VERSIONS: readonly unknown[] = [1, 2, 3, 4, 5]
 
 /** the upgrades of the ledger's indexes (PinLedger.upgrade), each run once */
-export const UPGRADES = ['index:owner-summaries', 'index:pins-by-expiry', 'repair:replacement-chains', 'index:provide-keys', 'compact:records', 'clock:created-high', 'compact:payment-keys', 'compact:pin-numbers', 'index:removed-pins'] as const
+export const UPGRADES = ['index:owner-summaries', 'index:pins-by-expiry', 'repair:replacement-chains', 'index:provide-keys', 'compact:records', 'clock:created-high', 'compact:payment-keys', 'compact:pin-numbers', 'index:removed-pins', 'index:owner-counts'] as const
 export type Upgrade = typeof UPGRADES[number]
 
 /**
@@ -118,7 +118,8 @@ export async function openLedgerEnv (path: string): Promise<LedgerEnv> {
     await meta.transaction(() => {
       meta.put('schemaVersion', LEDGER_SCHEMA_VERSION)
       meta.put('created', new Date().toISOString())
-      // a new ledger is written in this version's layout from its first pin: nothing to upgrade
+      // a new ledger is written in this version's layout from its first pin (its per-owner counts
+      // too: PinLedger.ownerCount): nothing to upgrade
       for (const u of UPGRADES) meta.put(u, true)
     })
   } else if (!READABLE_VERSIONS.includes(version)) {

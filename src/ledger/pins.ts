@@ -13,6 +13,9 @@
  *   blockRefs block CID (v1) → number of pins holding it  (gateway policy, gc marking)
  *   fetchQueue requestid → createdUs                        (pins by CID still to fetch; survives restarts)
  *   byExpiry  [pinnedUntilMs, requestid] → requestid        (pins not yet removed, by expiry: the sweeper)
+ *   ownerCounts  [owner, status] → number of the owner's pins not removed with that status  (GET /pins' count: ownerCount)
+ *   ownerExpiry  [owner, pinnedUntilMs, requestid] → status  (the owner's pins not removed, by expiry: what ownerCount takes
+ *                                                           off for the pins past their pinned_until that the sweeper has not removed yet)
  *   settling  paymentId → SettlingRecord                    (written before settlement, removed with the record it paid for;
  *                                                             leftovers are reconciled and closed through SettlementNotes)
  *   provide-* kadKey → what the DHT announces, and when       (ProvideKeys: held and released with the block references)
@@ -32,7 +35,7 @@ import { CID } from 'multiformats/cid'
 import { holdClock, seedClock } from './clock.js'
 import type { LedgerEnv, Upgrade } from './open.js'
 import { ProvideKeys } from './provide-keys.js'
-import { isLive, withdrawn, type PaymentRecord, type PinRecord } from './records.js'
+import { isLive, withdrawn, type PaymentRecord, type PinRecord, type PinState } from './records.js'
 import type { SettlingRecord } from './settlements.js'
 import { binaryFastIn, type LedgerSnapshot } from './snapshot.js'
 import type { ArchiveLease } from './archive.js'
@@ -59,6 +62,8 @@ const REPLACEMENT_CHAINS_AFTER = 'repair:replacement-chains:after'
 /** an upgrade step reports its progress every this many records it reads */
 const PROGRESS_EVERY = 1_000
 const MAX_REQUESTID_LENGTH = 128
+/** the meta fact holding, while the index:owner-counts upgrade runs, the last owner whose counts it has built (ownerCountsKept) */
+const OWNER_COUNTS_AFTER = 'index:owner-counts:after'
 /** the meta fact counting the pins moved to the archive */
 const ARCHIVED = 'archivedPins'
 /**
@@ -139,6 +144,12 @@ export class PinLedger {
   private movedThrough: [number, string] | undefined
   /** set by haltUpgrade: upgradeLater's batches stop */
   private upgradeHalted = false
+  /** the owner's pins not removed, by status: [owner, status] → n (ownerCount) */
+  private readonly ownerCounts: Database<number, [string, PinState]>
+  /** the owner's pins not removed, by pinned_until: [owner, untilMs, requestid] → status (ownerCount) */
+  private readonly ownerExpiry: Database<PinState, [string, number, string]>
+  /** whether every owner's counts are kept (the index:owner-counts upgrade has run; read from the ledger until it is true) */
+  private countsBuilt = false
 
   /** how long after pinned_until a pin still counts as live (until the sweeper marks it expired) */
   readonly graceMs: number
@@ -161,6 +172,8 @@ export class PinLedger {
     this.removedIdx = env.db<number | Uint8Array>('pins-removed')
     this.paymentsMoved = env.db<number>('payments-moved', { keyEncoding: 'binary' }) as Database<number, Buffer>
     this.provides = new ProvideKeys(env)
+    this.ownerCounts = env.db<number>('pins-owner-counts')
+    this.ownerExpiry = env.db<PinState>('pins-owner-expiry')
     // until the clock:created-high upgrade has run (a ledger of an earlier pind), upgrade() seeds it
     const high = env.fact(CREATED_HIGH)
     if (typeof high === 'number') seedClock(high)
@@ -186,6 +199,10 @@ export class PinLedger {
     // (the payment's purpose may name this pin's CID: the pin is not written yet)
     this.pins.put(requestid, storePin(pin, this.getPayment(pin.payment.id, (id) => id === requestid ? pin.cid : this.pinCid(id)), this.assets))
     this.noteCreated(pin.createdUs)
+    // the owner's counts follow its index entry, in this transaction: as it was, as it will be
+    if (this.ownerCountsKept(pin.owner)) {
+      this.recount(pin.owner, requestid, this.liveStateAt([pin.owner, pin.createdUs, requestid]), pin.removed == null ? { status: pin.status, until: Date.parse(pin.pinnedUntil) } : undefined)
+    }
     // a removed pin leaves the owner and CID indexes: every listing, takedown and liveness check
     // skips it (issue 18: most of a ledger's pins)
     if (pin.removed != null) {
@@ -193,6 +210,114 @@ export class PinLedger {
       this.byCid.remove([cidKey(pin.cid), requestid])
     } else {
       this.byOwner.put([pin.owner, pin.createdUs, requestid], storeSummary(summaryOf(pin)))
+    }
+  }
+
+  /** the owner index's entry at `key` as status and pinned_until: undefined when there is none or it is of a removed pin */
+  private liveStateAt (key: OwnerKey): OwnerState | undefined {
+    const state = this.byOwnerStates.get(key)
+    if (state === undefined || state === 'removed') return undefined
+    if (state !== 'undecoded') return state
+    const stored = this.byOwner.get(key)
+    const summary = stored !== undefined ? readSummary(key[2], stored) : undefined
+    return summary != null && !summary.removed ? { status: summary.status, until: summary.until } : undefined
+  }
+
+  /**
+   * Are this owner's counts kept (ownerCounts, ownerExpiry)? Every owner's
+   * once the index:owner-counts upgrade has run (a new ledger: from the
+   * start); while it runs, those of the owners it has done (it goes in
+   * owner order). The others are left to it: it counts them afresh.
+   */
+  private ownerCountsKept (owner: string): boolean {
+    if (this.countsReady()) return true
+    const after = this.env.fact(OWNER_COUNTS_AFTER)
+    return typeof after === 'string' && Buffer.compare(Buffer.from(owner), Buffer.from(after)) <= 0
+  }
+
+  /** has the index:owner-counts upgrade run (every owner's counts kept)? */
+  private countsReady (): boolean {
+    if (!this.countsBuilt && this.env.upgraded('index:owner-counts')) this.countsBuilt = true
+    return this.countsBuilt
+  }
+
+  /** moves a pin of `owner` from one state (undefined: none, or removed) to another in its counts (inside the transaction that writes it) */
+  private recount (owner: string, requestid: string, was: OwnerState | undefined, now: OwnerState | undefined): void {
+    if (was?.status === now?.status && (was?.until === now?.until || (Number.isNaN(was?.until) && Number.isNaN(now?.until)))) return
+    if (was != null) {
+      this.addCount(owner, was.status, -1)
+      if (Number.isFinite(was.until)) this.ownerExpiry.remove([owner, was.until, requestid])
+    }
+    if (now != null) {
+      this.addCount(owner, now.status, 1)
+      // a pinned_until that is not a date never passes (listPins' stateMatches): nothing to take off
+      if (Number.isFinite(now.until)) this.ownerExpiry.put([owner, now.until, requestid], now.status)
+    }
+  }
+
+  private addCount (owner: string, status: PinState, by: number): void {
+    const n = (this.ownerCounts.get([owner, status]) ?? 0) + by
+    if (n > 0) this.ownerCounts.put([owner, status], n)
+    else this.ownerCounts.remove([owner, status])
+  }
+
+  /**
+   * How many of the owner's pins GET /pins counts with these statuses and
+   * no other filter: undefined until the index:owner-counts upgrade has run
+   * (listPins then counts by reading the owner's index).
+   *
+   * The count is kept, not read: ownerCounts holds the owner's pins not
+   * removed by status, changed in the transaction of every write of a pin
+   * (putPin: create, replace, update, remove, expiry, takedown, import;
+   * the archiver moves only removed pins, which count nowhere). A pin past
+   * its pinned_until (and the grace) stops counting, unless failed, with no
+   * write: ownerExpiry, the owner's pins by pinned_until, gives the ones
+   * past it that the sweeper has not removed yet, and they are taken off.
+   * So a request reads one count per status and the owner's few expired
+   * pins, whatever the number of its pins.
+   */
+  ownerCount (owner: string, statuses: ReadonlySet<PinState>, now: number): number | undefined {
+    if (!this.countsReady()) return undefined
+    let n = 0
+    for (const status of statuses) n += this.ownerCounts.get([owner, status]) ?? 0
+    for (const { key, value: status } of this.ownerExpiry.getRange({ start: [owner] })) {
+      if (key[0] !== owner || key[1] + this.graceMs > now) break
+      if (status !== 'failed' && statuses.has(status)) n--
+    }
+    return n
+  }
+
+  /**
+   * The index:owner-counts upgrade: each owner's counts from its index
+   * entries, owner after owner in owner order, each owner whole in one
+   * transaction with the fact that it is done (ownerCountsKept: from then on
+   * putPin keeps them), owners of fewer than `batch` pins together.
+   */
+  private async buildOwnerCounts (batch: number, tick: Tick): Promise<void> {
+    let more = true
+    while (more) {
+      this.checkHalted()
+      await this.env.transaction(() => {
+        let entries = 0
+        while (entries < batch) {
+          const after = this.env.fact(OWNER_COUNTS_AFTER)
+          let owner: string | undefined
+          for (const key of this.byOwner.getKeys(typeof after === 'string' ? { start: [after, Number.MAX_SAFE_INTEGER] } : {})) {
+            if (key[0] === after) continue
+            owner = key[0]
+            break
+          }
+          if (owner === undefined) { more = false; return }
+          for (const { key } of this.ownerCounts.getRange({ start: [owner], end: [owner, '\uffff'] })) this.ownerCounts.remove(key)
+          for (const { key } of this.ownerExpiry.getRange({ start: [owner], end: [owner, Number.MAX_VALUE] })) this.ownerExpiry.remove(key)
+          for (const s of this.statesByOwner(owner)) {
+            tick()
+            entries++
+            this.recount(owner, s.id, undefined, { status: s.status, until: s.until })
+          }
+          void this.env.setFact(OWNER_COUNTS_AFTER, owner)
+        }
+      })
     }
   }
 
@@ -435,7 +560,10 @@ export class PinLedger {
     if (!this.env.upgraded('index:owner-summaries')) {
       await this.inBatches(this.pins, COMPACT_BATCH, step('index:owner-summaries'), (key, value) => {
         const pin = readPin(key, value, this.paymentOfPin(key), this.assets)
-        if (pin.removed == null) this.byOwner.put([pin.owner, pin.createdUs, pin.requestid], storeSummary(summaryOf(pin)))
+        if (pin.removed != null) return
+        const ownerKey: OwnerKey = [pin.owner, pin.createdUs, pin.requestid]
+        if (this.ownerCountsKept(pin.owner)) this.recount(pin.owner, pin.requestid, this.liveStateAt(ownerKey), { status: pin.status, until: Date.parse(pin.pinnedUntil) })
+        this.byOwner.put(ownerKey, storeSummary(summaryOf(pin)))
       })
       await this.env.transaction(() => { this.env.setUpgraded('index:owner-summaries') })
     }
@@ -501,6 +629,15 @@ export class PinLedger {
         if (typeof mark === 'number') seedClock(mark)
       }
       seeded?.()
+      if (!this.env.upgraded('index:owner-counts')) {
+        // GET /pins counts by reading the owner's index until this is done (ownerCount)
+        await this.buildOwnerCounts(batch, step('index:owner-counts'))
+        await this.env.transaction(() => {
+          this.env.setUpgraded('index:owner-counts')
+          this.env.removeFact(OWNER_COUNTS_AFTER)
+        })
+        this.countsBuilt = true
+      }
       if (!this.env.upgraded('compact:records')) {
         await this.compactRecords(batch, step('compact:records'))
         await this.env.transaction(() => { this.env.setUpgraded('compact:records') })
@@ -1348,6 +1485,8 @@ export interface LiveSummary {
 
 /** what statesByOwner reads of a pin: its requestid, status and pinned_until (ms since the epoch) */
 export type OwnerPinState = Pick<LiveSummary, 'id' | 'status' | 'until'>
+/** a pin's status and pinned_until, as its owner's counts know it */
+type OwnerState = Pick<LiveSummary, 'status' | 'until'>
 
 /** a removed pin: every listing skips it, so the index keeps nothing else of it (issue 18: most of a ledger's pins) */
 export interface RemovedSummary {

@@ -166,9 +166,14 @@ function stateMatches (pin: Pick<PinSummary & { removed: false }, 'status' | 'un
 /**
  * Filters and counts on the owner index's summaries (no record is read for
  * that); only the page's pins are read in full. Without name, meta or cid
- * filters only each summary's status and pinned_until are read (statesByOwner).
+ * filters only each summary's status and pinned_until are read (statesByOwner);
+ * without before and after either, the count is the one the ledger keeps per
+ * owner and status (PinLedger.ownerCount: it takes off the pins past their
+ * pinned_until itself), and only the page's entries are read: what a request
+ * costs does not grow with the owner's pins. Until a ledger of an earlier
+ * pind has its counts built (its upgrade), every match is counted.
  */
-export function listPins (ledger: Pick<PinLedger, 'get' | 'graceMs' | 'summariesByOwner' | 'statesByOwner'>, owner: string, q: PinQuery, now: Date = new Date()): { count: number, results: PinRecord[] } {
+export function listPins (ledger: Pick<PinLedger, 'get' | 'graceMs' | 'summariesByOwner' | 'statesByOwner'> & Partial<Pick<PinLedger, 'ownerCount'>>, owner: string, q: PinQuery, now: Date = new Date()): { count: number, results: PinRecord[] } {
   const results: PinRecord[] = []
   let count = 0
   const t = now.getTime()
@@ -180,10 +185,17 @@ export function listPins (ledger: Pick<PinLedger, 'get' | 'graceMs' | 'summaries
     }
   }
   if (q.name == null && q.meta == null && q.cids == null) {
+    const kept = q.beforeUs == null && q.afterUs == null ? ledger.ownerCount?.(owner, q.statuses, t) : undefined
+    if (kept !== undefined) {
+      for (const s of ledger.statesByOwner(owner)) {
+        if (results.length >= q.limit) break
+        if (stateMatches(s, q, t, ledger.graceMs)) page(s.id)
+      }
+      return { count: kept, results }
+    }
     for (const s of ledger.statesByOwner(owner, q.beforeUs, q.afterUs)) if (stateMatches(s, q, t, ledger.graceMs)) page(s.id)
   } else {
     for (const s of ledger.summariesByOwner(owner, q.beforeUs, q.afterUs)) if (matches(s, q, t, ledger.graceMs)) page(s.id)
   }
   return { count, results }
 }
-

@@ -23,7 +23,7 @@ export const PinsOp = z.discriminatedUnion('op', [
 export type PinsOp = z.output<typeof PinsOp>
 
 export interface PinsAdminDeps {
-  ledger: Pick<PinLedger, 'allSummaries' | 'get' | 'graceMs' | 'isLive' | 'requestidsOfCid' | 'statesByOwner' | 'summariesByOwner' | 'takeDown'>
+  ledger: Pick<PinLedger, 'allSummaries' | 'get' | 'graceMs' | 'isLive' | 'ownerCount' | 'requestidsOfCid' | 'statesByOwner' | 'summariesByOwner' | 'takeDown'>
   /** a running serve stops fetching a pin it takes down */
   cancelFetch?: (requestid: string) => void
   delegates?: () => string[]
