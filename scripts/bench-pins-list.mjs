@@ -17,13 +17,22 @@
  * (user + system from /proc: steadier than latencies on a shared machine),
  * the time per full paging, and whether p99 < 10 ms.
  *
+ * The ledger is written in the layout before the current one, so serve
+ * upgrades it in the background once it serves (PinLedger.upgradeLater,
+ * batches of 100 records between requests). The requests start once that is
+ * done: serve logs "ledger upgraded" on stderr then. Printed: "serve up in"
+ * (spawn to /health 200) and "upgrade done in" (spawn to that line).
+ * --during-upgrade: start the requests at once, beside the upgrade, as
+ * before.
+ *
  * With `--json`, for scripts/bench.mjs, it also measures the baselines of the start and of
  * `pind keys mint`: serve up on an empty data dir (before the large one), and `pind --version`
  * (the same binary's process start, as many times as tokens are minted); then prints a last
  * line with the figures as JSON (each mint timed on its own, through the running serve).
  *
- * Usage: node scripts/bench-pins-list.mjs [--requests 1000] [--pagings 10] [--owners 100] [--per-owner 1000] [--binary] [--keep] [--json]
- *   (default runs the bundle: node dist/pind.cjs; --binary runs dist/pind)
+ * Usage: node scripts/bench-pins-list.mjs [--requests 1000] [--pagings 10] [--owners 100] [--per-owner 1000] [--binary] [--bin <path>] [--during-upgrade] [--keep] [--json]
+ *   (default runs the bundle: node dist/pind.cjs; --binary runs dist/pind; --bin <path> runs that binary,
+ *   e.g. a baseline's copy: give each binary its own PKG_NATIVE_CACHE_PATH when comparing two)
  */
 import { execFileSync } from 'node:child_process'
 import { createHash, randomUUID } from 'node:crypto'
@@ -44,8 +53,12 @@ const OWNERS = opt('owners', 100)
 const PER_OWNER = opt('per-owner', 1000)
 const QUERIED = Math.min(10, OWNERS) // owners the requests rotate over (one token each)
 const json = argv.includes('--json')
-const useBinary = argv.includes('--binary')
-const [bin, binArgs] = useBinary ? [BINARY, []] : [process.execPath, [join(ROOT, 'dist/pind.cjs')]]
+const binPath = argv.includes('--bin') ? argv[argv.indexOf('--bin') + 1] : undefined
+const useBinary = argv.includes('--binary') || binPath != null
+const duringUpgrade = argv.includes('--during-upgrade')
+const [bin, binArgs] = useBinary ? [binPath ?? BINARY, []] : [process.execPath, [join(ROOT, 'dist/pind.cjs')]]
+/** how long the background upgrade may take before the benchmark gives up */
+const UPGRADE_TIMEOUT_MS = 20 * 60_000
 
 const sha = (s) => createHash('sha256').update(s).digest()
 const owner = (j) => `0x${sha(`owner ${j}`).toString('hex').slice(0, 40)}`
@@ -90,7 +103,7 @@ const stats = (xs) => { const s = [...xs].sort((a, b) => a - b); return { p50: p
 const dir = mkdtempSync(join(tmpdir(), 'pind-bench-pins-list-'))
 let pind, pool
 try {
-  console.log(`bench-pins-list: ${OWNERS} owners × ${PER_OWNER} pins, ${useBinary ? 'binary dist/pind' : 'bundle dist/pind.cjs'}, Node ${process.version}; sequential requests over one keep-alive connection`)
+  console.log(`bench-pins-list: ${OWNERS} owners × ${PER_OWNER} pins, ${useBinary ? `binary ${binPath ?? 'dist/pind'}` : 'bundle dist/pind.cjs'}, Node ${process.version}; sequential requests over one keep-alive connection`)
   let t = performance.now()
   const firstPins = await buildLedger(dir)
   console.log(`setup: ${OWNERS * PER_OWNER} pins written with lmdb in ${((performance.now() - t) / 1000).toFixed(1)} s`)
@@ -103,6 +116,7 @@ try {
     console.log(`serve up on an empty data dir in ${emptyUpMs.toFixed(0)} ms`)
   }
   // startServe's own data dir is replaced by ours (the last --data-dir wins); per-client rate limits off (one client address)
+  const spawnedAt = performance.now()
   pind = await startServe({ binary: bin, binaryArgs: binArgs, args: ['--data-dir', dir, '--token-issuer', 'bench'], env: { PIND_RATE_LIMIT_READS: '0', PIND_RATE_LIMIT_UNPAID: '0' }, startTimeoutMs: 180_000 })
   rmSync(pind.dataDir, { recursive: true, force: true })
   t = performance.now()
@@ -122,6 +136,20 @@ try {
       versionMs.push(performance.now() - t0)
     }
     console.log(`pind --version: median ${median(versionMs).toFixed(0)} ms over ${QUERIED} runs`)
+  }
+  if (!duringUpgrade) {
+    // the background upgrade's end: serve's log line (JSON lines on stderr)
+    const logged = (msg) => pind.stderr().split('\n').some(line => { try { return JSON.parse(line).msg === msg } catch { return false } })
+    for (;;) {
+      if (logged('ledger upgraded')) break
+      if (logged('the ledger upgrade failed: the next start goes on with it')) throw new Error(`the ledger upgrade failed: ${pind.stderr()}`)
+      if (pind.proc.exitCode != null) throw new Error(`pind exited: ${pind.stderr()}`)
+      if (performance.now() - spawnedAt > UPGRADE_TIMEOUT_MS) throw new Error('the ledger upgrade did not finish')
+      await new Promise(resolve => setTimeout(resolve, 20))
+    }
+    console.log(`upgrade done in ${(performance.now() - spawnedAt).toFixed(0)} ms (from spawn; serve up in ${pind.ms.toFixed(0)} ms); requests start now`)
+  } else {
+    console.log('requests start now, beside the ledger upgrade (--during-upgrade)')
   }
 
   pool = new Pool(new URL(pind.url).origin, { connections: 1 })
