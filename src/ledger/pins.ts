@@ -14,8 +14,10 @@
  *   fetchQueue requestid → createdUs                        (pins by CID still to fetch; survives restarts)
  *   byExpiry  [pinnedUntilMs, requestid] → requestid        (pins not yet removed, by expiry: the sweeper)
  *   ownerCounts  [owner, status] → number of the owner's pins not removed with that status  (GET /pins' count: ownerCount)
- *   ownerExpiry  [owner, pinnedUntilMs, requestid] → status  (the owner's pins not removed, by expiry: what ownerCount takes
- *                                                           off for the pins past their pinned_until that the sweeper has not removed yet)
+ *   ownerBuckets [owner, status, createdUs / 2^32] → n      (the same by creation, in spans of ~72 minutes: the count of GET /pins with
+ *                                                           before/after)
+ *   ownerExpiry  [owner, pinnedUntilMs, requestid] → [status, createdUs]  (the owner's pins not removed, by expiry: what ownerCount
+ *                                                           takes off for the pins past their pinned_until that the sweeper has not removed yet)
  *   settling  paymentId → SettlingRecord                    (written before settlement, removed with the record it paid for;
  *                                                             leftovers are reconciled and closed through SettlementNotes)
  *   provide-* kadKey → what the DHT announces, and when       (ProvideKeys: held and released with the block references)
@@ -62,6 +64,8 @@ const REPLACEMENT_CHAINS_AFTER = 'repair:replacement-chains:after'
 /** an upgrade step reports its progress every this many records it reads */
 const PROGRESS_EVERY = 1_000
 const MAX_REQUESTID_LENGTH = 128
+/** the span of creation times (µs) each of ownerBuckets' counts covers: 2^32 µs, ~72 minutes */
+const BUCKET_US = 2 ** 32
 /** the meta fact holding, while the index:owner-counts upgrade runs, the last owner whose counts it has built (ownerCountsKept) */
 const OWNER_COUNTS_AFTER = 'index:owner-counts:after'
 /** the meta fact counting the pins moved to the archive */
@@ -146,8 +150,10 @@ export class PinLedger {
   private upgradeHalted = false
   /** the owner's pins not removed, by status: [owner, status] → n (ownerCount) */
   private readonly ownerCounts: Database<number, [string, PinState]>
-  /** the owner's pins not removed, by pinned_until: [owner, untilMs, requestid] → status (ownerCount) */
-  private readonly ownerExpiry: Database<PinState, [string, number, string]>
+  /** the owner's pins not removed, by status and span of creation: [owner, status, createdUs / BUCKET_US] → n (ownerCount) */
+  private readonly ownerBuckets: Database<number, [string, PinState, number]>
+  /** the owner's pins not removed, by pinned_until: [owner, untilMs, requestid] → [status, createdUs] (ownerCount) */
+  private readonly ownerExpiry: Database<[PinState, number], [string, number, string]>
   /** whether every owner's counts are kept (the index:owner-counts upgrade has run; read from the ledger until it is true) */
   private countsBuilt = false
 
@@ -173,7 +179,8 @@ export class PinLedger {
     this.paymentsMoved = env.db<number>('payments-moved', { keyEncoding: 'binary' }) as Database<number, Buffer>
     this.provides = new ProvideKeys(env)
     this.ownerCounts = env.db<number>('pins-owner-counts')
-    this.ownerExpiry = env.db<PinState>('pins-owner-expiry')
+    this.ownerBuckets = env.db<number>('pins-owner-buckets')
+    this.ownerExpiry = env.db<[PinState, number]>('pins-owner-expiry')
     // until the clock:created-high upgrade has run (a ledger of an earlier pind), upgrade() seeds it
     const high = env.fact(CREATED_HIGH)
     if (typeof high === 'number') seedClock(high)
@@ -201,7 +208,7 @@ export class PinLedger {
     this.noteCreated(pin.createdUs)
     // the owner's counts follow its index entry, in this transaction: as it was, as it will be
     if (this.ownerCountsKept(pin.owner)) {
-      this.recount(pin.owner, requestid, this.liveStateAt([pin.owner, pin.createdUs, requestid]), pin.removed == null ? { status: pin.status, until: Date.parse(pin.pinnedUntil) } : undefined)
+      this.recount(pin.owner, requestid, pin.createdUs, this.liveStateAt([pin.owner, pin.createdUs, requestid]), pin.removed == null ? { status: pin.status, until: Date.parse(pin.pinnedUntil) } : undefined)
     }
     // a removed pin leaves the owner and CID indexes: every listing, takedown and liveness check
     // skips it (issue 18: most of a ledger's pins)
@@ -242,23 +249,26 @@ export class PinLedger {
   }
 
   /** moves a pin of `owner` from one state (undefined: none, or removed) to another in its counts (inside the transaction that writes it) */
-  private recount (owner: string, requestid: string, was: OwnerState | undefined, now: OwnerState | undefined): void {
+  private recount (owner: string, requestid: string, createdUs: number, was: OwnerState | undefined, now: OwnerState | undefined): void {
     if (was?.status === now?.status && (was?.until === now?.until || (Number.isNaN(was?.until) && Number.isNaN(now?.until)))) return
+    const bucket = Math.floor(createdUs / BUCKET_US)
     if (was != null) {
-      this.addCount(owner, was.status, -1)
+      this.addCount(this.ownerCounts, [owner, was.status], -1)
+      this.addCount(this.ownerBuckets, [owner, was.status, bucket], -1)
       if (Number.isFinite(was.until)) this.ownerExpiry.remove([owner, was.until, requestid])
     }
     if (now != null) {
-      this.addCount(owner, now.status, 1)
+      this.addCount(this.ownerCounts, [owner, now.status], 1)
+      this.addCount(this.ownerBuckets, [owner, now.status, bucket], 1)
       // a pinned_until that is not a date never passes (listPins' stateMatches): nothing to take off
-      if (Number.isFinite(now.until)) this.ownerExpiry.put([owner, now.until, requestid], now.status)
+      if (Number.isFinite(now.until)) this.ownerExpiry.put([owner, now.until, requestid], [now.status, createdUs])
     }
   }
 
-  private addCount (owner: string, status: PinState, by: number): void {
-    const n = (this.ownerCounts.get([owner, status]) ?? 0) + by
-    if (n > 0) this.ownerCounts.put([owner, status], n)
-    else this.ownerCounts.remove([owner, status])
+  private addCount<K extends Key> (db: Database<number, K>, key: K, by: number): void {
+    const n = (db.get(key) ?? 0) + by
+    if (n > 0) db.put(key, n)
+    else db.remove(key)
   }
 
   /**
@@ -274,15 +284,44 @@ export class PinLedger {
    * write: ownerExpiry, the owner's pins by pinned_until, gives the ones
    * past it that the sweeper has not removed yet, and they are taken off.
    * So a request reads one count per status and the owner's few expired
-   * pins, whatever the number of its pins.
+   * pins, whatever the number of its pins. With `beforeUs`/`afterUs`
+   * (created strictly between them: paging), ownerBuckets gives the counts
+   * of the whole spans of ~72 minutes of creation inside the window, and the
+   * pins at its two ends, in spans cut by it, are read (stateMatches' rule
+   * here too): what it reads grows with the owner's pins per 72 minutes and
+   * the window's number of spans, not with its pins.
    */
-  ownerCount (owner: string, statuses: ReadonlySet<PinState>, now: number): number | undefined {
+  ownerCount (owner: string, statuses: ReadonlySet<PinState>, now: number, beforeUs?: number, afterUs?: number): number | undefined {
     if (!this.countsReady()) return undefined
     let n = 0
-    for (const status of statuses) n += this.ownerCounts.get([owner, status]) ?? 0
-    for (const { key, value: status } of this.ownerExpiry.getRange({ start: [owner] })) {
+    if (beforeUs == null && afterUs == null) {
+      for (const status of statuses) n += this.ownerCounts.get([owner, status]) ?? 0
+      return n - this.expiredIn(owner, statuses, now, -Infinity, Infinity)
+    }
+    // created strictly between afterUs and beforeUs: the spans of ownerBuckets inside that, and the pins at either end read
+    const lo = afterUs ?? -1
+    const hi = beforeUs ?? Number.MAX_SAFE_INTEGER
+    const first = Math.floor((lo + 1) / BUCKET_US) + 1
+    const end = Math.floor((hi - 1) / BUCKET_US)
+    // no whole span between the ends: the window is read as it is (undefined: listPins counts)
+    if (end - first < 1) return undefined
+    const fromUs = first * BUCKET_US
+    const toUs = end * BUCKET_US
+    const counted = (s: OwnerPinState): boolean => statuses.has(s.status) && (s.status === 'failed' || s.until + this.graceMs > now)
+    for (const s of this.statesByOwner(owner, fromUs, lo)) if (counted(s)) n++
+    for (const s of this.statesByOwner(owner, hi, toUs - 1)) if (counted(s)) n++
+    for (const status of statuses) {
+      for (const { value } of this.ownerBuckets.getRange({ start: [owner, status, first], end: [owner, status, end] })) n += value
+    }
+    return n - this.expiredIn(owner, statuses, now, fromUs, toUs)
+  }
+
+  /** how many of the owner's pins with these statuses created in [fromUs, toUs) are past their pinned_until and the grace at `now` (failed ones never are) */
+  private expiredIn (owner: string, statuses: ReadonlySet<PinState>, now: number, fromUs: number, toUs: number): number {
+    let n = 0
+    for (const { key, value: [status, createdUs] } of this.ownerExpiry.getRange({ start: [owner] })) {
       if (key[0] !== owner || key[1] + this.graceMs > now) break
-      if (status !== 'failed' && statuses.has(status)) n--
+      if (status !== 'failed' && statuses.has(status) && createdUs >= fromUs && createdUs < toUs) n++
     }
     return n
   }
@@ -309,11 +348,12 @@ export class PinLedger {
           }
           if (owner === undefined) { more = false; return }
           for (const { key } of this.ownerCounts.getRange({ start: [owner], end: [owner, '\uffff'] })) this.ownerCounts.remove(key)
+          for (const { key } of this.ownerBuckets.getRange({ start: [owner], end: [owner, '\uffff'] })) this.ownerBuckets.remove(key)
           for (const { key } of this.ownerExpiry.getRange({ start: [owner], end: [owner, Number.MAX_VALUE] })) this.ownerExpiry.remove(key)
-          for (const s of this.statesByOwner(owner)) {
+          for (const key of this.byOwner.getKeys({ start: [owner], end: [owner, Number.MAX_SAFE_INTEGER] })) {
             tick()
             entries++
-            this.recount(owner, s.id, undefined, { status: s.status, until: s.until })
+            this.recount(owner, key[2], key[1], undefined, this.liveStateAt(key))
           }
           void this.env.setFact(OWNER_COUNTS_AFTER, owner)
         }
@@ -562,7 +602,7 @@ export class PinLedger {
         const pin = readPin(key, value, this.paymentOfPin(key), this.assets)
         if (pin.removed != null) return
         const ownerKey: OwnerKey = [pin.owner, pin.createdUs, pin.requestid]
-        if (this.ownerCountsKept(pin.owner)) this.recount(pin.owner, pin.requestid, this.liveStateAt(ownerKey), { status: pin.status, until: Date.parse(pin.pinnedUntil) })
+        if (this.ownerCountsKept(pin.owner)) this.recount(pin.owner, pin.requestid, pin.createdUs, this.liveStateAt(ownerKey), { status: pin.status, until: Date.parse(pin.pinnedUntil) })
         this.byOwner.put(ownerKey, storeSummary(summaryOf(pin)))
       })
       await this.env.transaction(() => { this.env.setUpgraded('index:owner-summaries') })

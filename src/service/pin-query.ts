@@ -166,12 +166,13 @@ function stateMatches (pin: Pick<PinSummary & { removed: false }, 'status' | 'un
 /**
  * Filters and counts on the owner index's summaries (no record is read for
  * that); only the page's pins are read in full. Without name, meta or cid
- * filters only each summary's status and pinned_until are read (statesByOwner);
- * without before and after either, the count is the one the ledger keeps per
- * owner and status (PinLedger.ownerCount: it takes off the pins past their
- * pinned_until itself), and only the page's entries are read: what a request
- * costs does not grow with the owner's pins. Until a ledger of an earlier
- * pind has its counts built (its upgrade), every match is counted.
+ * filters only each summary's status and pinned_until are read (statesByOwner),
+ * and the count is the one the ledger keeps per owner and status
+ * (PinLedger.ownerCount: it takes off the pins past their pinned_until
+ * itself; with before/after, its counts per ~72 minutes of creation and the
+ * pins at the window's ends): only the page's entries are read besides. Until
+ * a ledger of an earlier pind has its counts built (its upgrade), or for a
+ * window shorter than two of those spans, every match is counted.
  */
 export function listPins (ledger: Pick<PinLedger, 'get' | 'graceMs' | 'summariesByOwner' | 'statesByOwner'> & Partial<Pick<PinLedger, 'ownerCount'>>, owner: string, q: PinQuery, now: Date = new Date()): { count: number, results: PinRecord[] } {
   const results: PinRecord[] = []
@@ -185,9 +186,9 @@ export function listPins (ledger: Pick<PinLedger, 'get' | 'graceMs' | 'summaries
     }
   }
   if (q.name == null && q.meta == null && q.cids == null) {
-    const kept = q.beforeUs == null && q.afterUs == null ? ledger.ownerCount?.(owner, q.statuses, t) : undefined
+    const kept = ledger.ownerCount?.(owner, q.statuses, t, q.beforeUs, q.afterUs)
     if (kept !== undefined) {
-      for (const s of ledger.statesByOwner(owner)) {
+      for (const s of ledger.statesByOwner(owner, q.beforeUs, q.afterUs)) {
         if (results.length >= q.limit) break
         if (stateMatches(s, q, t, ledger.graceMs)) page(s.id)
       }

@@ -9,6 +9,7 @@
  * stops midway and writes come in between.
  */
 import { afterEach, describe, expect, it } from 'vitest'
+import { isoMicros } from '../../../src/ledger/clock.js'
 import type { LedgerEnv } from '../../../src/ledger/open.js'
 import { PinLedger } from '../../../src/ledger/pins.js'
 import type { PinRecord, PinState } from '../../../src/ledger/records.js'
@@ -41,24 +42,35 @@ function random (seed: number): () => number {
   }
 }
 
-/** what a scan of the owner's index counts (what listPins counted before the counts were kept) */
-function scanned (ledger: PinLedger, owner: string, statuses: PinState[], now: number): number {
+/** what a scan of the owner's index counts (what listPins counted before the counts were kept); created strictly between `afterUs` and `beforeUs` */
+function scanned (ledger: PinLedger, owner: string, statuses: PinState[], now: number, beforeUs?: number, afterUs?: number): number {
   const q: PinQuery = { match: 'exact', statuses: new Set(statuses), limit: 10 }
-  return [...ledger.summariesByOwner(owner)].filter(s => matches(s, q, now, ledger.graceMs)).length
+  return [...ledger.summariesByOwner(owner, beforeUs, afterUs)].filter(s => matches(s, q, now, ledger.graceMs)).length
 }
 
-/** the kept count equals the scan's for every owner, status set, grace and time in `times` */
-function expectCountsAsScanned (env: LedgerEnv, times: number[], at: string): void {
+/**
+ * the kept count equals the scan's for every owner, status set, grace and time in `times`, and in each
+ * window of `windows` (before, after: created strictly between) that is longer than two of its spans
+ */
+function expectCountsAsScanned (env: LedgerEnv, times: number[], at: string, windows: Array<[number | undefined, number | undefined]> = []): number {
+  let windowed = 0
   for (const graceMs of [0, HOUR]) {
     const ledger = new PinLedger(env, { graceMs })
     for (const owner of OWNERS) {
       for (const statuses of STATUS_SETS) {
         for (const now of times) {
           expect(ledger.ownerCount(owner, new Set(statuses), now), `${at}: ${owner} ${statuses.join(',')} grace ${graceMs} at ${now}`).toBe(scanned(ledger, owner, statuses, now))
+          for (const [beforeUs, afterUs] of windows) {
+            const kept = ledger.ownerCount(owner, new Set(statuses), now, beforeUs, afterUs)
+            if (kept === undefined) continue
+            windowed++
+            expect(kept, `${at}: ${owner} ${statuses.join(',')} grace ${graceMs} at ${now}, before ${beforeUs} after ${afterUs}`).toBe(scanned(ledger, owner, statuses, now, beforeUs, afterUs))
+          }
         }
       }
     }
   }
+  return windowed
 }
 
 /** listPins answers as filtering every summary of the owner does (count and page) */
@@ -81,7 +93,19 @@ describe('per-owner counts', () => {
     const untils = (): string => new Date(Date.now() + pick([-2 * DAY, -30 * MIN, 30 * MIN, 2 * DAY, 400 * DAY])).toISOString()
     let n = 0
     const nextId = (): string => `019ab3f1-2c4d-7e8f-9a0b-${String(++n).padStart(12, '0')}`
-    const fresh = (owner: string, extra: Partial<PinRecord> = {}): PinRecord => pinRecord(nextId(), pick(CIDS), { owner, status: pick(STATUSES), pinnedUntil: untils(), ...extra })
+    // created ~17 minutes apart from 5 days ago on, a few pins in each span of the counts by creation (2^32 µs)
+    const startUs = (Date.now() - 5 * DAY) * 1000
+    const createdAt = (): Partial<PinRecord> => {
+      const us = startUs + (n + 1) * 1_000_000_000 + Math.floor(rnd() * 1_000_000)
+      return { created: isoMicros(us), createdUs: us }
+    }
+    const fresh = (owner: string, extra: Partial<PinRecord> = {}): PinRecord => pinRecord(nextId(), pick(CIDS), { owner, status: pick(STATUSES), pinnedUntil: untils(), ...createdAt(), ...extra })
+    /** windows of creation (before, after) from pins' created, as paging asks */
+    const windows = (): Array<[number | undefined, number | undefined]> => {
+      const us = (): number => startUs + Math.floor(rnd() * (n + 2) * 1_000_000_000)
+      return [[us(), undefined], [undefined, us()], [us(), us()], [startUs + n * 1_000_000_000, startUs + 1_000_000_000], [undefined, undefined]]
+    }
+    let windowed = 0
     /** a pin of `owner` not removed, if it has one */
     const live = (owner: string): string | undefined => {
       const ids = [...ledger.summariesByOwner(owner)].map(s => s.id)
@@ -113,17 +137,21 @@ describe('per-owner counts', () => {
       done[op] = (done[op] ?? 0) + 1
       if (step % 25 === 24) {
         const now = Date.now()
-        expectCountsAsScanned(env, [now, now + 45 * MIN, now + 3 * DAY, now + 500 * DAY], `step ${step}`)
+        windowed += expectCountsAsScanned(env, [now, now + 45 * MIN, now + 3 * DAY, now + 500 * DAY], `step ${step}`, windows())
       }
     }
     // every kind of write ran, and the owners hold pins of every kind
     for (const op of ops) expect(done[op], op).toBeGreaterThan(5)
     const now = Date.now()
-    expectCountsAsScanned(env, [now - DAY, now, now + 31 * MIN, now + 45 * MIN, now + 3 * DAY, now + 500 * DAY], 'end')
+    windowed += expectCountsAsScanned(env, [now - DAY, now, now + 31 * MIN, now + 45 * MIN, now + 3 * DAY, now + 500 * DAY], 'end', [...windows(), ...windows()])
+    // the counts by creation answered most windows (the others are within two spans)
+    expect(windowed).toBeGreaterThan(1000)
+    const time = (us: number): string => encodeURIComponent(isoMicros(us))
     for (const owner of OWNERS) {
       expect(scanned(ledger, owner, STATUSES, now)).toBeGreaterThan(10)
-      for (const query of QUERIES) expectListedAsScanned(ledger, owner, query, new Date(now))
-      for (const query of QUERIES) expectListedAsScanned(new PinLedger(env, { graceMs: HOUR }), owner, query, new Date(now + 45 * MIN))
+      const paging = [...windows(), ...windows()].flatMap(([b, a]) => [`${b != null ? `before=${time(b)}` : ''}${a != null ? `&after=${time(a)}` : ''}`, `status=queued,pinning,failed&limit=2${b != null ? `&before=${time(b)}` : ''}`])
+      for (const query of [...QUERIES, ...paging]) expectListedAsScanned(ledger, owner, query, new Date(now))
+      for (const query of [...QUERIES, ...paging]) expectListedAsScanned(new PinLedger(env, { graceMs: HOUR }), owner, query, new Date(now + 45 * MIN))
     }
   })
 
