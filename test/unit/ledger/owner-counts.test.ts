@@ -155,6 +155,31 @@ describe('per-owner counts', () => {
     }
   })
 
+  it('the upgrade builds the counts of many small owners, several in a transaction, each once', async () => {
+    const { env, ledger } = await openTestLedger({ upgrade: true })
+    let n = 0
+    const owners = Array.from({ length: 250 }, (_, j) => `0x${j.toString(16).padStart(40, '0')}`)
+    for (let i = 0; i < 10; i++) {
+      await ledger.importBatch(owners.slice(i * 25, i * 25 + 25).flatMap(owner => Array.from({ length: 8 }, (_, k) => ({ pin: pinRecord(`019ab3f1-2c4d-7e8f-9a0b-${String(++n).padStart(12, '0')}`, CIDS[k % 3] as string, { owner, status: STATUSES[k % 4], pinnedUntil: new Date(Date.now() + (k % 3 === 0 ? -DAY : DAY)).toISOString() }) }))), [])
+    }
+    await env.transaction(() => {
+      for (const name of ['pins-owner-counts', 'pins-owner-buckets', 'pins-owner-expiry']) {
+        const db = env.db<unknown>(name)
+        for (const key of [...db.getKeys()]) db.remove(key)
+      }
+      env.setUpgraded('index:owner-counts', false)
+    })
+    const seen: number[] = []
+    const l = new PinLedger(env)
+    expect(await l.upgradeLater((p) => { if (p.upgrade === 'index:owner-counts') seen.push(p.records) })).toBe(true)
+    // 2,000 entries read once each (an owner done twice would read more)
+    expect(seen).toEqual([0, 1000, 2000])
+    const now = Date.now()
+    for (const owner of owners) {
+      for (const statuses of STATUS_SETS) expect(l.ownerCount(owner, new Set(statuses), now)).toBe(scanned(l, owner, statuses, now))
+    }
+  })
+
   it('a ledger without counts lists by scanning until its upgrade builds them, stopped midway with writes in between', async () => {
     const { env, ledger } = await openTestLedger({ upgrade: true })
     let n = 0
@@ -169,7 +194,7 @@ describe('per-owner counts', () => {
     }
     // as an earlier pind left it: no counts, the step to do; owner summaries in the layout before (maps)
     await env.transaction(() => {
-      for (const name of ['pins-owner-counts', 'pins-owner-expiry']) {
+      for (const name of ['pins-owner-counts', 'pins-owner-buckets', 'pins-owner-expiry']) {
         const db = env.db<unknown>(name)
         for (const key of [...db.getKeys()]) db.remove(key)
       }
