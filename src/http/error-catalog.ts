@@ -111,7 +111,7 @@ export const FAULTS: readonly string[] = [
   'TooLargeError', 'UnusableImportError', 'PermanentFetchError', 'DagTooLargeError', 'DagExpandsError', 'UnwalkableDagError',
   'StalledError', 'P2pListenError', 'BlockHashMismatchError', 'CorruptBlockError', 'HealthCheckError', 'ImportError', 'CannotFulfilError',
   'HeaderError', 'RuleError', 'DenylistConfigError', 'AdminCallError',
-  'BlockstoreRecordError', 'BackendChoiceError', 'S3ConfigError', 'S3RequestError', 'S3DeadlineError'
+  'BlockstoreRecordError', 'BackendChoiceError', 'S3ConfigError', 'S3RequestError', 'S3DeadlineError', 'RuntimeSettingError'
 ]
 
 /** What an error becomes on the wire. */
