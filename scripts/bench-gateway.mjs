@@ -9,9 +9,9 @@
  * Usage: node scripts/bench-gateway.mjs [size-bytes] [rounds] [--json] [--no-ranges]
  */
 import { randomBytes } from 'node:crypto'
-import { writeFileSync, createReadStream, mkdtempSync, rmSync } from 'node:fs'
+import { writeFileSync, createReadStream, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { createServer } from 'node:http'
-import { tmpdir } from 'node:os'
+import { loadavg, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { toClientEvmSigner } from '@x402/evm'
 import { ExactEvmScheme } from '@x402/evm/exact/client'
@@ -36,6 +36,12 @@ const base = createServer((req, res) => {
 await new Promise(resolve => base.listen(0, '127.0.0.1', resolve))
 const baseUrl = `http://127.0.0.1:${base.address().port}/file.bin`
 
+/** user + system CPU of a process so far, in ms (clock ticks of 10 ms) */
+function cpuMs (pid) {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
+  return (Number(f[11]) + Number(f[12])) * 10
+}
+
 async function drain (url, init) {
   const t0 = performance.now()
   const r = await fetch(url, init)
@@ -58,8 +64,12 @@ try {
 
   const pindTimes = []
   const baseTimes = []
+  /** the service's CPU time (user + system) per whole read, ms */
+  const pindCpu = []
   for (let i = 0; i < rounds; i++) {
+    const c0 = cpuMs(pind.proc.pid)
     const a = await drain(url)
+    pindCpu.push(cpuMs(pind.proc.pid) - c0)
     if (a.n !== size) throw new Error(`gateway returned ${a.n} bytes`)
     pindTimes.push(a.ms)
     baseTimes.push((await drain(baseUrl)).ms)
@@ -68,7 +78,9 @@ try {
   const p = mbps(median(pindTimes))
   const b = mbps(median(baseTimes))
   console.log(`GET /ipfs/{cid} ${size} bytes: median ${p.toFixed(0)} MB/s; bare node:http file server: ${b.toFixed(0)} MB/s; ratio ${(p / b).toFixed(2)}`)
-  const figures = { bytes: size, rounds, pindMBps: p, baselineMBps: b, pindMs: pindTimes, baselineMs: baseTimes }
+  const cpuPer100MB = median(pindCpu) / (size / 1e8)
+  console.log(`service CPU (user + system) per read median ${median(pindCpu)} ms (${pindCpu.join(', ')}): ${cpuPer100MB.toFixed(0)} ms per 100 MB; load average ${loadavg().map(l => l.toFixed(1)).join(' ')}`)
+  const figures = { bytes: size, rounds, pindMBps: p, baselineMBps: b, ratio: p / b, pindMs: pindTimes, baselineMs: baseTimes, pindCpuMs: pindCpu, cpuMsPer100MB: cpuPer100MB, load: loadavg()[0] }
   if (process.argv.includes('--no-ranges')) { jsonResult(figures) } else {
 
   const concurrent = 64

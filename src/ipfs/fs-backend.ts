@@ -6,6 +6,7 @@
  * every directory that gained an entry; gc walks the shard folders.
  */
 import { randomBytes } from 'node:crypto'
+import * as fs from 'node:fs'
 import { mkdir, open, opendir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { FsBlockstore } from 'blockstore-fs'
@@ -23,14 +24,103 @@ const PAGE = 1000
 
 /**
  * blockstore-fs, whose reads say what they are: each piece of a block read
- * from its file (a stream of 64 KiB reads) is a fresh buffer nobody else
- * holds, handed over to the reader (runtime/buffers.ts), which may free it as soon
- * as it is done with it instead of leaving it to a garbage collection.
+ * from its file is a fresh buffer nobody else holds, handed over to the reader
+ * (runtime/buffers.ts), which may free it as soon as it is done with it
+ * instead of leaving it to a garbage collection.
+ *
+ * A block file is read with one readv into pieces of READ_PIECE bytes (each
+ * its own ArrayBuffer, so each can be freed once written), not through
+ * blockstore-fs's createReadStream: the stream made 16 reads, 16 promises and
+ * its async iterator's machinery per 1 MiB block, ~25% of the service's CPU
+ * for a whole-file gateway read (issue 34, docs/performance.md). Any error
+ * is a NotFoundError, as blockstore-fs's own get throws.
  */
 class FreshReads extends FsBlockstore {
   override async * get (key: CID, options?: Parameters<FsBlockstore['get']>[1]): AsyncGenerator<Uint8Array> {
-    for await (const piece of super.get(key, options)) yield handOver(piece)
+    options?.signal?.throwIfAborted()
+    const { dir, file } = SHARDING.encode(key)
+    let pieces: Buffer[]
+    try {
+      pieces = await readPieces(join(this.path, dir, file))
+    } catch (err) {
+      throw notFound(String(err))
+    }
+    for (const piece of pieces) yield handOver(piece)
   }
+}
+
+/** the size of the pieces a block file is read in: a socket's write size (http/gateway/pump.ts PIECE_BYTES) */
+const READ_PIECE = 65_536
+/** a file larger than this is not read into memory at once (no block is near it): read in pieces up to it, then refused */
+const MAX_READ = 16 * 1_048_576
+
+/** interface-store's NotFoundError, as blockstore-fs throws it (matched by name) */
+function notFound (message: string): Error {
+  const err = new Error(message)
+  err.name = 'NotFoundError'
+  return err
+}
+
+/**
+ * A whole file as fresh pieces of READ_PIECE bytes: open, fstat, readv (again
+ * for what a short read left), close, with callbacks (one promise per file,
+ * no FileHandle).
+ */
+async function readPieces (path: string): Promise<Buffer[]> {
+  return await new Promise<Buffer[]>((resolve, reject) => {
+    fs.open(path, 'r', (err, fd) => {
+      if (err != null) { reject(err); return }
+      const done = (failure: Error | null, pieces?: Buffer[]): void => {
+        fs.close(fd, (closeErr) => {
+          if (failure != null || closeErr != null) reject(failure ?? closeErr)
+          else resolve(pieces as Buffer[])
+        })
+      }
+      fs.fstat(fd, (err, st) => {
+        if (err != null) { done(err); return }
+        if (st.size > MAX_READ) { done(new Error(`${path} has ${st.size} bytes, more than any block`)); return }
+        const pieces: Buffer[] = []
+        for (let at = 0; at < st.size; at += READ_PIECE) pieces.push(Buffer.allocUnsafeSlow(Math.min(READ_PIECE, st.size - at)))
+        let got = 0
+        const more = (): void => {
+          if (got >= st.size) { done(null, pieces); return }
+          fs.readv(fd, viewsFrom(pieces, got), got, (err, n) => {
+            if (err != null) { done(err); return }
+            // a file that ends early (it cannot: blocks are renamed into place whole) ends its read
+            if (n === 0) { done(null, cut(pieces, got)); return }
+            got += n
+            more()
+          })
+        }
+        more()
+      })
+    })
+  })
+}
+
+/** views of `pieces` from byte `from` on (what a short readv left to read) */
+function viewsFrom (pieces: Buffer[], from: number): Buffer[] {
+  if (from === 0) return pieces
+  const out: Buffer[] = []
+  let at = 0
+  for (const p of pieces) {
+    const end = at + p.byteLength
+    if (end > from) out.push(at >= from ? p : p.subarray(from - at))
+    at = end
+  }
+  return out
+}
+
+/** the first `length` bytes of `pieces` */
+function cut (pieces: Buffer[], length: number): Buffer[] {
+  const out: Buffer[] = []
+  let at = 0
+  for (const p of pieces) {
+    if (at >= length) break
+    out.push(at + p.byteLength <= length ? p : Buffer.from(p.subarray(0, length - at)))
+    at += p.byteLength
+  }
+  return out
 }
 
 export class FsBackend implements BlockBackend {
