@@ -51,11 +51,11 @@ const tickets = !argv.includes('--no-tickets')
 const BLOCK = 1_048_576
 /** the machine's load average as the run starts (printed with the results: the figures depend on it) */
 const loadAtStart = loadavg().map(x => x.toFixed(2)).join(' ')
-// the same in-flight counts as the service (one place: src/ipfs/s3-client.ts)
-const tuning = readFileSync(join(ROOT, 'src/ipfs/s3-client.ts'), 'utf8')
+// the same in-flight counts as the service (one place: S3_TUNING in src/ipfs/s3-settings.ts)
+const tuning = readFileSync(join(ROOT, 'src/ipfs/s3-settings.ts'), 'utf8')
 const COMMIT_CONCURRENCY = Number(/\bconcurrency: (\d+)/.exec(tuning)?.[1])
 const READ_AHEAD = Number(/\breadAhead: (\d+)/.exec(tuning)?.[1])
-if (!(COMMIT_CONCURRENCY > 0 && READ_AHEAD > 0)) throw new Error('cannot read S3_TUNING from src/ipfs/s3-client.ts')
+if (!(COMMIT_CONCURRENCY > 0 && READ_AHEAD > 0)) throw new Error('cannot read S3_TUNING from src/ipfs/s3-settings.ts')
 
 /** runs `fn` over `items` with `conc` in flight */
 async function pool (items, conc, fn) {
