@@ -71,6 +71,16 @@ export interface FetchProgress {
   bytes: number
 }
 
+/** How a fetch went, for the fetcher's debug log (where the time went) */
+export interface FetchTimings {
+  /** from the start to the first block's bytes */
+  firstBlockMs: number
+  /** the most blocks wanted at once */
+  peakInFlight: number
+  /** the window at the end */
+  window: number
+}
+
 export interface FetchDagOptions {
   root: CID
   staged: StagedImport
@@ -94,7 +104,9 @@ export const WINDOW_BYTES = 8 * 1024 * 1024
 /** a want's cost in the shared budget before the fetch has seen a block */
 const UNKNOWN_BLOCK_BYTES = 1024 * 1024
 
-export async function fetchDag (o: FetchDagOptions): Promise<FetchProgress & { cids: CID[] }> {
+export async function fetchDag (o: FetchDagOptions): Promise<FetchProgress & { cids: CID[], timings: FetchTimings }> {
+  const t0 = Date.now()
+  const timings: FetchTimings = { firstBlockMs: -1, peakInFlight: 0, window: 0 }
   const stall = new AbortController()
   const signal = o.signal != null ? AbortSignal.any([o.signal, stall.signal]) : stall.signal
   let timer: NodeJS.Timeout | undefined
@@ -120,6 +132,7 @@ export async function fetchDag (o: FetchDagOptions): Promise<FetchProgress & { c
     // busy machine that write let the timer fire with the blocks already here
     const bytes = await blockBytes(cid, o, signal, (n) => {
       arm()
+      if (timings.firstBlockMs < 0) timings.firstBlockMs = Date.now() - t0
       o.budget?.arrived(held.bytes, n)
       held.bytes = n
     })
@@ -171,6 +184,7 @@ export async function fetchDag (o: FetchDagOptions): Promise<FetchProgress & { c
             return
           }
           active++
+          timings.peakInFlight = Math.max(timings.peakInFlight, active)
           const held = { bytes: cost }
           one(head++, held).then(() => {
             active--
@@ -196,7 +210,8 @@ export async function fetchDag (o: FetchDagOptions): Promise<FetchProgress & { c
     if (wake != null) o.budget?.forget(wake)
   }
   if (expandedSize(sizes, kids, o.maxBytes) > o.maxBytes) throw new DagExpandsError(o.maxBytes, progress.bytes)
-  return { ...progress, cids: nodes }
+  timings.window = window
+  return { ...progress, cids: nodes, timings }
 }
 
 /**

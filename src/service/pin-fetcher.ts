@@ -154,6 +154,7 @@ export class PinFetcher {
 
     // routing-found providers are looked for beside the origins, not instead: whichever has the blocks serves them
     this.o.findProviders?.(CID.parse(started.cid), signal).catch(() => {})
+    const tDial = Date.now()
     const dial = await this.o.network.dial(started.origins, AbortSignal.any([signal, AbortSignal.timeout(this.o.dialTimeoutMs ?? 10_000)]))
     let staged = this.staged.get(id)
     if (staged == null) {
@@ -189,12 +190,28 @@ export class PinFetcher {
         return
       }
       const committed = staged
+      const tFetched = Date.now()
+      let tCommitted = 0
       const pinned = await this.o.lock.shared(async () => {
         await this.o.staging.commit(committed)
+        tCommitted = Date.now()
         this.staged.delete(id)
         return await ledger.finishFetch(id, r.cids, r.bytes, `pinned: ${r.blocks} blocks, ${r.bytes} bytes`)
       })
-      log.info('pin fetched', { requestid: id, cid: started.cid, blocks: r.blocks, bytes: r.bytes, ms: Date.now() - t0 })
+      const tDone = Date.now()
+      log.info('pin fetched', { requestid: id, cid: started.cid, blocks: r.blocks, bytes: r.bytes, ms: tDone - t0 })
+      // where the time went (issue 34): queued → attempt, dial, fetch (first block, window), commit, ledger
+      log.debug('pin fetch phases', {
+        requestid: id,
+        pickupMs: tDial - Date.parse(queued.created),
+        dialMs: t0 - tDial,
+        fetchMs: tFetched - t0,
+        firstBlockMs: r.timings.firstBlockMs,
+        peakInFlight: r.timings.peakInFlight,
+        window: r.timings.window,
+        commitMs: tCommitted - tFetched,
+        ledgerMs: tDone - tCommitted
+      })
       if (pinned != null) this.announce(r.cids)
     } catch (err) {
       if (err instanceof PermanentFetchError) {
