@@ -60,7 +60,7 @@ describe('the runtime settings', () => {
   })
 
   it('refuses to start when a forced collection is asked for without V8\'s gc exposed, saying how to fix it', async () => {
-    const r = await runPind(['serve', '--data-dir', tempDir(), '--port', '0', '--p2p-listen', '/ip4/127.0.0.1/tcp/0', '--runtime-idle-collection'], { binary: BINARY, env: { NODE_OPTIONS: '' } })
+    const r = await runPind(['serve', '--data-dir', tempDir(), '--port', '0', '--p2p-listen', '/ip4/127.0.0.1/tcp/0', '--runtime-idle-collection'], { binary: BINARY, env: { NODE_OPTIONS: '', PIND_RUNTIME_HEAP_TRIM: 'false' } })
     expect(r.code).toBe(2)
     expect(r.err).toMatch(/--runtime-idle-collection need V8's gc exposed: start pind with NODE_OPTIONS=--expose-gc/)
   })

@@ -8,6 +8,7 @@ import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } f
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { waitFor } from './ports.js'
+import { unitRuntimeEnv } from '../../scripts/runtime-env.mjs'
 
 export const ROOT = resolve(import.meta.dirname, '../..')
 export const BUNDLE = join(ROOT, 'dist/pind.cjs')
@@ -82,12 +83,16 @@ export function isolatedBinary (prefix = 'pind-bin-'): { dir: string, bin: strin
   return { dir, bin, home }
 }
 
+/** scripts/pind.service's runtime environment (GLIBC_TUNABLES, NODE_OPTIONS, PIND_RUNTIME_*) */
+const PRODUCTION_RUNTIME = unitRuntimeEnv()
+
 export function spawnPind (args: string[], opts: { env?: Record<string, string | undefined>, binary?: string, cwd?: string } = {}): ChildProcess {
   const cmd = opts.binary ?? process.execPath
   const argv = opts.binary != null ? args : [BUNDLE, ...args]
   // tests run their origins on loopback: they allow request-supplied origins to name any address
-  // (a test of the default, public addresses only, sets PIND_ORIGIN_ADDRESSES=public)
-  const proc = spawn(cmd, argv, { cwd: opts.cwd ?? ROOT, env: { ...process.env, PIND_LOG_LEVEL: 'warn', PIND_ORIGIN_ADDRESSES: 'any', ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  // (a test of the default, public addresses only, sets PIND_ORIGIN_ADDRESSES=public); pind runs with the
+  // production runtime environment of scripts/pind.service (docs/runtime.md), as a service would
+  const proc = spawn(cmd, argv, { cwd: opts.cwd ?? ROOT, env: { ...process.env, ...PRODUCTION_RUNTIME, PIND_LOG_LEVEL: 'warn', PIND_ORIGIN_ADDRESSES: 'any', ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] })
   live.add(proc)
   proc.on('exit', () => live.delete(proc))
   return proc
