@@ -393,6 +393,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
       libp2pStatus: () => ipfs.status(),
       ...(routingOn ? { checks: [routingCheck(() => ipfs.routing.status())] } : {}),
       diskCheckCacheMs: 1000,
+      ledgerCheckCacheMs: 1000,
       startedAt,
       log: healthLog
     }

@@ -54,6 +54,9 @@ interface Conn {
 
 interface ClientConns { key: string, count: number, waiting: Set<Conn> }
 
+/** a response's connection (set as its head arrives) */
+const CONN = Symbol('pind.connection')
+
 export function limitConnections (server: Server, limits: ConnectionLimits, log: Logger): void {
   const max = limits.maxConnections ?? 0
   const perClient = limits.maxPerClient ?? 0
@@ -149,11 +152,16 @@ export function limitConnections (server: Server, limits: ConnectionLimits, log:
     }
     unwait(c)
     c.busy++
-    res.once('close', () => {
-      c.busy--
-      if (c.busy === 0 && !c.released && !c.socket.destroyed) wait(c)
-    })
+    // one listener function for every response (no closure per request): the response carries its connection
+    ;(res as unknown as Record<symbol, Conn>)[CONN] = c
+    res.on('close', ended)
   })
+
+  function ended (this: object): void {
+    const c = (this as Record<symbol, Conn>)[CONN] as Conn
+    c.busy--
+    if (c.busy === 0 && !c.released && !c.socket.destroyed) wait(c)
+  }
 }
 
 /** Answers on a connection with no request to answer (the spec's error shape), then closes it. */

@@ -13,6 +13,9 @@
 import { z } from 'zod/v4'
 import { PindError } from '../errors.js'
 
+/** what an answer's JSON escapes (see answer) */
+const NON_ASCII = /[\u007f-\uffff]/g
+
 /** Each reason the `{"error":{"reason","details"}}` body can carry, in words. */
 export const REASONS = {
   BAD_REQUEST: 'the request is malformed, or a value in it is out of range',
@@ -173,7 +176,10 @@ export function errorBody (reason: string, details: string): z.output<typeof Fai
 }
 
 function answer (status: number, reason: Reason, details: string, headers: Record<string, string>, extra?: Record<string, unknown>): ErrorAnswer {
+  // ASCII only (\uXXXX escapes, the same JSON to a reader): one non-Latin-1 character (a dash in the
+  // 402's formula) made head and body a two-byte string that node:http encoded on every write
   const json = JSON.stringify({ ...extra, ...errorBody(reason, details) }, (_k, v: unknown) => typeof v === 'bigint' ? v.toString() : v)
+    .replace(NON_ASCII, c => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
   // a buffer of its own, not a slice of Buffer's shared 64 KiB pool: a kept answer (the gate keeps
   // 1000 challenges) must not keep a whole pool slab alive with it
   const body = Buffer.allocUnsafeSlow(Buffer.byteLength(json))

@@ -61,21 +61,32 @@ export class RateLimiter {
     this.max = limits.maxClients ?? 100_000
   }
 
+  /** the last address's key, kept: a keep-alive connection asks again and again */
+  private lastIp = ''
+  private lastKey = ''
+  private keyOf (ip: string): string {
+    if (ip !== this.lastIp) {
+      this.lastKey = clientKey(ip)
+      this.lastIp = ip
+    }
+    return this.lastKey
+  }
+
   /** buckets kept (clients seen within FULL_AFTER_MS, about) */
   clients (): { unpaid: number, reads: number } {
     return { unpaid: this.unpaid.size, reads: this.reads.size }
   }
 
-  /** Admits a request or throws a TooManyRequestsError when it is over its client's limit. */
-  admit (req: IncomingMessage): Admission {
+  /** Admits a request or throws a TooManyRequestsError when it is over its client's limit. `client`: its address, if known already (clientIp). */
+  admit (req: IncomingMessage, client?: string): Admission {
     const method = req.method ?? 'GET'
     if (method === 'GET' || method === 'HEAD' || method === 'OPTIONS') {
-      this.take(this.reads, this.limits.readsPerMinute, req, 'reads')
+      this.take(this.reads, this.limits.readsPerMinute, req, 'reads', false, client)
       return NOTHING
     }
     const perMinute = this.limits.unpaidPerMinute
     const credentials = req.headers['payment-signature'] != null || req.headers['x-payment'] != null || req.headers.authorization != null
-    const taken = this.take(this.unpaid, perMinute, req, 'unpaid write requests', credentials)
+    const taken = this.take(this.unpaid, perMinute, req, 'unpaid write requests', credentials, client)
     if (taken == null) return NOTHING
     const { bucket, lent } = taken
     let held = true
@@ -94,9 +105,9 @@ export class RateLimiter {
     }
   }
 
-  private take (buckets: Map<string, Bucket>, perMinute: number, req: IncomingMessage, what: string, mayBorrow = false): { bucket: Bucket, lent: boolean } | undefined {
+  private take (buckets: Map<string, Bucket>, perMinute: number, req: IncomingMessage, what: string, mayBorrow: boolean, client?: string): { bucket: Bucket, lent: boolean } | undefined {
     if (perMinute <= 0) return undefined
-    const key = clientKey(clientIp(req, this.proxies))
+    const key = this.keyOf(client ?? clientIp(req, this.proxies))
     const now = this.now()
     let b = buckets.get(key)
     if (b == null) {

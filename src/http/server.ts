@@ -115,7 +115,7 @@ export function createHttpServer (router: Router, log: Logger, opts: HttpServerO
       for (let i = 0; i < req.rawHeaders.length; i += 2) if ((req.rawHeaders[i] as string).length === 4 && (req.rawHeaders[i] as string).toLowerCase() === 'host') hosts++
       if (hosts !== 1 && req.httpVersion !== '1.0') throw new InvalidInputError(hosts === 0 ? 'the Host header is required' : 'send the Host header once')
       if (opts.cors != null && applyCors(req, res, opts.cors)) return
-      admission = opts.rateLimiter?.admit(req)
+      admission = opts.rateLimiter?.admit(req, client)
       ctx.url = parseUrl(req.url)
       const { handler, params, pattern } = router.match(req.method ?? 'GET', ctx.url.pathname)
       ctx.params = params

@@ -59,6 +59,8 @@ export interface HealthDeps {
   startedAt: number
   /** reuse a passed blockstore write check for this long (a probe per request costs a file create + unlink); default 0 */
   diskCheckCacheMs?: number
+  /** reuse a passed ledger read for this long (a read per request was ~5% of a /health answer's CPU); default 0 */
+  ledgerCheckCacheMs?: number
   /** more checks, run after the built-in ones */
   checks?: readonly HealthCheck[]
   /** where the detail of a failing check goes (when it starts failing, then at most once a minute) */
@@ -175,6 +177,7 @@ function builtinChecks (deps: HealthDeps): HealthCheck[] {
     {
       name: 'ledger',
       failure: 'the ledger could not be read',
+      reuseMs: deps.ledgerCheckCacheMs ?? 0,
       run: () => { if (deps.readLedger() === undefined) throw new Error('ledger metadata is missing') }
     },
     {

@@ -97,4 +97,11 @@ describe('the error catalog', () => {
       expect(a.body.toString()).not.toContain('secret')
     }
   })
+
+  it('writes its JSON as ASCII: other characters are escaped, and read back the same', () => {
+    const a = errorAnswer(new InvalidInputError('months 1–24, size × price, café'))
+    expect(a.text).toMatch(/^[\x20-\x7e]*$/)
+    expect(a.body.toString('utf8')).toBe(a.text)
+    expect(JSON.parse(a.text).error.details).toBe('months 1–24, size × price, café')
+  })
 })
