@@ -455,7 +455,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
         once,
         prices,
         // the quote tells no more about what this node holds than the gateway does
-        probe: new SizeProbe({ node: ipfs, network, timeoutMs: config.pinProbeTimeout * 1000, ttlMs: config.paymentTimeout * 1000, isServable, ...(find != null ? { findProviders: find } : {}) }),
+        probe: new SizeProbe({ node: ipfs, network, timeoutMs: config.pinProbeTimeout * 1000, ttlMs: config.paymentTimeout * 1000, isServable, removals: () => blocks.removals, ...(find != null ? { findProviders: find } : {}) }),
         enqueue: () => { fetcher.enqueue() },
         pinMaxBytes: config.pinMaxBytes,
         retryWindowMs: config.pinRetryWindow * 1000,

@@ -14,6 +14,7 @@ import type { BlockBackend, BlockBuffers, StagedBlock, StoredBlock } from './blo
 export class SwitchableBackend implements BlockBackend {
   readonly blockstore: Blockstore & { readonly readAhead?: number }
   private readonly retired: BlockBackend[] = []
+  private removed = 0
 
   constructor (private current: BlockBackend) {
     const store = (): Blockstore => this.current.blockstore
@@ -23,8 +24,8 @@ export class SwitchableBackend implements BlockBackend {
       putMany: (source, o) => store().putMany(source, o),
       get: (cid, o) => store().get(cid, o),
       getMany: (source, o) => store().getMany(source, o),
-      delete: (cid, o) => store().delete(cid, o),
-      deleteMany: (source, o) => store().deleteMany(source, o),
+      delete: async (cid, o) => { try { await store().delete(cid, o) } finally { this.removed++ } },
+      deleteMany: (source, o) => this.counted(store().deleteMany(source, o)),
       getAll: (o) => store().getAll(o),
       // the current store's read-ahead hint (content.ts)
       get readAhead () { return (store() as { readAhead?: number }).readAhead }
@@ -40,10 +41,24 @@ export class SwitchableBackend implements BlockBackend {
     return this.current
   }
 
+  /** how many removals (and switches of store) have ended: a block seen held before it moved may be gone */
+  get removals (): number {
+    return this.removed
+  }
+
   /** From now on everything goes to `next`; the old backend is closed with this one. */
   switchTo (next: BlockBackend): void {
     this.retired.push(this.current)
     this.current = next
+    this.removed++
+  }
+
+  private async * counted (deleted: Iterable<CID> | AsyncIterable<CID>): AsyncGenerator<CID> {
+    try {
+      yield * deleted
+    } finally {
+      this.removed++
+    }
   }
 
   async commit (blocks: StagedBlock[], signal?: AbortSignal, buffers?: BlockBuffers): Promise<{ added: number, addedBytes: number }> { return await this.current.commit(blocks, signal, buffers) }
@@ -51,7 +66,13 @@ export class SwitchableBackend implements BlockBackend {
   async read (cid: CID, signal?: AbortSignal): Promise<Uint8Array | undefined> { return await this.current.read(cid, signal) }
   list (signal?: AbortSignal): AsyncIterable<StoredBlock[]> { return this.current.list(signal) }
   async sizeOf (block: StoredBlock): Promise<number | undefined> { return await this.current.sizeOf(block) }
-  async remove (blocks: StoredBlock[]): Promise<{ removed: number, freedBytes: number }> { return await this.current.remove(blocks) }
+  async remove (blocks: StoredBlock[]): Promise<{ removed: number, freedBytes: number }> {
+    try {
+      return await this.current.remove(blocks)
+    } finally {
+      this.removed++
+    }
+  }
   async usage (): Promise<{ blocks: number, bytes: number }> { return await this.current.usage() }
   async probe (): Promise<void> { await this.current.probe() }
   writable (): boolean { return this.current.writable() }

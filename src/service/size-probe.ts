@@ -49,8 +49,11 @@ const TIMED_OUT: ProbeResult = Object.freeze({ source: 'timeout' })
 
 export class SizeProbe {
   private readonly cache = new Map<string, { result: ProbeResult, until: number }>()
-  /** what the roots held here declared, least recently asked first: each 402 for a local root read and decoded its block */
-  private readonly local = new Map<string, ProbeResult>()
+  /**
+   * what the roots held here declared, least recently asked first: each 402 for a local root read and
+   * decoded its block. `removals`: the block store's count when it was last seen held (see probe)
+   */
+  private readonly local = new Map<string, { result: ProbeResult, removals: number }>()
   private readonly inflight = new Map<string, Promise<ProbeResult>>()
   private readonly byClient = new Map<string, number>()
   private active = 0
@@ -63,6 +66,12 @@ export class SizeProbe {
     ttlMs: number
     /** may a block held here be used (and so be seen to be held)? The gateway's rule. */
     isServable: (cid: CID) => boolean
+    /**
+     * how many times blocks have been removed from the store (gc, a switch of stores): while it reads
+     * the same, a root seen held is held still, and the store is not asked again. Without it, it is
+     * asked on every probe.
+     */
+    removals?: () => number
     /** with --routing on: looks for providers of the root and connects to them */
     findProviders?: (cid: CID, signal: AbortSignal) => Promise<unknown>
   }) {}
@@ -74,20 +83,25 @@ export class SizeProbe {
 
   async probe (cid: CID, origins: string[], client = ''): Promise<ProbeResult> {
     const key = cid.toV1().toString()
-    // held here still (the store is asked each time: gc may have removed it), read once
-    if (this.o.isServable(cid) && await this.o.node.blockstore.has(cid)) {
+    // held here still, read once. The store is asked again only once a block was removed (gc): the count
+    // is read before the store is asked, and moves once a removal has ended, so a removal under way
+    // while it is asked makes the answer count for nothing
+    if (this.o.isServable(cid)) {
       const known = this.local.get(key)
-      if (known != null) {
-        this.local.delete(key)
-        this.local.set(key, known)
-        return known
+      const removals = this.o.removals?.()
+      if (known != null && removals != null && known.removals === removals) return this.used(key, known).result
+      if (await this.o.node.blockstore.has(cid)) {
+        if (known != null) {
+          known.removals = removals ?? -1
+          return this.used(key, known).result
+        }
+        const chunks: Uint8Array[] = []
+        for await (const c of this.o.node.blockstore.get(cid)) chunks.push(c)
+        const result = found(cid, Buffer.concat(chunks), 'local')
+        if (this.local.size >= MAX_LOCAL_ENTRIES) this.local.delete(this.local.keys().next().value as string)
+        this.local.set(key, { result, removals: removals ?? -1 })
+        return result
       }
-      const chunks: Uint8Array[] = []
-      for await (const c of this.o.node.blockstore.get(cid)) chunks.push(c)
-      const result = found(cid, Buffer.concat(chunks), 'local')
-      if (this.local.size >= MAX_LOCAL_ENTRIES) this.local.delete(this.local.keys().next().value as string)
-      this.local.set(key, result)
-      return result
     }
     const hit = this.cache.get(key)
     if (hit != null && hit.until > Date.now()) return hit.result
@@ -113,6 +127,13 @@ export class SizeProbe {
     const result = await p
     if (result.source === 'network' || result.source === 'undeclared' || result.source === 'invalid') this.remember(key, result)
     return result
+  }
+
+  /** `entry`, now the most recently asked */
+  private used<T> (key: string, entry: T): T {
+    this.local.delete(key)
+    this.local.set(key, entry as { result: ProbeResult, removals: number })
+    return entry
   }
 
   private async look (cid: CID, origins: string[]): Promise<ProbeResult> {

@@ -64,4 +64,41 @@ describe('SizeProbe cache', () => {
     expect((await probe.probe(root, [])).source).toBe('network')
     expect([reads, retrieved]).toEqual([1, 1])
   })
+
+  it('with the store\'s removal count, asks whether a root is still held only once a removal has ended', async () => {
+    const block = randomBytes(100)
+    const root = rawCid(block)
+    let held = true
+    let removals = 0
+    let asked = 0
+    let removing: (() => void) | undefined
+    const probe = new SizeProbe({
+      node: {
+        blockstore: {
+          // a removal that ends while the store is being asked: its answer may be stale already
+          has: async () => { asked++; const was = held; removing?.(); return was },
+          get: async function * () { yield block }
+        }
+      } as never,
+      network: { dial: async () => ({ connected: 1, failed: [] }), retrieve: async () => block } as never,
+      timeoutMs: 5000,
+      ttlMs: 60_000,
+      isServable: () => true,
+      removals: () => removals
+    })
+    expect((await probe.probe(root, [])).source).toBe('local')
+    expect((await probe.probe(root, [])).source).toBe('local')
+    expect(asked).toBe(1)
+    // gc removed it: the count moved, so the store is asked again
+    held = false
+    removals++
+    expect((await probe.probe(root, [])).source).toBe('network')
+    expect(asked).toBe(2)
+    // held again; a removal ends while the store answers "held": that answer is not kept
+    held = true
+    removing = () => { removing = undefined; held = false; removals++ }
+    expect((await probe.probe(root, [])).source).toBe('local')
+    expect((await probe.probe(root, [])).source).toBe('network')
+    expect(asked).toBe(4)
+  })
 })
