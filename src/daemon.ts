@@ -353,7 +353,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
         current: () => blocks.active,
         // the bucket and the credentials come from the admin client; this serve's cache setting applies
         openTarget: async (location, c) => await openS3Backend(location,
-          { s3AccessKeyId: c.accessKeyId, s3SecretAccessKey: c.secretAccessKey, ...(c.sessionToken != null ? { s3SessionToken: c.sessionToken } : {}), s3CacheSize: config.s3CacheSize, s3Timeout: config.s3Timeout },
+          { s3AccessKeyId: c.accessKeyId, s3SecretAccessKey: c.secretAccessKey, ...(c.sessionToken != null ? { s3SessionToken: c.sessionToken } : {}), s3CacheSize: config.s3CacheSize, s3Timeout: config.s3Timeout, s3VerifyReads: config.s3VerifyReads },
           { blocksDir: paths.blocks, cacheDir: paths.s3Cache, log, observer, requireReachable: true }),
         lock: commitLock,
         paths,

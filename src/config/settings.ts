@@ -203,6 +203,7 @@ export interface Config {
   s3CredentialsFile?: string
   s3CacheSize: number
   s3Timeout: number
+  s3VerifyReads: boolean
   /** runtime tuning (src/runtime/, docs/runtime.md) */
   runtimeIdleCollection: boolean
   runtimeHeapTrim: boolean
@@ -307,6 +308,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 's3CredentialsFile', flag: '--s3-credentials-file <file>', env: 'PIND_S3_CREDENTIALS_FILE', global: true, parse: str, description: 'file with the S3 credentials (mode 0600; aws_access_key_id = …, aws_secret_access_key = …)' },
   { key: 's3CacheSize', flag: '--s3-cache-size <bytes>', env: 'PIND_S3_CACHE_SIZE', global: true, default: 0, parse: byteSize, description: 'on-disk read cache for S3 blocks in <data-dir>/s3-cache, e.g. 10GiB (0 = none)' },
   { key: 's3Timeout', flag: '--s3-timeout <duration>', env: 'PIND_S3_TIMEOUT', global: true, default: 10, parse: duration(1, 120), description: 'deadline of one request to the S3 bucket, retries included: a bucket that takes requests and answers none fails uploads (503, no payment used), reads (503/504) and /health within it' },
+  { key: 's3VerifyReads', flag: '--s3-verify-reads [bool]', env: 'PIND_S3_VERIFY_READS', global: true, default: false, parse: bool, description: 'hash every block read from the bucket against its CID and refuse one that differs (a damaged or replaced object: 500, never served or cached), as Kubo\'s Datastore.HashOnRead; costs CPU per byte read. Off: the bucket this node wrote is trusted (migration\'s read-back is always hashed)' },
   { key: 'runtimeIdleCollection', flag: '--runtime-idle-collection [bool]', env: 'PIND_RUNTIME_IDLE_COLLECTION', default: false, parse: bool, description: 'one full garbage collection each time the process goes quiet after work, so what the load left goes back to the system at once; needs V8\'s gc exposed (NODE_OPTIONS=--expose-gc), else serve refuses to start (docs/runtime.md)' },
   { key: 'runtimeHeapTrim', flag: '--runtime-heap-trim [bool]', env: 'PIND_RUNTIME_HEAP_TRIM', default: false, parse: bool, description: 'under load, a full collection when memory V8 kept after a burst stays 8 MiB above its lowest (at most every 2 minutes); needs NODE_OPTIONS=--expose-gc (docs/runtime.md)' },
   { key: 'runtimeHeapGrowingPercent', flag: '--runtime-heap-growing-percent <percent>', env: 'PIND_RUNTIME_HEAP_GROWING_PERCENT', default: 0, parse: int(0, 1000), description: 'the old generation grows by this percentage of what survived its last full collection before the next one (V8\'s --heap-growing-percent); 0 = V8\'s own factor (docs/runtime.md)' },

@@ -29,6 +29,8 @@ export interface BlockstoreSettings extends S3CredentialSources {
   s3CacheSize: number
   /** the deadline of one S3 operation, seconds (default S3_TUNING.timeoutMs) */
   s3Timeout?: number
+  /** hash every block read from the bucket (default false: the bucket this node wrote is trusted) */
+  s3VerifyReads?: boolean
 }
 
 export type BackendChoice =
@@ -114,7 +116,7 @@ export async function openS3Backend (location: S3Location, s: BlockstoreSettings
     o.log.warn('the S3 bucket does not answer yet: starting anyway, writes answer 503 until it does', { bucket: location.bucket, reason: why, error: (err as Error).message })
   }
   const cache = s.s3CacheSize > 0 ? new ReadCache(o.cacheDir, s.s3CacheSize) : undefined
-  return new S3Backend(conn, cache)
+  return new S3Backend(conn, cache, { verifyReads: s.s3VerifyReads === true })
 }
 
 /**

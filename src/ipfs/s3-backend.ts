@@ -5,10 +5,13 @@
  * content addresses, so every write is idempotent.
  *
  * - Reads (`blockstore`, used by Helia, bitswap, the gateway, the fetcher and
- *   CAR export) go to the optional read cache first, then GetObject. A block
- *   from the bucket is hashed as its body arrives and refused
- *   (CorruptBlockError) unless it matches its CID: a damaged or replaced
- *   object is never served, cached or migrated.
+ *   CAR export) go to the optional read cache first, then GetObject. With
+ *   --s3-verify-reads a block from the bucket is hashed as its body arrives
+ *   and refused (CorruptBlockError) unless it matches its CID: a damaged or
+ *   replaced object is never served or cached. Without it (the default, as
+ *   Kubo's Datastore.HashOnRead) the bucket this node wrote is trusted: only
+ *   a body longer than any block or shorter than its Content-Length is
+ *   refused. Migration's read-back is hashed either way.
  * - A commit PUTs each staged block (fsync'd on local disk until then: one
  *   staging log per import, see staging-log.ts), at most
  *   S3_TUNING.concurrency at once, each read by offset with its known size,
@@ -59,7 +62,11 @@ export class S3Backend implements BlockBackend {
   private readonly known = new Set<string>()
   private readonly absent = new Map<string, number>()
 
-  constructor (readonly conn: S3Connection, readonly cache?: ReadCache) {
+  /** hash every block read from the bucket (--s3-verify-reads); migration's read-back is hashed regardless */
+  readonly verifyReads: boolean
+
+  constructor (readonly conn: S3Connection, readonly cache?: ReadCache, opts: { verifyReads?: boolean } = {}) {
+    this.verifyReads = opts.verifyReads ?? false
     this.blockstore = new S3Blockstore(this)
   }
 
@@ -102,32 +109,33 @@ export class S3Backend implements BlockBackend {
   /**
    * A block's bytes as they arrived (the body's pieces, not copied into one
    * buffer: the gateway writes them to its client as they are), from the
-   * read cache or else from the bucket, verified against the CID there.
+   * read cache or else from the bucket (verified against the CID there with
+   * --s3-verify-reads).
    */
   async readPieces (cid: CID, signal?: AbortSignal): Promise<Uint8Array[] | undefined> {
     const name = blockName(cid)
     const cached = await this.cache?.get(name)
     if (cached != null) return [cached]
     const ticket = this.cache?.ticket() ?? 0
-    const pieces = await this.piecesFromBucket(name, signal)
+    const pieces = await this.piecesFromBucket(name, this.verifyReads, signal)
     if (pieces != null && this.cache != null) void this.cache.put(name, pieces, ticket)
     return pieces
   }
 
-  /** GetObject, past the cache, verified (migration reads every block back from the bucket to check it). */
+  /** GetObject, past the cache, always verified (migration reads every block back from the bucket to check it). */
   async readFromBucket (name: string, signal?: AbortSignal): Promise<Uint8Array | undefined> {
-    const pieces = await this.piecesFromBucket(name, signal)
+    const pieces = await this.piecesFromBucket(name, true, signal)
     return pieces == null ? undefined : joinPieces(pieces)
   }
 
   /**
-   * GetObject: the body's pieces, hashed as they arrive and checked against
-   * the multihash the name is (CorruptBlockError when they differ: a damaged
-   * or replaced object is never served).
+   * GetObject: the body's pieces; `verify`: hashed as they arrive and checked
+   * against the multihash the name is (CorruptBlockError when they differ: a
+   * damaged or replaced object is never served).
    */
-  private async piecesFromBucket (name: string, signal?: AbortSignal): Promise<Uint8Array[] | undefined> {
+  private async piecesFromBucket (name: string, verify: boolean, signal?: AbortSignal): Promise<Uint8Array[] | undefined> {
     const pieces = await this.conn.send<GetObjectCommandOutput, Uint8Array[]>('GetObject', new GetObjectCommand({ Bucket: this.bucket, Key: this.conn.key(name) }), { signal, allowMissing: true },
-      async (out) => await verifiedBody(out, name))
+      async (out) => await bodyPieces(out, name, verify))
     if (pieces == null) {
       this.known.delete(name)
       this.missing(name)
@@ -335,15 +343,16 @@ const MAX_OBJECT_BYTES = 16 * 1_048_576
 const HASHES: Record<number, string> = { [SHA2_256]: 'sha256', 0x13: 'sha512' }
 
 /**
- * A GetObject body as the pieces it arrived in (no copy into one buffer),
- * hashed piece by piece as they come (each is still in the CPU's cache) and
- * checked against the multihash that `name` encodes: a body that ends short,
- * runs long or does not match is a CorruptBlockError, and nothing of it is
- * returned.
+ * A GetObject body as the pieces it arrived in (no copy into one buffer). A
+ * body longer than its Content-Length or than any block is a
+ * CorruptBlockError, one that ends short an error, and nothing of it is
+ * returned. `verify`: also hashed piece by piece as they come (each is still
+ * in the CPU's cache) and checked against the multihash that `name` encodes
+ * (CorruptBlockError when it does not match).
  */
-async function verifiedBody (out: GetObjectCommandOutput, name: string): Promise<Uint8Array[]> {
+async function bodyPieces (out: GetObjectCommandOutput, name: string, verify: boolean): Promise<Uint8Array[]> {
   try {
-    return await readVerified(out, name)
+    return await readBody(out, name, verify)
   } catch (err) {
     // a body not read to its end must not hold its connection
     (out.Body as { destroy?: () => void } | undefined)?.destroy?.()
@@ -351,26 +360,26 @@ async function verifiedBody (out: GetObjectCommandOutput, name: string): Promise
   }
 }
 
-async function readVerified (out: GetObjectCommandOutput, name: string): Promise<Uint8Array[]> {
-  const mh = Digest.decode(base32upper.decode(name))
-  const algorithm = HASHES[mh.code]
-  if (algorithm == null) throw new CorruptBlockError(`block ${name} uses hash 0x${mh.code.toString(16)}, which this node cannot verify; it is not served`)
+async function readBody (out: GetObjectCommandOutput, name: string, verify: boolean): Promise<Uint8Array[]> {
+  const mh = verify ? Digest.decode(base32upper.decode(name)) : undefined
+  const algorithm = mh != null ? HASHES[mh.code] : undefined
+  if (mh != null && algorithm == null) throw new CorruptBlockError(`block ${name} uses hash 0x${mh.code.toString(16)}, which this node cannot verify; it is not served`)
   const length = out.ContentLength
   if (length != null && length > MAX_OBJECT_BYTES) throw new CorruptBlockError(`block ${name} is stored as ${length} bytes, more than any block; it is not served`)
-  const hash = createHash(algorithm)
+  const hash = algorithm != null ? createHash(algorithm) : undefined
   const pieces: Uint8Array[] = []
   let at = 0
   const take = (piece: Uint8Array): void => {
     at += piece.byteLength
     if (at > (length ?? MAX_OBJECT_BYTES)) throw new CorruptBlockError(`block ${name}: the object's body is longer than ${length ?? MAX_OBJECT_BYTES} bytes`)
-    hash.update(piece)
+    hash?.update(piece)
     pieces.push(piece)
   }
   const body = out.Body as unknown as Partial<Readable> & { transformToByteArray: () => Promise<Uint8Array> }
   if (typeof body.on === 'function') await eachPiece(body as Readable, take)
   else take(await body.transformToByteArray()) // a handler whose body is not a Node stream: one piece
   if (length != null && at !== length) throw new Error(`the object's body ended after ${at} of ${length} bytes`)
-  if (!hash.digest().equals(mh.digest)) throw new CorruptBlockError(`block ${name} in the bucket does not match its hash (a damaged or replaced object); it is not served`)
+  if (hash != null && mh != null && !hash.digest().equals(mh.digest)) throw new CorruptBlockError(`block ${name} in the bucket does not match its hash (a damaged or replaced object); it is not served`)
   return pieces
 }
 
@@ -437,7 +446,7 @@ class S3Blockstore implements Blockstore {
   /**
    * The block in the pieces its body arrived in (verified before the first is
    * yielded): readers that want one buffer join them. Without a read cache
-   * nothing else keeps a piece from the bucket (the hash has taken its bytes),
+   * nothing else keeps a piece from the bucket (a hash, if any, has taken its bytes),
    * so each is handed over to the reader (runtime/buffers.ts): the gateway frees it once
    * its socket has written it, instead of leaving ~100 MB per 100 MB read to
    * the garbage collector. With a cache the pieces are being written to it.

@@ -68,12 +68,12 @@ export async function bucketKeys (bucket: string, prefix = ''): Promise<string[]
 }
 
 /** An S3Backend in this process, on a fresh bucket of the run's server. */
-export async function s3Backend (opts: { bucket?: string, prefix?: string, cacheDir?: string, cacheSize?: number } = {}): Promise<S3Backend> {
+export async function s3Backend (opts: { bucket?: string, prefix?: string, cacheDir?: string, cacheSize?: number, verifyReads?: boolean } = {}): Promise<S3Backend> {
   const { openS3Backend } = await import('../../src/ipfs/open-backend.js')
   const server = s3()
   const bucket = opts.bucket ?? await newBucket()
   return await openS3Backend({ endpoint: server.endpoint, bucket, prefix: opts.prefix ?? S3_PREFIX, region: server.region, forcePathStyle: true },
-    { s3AccessKeyId: server.accessKeyId, s3SecretAccessKey: server.secretAccessKey, s3CacheSize: opts.cacheSize ?? 0 },
+    { s3AccessKeyId: server.accessKeyId, s3SecretAccessKey: server.secretAccessKey, s3CacheSize: opts.cacheSize ?? 0, ...(opts.verifyReads != null ? { s3VerifyReads: opts.verifyReads } : {}) },
     { blocksDir: '/nonexistent', cacheDir: opts.cacheDir ?? '/nonexistent', log: silentLogger, requireReachable: true })
 }
 

@@ -70,6 +70,13 @@ describe('configuration', () => {
     expect(loadConfig({ flags: { routingPrivateAddresses: true, routing: 'dht,delegated', delegatedRoutingUrl: 'http://127.0.0.1:1' }, env: {}, scope: 'serve' }).config).toMatchObject({ routing: ['dht', 'delegated'], routingPrivateAddresses: true })
   })
 
+  it('takes --s3-verify-reads (off by default) for every subcommand, and refuses a value that is not a boolean', () => {
+    expect(loadConfig({ flags: {}, env: {}, scope: 'admin' }).config?.s3VerifyReads).toBe(false)
+    expect(loadConfig({ flags: {}, env: { PIND_S3_VERIFY_READS: 'true' }, scope: 'admin' }).config?.s3VerifyReads).toBe(true)
+    expect(loadConfig({ flags: { s3VerifyReads: true }, env: { PIND_S3_VERIFY_READS: 'false' }, scope: 'serve' }).config?.s3VerifyReads).toBe(true)
+    expect(loadConfig({ flags: {}, env: { PIND_S3_VERIFY_READS: 'sometimes' }, scope: 'serve' }).errors.join('\n')).toMatch(/PIND_S3_VERIFY_READS: "sometimes"/)
+  })
+
   it('names every flag after its setting key, so commander fills the right field', () => {
     for (const s of SETTINGS) {
       if (s.flag == null) continue
