@@ -27,8 +27,8 @@
 import { open, type FileHandle } from 'node:fs/promises'
 import { finished, type Readable } from 'node:stream'
 import {
-  DeleteObjectCommand, DeleteObjectsCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand,
-  type HeadObjectCommandOutput, type ListObjectsV2CommandOutput, type DeleteObjectsCommandOutput
+  DeleteObjectCommand, DeleteObjectsCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand,
+  type GetObjectCommandOutput, type HeadObjectCommandOutput, type ListObjectsV2CommandOutput, type DeleteObjectsCommandOutput
 } from '@aws-sdk/client-s3'
 import type { Blockstore, InputPair, Pair } from 'interface-blockstore'
 import { base32upper } from 'multiformats/bases/base32'
@@ -41,7 +41,6 @@ import { eachLimited } from './fs-backend.js'
 import type { ReadCache } from './read-cache.js'
 import { readFully } from './staging-log.js'
 import { S3_TUNING, S3RequestError, withPayloadSha256, type S3Connection } from './s3-client.js'
-import type { ObjectBody } from './s3-get.js'
 
 /** a block's name: base32 (upper, with its multibase prefix B) of its multihash */
 const NAME = /^B[A-Z2-7]+$/
@@ -135,7 +134,8 @@ export class S3Backend implements BlockBackend {
    * damaged or replaced object is never served).
    */
   private async piecesFromBucket (name: string, verify: boolean, signal?: AbortSignal): Promise<Uint8Array[] | undefined> {
-    const pieces = await this.conn.getObject(this.conn.key(name), { signal, allowMissing: true }, async (out) => await bodyPieces(out, name, verify))
+    const pieces = await this.conn.send<GetObjectCommandOutput, Uint8Array[]>('GetObject', new GetObjectCommand({ Bucket: this.bucket, Key: this.conn.key(name) }), { signal, allowMissing: true },
+      async (out) => await bodyPieces(out, name, verify))
     if (pieces == null) {
       this.known.delete(name)
       this.missing(name)
@@ -350,7 +350,7 @@ const HASHES: Record<number, string> = { [SHA2_256]: 'sha256', 0x13: 'sha512' }
  * in the CPU's cache) and checked against the multihash that `name` encodes
  * (CorruptBlockError when it does not match).
  */
-async function bodyPieces (out: ObjectBody, name: string, verify: boolean): Promise<Uint8Array[]> {
+async function bodyPieces (out: GetObjectCommandOutput, name: string, verify: boolean): Promise<Uint8Array[]> {
   try {
     return await readBody(out, name, verify)
   } catch (err) {
@@ -360,7 +360,7 @@ async function bodyPieces (out: ObjectBody, name: string, verify: boolean): Prom
   }
 }
 
-async function readBody (out: ObjectBody, name: string, verify: boolean): Promise<Uint8Array[]> {
+async function readBody (out: GetObjectCommandOutput, name: string, verify: boolean): Promise<Uint8Array[]> {
   const mh = verify ? Digest.decode(base32upper.decode(name)) : undefined
   const algorithm = mh != null ? HASHES[mh.code] : undefined
   if (mh != null && algorithm == null) throw new CorruptBlockError(`block ${name} uses hash 0x${mh.code.toString(16)}, which this node cannot verify; it is not served`)

@@ -23,8 +23,7 @@
  *   again by itself. Paid writes check `writable()` before any payment is used.
  * - Every request is observed (operation, seconds, outcome) for metrics.
  * - The SDK's per-request work is kept small (the service's main thread is
- *   what a gateway read from S3 waits for): GetObject skips it (s3-get.ts:
- *   signed and sent here, through the same pool); for the rest the middleware stack is resolved
+ *   what a gateway read from S3 waits for): the middleware stack is resolved
  *   once per command class (`cacheMiddleware`), middleware pind has no use
  *   for is taken out (UNNEEDED_MIDDLEWARE), and a PUT whose body's SHA-256 is
  *   known already (a sha2-256 block's CID) is signed with it
@@ -34,13 +33,12 @@
  *   passed through `redact`.
  */
 import { AsyncLocalStorage } from 'node:async_hooks'
-import { GetObjectCommand, HeadBucketCommand, S3Client } from '@aws-sdk/client-s3'
+import { HeadBucketCommand, S3Client } from '@aws-sdk/client-s3'
 import { UndiciHttpHandler } from '@smithy/undici-http-handler'
 import { Agent } from 'undici'
 import type { Logger } from '../log.js'
 import { readS3Credentials, S3_TUNING, S3ConfigError, S3Credentials, S3DeadlineError, S3Location, type S3CredentialSources, type S3Observer, type S3Outcome } from './s3-settings.js'
 import { CorruptBlockError, StorageTimeoutError, StorageUnavailableError } from './block-backend.js'
-import { DirectGet, type ObjectBody } from './s3-get.js'
 
 
 
@@ -138,13 +136,8 @@ export class S3RequestError extends Error {
 /** an SDK command (what S3Client.send takes) */
 type SdkCommand = object
 
-interface SendOptions { signal?: AbortSignal, allowMissing?: boolean, probe?: boolean, deadlineMs?: number }
-
 export class S3Connection {
   readonly client: S3Client
-  private readonly dispatcher: Agent
-  /** GetObject past the SDK, once the bucket's endpoint is known (undefined: not yet; null: left to the SDK) */
-  private direct: DirectGet | null | undefined
   private down = false
   private downSince = 0
   private lastFailure = ''
@@ -159,12 +152,6 @@ export class S3Connection {
 
   constructor (readonly location: S3Location, private readonly credentials: S3Credentials, private readonly log: Logger, opts: { timeoutMs?: number } = {}) {
     this.timeoutMs = opts.timeoutMs ?? S3_TUNING.timeoutMs
-    this.dispatcher = new Agent({
-      connections: S3_TUNING.maxSockets,
-      connect: { timeout: S3_TUNING.connectTimeoutMs },
-      headersTimeout: S3_TUNING.firstByteTimeoutMs,
-      bodyTimeout: S3_TUNING.idleTimeoutMs
-    })
     const sdkLog = {
       debug: () => {},
       info: () => {},
@@ -189,7 +176,14 @@ export class S3Connection {
       logger: sdkLog,
       // undici carries the bytes (the SDK keeps commands, signing and retries): one pool of
       // keep-alive connections per endpoint, bodies handed over as they arrive
-      requestHandler: new DeadlineHandler(new UndiciHttpHandler({ dispatcher: this.dispatcher })) as unknown as UndiciHttpHandler
+      requestHandler: new DeadlineHandler(new UndiciHttpHandler({
+        dispatcher: new Agent({
+          connections: S3_TUNING.maxSockets,
+          connect: { timeout: S3_TUNING.connectTimeoutMs },
+          headersTimeout: S3_TUNING.firstByteTimeoutMs,
+          bodyTimeout: S3_TUNING.idleTimeoutMs
+        })
+      })) as unknown as UndiciHttpHandler
     })
     for (const name of UNNEEDED_MIDDLEWARE) this.client.middlewareStack.remove(name)
     this.client.middlewareStack.add((next) => async (args) => {
@@ -228,58 +222,7 @@ export class S3Connection {
    * StorageTimeoutError (504) and mark the bucket down; `missing` answers
    * (NoSuchKey, a 404 HEAD) are returned as `undefined` when `allowMissing`.
    */
-  async send<T, R = T> (operation: string, command: SdkCommand, opts: SendOptions = {}, finish?: (out: T) => Promise<R>): Promise<R | undefined> {
-    return await this.run(operation, opts, async () => {
-      // no options at all unless there is a signal: a request with options resolves its own middleware stack
-      const out = await (opts.signal != null ? this.client.send(command as never, { abortSignal: opts.signal }) : this.client.send(command as never)) as T
-      // a body is read inside the same error handling and deadline: a connection cut or stalled mid-body is an outage too
-      return finish != null ? await finish(out) : out as unknown as R
-    })
-  }
-
-  /**
-   * GetObject of `key`, its body given to `finish` (read there, within the
-   * operation's deadline and error handling, as `send`'s): signed and sent
-   * here (s3-get.ts) rather than through the SDK's stack, unless the bucket's
-   * endpoint needs more than SigV4.
-   */
-  async getObject<R> (key: string, opts: SendOptions, finish: (out: ObjectBody) => Promise<R>): Promise<R | undefined> {
-    const direct = this.directGet()
-    if (direct == null) return await this.send<ObjectBody, R>('GetObject', new GetObjectCommand({ Bucket: this.location.bucket, Key: key }), opts, finish)
-    return await this.run('GetObject', opts, async (deadline) => {
-      const out = await direct.get(key, opts.signal != null ? AbortSignal.any([opts.signal, deadline]) : deadline)
-      return await finish(out)
-    })
-  }
-
-  /** the endpoint the SDK resolves for the bucket, once; null when it is not one plain SigV4 GETs can reach */
-  private directGet (): DirectGet | null {
-    if (this.direct !== undefined) return this.direct
-    this.direct = null
-    try {
-      const l = this.location
-      const resolved = this.client.config.endpointProvider({
-        Bucket: l.bucket, Region: l.region, ForcePathStyle: l.forcePathStyle, UseFIPS: false, UseDualStack: false, Accelerate: false,
-        DisableMultiRegionAccessPoints: false, UseArnRegion: false, UseGlobalEndpoint: false, ...(l.endpoint != null ? { Endpoint: l.endpoint } : {})
-      })
-      const auth = (resolved.properties?.authSchemes as Array<{ name?: string, signingName?: string, signingRegion?: string }> | undefined)?.[0]
-      const url = resolved.url
-      if (auth?.name !== 'sigv4' || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.search !== '' || Object.keys(resolved.headers ?? {}).length > 0) return null
-      this.direct = new DirectGet(this.dispatcher, {
-        origin: url.origin,
-        host: url.host,
-        basePath: url.pathname.replace(/\/+$/, ''),
-        region: auth.signingRegion ?? l.region,
-        service: auth.signingName ?? 's3'
-      }, this.credentials, S3_TUNING.maxAttempts)
-    } catch (err) {
-      this.log.debug('s3: GetObject goes through the SDK (its endpoint for the bucket could not be resolved here)', { error: this.describeError(err) })
-    }
-    return this.direct
-  }
-
-  /** One operation (`work`, given the deadline's signal) within its deadline, observed, its failures classified. */
-  private async run<R> (operation: string, opts: SendOptions, work: (deadline: AbortSignal) => Promise<R>): Promise<R | undefined> {
+  async send<T, R = T> (operation: string, command: SdkCommand, opts: { signal?: AbortSignal, allowMissing?: boolean, probe?: boolean, deadlineMs?: number } = {}, finish?: (out: T) => Promise<R>): Promise<R | undefined> {
     if (this.down && opts.probe !== true) throw new StorageUnavailableError(`the block storage is unreachable (${this.lastFailure}); retry shortly`)
     const t0 = performance.now()
     const deadlineMs = opts.deadlineMs ?? this.timeoutMs
@@ -295,9 +238,14 @@ export class S3Connection {
     })
     expired.catch(() => {})
     try {
-      const running = operationSignal.run(deadline.signal, async () => await work(deadline.signal))
-      running.catch(() => {})
-      const result = await Promise.race([running, expired])
+      const work = operationSignal.run(deadline.signal, async () => {
+        // no options at all unless there is a signal: a request with options resolves its own middleware stack
+        const out = await (opts.signal != null ? this.client.send(command as never, { abortSignal: opts.signal }) : this.client.send(command as never)) as T
+        // a body is read inside the same error handling and deadline: a connection cut or stalled mid-body is an outage too
+        return finish != null ? await finish(out) : out as unknown as R
+      })
+      work.catch(() => {})
+      const result = await Promise.race([work, expired])
       this.observe(operation, t0, 'ok')
       this.up()
       return result
