@@ -75,7 +75,11 @@ export class SettlerNonces {
   /** each hash of a mined settlement that was not the one mined → the one mined (the last MAX_REPLACED) */
   private readonly replaced = new Map<Hex, Hex>()
   private timer: NodeJS.Timeout | undefined
+  /** when the pending timer fires (ms since the epoch) */
+  private timerAt = 0
   private polling = false
+  /** a transaction was sent since the last poll began: the next poll comes at once (see schedule) */
+  private sentSincePoll = false
   private stopped = false
   private minedNonce = -1
   private progressAt = 0
@@ -154,6 +158,7 @@ export class SettlerNonces {
       entry.done.promise.catch(() => {})
       this.byNonce.set(nonce, entry)
       this.byHash.set(hash, entry)
+      this.sentSincePoll = true
       return hash
     } finally {
       this.sending.delete(nonce)
@@ -168,16 +173,30 @@ export class SettlerNonces {
     })
   }
 
+  /**
+   * The next poll: every `pollMs` while transactions are outstanding, and at
+   * once after one was sent. A chain that mines as it receives (a dev chain,
+   * a sequencer) has the receipt ready then, and a settlement waited up to a
+   * whole `pollMs` for nothing (100 of a paid upload's ~1000 ms); elsewhere it
+   * is one read more per settlement.
+   */
   private schedule (): void {
-    if (this.stopped || this.timer != null || (this.byNonce.size === 0 && this.abandoned.size === 0)) return
+    if (this.stopped || (this.byNonce.size === 0 && this.abandoned.size === 0)) return
+    const delay = this.sentSincePoll ? 0 : this.o.pollMs ?? 100
+    if (this.timer != null) {
+      if (this.timerAt <= Date.now() + delay) return
+      clearTimeout(this.timer)
+    }
+    this.timerAt = Date.now() + delay
     this.timer = setTimeout(() => {
       this.timer = undefined
       if (this.polling) return
       this.polling = true
+      this.sentSincePoll = false
       this.poll()
         .catch((err: Error) => { this.o.log?.debug('settler nonce poll failed', { error: err.message.split('\n')[0] }) })
         .finally(() => { this.polling = false; this.schedule() })
-    }, this.o.pollMs ?? 100)
+    }, delay)
     this.timer.unref()
   }
 
