@@ -106,8 +106,8 @@ export class SettlerNonces {
     const w = this.o.wallet
     const call = encodeFunctionData({ abi: a.abi as Abi, functionName: a.functionName, args: a.args as unknown[] })
     const data = a.dataSuffix != null ? concat([call, a.dataSuffix]) : call
-    const gas = await w.estimateGas({ account: w.account, to: a.address, data })
-    const fees = await w.estimateFeesPerGas()
+    // two reads of one round trip: a call that reverts still takes no nonce (the fees read is then dropped)
+    const [gas, fees] = await Promise.all([w.estimateGas({ account: w.account, to: a.address, data }), w.estimateFeesPerGas()])
     return await this.send(a.address, data, 0n, { gas, maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas })
   }
 
