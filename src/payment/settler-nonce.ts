@@ -50,6 +50,8 @@ interface Outstanding {
   sentAt: number
   replacements: number
   missingPolls: number
+  /** a poll has looked for it already (the first one reads its receipt beside the nonce) */
+  polled: boolean
   /** a waiter, settled with the receipt of whichever transaction got the nonce */
   done: PromiseWithResolvers<TransactionReceipt>
 }
@@ -153,7 +155,7 @@ export class SettlerNonces {
         this.abandoned.add(nonce)
         throw err
       }
-      const entry: Outstanding = { nonce, to, data, value, fees, hashes: [hash], raw, sentAt: Date.now(), replacements: 0, missingPolls: 0, done: Promise.withResolvers() }
+      const entry: Outstanding = { nonce, to, data, value, fees, hashes: [hash], raw, sentAt: Date.now(), replacements: 0, missingPolls: 0, polled: false, done: Promise.withResolvers() }
       // a waiter that has gone (x402 timed out) leaves no unhandled rejection
       entry.done.promise.catch(() => {})
       this.byNonce.set(nonce, entry)
@@ -202,6 +204,13 @@ export class SettlerNonces {
 
   private async poll (): Promise<void> {
     const w = this.o.wallet
+    // the receipt of a transaction this poll is the first to look for is read beside the nonce: one round trip, when it is mined already
+    const early = new Map<Outstanding, Promise<TransactionReceipt | undefined>>()
+    for (const e of this.byNonce.values()) {
+      if (e.polled) continue
+      e.polled = true
+      early.set(e, w.getTransactionReceipt({ hash: e.hashes[e.hashes.length - 1]! }).catch(() => undefined))
+    }
     const mined = await w.getTransactionCount({ address: this.address, blockTag: 'latest' })
     const now = Date.now()
     if (mined > this.minedNonce) {
@@ -209,7 +218,7 @@ export class SettlerNonces {
       this.progressAt = now
     }
     for (const n of this.abandoned) if (n < mined) this.abandoned.delete(n)
-    for (const entry of [...this.byNonce.values()].filter(e => e.nonce < mined)) await this.settle(entry)
+    for (const entry of [...this.byNonce.values()].filter(e => e.nonce < mined)) await this.settle(entry, await early.get(entry))
     if (this.byNonce.size === 0) {
       // a nonce taken but never sent, and nothing behind it: the next settlement takes it again
       if (this.abandoned.size > 0 && this.sending.size === 0) {
@@ -273,10 +282,10 @@ export class SettlerNonces {
     this.recovered('settlement transaction replaced with higher fees: its nonce was not mined', { nonce: entry.nonce, tx: hash, replaces: entry.hashes[entry.hashes.length - 2], maxFeePerGas: fees.maxFeePerGas.toString() })
   }
 
-  /** the entry's nonce is mined: answer its waiter with the receipt of whichever of its transactions got it */
-  private async settle (entry: Outstanding): Promise<void> {
+  /** the entry's nonce is mined: answer its waiter with the receipt of whichever of its transactions got it (`known`: one read already) */
+  private async settle (entry: Outstanding, known?: TransactionReceipt): Promise<void> {
     for (const hash of [...entry.hashes].reverse()) {
-      const receipt = await this.o.wallet.getTransactionReceipt({ hash }).catch(() => undefined)
+      const receipt = known?.transactionHash === hash ? known : await this.o.wallet.getTransactionReceipt({ hash }).catch(() => undefined)
       if (receipt == null) continue
       for (const h of entry.hashes) if (h !== hash) this.replaced.set(h, hash)
       while (this.replaced.size > MAX_REPLACED) this.replaced.delete(this.replaced.keys().next().value!)
