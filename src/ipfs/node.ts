@@ -28,6 +28,7 @@ import { PIN_CODECS, PIN_HASHERS } from './codecs.js'
 import { Libp2pDatastore } from './routing/datastore.js'
 import { startRouting, type Routing } from './routing/index.js'
 import { ProviderGuard } from './routing/provider-guard.js'
+import { noiseCrypto } from './noise-crypto.js'
 import { limitsOptions, MAX_INBOUND_STREAMS_PER_PEER, routingServices, type Limits, type RoutingSetup } from './routing/libp2p-options.js'
 
 export interface IpfsRoutingOptions extends RoutingSetup {
@@ -105,7 +106,7 @@ export async function startIpfsNode (opts: IpfsNodeOptions): Promise<IpfsNode> {
     datastore: libp2pDatastore,
     addresses: { listen: opts.listen, announce: opts.announce },
     transports: [tcp()],
-    connectionEncrypters: [noise()],
+    connectionEncrypters: [noise({ crypto: noiseCrypto })],
     streamMuxers: [yamux({ maxInboundStreams: MAX_INBOUND_STREAMS_PER_PEER })],
     peerDiscovery: [],
     ...limitsOptions({ ...opts.limits, exemptDials: [...opts.peers, ...(r?.bootstrap ?? [])] }),
