@@ -12,6 +12,7 @@
 // This leans on pkg internals (cache layout, marker files): pkg is pinned exactly and
 // the built binary must be exercised by a test.
 import { spawnSync } from 'node:child_process'
+import { createHash } from 'node:crypto'
 import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -84,27 +85,13 @@ if (!existsSync(cachedNode) || !existsSync(stampFile) || readFileSync(stampFile,
 }
 writeFileSync(`${cachedNode}.ok`, '')
 
-// --- the binary's entry: V8's compile cache for the bundle, then the bundle ---------
-// pkg's SEA bootstrap compiles the bundle (~6 MiB) at every start, which was most of a
-// short command's CPU time; SEA's useCodeCache would cache pkg's bootstrap only. Node's
-// compile cache keeps V8's code for the bundle on disk after the first start, checked
-// against the bundle's contents and V8's version and flags (a mismatch compiles as
-// before). Where: next to the native addons pkg unpacks ($PKG_NATIVE_CACHE_PATH, which the
-// unit and the image set to the data dir's .native/), else ~/.cache; a folder that cannot
-// be made leaves the start as it was. It must run before the bundle is compiled: a file of
-// its own, which requires the bundle (pkg's walker follows the literal require). The umask
-// is src/umask.ts's, set here first: the cache is the owner's alone (0700, 0600), as
-// everything else pind writes in its data dir.
+// --- the binary's entry: the bundle with V8's code cache of the previous starts -----
+// scripts/binary-entry.cjs says how. The bundle's sha256 names its cache files: another build's
+// cache is never tried. pkg's walker follows the entry's literal require of the bundle.
 const entry = path.join(path.dirname(bundle), `${path.basename(bundle, '.cjs')}-entry.cjs`)
-writeFileSync(entry, `'use strict'
-process.umask(0o077)
-{
-  const { join } = require('node:path')
-  const dir = process.env.PKG_NATIVE_CACHE_PATH || join(require('node:os').homedir(), '.cache')
-  try { require('node:module').enableCompileCache(join(dir, 'pind-compile-cache')) } catch {}
-}
-require('./${path.basename(bundle)}')
-`)
+const bundleSha256 = createHash('sha256').update(readFileSync(bundle)).digest('hex')
+writeFileSync(entry, readFileSync(path.join(root, 'scripts', 'binary-entry.cjs'), 'utf8')
+  .replaceAll('__BUNDLE_SHA256__', bundleSha256).replaceAll('__BUNDLE__', path.basename(bundle)))
 
 // --- pkg config: assets are resolved relative to the config file's folder ----------
 const config = path.join(home, 'pkg-config.json')

@@ -1,0 +1,67 @@
+'use strict'
+// The entry of the binary: scripts/package-binary.mjs copies it beside the bundle, with the
+// bundle's file name and sha256 filled in, and pkg runs it first. It compiles the bundle with
+// V8's code cache of the previous starts and runs it as a CommonJS module.
+//
+// Node's compile cache (enableCompileCache) keeps only what V8 compiles eagerly, the bundle's
+// top level: every function a start runs is compiled again at each start, most of serve's start.
+// A cache made after the start's code has run holds those functions compiled too
+// (vm.Script#createCachedData). One cache per kind of start (serve, any other command) and per
+// NODE_OPTIONS (V8 rejects a cache made under other flags): a cache that is missing or rejected
+// is written once the code has run, when serve says its modules are loaded
+// (globalThis[Symbol.for('pind.codeLoaded')], before it changes V8 flags at run time), else at exit.
+// Where: $PKG_NATIVE_CACHE_PATH (the unit and the image set it to the data dir's .native/),
+// else ~/.cache; a folder that cannot be made or written leaves the start as it was.
+// The umask is src/umask.ts's, set here first: the cache is the owner's alone (0700, 0600).
+process.umask(0o077)
+const BUNDLE = '__BUNDLE__'
+const BUNDLE_SHA256 = '__BUNDLE_SHA256__'
+const { join } = require('node:path')
+const cacheDir = join(process.env.PKG_NATIVE_CACHE_PATH || join(require('node:os').homedir(), '.cache'), 'pind-compile-cache')
+// Node's own cache, for the modules outside the bundle (lmdb's JavaScript)
+try { require('node:module').enableCompileCache(cacheDir) } catch {}
+
+function runWithCodeCache () {
+  const fs = require('node:fs')
+  const vm = require('node:vm')
+  const Module = require('node:module')
+  const file = join(__dirname, BUNDLE)
+  let source
+  try { source = fs.readFileSync(file, 'utf8') } catch { return false }
+  const kind = process.argv.slice(2).includes('serve') ? 'serve' : 'cli'
+  const build = BUNDLE_SHA256.slice(0, 16)
+  const cacheFile = join(cacheDir, `${build}-${kind}-${hash(process.env.NODE_OPTIONS || '')}`)
+  let cachedData
+  try { cachedData = fs.readFileSync(cacheFile) } catch {}
+  const script = new vm.Script(Module.wrap(source), { filename: file, cachedData })
+  let written = false
+  const write = () => {
+    if (written) return
+    written = true
+    if (cachedData != null && !script.cachedDataRejected) return
+    try {
+      fs.mkdirSync(cacheDir, { recursive: true })
+      // the caches of other builds are of no more use
+      for (const f of fs.readdirSync(cacheDir)) if (/^[0-9a-f]{16}-/.test(f) && !f.startsWith(`${build}-`)) fs.rmSync(join(cacheDir, f), { force: true })
+      const tmp = `${cacheFile}.${process.pid}.tmp`
+      fs.writeFileSync(tmp, script.createCachedData())
+      fs.renameSync(tmp, cacheFile) // a concurrent start reads the old file or the new one
+    } catch {}
+  }
+  globalThis[Symbol.for('pind.codeLoaded')] = write
+  process.on('exit', write)
+  const mod = new Module(file, module)
+  mod.filename = file
+  mod.paths = Module._nodeModulePaths(__dirname)
+  script.runInThisContext().call(mod.exports, mod.exports, Module.createRequire(file), mod, file, __dirname)
+  return true
+}
+
+function hash (s) {
+  let h = 0x811c9dc5
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193) >>> 0
+  return h.toString(16).padStart(8, '0')
+}
+
+// the literal require also tells pkg's walker to ship the bundle (and what it requires)
+if (!runWithCodeCache()) require('./__BUNDLE__')
