@@ -41,8 +41,12 @@ function runWithCodeCache () {
     if (cachedData != null && !script.cachedDataRejected) return
     try {
       fs.mkdirSync(cacheDir, { recursive: true })
-      // the caches of other builds are of no more use
-      for (const f of fs.readdirSync(cacheDir)) if (/^[0-9a-f]{16}-/.test(f) && !f.startsWith(`${build}-`)) fs.rmSync(join(cacheDir, f), { force: true })
+      // other builds' caches, once unwritten for a day (two builds run in turn keep theirs)
+      for (const f of fs.readdirSync(cacheDir)) {
+        if (!/^[0-9a-f]{16}-/.test(f) || f.startsWith(`${build}-`)) continue
+        const other = join(cacheDir, f)
+        if (Date.now() - fs.statSync(other).mtimeMs > 86_400_000) fs.rmSync(other, { force: true })
+      }
       const tmp = `${cacheFile}.${process.pid}.tmp`
       fs.writeFileSync(tmp, script.createCachedData())
       fs.renameSync(tmp, cacheFile) // a concurrent start reads the old file or the new one
