@@ -34,11 +34,11 @@ function runWithCodeCache () {
   let cachedData
   try { cachedData = fs.readFileSync(cacheFile) } catch {}
   const script = new vm.Script(Module.wrap(source), { filename: file, cachedData })
-  let written = false
+  // (decided now: the cache's bytes are not held for the life of the process)
+  let kept = cachedData != null && !script.cachedDataRejected
   const write = () => {
-    if (written) return
-    written = true
-    if (cachedData != null && !script.cachedDataRejected) return
+    if (kept) return
+    kept = true
     try {
       fs.mkdirSync(cacheDir, { recursive: true })
       // other builds' caches, once unwritten for a day (two builds run in turn keep theirs)
