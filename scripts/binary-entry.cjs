@@ -26,14 +26,15 @@ function runWithCodeCache () {
   const vm = require('node:vm')
   const Module = require('node:module')
   const file = join(__dirname, BUNDLE)
+  // wrapped as a CommonJS module in one string (a concatenation would leave a second 6 MiB on V8's heap)
   let source
-  try { source = fs.readFileSync(file, 'utf8') } catch { return false }
+  try { source = Buffer.concat([Buffer.from(WRAPPER[0]), fs.readFileSync(file), Buffer.from(WRAPPER[1])]).toString('utf8') } catch { return false }
   const kind = process.argv.slice(2).includes('serve') ? 'serve' : 'cli'
   const build = BUNDLE_SHA256.slice(0, 16)
   const cacheFile = join(cacheDir, `${build}-${kind}-${hash(process.env.NODE_OPTIONS || '')}`)
   let cachedData
   try { cachedData = fs.readFileSync(cacheFile) } catch {}
-  const script = new vm.Script(Module.wrap(source), { filename: file, cachedData })
+  const script = new vm.Script(source, { filename: file, cachedData })
   // (decided now: the cache's bytes are not held for the life of the process)
   let kept = cachedData != null && !script.cachedDataRejected
   const write = () => {
@@ -60,6 +61,9 @@ function runWithCodeCache () {
   script.runInThisContext().call(mod.exports, mod.exports, Module.createRequire(file), mod, file, __dirname)
   return true
 }
+
+// Node's CommonJS module wrapper (Module.wrapper)
+const WRAPPER = ['(function (exports, require, module, __filename, __dirname) { ', '\n});']
 
 function hash (s) {
   let h = 0x811c9dc5
