@@ -6,10 +6,11 @@
 // Node's compile cache (enableCompileCache) keeps only what V8 compiles eagerly, the bundle's
 // top level: every function a start runs is compiled again at each start, most of serve's start.
 // A cache made after the start's code has run holds those functions compiled too
-// (vm.Script#createCachedData). One cache per kind of start (serve, any other command) and per
-// NODE_OPTIONS (V8 rejects a cache made under other flags): a cache that is missing or rejected
-// is written once the code has run, when serve says its modules are loaded
-// (globalThis[Symbol.for('pind.codeLoaded')], before it changes V8 flags at run time), else at exit.
+// (vm.Script#createCachedData). One cache per kind of start (serve, --version or --help, any
+// other command) and per NODE_OPTIONS (V8 rejects a cache made under other flags). A cache that is
+// missing or rejected is written once the code has run: serve's when it says its modules are
+// loaded (globalThis[Symbol.for('pind.codeLoaded')], before it changes V8 flags at run time), the
+// others' at exit.
 // Where: $PKG_NATIVE_CACHE_PATH (the unit and the image set it to the data dir's .native/),
 // else ~/.cache; a folder that cannot be made or written leaves the start as it was.
 // The umask is src/umask.ts's, set here first: the cache is the owner's alone (0700, 0600).
@@ -29,7 +30,10 @@ function runWithCodeCache () {
   // wrapped as a CommonJS module in one string (a concatenation would leave a second 6 MiB on V8's heap)
   let source
   try { source = Buffer.concat([Buffer.from(WRAPPER[0]), fs.readFileSync(file), Buffer.from(WRAPPER[1])]).toString('utf8') } catch { return false }
-  const kind = process.argv.slice(2).includes('serve') ? 'serve' : 'cli'
+  // serve's start, `--version` or `--help` (which run little: their cache would serve the others
+  // poorly), any other command
+  const args = process.argv.slice(2)
+  const kind = args.includes('serve') ? 'serve' : args.some(a => /^(-V|--version|-h|--help|help)$/.test(a)) ? 'info' : 'cli'
   const build = BUNDLE_SHA256.slice(0, 16)
   const cacheFile = join(cacheDir, `${build}-${kind}-${hash(process.env.NODE_OPTIONS || '')}`)
   let cachedData
@@ -42,6 +46,7 @@ function runWithCodeCache () {
     kept = true
     try {
       fs.mkdirSync(cacheDir, { recursive: true })
+      fs.accessSync(cacheDir, fs.constants.W_OK) // before the work of making the cache
       // other builds' caches, once unwritten for a day (two builds run in turn keep theirs)
       for (const f of fs.readdirSync(cacheDir)) {
         if (!/^[0-9a-f]{16}-/.test(f) || f.startsWith(`${build}-`)) continue
@@ -54,7 +59,8 @@ function runWithCodeCache () {
     } catch {}
   }
   globalThis[Symbol.for('pind.codeLoaded')] = write
-  process.on('exit', write)
+  // serve's only once its modules are loaded: a serve that stopped earlier (a bad setting) ran few
+  if (kind !== 'serve') process.on('exit', write)
   const mod = new Module(file, module)
   mod.filename = file
   mod.paths = Module._nodeModulePaths(__dirname)

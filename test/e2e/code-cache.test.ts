@@ -1,6 +1,6 @@
 /**
  * The binary keeps V8's code cache of the functions a start runs (scripts/binary-entry.cjs):
- * one file per kind of start (serve, other commands), written when missing and then used as it
+ * one file per kind of start (serve, --version or --help, other commands), written when missing and then used as it
  * is. A cache V8 rejects is written again at each start, which costs that start more than it saves:
  * serve's must be made before serve changes V8's flags at run time (the production runtime
  * environment's heap growth setting), or the next start rejects it.
@@ -30,7 +30,7 @@ describe("the binary's code cache", () => {
     expect(v1.code).toBe(0)
     expect(v1.out).toMatch(/^pind \d+\.\d+\.\d+ \(commit /)
     const cli = caches(native)
-    expect(Object.keys(cli)).toEqual([expect.stringMatching(/^[0-9a-f]{16}-cli-[0-9a-f]{8}$/)])
+    expect(Object.keys(cli)).toEqual([expect.stringMatching(/^[0-9a-f]{16}-info-[0-9a-f]{8}$/)])
     const v2 = await runPind(['--version'], { binary: bin, env })
     expect(v2.out).toBe(v1.out)
     expect(caches(native)).toEqual(cli)
