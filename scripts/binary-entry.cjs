@@ -51,7 +51,7 @@ function runWithCodeCache () {
       for (const f of fs.readdirSync(cacheDir)) {
         if (!/^[0-9a-f]{16}-/.test(f) || f.startsWith(`${build}-`)) continue
         const other = join(cacheDir, f)
-        if (Date.now() - fs.statSync(other).mtimeMs > 86_400_000) fs.rmSync(other, { force: true })
+        try { if (Date.now() - fs.statSync(other).mtimeMs > 86_400_000) fs.rmSync(other, { force: true }) } catch {} // (gone meanwhile)
       }
       const tmp = `${cacheFile}.${process.pid}.tmp`
       fs.writeFileSync(tmp, script.createCachedData())
