@@ -102,7 +102,9 @@ export class GcSchedule {
   private holdWatermark (ms: number): void {
     this.watermarkNotBefore = performance.now() + ms
     if (this.retry != null) clearTimeout(this.retry)
-    this.retry = setTimeout(() => { this.retry = undefined; this.checkWatermark() }, ms)
+    // the hold ends when the timer fires: its clock (libuv's, cached per loop turn) may run a little
+    // behind performance.now(), and a check against watermarkNotBefore then would never look again
+    this.retry = setTimeout(() => { this.retry = undefined; this.watermarkNotBefore = 0; this.checkWatermark() }, ms)
     this.retry.unref()
   }
 
