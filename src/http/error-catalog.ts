@@ -184,7 +184,9 @@ function answer (status: number, reason: Reason, details: string, headers: Recor
   // 1000 challenges) must not keep a whole pool slab alive with it
   const body = Buffer.allocUnsafeSlow(Buffer.byteLength(json))
   body.write(json)
-  return { status, reason, details, headers, body, text: json }
+  // the text read back as Latin-1: a one-byte string. `json` itself stays two-byte when the replace
+  // above had anything to escape, and node:http would encode it from two bytes a character on every write
+  return { status, reason, details, headers, body, text: body.toString('latin1') }
 }
 
 function paymentHeaders (e: { challenge?: string }): Record<string, string> {

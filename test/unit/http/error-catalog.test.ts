@@ -5,6 +5,7 @@
  * what their status needs (after fastify's test/internals/errors.test.js).
  */
 import { readdirSync } from 'node:fs'
+import { serialize } from 'node:v8'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { PindError, InsufficientFundsError, InvalidInputError, LegallyRefusedError, OperationNotAllowedError, PaymentRequiredError, ReplayRefusedError, TooManyRequestsError, UnauthorizedError, UnavailableError } from '../../../src/errors.js'
@@ -103,5 +104,10 @@ describe('the error catalog', () => {
     expect(a.text).toMatch(/^[\x20-\x7e]*$/)
     expect(a.body.toString('utf8')).toBe(a.text)
     expect(JSON.parse(a.text).error.details).toBe('months 1–24, size × price, café')
+    // and as a one-byte string: a two-byte one (what the escaping leaves) is encoded from two bytes a character on every write
+    // (V8's serializer tags a one-byte string '"' and a two-byte one 'c', after its two-byte header)
+    const isOneByte = (s: string): boolean => serialize(s)[2] === 0x22
+    expect(isOneByte('months 1–24')).toBe(false)
+    expect(isOneByte(a.text)).toBe(true)
   })
 })
