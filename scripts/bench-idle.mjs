@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * Paid uploads right after start, again at once, and again after an idle
- * spell, against two or more services side by side (issue 18: V8's young
+ * spell, against two or more services side by side (V8's young
  * generation after an idle spell).
  *
  * When a service goes quiet, its idle collection (src/runtime/idle-collection.ts) and V8's

@@ -46,7 +46,7 @@ export { openLedgerEnv } from './src/ledger/open.ts'
 export { PinLedger } from './src/ledger/pins.ts'
 export { nextCreated, addMonths } from './src/ledger/clock.ts'
 export { newRequestid } from './src/ledger/requestid.ts'
-export { exportLedger, parseExportOptions } from './src/service/ledger-export.ts'
+export { exportLedger, parseExportOptions } from './src/service/admin/ledger-export.ts'
 `
 
 /** src/ledger of this tree (ref undefined) or of a git ref, bundled into one module (lmdb stays external: it resolves from this tree's node_modules) */

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * GET /pins latency over a large ledger (issue #7 item 9, target p99 < 10 ms):
+ * GET /pins latency over a large ledger (target p99 < 10 ms):
  * 100 owners × 1,000 pins (100,000), each pin named and with meta {app: a|b},
  * written directly with lmdb in the layout of src/ledger/pins.ts (as
  * scripts/bench-export.mjs does), then served by pind (--token-issuer bench,

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 /**
  * Request rates of the cheap paths against a bare node:http hello-world, the
- * same load generator for every target, measured in one run (issue #7 item 8,
- * target ≥ 50% of hello-world):
+ * same load generator for every target, measured in one run (targets: npm run bench,
+ * scripts/bench.mjs):
  *   - hello-world: node:http in a child process (not on the generator's loop)
  *   - GET /health
  *   - POST /pins unpaid → 402, a CID pind does not hold (--pin-probe-timeout 0,

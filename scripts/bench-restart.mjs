@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * Restart downtime under load (issue 34, target < 1 s): 16 clients (keep-alive, one
+ * Restart downtime under load (target < 1 s): 16 clients (keep-alive, one
  * connection each) send GET /health back to back while `pind serve` is stopped with SIGTERM
  * and started again on the same data dir and port. A refused or reset connection, or an
  * answer other than 200, is retried 10 ms later. The downtime is the longest gap between two

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * The S3 block backend against raw @aws-sdk/client-s3, in one run, on a throwaway
- * Ceph RADOS Gateway (scripts/s3/; issue #17: target >= 0.70 of the raw rate, upload
+ * Ceph RADOS Gateway (scripts/s3/; targets: upload >= 0.70 and gateway read >= 0.80 of the raw rate, upload
  * peak RSS < 200 MB):
  *
  *   - upload: the whole paid exchange of a 100 MB file against the built binary with

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
- * Paid 100 MB uploads against the built binary on a local dev chain (issue #7
- * item 7: target ≥ 0.70 of the baseline, peak service RSS < 200 MB).
+ * Paid 100 MB uploads against the built binary on a local dev chain (target ≥ 0.75
+ * of the baseline, peak service RSS < 200 MB).
  *
  * Measured in one run, the sizes taking turns:
  *   - pind, whole x402 exchange with a lean HTTP client (undici.request, the

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * `npm run bench`: the benchmark summary (issue 34 item 5). Runs the project's benchmark
+ * `npm run bench`: the benchmark summary. Runs the project's benchmark
  * scripts, each as a child process with `--json` (it prints its figures as a last JSON line),
  * at sizes that finish in about 10 minutes in all on a 2-core machine, and prints one line per
  * row: the figure, the baseline measured in the same run, their ratio (figure / baseline), the

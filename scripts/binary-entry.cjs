@@ -13,7 +13,7 @@
 // others' at exit.
 // Where: $PKG_NATIVE_CACHE_PATH (the unit and the image set it to the data dir's .native/),
 // else ~/.cache; a folder that cannot be made or written leaves the start as it was.
-// The umask is src/umask.ts's, set here first: the cache is the owner's alone (0700, 0600).
+// The umask is src/app/umask.ts's, set here first: the cache is the owner's alone (0700, 0600).
 process.umask(0o077)
 const BUNDLE = '__BUNDLE__'
 const BUNDLE_SHA256 = '__BUNDLE_SHA256__'

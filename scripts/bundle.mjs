@@ -43,7 +43,7 @@ function pkgRuntimeFixes (addonHashes) {
   //    before it first requires lmdb. When unset, pkg's own hook does the work.
   //    The copy already there is checked against the hash this build recorded, which leaves
   //    the addon's pages in the binary untouched: reading them from pkg's archive made its
-  //    3.4 MiB of the binary resident for the life of the process (issue 18).
+  //    3.4 MiB of the binary resident for the life of the process.
   const pkgDlopen = process.dlopen
   process.dlopen = function (mod, file, ...rest) {
     const dir = process.env.PKG_NATIVE_CACHE_PATH
@@ -131,7 +131,7 @@ try {
     // the same functions as before (only line:column changes; --sourcemap maps them back). The
     // bundle is 6.1 MiB instead of 9.0, and V8 holds its source as a string for the life of the
     // process (lazy functions compile from it), beside the file's pages pkg's archive maps:
-    // at start 5 MiB less V8 heap used and anonymous memory (issue 18). keepNames is left off:
+    // at start 5 MiB less V8 heap used and anonymous memory. keepNames is left off:
     // its 8,680 __name() calls cost 10 MiB of anonymous memory and 20 MiB of committed heap at
     // start, and without it .name values are what they were unminified (esbuild's renaming of
     // clashing names, e.g. parse8, predates the minifying; stack traces show the same names).

@@ -8,7 +8,7 @@
  *   node scripts/import-graph.mjs --root <dir>   another checkout
  *
  * A node is a folder of src/ (`service`, `ledger`, …) or a file at the top of
- * src/ (`daemon.ts`, `errors.ts`, …). Imports are read with the TypeScript
+ * src/ (`main.ts`). Imports are read with the TypeScript
  * compiler's own pre-processor (type-only imports count too: a type is a
  * dependency of the design), so comments and strings that look like imports
  * are not taken for them.
@@ -22,11 +22,11 @@ import { fileURLToPath } from 'node:url'
 import ts from 'typescript'
 
 /** the shells over the core: the CLI, the HTTP API and gateway, the admin channel, the composition roots */
-export const SHELLS = ['cli', 'http', 'admin', 'main.ts', 'daemon.ts', 'core.ts']
+export const SHELLS = ['cli', 'http', 'admin', 'main.ts', 'app']
 /** the transport-free use cases */
 export const CORE = ['service']
 /** the components the core is built from */
-export const COMPONENTS = ['ledger', 'ipfs', 'payment', 'auth', 'denylist', 'metrics', 'config', 'datadir', 'runtime']
+export const COMPONENTS = ['ledger', 'ipfs', 'payment', 'auth', 'denylist', 'metrics', 'config', 'datadir', 'runtime', 'kernel']
 
 /** why an edge points upward, or undefined when it does not */
 export function upwardReason (from, to) {

@@ -401,7 +401,7 @@ export async function runSoak (opts = {}) {
       errors: state.errorCount,
       /** the machine's 1-minute load average (the soak shares its cores with whatever else runs) */
       load1: loadavg()[0],
-      /** response bytes queued in user space (the send budget's use) and upload chunk buffers held: two holders of the transient buffers (issue 18, the peaks) */
+      /** response bytes queued in user space (the send budget's use) and upload chunk buffers held: two holders of the transient buffers (the peaks) */
       sendBudget: metricValue(metrics, 'pind_http_send_budget_bytes'),
       chunkBuffers: metricValue(metrics, 'pind_upload_chunk_buffers'),
       /** V8's malloc'd memory outside its heap (compiler and parser zones), now and its peak since serve started */

@@ -1,5 +1,5 @@
 /** Entry point of the `pind` binary. */
-import './umask.js' // first: before any module can create a file
+import './app/umask.js' // first: before any module can create a file
 import { CommanderError } from 'commander'
 import { buildProgram } from './cli/program.js'
 

@@ -1,4 +1,4 @@
-// Issue 33, item 3: a peer with a fresh identity floods a pind DHT server
+// A peer with a fresh identity floods a pind DHT server
 // with ADD_PROVIDER, and this measures what it costs pind. The attacker is a
 // real libp2p node on 127.0.0.1 that speaks /ipfs/kad/1.0.0 with kad-dht's
 // own protobuf Message codec, one stream, messages length-prefixed as

@@ -5,17 +5,17 @@
  * the same service function.
  */
 import { z } from 'zod/v4'
-import { InvalidInputError } from '../errors.js'
+import { InvalidInputError } from '../kernel/errors.js'
 import type { MigrateProgress } from '../ipfs/migrate.js'
 import { S3Credentials, S3Location } from '../ipfs/s3-settings.js'
-import type { MigrateReport } from '../service/blocks-migrate.js'
-import { DenyOp, type DenyReply } from '../service/deny-admin.js'
-import type { GcProgress, GcResult } from '../service/gc.js'
-import { KeysOp, type KeysReply } from '../service/keys-admin.js'
-import { PinsOp, type PinsReply } from '../service/pins-admin.js'
-import type { RoutingReport } from '../service/routing-admin.js'
-import { SettlementsOp, type SettlementsReply } from '../service/settlements-admin.js'
-import type { StatusReport } from '../service/status.js'
+import type { MigrateReport } from '../service/admin/blocks-migrate.js'
+import { DenyOp, type DenyReply } from '../service/admin/deny-admin.js'
+import type { GcProgress, GcResult } from '../service/background/gc.js'
+import { KeysOp, type KeysReply } from '../service/admin/keys-admin.js'
+import { PinsOp, type PinsReply } from '../service/admin/pins-admin.js'
+import type { RoutingReport } from '../service/admin/routing-admin.js'
+import { SettlementsOp, type SettlementsReply } from '../service/admin/settlements-admin.js'
+import type { StatusReport } from '../service/admin/status.js'
 
 const Nothing = z.object({}).strict()
 const GcRequest = z.object({ dryRun: z.boolean().optional() })

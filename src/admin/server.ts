@@ -5,7 +5,7 @@
  * holds the data dir, and run it themselves when none does. Each concern
  * adds its routes from src/admin/routes/.
  */
-import type { Logger } from '../log.js'
+import type { Logger } from '../kernel/log.js'
 import { sendJson } from '../http/respond.js'
 import { Router } from '../http/router.js'
 import { createHttpServer } from '../http/server.js'

@@ -3,7 +3,7 @@
  * message (never the token, never key material) so the HTTP layer can put it
  * in a 401 as is; key store errors are for operators and name the file.
  */
-import { PindError } from '../errors.js'
+import { PindError } from '../kernel/errors.js'
 
 /** Anything wrong with a presented token. `message` is safe to show the client. */
 export class InvalidTokenError extends PindError {

@@ -26,7 +26,7 @@ import { randomBytes } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose'
 import { z } from 'zod/v4'
-import { text } from '../api-shapes.js'
+import { text } from '../kernel/api-shapes.js'
 import { KeyStoreError, UnknownKeyError } from './errors.js'
 import { assertOwnerOnly, kidOfEntry, readKeyFile, writeKeyFile, type KeyFile, type KeyStatus } from './key-file.js'
 

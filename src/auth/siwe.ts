@@ -19,8 +19,8 @@
 import { getAddress, verifyMessage } from 'viem'
 import { createSiweMessage, generateSiweNonce, parseSiweMessage, validateSiweMessage } from 'viem/siwe'
 import { z } from 'zod/v4'
-import { ADDRESS, HEX, matching, text } from '../api-shapes.js'
-import { PindError } from '../errors.js'
+import { ADDRESS, HEX, matching, text } from '../kernel/api-shapes.js'
+import { PindError } from '../kernel/errors.js'
 
 export const CHALLENGE_TTL_MS = 10 * 60 * 1000
 export const MAX_OPEN_CHALLENGES = 10_000

@@ -5,7 +5,7 @@
  * same service functions; the caller is told which one ran.
  */
 import { existsSync } from 'node:fs'
-import type { Core } from '../core.js'
+import type { Core } from '../app/core.js'
 import { acquireLock, lockHolder } from '../datadir/lock.js'
 import { layout, type DataDirLayout } from '../datadir/layout.js'
 import type { BlockBackend } from '../ipfs/block-backend.js'
@@ -42,7 +42,7 @@ export async function runAdmin<T> (dataDir: string, label: string, ops: {
   const lock = acquireLock(paths.lock, paths.root, `pind ${label}`)
   try {
     // lmdb and the rest of the core load only now (--help stays instant)
-    const { openCore } = await import('../core.js')
+    const { openCore } = await import('../app/core.js')
     const blocks = await ops.blocks?.(paths)
     try {
       const core = await openCore(paths, blocks != null ? { blocks } : {})

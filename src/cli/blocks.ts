@@ -71,7 +71,7 @@ Examples:
           locally: async (core) => {
             const r = core
             const { FsBackend } = await import('../ipfs/fs-backend.js')
-            const { migrateToS3 } = await import('../service/blocks-migrate.js')
+            const { migrateToS3 } = await import('../service/admin/blocks-migrate.js')
             const { readBlockstoreRecord } = await import('../datadir/blockstore-record.js')
             const { loggerFor } = await import('./config-from-cli.js')
             const recorded = readBlockstoreRecord(r.paths.blockstoreRecord)

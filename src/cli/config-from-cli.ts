@@ -6,7 +6,7 @@ import type { Command } from 'commander'
 import { loadConfig } from '../config/load.js'
 import { checkDataDirAccess, DataDirAccessError } from '../datadir/access.js'
 import { type Config, SETTINGS } from '../config/settings.js'
-import { createLogger, type Logger } from '../log.js'
+import { createLogger, type Logger } from '../kernel/log.js'
 
 export const EXIT_USAGE = 2
 

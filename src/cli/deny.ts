@@ -6,7 +6,7 @@
 import { userInfo } from 'node:os'
 import type { Command } from 'commander'
 import { callAdmin } from '../admin/client.js'
-import type { DenyOp, DenyReply } from '../service/deny-admin.js'
+import type { DenyOp, DenyReply } from '../service/admin/deny-admin.js'
 import { describeVia, runAdmin, writeResult, type Via } from './admin-target.js'
 import { configFromCli } from './config-from-cli.js'
 import { CliError, fail } from './fail.js'
@@ -81,12 +81,12 @@ async function run (name: string, cmd: Command, op: DenyOp, print: (r: DenyReply
     out = await runAdmin(config.dataDir, `deny ${name}`, {
       viaServe: async (socket) => await callAdmin(socket, '/deny', op),
       locally: async (core) => {
-        const { Denials } = await import('../service/denials.js')
-        const { runDenyOp } = await import('../service/deny-admin.js')
+        const { Denials } = await import('../service/serving/denials.js')
+        const { runDenyOp } = await import('../service/admin/deny-admin.js')
         const { denialLedger: ledger, pins } = core
         if (op.op !== 'check') return await runDenyOp(op, { ledger, pins })
         const { DenylistSources, DenylistConfigError } = await import('../denylist/sources.js')
-        const { silentLogger } = await import('../log.js')
+        const { silentLogger } = await import('../kernel/log.js')
         const files = new DenylistSources(config.denylist ?? [], silentLogger)
         try {
           await files.load()

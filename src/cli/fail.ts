@@ -5,7 +5,7 @@
  * anything else prints its name too.
  */
 import { AdminCallError } from '../admin/client.js'
-import { RefusedError } from '../errors.js'
+import { RefusedError } from '../kernel/errors.js'
 import { EXIT_USAGE } from './config-from-cli.js'
 
 /** A failure whose message is meant for the operator as it is. */

@@ -4,7 +4,7 @@
  */
 import type { Command } from 'commander'
 import { AdminCallError, callAdminLines } from '../admin/client.js'
-import { runGc, type GcProgress } from '../service/gc.js'
+import { runGc, type GcProgress } from '../service/background/gc.js'
 import { runAdmin, describeVia, writeResult } from './admin-target.js'
 import { configFromCli } from './config-from-cli.js'
 import { CliError, fail } from './fail.js'

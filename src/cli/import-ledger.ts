@@ -2,7 +2,7 @@
  * `pind import-ledger <file>`: loads a JSON Lines export into a stopped data
  * dir — a new or empty one (migration), or with --merge one that already has
  * pins. The whole file is checked before anything is written (see
- * src/service/ledger-import.ts), so a refused file leaves the ledger as it was.
+ * src/service/admin/ledger-import.ts), so a refused file leaves the ledger as it was.
  */
 import { existsSync, mkdirSync, statSync } from 'node:fs'
 import { open, rm } from 'node:fs/promises'
@@ -11,8 +11,8 @@ import { join } from 'node:path'
 import type { Command } from 'commander'
 import { acquireLock, DataDirLockedError, lockHolder } from '../datadir/lock.js'
 import { layout } from '../datadir/layout.js'
-import { EXPORT_SCHEMA } from '../service/ledger-export.js'
-import { checkImport, fileLines, ImportError, writeImport, type ImportOptions } from '../service/ledger-import.js'
+import { EXPORT_SCHEMA } from '../service/admin/ledger-export.js'
+import { checkImport, fileLines, ImportError, writeImport, type ImportOptions } from '../service/admin/ledger-import.js'
 import { configFromCli } from './config-from-cli.js'
 import { CliError, fail } from './fail.js'
 import { count, progressLine } from './progress.js'
@@ -85,7 +85,7 @@ async function runImport (file: string, o: { merge?: boolean, json?: boolean }, 
     let result
     try {
       // the core a serve would run on (admin-target.ts opens it so for the other commands)
-      const { openCore } = await import('../core.js')
+      const { openCore } = await import('../app/core.js')
       const core = await openCore(paths)
       try {
         if (!fresh) await checkImport(source, core, opts)

@@ -9,7 +9,7 @@ import { PIN_WITHOUT_PAYMENT } from '../auth/permissions.js'
 import { duration } from '../config/parse.js'
 import { layout } from '../datadir/layout.js'
 import { acquireLock, lockHolder } from '../datadir/lock.js'
-import type { KeysOp, KeysReply } from '../service/keys-admin.js'
+import type { KeysOp, KeysReply } from '../service/admin/keys-admin.js'
 import { runAdmin, type Via, describeVia, writeResult } from './admin-target.js'
 import { configFromCli } from './config-from-cli.js'
 import { CliError, fail, usage } from './fail.js'
@@ -169,7 +169,7 @@ async function runKeys (name: string, cmd: Command, op: KeysOp, print: (r: KeysR
       viaServe: async (socket) => await callAdmin(socket, '/keys', op),
       locally: async (core) => {
         // (loaded here: through a running serve, the command needs none of it)
-        const { runKeysOp } = await import('../service/keys-admin.js')
+        const { runKeysOp } = await import('../service/admin/keys-admin.js')
         const tokens = await core.recordedTokens()
         return await runKeysOp(op, { keystore: await core.keystore(), tokenLedger: core.tokenLedger, ...(tokens != null ? { tokens } : {}) })
       }

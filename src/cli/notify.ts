@@ -13,7 +13,7 @@
  * version on a large ledger upgrades it for minutes.
  */
 import { spawn } from 'node:child_process'
-import type { Logger } from '../log.js'
+import type { Logger } from '../kernel/log.js'
 
 export async function notifyServiceManager (vars: Record<string, string>, log: Logger, env: NodeJS.ProcessEnv = process.env): Promise<boolean> {
   if (env.NOTIFY_SOCKET == null || env.NOTIFY_SOCKET === '') return false

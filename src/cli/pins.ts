@@ -7,7 +7,7 @@
  */
 import type { Command } from 'commander'
 import { callAdmin } from '../admin/client.js'
-import type { OperatorPinStatus, PinsOp, PinsReply } from '../service/pins-admin.js'
+import type { OperatorPinStatus, PinsOp, PinsReply } from '../service/admin/pins-admin.js'
 import { describeVia, runAdmin, type Via, writeResult } from './admin-target.js'
 import { configFromCli } from './config-from-cli.js'
 import { fail, usage } from './fail.js'
@@ -80,7 +80,7 @@ async function run (name: string, cmd: Command, op: PinsOp, print: (r: PinsReply
     out = await runAdmin(config.dataDir, `pins ${name}`, {
       viaServe: async (socket) => await callAdmin(socket, '/pins', op),
       locally: async (core) => {
-        const { runPinsOp } = await import('../service/pins-admin.js')
+        const { runPinsOp } = await import('../service/admin/pins-admin.js')
         return await runPinsOp(op, { ledger: core.pins })
       }
     })

@@ -6,9 +6,9 @@
  */
 import { Command, Option } from 'commander'
 import { SETTINGS, type Setting } from '../config/settings.js'
-import { codeLoaded } from '../code-loaded.js'
+import { codeLoaded } from '../app/code-loaded.js'
 import { secureDataDir } from '../datadir/secure.js'
-import { versionLine } from '../version.js'
+import { versionLine } from '../kernel/version.js'
 import { checksumErrors } from './checksums.js'
 import { configFromCli, EXIT_USAGE, loggerFor } from './config-from-cli.js'
 import { configCommand } from './config-show.js'

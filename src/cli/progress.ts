@@ -3,7 +3,7 @@
  * when stderr is a terminal (scripts and logs get just the final result),
  * redrawn at most 10×/s and cleared when the work ends.
  */
-import { thousands } from '../thousands.js'
+import { thousands } from '../kernel/thousands.js'
 
 export interface Progress {
   update(text: string): void

@@ -5,7 +5,7 @@
 import type { Command } from 'commander'
 import { callAdmin } from '../admin/client.js'
 import { settingDefault } from '../config/settings.js'
-import type { RoutingReport } from '../service/routing-admin.js'
+import type { RoutingReport } from '../service/admin/routing-admin.js'
 import { describeVia, runAdmin, writeResult } from './admin-target.js'
 import { configFromCli } from './config-from-cli.js'
 import { fail } from './fail.js'
@@ -30,7 +30,7 @@ Examples:
         const out = await runAdmin(config.dataDir, 'routing status', {
           viaServe: async (socket) => await callAdmin(socket, '/routing', {}),
           locally: async (core) => {
-            const { routingReport } = await import('../service/routing-admin.js')
+            const { routingReport } = await import('../service/admin/routing-admin.js')
             const strategy = (core.recorded.provideStrategy ?? settingDefault('provideStrategy')) === 'all' ? 'blocks' : 'roots'
             const interval = core.recorded.reprovideInterval ?? settingDefault('reprovideInterval')
             return routingReport({ keys: core.pins.provides, strategy, intervalMs: interval * 1000 })

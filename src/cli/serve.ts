@@ -5,16 +5,16 @@
  * second signal exits at once).
  */
 import type { Config } from '../config/settings.js'
-import { startDaemon } from '../daemon.js'
+import { startDaemon } from '../app/daemon.js'
 import { DataDirLockedError } from '../datadir/lock.js'
 import { BlockstoreRecordError } from '../datadir/blockstore-record.js'
 import { BackendChoiceError } from '../ipfs/open-backend.js'
 import { S3ConfigError } from '../ipfs/s3-settings.js'
 import { applyRuntime, RuntimeSettingError, type RuntimeTuning } from '../runtime/apply.js'
-import type { Logger } from '../log.js'
-import { StartupError } from '../startup-errors.js'
-import { STOP_STEPS_MS, stopWithin } from '../stop-steps.js'
-import { COMMIT, VERSION } from '../version.js'
+import type { Logger } from '../kernel/log.js'
+import { StartupError } from '../app/startup-errors.js'
+import { STOP_STEPS_MS, stopWithin } from '../app/stop-steps.js'
+import { COMMIT, VERSION } from '../kernel/version.js'
 import { notifyServiceManager, startupReporter } from './notify.js'
 
 /** how long a stop waits, at most, for systemd to have read STOPPING=1 */

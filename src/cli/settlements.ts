@@ -7,8 +7,8 @@
 import { Option, type Command } from 'commander'
 import { callAdmin } from '../admin/client.js'
 import { SETTINGS, type Config } from '../config/settings.js'
-import type { SettlementsOp, SettlementsReply } from '../service/settlements-admin.js'
-import type { ReconcileReport } from '../service/settlement-reconcile.js'
+import type { SettlementsOp, SettlementsReply } from '../service/admin/settlements-admin.js'
+import type { ReconcileReport } from '../service/payments/settlement-reconcile.js'
 import { runAdmin, type Via, describeVia, writeResult } from './admin-target.js'
 import { configFromCli, EXIT_USAGE } from './config-from-cli.js'
 import { CliError, fail } from './fail.js'
@@ -87,15 +87,15 @@ async function run (name: string, cmd: Command, op: SettlementsOp, print: (r: Se
     out = await runAdmin(config.dataDir, `settlements ${name}`, {
       viaServe: async (socket) => await callAdmin(socket, '/settlements', op),
       locally: async (core) => {
-        const { runSettlementsOp } = await import('../service/settlements-admin.js')
+        const { runSettlementsOp } = await import('../service/admin/settlements-admin.js')
         const { notes } = core
         // a pin by CID recorded here is fetched by the next serve (it reads its fetch queue at start)
         const { fulfil, release } = core.settlement
         if (op.op !== 'check') return await runSettlementsOp(op, { notes, release })
         if (config.rpcUrl == null) throw new CliError('check on a stopped data dir reads the chain: give --rpc-url (or PIND_RPC_URL) and the --asset serve uses', EXIT_USAGE)
         const { authorizationStateReader } = await import('../payment/authorization-state.js')
-        const { reconcileSettlements } = await import('../service/settlement-reconcile.js')
-        const { silentLogger } = await import('../log.js')
+        const { reconcileSettlements } = await import('../service/payments/settlement-reconcile.js')
+        const { silentLogger } = await import('../kernel/log.js')
         const chain = authorizationStateReader({ network: config.network, rpcUrl: config.rpcUrl, asset: config.asset })
         const reconcile = async (): Promise<ReconcileReport> => await reconcileSettlements(notes, chain, silentLogger, { fulfil, release })
         return await runSettlementsOp(op, { notes, reconcile, release })

@@ -31,7 +31,7 @@ Examples:
         const out = await runAdmin(config.dataDir, 'status', {
           viaServe: async (socket) => await callAdmin(socket, '/status', {}),
           locally: async (core) => {
-            const { operatorStatus } = await import('../service/status.js')
+            const { operatorStatus } = await import('../service/admin/status.js')
             return await operatorStatus({ pins: core.pins, notes: core.notes, dataDir: core.paths.root, usage: async () => await core.usage.current().catch(() => ({ blocks: 0, bytes: 0 })) })
           },
           // counted where the blocks are (blocks/, or the bucket the data dir records); a store that

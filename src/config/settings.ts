@@ -5,7 +5,7 @@
  */
 import { isIP } from 'node:net'
 import { multiaddr } from '@multiformats/multiaddr'
-import { LOG_LEVELS, type LogLevel } from '../log.js'
+import { LOG_LEVELS, type LogLevel } from '../kernel/log.js'
 import {
   address, atomic, bool, caip2, ConfigValueError, duration, httpUrl, int, list, oneOf, privateKeyHex, str, type Parser
 } from './parse.js'

@@ -5,7 +5,7 @@
  * recognised as stale even if the pid was reused.
  */
 import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs'
-import { PindError } from '../errors.js'
+import { PindError } from '../kernel/errors.js'
 
 export class DataDirLockedError extends PindError {
   override name = 'DataDirLockedError'

@@ -15,7 +15,7 @@
  */
 import { chmodSync, lstatSync, mkdirSync, readdirSync, type Stats } from 'node:fs'
 import { join } from 'node:path'
-import { PindError } from '../errors.js'
+import { PindError } from '../kernel/errors.js'
 
 export class DataDirAccessError extends PindError {
   override name = 'DataDirAccessError'

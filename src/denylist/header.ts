@@ -15,7 +15,7 @@
  * unknown fields. This is not a YAML parser: a top-level line that is not
  * `key: value` (or a comment) makes the header invalid, and the list with it.
  */
-import { PindError } from '../errors.js'
+import { PindError } from '../kernel/errors.js'
 export interface DenylistHeader {
   version: number
   name?: string

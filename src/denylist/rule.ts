@@ -16,7 +16,7 @@
  * Rules naming the empty block or empty directory are ignored (blocking them
  * breaks applications), as boxo's nopfs does.
  */
-import { PindError } from '../errors.js'
+import { PindError } from '../kernel/errors.js'
 import { base58btc } from 'multiformats/bases/base58'
 import * as Digest from 'multiformats/hashes/digest'
 import { decodeCid } from '../ipfs/cid-text.js'

@@ -16,11 +16,11 @@
  * lines are logged with file:line and skipped, at most LOGGED_PROBLEMS per
  * read (then a count).
  */
-import { PindError } from '../errors.js'
+import { PindError } from '../kernel/errors.js'
 import { watch, type FSWatcher } from 'node:fs'
 import { readdir, stat } from 'node:fs/promises'
 import { basename, dirname, join } from 'node:path'
-import type { Logger } from '../log.js'
+import type { Logger } from '../kernel/log.js'
 import type { CompiledList } from './compiled.js'
 import type { DenylistHeader } from './header.js'
 import { readDenylistFile } from './read-file.js'

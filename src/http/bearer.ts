@@ -4,7 +4,7 @@
 import type { IncomingMessage } from 'node:http'
 import { InvalidTokenError } from '../auth/errors.js'
 import type { TokenService, VerifiedToken } from '../auth/tokens.js'
-import { UnauthorizedError } from '../errors.js'
+import { UnauthorizedError } from '../kernel/errors.js'
 
 export async function bearer (req: IncomingMessage, tokens: TokenService): Promise<VerifiedToken> {
   const header = req.headers.authorization

@@ -24,7 +24,7 @@
 import { readFileSync } from 'node:fs'
 import type { Server } from 'node:http'
 import type { Socket } from 'node:net'
-import type { Logger } from '../log.js'
+import type { Logger } from '../kernel/log.js'
 import { clientKey, normalize } from './client-ip.js'
 
 export interface ConnectionLimits {

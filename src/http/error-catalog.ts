@@ -11,7 +11,7 @@
  */
 
 import { z } from 'zod/v4'
-import { PindError } from '../errors.js'
+import { PindError } from '../kernel/errors.js'
 
 /** what an answer's JSON escapes (see answer) */
 const NON_ASCII = /[\u007f-\uffff]/g
@@ -54,7 +54,7 @@ const retryAfter = (err: { retryAfterSeconds: number }): Record<string, string> 
 
 /** Errors that are answers, by name. */
 export const ERRORS: Record<string, Entry<any>> = {
-  // src/errors.ts
+  // src/kernel/errors.ts
   InvalidInputError: { status: 400, reason: 'BAD_REQUEST' },
   LengthRequiredError: { status: 411, reason: 'BAD_REQUEST' },
   ExpectationFailedError: { status: 417, reason: 'BAD_REQUEST' },

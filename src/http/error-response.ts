@@ -5,7 +5,7 @@
  * (they go to the log instead).
  */
 import type { ServerResponse } from 'node:http'
-import type { Logger } from '../log.js'
+import type { Logger } from '../kernel/log.js'
 import { errorAnswer } from './error-catalog.js'
 import { sendAnswer } from './respond.js'
 

@@ -3,7 +3,7 @@
  * received (not on Content-Length).
  */
 import type { IncomingMessage } from 'node:http'
-import { InputTooLargeError, InvalidInputError, UnsupportedFormatError } from '../errors.js'
+import { InputTooLargeError, InvalidInputError, UnsupportedFormatError } from '../kernel/errors.js'
 
 export const DEFAULT_JSON_LIMIT = 64 * 1024
 

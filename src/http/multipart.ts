@@ -7,7 +7,7 @@ import type { IncomingMessage } from 'node:http'
 import type { Readable } from 'node:stream'
 import { Busboy } from '@fastify/busboy'
 import { z } from 'zod/v4'
-import { BodyTooLargeError, InvalidInputError } from '../errors.js'
+import { BodyTooLargeError, InvalidInputError } from '../kernel/errors.js'
 
 /**
  * The form POST /upload takes: one part, the file, named by this schema's

@@ -15,12 +15,12 @@
  * Over the limit: 429 with Retry-After, in the spec's error shape. Memory is
  * bounded: at most `maxClients` buckets, the idlest dropped first. And a
  * bucket unused for FULL_AFTER_MS is full again, the same as none: such
- * buckets are dropped as new clients come (issue 18), so a client population
+ * buckets are dropped as new clients come, so a client population
  * that passed by (an attacker's IPv6 /64s, ~110 bytes a bucket) is not kept
  * at the bound for the life of the process.
  */
 import type { IncomingMessage } from 'node:http'
-import { TooManyRequestsError } from '../errors.js'
+import { TooManyRequestsError } from '../kernel/errors.js'
 import { clientIp, clientKey } from './client-ip.js'
 
 export interface RateLimits {

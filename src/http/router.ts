@@ -3,8 +3,8 @@
  * parameters, or a trailing `*` that captures the rest of the path.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { NotFoundError, OperationNotAllowedError } from '../errors.js'
-import type { Logger } from '../log.js'
+import { NotFoundError, OperationNotAllowedError } from '../kernel/errors.js'
+import type { Logger } from '../kernel/log.js'
 
 export interface RequestContext {
   req: IncomingMessage

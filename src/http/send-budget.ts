@@ -29,7 +29,7 @@
  * such readers held ~2 MiB each on the old code: gigabytes.
  */
 import { DEFAULT_MIN_SEND_GRACE, DEFAULT_MIN_SEND_RATE, DEFAULT_SEND_BUDGET } from '../config/settings.js'
-import type { Logger } from '../log.js'
+import type { Logger } from '../kernel/log.js'
 
 /** How long a response must have waited for its own client before it may be cut to give its budget to a response waiting in line. */
 export const EVICT_AFTER_MS = 1000

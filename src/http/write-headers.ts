@@ -8,7 +8,7 @@
  */
 import type { IncomingMessage } from 'node:http'
 import { z } from 'zod/v4'
-import { InvalidInputError } from '../errors.js'
+import { InvalidInputError } from '../kernel/errors.js'
 
 export const DURATION_HEADER = 'x-pin-duration-months'
 export const UPLOAD_SIZE_HEADER = 'x-upload-size'

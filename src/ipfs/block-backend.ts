@@ -9,7 +9,7 @@
 import type { Blockstore } from 'interface-blockstore'
 import { base32upper } from 'multiformats/bases/base32'
 import type { CID } from 'multiformats/cid'
-import { UnavailableError } from '../errors.js'
+import { UnavailableError } from '../kernel/errors.js'
 
 export type BackendKind = 'fs' | 's3'
 export const BACKEND_KINDS: readonly BackendKind[] = ['fs', 's3']

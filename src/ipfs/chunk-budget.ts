@@ -20,7 +20,7 @@
  * (resident only as far as it is filled) and cannot starve the others. So
  * at most `limit` buffers are out, plus one per import that holds only that.
  *
- * What it is worth in the soak (issue 18, measured): little. Sampled every
+ * What it is worth in the soak (measured): little. Sampled every
  * 0.5-1 s through 4-minute soaks (16 + 8 clients, /metrics'
  * pind_upload_chunk_buffers beside /proc/<pid>/smaps), the buffers out were
  * 0-1 at the median, 4-8 at the 90th percentile and 10-17 at most, and 0-5 at

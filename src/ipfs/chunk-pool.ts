@@ -80,7 +80,7 @@ export class ChunkPool {
       this.releaseWhenQuiet(this.releaseMs)
     } else {
       // more out than the pool keeps: freed now (as reusing it would be safe, so is freeing it), not
-      // left for a collection, which V8 starts for ArrayBuffer memory only ~64 MiB later (issue 18)
+      // left for a collection, which V8 starts for ArrayBuffer memory only ~64 MiB later
       releaseBytes(new Uint8Array(ab))
     }
   }

@@ -29,7 +29,7 @@ import * as raw from 'multiformats/codecs/raw'
 import { identity } from 'multiformats/hashes/identity'
 import type { Blockstore } from 'interface-blockstore'
 import { forgetHandedOver, releaseHandedOver } from '../runtime/buffers.js'
-import { PindError } from '../errors.js'
+import { PindError } from '../kernel/errors.js'
 
 /**
  * What the gateway may read from: the node's local blockstore. A store whose
@@ -555,7 +555,7 @@ export async function * readAhead<T extends { cid: CID }> (bs: LocalBlockstore, 
   const window = Math.max(1, options.readAhead ?? bs.readAhead ?? DEFAULT_READ_AHEAD)
   // each reader always gets the block it asks for; blocks read AHEAD of that come
   // from a process-wide budget, so many concurrent readers cannot multiply memory.
-  // Issue 18: the block after the one in hand was read outside the budget as soon
+  // The block after the one in hand used to be read outside the budget as soon
   // as the consumer took a block, so a reader stalled by a slow client held two
   // (its last block waiting in the socket, and the next); now one.
   const pending: Array<{ block: Promise<Uint8Array[]>, budgeted: boolean }> = []
@@ -594,7 +594,7 @@ export async function * readAhead<T extends { cid: CID }> (bs: LocalBlockstore, 
  * Blocks read ahead across all readers at once (about 1 MiB each). Eight
  * keeps one S3 reader's whole window (s3-client's readAhead) or eight disk
  * readers' one block ahead; readers past that read one block at a time.
- * It was 32, which 16 concurrent disk readers never reached (issue 18).
+ * It was 32, which 16 concurrent disk readers never reached.
  */
 const PREFETCH_BUDGET = 8
 const prefetch = {

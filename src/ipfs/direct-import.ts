@@ -6,7 +6,7 @@
  * (in-flight-blocks.ts) before it is written, so gc never deletes it before
  * the upload's pin references it; the upload releases the registrations
  * after its claim (or its failure: it then deletes the blocks no pin
- * references, service/ticket-upload.ts). Each block is noted in the upload's
+ * references, service/uploads/ticket-upload.ts). Each block is noted in the upload's
  * write journal before its write begins, so a crash leaves a list of what
  * to judge at start (write-journal.ts). Each write holds the commit lock shared from its registration to its
  * end, as a commit does: `pind blocks migrate` switches a running serve to

@@ -3,7 +3,7 @@
  * running at once (fetch-dag.ts), each want counted at its fetch's largest
  * block so far (a MiB before the first block arrives).
  *
- * Why (issue 18, measured): the soak's ArrayBuffer peaks, 13-29 MiB above
+ * Why (measured): the soak's ArrayBuffer peaks, 13-29 MiB above
  * their surroundings for under half a second, rose with the fetches running
  * (/metrics sampled every 250 ms beside the soak's operations: 0.3 MiB above
  * the surrounding median on average with no fetch running, 1.4 with one,

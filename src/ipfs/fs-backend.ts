@@ -32,7 +32,7 @@ const PAGE = 1000
  * its own ArrayBuffer, so each can be freed once written), not through
  * blockstore-fs's createReadStream: the stream made 16 reads, 16 promises and
  * its async iterator's machinery per 1 MiB block, ~25% of the service's CPU
- * for a whole-file gateway read (issue 34, docs/performance.md). Any error
+ * for a whole-file gateway read (docs/performance.md). Any error
  * is a NotFoundError, as blockstore-fs's own get throws.
  */
 class FreshReads extends FsBlockstore {

@@ -18,7 +18,7 @@
  * on disk is in the bucket and verified; a block on disk that does not match
  * its hash stops the migration (it names them) instead of being carried over.
  */
-import { PindError } from '../errors.js'
+import { PindError } from '../kernel/errors.js'
 import { createHash } from 'node:crypto'
 import { open, readFile, rm } from 'node:fs/promises'
 import { base32upper } from 'multiformats/bases/base32'

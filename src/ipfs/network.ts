@@ -13,7 +13,7 @@ import { WantCancels, type BitswapInternals } from './want-cancels.js'
 
 /** bitswap's own default: larger blocks are refused */
 export const MAX_BLOCK_BYTES = 2_097_152
-/** the most origins a pin request may list (see service/pin-request.ts) */
+/** the most origins a pin request may list (see service/pins/pin-request.ts) */
 const MAX_ORIGINS = 20
 
 export class BlockHashMismatchError extends Error {
@@ -33,7 +33,7 @@ export interface DialOutcome {
  * Any block bitswap takes (up to MAX_BLOCK_BYTES) is kept, for the paid retry
  * of the quote (RECENT_TTL_MS), within a byte budget (oldest first out).
  *
- * Kept no longer than needed (issue 18): a heap snapshot of the service idle
+ * Kept no longer than needed: a heap snapshot of the service idle
  * after a soak (scripts/soak.mjs, 8 + 4 clients) found the whole budget,
  * 16 MiB of root blocks, held here — half the process's ArrayBuffer memory
  * then, and all of its growth since start — because entries left only when
@@ -46,7 +46,7 @@ export interface DialOutcome {
  */
 const RECENT_MAX_BYTES = 16 * 1024 * 1024
 /**
- * A minute (was 10; issue 18): an x402 client sends the paid retry right
+ * A minute (was 10): an x402 client sends the paid retry right
  * after the 402 (the soak's within a second), and one that comes back later
  * costs only a second want of the root from its origin. The quote itself
  * stays the same for the payment's validity: SizeProbe remembers what the
@@ -131,7 +131,7 @@ export class BlockNetwork {
    * every block it receives (with the hash function the sender's prefix
    * names) to find the want it answers, and a 100 MiB pin hashed each block
    * twice: 1.5 s of the service's 12 s of CPU in a profile of bench-pin
-   * (issue 34). Its match is on the digest alone, so a sender naming the
+   * Its match is on the digest alone, so a sender naming the
    * identity hash with the wanted digest as its "block" would pass it: its
    * check stands for ours only when the multihash it computed, code and
    * length included, is this CID's, and that is sha2-256 in full (what

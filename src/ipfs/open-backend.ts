@@ -8,7 +8,7 @@
 import { opendirSync } from 'node:fs'
 import { join } from 'node:path'
 import { readBlockstoreRecord, writeBlockstoreRecord, type BlockstoreRecord, type S3Record } from '../datadir/blockstore-record.js'
-import type { Logger } from '../log.js'
+import type { Logger } from '../kernel/log.js'
 import type { BlockBackend } from './block-backend.js'
 import { FsBackend } from './fs-backend.js'
 import { ReadCache } from './read-cache.js'

@@ -36,7 +36,7 @@ import { AsyncLocalStorage } from 'node:async_hooks'
 import { HeadBucketCommand, S3Client } from '@aws-sdk/client-s3'
 import { UndiciHttpHandler } from '@smithy/undici-http-handler'
 import { Agent } from 'undici'
-import type { Logger } from '../log.js'
+import type { Logger } from '../kernel/log.js'
 import { readS3Credentials, S3_TUNING, S3ConfigError, S3Credentials, S3DeadlineError, S3Location, type S3CredentialSources, type S3Observer, type S3Outcome } from './s3-settings.js'
 import { CorruptBlockError, StorageTimeoutError, StorageUnavailableError } from './block-backend.js'
 

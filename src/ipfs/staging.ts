@@ -50,7 +50,7 @@ const SHA2_256 = 0x12
  * holds (a chunk being filled, its own leaf being written) and a little more.
  *
  * It was 12, "what one import has in flight" when the importer wrote 10
- * leaves at once. Issue 18: a heap snapshot of the service under the soak
+ * leaves at once. A heap snapshot of the service under the soak
  * (16 + 8 clients) found 12 MiB idle here, a fifth of the live ArrayBuffer
  * memory, while the uploads in flight held none. A buffer given back past
  * the bound is freed at once (chunk-pool.ts), so a smaller pool costs a

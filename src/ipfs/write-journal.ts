@@ -5,7 +5,7 @@
  * upload removes its journal once it has ended (its pin claims the blocks, or
  * its blocks that no pin references are deleted again). A journal found at
  * start is an upload a crash cut: its blocks are judged as a failed upload's
- * (service/ticket-upload.ts, recoverTicketWrites).
+ * (service/uploads/ticket-upload.ts, recoverTicketWrites).
  *
  * The lines are written, not fsync'd: a killed process leaves them in the
  * page cache and they survive it; after a power loss a block may outlive its

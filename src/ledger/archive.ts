@@ -5,7 +5,7 @@
  * signed before it can be valid, the ledger keeps a mark of the payment, so
  * that it still counts as used).
  *
- * Why (issue 18): lmdb maps `ledger.mdb`, and a long-running serve ends up
+ * Why: lmdb maps `ledger.mdb`, and a long-running serve ends up
  * with every page of it resident (writes and reads wander over the whole
  * file as LMDB reuses freed pages), so the ledger's size is serve's memory.
  * Removed pins and their payments are kept for accounting, for ever, and
@@ -32,7 +32,7 @@
  * malloc's heap) and levels off (~63 MiB at 1,200 cycles, no more at 2,400).
  * serve opens it for each batch of moves (PinLedger.archiveDue: held open
  * for a whole pass, the random keys of its payments made the whole file
- * resident while the pass ran), a pass every 2 minutes (src/daemon.ts). Records are kept whole (msgpack maps of PinRecord and
+ * resident while the pass ran), a pass every 2 minutes (src/app/daemon.ts). Records are kept whole (msgpack maps of PinRecord and
  * PaymentRecord, not ./stored.ts's compact arrays: nothing here is resident,
  * and a record must read without the ledger it came from). A record may be
  * in both files after a crash between the move's two commits (archive first,

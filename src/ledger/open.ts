@@ -3,7 +3,7 @@
  * dir holds every sub-database: pins, indexes, payments, the fetch queue, and
  * the libp2p/helia datastore. This folder is the only importer of lmdb.
  */
-import { PindError } from '../errors.js'
+import { PindError } from '../kernel/errors.js'
 import { open, type Database } from 'lmdb'
 import { LedgerSnapshot } from './snapshot.js'
 import { archivePathOf, LedgerArchive } from './archive.js'
@@ -45,7 +45,7 @@ export type Upgrade = typeof UPGRADES[number]
 
 /**
  * The environment, for the ledger's own classes (this folder). Outside it,
- * nothing holds the environment: src/core.ts builds the ledger's classes on
+ * nothing holds the environment: src/app/core.ts builds the ledger's classes on
  * it, and serve's settings are read and written through ./settings.ts.
  * lmdb's root and meta databases stay inside: the ledger's facts about
  * itself are read and written through the accessors below.
@@ -65,7 +65,7 @@ export interface LedgerEnv {
    * same per sequential commit (the fsync dominates), ~40 us instead of
    * ~11 us per callback when thousands are batched into one commit.
    *
-   * Transaction sizes (issue 18): LMDB copies each page a transaction
+   * Transaction sizes: LMDB copies each page a transaction
    * changes into a malloc'd buffer (4 KiB) and, at commit, keeps those
    * buffers on the environment's own free list for the next transaction;
    * they go back to malloc only when the environment closes. So serve holds,

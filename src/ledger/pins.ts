@@ -31,7 +31,7 @@
  * every chain of replacements, removals, expiries and failures releases
  * exactly what it holds (releaseReplaced, holdsRefs).
  */
-import { PindError } from '../errors.js'
+import { PindError } from '../kernel/errors.js'
 import type { Database, Key } from 'lmdb'
 import { CID } from 'multiformats/cid'
 import { holdClock, seedClock } from './clock.js'
@@ -851,7 +851,7 @@ export class PinLedger {
   /**
    * One archiver pass: the removals at or before `cutoff` (past which no
    * payment signed before them is valid: serve passes the payment timeout
-   * ago, src/service/archiver.ts) move to the archive whole and their marks
+   * ago, src/service/background/archiver.ts) move to the archive whole and their marks
    * are forgotten; then those after it and at or before `moveBefore` (serve:
    * now) move with their payments marked used (archiveBatch). Without
    * `moveBefore`, only the first. Each batch goes on from where the last
@@ -999,7 +999,7 @@ export class PinLedger {
    * for removes the note in its own transaction, so a note that outlives its
    * request means the process died between settling and recording: the payer
    * may have paid for nothing. Serve reconciles such notes against the chain,
-   * and the operator closes the paid ones (src/service/settlement-reconcile.ts).
+   * and the operator closes the paid ones (src/service/payments/settlement-reconcile.ts).
    */
   async markSettling (rec: SettlingRecord): Promise<void> {
     await this.env.transaction(() => { this.settling.put(rec.paymentId, rec) })

@@ -4,8 +4,8 @@
  * are keyed by requestid, so ids that sort in creation order make each new
  * record go at the end of its B-tree, which leaves full pages behind where
  * random (v4) ids split pages anywhere in the file: in the soak 3.5 pins per
- * leaf page instead of 2.9, and ledger.mdb 8% smaller per request (issue 18;
- * the ledger's memory follows its size, see README "Soak"). Still an
+ * leaf page instead of 2.9, and ledger.mdb 8% smaller per request (the
+ * ledger's memory follows its size, see README "Soak"). Still an
  * opaque UUID to clients (the pinning service spec asks for one); 74 random
  * bits keep it unguessable, and ids of older ledgers (v4) stay valid.
  */

@@ -2,7 +2,7 @@
  * What the pins, pins-by-owner and payments databases store of a record, and
  * how a record is read back whole. Each paid write leaves these records for
  * good (a removed pin stays for accounting), and lmdb maps the file, so every
- * byte stored per write is resident memory in a long-running serve (issue 18).
+ * byte stored per write is resident memory in a long-running serve.
  * So a record is stored compact:
  *   - as an array of its fields' values in a fixed order (first element: the
  *     layout's version), not a map that repeats every field name;
@@ -34,7 +34,7 @@
  * Records written before this (maps, with their keys) read as they are; the
  * `compact:records` upgrade rewrites them (PinLedger.upgrade).
  *
- * Payments (layout 2; issue 18: the payments database was half of what each
+ * Payments (layout 2: the payments database was half of what each
  * paid write left). An x402 payment's id `0x<payer>:0x<nonce>` is the key as
  * its 52 bytes (payer, nonce) in their own database (`payments-binary`,
  * paymentKey), in the same order as the ids' text; any other id stays text in

@@ -3,7 +3,7 @@
  * the configured EIP-712 domain on the configured chain. A mismatch is fatal
  * (payments would never verify); an unreachable RPC is not (retried later).
  */
-import { PindError } from '../errors.js'
+import { PindError } from '../kernel/errors.js'
 import { domainSeparator, parseAbi } from 'viem'
 import { chainIdOf, publicClientFor } from './chain.js'
 

@@ -7,7 +7,7 @@ import { x402Facilitator } from '@x402/core/facilitator'
 import { HTTPFacilitatorClient, type FacilitatorClient } from '@x402/core/server'
 import { toFacilitatorEvmSigner } from '@x402/evm'
 import { ExactEvmScheme } from '@x402/evm/exact/facilitator'
-import type { Logger } from '../log.js'
+import type { Logger } from '../kernel/log.js'
 import { READ_TIMEOUT_MS, settlerClientFor, verifierClientFor } from './chain.js'
 import { SettlerNonces } from './settler-nonce.js'
 

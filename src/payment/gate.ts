@@ -14,8 +14,8 @@ import {
 import { x402ResourceServer } from '@x402/core/server'
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types'
 import { ExactEvmScheme } from '@x402/evm/exact/server'
-import { InsufficientFundsError, PaymentRequiredError, UnavailableError } from '../errors.js'
-import type { Logger } from '../log.js'
+import { InsufficientFundsError, PaymentRequiredError, UnavailableError } from '../kernel/errors.js'
+import type { Logger } from '../kernel/log.js'
 import { AssetMismatchError, checkAsset } from './asset-check.js'
 import { authorizationStateReader, type AuthorizationStateReader } from './authorization-state.js'
 import { buildFacilitator, type FacilitatorChoice } from './facilitator.js'
@@ -23,7 +23,7 @@ import { SettlerBalance } from './settler-balance.js'
 import type { SettlerNonces } from './settler-nonce.js'
 import { describeFormula, formatUsdc, type PriceSettings } from './pricing.js'
 import { z } from 'zod/v4'
-import { ADDRESS, count, DIGITS, text, USDC } from '../api-shapes.js'
+import { ADDRESS, count, DIGITS, text, USDC } from '../kernel/api-shapes.js'
 import { Eip3009Payload } from './x402-shapes.js'
 
 export interface PaymentSettings {
@@ -119,7 +119,7 @@ export type SettleOutcome =
    * payment may have been used all the same — the settlement threw (it may have reached the chain
    * before failing: a facilitator that went away, a receipt never read), or it was refused but the
    * chain says the authorization is used, or that could not be checked. An uncertain settlement's
-   * note stays for reconciliation (service/settle.ts).
+   * note stays for reconciliation (service/payments/settle.ts).
    */
   | { ok: false, reason: string, serverSide: boolean, uncertain?: boolean }
 

@@ -7,7 +7,7 @@
  * The division rounds up, so the service never under-charges; the minimum
  * (1000 = 0.001 USD) applies to every paid write.
  */
-import { PindError } from '../errors.js'
+import { PindError } from '../kernel/errors.js'
 export const BYTES_PER_GB = 1_000_000_000n
 export const USDC_DECIMALS = 6
 

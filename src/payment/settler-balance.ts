@@ -7,7 +7,7 @@
  * any payment is used, instead of letting every settle fail.
  */
 import { formatEther } from 'viem'
-import type { Logger } from '../log.js'
+import type { Logger } from '../kernel/log.js'
 import { publicClientFor } from './chain.js'
 
 /**

@@ -13,7 +13,7 @@
  * A receipt of whichever transaction got the nonce answers the settlement's wait.
  */
 import { encodeFunctionData, concat, TransactionNotFoundError, type Abi, type Hex, type TransactionReceipt } from 'viem'
-import type { Logger } from '../log.js'
+import type { Logger } from '../kernel/log.js'
 import type { settlerClientFor } from './chain.js'
 
 type Wallet = ReturnType<typeof settlerClientFor>
@@ -24,7 +24,7 @@ const bump = (wei: bigint): bigint => wei + (wei + 7n) / 8n + 1n
 const MAX_REPLACEMENTS = 10
 /** mined by a transaction not known here: wait this many polls for a known one's receipt before giving up */
 const RECEIPT_GRACE_POLLS = 50
-/** replaced settlements remembered once mined (their other hashes → the mined one): rare, so a few suffice; only hashes, never receipts (memory under sustained load, issue 18) */
+/** replaced settlements remembered once mined (their other hashes → the mined one): rare, so a few suffice; only hashes, never receipts (memory under sustained load) */
 const MAX_REPLACED = 1000
 
 export interface WriteContractArgs {

@@ -14,7 +14,7 @@
  * asset and settings-dependent examples are added by src/http/openapi.ts).
  */
 import { z } from 'zod/v4'
-import { ADDRESS, DIGITS, HEX, matching, text } from '../api-shapes.js'
+import { ADDRESS, DIGITS, HEX, matching, text } from '../kernel/api-shapes.js'
 
 /** an unsigned integer as a string, at most 78 digits (2^256) */
 const UINT = '^\\d{1,78}$'

@@ -1,6 +1,6 @@
 /**
  * Admin commands on a stopped data dir run on the core serve runs on
- * (src/core.ts openCore, issue 16): they upgrade an older ledger's indexes
+ * (src/app/core.ts openCore, issue 16): they upgrade an older ledger's indexes
  * as serve does before anything reads them, and only `pind keys` opens the
  * signing keys (a keystore opened creates a key when there is none: no
  * other command may leave one behind).

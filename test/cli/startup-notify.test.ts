@@ -10,7 +10,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { afterEach, describe, expect, it } from 'vitest'
 import { startupReporter, START_EXTEND_MS } from '../../src/cli/notify.js'
-import { silentLogger } from '../../src/log.js'
+import { silentLogger } from '../../src/kernel/log.js'
 import { sandboxHelper } from '../helpers/systemd-sandbox.js'
 
 const listeners: ChildProcess[] = []

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startDevChain, usdcBalance, type DevChain } from '../../scripts/devchain/index.mjs'
 import { openLedgerEnv } from '../../src/ledger/open.js'
 import { PinLedger } from '../../src/ledger/pins.js'
-import { archiveDelayMs } from '../../src/service/archiver.js'
+import { archiveDelayMs } from '../../src/service/background/archiver.js'
 import { chainArgs, signChallenge, uploadChallenge, uploadForm } from '../helpers/paying-client.js'
 import { startPind, tempDir, type PindProcess } from '../helpers/pind.js'
 
@@ -53,7 +53,7 @@ describe('a payment re-sent after its pin was removed', () => {
     expect(replay.status).toBe(200)
     expect((await replay.json() as { replayed: boolean, requestid: string })).toMatchObject({ replayed: true, requestid: pin.requestid })
 
-    // serve's archiver pass, as src/service/archiver.ts runs it (serve stopped: it holds the ledger)
+    // serve's archiver pass, as src/service/background/archiver.ts runs it (serve stopped: it holds the ledger)
     expect(await (pind as PindProcess).stop()).toBe(0)
     const env = await openLedgerEnv(join(dataDir, 'ledger.mdb'))
     try {

@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import { CreateBucketCommand } from '@aws-sdk/client-s3'
 import { inject } from 'vitest'
 import { s3Client } from '../../scripts/s3/index.mjs'
-import { silentLogger } from '../../src/log.js'
+import { silentLogger } from '../../src/kernel/log.js'
 import type { S3Backend } from '../../src/ipfs/s3-backend.js'
 
 export type Blockstore = 'fs' | 's3'

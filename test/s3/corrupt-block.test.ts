@@ -24,7 +24,7 @@ import { blockName, CorruptBlockError } from '../../src/ipfs/block-backend.js'
 import { openS3Backend } from '../../src/ipfs/open-backend.js'
 import { loadEntry, type FileEntry } from '../../src/ipfs/content.js'
 import type { S3Backend } from '../../src/ipfs/s3-backend.js'
-import { silentLogger } from '../../src/log.js'
+import { silentLogger } from '../../src/kernel/log.js'
 import { newBucket, s3Backend, s3c, S3_PREFIX } from '../helpers/backend.js'
 import { rawGet } from '../http/gateway/helpers.js'
 

@@ -19,7 +19,7 @@ import { blockName, StorageUnavailableError } from '../../src/ipfs/block-backend
 import { openS3Backend } from '../../src/ipfs/open-backend.js'
 import type { S3Backend } from '../../src/ipfs/s3-backend.js'
 import { S3_TUNING } from '../../src/ipfs/s3-client.js'
-import { silentLogger } from '../../src/log.js'
+import { silentLogger } from '../../src/kernel/log.js'
 import { newBucket, s3, S3_PREFIX } from '../helpers/backend.js'
 import { waitFor } from '../helpers/ports.js'
 

@@ -4,8 +4,8 @@
  * up on after its limit, naming the step it hangs in.
  */
 import { describe, expect, it } from 'vitest'
-import { createLogger } from '../../src/log.js'
-import { StopSteps, stopWithin } from '../../src/stop-steps.js'
+import { createLogger } from '../../src/kernel/log.js'
+import { StopSteps, stopWithin } from '../../src/app/stop-steps.js'
 
 function capture (): { log: ReturnType<typeof createLogger>, lines: Array<Record<string, unknown>> } {
   const lines: Array<Record<string, unknown>> = []

@@ -1,9 +1,9 @@
 /**
- * src/thousands.ts: counts with thousands separators as `toLocaleString('en-US')` writes them,
+ * src/kernel/thousands.ts: counts with thousands separators as `toLocaleString('en-US')` writes them,
  * without Intl (whose first formatter maps ~4.6 MiB of ICU data into serve for good).
  */
 import { describe, expect, it } from 'vitest'
-import { thousands } from '../../src/thousands.js'
+import { thousands } from '../../src/kernel/thousands.js'
 import { count } from '../../src/cli/progress.js'
 
 describe('thousands', () => {

@@ -1,6 +1,6 @@
 import { readJson } from '../../http/json-body.js'
 import type { Router } from '../../http/router.js'
-import { migrateToS3 } from '../../service/blocks-migrate.js'
+import { migrateToS3 } from '../../service/admin/blocks-migrate.js'
 import { MigrateRequest } from '../api.js'
 import type { AdminDeps } from '../deps.js'
 import { streamTask } from './lines.js'

@@ -1,7 +1,7 @@
 import { readJson } from '../../http/json-body.js'
 import { sendJson } from '../../http/respond.js'
 import type { Router } from '../../http/router.js'
-import { runDenyOp, type DenyAdminDeps } from '../../service/deny-admin.js'
+import { runDenyOp, type DenyAdminDeps } from '../../service/admin/deny-admin.js'
 import { adminRequest, type AdminJsonRoutes } from '../api.js'
 
 /** POST /deny {op, …}: `pind deny` inside a running serve; a change applies at once. */

@@ -1,8 +1,8 @@
 import type { ServerResponse } from 'node:http'
-import { InvalidInputError } from '../../errors.js'
+import { InvalidInputError } from '../../kernel/errors.js'
 import { readJson } from '../../http/json-body.js'
 import type { Router } from '../../http/router.js'
-import { EXPORT_SCHEMA, EXPORT_VERSION, exportLedger, parseExportOptions, type ExportRequest } from '../../service/ledger-export.js'
+import { EXPORT_SCHEMA, EXPORT_VERSION, exportLedger, parseExportOptions, type ExportRequest } from '../../service/admin/ledger-export.js'
 import type { AdminDeps } from '../deps.js'
 
 /**
@@ -11,7 +11,7 @@ import type { AdminDeps } from '../deps.js'
  * is read from the ledger, waiting for the client whenever the socket is full
  * (flat memory), and stops as soon as the client goes away. All of it comes
  * from one read snapshot of the ledger, however slow the client and whatever
- * serve writes meanwhile (src/service/ledger-export.ts). An error after
+ * serve writes meanwhile (src/service/admin/ledger-export.ts). An error after
  * the first bytes cuts the response, so the client sees an incomplete export
  * (and a JSON Lines export lacks its end line).
  */

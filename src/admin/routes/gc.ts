@@ -1,7 +1,7 @@
 import { errorAnswer, errorBody } from '../../http/error-catalog.js'
 import { readJson } from '../../http/json-body.js'
 import type { Router } from '../../http/router.js'
-import { runGc } from '../../service/gc.js'
+import { runGc } from '../../service/background/gc.js'
 import { adminRequest } from '../api.js'
 import type { AdminDeps } from '../deps.js'
 import { streamTask } from './lines.js'

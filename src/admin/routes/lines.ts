@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http'
 import { errorAnswer, errorBody } from '../../http/error-catalog.js'
-import type { Maintenance } from '../../service/maintenance.js'
+import type { Maintenance } from '../../service/background/maintenance.js'
 
 /**
  * Runs a long admin task as a stream of JSON lines: progress events (at most

@@ -1,7 +1,7 @@
-import { NotFoundError } from '../../errors.js'
+import { NotFoundError } from '../../kernel/errors.js'
 import { sendJson } from '../../http/respond.js'
 import type { Router } from '../../http/router.js'
-import { routingReport } from '../../service/routing-admin.js'
+import { routingReport } from '../../service/admin/routing-admin.js'
 import type { AdminJsonRoutes } from '../api.js'
 import type { AdminDeps } from '../deps.js'
 

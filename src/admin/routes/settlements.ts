@@ -1,7 +1,7 @@
 import { readJson } from '../../http/json-body.js'
 import { sendJson } from '../../http/respond.js'
 import type { Router } from '../../http/router.js'
-import { runSettlementsOp } from '../../service/settlements-admin.js'
+import { runSettlementsOp } from '../../service/admin/settlements-admin.js'
 import { adminRequest, type AdminJsonRoutes } from '../api.js'
 import type { AdminDeps } from '../deps.js'
 

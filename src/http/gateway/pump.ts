@@ -17,7 +17,7 @@
  *
  * `freeWritten`: each piece handed over to its reader (runtime/buffers.ts: a block
  * read from disk) is freed as soon as the socket has written it, rather than
- * at the next garbage collection (issue 18: pieces already written out were
+ * at the next garbage collection (pieces already written out were
  * most of the ArrayBuffer memory at the soak's peaks).
  */
 import type { ServerResponse } from 'node:http'

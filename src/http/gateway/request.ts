@@ -5,7 +5,7 @@
  */
 import type { CID } from 'multiformats/cid'
 import { z } from 'zod/v4'
-import { InvalidInputError, NotAcceptableError } from '../../errors.js'
+import { InvalidInputError, NotAcceptableError } from '../../kernel/errors.js'
 import { decodeCid } from '../../ipfs/cid-text.js'
 import type { DagScope, EntityBytes } from '../../ipfs/content-car.js'
 

@@ -4,7 +4,7 @@
  */
 import { createHash } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { RangeOutsideError } from '../../errors.js'
+import { RangeOutsideError } from '../../kernel/errors.js'
 import { FORMAT_MEDIA_TYPES, type GatewayRequest } from './request.js'
 import { evaluateRange } from './range.js'
 import { PIECE_BYTES, piecesOf, pump, responseSignal } from './pump.js'

@@ -5,10 +5,10 @@
  */
 import type { IncomingMessage } from 'node:http'
 import { z } from 'zod/v4'
-import { LOWER_ADDRESS, text } from '../../api-shapes.js'
+import { LOWER_ADDRESS, text } from '../../kernel/api-shapes.js'
 import { SiweError, type SiweChallenges } from '../../auth/siwe.js'
 import type { TokenService } from '../../auth/tokens.js'
-import { InvalidInputError, UnauthorizedError } from '../../errors.js'
+import { InvalidInputError, UnauthorizedError } from '../../kernel/errors.js'
 import { readJson } from '../json-body.js'
 import { sendJson } from '../respond.js'
 import type { Router } from '../router.js'

@@ -21,7 +21,7 @@ import type { CID } from 'multiformats/cid'
 import type { Blockstore } from 'interface-blockstore'
 import type { IncomingMessage } from 'node:http'
 import { releaseHandedOver } from '../../runtime/buffers.js'
-import { InvalidInputError, NotFoundError, NotHeldError, TooManyRequestsError } from '../../errors.js'
+import { InvalidInputError, NotFoundError, NotHeldError, TooManyRequestsError } from '../../kernel/errors.js'
 import { isAnswered } from '../error-catalog.js'
 import {
   CODEC_CBOR, CODEC_DAG_CBOR, CODEC_DAG_JSON, CODEC_DAG_PB, CODEC_JSON, CODEC_RAW,
@@ -40,15 +40,15 @@ import {
 } from '../gateway/respond.js'
 import type { RequestContext, Router } from '../router.js'
 import type { StreamSlots } from '../stream-slots.js'
-import { goneDenied } from '../../service/denials.js'
-import type { Refusal } from '../../service/serve-policy.js'
+import { goneDenied } from '../../service/serving/denials.js'
+import type { Refusal } from '../../service/serving/serve-policy.js'
 import { header, json, operation, parameterKey, path, ref, schema, type Obj, type PathItems } from '../openapi-parts.js'
 
 export interface GatewayDeps {
   /** the blocks held here (IpfsNode.blockstore: the block backend, on disk or in the bucket), never the network */
   blockstore: Pick<Blockstore, 'get' | 'has'>
   /**
-   * may this root CID be served? (service/serve-policy.ts, the policy bitswap
+   * may this root CID be served? (service/serving/serve-policy.ts, the policy bitswap
    * follows too: live pins / anything local, denials first); false → 404 fast.
    * Called with the CID of the request path (never with blocks reached under it).
    * Note: trustless clients (@helia/verified-fetch, Helia's gateway broker) ask
@@ -59,9 +59,9 @@ export interface GatewayDeps {
   isServable(root: CID): boolean | Promise<boolean>
   /**
    * why the root, or the path under it (segments joined by '/', '' for the
-   * root itself), is denied (service/denials.ts); a refusal → 410 Gone.
+   * root itself), is denied (service/serving/denials.ts); a refusal → 410 Gone.
    * Blocks reached under the root are held to the same denials by the
-   * blockstore the daemon passes (service/denials.ts refusingDenied).
+   * blockstore the daemon passes (service/serving/denials.ts refusingDenied).
    */
   refusal?(root: CID, path: string): Refusal | undefined
   /** serve HTML/SVG/JS/XML etc. inline instead of as attachment (operator opt-in); default false */

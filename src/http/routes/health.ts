@@ -1,12 +1,12 @@
-import type { HealthReport } from '../../service/health.js'
-import type { ReadyReport } from '../../service/readiness.js'
+import type { HealthReport } from '../../service/health/health.js'
+import type { ReadyReport } from '../../service/health/readiness.js'
 import { JsonText, sendJson } from '../respond.js'
 import type { Router } from '../router.js'
 import { operation, response, schema, type Obj, type PathItems } from '../openapi-parts.js'
 
 /** GET /health: liveness (ledger, blockstore, libp2p). GET /ready: and paid writes can work (for load balancers). */
 export function healthRoutes (router: Router, check: () => Promise<HealthReport>, ready?: () => Promise<ReadyReport>): void {
-  // a passing report is given again while nothing in it changes (service/health.ts): serialized once
+  // a passing report is given again while nothing in it changes (service/health/health.ts): serialized once
   let last: { report: HealthReport, body: JsonText } | undefined
   router.add('GET', '/health', async ({ res }) => {
     const report = await check()

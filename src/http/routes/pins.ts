@@ -5,18 +5,18 @@
  */
 import type { IncomingMessage } from 'node:http'
 import type { TokenService, VerifiedToken } from '../../auth/tokens.js'
-import { NotFoundError } from '../../errors.js'
+import { NotFoundError } from '../../kernel/errors.js'
 import type { PinRecord } from '../../ledger/records.js'
 import { PAYMENT_HEADER } from '../../payment/gate.js'
-import { createPin, type PinCreateDeps, type PinOutcome, type PinWrite } from '../../service/pin-create.js'
-import { parsePinRequest } from '../../service/pin-request.js'
-import { renewPin } from '../../service/pin-renew.js'
+import { createPin, type PinCreateDeps, type PinOutcome, type PinWrite } from '../../service/pins/pin-create.js'
+import { parsePinRequest } from '../../service/pins/pin-request.js'
+import { renewPin } from '../../service/pins/pin-renew.js'
 import { readJson } from '../json-body.js'
 import type { PinLedger } from '../../ledger/pins.js'
-import { listPins, parsePinQuery } from '../../service/pin-query.js'
-import { toPinStatus, type PinStatus } from '../../service/pin-status.js'
-import { withDenial } from '../../service/denials.js'
-import type { Refusal } from '../../service/serve-policy.js'
+import { listPins, parsePinQuery } from '../../service/pins/pin-query.js'
+import { toPinStatus, type PinStatus } from '../../service/pins/pin-status.js'
+import { withDenial } from '../../service/serving/denials.js'
+import type { Refusal } from '../../service/serving/serve-policy.js'
 import type { CID } from 'multiformats/cid'
 import { bearer } from '../bearer.js'
 import { byteCount, DURATION_HEADER, parseMonths, PIN_SIZE_HEADER } from '../write-headers.js'
@@ -32,7 +32,7 @@ export interface PinRoutesDeps {
   cancelFetch(requestid: string): void
   /** the client's address (rate limits' notion: X-Forwarded-For from trusted proxies only) */
   clientOf(req: IncomingMessage): string
-  /** why a pin's CID is denied: its owner sees it in the PinStatus (service/denials.ts withDenial) */
+  /** why a pin's CID is denied: its owner sees it in the PinStatus (service/serving/denials.ts withDenial) */
   refusal?: (cid: CID) => Refusal | undefined
 }
 

@@ -10,7 +10,7 @@
  * - `/dht/…` (records other peers store at a DHT server: provider records,
  *   values): at most `maxRecords` at once, and provider records naming one
  *   peer (`/dht/provider/<multihash>/<peer>`) at most `maxPerPeer` of them,
- *   so that one peer cannot take the whole budget (issue 33: one peer filled
+ *   so that one peer cannot take the whole budget (one peer filled
  *   it alone, and everyone else's records were dropped). Past either, new
  *   ones are dropped (a peer renewing a record it has here is not refused);
  *   kad-dht deletes expired ones on its own schedule.

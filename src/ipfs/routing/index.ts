@@ -11,7 +11,7 @@ import { delegatedRoutingV1HttpApiClient, type DelegatedRoutingV1HttpApiClient }
 import type { Libp2p } from '@libp2p/interface'
 import type { KadDHT, SingleKadDHT } from '@libp2p/kad-dht'
 import { multiaddr } from '@multiformats/multiaddr'
-import type { Logger } from '../../log.js'
+import type { Logger } from '../../kernel/log.js'
 import { DhtAnnouncer } from './announcer.js'
 import type { Libp2pDatastore } from './datastore.js'
 import { ProviderFinder } from './find.js'

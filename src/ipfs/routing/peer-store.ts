@@ -14,7 +14,7 @@
  *   connection manager).
  */
 import type { Libp2p, PeerId } from '@libp2p/interface'
-import type { Logger } from '../../log.js'
+import type { Logger } from '../../kernel/log.js'
 
 const DISCONNECT_GRACE_MS = 5_000
 const SWEEP_INTERVAL_MS = 60_000

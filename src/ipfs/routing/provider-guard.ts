@@ -1,5 +1,5 @@
 /**
- * What a DHT server here takes from ADD_PROVIDER (issue 33, item 3). Any
+ * What a DHT server here takes from ADD_PROVIDER. Any
  * libp2p peer may send it; @libp2p/kad-dht's own handler stores the record
  * and merges every address the message names into the peer store, with no
  * limit, and the peer store's merge costs time in the addresses already

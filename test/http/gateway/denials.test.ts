@@ -1,5 +1,5 @@
 /**
- * The gateway and denied content (service/denials.ts through the serve
+ * The gateway and denied content (service/serving/denials.ts through the serve
  * policy), on a real server and a real blockstore with a real .deny file:
  * a denied CID is 410 Gone in the spec's error shape for every format and
  * for every path under it; a path rule is 410 for that path only (the CID it
@@ -11,9 +11,9 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DenylistSources } from '../../../src/denylist/sources.js'
-import { silentLogger } from '../../../src/log.js'
-import { Denials, refusingDenied } from '../../../src/service/denials.js'
-import { ServePolicy } from '../../../src/service/serve-policy.js'
+import { silentLogger } from '../../../src/kernel/log.js'
+import { Denials, refusingDenied } from '../../../src/service/serving/denials.js'
+import { ServePolicy } from '../../../src/service/serving/serve-policy.js'
 import { tempDir } from '../../helpers/pind.js'
 import { makeFixture, rawGet, serve, type Fixture, type Served } from './helpers.js'
 

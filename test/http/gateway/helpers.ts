@@ -25,8 +25,8 @@ import { BLOCKSTORE, s3Backend } from '../../helpers/backend.js'
 import { Router, type Handler } from '../../../src/http/router.js'
 import { createHttpServer, type HttpServer } from '../../../src/http/server.js'
 import { gatewayRoutes, type GatewayDeps } from '../../../src/http/routes/gateway.js'
-import { silentLogger } from '../../../src/log.js'
-import { ServePolicy } from '../../../src/service/serve-policy.js'
+import { silentLogger } from '../../../src/kernel/log.js'
+import { ServePolicy } from '../../../src/service/serving/serve-policy.js'
 
 export const sha = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex')
 

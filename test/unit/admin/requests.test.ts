@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { adminRequest } from '../../../src/admin/api.js'
-import { InvalidInputError } from '../../../src/errors.js'
+import { InvalidInputError } from '../../../src/kernel/errors.js'
 
 describe('admin request bodies', () => {
   it('pass what the CLI sends', () => {

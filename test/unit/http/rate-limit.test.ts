@@ -6,7 +6,7 @@ import type { IncomingMessage } from 'node:http'
 import { describe, expect, it } from 'vitest'
 import { clientIp, clientKey } from '../../../src/http/client-ip.js'
 import { RateLimiter } from '../../../src/http/rate-limit.js'
-import { TooManyRequestsError } from '../../../src/errors.js'
+import { TooManyRequestsError } from '../../../src/kernel/errors.js'
 import { errorAnswer } from '../../../src/http/error-catalog.js'
 
 const req = (method: string, from: string, headers: Record<string, string> = {}): IncomingMessage =>

@@ -6,7 +6,7 @@
  */
 import type { IncomingMessage } from 'node:http'
 import { describe, expect, it } from 'vitest'
-import { InvalidInputError } from '../../../src/errors.js'
+import { InvalidInputError } from '../../../src/kernel/errors.js'
 import { byteCount, parseMonths, PIN_SIZE_HEADER } from '../../../src/http/write-headers.js'
 
 const withHeader = (value: string | string[] | undefined): IncomingMessage => ({ headers: { [PIN_SIZE_HEADER]: value } }) as unknown as IncomingMessage

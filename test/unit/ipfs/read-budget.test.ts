@@ -10,7 +10,7 @@ import { rawCid } from '../../../scripts/peer/index.mjs'
 import { readAhead, type LocalBlockstore } from '../../../src/ipfs/content.js'
 import type { BlockNetwork } from '../../../src/ipfs/network.js'
 import type { IpfsNode } from '../../../src/ipfs/node.js'
-import { SizeProbe } from '../../../src/service/size-probe.js'
+import { SizeProbe } from '../../../src/service/pins/size-probe.js'
 
 describe('read-ahead budget', () => {
   it('keeps block reads in flight to one per reader plus 8 shared, and gives the budget back', async () => {

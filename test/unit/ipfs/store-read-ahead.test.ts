@@ -14,7 +14,7 @@ import { describe, expect, it } from 'vitest'
 import { loadEntry, readFile, type FileEntry, type LocalBlockstore } from '../../../src/ipfs/content.js'
 import { networkReadThrough } from '../../../src/ipfs/network-read.js'
 import type { BlockNetwork } from '../../../src/ipfs/network.js'
-import { refusingDenied } from '../../../src/service/denials.js'
+import { refusingDenied } from '../../../src/service/serving/denials.js'
 
 const BLOCK = 1024
 const BLOCKS = 40

@@ -13,7 +13,7 @@ import { isoMicros } from '../../../src/ledger/clock.js'
 import type { LedgerEnv } from '../../../src/ledger/open.js'
 import { PinLedger } from '../../../src/ledger/pins.js'
 import type { PinRecord, PinState } from '../../../src/ledger/records.js'
-import { listPins, matches, parsePinQuery, type PinQuery } from '../../../src/service/pin-query.js'
+import { listPins, matches, parsePinQuery, type PinQuery } from '../../../src/service/pins/pin-query.js'
 import { closeTestLedgers, openTestLedger } from '../../helpers/ledger.js'
 import { pinRecord } from '../../helpers/records.js'
 

@@ -1,6 +1,6 @@
 /** (a file of its own: checks' outcomes are kept per check name in the module, which other tests leave behind) */
 import { describe, expect, it } from 'vitest'
-import { checkHealth } from '../../../src/service/health.js'
+import { checkHealth } from '../../../src/service/health/health.js'
 
 describe('health checks, reused', () => {
   it('reuses a passed ledger read for ledgerCheckCacheMs, and never a failed one', async () => {

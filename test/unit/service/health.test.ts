@@ -2,8 +2,8 @@ import { chmodSync, mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it, vi } from 'vitest'
 import { FsBackend } from '../../../src/ipfs/fs-backend.js'
-import { createLogger } from '../../../src/log.js'
-import { checkHealth, HEALTH_ANSWER_MS, HEALTH_STUCK_MS, HealthCheckError } from '../../../src/service/health.js'
+import { createLogger } from '../../../src/kernel/log.js'
+import { checkHealth, HEALTH_ANSWER_MS, HEALTH_STUCK_MS, HealthCheckError } from '../../../src/service/health/health.js'
 import { tempDir } from '../../helpers/pind.js'
 
 describe('health checks', () => {

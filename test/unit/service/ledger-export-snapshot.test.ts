@@ -12,7 +12,7 @@ import { sha256 } from 'multiformats/hashes/sha2'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { PinLedger } from '../../../src/ledger/pins.js'
 import { ticketPurpose, type UploadTicket } from '../../../src/ledger/tickets.js'
-import { exportLedger, parseExportOptions, type ExportRequest } from '../../../src/service/ledger-export.js'
+import { exportLedger, parseExportOptions, type ExportRequest } from '../../../src/service/admin/ledger-export.js'
 import { closeTestLedgers, openTestLedger, type TestLedger } from '../../helpers/ledger.js'
 import { OWNER, paidPin } from '../../helpers/records.js'
 

@@ -5,7 +5,7 @@
  * whatever the schema refuses, parsePinRequest refuses with the schema's message.
  */
 import { describe, expect, it } from 'vitest'
-import { parsePinRequest, schemaPin, type PinRequest } from '../../../src/service/pin-request.js'
+import { parsePinRequest, schemaPin, type PinRequest } from '../../../src/service/pins/pin-request.js'
 
 /** a small seeded generator (mulberry32): the same bodies on every run */
 function random (seed: number): () => number {

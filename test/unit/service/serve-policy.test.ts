@@ -7,7 +7,7 @@
 import { CID } from 'multiformats/cid'
 import { identity } from 'multiformats/hashes/identity'
 import { describe, expect, it } from 'vitest'
-import { ServePolicy } from '../../../src/service/serve-policy.js'
+import { ServePolicy } from '../../../src/service/serving/serve-policy.js'
 
 const PINNED = CID.parse('bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy')
 const ROOT = CID.parse('bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku')

@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { rawCid } from '../../../scripts/peer/index.mjs'
-import { SizeProbe } from '../../../src/service/size-probe.js'
+import { SizeProbe } from '../../../src/service/pins/size-probe.js'
 
 afterEach(() => { vi.useRealTimers() })
 

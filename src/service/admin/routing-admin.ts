@@ -1,0 +1,49 @@
+/**
+ * `pind routing status`: where routing and the provide schedule stand. A
+ * running serve adds the live routing state (mode, routing table, records
+ * stored here) and the reprovider's counters; on a stopped data dir the
+ * ledger still tells what is scheduled and how much is due.
+ */
+import type { RoutingStatus } from '../../ipfs/routing/index.js'
+import type { ProvideKeys, ProvideKind } from '../../ledger/provide-keys.js'
+import type { Reprovider, ReproviderStatus } from '../background/reprovider.js'
+
+export interface RoutingAdminDeps {
+  keys: ProvideKeys
+  /** what a stopped data dir reports: the strategy and interval serve was last given */
+  strategy: ProvideKind
+  intervalMs: number
+  /** running serve only */
+  live?: {
+    routing: string[]
+    status: () => RoutingStatus
+    reprovider?: Reprovider
+  }
+}
+
+export interface RoutingReport {
+  running: boolean
+  routing: string[] | null
+  network: RoutingStatus | null
+  provides: Omit<ReproviderStatus, 'providedSinceStart' | 'failedSinceStart' | 'regionsSinceStart' | 'lookupsSinceStart' | 'running' | 'lastRegion' | 'pausedUntil'> & Partial<ReproviderStatus>
+}
+
+export function routingReport (d: RoutingAdminDeps, now = Date.now()): RoutingReport {
+  const live = d.live
+  if (live?.reprovider != null) return { running: true, routing: live.routing, network: live.status(), provides: live.reprovider.status(now) }
+  const first = d.keys.firstDue(d.strategy)
+  return {
+    running: live != null,
+    routing: live?.routing ?? null,
+    network: live?.status() ?? null,
+    provides: {
+      strategy: d.strategy,
+      intervalSeconds: d.intervalMs / 1000,
+      keys: d.keys.count(d.strategy),
+      pending: d.keys.countDue(d.strategy, now),
+      oldestPendingSeconds: first != null && first <= now ? Math.round((now - first) / 1000) : 0,
+      nextDueSeconds: first == null ? null : Math.max(0, Math.round((first - now) / 1000)),
+      cycleStart: null
+    }
+  }
+}

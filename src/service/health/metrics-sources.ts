@@ -1,0 +1,37 @@
+/**
+ * What /metrics reads from the ledger, the blockstore and libp2p, with the
+ * costly part cached: pin counts (a pass over the pins not removed) for 60 s. The
+ * blockstore's usage is current (a walk kept up to date by commits and gc).
+ */
+import type { Usage } from '../../ipfs/blockstore-usage.js'
+import type { PinLedger } from '../../ledger/pins.js'
+import type { MetricsSources } from '../../metrics/registry.js'
+
+export function metricsSources (pins: PinLedger, usage: () => Promise<Usage>, connections: () => number, payments?: MetricsSources['payments'], extra: Pick<MetricsSources, 'routing' | 'provides' | 's3Up' | 'sending' | 'uploadChunks' | 'gcUnreferencedBytes'> = {}): MetricsSources {
+  const counts = cached(60_000, () => pins.countByStatus())
+  return {
+    pinCounts: counts,
+    fetchQueueDepth: () => pins.pendingFetches().length,
+    blockstoreUsage: usage,
+    connections,
+    ...(payments != null ? { payments } : {}),
+    ...(extra.routing != null ? { routing: cached(1000, extra.routing) } : {}),
+    ...(extra.provides != null ? { provides: cached(1000, extra.provides) } : {}),
+    ...(extra.s3Up != null ? { s3Up: extra.s3Up } : {}),
+    ...(extra.sending != null ? { sending: extra.sending } : {}),
+    ...(extra.uploadChunks != null ? { uploadChunks: extra.uploadChunks } : {}),
+    ...(extra.gcUnreferencedBytes != null ? { gcUnreferencedBytes: extra.gcUnreferencedBytes } : {})
+  }
+}
+
+function cached<T> (ms: number, fn: () => T): () => T {
+  let at = -Infinity
+  let value: T | undefined
+  return () => {
+    if (value === undefined || Date.now() - at > ms) {
+      value = fn()
+      at = Date.now()
+    }
+    return value
+  }
+}
