@@ -21,6 +21,8 @@ export interface Peer {
   blocksDir: string
   peerId: string
   multiaddrs(): string[]
+  /** blocks read from its store so far (counted with readDelayMs only) */
+  reads(): number
   addBytes(bytes: Uint8Array): Promise<string>
   addRandom(size: number): Promise<{ cid: string, bytes: Buffer }>
   putBlock(cid: CID, bytes: Uint8Array): Promise<void>

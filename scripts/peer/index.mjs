@@ -40,9 +40,11 @@ export async function startPeer (opts = {}) {
   const dir = opts.blocksDir ?? mkdtempSync(join(tmpdir(), 'pind-peer-'))
   const blockstore = new FsBlockstore(dir)
   await blockstore.open()
+  let reads = 0
   if (opts.readDelayMs > 0) {
     const get = blockstore.get.bind(blockstore)
     blockstore.get = async function * (cid, options) {
+      reads++
       await new Promise(resolve => setTimeout(resolve, opts.readDelayMs))
       yield * get(cid, options)
     }
@@ -67,6 +69,8 @@ export async function startPeer (opts = {}) {
     blocksDir: dir,
     peerId: helia.libp2p.peerId.toString(),
     multiaddrs: () => helia.libp2p.getMultiaddrs().map(m => m.toString()),
+    /** blocks read from its store so far (counted with readDelayMs only) */
+    reads: () => reads,
     /** UnixFS file as pind imports uploads (CIDv1, raw leaves, 1 MiB chunks) */
     async addBytes (bytes) {
       return (await fs.addBytes(bytes, { cidVersion: 1, rawLeaves: true })).toString()

@@ -24,8 +24,6 @@ export interface AdminDeps {
   gc: GcDeps
   settlements: SettlementsAdminDeps
   metrics?: Metrics
-  /** stops the background fetch of a pin (taken down by `pind pins rm`) */
-  cancelFetch?: (requestid: string) => void
   delegates?: () => string[]
   /** `pind status` of this serve */
   status?: () => Promise<StatusReport>

@@ -33,8 +33,6 @@ import { blocksHeld, settlementActions } from '../service/payments/settlement-fu
 export interface CoreOptions {
   /** how long an expired pin keeps its blocks; default: what the last serve recorded, else the setting's default */
   graceMs?: number
-  /** a settlement note fulfilled a pin (serve wakes its fetcher) */
-  onRecorded?: () => void
   /**
    * where the blocks are (the caller opens and closes it: serve its switchable
    * backend, admin commands the data dir's); default: blocks/ on disk
@@ -137,7 +135,7 @@ export async function openCore (paths: DataDirLayout, opts: CoreOptions = {}): P
       inFlight,
       direct: new DirectImports(blocks, inFlight, (n, bytes) => { usage.added(n, bytes) }),
       journals: new WriteJournals(paths.directWrites),
-      settlement: settlementActions({ ledger: pins, staging, lock, tickets }, () => { opts.onRecorded?.() }),
+      settlement: settlementActions({ ledger: pins, staging, lock, tickets }),
       gc: { pins, blocks, lock, graceMs, held: () => blocksHeld(notes.all()), inFlight, onRemoved: (n, bytes) => { usage.removed(n, bytes) } },
       keystore,
       tokens,

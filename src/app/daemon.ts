@@ -130,11 +130,9 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
   let draining = false
   try {
     const startedAt = Date.now()
-    // a pin recorded by reconciliation wakes the fetcher (once there is one: it reads its queue at start anyway)
-    let wakeFetcher = (): void => {}
-    // metrics exist later; the S3 connection reports its requests to them from the start
-    let s3Metrics: Metrics | undefined
-    const observer = (operation: string, seconds: number, outcome: string): void => { s3Metrics?.s3Request(operation, seconds, outcome) }
+    // what the components report as they work; the gauges read from them are added once they exist (metrics.watch)
+    const metrics = new Metrics()
+    const observer = (operation: string, seconds: number, outcome: string): void => { metrics.s3Request(operation, seconds, outcome) }
     // where blocks live (disk or S3), behind one indirection that `pind blocks migrate` can switch
     progress('opening the block store')
     const blocks = new SwitchableBackend(await openDataDirBackend(config, paths, { log, observer, record: true }))
@@ -142,16 +140,30 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
     log.info('block store', { store: blocks.describe() })
     // the ledger's indexes are upgraded here, before libp2p starts; what serving does not depend on, once it serves (below)
     progress('opening the ledger')
-    const core = await openCore(paths, { graceMs: config.expiryGrace * 1000, onRecorded: () => { wakeFetcher() }, blocks, onUpgrade: ledgerUpgradeProgress(log, progress), upgradeLater: true })
+    const core = await openCore(paths, { graceMs: config.expiryGrace * 1000, blocks, onUpgrade: ledgerUpgradeProgress(log, progress), upgradeLater: true })
     cleanups.add('ledger', () => core.close())
     const { pins, notes, staging, usage, denialLedger } = core
 
     const privateKey = await loadOrCreateIdentity(paths.identity)
-    // what bitswap may send: the serve policy, once the pin ledger is open (nothing before)
-    let servePolicy: ServePolicy | undefined
+    const networkGateway = config.gatewayNetworkTimeout > 0
+    // what is denied (the operator's denials, the denylists), read before anything is served
+    const denylists = new DenylistSources(config.denylist, log.child({ component: 'denylist' }))
+    progress('reading the denylists')
+    try {
+      await denylists.load()
+    } catch (err) {
+      // checked with the configuration already; a path gone since then
+      if (err instanceof DenylistConfigError) throw new StartupError(`${err.message}: fix --denylist (PIND_DENYLIST)`)
+      throw err
+    }
+    denylists.watch()
+    cleanups.add('denylists', async () => { await denylists.close() })
+    const denials = new Denials({ ledger: denialLedger, files: () => denylists.files() })
+    // one answer to "may this block be served" for the gateway and bitswap
+    const policy = new ServePolicy({ pins, scope: config.gatewayPolicy, gatewayReadThrough: networkGateway })
+    policy.deny((cid, path) => denials.denied(cid, path))
+    const refusal = (cid: CID): Refusal | undefined => policy.refusal(cid)
     const routingOn = !config.routing.includes('none')
-    // lookups finish before the metrics exist only during start-up: those go uncounted
-    let observeLookup = (_seconds: number, _source: string): void => {}
     progress('starting the IPFS node')
     const ipfs = await startIpfsNode({
       blockstore: blocks.blockstore,
@@ -161,7 +173,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
       announce: config.p2pAnnounce,
       peers: config.p2pPeers,
       log,
-      mayServe: (cid) => servePolicy?.mayServe(cid, 'bitswap') ?? false,
+      mayServe: (cid) => policy.mayServe(cid, 'bitswap'),
       limits: {
         maxConnections: config.p2pMaxConnections,
         inboundRate: config.p2pInboundRate,
@@ -179,7 +191,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
               maxRecords: config.dhtMaxRecords,
               maxRecordsPerPeer: config.dhtMaxRecordsPerPeer,
               ...(config.routing.includes('delegated') && config.delegatedRoutingUrl != null ? { delegatedUrl: config.delegatedRoutingUrl } : {}),
-              onLookup: (seconds, _found, source) => { observeLookup(seconds, source) }
+              onLookup: (seconds, _found, source) => { metrics.findProviders(seconds, source) }
             }
           }
         : {})
@@ -205,25 +217,6 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
     const discard = async (b: Array<{ cid: CID, bytes: number }>): Promise<{ removed: number, freedBytes: number }> => await removeUnreferenced(core.gc, b)
     progress('removing the blocks of unfinished uploads')
     await recoverTicketWrites({ journals: core.journals, discard, tickets: core.tickets, log })
-    const networkGateway = config.gatewayNetworkTimeout > 0
-    // what is denied (the operator's denials, the denylists), read before anything is served
-    const denylists = new DenylistSources(config.denylist, log.child({ component: 'denylist' }))
-    progress('reading the denylists')
-    try {
-      await denylists.load()
-    } catch (err) {
-      // checked with the configuration already; a path gone since then
-      if (err instanceof DenylistConfigError) throw new StartupError(`${err.message}: fix --denylist (PIND_DENYLIST)`)
-      throw err
-    }
-    denylists.watch()
-    cleanups.add('denylists', async () => { await denylists.close() })
-    const denials = new Denials({ ledger: denialLedger, files: () => denylists.files() })
-    // one answer to "may this block be served" for the gateway and bitswap
-    servePolicy = new ServePolicy({ pins, scope: config.gatewayPolicy, gatewayReadThrough: networkGateway })
-    servePolicy.deny((cid, path) => denials.denied(cid, path))
-    const policy = servePolicy
-    const refusal = (cid: CID): Refusal | undefined => policy.refusal(cid)
     const commitLock = core.lock
     // the token's authorization state, read by reconciliation and by requests retrying a payment with an open note
     const authorizations = config.rpcUrl != null ? authorizationStateReader({ network: config.network, rpcUrl: config.rpcUrl, asset: config.asset }) : undefined
@@ -232,7 +225,6 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
     cleanups.add('settlement reconciler', async () => { await settlements.reconciler?.stop() })
 
     // gc by itself: on a schedule, and when the bytes pins released pass the watermark
-    let gcMetrics: Metrics | undefined
     const maintenance = new Maintenance()
     const gcSchedule = new GcSchedule(core.gc, {
       intervalMs: config.gcInterval * 1000,
@@ -240,29 +232,17 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
       log: log.child({ component: 'gc' }),
       committed: async () => { await pins.committed() },
       maintenance,
-      onRun: (r) => { gcMetrics?.gcRun(r.trigger, r.outcome, r.removedBlocks, r.freedBytes, r.seconds) }
+      onRun: (r) => { metrics.gcRun(r.trigger, r.outcome, r.removedBlocks, r.freedBytes, r.seconds) }
     })
     const unwatchReleased = pins.watchReleased((_blocks, bytes) => { gcSchedule.released(bytes) })
     cleanups.add('gc', async () => { unwatchReleased(); await gcSchedule.stop() })
 
-    let gate: PaymentGate | undefined
+    const prices: PriceSettings = { rate: config.priceRate, minimum: config.priceMin, maximum: config.priceMax, maxMonths: config.maxMonths }
+    const gate = paymentGate(config, prices, log, (event, amount, reason) => { metrics.payment(event, amount, reason) })
     const provideKind = config.provideStrategy === 'all' ? 'blocks' : 'roots'
     const announcer = ipfs.routing.announcer
-    let reprovider: Reprovider | undefined
-    const metrics = new Metrics(metricsSources(pins, async () => await usage.current(), () => ipfs.connections().length,
-      () => gate != null ? { settlesPending: gate.settlesPending, ...(gate.balance?.balance != null ? { settlerBalanceWei: gate.balance.balance } : {}), ...(gate.nonceRecoveries != null ? { settlerNonceRecoveries: gate.nonceRecoveries } : {}) } : undefined, {
-        ...(routingOn ? { routing: () => ipfs.routing.status() } : {}),
-        ...(announcer != null ? { provides: () => (reprovider as Reprovider).status() } : {}),
-        s3Up: () => blocks.kind === 's3' ? blocks.writable() : undefined,
-        sending: sendingStatus,
-        uploadChunks: () => staging.chunkBudget,
-        gcUnreferencedBytes: () => gcSchedule.unreferencedBytes
-      }))
-    s3Metrics = metrics
-    gcMetrics = metrics
-    observeLookup = (seconds, source) => { metrics.findProviders(seconds, source) }
-    if (announcer != null) {
-      reprovider = new Reprovider({
+    const reprovider = announcer != null
+      ? new Reprovider({
         keys: pins.provides,
         kind: provideKind,
         announcer,
@@ -270,10 +250,20 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
         log: log.child({ component: 'reprovider' }),
         onRegion: (r) => { metrics.provided(r.provided, r.failed) }
       })
+      : undefined
+    if (reprovider != null) {
       reprovider.start()
-      const started = reprovider
-      cleanups.add('reprovider', async () => { await started.stop() })
+      cleanups.add('reprovider', async () => { await reprovider.stop() })
     }
+    metrics.watch(metricsSources(pins, async () => await usage.current(), () => ipfs.connections().length,
+      () => gate != null ? { settlesPending: gate.settlesPending, ...(gate.balance?.balance != null ? { settlerBalanceWei: gate.balance.balance } : {}), ...(gate.nonceRecoveries != null ? { settlerNonceRecoveries: gate.nonceRecoveries } : {}) } : undefined, {
+        ...(routingOn ? { routing: () => ipfs.routing.status() } : {}),
+        ...(reprovider != null ? { provides: () => reprovider.status() } : {}),
+        s3Up: () => blocks.kind === 's3' ? blocks.writable() : undefined,
+        sending: sendingStatus,
+        uploadChunks: () => staging.chunkBudget,
+        gcUnreferencedBytes: () => gcSchedule.unreferencedBytes
+      }))
     const router = new Router()
     const proxies: ReadonlySet<string> = new Set(config.trustedProxies)
     // what per-client limits count by: the client's address (proxies considered; IPv6 by /64)
@@ -300,14 +290,10 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
     let httpClosed = false
     cleanups.add('http server', async () => { if (!httpClosed) await http.close(0) })
 
-    const prices: PriceSettings = { rate: config.priceRate, minimum: config.priceMin, maximum: config.priceMax, maxMonths: config.maxMonths }
-    gate = paymentGate(config, prices, log)
     if (gate != null) {
-      const g = gate
-      g.onEvent = (event, amount, reason) => { metrics.payment(event, amount, reason) }
       progress('checking the payment settings')
-      await g.start()
-      cleanups.add('payment gate', () => { g.stop() })
+      await gate.start()
+      cleanups.add('payment gate', () => { gate.stop() })
     }
     const payments = (): PaymentsCheck => gate?.status() ?? (config.payTo == null
       ? { state: 'no-pay-to', ok: false, message: 'no --pay-to address: paid writes answer 503' }
@@ -320,8 +306,6 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
     const tokens = core.tokens(keystore, issuer, config.tokenTtl)
     // admin commands on a stopped data dir mint tokens this serve accepts, sweep with its grace and report its provide schedule
     await core.record({ tokenIssuer: issuer, tokenTtl: config.tokenTtl, expiryGrace: config.expiryGrace, provideStrategy: config.provideStrategy, reprovideInterval: config.reprovideInterval })
-    // (bound once the fetcher exists, below)
-    let cancelFetch = (_requestid: string): void => {}
     const routingAdmin = {
       keys: pins.provides,
       strategy: provideKind,
@@ -329,7 +313,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
       live: { routing: config.routing, status: () => ipfs.routing.status(), ...(reprovider != null ? { reprovider } : {}) }
     } as const
     const deny: DenyAdminDeps = { ledger: denialLedger, pins, denials, files: () => denylists.files() }
-    const admin = await startAdminServer(paths.adminSocket, { keys: { keystore, tokens, tokenLedger }, pins, tickets: core.tickets, gc: core.gc, settlements: settlements.admin, metrics, deny, cancelFetch: (id) => { cancelFetch(id) },
+    const admin = await startAdminServer(paths.adminSocket, { keys: { keystore, tokens, tokenLedger }, pins, tickets: core.tickets, gc: core.gc, settlements: settlements.admin, metrics, deny,
       routing: routingAdmin,
       delegates: () => ipfs.multiaddrs(),
       status: async () => await operatorStatus({
@@ -437,15 +421,12 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
       ...(find != null ? { findProviders: find } : {})
     })
     fetcher.start()
-    wakeFetcher = () => { fetcher.enqueue() }
-    cancelFetch = (id) => { fetcher.cancel(id) }
     cleanups.add('pin fetcher', async () => { await fetcher.stop() })
     const delegates = (): string[] => ipfs.multiaddrs()
     pinRoutes(router, {
       ledger: pins,
       tokens,
       delegates,
-      cancelFetch: (id) => { fetcher.cancel(id) },
       clientOf,
       refusal,
       create: {
@@ -456,7 +437,6 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
         prices,
         // the quote tells no more about what this node holds than the gateway does
         probe: new SizeProbe({ node: ipfs, network, timeoutMs: config.pinProbeTimeout * 1000, ttlMs: config.paymentTimeout * 1000, isServable, removals: () => blocks.removals, ...(find != null ? { findProviders: find } : {}) }),
-        enqueue: () => { fetcher.enqueue() },
         pinMaxBytes: config.pinMaxBytes,
         retryWindowMs: config.pinRetryWindow * 1000,
         publicUrl,
@@ -571,7 +551,7 @@ function startReconciler (config: Readonly<Config>, notes: SettlementNotes, chai
 }
 
 /** The payment gate, when this server can take payments (a pay-to address and a facilitator). */
-function paymentGate (config: Readonly<Config>, prices: PriceSettings, log: Logger): PaymentGate | undefined {
+function paymentGate (config: Readonly<Config>, prices: PriceSettings, log: Logger, onEvent: ConstructorParameters<typeof PaymentGate>[2]): PaymentGate | undefined {
   if (config.payTo == null) {
     log.warn('no --pay-to address: paid writes are disabled')
     return undefined
@@ -596,7 +576,7 @@ function paymentGate (config: Readonly<Config>, prices: PriceSettings, log: Logg
     facilitator,
     settlerMinBalance: config.settlerMinBalance,
     settleDeadlineMs: config.settleTimeout * 1000
-  }, log.child({ component: 'payment' }))
+  }, log.child({ component: 'payment' }), onEvent)
 }
 
 /** the ledger upgrade's progress as start-up status; a step that reads many records is logged once (a fresh ledger's steps read none) */

@@ -977,6 +977,7 @@ export class PinLedger {
       if (pin.status === 'queued' || pin.status === 'pinning') this.fetchQueue.put(pin.requestid, pin.createdUs)
       this.addRefs(pin.requestid, keys)
     })
+    if (pin.status === 'queued' || pin.status === 'pinning') for (const w of this.queuedWatchers) w()
   }
 
   /**
@@ -1061,6 +1062,21 @@ export class PinLedger {
       this.releaseReplaced(pin)
     })
     return failed
+  }
+
+  private readonly queuedWatchers = new Set<() => void>()
+  private readonly removedWatchers = new Set<(requestid: string) => void>()
+
+  /** Calls `fn` once a pin waiting for the fetcher has been committed (a pin by CID, one recorded by reconciliation), until the returned function is called. */
+  watchQueued (fn: () => void): () => void {
+    this.queuedWatchers.add(fn)
+    return () => { this.queuedWatchers.delete(fn) }
+  }
+
+  /** Calls `fn` with the requestid of a pin once its removal or takedown has been committed, until the returned function is called. */
+  watchRemoved (fn: (requestid: string) => void): () => void {
+    this.removedWatchers.add(fn)
+    return () => { this.removedWatchers.delete(fn) }
   }
 
   private readonly refWatchers = new Set<(keys: string[]) => void>()
@@ -1225,6 +1241,7 @@ export class PinLedger {
       // a replacement removed before it settled also lets go of what it replaced
       this.releaseReplaced(pin)
     })
+    if (removed != null) for (const w of this.removedWatchers) w(requestid)
     return removed
   }
 
@@ -1247,6 +1264,7 @@ export class PinLedger {
       this.releaseRefs(requestid)
       if (pin.replaces != null) this.releaseRefs(pin.replaces)
     })
+    if (down != null) for (const w of this.removedWatchers) w(requestid)
     return down
   }
 

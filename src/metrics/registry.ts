@@ -83,7 +83,8 @@ export class Metrics {
   private readonly gcSeconds: client.Histogram
   private readonly paymentChildren = new Map<string, { inc: () => void }>()
 
-  constructor (sources: MetricsSources) {
+  /** what components report as they work (counters, histograms) and the process's own figures: made first, before the components */
+  constructor () {
     const r = this.registry
     client.collectDefaultMetrics({ register: r, prefix: 'pind_' })
     // the default metrics have heap and external memory but not the ArrayBuffer share of external (upload bodies, blocks)
@@ -93,6 +94,26 @@ export class Metrics {
     // packaged binary's parse and compile of its bundle reached 36 MiB before serve answered (soak, 2 s samples)
     new client.Gauge({ name: 'pind_nodejs_v8_malloced_bytes', help: "memory V8 allocated with malloc (compiler and parser zones), outside its heap", registers: [r], collect () { this.set(getHeapStatistics().malloced_memory) } })
     new client.Gauge({ name: 'pind_nodejs_v8_peak_malloced_bytes', help: "the most memory V8 has held allocated with malloc since the process started (start-up's parse and compile included)", registers: [r], collect () { this.set(getHeapStatistics().peak_malloced_memory) } })
+    for (const m of this.requests.metrics()) r.registerMetric(m)
+    const bytes = (): { in: number, out: number } => ({ in: this.bytesIn, out: this.bytesOut })
+    new client.Counter({ name: 'pind_http_request_bytes_total', help: 'request body bytes (declared Content-Length)', registers: [r], collect () { this.reset(); this.inc(bytes().in) } })
+    new client.Counter({ name: 'pind_http_response_bytes_total', help: 'response body bytes (declared Content-Length)', registers: [r], collect () { this.reset(); this.inc(bytes().out) } })
+    this.payments = new client.Counter({ name: 'pind_payments_total', help: 'x402 payments by event: required (402 without payment), refused, verified, settled, settle_failed', labelNames: ['event'], registers: [r] })
+    this.settled = new client.Counter({ name: 'pind_payments_settled_atomic_total', help: 'USDC settled, in atomic units (10^-6 USDC)', registers: [r] })
+    this.settlesFailed = new client.Counter({ name: 'pind_settles_failed_total', help: 'failed settlements by reason (the facilitator\'s; "server:" when the payment was still valid and this side failed)', labelNames: ['reason'], registers: [r] })
+    this.provides = new client.Counter({ name: 'pind_provides_total', help: 'CIDs announced on the DHT, by result: done (at least one of their peers took the record) or failed', labelNames: ['result'], registers: [r] })
+    this.findSeconds = new client.Histogram({ name: 'pind_find_providers_seconds', help: 'provider lookups by routing source', labelNames: ['source'], buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60], registers: [r] })
+    this.s3Requests = new client.Counter({ name: 'pind_s3_requests_total', help: 'requests to the S3 bucket by operation and outcome (ok, not_found, unavailable, timeout, error)', labelNames: ['operation', 'outcome'], registers: [r] })
+    this.s3Duration = new client.Histogram({ name: 'pind_s3_request_duration_seconds', help: 'S3 request duration by operation, retries included', labelNames: ['operation'], buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [r] })
+    this.gcRuns = new client.Counter({ name: 'pind_gc_runs_total', help: 'gc runs serve started by itself, by trigger (interval, watermark) and outcome (done, failed, stopped; skipped: another maintenance task was running)', labelNames: ['trigger', 'outcome'], registers: [r] })
+    this.gcRemoved = new client.Counter({ name: 'pind_gc_removed_blocks_total', help: 'blocks serve\'s own gc runs removed', registers: [r] })
+    this.gcFreed = new client.Counter({ name: 'pind_gc_freed_bytes_total', help: 'bytes serve\'s own gc runs removed', registers: [r] })
+    this.gcSeconds = new client.Histogram({ name: 'pind_gc_duration_seconds', help: 'how long serve\'s own gc runs took', buckets: [0.01, 0.1, 0.5, 1, 5, 15, 60, 300, 1800], registers: [r] })
+  }
+
+  /** The gauges read from the components at each scrape, once they exist (once: a second call would register them twice). */
+  watch (sources: MetricsSources): void {
+    const r = this.registry
     const sending = sources.sending
     if (sending != null) {
       new client.Gauge({ name: 'pind_http_send_budget_bytes', help: 'response bytes streamed responses hold queued in user space now (--http-send-budget)', registers: [r], collect () { this.set(sending().inUse) } })
@@ -106,12 +127,6 @@ export class Metrics {
       new client.Gauge({ name: 'pind_upload_chunk_buffers', help: 'upload chunk buffers (1 MiB) held now: bytes read from uploads and not yet staged', registers: [r], collect () { this.set(uploadChunks().inUse) } })
       new client.Counter({ name: 'pind_upload_chunk_buffer_waits_total', help: 'times an upload waited for a chunk buffer (the budget was spent)', registers: [r], collect () { this.reset(); this.inc(uploadChunks().waits) } })
     }
-    for (const m of this.requests.metrics()) r.registerMetric(m)
-    const bytes = (): { in: number, out: number } => ({ in: this.bytesIn, out: this.bytesOut })
-    new client.Counter({ name: 'pind_http_request_bytes_total', help: 'request body bytes (declared Content-Length)', registers: [r], collect () { this.reset(); this.inc(bytes().in) } })
-    new client.Counter({ name: 'pind_http_response_bytes_total', help: 'response body bytes (declared Content-Length)', registers: [r], collect () { this.reset(); this.inc(bytes().out) } })
-    this.payments = new client.Counter({ name: 'pind_payments_total', help: 'x402 payments by event: required (402 without payment), refused, verified, settled, settle_failed', labelNames: ['event'], registers: [r] })
-    this.settled = new client.Counter({ name: 'pind_payments_settled_atomic_total', help: 'USDC settled, in atomic units (10^-6 USDC)', registers: [r] })
     new client.Gauge({
       name: 'pind_pins', help: 'pins by status (live pins) and removed', labelNames: ['status'], registers: [r],
       collect () { for (const [status, n] of Object.entries(sources.pinCounts())) this.set({ status }, n) }
@@ -121,7 +136,6 @@ export class Metrics {
     // (a bucket away fails the walk: the last figures stay, the scrape goes on)
     new client.Gauge({ name: 'pind_blockstore_blocks', help: 'blocks in the block store (files on disk or objects in S3)', registers: [r], async collect () { const u = await sources.blockstoreUsage().catch(() => undefined); if (u != null) this.set(u.blocks) } })
     new client.Gauge({ name: 'pind_blockstore_bytes', help: 'bytes of blocks in the block store', registers: [r], async collect () { const u = await sources.blockstoreUsage().catch(() => undefined); if (u != null) this.set(u.bytes) } })
-    this.settlesFailed = new client.Counter({ name: 'pind_settles_failed_total', help: 'failed settlements by reason (the facilitator\'s; "server:" when the payment was still valid and this side failed)', labelNames: ['reason'], registers: [r] })
     new client.Gauge({ name: 'pind_settles_pending', help: 'settlements under way', registers: [r], collect () { this.set(sources.payments?.()?.settlesPending ?? 0) } })
     new client.Gauge({
       name: 'pind_settler_balance_wei', help: 'the embedded facilitator settler\'s balance for gas, in wei (last reading)', registers: [r],
@@ -138,10 +152,6 @@ export class Metrics {
       }
     })
     new client.Gauge({ name: 'pind_libp2p_connections', help: 'open libp2p connections', registers: [r], collect () { this.set(sources.connections()) } })
-    this.provides = new client.Counter({ name: 'pind_provides_total', help: 'CIDs announced on the DHT, by result: done (at least one of their peers took the record) or failed', labelNames: ['result'], registers: [r] })
-    this.findSeconds = new client.Histogram({ name: 'pind_find_providers_seconds', help: 'provider lookups by routing source', labelNames: ['source'], buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60], registers: [r] })
-    this.s3Requests = new client.Counter({ name: 'pind_s3_requests_total', help: 'requests to the S3 bucket by operation and outcome (ok, not_found, unavailable, timeout, error)', labelNames: ['operation', 'outcome'], registers: [r] })
-    this.s3Duration = new client.Histogram({ name: 'pind_s3_request_duration_seconds', help: 'S3 request duration by operation, retries included', labelNames: ['operation'], buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [r] })
     new client.Gauge({
       name: 'pind_s3_up', help: '1 while the S3 bucket answers, 0 while it does not (S3 block backend only)', registers: [r],
       collect () {
@@ -149,10 +159,6 @@ export class Metrics {
         if (up != null) this.set(up ? 1 : 0)
       }
     })
-    this.gcRuns = new client.Counter({ name: 'pind_gc_runs_total', help: 'gc runs serve started by itself, by trigger (interval, watermark) and outcome (done, failed, stopped; skipped: another maintenance task was running)', labelNames: ['trigger', 'outcome'], registers: [r] })
-    this.gcRemoved = new client.Counter({ name: 'pind_gc_removed_blocks_total', help: 'blocks serve\'s own gc runs removed', registers: [r] })
-    this.gcFreed = new client.Counter({ name: 'pind_gc_freed_bytes_total', help: 'bytes serve\'s own gc runs removed', registers: [r] })
-    this.gcSeconds = new client.Histogram({ name: 'pind_gc_duration_seconds', help: 'how long serve\'s own gc runs took', buckets: [0.01, 0.1, 0.5, 1, 5, 15, 60, 300, 1800], registers: [r] })
     const gcEstimate = sources.gcUnreferencedBytes
     if (gcEstimate != null) {
       new client.Gauge({ name: 'pind_gc_unreferenced_bytes_estimate', help: 'bytes of blocks released since the last gc run\'s mark, estimated from the pins\' sizes (--gc-watermark is compared with it)', registers: [r], collect () { this.set(gcEstimate()) } })

@@ -163,10 +163,6 @@ export class PaymentGate {
   readonly balance?: SettlerBalance
   /** settlements under way */
   settlesPending = 0
-  /** observers (metrics): what happened to each payment; `reason` for settle_failed */
-  onEvent?: (event: PaymentEvent, amount?: bigint, reason?: string) => void
-  /** observer (metrics): each reading of the settler's balance (wei) */
-  onSettlerBalance?: (wei: bigint) => void
   /** built 402 answers by quote and reason; each is sent as is, serialized once */
   private readonly challenges = new Map<string, PaymentRequiredError>()
   /** the same, by the quote object given again (a WeakMap: they go with their quote) */
@@ -178,7 +174,8 @@ export class PaymentGate {
   /** the embedded settler's transactions (settler-nonce.ts) */
   private readonly nonces?: SettlerNonces
 
-  constructor (private readonly s: PaymentSettings, private readonly log: Logger) {
+  /** `onEvent` observes (metrics) what happened to each payment; `reason` for settle_failed */
+  constructor (private readonly s: PaymentSettings, private readonly log: Logger, private readonly onEvent?: (event: PaymentEvent, amount?: bigint, reason?: string) => void) {
     // a stuck settlement transaction is re-sent well within the settle deadline (a quarter of it, 2-15 s)
     const stuckAfterMs = Math.min(15_000, Math.max(2000, (s.settleDeadlineMs ?? DEFAULT_SETTLE_DEADLINE_MS) / 4))
     const built = buildFacilitator(s.facilitator, { log, stuckAfterMs })
@@ -193,8 +190,7 @@ export class PaymentGate {
         address: built.settler,
         minBalance: s.settlerMinBalance,
         intervalMs: s.settlerBalanceIntervalMs ?? 60_000,
-        log,
-        onReading: (wei) => { this.onSettlerBalance?.(wei) }
+        log
       })
     }
     this.rs = new x402ResourceServer(built.client).register(s.network as `${string}:${string}`, new ExactEvmScheme())

@@ -28,8 +28,6 @@ export interface SettlerBalanceOptions {
   minBalance: bigint
   intervalMs: number
   log: Logger
-  /** every reading (metrics) */
-  onReading?: (balance: bigint) => void
 }
 
 export class SettlerBalance {
@@ -88,7 +86,6 @@ export class SettlerBalance {
     this.balance = balance
     this.settleCost = cost
     this.funding = balance < cost ? 'unfunded' : balance < minBalance ? 'low' : 'funded'
-    this.o.onReading?.(balance)
     if (this.funding === was) return
     const fields = { settler: address, balance: `${formatEther(balance)} ETH`, balanceWei: balance.toString(), minBalanceWei: minBalance.toString(), settleCostWei: cost.toString() }
     if (this.funding === 'unfunded') log.error('the settler cannot pay gas: paid writes answer 503 until it is funded; send ETH to the settler address', fields)

@@ -274,4 +274,27 @@ describe('POST /pins', () => {
     const served = Buffer.from(await (await fetch(`${pind.url}/ipfs/${cid}`)).arrayBuffer())
     expect(served.equals(bytes)).toBe(true)
   })
+
+  it('a pin deleted while its DAG is being fetched stops the fetch: the origin is asked for no more of it', async () => {
+    // 250 ms per block read: the 41 blocks take ~10 s to send, and the DELETE comes after the first few
+    const slow = await startPeer({ readDelayMs: 250 })
+    peers.push(slow)
+    const { cid } = await slow.addRandom(40 * 1024 * 1024)
+    const r = await payingFetch(chain, chain.payers[0]!.privateKey)(`${pind.url}/pins`, postPin({ cid, origins: slow.multiaddrs() }))
+    expect(r.status).toBe(202)
+    const token = r.headers.get('x-wallet-auth-token') as string
+    const { requestid } = await r.json() as any
+    await waitFor(() => slow.reads() >= 4 ? true : undefined, 'the fetch to be under way', 30_000)
+    const del = await fetch(`${pind.url}/pins/${requestid}`, { method: 'DELETE', headers: { authorization: `Bearer ${token}` } })
+    expect(del.status).toBe(202)
+    // the reads the origin had begun finish; then none come (polled until the count stays put for 3 s)
+    let last = -1
+    let since = Date.now()
+    await waitFor(() => {
+      const n = slow.reads()
+      if (n !== last) { last = n; since = Date.now() }
+      return Date.now() - since >= 3000 ? true : undefined
+    }, 'the origin to stop being read', 30_000)
+    expect(last).toBeLessThan(41)
+  })
 })

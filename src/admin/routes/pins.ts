@@ -10,7 +10,6 @@ export function pinsRoutes (router: Router, d: AdminDeps): void {
   router.add('POST', '/pins', async ({ req, res }) => {
     const reply: AdminJsonRoutes['/pins']['reply'] = await runPinsOp(adminRequest('/pins', await readJson(req)), {
       ledger: d.pins,
-      ...(d.cancelFetch != null ? { cancelFetch: d.cancelFetch } : {}),
       ...(d.delegates != null ? { delegates: d.delegates } : {})
     })
     sendJson(res, 200, reply)

@@ -29,7 +29,6 @@ export interface PinRoutesDeps {
   tokens: TokenService
   delegates(): string[]
   create: PinCreateDeps
-  cancelFetch(requestid: string): void
   /** the client's address (rate limits' notion: X-Forwarded-For from trusted proxies only) */
   clientOf(req: IncomingMessage): string
   /** why a pin's CID is denied: its owner sees it in the PinStatus (service/serving/denials.ts withDenial) */
@@ -63,7 +62,6 @@ export function pinRoutes (router: Router, d: PinRoutesDeps): void {
     const { owner } = await bearer(req, d.tokens)
     const pin = ownPin(owner, params.requestid as string)
     await d.ledger.remove(pin.requestid, 'unpinned')
-    d.cancelFetch(pin.requestid)
     countAsPaid()
     res.writeHead(202, { 'content-length': 0 })
     res.end()

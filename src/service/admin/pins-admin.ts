@@ -24,8 +24,6 @@ export type PinsOp = z.output<typeof PinsOp>
 
 export interface PinsAdminDeps {
   ledger: Pick<PinLedger, 'allSummaries' | 'get' | 'graceMs' | 'isLive' | 'ownerCount' | 'requestidsOfCid' | 'statesByOwner' | 'summariesByOwner' | 'takeDown'>
-  /** a running serve stops fetching a pin it takes down */
-  cancelFetch?: (requestid: string) => void
   delegates?: () => string[]
 }
 
@@ -61,7 +59,6 @@ async function run (op: PinsOp, d: PinsAdminDeps) {
       for (const id of ids) {
         const down = await d.ledger.takeDown(id, reason, at)
         if (down == null) continue
-        d.cancelFetch?.(id)
         taken.push(down)
       }
       if (taken.length === 0) {

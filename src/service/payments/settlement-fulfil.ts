@@ -131,12 +131,12 @@ export async function releaseNote (staging: Pick<BlockStaging, 'discard'>, note:
 
 /**
  * The two things reconciliation, `pind settlements close` and a retried
- * request (noted-retry.ts) do with notes, bound to a data dir: fulfil (then
- * `onRecorded`, e.g. wake the fetcher) and release. Fulfilments of one
+ * request (noted-retry.ts) do with notes, bound to a data dir: fulfil (a pin
+ * recorded so wakes serve's fetcher through the ledger) and release. Fulfilments of one
  * payment run one after the other: the second finds the payment recorded
  * (a CannotFulfilError) rather than committing the same staged upload twice.
  */
-export function settlementActions (d: FulfilDeps, onRecorded: () => void = () => {}): {
+export function settlementActions (d: FulfilDeps): {
   fulfil: (note: SettlingRecord, tx: string | undefined) => Promise<Fulfilled>
   release: (note: SettlingRecord) => Promise<void>
 } {
@@ -147,9 +147,7 @@ export function settlementActions (d: FulfilDeps, onRecorded: () => void = () =>
       const p = before.catch(() => {}).then(async () => await fulfilFromNote(d, note, tx))
       running.set(note.paymentId, p)
       try {
-        const pin = await p
-        onRecorded()
-        return pin
+        return await p
       } finally {
         if (running.get(note.paymentId) === p) running.delete(note.paymentId)
       }

@@ -43,8 +43,6 @@ export interface PinCreateDeps {
   once: Pick<PaymentOnce, 'finished' | 'run'>
   prices: PriceSettings
   probe: Pick<SizeProbe, 'probe' | 'retryAfterSeconds'>
-  /** wakes the background fetcher */
-  enqueue: () => void
   pinMaxBytes: number
   retryWindowMs: number
   publicUrl: string
@@ -224,7 +222,6 @@ async function paid (w: PinWrite, payment: VerifiedPayment, q: PinQuote, purpose
     d.log.error('pin settled but could not be recorded', { payment: payment.id, tx: settled.tx, cid: pin.cid, error: err })
     throw err
   }
-  d.enqueue()
   d.log.info('pin accepted', { requestid: pin.requestid, cid: pin.cid, payer: payment.payer, tx: settled.tx, maxBytes: q.maxBytes })
   // a replacement made with the owner's token needs no new one
   const token = w.replaces == null || w.auth == null ? await d.tokens.issue(owner) : undefined
@@ -241,7 +238,6 @@ async function unpaid (w: PinWrite, auth: VerifiedToken, d: PinCreateDeps): Prom
     if (err instanceof PinGoneError) throw new NotFoundError(`no pin with requestid ${err.requestid} for this owner`)
     throw err
   }
-  d.enqueue()
   d.log.info('pin accepted', { requestid: pin.requestid, cid: pin.cid, owner: pin.owner, token: auth.jti, method: 'operator-token' })
   return { pin: toPinStatus(pin, d.delegates()), location: `${d.publicUrl}/pins/${pin.requestid}` }
 }

@@ -28,7 +28,7 @@ import type { Logger } from '../../kernel/log.js'
 import type { Refusal } from '../serving/serve-policy.js'
 
 export interface PinFetcherOptions {
-  ledger: Pick<PinLedger, 'pendingFetches' | 'get' | 'update' | 'failFetch' | 'finishFetch'>
+  ledger: Pick<PinLedger, 'pendingFetches' | 'get' | 'update' | 'failFetch' | 'finishFetch' | 'watchQueued' | 'watchRemoved'>
   staging: Pick<BlockStaging, 'begin' | 'commit' | 'discard'>
   /** commits hold it shared so gc never sweeps between commit and ledger record */
   lock: Pick<CommitLock, 'shared'>
@@ -70,23 +70,24 @@ export class PinFetcher {
   private readonly budget = new FetchBudget(WINDOW_BYTES)
   private timer: NodeJS.Timeout | undefined
   private stopped = false
+  private readonly unwatch: Array<() => void> = []
 
   constructor (private readonly o: PinFetcherOptions) {}
 
-  /** Picks up the queue as the ledger has it (after a restart: where it left off). */
+  /**
+   * Picks up the queue as the ledger has it (after a restart: where it left off), then follows
+   * the ledger: a pin queued wakes it, a pin removed or taken down stops its fetch.
+   */
   start (): void {
     const pending = this.o.ledger.pendingFetches()
     if (pending.length > 0) this.o.log.info('resuming pin fetches', { count: pending.length })
-    this.wake()
-  }
-
-  /** A new pin was queued. */
-  enqueue (): void {
+    this.unwatch.push(this.o.ledger.watchQueued(() => { this.wake() }))
+    this.unwatch.push(this.o.ledger.watchRemoved((requestid) => { this.cancel(requestid) }))
     this.wake()
   }
 
   /** The pin was removed: stop fetching it. */
-  cancel (requestid: string): void {
+  private cancel (requestid: string): void {
     this.running.get(requestid)?.abort.abort(new Error('pin removed'))
   }
 
@@ -96,6 +97,7 @@ export class PinFetcher {
 
   async stop (): Promise<void> {
     this.stopped = true
+    for (const u of this.unwatch.splice(0)) u()
     clearTimeout(this.timer)
     for (const r of this.running.values()) r.abort.abort(new Error('shutting down'))
     await Promise.all([...this.running.values()].map(async r => { await r.done }))
