@@ -66,6 +66,8 @@ export interface BlockBackend {
    * whether the block was new to the store (as far as this process knows).
    */
   put(cid: CID, bytes: Uint8Array, signal?: AbortSignal): Promise<boolean>
+  /** readies what a later commit of these blocks needs, storing none of them (disk: their shard folders) */
+  prepare?(cids: CID[]): Promise<void>
   /** a stored block's bytes, or undefined when it is not stored (any other failure throws) */
   read(cid: CID, signal?: AbortSignal): Promise<Uint8Array | undefined>
   /** every stored block, in pages of at most 1000 (gc's sweep, migration) */

@@ -3,7 +3,9 @@
  * per block, `<shard>/<name>.data`, the shard being the name's next-to-last
  * two characters). A commit renames fsync'd staged files into their shards
  * (or copies a block out of a staging log into a file of its own) and fsyncs
- * every directory that gained an entry; gc walks the shard folders.
+ * every directory that gained an entry; the shard folders are made (and
+ * blocks/ fsync'd) ahead, while the import still runs (`prepare`), and never
+ * removed; gc walks them.
  */
 import { randomBytes } from 'node:crypto'
 import * as fs from 'node:fs'
@@ -126,6 +128,8 @@ function cut (pieces: Buffer[], length: number): Buffer[] {
 export class FsBackend implements BlockBackend {
   readonly kind = 'fs' as const
   readonly blockstore: FsBlockstore
+  /** shard folders known to exist with blocks/ fsync'd since they were made */
+  private readonly shards = new Set<string>()
 
   /** (creates nothing: the folder is made by open() or the first commit, so an admin command on a data dir leaves no blocks/ behind) */
   constructor (readonly dir: string) {
@@ -154,7 +158,7 @@ export class FsBackend implements BlockBackend {
       targets.set(file, { block, dir })
     }
     const dirs = new Set([...targets.values()].map(t => t.dir))
-    await eachLimited([...dirs], async dir => { await mkdir(join(this.dir, dir), { recursive: true }) })
+    await this.prepareShards(dirs)
     let added = 0
     let addedBytes = 0
     await eachLimited([...targets], async ([file, { block, dir }]) => {
@@ -170,8 +174,25 @@ export class FsBackend implements BlockBackend {
       else await copyOut(block, to)
     })
     await eachLimited([...dirs], async dir => { await fsyncPath(join(this.dir, dir)) })
-    await fsyncPath(this.dir)
     return { added, addedBytes }
+  }
+
+  /**
+   * Makes the shard folders these blocks go to, durably, and stores none of
+   * them: a staged import calls it while its body still arrives, so that its
+   * commit, after the payment, only renames and fsyncs.
+   */
+  async prepare (cids: CID[]): Promise<void> {
+    await this.prepareShards(new Set(cids.map(cid => SHARDING.encode(cid).dir)))
+  }
+
+  /** made, and blocks/ fsync'd after: a folder known here costs no call (nothing ever removes one) */
+  private async prepareShards (dirs: Set<string>): Promise<void> {
+    const unknown = [...dirs].filter(dir => !this.shards.has(dir))
+    if (unknown.length === 0) return
+    await eachLimited(unknown, async dir => { await mkdir(join(this.dir, dir), { recursive: true }) })
+    await fsyncPath(this.dir)
+    for (const dir of unknown) this.shards.add(dir)
   }
 
   /**
@@ -184,11 +205,9 @@ export class FsBackend implements BlockBackend {
     const { dir, file } = SHARDING.encode(cid)
     const to = join(this.dir, dir, file)
     if (await exists(to)) return false
-    const made = await mkdir(join(this.dir, dir), { recursive: true })
+    await this.prepareShards(new Set([dir]))
     await writeDurably(bytes, to)
     await fsyncPath(join(this.dir, dir))
-    // a new shard folder is named in blocks/
-    if (made != null) await fsyncPath(this.dir)
     return true
   }
 

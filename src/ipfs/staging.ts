@@ -87,6 +87,8 @@ export interface StagedImport {
   chunker: (opts?: { ownsInput?: boolean }) => Chunker
   /** resolves once every block written so far is on disk (fdatasync'd); rejects if one could not be synced */
   synced: () => Promise<void>
+  /** resolves once the store has readied what committing the blocks written so far needs (never rejects: the commit prepares again) */
+  prepared: () => Promise<void>
   /** the layout's own (staging.ts) */
   readonly layout: Layout
 }
@@ -195,14 +197,16 @@ export class BlockStaging {
     const root = join(this.stagingDir, id)
     await mkdir(root, { recursive: true })
     let staged: StagedImport | undefined
+    const ahead = preparing(this.store)
     const written = (cid: CID, size: number): void => {
       (staged as StagedImport).cids.push(cid);
       (staged as StagedImport).bytes += size
+      ahead.add(cid)
     }
     const layout = this.layout() === 'log'
       ? logLayout(await StagingLog.create(join(root, LOG), written), this.chunks)
       : filesLayout(new StagingFiles(root, written), this.chunks)
-    staged = this.importOf(id, layout)
+    staged = this.importOf(id, layout, ahead.done)
     return staged
   }
 
@@ -214,6 +218,7 @@ export class BlockStaging {
   async commit (staged: StagedImport): Promise<void> {
     // a fetched DAG is committed unsealed: its flushes may still be running
     await staged.synced()
+    await staged.prepared()
     await staged.layout.close()
     // an S3 commit reads the staged blocks into the import's chunk buffers (idle by now) instead of buffers of its own
     const { added, addedBytes } = await this.store.commit(staged.layout.blocks(), undefined, this.chunks)
@@ -227,8 +232,31 @@ export class BlockStaging {
     await discardStagingFolder(this.stagingDir, staged.id)
   }
 
-  private importOf (id: string, layout: Layout): StagedImport {
-    return { id, blockstore: layout.blockstore, cids: [], bytes: 0, chunker: (opts) => this.chunks.chunker(opts), synced: layout.synced, layout }
+  private importOf (id: string, layout: Layout, prepared: () => Promise<void> = async () => {}): StagedImport {
+    return { id, blockstore: layout.blockstore, cids: [], bytes: 0, chunker: (opts) => this.chunks.chunker(opts), synced: layout.synced, prepared, layout }
+  }
+}
+
+/**
+ * The store's `prepare` for each block as it is staged (the disk's shard folders are made while
+ * the body still arrives, not in the commit after the payment), one call at a time: the blocks
+ * staged meanwhile make the next call's batch. A failure is left to the commit, which prepares again.
+ */
+function preparing (store: BlockBackend): { add: (cid: CID) => void, done: () => Promise<void> } {
+  if (store.prepare == null) return { add: () => {}, done: async () => {} }
+  let batch: CID[] = []
+  let running: Promise<void> | undefined
+  const run = async (): Promise<void> => {
+    while (batch.length > 0) {
+      const cids = batch
+      batch = []
+      await store.prepare?.(cids).catch(() => {})
+    }
+    running = undefined
+  }
+  return {
+    add: (cid) => { batch.push(cid); running ??= run() },
+    done: async () => { await running }
   }
 }
 

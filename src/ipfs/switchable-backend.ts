@@ -63,6 +63,7 @@ export class SwitchableBackend implements BlockBackend {
 
   async commit (blocks: StagedBlock[], signal?: AbortSignal, buffers?: BlockBuffers): Promise<{ added: number, addedBytes: number }> { return await this.current.commit(blocks, signal, buffers) }
   async put (cid: CID, bytes: Uint8Array, signal?: AbortSignal): Promise<boolean> { return await this.current.put(cid, bytes, signal) }
+  async prepare (cids: CID[]): Promise<void> { await this.current.prepare?.(cids) }
   async read (cid: CID, signal?: AbortSignal): Promise<Uint8Array | undefined> { return await this.current.read(cid, signal) }
   list (signal?: AbortSignal): AsyncIterable<StoredBlock[]> { return this.current.list(signal) }
   async sizeOf (block: StoredBlock): Promise<number | undefined> { return await this.current.sizeOf(block) }
