@@ -1276,11 +1276,16 @@ export class PinLedger {
     return ids
   }
 
-  /** Every owner's summaries of pins not removed, created strictly between `afterUs` and `beforeUs`, with their owner and creation time (in owner order). */
-  * allSummaries (beforeUs = Number.MAX_SAFE_INTEGER, afterUs = -1): Generator<{ owner: string, createdUs: number, summary: PinSummary }> {
+  /**
+   * Every owner's summaries of pins not removed, created strictly between `afterUs` and `beforeUs`, with their owner and creation
+   * time (in owner order). `withCid` false: without their CIDs (readSummary), for a listing that filters on none.
+   */
+  allSummaries (beforeUs?: number, afterUs?: number): Generator<{ owner: string, createdUs: number, summary: PinSummary }>
+  allSummaries (beforeUs: number | undefined, afterUs: number | undefined, withCid: boolean): Generator<{ owner: string, createdUs: number, summary: ListedSummary }>
+  * allSummaries (beforeUs = Number.MAX_SAFE_INTEGER, afterUs = -1, withCid = true): Generator<{ owner: string, createdUs: number, summary: ListedSummary }> {
     for (const { key, value } of this.byOwner.getRange()) {
       if (key[1] >= beforeUs || key[1] <= afterUs) continue
-      const summary = readSummary(key[2], value)
+      const summary = readSummary(key[2], value, withCid)
       if (!summary.removed) yield { owner: key[0], createdUs: key[1], summary }
     }
   }
@@ -1430,11 +1435,16 @@ export class PinLedger {
     }
   }
 
-  /** The owner index's summaries (pins not removed), newest first: enough to filter and count without reading records. */
-  * summariesByOwner (owner: string, beforeUs = Number.MAX_SAFE_INTEGER, afterUs = -1): Generator<PinSummary> {
+  /**
+   * The owner index's summaries (pins not removed), newest first: enough to filter and count without reading records.
+   * `withCid` false: without their CIDs (readSummary), for a listing that filters on none.
+   */
+  summariesByOwner (owner: string, beforeUs?: number, afterUs?: number): Generator<PinSummary>
+  summariesByOwner (owner: string, beforeUs: number | undefined, afterUs: number | undefined, withCid: boolean): Generator<ListedSummary>
+  * summariesByOwner (owner: string, beforeUs = Number.MAX_SAFE_INTEGER, afterUs = -1, withCid = true): Generator<ListedSummary> {
     for (const { key, value } of this.byOwner.getRange({ start: [owner, beforeUs], end: [owner, afterUs], reverse: true })) {
       if (key[1] >= beforeUs || key[1] <= afterUs) continue
-      const summary = readSummary(key[2], value)
+      const summary = readSummary(key[2], value, withCid)
       if (!summary.removed) yield summary
     }
   }
@@ -1527,6 +1537,9 @@ function unsettled (pin: PinRecord): boolean {
 
 /** What the owner index keeps of a pin: the fields GET /pins filters on; of a removed pin, that it was removed. */
 export type PinSummary = LiveSummary | RemovedSummary
+
+/** a summary as a listing that filters on no CID reads it: a live one's CID may be left out (summariesByOwner's withCid) */
+export type ListedSummary = (Omit<LiveSummary, 'cid'> & { cid?: string }) | RemovedSummary
 
 /** a pin not removed */
 export interface LiveSummary {

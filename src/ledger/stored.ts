@@ -48,7 +48,7 @@
  */
 import { CID } from 'multiformats/cid'
 import { isoMicros } from './clock.js'
-import type { LiveSummary, PinSummary } from './pins.js'
+import type { ListedSummary, LiveSummary, PinSummary } from './pins.js'
 import type { PaymentInfo, PaymentRecord, PinRecord } from './records.js'
 
 const LAYOUT = 1
@@ -457,7 +457,14 @@ export function storeSummary (s: PinSummary): StoredSummary {
   return pack(SUMMARY_FIELDS.map(f => f === 'cid' ? packCid(s.cid) : s[f]))
 }
 
-export function readSummary (id: string, stored: StoredSummary): PinSummary {
+/**
+ * A stored summary, read. `withCid` false leaves its CID out (a listing that
+ * filters on no CID reads every summary of its owner, and writing each CID as
+ * a string cost it more than the rest of the summary).
+ */
+export function readSummary (id: string, stored: StoredSummary): PinSummary
+export function readSummary (id: string, stored: StoredSummary, withCid: boolean): ListedSummary
+export function readSummary (id: string, stored: StoredSummary, withCid = true): ListedSummary {
   // older versions kept a removed pin's whole summary: what is read of it is that it was removed
   if (!Array.isArray(stored)) return stored.removed ? { id, removed: true } : { ...stored, id, removed: false }
   // read field by field (SUMMARY_FIELDS' order), not through unpack: a listing reads every summary of its owner
@@ -465,7 +472,7 @@ export function readSummary (id: string, stored: StoredSummary): PinSummary {
   if (stored[1] === true) return { id, removed: true }
   const s = { id, removed: false } as LiveSummary
   const [, , cid, status, until, name, meta] = stored
-  if (cid != null) s.cid = readCid(cid) as string
+  if (cid != null && withCid) s.cid = readCid(cid) as string
   if (status != null) s.status = status as LiveSummary['status']
   if (until != null) s.until = until as number
   if (name != null) s.name = name as string

@@ -8,9 +8,9 @@
 import { z } from 'zod/v4'
 import { CID } from 'multiformats/cid'
 import { InvalidInputError, NotFoundError } from '../../kernel/errors.js'
-import { summaryOf, type PinLedger, type PinSummary } from '../../ledger/pins.js'
+import { summaryOf, type ListedSummary, type PinLedger } from '../../ledger/pins.js'
 import type { PinRecord } from '../../ledger/records.js'
-import { listPins, matches, parsePinQuery, type PinQuery } from '../pins/pin-query.js'
+import { listPins, matcher, parsePinQuery, type PinQuery } from '../pins/pin-query.js'
 import { toPinStatus, type PinStatus } from '../pins/pin-status.js'
 import type { Reply } from './reply.js'
 
@@ -97,8 +97,9 @@ function listAllOwners (ledger: PinsAdminDeps['ledger'], q: PinQuery, now: Date 
   const t = now.getTime()
   let count = 0
   let newest: Array<{ createdUs: number, id: string }> = []
-  const consider = (s: PinSummary, createdUs: number): void => {
-    if (!matches(s, q, t, ledger.graceMs)) return
+  const test = matcher(q, t, ledger.graceMs)
+  const consider = (s: ListedSummary, createdUs: number): void => {
+    if (!test(s)) return
     count++
     newest.push({ createdUs, id: s.id })
     if (newest.length >= 2 * q.limit + 64) newest = top(newest, q.limit)
@@ -113,7 +114,8 @@ function listAllOwners (ledger: PinsAdminDeps['ledger'], q: PinQuery, now: Date 
       }
     }
   } else {
-    for (const { createdUs, summary } of ledger.allSummaries(q.beforeUs, q.afterUs)) consider(summary, createdUs)
+    // no CID filter here (those are read through the CID index): the summaries' CIDs are left undecoded
+    for (const { createdUs, summary } of ledger.allSummaries(q.beforeUs, q.afterUs, false)) consider(summary, createdUs)
   }
   const results: PinRecord[] = []
   for (const { id } of top(newest, q.limit)) {

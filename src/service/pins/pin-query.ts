@@ -9,7 +9,7 @@
 import { CID } from 'multiformats/cid'
 import { InvalidInputError } from '../../kernel/errors.js'
 import { parseMicros } from '../../ledger/clock.js'
-import type { PinLedger, PinSummary } from '../../ledger/pins.js'
+import type { ListedSummary, LiveSummary, PinLedger } from '../../ledger/pins.js'
 import type { PinRecord, PinState } from '../../ledger/records.js'
 import { z } from 'zod/v4'
 import { setOwn } from './own-property.js'
@@ -140,25 +140,37 @@ function parseMeta (params: URLSearchParams, json: string | undefined): Record<s
 }
 
 /** Does a pin (its owner-index summary) match every filter? Removed and expired pins never do. */
-export function matches (pin: PinSummary, q: PinQuery, now: number, graceMs = 0): boolean {
-  if (pin.removed) return false
-  if (!stateMatches(pin, q, now, graceMs)) return false
-  if (q.cids != null && !q.cids.has(pin.cid)) return false
-  if (q.name != null) {
-    const have = pin.name ?? ''
-    const ci = q.match === 'iexact' || q.match === 'ipartial'
-    const a = ci ? have.toLowerCase() : have
-    const b = ci ? q.name.toLowerCase() : q.name
-    if (q.match === 'exact' || q.match === 'iexact' ? a !== b : !a.includes(b)) return false
+export function matches (pin: ListedSummary, q: PinQuery, now: number, graceMs = 0): boolean {
+  return matcher(q, now, graceMs)(pin)
+}
+
+/**
+ * matches for one query, what it asks worked out once: a listing tests every
+ * summary of its owner against it. The cheap tests first: status and
+ * pinned_until, CID, name, then meta.
+ */
+export function matcher (q: PinQuery, now: number, graceMs = 0): (pin: ListedSummary) => boolean {
+  const ci = q.match === 'iexact' || q.match === 'ipartial'
+  const exact = q.match === 'exact' || q.match === 'iexact'
+  const name = q.name == null ? undefined : ci ? q.name.toLowerCase() : q.name
+  const meta = q.meta == null ? undefined : Object.entries(q.meta)
+  return (pin) => {
+    if (pin.removed) return false
+    if (!stateMatches(pin, q, now, graceMs)) return false
+    if (q.cids != null && (pin.cid == null || !q.cids.has(pin.cid))) return false
+    if (name != null) {
+      const have = ci ? (pin.name ?? '').toLowerCase() : pin.name ?? ''
+      if (exact ? have !== name : !have.includes(name)) return false
+    }
+    if (meta != null) {
+      for (const [k, v] of meta) if (!Object.hasOwn(pin.meta, k) || pin.meta[k] !== v) return false
+    }
+    return true
   }
-  if (q.meta != null) {
-    for (const [k, v] of Object.entries(q.meta)) if (!Object.hasOwn(pin.meta, k) || pin.meta[k] !== v) return false
-  }
-  return true
 }
 
 /** A pin not removed: is it live (or failed), with a status asked for? */
-function stateMatches (pin: Pick<PinSummary & { removed: false }, 'status' | 'until'>, q: PinQuery, now: number, graceMs: number): boolean {
+function stateMatches (pin: Pick<LiveSummary, 'status' | 'until'>, q: PinQuery, now: number, graceMs: number): boolean {
   if (pin.status !== 'failed' && pin.until + graceMs <= now) return false
   return q.statuses.has(pin.status)
 }
@@ -196,7 +208,8 @@ export function listPins (ledger: Pick<PinLedger, 'get' | 'graceMs' | 'summaries
     }
     for (const s of ledger.statesByOwner(owner, q.beforeUs, q.afterUs)) if (stateMatches(s, q, t, ledger.graceMs)) page(s.id)
   } else {
-    for (const s of ledger.summariesByOwner(owner, q.beforeUs, q.afterUs)) if (matches(s, q, t, ledger.graceMs)) page(s.id)
+    const test = matcher(q, t, ledger.graceMs)
+    for (const s of ledger.summariesByOwner(owner, q.beforeUs, q.afterUs, q.cids != null)) if (test(s)) page(s.id)
   }
   return { count, results }
 }
