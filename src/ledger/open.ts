@@ -81,6 +81,12 @@ export interface LedgerEnv {
    * transaction.
    */
   transaction<T>(fn: () => T): Promise<T>
+  /**
+   * how many transactions have ended (committed or not): what was read while
+   * it is unchanged still holds (serve is the ledger's only writer: the data
+   * dir's lock)
+   */
+  transactionsEnded(): number
   /** a fact the ledger keeps about itself (schema version, created, serve's settings, the provide cycle): ./settings.ts, ./provide-keys.ts; `at`: as it was in that snapshot */
   fact(key: string, at?: LedgerSnapshot): unknown
   /** records a fact (inside a transaction, or on its own) */
@@ -129,8 +135,13 @@ export async function openLedgerEnv (path: string): Promise<LedgerEnv> {
     await meta.put('schemaVersion', LEDGER_SCHEMA_VERSION)
   }
   const archive = new LedgerArchive(archivePathOf(path))
+  let ended = 0
   return {
-    transaction: async (fn) => await root.childTransaction(fn),
+    transaction: async (fn) => {
+      // counted once lmdb has resolved it, after its reads moved to the new state
+      try { return await root.childTransaction(fn) } finally { ended++ }
+    },
+    transactionsEnded: () => ended,
     fact: (key, at) => meta.get(key, at?.read),
     setFact: async (key, value) => await meta.put(key, value),
     removeFact: (key) => { void meta.remove(key) },

@@ -37,6 +37,7 @@ import { CID } from 'multiformats/cid'
 import { holdClock, seedClock } from './clock.js'
 import type { LedgerEnv, Upgrade } from './open.js'
 import { ProvideKeys } from './provide-keys.js'
+import { Listings } from './listings.js'
 import { isLive, withdrawn, type PaymentRecord, type PinRecord, type PinState } from './records.js'
 import type { SettlingRecord } from './settlements.js'
 import { binaryFastIn, type LedgerSnapshot } from './snapshot.js'
@@ -161,6 +162,8 @@ export class PinLedger {
   readonly graceMs: number
   /** the DHT provide schedule: the roots and blocks pins hold, kept in step with the block references */
   readonly provides: ProvideKeys
+  /** GET /pins listings that scanned the owner index, kept until the next transaction ends (./listings.ts) */
+  readonly listings: Listings
 
   constructor (private readonly env: LedgerEnv, opts: { graceMs?: number } = {}) {
     this.graceMs = opts.graceMs ?? 0
@@ -178,6 +181,7 @@ export class PinLedger {
     this.removedIdx = env.db<number | Uint8Array>('pins-removed')
     this.paymentsMoved = env.db<number>('payments-moved', { keyEncoding: 'binary' }) as Database<number, Buffer>
     this.provides = new ProvideKeys(env)
+    this.listings = new Listings(() => env.transactionsEnded())
     this.ownerCounts = env.db<number>('pins-owner-counts')
     this.ownerBuckets = env.db<number>('pins-owner-buckets')
     this.ownerExpiry = env.db<[PinState, number]>('pins-owner-expiry')

@@ -184,9 +184,12 @@ function stateMatches (pin: Pick<LiveSummary, 'status' | 'until'>, q: PinQuery, 
  * itself; with before/after, its counts per ~72 minutes of creation and the
  * pins at the window's ends): only the page's entries are read besides. Until
  * a ledger of an earlier pind has its counts built (its upgrade), or for a
- * window shorter than two of those spans, every match is counted.
+ * window shorter than two of those spans, every match is counted. With
+ * name, meta or cid filters every summary of the owner is read, and what was
+ * found is kept (PinLedger.listings) for the same query until the ledger's
+ * next transaction ends or a pin it counted expires.
  */
-export function listPins (ledger: Pick<PinLedger, 'get' | 'graceMs' | 'summariesByOwner' | 'statesByOwner'> & Partial<Pick<PinLedger, 'ownerCount'>>, owner: string, q: PinQuery, now: Date = new Date()): { count: number, results: PinRecord[] } {
+export function listPins (ledger: Pick<PinLedger, 'get' | 'graceMs' | 'summariesByOwner' | 'statesByOwner'> & Partial<Pick<PinLedger, 'ownerCount' | 'listings'>>, owner: string, q: PinQuery, now: Date = new Date()): { count: number, results: PinRecord[] } {
   const results: PinRecord[] = []
   let count = 0
   const t = now.getTime()
@@ -208,8 +211,29 @@ export function listPins (ledger: Pick<PinLedger, 'get' | 'graceMs' | 'summaries
     }
     for (const s of ledger.statesByOwner(owner, q.beforeUs, q.afterUs)) if (stateMatches(s, q, t, ledger.graceMs)) page(s.id)
   } else {
+    const key = `${owner}\n${queryKey(q)}`
+    const kept = ledger.listings?.get(key, t)
+    if (kept !== undefined) {
+      for (const id of kept.ids) {
+        const pin = ledger.get(id)
+        if (pin != null) results.push(pin)
+      }
+      return { count: kept.count, results }
+    }
     const test = matcher(q, t, ledger.graceMs)
-    for (const s of ledger.summariesByOwner(owner, q.beforeUs, q.afterUs, q.cids != null)) if (test(s)) page(s.id)
+    // the listing holds until the first pin it counts expires (failed ones do not)
+    let until = Number.POSITIVE_INFINITY
+    for (const s of ledger.summariesByOwner(owner, q.beforeUs, q.afterUs, q.cids != null)) {
+      if (!test(s)) continue
+      page(s.id)
+      if (!s.removed && s.status !== 'failed') until = Math.min(until, s.until + ledger.graceMs)
+    }
+    ledger.listings?.keep(key, t, until, { count, ids: results.map(p => p.requestid) })
   }
   return { count, results }
+}
+
+/** a query as the key of its kept listing: every filter, the page's size too */
+function queryKey (q: PinQuery): string {
+  return JSON.stringify([q.cids == null ? null : [...q.cids], q.name ?? null, q.match, [...q.statuses], q.beforeUs ?? null, q.afterUs ?? null, q.limit, q.meta == null ? null : Object.entries(q.meta)])
 }
