@@ -5,8 +5,8 @@
  * a clock set back.
  */
 import { afterEach, describe, expect, it } from 'vitest'
-import { MAX_KEPT } from '../../../src/ledger/listings.js'
-import { listPins, parsePinQuery } from '../../../src/service/pin-query.js'
+import { Listings, MAX_KEPT, MAX_KEPT_IDS } from '../../../src/ledger/listings.js'
+import { listPins, parsePinQuery } from '../../../src/service/pins/pin-query.js'
 import { closeTestLedgers, openTestLedger } from '../../helpers/ledger.js'
 import { OWNER, pinRecord } from '../../helpers/records.js'
 
@@ -63,5 +63,20 @@ describe('kept listings', () => {
     expect(count(MAX_KEPT + 1)).toBe(0)
     expect(count(3)).toBe(1)
     expect(count(2)).toBe(0)
+  })
+
+  it('keeps no more requestids in all than its bound, however large the pages asked for', () => {
+    const kept = new Listings(() => 0)
+    const page = (n: number, tag: string) => ({ count: n, ids: Array.from({ length: n }, (_, i) => `${tag}-${i}`) })
+    const perPage = 1000
+    const pages = Math.floor(MAX_KEPT_IDS / perPage)
+    for (let i = 0; i <= pages; i++) kept.keep(`q${i}`, 0, Infinity, page(perPage, `q${i}`))
+    // one page more than fits: the least recently asked went, the rest stay
+    expect(kept.get('q0', 0)).toBeUndefined()
+    for (let i = 1; i <= pages; i++) expect(kept.get(`q${i}`, 0)?.ids).toHaveLength(perPage)
+    // a page as large as the bound alone leaves only itself
+    kept.keep('big', 0, Infinity, page(MAX_KEPT_IDS, 'big'))
+    expect(kept.get('q1', 0)).toBeUndefined()
+    expect(kept.get('big', 0)?.ids).toHaveLength(MAX_KEPT_IDS)
   })
 })
