@@ -76,7 +76,7 @@ const ARCHIVED = 'archivedPins'
  * every page a transaction dirtied (malloc'd, 4 KiB each) on its
  * environment's free list until the environment closes, so the largest
  * transaction serve ever commits sets native memory it holds for good
- * (issue 18: batches of 1,000 moves, five deletes each in random-keyed
+ * (batches of 1,000 moves, five deletes each in random-keyed
  * databases, grew glibc's main arena by 4.5 MiB for good at the first pass
  * of a soak, and the ledger file by 3 MB; LedgerEnv.transaction in
  * ./open.ts, "transaction sizes").
@@ -215,7 +215,7 @@ export class PinLedger {
       this.recount(pin.owner, requestid, pin.createdUs, this.liveStateAt([pin.owner, pin.createdUs, requestid]), pin.removed == null ? { status: pin.status, until: Date.parse(pin.pinnedUntil) } : undefined)
     }
     // a removed pin leaves the owner and CID indexes: every listing, takedown and liveness check
-    // skips it (issue 18: most of a ledger's pins)
+    // skips it (most of a ledger's pins)
     if (pin.removed != null) {
       this.byOwner.remove([pin.owner, pin.createdUs, requestid])
       this.byCid.remove([cidKey(pin.cid), requestid])
@@ -866,7 +866,7 @@ export class PinLedger {
    * there). Returns how many pins moved.
    *
    * The archive is opened for each batch's commit and closed after it
-   * (./archive.ts put), not held open across the pass (issue 18): the
+   * (./archive.ts put), not held open across the pass: the
    * payments it holds are keyed by their ids, which are random, so each
    * batch writes into leaves all over the file, and the kernel maps 16
    * pages around each page read; held open for a pass of ~20 batches, the
@@ -1480,7 +1480,7 @@ export class PinLedger {
    * not yet removed are read (found through byExpiry, which holds exactly
    * those); the removed ones, most of a ledger that has run for a while, are
    * counted from the database's entry count. The pass over every record it
-   * replaces decoded every pin ever written, once a minute (issue 18).
+   * replaces decoded every pin ever written, once a minute.
    */
   countByStatus (now: Date = new Date()): Record<PinRecord['status'] | 'removed', number> {
     const out = { queued: 0, pinning: 0, pinned: 0, failed: 0, removed: 0 }
@@ -1563,7 +1563,7 @@ export type OwnerPinState = Pick<LiveSummary, 'id' | 'status' | 'until'>
 /** a pin's status and pinned_until, as its owner's counts know it */
 type OwnerState = Pick<LiveSummary, 'status' | 'until'>
 
-/** a removed pin: every listing skips it, so the index keeps nothing else of it (issue 18: most of a ledger's pins) */
+/** a removed pin: every listing skips it, so the index keeps nothing else of it (most of a ledger's pins) */
 export interface RemovedSummary {
   id: string
   removed: true
