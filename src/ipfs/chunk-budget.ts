@@ -1,39 +1,16 @@
 /**
  * A process-wide budget of upload chunk buffers (chunk-pool.ts): the 1 MiB
  * buffers of request bytes read from sockets and not yet written to the
- * staging area, whatever state they are in (being filled, cut and waiting
- * for a leaf write, being written).
+ * staging area, in whatever state (being filled, cut, being written).
  *
- * Without it each import holds one buffer being filled, the leaves it is
- * writing (one of its own, more from import.ts's shared leaf writes) and a
- * cut leaf waiting for a write: N concurrent uploads could hold 2N + 8 MiB
- * (72 MiB at the default --upload-concurrency of 32), more as their writes
- * queue in libuv's thread pool behind every import's fdatasyncs
- * (staging-files.ts).
- *
- * With the budget a buffer is handed out only while fewer than `limit` are
- * out; otherwise the import waits (it stops reading its body: TCP holds the
- * client back, like the gateway's send budget, http/send-budget.ts), first
- * come, first served. An import that holds no buffer at all gets one at
- * once, over the limit if need be: every import makes progress, and one
- * whose client stalls mid-chunk holds at most its one partly filled buffer
- * (resident only as far as it is filled) and cannot starve the others. So
- * at most `limit` buffers are out, plus one per import that holds only that.
- *
- * What it is worth in the soak (measured): little. Sampled every
- * 0.5-1 s through 4-minute soaks (16 + 8 clients, /metrics'
- * pind_upload_chunk_buffers beside /proc/<pid>/smaps), the buffers out were
- * 0-1 at the median, 4-8 at the 90th percentile and 10-17 at most, and 0-5 at
- * the samples where anonymous memory peaked (correlation with anonymous
- * memory 0.04-0.22). The peaks are transient mappings of 1-32 MiB that come
- * and go within a second: ArrayBuffers in part (0-35 MiB above the base at
- * those samples), and in part memory that /metrics counts neither as
- * ArrayBuffers nor as the JS heap. They were as high with the soak's gateway
- * reads taken out, and with one pin fetched at a time. So the budget
- * (staging.ts: 16) is a bound for many concurrent uploads, not what lowers
- * the soak's peak; the soak's buffers reach it rarely
- * (pind_upload_chunk_buffer_waits_total: 5 waits in one 4-minute run, none
- * in two 5-minute ones: docs/runtime.md has those pairs' figures).
+ * A buffer is handed out only while fewer than `limit` are out; otherwise the
+ * import waits (it stops reading its body, so TCP holds the client back, like
+ * http/send-budget.ts), first come, first served. An import that holds no
+ * buffer gets one at once, over the limit if need be, so every import
+ * progresses and a stalled client cannot starve the others: at most `limit`
+ * buffers are out, plus one per import that holds only that. It bounds many
+ * concurrent uploads; it does not lower the soak's memory peaks
+ * (docs/internals.md, chunk-budget.ts).
  */
 
 /** one import's share: the buffers it holds now */

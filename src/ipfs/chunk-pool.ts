@@ -1,24 +1,18 @@
 /**
  * Reused chunk buffers for uploads. The importer's own chunker copies the
- * arriving bytes into a fresh 1 MiB buffer per block, so a 100 MB upload
- * allocates 100 MB of buffers that live only until the block is written:
- * garbage that V8 counts against the old generation (each ~20–30 MB of it
- * starts a mark-compact of the whole heap) and that stays resident until
- * one runs. Here the chunker fills buffers taken from a small pool and the
- * staging blockstore gives each back once its block is on disk.
+ * arriving bytes into a fresh 1 MiB buffer per block: garbage that V8 counts
+ * against the old generation and that stays resident until a mark-compact
+ * runs. Here the chunker fills buffers from a small pool and the staging
+ * blockstore gives each back once its block is on disk.
  *
- * Only a buffer this pool handed out is taken back, once: anything else
- * given to `give` (network blocks, a second put of the same bytes) is
- * ignored. The importer keeps no reference to a leaf's bytes after the
- * blockstore's `put` resolves (raw leaves, no mtime/mode: it only keeps
- * the CID and size), which is what makes the reuse safe.
+ * Only a buffer this pool handed out is taken back, once: anything else given
+ * to `give` is ignored. The reuse is safe because the importer keeps no
+ * reference to a leaf's bytes after the blockstore's `put` resolves (raw
+ * leaves, no mtime/mode).
  *
- * The incoming pieces are garbage of the same kind. A chunker told that it
- * owns its input (`ownsInput`: the upload's body, which nothing else holds
- * once the multipart parser has sliced it) frees each piece as soon as its
- * bytes are copied (releaseBytes). Measured on a 100 MB upload: no
- * mark-compacts left from the body (there were ~3), and ~100 MB less
- * waiting for one.
+ * A chunker told that it owns its input (`ownsInput`: the upload's body,
+ * which nothing else holds once the multipart parser sliced it) frees each
+ * incoming piece as soon as its bytes are copied (releaseBytes).
  *
  * Idle buffers are freed once no buffer has been taken or given back for
  * `releaseMs` (10 s by default): a quiet service holds none of them.

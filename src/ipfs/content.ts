@@ -554,10 +554,7 @@ function sliceRange (pieces: readonly Uint8Array[], length: number, pos: bigint,
 export async function * readAhead<T extends { cid: CID }> (bs: LocalBlockstore, items: T[], options: ReadOptions = {}): AsyncGenerator<[T, Uint8Array[]], void, undefined> {
   const window = Math.max(1, options.readAhead ?? bs.readAhead ?? DEFAULT_READ_AHEAD)
   // each reader always gets the block it asks for; blocks read AHEAD of that come
-  // from a process-wide budget, so many concurrent readers cannot multiply memory.
-  // The block after the one in hand used to be read outside the budget as soon
-  // as the consumer took a block, so a reader stalled by a slow client held two
-  // (its last block waiting in the socket, and the next); now one.
+  // from a process-wide budget, so many concurrent readers cannot multiply memory
   const pending: Array<{ block: Promise<Uint8Array[]>, budgeted: boolean }> = []
   let next = 0
   const launch = (budgeted: boolean): void => {
@@ -594,7 +591,6 @@ export async function * readAhead<T extends { cid: CID }> (bs: LocalBlockstore, 
  * Blocks read ahead across all readers at once (about 1 MiB each). Eight
  * keeps one S3 reader's whole window (s3-client's readAhead) or eight disk
  * readers' one block ahead; readers past that read one block at a time.
- * It was 32, which 16 concurrent disk readers never reached.
  */
 const PREFETCH_BUDGET = 8
 const prefetch = {

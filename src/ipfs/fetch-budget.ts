@@ -1,28 +1,19 @@
 /**
  * A process-wide budget of bytes wanted from the network by the pin fetches
  * running at once (fetch-dag.ts), each want counted at its fetch's largest
- * block so far (a MiB before the first block arrives).
+ * block so far (a MiB before the first block arrives). The fetches share one
+ * budget because what arrives is held about twice (bitswap messages gathered,
+ * then joined) and memory peaks rose with concurrent fetches
+ * (docs/internals.md, fetch-budget.ts).
  *
- * Why (measured): the soak's ArrayBuffer peaks, 13-29 MiB above
- * their surroundings for under half a second, rose with the fetches running
- * (/metrics sampled every 250 ms beside the soak's operations: 0.3 MiB above
- * the surrounding median on average with no fetch running, 1.4 with one,
- * 3.1 with two, 5.6 with three; the 90th percentile 7, 11, 14, 18 MiB),
- * more than with gateway reads or uploads. A fetch wants up to 8 MiB at once
- * (WINDOW_BYTES), and what arrives is held about twice: bitswap's messages
- * (up to 4 MiB) are gathered from the stream and then joined into one
- * buffer, whose blocks are views of it until they are staged. So the
- * fetches, not each fetch, get the 8 MiB.
+ * A want is taken at an estimate and counted at its real size once its block
+ * arrives, until the block is staged; an estimate too small lets one round of
+ * a fetch's window go past the budget, and the next wants use the sizes seen.
  *
- * A want is taken at an estimate and counted at its real size once its
- * block arrives, until the block is staged; an estimate too small (the
- * wants after a small root) lets that round of a fetch's window go past
- * the budget, and the next wants are taken at the sizes seen.
- *
- * Like the upload chunk budget (chunk-budget.ts): a fetch with nothing in
- * flight is granted one want at once, over the budget if need be, so every
- * fetch progresses (and its stall timer measures its origin, not the
- * budget); a fetch refused waits to be woken when others give bytes back.
+ * As in chunk-budget.ts, a fetch with nothing in flight is granted one want at
+ * once, over the budget if need be, so every fetch progresses (and its stall
+ * timer measures its origin, not the budget); a fetch refused waits to be
+ * woken when others give bytes back.
  */
 export class FetchBudget {
   private used = 0

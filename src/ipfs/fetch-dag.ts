@@ -1,29 +1,26 @@
 /**
  * Fetches a whole DAG into a staging area: breadth-first, with a bounded
- * number of blocks in flight (not one block at a time), blocks we already
- * hold read locally, every block hash-checked, and a byte cap enforced on the
- * bytes actually received (a root's declared size is only a claim). If no
- * block arrives for `stallMs`, the attempt ends with a StalledError so the
- * caller can retry later; blocks staged so far are kept for the next attempt.
+ * number of blocks in flight, blocks we already hold read locally, every
+ * block hash-checked, and a byte cap enforced on the bytes actually received
+ * (a root's declared size is only a claim). If no block arrives for
+ * `stallMs`, the attempt ends with a StalledError so the caller can retry
+ * later; blocks staged so far are kept for the next attempt.
  *
  * What no later attempt can cure ends the fetch with a PermanentFetchError,
  * for the caller to fail the pin at once: more bytes than paid for, a link
  * to a codec or hash function this node cannot walk (ipfs/codecs.ts), a
- * block that does not decode as its codec (its bytes match its hash, so they
- * will never change), and a DAG whose repeated links expand it beyond what
- * was paid for: a root linking one 1 MiB leaf 40,000 times is 2 MiB of
- * blocks but a 40 GiB file to the gateway, and a 40 GiB CAR with dups=y.
- * The expanded size counts every path to a block (the bytes a reader of the
- * whole DAG would get), computed from the links once all blocks are here.
+ * block that does not decode as its codec, and a DAG whose repeated links
+ * expand it beyond what was paid for (a root linking one 1 MiB leaf 40,000
+ * times is 2 MiB of blocks but a 40 GiB file to the gateway). The expanded
+ * size counts every path to a block, computed once all blocks are here.
  *
  * Blocks in flight start at INITIAL_WINDOW and grow by one per block that
  * arrives within a quarter of the stall timeout, up to `concurrency` and to
  * about WINDOW_BYTES of blocks (by the average size seen); a block that took
- * more than half the stall timeout halves them. An origin running
- * @helia/bitswap reads every block wanted from it before it sends the first:
- * 12 wants of 1 MiB at once on a loaded machine brought the first block after
- * 5 s, past the stall timeout, and the attempt was thrown away while its
- * blocks were on the way; a slow origin's answer grows with what is wanted.
+ * more than half the stall timeout halves them. Start small: an origin
+ * running @helia/bitswap reads every block wanted from it before it sends the
+ * first, so a large first window can outlast the stall timeout
+ * (docs/internals.md, fetch-dag.ts).
  */
 import type { Helia } from '@helia/interface'
 import type { Blockstore } from 'interface-blockstore'

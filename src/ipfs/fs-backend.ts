@@ -25,17 +25,11 @@ const PARALLEL = 32
 const PAGE = 1000
 
 /**
- * blockstore-fs, whose reads say what they are: each piece of a block read
- * from its file is a fresh buffer nobody else holds, handed over to the reader
- * (runtime/buffers.ts), which may free it as soon as it is done with it
- * instead of leaving it to a garbage collection.
- *
  * A block file is read with one readv into pieces of READ_PIECE bytes (each
  * its own ArrayBuffer, so each can be freed once written), not through
- * blockstore-fs's createReadStream: the stream made 16 reads, 16 promises and
- * its async iterator's machinery per 1 MiB block, ~25% of the service's CPU
- * for a whole-file gateway read (docs/performance.md). Any error
- * is a NotFoundError, as blockstore-fs's own get throws.
+ * blockstore-fs's createReadStream, whose per-piece promises cost much of the
+ * CPU of a gateway read (docs/performance.md). Any error is a NotFoundError,
+ * as blockstore-fs's own get throws.
  */
 class FreshReads extends FsBlockstore {
   override async * get (key: CID, options?: Parameters<FsBlockstore['get']>[1]): AsyncGenerator<Uint8Array> {

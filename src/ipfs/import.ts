@@ -15,23 +15,18 @@ import { Window } from './window.js'
 export const CHUNK_SIZE = 1_048_576
 /**
  * Leaves being written at once, per import. Each holds a 1 MiB chunk buffer,
- * so this is what one upload keeps in memory (plus the chunk being filled):
- * the importer's default of 10 made 16 concurrent uploads hold up to 176 MiB
- * (seen as 100–150 MB of ArrayBuffers in scripts/soak.mjs). Four writes in
- * flight, started as each leaf is cut (see eagerRawLeaves), keep a 1 MiB
- * write + fdatasync pipeline busy.
+ * so this is what one upload keeps in memory (plus the chunk being filled);
+ * four writes in flight, started as each leaf is cut (see eagerRawLeaves),
+ * keep a write + fdatasync pipeline busy (docs/internals.md, import.ts).
  */
 export const LEAF_WRITES = 4
 /**
  * Leaf writes beyond each import's first, across all imports at once. Every
  * import always has one leaf being written (so none waits on another); its
  * further LEAF_WRITES - 1 take a share of this process-wide budget, or wait
- * for one, which holds the upload's body back (TCP backpressure). Without it
- * memory grows with the number of concurrent uploads: 16 of them held
- * 16 x (4 written + 1 being filled) MiB; with it at most 16 + 8 written plus
- * 16 being filled. Eight keeps two uploads at the full pipeline (the
- * single-upload benchmark is unchanged); past that the disk, not the
- * pipeline, is what limits them.
+ * for one, which holds the upload's body back (TCP backpressure), so memory
+ * does not grow with the number of concurrent uploads. Eight keeps two
+ * uploads at the full pipeline; past that the disk is the limit.
  */
 export const SHARED_LEAF_WRITES = 8
 
@@ -75,10 +70,9 @@ export async function importFile (source: AsyncIterable<Uint8Array>, opts: { blo
 
 /**
  * The importer's raw-leaf writer (CIDv1, raw codec, sha2-256: the same CIDs),
- * except that each leaf's write starts as soon as the leaf is cut. The
- * importer's own starts a batch of `blockWriteConcurrency` writes only once
- * it holds all of their chunks, so reading the body and writing the blocks
- * took turns, and only a large batch kept the disk busy.
+ * except that each leaf's write starts as soon as the leaf is cut; the
+ * importer's own waits for a whole batch of chunks, so reading the body and
+ * writing the blocks would take turns.
  */
 function eagerRawLeaves (): NonNullable<AddOptions['bufferImporter']> {
   return async function * (file, blockstore) {

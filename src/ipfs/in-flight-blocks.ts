@@ -1,22 +1,16 @@
 /**
- * Blocks written straight to the store by uploads still in flight (uploads
- * with a prepaid ticket, direct-import.ts). No pin references them until the
- * upload claims its ticket, so gc would see them as garbage: each is
- * registered here before it is written, and gc's delete batch (which holds
- * the commit lock exclusively) skips every registered block.
+ * Blocks written straight to the store by uploads still in flight (prepaid
+ * ticket uploads, direct-import.ts). No pin references them until the upload
+ * claims its ticket, so gc would delete them: each is registered here before
+ * it is written, and gc's delete batch (commit lock held exclusively) skips
+ * every registered block.
  *
- * Registration happens under the commit lock held shared, so it can never
- * fall inside a delete batch: either the batch ran first (and the write that
- * follows the registration puts the block back), or the registration did
- * (and the batch skips it). The lock stays held, shared, until the block's
- * write has ended, as a commit holds it until its blocks are stored: so
- * whoever takes it exclusively finds no write half done. `pind blocks
- * migrate` relies on that: its final pass (the lock held exclusively) lists
- * the disk once every write to it has landed, and the writes that come
- * after it go to the bucket it switched to. Counts, not a set: two uploads of the same block
- * both hold it until both are done. An upload releases its blocks once its
- * pin is recorded (the ledger holds them from then on) or once it failed
- * (they are garbage for the next gc).
+ * Registration happens under the commit lock held shared, so it never falls
+ * inside a delete batch, and the lock stays held until the block's write has
+ * ended: whoever takes it exclusively (gc, `pind blocks migrate`'s final pass)
+ * finds no write half done. Counts, not a set: two uploads of the same block
+ * both hold it. An upload releases its blocks once its pin is recorded or
+ * once it failed (they are garbage for the next gc).
  */
 import { blockName } from './block-backend.js'
 import type { CommitLock } from './commit-lock.js'

@@ -26,32 +26,18 @@ export interface DialOutcome {
 }
 
 /**
- * Blocks fetched to be asked for again soon — the root block probed for a
- * quote, then fetched for the pin once paid — kept by CID, so that the paid
- * fetch does not want it again. (A second want of a block from the peer that
- * sent it is answered since every ended want is cancelled: want-cancels.ts.)
- * Any block bitswap takes (up to MAX_BLOCK_BYTES) is kept, for the paid retry
- * of the quote (RECENT_TTL_MS), within a byte budget (oldest first out).
- *
- * Kept no longer than needed: a heap snapshot of the service idle
- * after a soak (scripts/soak.mjs, 8 + 4 clients) found the whole budget,
- * 16 MiB of root blocks, held here — half the process's ArrayBuffer memory
- * then, and all of its growth since start — because entries left only when
- * a newer block was remembered. Now a kept block goes when a fetch that
- * stores it takes it (a want without `remember`: the paid fetch, which
- * stages the block; a later want finds it stored) and when its time is up,
- * by a timer, whether or not anything else arrives. With only that, a second
- * soak still found 10 MiB (88 roots) held a minute after the load: roots
- * probed for quotes nobody paid, hence the shorter time below.
+ * Blocks fetched to be asked for again soon (the root block probed for a
+ * quote, then fetched for the pin once paid), kept by CID so the paid fetch
+ * does not want it again. Any block bitswap takes (up to MAX_BLOCK_BYTES) is
+ * kept, for RECENT_TTL_MS, within a byte budget (oldest first out). A kept
+ * block goes when a fetch that stores it takes it, or by a timer when its time
+ * is up, so nothing stays held once idle (docs/internals.md, network.ts).
  */
 const RECENT_MAX_BYTES = 16 * 1024 * 1024
 /**
- * A minute (was 10): an x402 client sends the paid retry right
- * after the 402 (the soak's within a second), and one that comes back later
- * costs only a second want of the root from its origin. The quote itself
- * stays the same for the payment's validity: SizeProbe remembers what the
- * root declared, not its bytes. Quotes of roots nobody pays for (the soak's
- * quote clients) filled the 16 MiB budget and held it for 10 minutes.
+ * A minute: an x402 client sends the paid retry right after the 402, and one
+ * that comes back later costs only a second want of the root. The quote stays
+ * valid meanwhile: SizeProbe remembers what the root declared, not its bytes.
  */
 const RECENT_TTL_MS = 60_000
 
@@ -128,14 +114,10 @@ export class BlockNetwork {
 
   /**
    * Did bitswap already hash these bytes to this CID's multihash? It hashes
-   * every block it receives (with the hash function the sender's prefix
-   * names) to find the want it answers, and a 100 MiB pin hashed each block
-   * twice: 1.5 s of the service's 12 s of CPU in a profile of bench-pin
-   * Its match is on the digest alone, so a sender naming the
-   * identity hash with the wanted digest as its "block" would pass it: its
-   * check stands for ours only when the multihash it computed, code and
-   * length included, is this CID's, and that is sha2-256 in full (what
-   * verifyBlock checks in the same way). Anything else is hashed here.
+   * every block it receives, so hashing again is wasted CPU. Its match is on the
+   * digest alone (an identity-hash "block" with the wanted digest would pass),
+   * so its check stands for ours only when the multihash it computed, code and
+   * length included, is this CID's sha2-256. Anything else is hashed here.
    */
   private hashedAs (cid: CID, bytes: Uint8Array): boolean {
     if (cid.multihash.code !== SHA2_256 || cid.multihash.size !== 32) return false
@@ -169,7 +151,6 @@ export class BlockNetwork {
     if (this.recent.has(key)) return
     // bitswap hands a block out as a view into the whole message it came in (up to a few MiB):
     // keep a copy of the block alone, or the budget counts bytes while whole messages stay held
-    // (measured in the soak: 91 kept roots held 37 MiB of messages)
     const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : bytes.slice()
     this.recent.set(key, { bytes: own, until: now + RECENT_TTL_MS })
     this.recentBytes += bytes.byteLength

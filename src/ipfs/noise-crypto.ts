@@ -1,12 +1,11 @@
 /**
  * Noise's crypto for libp2p connections: @libp2p/noise's default, except
  * that a frame's ChaCha20-Poly1305 cipher is made from a KeyObject kept per
- * session key instead of from the key's bytes. Node turns raw key bytes into
- * a new KeyObject for every createCipheriv/createDecipheriv, and noise makes
- * one cipher per frame (64 KiB at most): 1,600 per 100 MiB fetched, ~30% of
- * the decryption's CPU (harness: 1,600 frames of 64 KiB, 213-259 ms with the
- * bytes, 139-183 ms with a KeyObject). The bytes on the wire are the same;
- * frames under 1,200 bytes keep the default's WebAssembly path.
+ * session key instead of from the key's bytes: Node makes a new KeyObject from
+ * raw bytes for every cipher, and noise makes one cipher per frame, a large
+ * share of the decryption's CPU (docs/internals.md, noise-crypto.ts). The
+ * bytes on the wire are the same; frames under 1,200 bytes keep the default's
+ * WebAssembly path.
  */
 import { createCipheriv, createDecipheriv, createSecretKey, type KeyObject } from 'node:crypto'
 import type { ICryptoInterface } from '@libp2p/noise'

@@ -386,9 +386,9 @@ async function readBody (out: GetObjectCommandOutput, name: string, verify: bool
 /**
  * Calls `take` with each piece of a Node stream as it comes, and resolves at
  * its end. 'data' events rather than `for await`: the async iterator's promise
- * per 64 KiB piece cost ~15% of the read's CPU (harness, 100 x 1 MiB GETs,
- * 8 in flight: 573 vs 687 ms, median of 9). A `take` that throws stops the
- * stream and rejects with its error; so does a stream that fails or closes early.
+ * per piece is a measurable share of the read's CPU (docs/internals.md,
+ * s3-backend.ts). A `take` that throws stops the stream and rejects with its
+ * error; so does a stream that fails or closes early.
  */
 async function eachPiece (stream: Readable, take: (piece: Uint8Array) => void): Promise<void> {
   await new Promise<void>((resolve, reject) => {

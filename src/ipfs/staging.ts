@@ -48,20 +48,15 @@ const SHA2_256 = 0x12
 /**
  * idle chunk buffers kept between uploads, 4 MiB at most: what one import
  * holds (a chunk being filled, its own leaf being written) and a little more.
- *
- * It was 12, "what one import has in flight" when the importer wrote 10
- * leaves at once. A heap snapshot of the service under the soak
- * (16 + 8 clients) found 12 MiB idle here, a fifth of the live ArrayBuffer
- * memory, while the uploads in flight held none. A buffer given back past
- * the bound is freed at once (chunk-pool.ts), so a smaller pool costs a
- * fresh 1 MiB mapping per chunk, not garbage for the collector.
+ * A buffer given back past the bound is freed at once (chunk-pool.ts), so a
+ * small pool costs a fresh mapping per chunk, not garbage for the collector
+ * (docs/internals.md, staging.ts).
  */
 const IDLE_CHUNKS = 4
 /**
  * Chunk buffers all imports hold at once, plus one per import that holds no
  * other (chunk-budget.ts). One upload alone keeps its whole pipeline (a
- * buffer being filled and LEAF_WRITES being written: 5); in the soak
- * (16 + 8 clients) at most 10-17 were out at once, so it seldom binds there.
+ * buffer being filled and LEAF_WRITES being written: 5).
  */
 export const CHUNK_BUDGET = 16
 

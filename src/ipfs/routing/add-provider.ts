@@ -1,26 +1,20 @@
 /**
  * ADD_PROVIDER, the Kademlia message that stores a provider record ("this
  * peer, at these addresses, has the block with this multihash") at a DHT
- * server — the wire format of libp2p's kad-dht spec, as @libp2p/kad-dht and
- * Kubo speak it:
+ * server, in the wire format of libp2p's kad-dht spec:
  *
  *   message Message { MessageType type = 1; bytes key = 2; repeated Peer providerPeers = 9; }
  *   message Peer    { bytes id = 1; repeated bytes addrs = 2; }        ADD_PROVIDER = 2
  *
- * A server reads any number of messages from one stream (kad-dht's RPC loop
- * and Kubo's alike), so a batch of records for one peer goes down a single
- * stream, length-prefixed, instead of one stream (and one lookup) per CID.
- * ADD_PROVIDER has no reply, and @libp2p/kad-dht stops reading a stream as
- * soon as the sender's side is closed — buffered records included (stock
- * `provide()` loses about half its records that way on a busy loopback
- * network). So every WINDOW records are followed by a PING, which every
- * server answers in order: its reply means every record before it was
- * handled. The next window goes only then, so a server never has more than
- * one window queued (a busy one stays responsive: libp2p's connection monitor
- * would otherwise cut the connection whose pings queue behind the records),
- * and a failure mid-batch still counts the windows acknowledged before it.
- * @libp2p/kad-dht does not export its message codec; this one writes the
- * three fields above with protons-runtime, the codec runtime it uses.
+ * A server reads any number of messages from one stream, so a batch of
+ * records for one peer goes down a single stream, length-prefixed. ADD_PROVIDER
+ * has no reply, and @libp2p/kad-dht stops reading a stream once the sender's
+ * side is closed, buffered records included. So every WINDOW records are
+ * followed by a PING, answered in order: its reply means every record before
+ * it was handled. The next window goes only then, so a server never has more
+ * than one window queued (else libp2p's connection monitor may cut it), and a
+ * failure mid-batch still counts the windows acknowledged before it.
+ * @libp2p/kad-dht does not export its codec; this one uses protons-runtime.
  */
 import type { Libp2p, PeerId } from '@libp2p/interface'
 import { lpStream } from '@libp2p/utils'

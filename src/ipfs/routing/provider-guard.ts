@@ -1,15 +1,12 @@
 /**
- * What a DHT server here takes from ADD_PROVIDER. Any
- * libp2p peer may send it; @libp2p/kad-dht's own handler stores the record
- * and merges every address the message names into the peer store, with no
- * limit, and the peer store's merge costs time in the addresses already
- * stored (10 messages of 1,000 addresses: 0.75 s per message at 5,000
- * stored, 6.5 s at 18,000; /health stalled for 7.8 s, RSS +55 MiB, all of it
- * persisted in the ledger). So:
+ * What a DHT server here takes from ADD_PROVIDER. Any libp2p peer may send
+ * it; @libp2p/kad-dht's own handler stores the record and merges every
+ * address the message names into the peer store, with no limit, at a cost
+ * that grows with the addresses stored (docs/internals.md, provider-guard.ts).
+ * So:
  *
  * - an inbound DHT stream announcing a message over MAX_INBOUND_MESSAGE_BYTES
- *   is cut before kad-dht has read it whole (kad-dht decodes a message,
- *   up to 4 MiB, before any handler sees it);
+ *   is cut before kad-dht has read it whole;
  *
  * and before kad-dht's ADD_PROVIDER handler sees a message:
  *
@@ -17,28 +14,25 @@
  *   sustained (a token bucket); a message past that is dropped unread;
  * - of the provider entries only the sender's own (kad-dht ignores the
  *   others anyway), and of its addresses only the first
- *   MAX_ADDRS_PER_MESSAGE are looked at (the rest are not even parsed:
- *   40,000 multiaddrs take 130–260 ms to parse);
+ *   MAX_ADDRS_PER_MESSAGE are looked at (the rest are not even parsed);
  * - of those, only addresses the routing would dial a provider at (as
- *   find.ts: TCP over IPv4/IPv6 — exactly, no WebSocket or other layer on
- *   top —, no private, loopback or DNS address unless
- *   `--routing-private-addresses`), and no more new ones than bring the
- *   peer to MAX_ADDRS_PER_PEER stored (libp2p forgets an address an hour
- *   after it was first stored, which frees room); one message per peer is
- *   handled at a time, so parallel streams cannot each fill the cap;
- * - a message that leaves the peer with no address here (none dialable,
- *   none stored before) stores no record: kad-dht skips a provider without
- *   addresses; one that adds no address stores the record alone (kad-dht's
- *   handler would rewrite the peer's unchanged peer-store record for each).
+ *   find.ts: TCP over IPv4/IPv6 exactly, no private, loopback or DNS address
+ *   unless `--routing-private-addresses`), and no more new ones than bring
+ *   the peer to MAX_ADDRS_PER_PEER stored (libp2p forgets an address an hour
+ *   after it was stored); one message per peer is handled at a time, so
+ *   parallel streams cannot each fill the cap;
+ * - a message that leaves the peer with no address here stores no record
+ *   (kad-dht skips a provider without addresses); one that adds no address
+ *   stores the record alone.
  *
  * The provider-record budget (`--dht-max-records`, each peer's share
  * `--dht-max-records-per-peer`) is the datastore's (datastore.ts).
  *
  * kad-dht has no option for any of this and does not export its handlers:
  * the length watch is put on its inbound streams through the registrar it is
- * given (libp2p-options.ts), and the guard wraps the ADD_PROVIDER handler of
- * the KadDHT instance (`installProviderGuard`), which throws at start if that
- * handler is not where kad-dht 16.4 keeps it, rather than run unguarded.
+ * given (libp2p-options.ts), and `installProviderGuard` wraps the KadDHT
+ * instance's ADD_PROVIDER handler; it throws at start if that handler is not
+ * where kad-dht 16.4 keeps it, rather than run unguarded.
  */
 import { setImmediate as turnOfTheLoop } from 'node:timers/promises'
 import type { Connection, PeerId, PeerStore, Stream, StreamHandler } from '@libp2p/interface'
@@ -53,9 +47,9 @@ export const MAX_ADDRS_PER_PEER = 16
 /**
  * The largest message a peer may send on an inbound DHT stream. kad-dht reads
  * a stream's messages whole (up to 4 MiB) and decodes each before any handler
- * sees it: 4 MB of empty addresses (2 million) took 2.7–4.5 s to decode. A
- * request is small (an IPNS record, the largest, is at most 10 KiB), so a
- * stream that announces a longer message is cut before the message is read.
+ * sees it, which is slow for a large one. A request is small (an IPNS record,
+ * the largest, is at most 10 KiB), so a stream that announces a longer
+ * message is cut before the message is read.
  */
 export const MAX_INBOUND_MESSAGE_BYTES = 16 * 1024
 /** ADD_PROVIDER messages from one peer: at once, then per second */
@@ -244,8 +238,8 @@ export function installProviderGuard<T> (dht: T, peerStore: PeerStore, guard: Pr
   }
   handlers.ADD_PROVIDER = {
     handle: async (peerId: PeerId, msg: ProviderMessage): Promise<unknown> => {
-      // kad-dht handles a stream's buffered messages one after another in microtasks: without a turn
-      // of the event loop between them, 3,000 buffered messages held /health for up to 1.5 s
+      // kad-dht handles a stream's buffered messages one after another in microtasks: yield a turn
+      // of the event loop between them, or a burst of them holds /health
       await turnOfTheLoop()
       if (!guard.admit(peerId)) return undefined
       const k = peerId.toString()
