@@ -7,26 +7,23 @@
  *     space: bytes handed to `res.write()` that the kernel has not taken yet.
  *     A response takes budget for each piece before it writes it and gives it
  *     back once the socket has written it (or when the response closes,
- *     however it closes: finished, aborted, cut, a read that failed), so the
- *     count cannot leak. A response that finds the budget spent waits, first
- *     in line first served, and reads nothing more meanwhile. Each response
- *     also waits for its own socket ('drain') before it writes another piece,
- *     so a stalled one holds one piece queued, not the 1 MiB it used to.
+ *     however it closes), so the count cannot leak. A response that finds the
+ *     budget spent waits, first in line first served, and reads nothing more
+ *     meanwhile. Each response also waits for its own socket ('drain') before
+ *     it writes another piece, so a stalled one holds one piece queued.
  *   - A stalled file read gives up the rest of its block: a reader whose
  *     client (or the budget) has not let it write its next piece for
  *     STALL_MS frees the pieces of the block it has not sent and reads the
- *     block again once it may go on (ipfs/content.ts readFile, `pace`). So a
- *     reader held up by its client holds one piece, not a block.
+ *     block again once it may go on (ipfs/content.ts readFile, `pace`).
  *   - A minimum send rate, Kestrel's MinResponseDataRate: counted only while
- *     the response waits for its client (never while it waits for a block or
- *     for the budget), from the first such wait: once the client has been
- *     waited on for `graceMs`, it must have taken at least `minRate` bytes
- *     per second of that waiting, else its socket is destroyed.
+ *     the response waits for its client (never for a block or the budget),
+ *     from the first such wait: once the client has been waited on for
+ *     `graceMs`, it must have taken at least `minRate` bytes per second of
+ *     that waiting, else its socket is destroyed.
  *
  * Why a byte budget and not only the connection limits: a client that takes
- * one byte every few seconds keeps its connection out of the idle timeout,
- * and an eighth of the connection limit (4,096 under the systemd unit) of
- * such readers held ~2 MiB each on the old code: gigabytes.
+ * one byte every few seconds stays out of the idle timeout, and many such
+ * readers each holding a megabyte or two add up to gigabytes.
  */
 import { DEFAULT_MIN_SEND_GRACE, DEFAULT_MIN_SEND_RATE, DEFAULT_SEND_BUDGET } from '../config/settings.js'
 import type { Logger } from '../kernel/log.js'

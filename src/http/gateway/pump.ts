@@ -2,23 +2,20 @@
  * Writing a streamed body within the send budget (../send-budget.ts): each
  * piece takes budget before it is written and gives it back once the socket
  * has written it (the response's lease gives back whatever is left when it
- * closes, however it closes); a response with QUEUE_BYTES queued waits for
- * its socket's 'drain' before it writes another piece, so a slow client makes
- * it hold that much, not more (and while the budget is spent, the response
- * that has waited longest for its client is cut: send-budget.ts); a client that takes its bytes slower than the minimum
- * send rate is cut. It stops when the client goes away (the signal from
- * responseSignal), and always closes the source iterator (for await … calls
- * its return() on every early exit).
+ * closes, however it closes). A response with QUEUE_BYTES queued waits for
+ * its socket's 'drain' before writing more, so a slow client makes it hold
+ * that much, not more; while the budget is spent, the response that has
+ * waited longest for its client is cut (send-budget.ts), and a client slower
+ * than the minimum send rate is cut. It stops when the client goes away
+ * (responseSignal) and always closes the source iterator.
  *
  * A source may wait for the pump itself before it produces a piece (`pace`,
- * see ipfs/content.ts readFile): then it knows when it is held up, and a
- * file read held up for long gives up the block it holds instead of keeping
- * it while its client dawdles.
+ * see ipfs/content.ts readFile): a file read held up for long then gives up
+ * the block it holds instead of keeping it while its client dawdles.
  *
- * `freeWritten`: each piece handed over to its reader (runtime/buffers.ts: a block
- * read from disk) is freed as soon as the socket has written it, rather than
- * at the next garbage collection (pieces already written out were
- * most of the ArrayBuffer memory at the soak's peaks).
+ * `freeWritten`: each piece handed over (runtime/buffers.ts: a block read
+ * from disk) is freed as soon as the socket has written it, rather than at
+ * the next garbage collection.
  */
 import type { ServerResponse } from 'node:http'
 import { releaseHandedOver } from '../../runtime/buffers.js'
@@ -42,10 +39,9 @@ export const PIECE_BYTES = 65_536
 
 /**
  * What a response may hold queued before it waits for its socket's 'drain':
- * four pieces. Waiting after every piece (node's high-water mark) made a
- * full-speed read ~13% slower (a 'drain' and a promise per 64 KiB; 256 KiB:
- * ~4%, scripts/bench-gateway.mjs); a stalled response holds this much, and
- * what all of them hold together is bounded by the send budget.
+ * four pieces. Waiting after every piece costs a 'drain' and a promise per
+ * 64 KiB, a measurably slower read (docs/internals.md, pump.ts); what all
+ * stalled responses hold together is bounded by the send budget.
  */
 export const QUEUE_BYTES = 4 * PIECE_BYTES
 

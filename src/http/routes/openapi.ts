@@ -1,9 +1,8 @@
 /**
  * GET /openapi.json: the OpenAPI 3.1 description of this API
- * (src/http/openapi.ts). The document never changes while the server
- * runs, so it is serialized once rather than on every request: at the first
- * request when given as a function (building it, JSON schemas from the zod
- * ones, took 60-140 ms of serve's start).
+ * (src/http/openapi.ts). The document never changes while the server runs,
+ * so it is serialized once; given as a function, it is built at the first
+ * request, keeping the zod-to-JSON-schema work out of serve's start.
  */
 import type { Router } from '../router.js'
 import { operation, ref, response, type Obj, type PathItems } from '../openapi-parts.js'
