@@ -81,18 +81,15 @@ import { Reprovider } from '../service/background/reprovider.js'
 import { listensBeyondLoopback } from '../ipfs/routing/listen.js'
 import { StopSteps } from './stop-steps.js'
 
-/** blocks in flight per pin fetch: twice the 8–16 that reached ~50 MiB/s on loopback (NOTES), so that latency to a remote origin is covered too; scripts/bench-pin.mjs measures the whole pin against a plain Helia peer, not this figure */
+/** blocks in flight per pin fetch: twice what saturates loopback, so latency to a remote origin is covered too (docs/internals.md, daemon.ts) */
 const BLOCKS_IN_FLIGHT = 32
 /** uploads re-sending a used payment whose bodies are checked at once (hashed, not stored; see service/uploads/upload.ts) */
 const REPLAY_CHECKS = 8
 /**
- * how often serve moves removed pins to the archive (src/service/background/archiver.ts): each pass opens and
- * closes the archive file once (a pass with nothing due opens nothing); each close leaves ~130 bytes
- * of lmdb-js's native memory (src/ledger/archive.ts: the "~100 KB per environment" measured once
- * was a tight loop's garbage, not a leak), so 30 passes an hour cost ~95 KB a day. Every 2 minutes
- * (was 10, for that mistaken cost): ledger.mdb holds the removals of the last payment timeout plus
- * up to an interval, and lmdb maps the whole file into serve's RSS (README, "Soak"), so the file's
- * steady size under a stream of removals is what a shorter interval lowers
+ * how often serve moves removed pins to the archive (src/service/background/archiver.ts): ledger.mdb
+ * holds the removals of the last payment timeout plus up to an interval, and lmdb maps the whole file
+ * into serve's RSS, so a shorter interval lowers the file's steady size; each pass costs ~130 bytes of
+ * lmdb-js's native memory (docs/internals.md, daemon.ts)
  */
 const ARCHIVE_INTERVAL_MS = 2 * 60_000
 

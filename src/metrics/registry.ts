@@ -89,9 +89,9 @@ export class Metrics {
     client.collectDefaultMetrics({ register: r, prefix: 'pind_' })
     // the default metrics have heap and external memory but not the ArrayBuffer share of external (upload bodies, blocks)
     new client.Gauge({ name: 'pind_nodejs_array_buffers_bytes', help: 'memory held by ArrayBuffers (a part of external memory)', registers: [r], collect () { this.set(process.memoryUsage().arrayBuffers) } })
-    // nor V8's memory outside its heap: the zones its compilers and parser allocate with malloc, briefly (RSS
-    // peaks of ~30 MiB with neither the heap nor ArrayBuffers moving). The peak since start is mostly start-up's: the
-    // packaged binary's parse and compile of its bundle reached 36 MiB before serve answered (soak, 2 s samples)
+    // nor V8's memory outside its heap: the zones its compilers and parser allocate with malloc, briefly
+    // (RSS peaks with neither the heap nor ArrayBuffers moving); the peak since start is mostly start-up's
+    // parse and compile of the bundle (docs/internals.md, registry.ts)
     new client.Gauge({ name: 'pind_nodejs_v8_malloced_bytes', help: "memory V8 allocated with malloc (compiler and parser zones), outside its heap", registers: [r], collect () { this.set(getHeapStatistics().malloced_memory) } })
     new client.Gauge({ name: 'pind_nodejs_v8_peak_malloced_bytes', help: "the most memory V8 has held allocated with malloc since the process started (start-up's parse and compile included)", registers: [r], collect () { this.set(getHeapStatistics().peak_malloced_memory) } })
     for (const m of this.requests.metrics()) r.registerMetric(m)

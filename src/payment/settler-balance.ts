@@ -11,8 +11,8 @@ import type { Logger } from '../kernel/log.js'
 import { publicClientFor } from './chain.js'
 
 /**
- * gas of one transferWithAuthorization settlement, with headroom (measured:
- * ~70-85k on the test token; USDC's FiatToken is in the same range)
+ * gas of one transferWithAuthorization settlement, with headroom over the
+ * ~70-85k measured on the test token (USDC's FiatToken is in the same range)
  */
 export const SETTLE_GAS = 120_000n
 /** while unfunded, a request may trigger a fresh read this often (the funding shows up quickly) */

@@ -177,10 +177,9 @@ export class SettlerNonces {
 
   /**
    * The next poll: every `pollMs` while transactions are outstanding, and at
-   * once after one was sent. A chain that mines as it receives (a dev chain,
-   * a sequencer) has the receipt ready then, and a settlement waited up to a
-   * whole `pollMs` for nothing (100 of a paid upload's ~1000 ms); elsewhere it
-   * is one read more per settlement.
+   * once after one was sent: a chain that mines as it receives (a dev chain, a
+   * sequencer) has the receipt ready then, and waiting a whole `pollMs` adds to
+   * every paid write; elsewhere it is one read more per settlement.
    */
   private schedule (): void {
     if (this.stopped || (this.byNonce.size === 0 && this.abandoned.size === 0)) return
