@@ -1,29 +1,25 @@
 /**
  * An import whose blocks go straight to the block store while the body is
  * still arriving: the import of an upload with a prepaid ticket (its payment
- * settled before the body was sent, so nothing waits for a settlement and no
- * staging copy is needed). Each block is registered in flight
- * (in-flight-blocks.ts) before it is written, so gc never deletes it before
- * the upload's pin references it; the upload releases the registrations
- * after its claim (or its failure: it then deletes the blocks no pin
- * references, service/uploads/ticket-upload.ts). Each block is noted in the upload's
- * write journal before its write begins, so a crash leaves a list of what
- * to judge at start (write-journal.ts). Each write holds the commit lock shared from its registration to its
- * end, as a commit does: `pind blocks migrate` switches a running serve to
- * the bucket holding the lock exclusively, so every write has either landed
- * on disk before its final pass lists the disk (and is copied), or starts
- * after the switch (and goes to the bucket). A write under way on the old
- * backend across the switch would land on disk only, after the copy, and be
- * missing from the bucket once its upload is acknowledged.
+ * settled before the body was sent, so no staging copy is needed).
  *
- * The writes overlap the body: `put` hands a block to a write and returns
- * as soon as there is room, with at most WRITES_PER_IMPORT writes of one
- * import and SHARED_WRITES of all imports in flight; a full window holds
- * the importer back, and with it the body (TCP backpressure), so memory
- * stays bounded whatever the client sends. Each chunk buffer goes back to
- * the pool once its block is stored. `stored` waits for every write and
- * fails with the first failure; a failed write also fails the next `put`,
- * which stops the import.
+ * - Each block is registered in flight (in-flight-blocks.ts) before it is
+ *   written, so gc never deletes it before the upload's pin references it;
+ *   the upload releases the registrations after its claim or its failure
+ *   (service/uploads/ticket-upload.ts).
+ * - Each block is noted in the upload's write journal before its write
+ *   begins, so a crash leaves a list of what to judge at start
+ *   (write-journal.ts).
+ * - Each write holds the commit lock shared from its registration to its end,
+ *   as a commit does: `pind blocks migrate` switches backends holding it
+ *   exclusively, so no write lands on the old disk after the final copy.
+ *
+ * The writes overlap the body: `put` returns as soon as there is room, with at
+ * most WRITES_PER_IMPORT writes of one import and SHARED_WRITES of all imports
+ * in flight; a full window holds the body back (TCP backpressure), so memory
+ * stays bounded. Each chunk buffer goes back to the pool once its block is
+ * stored. `stored` waits for every write and fails with the first failure; a
+ * failed write also fails the next `put`, which stops the import.
  */
 import type { CID } from 'multiformats/cid'
 import { notFound, type BlockBackend } from './block-backend.js'

@@ -446,10 +446,9 @@ class S3Blockstore implements Blockstore {
   /**
    * The block in the pieces its body arrived in (verified before the first is
    * yielded): readers that want one buffer join them. Without a read cache
-   * nothing else keeps a piece from the bucket (a hash, if any, has taken its bytes),
-   * so each is handed over to the reader (runtime/buffers.ts): the gateway frees it once
-   * its socket has written it, instead of leaving ~100 MB per 100 MB read to
-   * the garbage collector. With a cache the pieces are being written to it.
+   * nothing else keeps a piece from the bucket, so each is handed over to the
+   * reader (runtime/buffers.ts), which frees it once written rather than leave
+   * it to the garbage collector. With a cache the pieces are being written to it.
    */
   async * get (cid: CID, options?: { signal?: AbortSignal }): AsyncGenerator<Uint8Array> {
     const pieces = await this.b.readPieces(cid, options?.signal)
