@@ -152,7 +152,7 @@ const IDENTITY_EXPORT_TYPE = 'pind-libp2p-identity'
 
 /**
  * libp2p's keys, loaded by the identity commands only: every command's start
- * evaluates this module (cli/program.ts), and they were ~25 ms of it.
+ * evaluates this module (cli/program.ts), and loading them is costly.
  */
 async function identity (): Promise<typeof import('../ipfs/identity.js') & typeof import('@libp2p/crypto/keys')> {
   const [id, keys] = await Promise.all([import('../ipfs/identity.js'), import('@libp2p/crypto/keys')])
