@@ -10,8 +10,8 @@
  * - `/dht/…` (records other peers store at a DHT server: provider records,
  *   values): at most `maxRecords` at once, and provider records naming one
  *   peer (`/dht/provider/<multihash>/<peer>`) at most `maxPerPeer` of them,
- *   so that one peer cannot take the whole budget (one peer filled
- *   it alone, and everyone else's records were dropped). Past either, new
+ *   so that one peer cannot take the whole budget and push everyone
+ *   else's records out. Past either, new
  *   ones are dropped (a peer renewing a record it has here is not refused);
  *   kad-dht deletes expired ones on its own schedule.
  * - everything else passes through.
