@@ -234,8 +234,6 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
     const unwatchReleased = pins.watchReleased((_blocks, bytes) => { gcSchedule.released(bytes) })
     cleanups.add('gc', async () => { unwatchReleased(); await gcSchedule.stop() })
 
-    const prices: PriceSettings = { rate: config.priceRate, minimum: config.priceMin, maximum: config.priceMax, maxMonths: config.maxMonths }
-    const gate = paymentGate(config, prices, log, (event, amount, reason) => { metrics.payment(event, amount, reason) })
     const provideKind = config.provideStrategy === 'all' ? 'blocks' : 'roots'
     const announcer = ipfs.routing.announcer
     const reprovider = announcer != null
@@ -252,15 +250,6 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
       reprovider.start()
       cleanups.add('reprovider', async () => { await reprovider.stop() })
     }
-    metrics.watch(metricsSources(pins, async () => await usage.current(), () => ipfs.connections().length,
-      () => gate != null ? { settlesPending: gate.settlesPending, ...(gate.balance?.balance != null ? { settlerBalanceWei: gate.balance.balance } : {}), ...(gate.nonceRecoveries != null ? { settlerNonceRecoveries: gate.nonceRecoveries } : {}) } : undefined, {
-        ...(routingOn ? { routing: () => ipfs.routing.status() } : {}),
-        ...(reprovider != null ? { provides: () => reprovider.status() } : {}),
-        s3Up: () => blocks.kind === 's3' ? blocks.writable() : undefined,
-        sending: sendingStatus,
-        uploadChunks: () => staging.chunkBudget,
-        gcUnreferencedBytes: () => gcSchedule.unreferencedBytes
-      }))
     const router = new Router()
     const proxies: ReadonlySet<string> = new Set(config.trustedProxies)
     // what per-client limits count by: the client's address (proxies considered; IPv6 by /64)
@@ -286,6 +275,19 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
     const publicUrl = config.publicUrl ?? url
     let httpClosed = false
     cleanups.add('http server', async () => { if (!httpClosed) await http.close(0) })
+
+    // the gate after the HTTP address is ours: a start that cannot listen says that alone, no payment warnings before it
+    const prices: PriceSettings = { rate: config.priceRate, minimum: config.priceMin, maximum: config.priceMax, maxMonths: config.maxMonths }
+    const gate = paymentGate(config, prices, log, (event, amount, reason) => { metrics.payment(event, amount, reason) })
+    metrics.watch(metricsSources(pins, async () => await usage.current(), () => ipfs.connections().length,
+      () => gate != null ? { settlesPending: gate.settlesPending, ...(gate.balance?.balance != null ? { settlerBalanceWei: gate.balance.balance } : {}), ...(gate.nonceRecoveries != null ? { settlerNonceRecoveries: gate.nonceRecoveries } : {}) } : undefined, {
+        ...(routingOn ? { routing: () => ipfs.routing.status() } : {}),
+        ...(reprovider != null ? { provides: () => reprovider.status() } : {}),
+        s3Up: () => blocks.kind === 's3' ? blocks.writable() : undefined,
+        sending: sendingStatus,
+        uploadChunks: () => staging.chunkBudget,
+        gcUnreferencedBytes: () => gcSchedule.unreferencedBytes
+      }))
 
     if (gate != null) {
       progress('checking the payment settings')
