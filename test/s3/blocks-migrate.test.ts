@@ -208,7 +208,9 @@ describe('pind blocks migrate --to s3 beside uploads with prepaid tickets', () =
         tickets.push({ ticket: ((await r.json()) as any).ticket, token: r.headers.get('x-wallet-auth-token') as string })
       }
       // three uploads, each a quarter MiB every 40 ms (a block written every ~160 ms), from before the
-      // migration starts until a MiB after it has switched
+      // migration starts until a MiB after it has switched. Past 12 MiB each, a quarter MiB every
+      // 400 ms: the bulk copy chases what the uploads add, and on a loaded machine it must still
+      // catch up before a ticket's bytes run out (while each connection stays far from the idle timeout)
       let switched = false
       const streams = tickets.map(async (t) => {
         const u = openUpload(pind.url, { 'x-upload-ticket': t.ticket, authorization: `Bearer ${t.token}` })
@@ -222,7 +224,7 @@ describe('pind blocks migrate --to s3 beside uploads with prepaid tickets', () =
           await u.write(piece)
           sent += PIECE
           if (switched) after++
-          await new Promise(resolve => setTimeout(resolve, 40))
+          await new Promise(resolve => setTimeout(resolve, sent < 12 * MiB ? 40 : 400))
         }
         u.end()
         const r = await u.response
@@ -253,7 +255,7 @@ describe('pind blocks migrate --to s3 beside uploads with prepaid tickets', () =
     } finally {
       await pind.stop()
     }
-  })
+  }, 240_000)
 })
 
 describe('S3 settings', () => {
