@@ -1,6 +1,6 @@
 /**
  * What each archive pass leaves in the process's anonymous memory: the
- * archive's code (src/ledger/archive.ts, bundled with esbuild) of this tree
+ * archive's code (src/ledger/lmdb/archive.ts, bundled with esbuild) of this tree
  * and of a baseline git ref (default main), each in its own process with
  * serve's malloc and young-generation settings (docs/runtime.md),
  * runs `passes` passes of `pins` pins and their payments, as
@@ -25,7 +25,7 @@ const SELF = fileURLToPath(import.meta.url)
 const CACHE = join(ROOT, 'node_modules', '.cache', 'pind-bench-archive') // inside the tree: the bundles' lmdb resolves from its node_modules
 
 async function bundle (ref) {
-  return await bundleAtRef({ contents: "export { LedgerArchive } from './src/ledger/archive.ts'", cache: CACHE, name: 'archive', ref })
+  return await bundleAtRef({ contents: "export { LedgerArchive } from './src/ledger/lmdb/archive.ts'", cache: CACHE, name: 'archive', ref })
 }
 
 function anonMiB () {

@@ -2,7 +2,7 @@
 /**
  * `pind export-ledger` on a stopped data dir holding N pins and N payments
  * (default 1,000,000 of each). The ledger is written directly with lmdb in the
- * layout of src/ledger/pins.ts (sub-databases pins, pins-by-owner,
+ * layout of src/ledger/lmdb/pins.ts (sub-databases pins, pins-by-owner,
  * pins-by-cid, pins-by-expiry, payments; msgpack values; meta schemaVersion 1),
  * 100,000 pins per transaction (random requestids, as in a real ledger): 1,000 owners, ~2% removed, ~1% failed.
  *

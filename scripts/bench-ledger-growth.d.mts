@@ -1,5 +1,5 @@
 // Hand-written types for bench-ledger-growth.mjs (what test/unit/ledger/footprint.test.ts imports).
-import type { PinLedger } from '../src/ledger/pins.js'
+import type { PinLedger } from '../src/ledger/lmdb/pins.js'
 
 /** the ledger code's clock and requestids: this tree's src/ledger, or a baseline's bundle */
 export interface LedgerClock {

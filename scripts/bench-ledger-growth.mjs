@@ -42,8 +42,8 @@ const CACHE = join(ROOT, 'node_modules', '.cache', 'bench-ledger-growth')
 const PAYERS = 16
 
 const ENTRY = `
-export { openLedgerEnv } from './src/ledger/open.ts'
-export { PinLedger } from './src/ledger/pins.ts'
+export { openLedgerEnv } from './src/ledger/lmdb/open.ts'
+export { PinLedger } from './src/ledger/lmdb/pins.ts'
 export { nextCreated, addMonths } from './src/ledger/clock.ts'
 export { newRequestid } from './src/ledger/requestid.ts'
 export { exportLedger, parseExportOptions } from './src/service/admin/ledger-export.ts'

@@ -1,12 +1,12 @@
 /**
  * Writes large ledgers for benchmarks fast, straight into LMDB in the layout
- * of src/ledger/pins.ts (the sub-databases, their keys, the owner-index
+ * of src/ledger/lmdb/pins.ts (the sub-databases, their keys, the owner-index
  * summaries, the index flags), so no hand-copy of that layout lives in each
  * benchmark. If PinLedger's layout changes, change it here too;
  * scripts/bench-pins-list.mjs and bench-export.mjs then check the result
  * through the real server and CLI.
  * Records are written as maps, the layout of versions before the compact
- * one (src/ledger/stored.ts): pind reads them, and rewrites them once at its
+ * one (src/ledger/lmdb/stored.ts): pind reads them, and rewrites them once at its
  * first open (the compact:records upgrade), as it does an older ledger.
  */
 import { join } from 'node:path'

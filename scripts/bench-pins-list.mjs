@@ -2,7 +2,7 @@
 /**
  * GET /pins latency over a large ledger (target p99 < 10 ms):
  * 100 owners × 1,000 pins (100,000), each pin named and with meta {app: a|b},
- * written directly with lmdb in the layout of src/ledger/pins.ts (as
+ * written directly with lmdb in the layout of src/ledger/lmdb/pins.ts (as
  * scripts/bench-export.mjs does), then served by pind (--token-issuer bench,
  * one token minted per queried owner with `pind keys mint`). Sequential
  * requests (latency, not throughput) over one keep-alive connection, after a

@@ -2,11 +2,11 @@
  * For benchmarks that compare this tree with a git ref (bench-ledger-growth,
  * bench-archive-passes): `contents` (an entry importing from ./src/...) bundled
  * with esbuild from this tree (ref undefined) or from `ref`'s src/ (git
- * archive), into `cache` as `<name>-<tree|ref>.mjs`. lmdb stays external: it
+ * archive; the LMDB ledger's files are found in either layout), into `cache` as `<name>-<tree|ref>.mjs`. lmdb stays external: it
  * resolves from this tree's node_modules, so `cache` must be inside the tree.
  */
 import { execFileSync } from 'node:child_process'
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -19,6 +19,8 @@ export async function bundleAtRef ({ contents, cache, name, ref }) {
   if (ref != null) {
     resolveDir = mkdtempSync(join(cache, 'src-'))
     execFileSync('sh', ['-c', `git -C "${ROOT}" archive "${ref}" src package.json | tar -x -C "${resolveDir}"`])
+    // before the LMDB ledger moved into src/ledger/lmdb/, its files were in src/ledger/
+    if (!existsSync(join(resolveDir, 'src/ledger/lmdb'))) contents = contents.replaceAll('./src/ledger/lmdb/', './src/ledger/')
   }
   const outfile = join(cache, `${name}-${ref == null ? 'tree' : ref.replace(/[^\w.-]/g, '_')}.mjs`)
   try {

@@ -2,8 +2,8 @@
  * What the admin routes of a running serve can reach. The CLI builds the
  * same pieces itself when it works on a stopped data dir.
  */
-import type { PinLedger } from '../ledger/pins.js'
-import type { UploadTickets } from '../ledger/tickets.js'
+import type { PinLedger } from '../ledger/lmdb/pins.js'
+import type { UploadTickets } from '../ledger/lmdb/tickets.js'
 import type { KeysAdminDeps } from '../service/admin/keys-admin.js'
 import type { GcDeps } from '../service/background/gc.js'
 import type { Metrics } from '../metrics/registry.js'

@@ -16,10 +16,10 @@ import * as raw from 'multiformats/codecs/raw'
 import { sha256 } from 'multiformats/hashes/sha2'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { isoMicros } from '../../src/ledger/clock.js'
-import { openLedgerEnv } from '../../src/ledger/open.js'
-import { PinLedger } from '../../src/ledger/pins.js'
+import { openLedgerEnv } from '../../src/ledger/lmdb/open.js'
+import { PinLedger } from '../../src/ledger/lmdb/pins.js'
 import type { PaymentRecord, PinRecord } from '../../src/ledger/records.js'
-import { TicketClaimError, ticketPurpose, UploadTickets, type UploadTicket } from '../../src/ledger/tickets.js'
+import { TicketClaimError, ticketPurpose, UploadTickets, type UploadTicket } from '../../src/ledger/lmdb/tickets.js'
 import { BUNDLE, runPind, startPind, tempDir } from '../helpers/pind.js'
 
 const A = '0x' + 'a1'.repeat(20)

@@ -8,8 +8,8 @@
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { openLedgerEnv } from '../../src/ledger/open.js'
-import { PinLedger } from '../../src/ledger/pins.js'
+import { openLedgerEnv } from '../../src/ledger/lmdb/open.js'
+import { PinLedger } from '../../src/ledger/lmdb/pins.js'
 import { runPind, tempDir } from '../helpers/pind.js'
 import { pinRecord } from '../helpers/records.js'
 

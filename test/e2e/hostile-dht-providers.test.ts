@@ -24,7 +24,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startDhtNetwork, type DhtNetwork } from '../../scripts/dht-net/index.mjs'
 import { addProviderFlood, describe as describeFlood, missedTargets, type FloodReport } from '../../scripts/dht-flood/index.mjs'
 import { MAX_ADDRS_PER_PEER, RATE_BURST, RATE_PER_SECOND } from '../../src/ipfs/routing/provider-guard.js'
-import { openLedgerEnv } from '../../src/ledger/open.js'
+import { openLedgerEnv } from '../../src/ledger/lmdb/open.js'
 import { runPind, startPind, type PindProcess } from '../helpers/pind.js'
 
 const SHARE = 100

@@ -14,7 +14,7 @@ import { multiaddr } from '@multiformats/multiaddr'
 import { createLibp2p } from 'libp2p'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startDhtNetwork, type DhtNetwork } from '../../scripts/dht-net/index.mjs'
-import { openLedgerEnv } from '../../src/ledger/open.js'
+import { openLedgerEnv } from '../../src/ledger/lmdb/open.js'
 import { startPind } from '../helpers/pind.js'
 import { waitFor } from '../helpers/ports.js'
 

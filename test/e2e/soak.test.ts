@@ -71,7 +71,7 @@ describe('soak', () => {
 
       // where the ledger's bytes went, by sub-database, per paid write (read with serve stopped)
       expect(s.ledger.dbs.pins?.entries).toBeGreaterThanOrEqual(s.paidWrites)
-      // x402 payments are kept under their 52 bytes in payments-binary (src/ledger/stored.ts); payments holds any other id
+      // x402 payments are kept under their 52 bytes in payments-binary (src/ledger/lmdb/stored.ts); payments holds any other id
       expect((s.ledger.dbs['payments-binary']?.entries ?? 0) + (s.ledger.dbs.payments?.entries ?? 0)).toBeGreaterThanOrEqual(s.paidWrites)
       for (const db of ['pins', 'payments-binary', 'pins-by-owner', 'file']) expect(s.ledger.bytesPerPaidWrite[db], db).toBeGreaterThan(0)
       expect(report).toMatch(/ledger\.mdb .* bytes per paid write over \d+/)

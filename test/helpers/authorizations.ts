@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto'
 import { parseSignature, toHex, type Address, type Hex } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
 import { authorizationTypedData, devChainClients, usdcAbi, type DevChain } from '../../scripts/devchain/index.mjs'
-import type { SettlingRecord } from '../../src/ledger/settlements.js'
+import type { SettlingRecord } from '../../src/ledger/lmdb/settlements.js'
 
 export interface SignedAuthorization {
   from: Address

@@ -7,10 +7,10 @@
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Database } from 'lmdb'
-import { openLedgerEnv, type LedgerEnv } from '../../src/ledger/open.js'
-import { PinLedger } from '../../src/ledger/pins.js'
-import { paymentKey } from '../../src/ledger/stored.js'
-import { UploadTickets } from '../../src/ledger/tickets.js'
+import { openLedgerEnv, type LedgerEnv } from '../../src/ledger/lmdb/open.js'
+import { PinLedger } from '../../src/ledger/lmdb/pins.js'
+import { paymentKey } from '../../src/ledger/lmdb/stored.js'
+import { UploadTickets } from '../../src/ledger/lmdb/tickets.js'
 import { tempDir } from './pind.js'
 
 export interface TestLedger { dir: string, env: LedgerEnv, ledger: PinLedger, tickets: UploadTickets }

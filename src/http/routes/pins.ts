@@ -12,7 +12,7 @@ import { createPin, type PinCreateDeps, type PinOutcome, type PinWrite } from '.
 import { parsePinRequest } from '../../service/pins/pin-request.js'
 import { renewPin } from '../../service/pins/pin-renew.js'
 import { readJson } from '../json-body.js'
-import type { PinLedger } from '../../ledger/pins.js'
+import type { PinLedger } from '../../ledger/lmdb/pins.js'
 import { listPins, parsePinQuery } from '../../service/pins/pin-query.js'
 import { toPinStatus, type PinStatus } from '../../service/pins/pin-status.js'
 import { withDenial } from '../../service/serving/denials.js'

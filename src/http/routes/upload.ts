@@ -1,6 +1,6 @@
 import type { TokenService } from '../../auth/tokens.js'
 import { InvalidInputError, NotFoundError, ReplayRefusedError, UnavailableError } from '../../kernel/errors.js'
-import type { UploadTickets } from '../../ledger/tickets.js'
+import type { UploadTickets } from '../../ledger/lmdb/tickets.js'
 import { upload, type FileReader, type UploadDeps } from '../../service/uploads/upload.js'
 import { buyTicket, ticketBody, type TicketBuyDeps } from '../../service/uploads/upload-ticket.js'
 import { uploadWithTicket, type TicketUploadDeps } from '../../service/uploads/ticket-upload.js'

@@ -15,7 +15,7 @@ import { migrateBlocks, MigrateError, type MigrateProgress, type MigrateResult }
 import { recordOf } from '../../ipfs/open-backend.js'
 import type { S3Backend } from '../../ipfs/s3-backend.js'
 import type { S3Location } from '../../ipfs/s3-settings.js'
-import type { PinLedger } from '../../ledger/pins.js'
+import type { PinLedger } from '../../ledger/lmdb/pins.js'
 
 export interface BlocksMigrateDeps {
   /** the backend in use: blocks on disk */

@@ -9,7 +9,7 @@ import { KNOWN_PERMISSIONS } from '../../auth/permissions.js'
 import type { KeyStore } from '../../auth/keystore.js'
 import { tokenIdOf, type TokenService } from '../../auth/tokens.js'
 import { InvalidInputError } from '../../kernel/errors.js'
-import type { TokenLedger } from '../../ledger/tokens.js'
+import type { TokenLedger } from '../../ledger/lmdb/tokens.js'
 import type { Reply } from './reply.js'
 
 /** what `pind keys` asks (the admin channel's POST /keys body, validated with this) */

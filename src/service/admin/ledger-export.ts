@@ -24,9 +24,9 @@
  */
 import { PindError } from '../../kernel/errors.js'
 import { isoMicros, parseMicros } from '../../ledger/clock.js'
-import { PinLedger } from '../../ledger/pins.js'
+import { PinLedger } from '../../ledger/lmdb/pins.js'
 import type { FetchState, PaymentInfo, PaymentRecord, PinRecord } from '../../ledger/records.js'
-import type { UploadTicket, UploadTickets } from '../../ledger/tickets.js'
+import type { UploadTicket, UploadTickets } from '../../ledger/lmdb/tickets.js'
 import { formatUsdc } from '../../payment/pricing.js'
 import { VERSION } from '../../kernel/version.js'
 

@@ -27,9 +27,9 @@ import { createReadStream } from 'node:fs'
 import { createInterface } from 'node:readline'
 import { CID } from 'multiformats/cid'
 import { parseMicros } from '../../ledger/clock.js'
-import type { PinLedger } from '../../ledger/pins.js'
+import type { PinLedger } from '../../ledger/lmdb/pins.js'
 import type { FetchState, PaymentInfo, PaymentRecord, PinRecord, PinState } from '../../ledger/records.js'
-import type { UploadTicket, UploadTickets } from '../../ledger/tickets.js'
+import type { UploadTicket, UploadTickets } from '../../ledger/lmdb/tickets.js'
 import { EXPORT_SCHEMA, EXPORT_VERSION } from './ledger-export.js'
 
 /** the export versions this pind imports: 1 (pins and payments), 2 (and upload tickets) */
@@ -104,7 +104,7 @@ export function ledgerIsEmpty ({ pins, tickets }: ImportTarget): boolean {
  */
 export async function checkImport (source: LineSource, target: ImportTarget | undefined, opts: ImportOptions = {}): Promise<ImportCheck> {
   // --merge looks every id up in the archive too: held open for the whole pass, not opened per line
-  // (each opening maps the file again and leaves ~130 bytes of lmdb-js's native memory; src/ledger/archive.ts)
+  // (each opening maps the file again and leaves ~130 bytes of lmdb-js's native memory; src/ledger/lmdb/archive.ts)
   const release = opts.merge === true ? target?.pins.holdArchive() : undefined
   try {
     return await checkLines(source, target, opts)

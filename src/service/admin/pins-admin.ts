@@ -8,7 +8,7 @@
 import { z } from 'zod/v4'
 import { CID } from 'multiformats/cid'
 import { InvalidInputError, NotFoundError } from '../../kernel/errors.js'
-import { summaryOf, type ListedSummary, type PinLedger } from '../../ledger/pins.js'
+import { summaryOf, type ListedSummary, type PinLedger } from '../../ledger/lmdb/pins.js'
 import type { PinRecord } from '../../ledger/records.js'
 import { listPins, matcher, parsePinQuery, type PinQuery } from '../pins/pin-query.js'
 import { toPinStatus, type PinStatus } from '../pins/pin-status.js'

@@ -5,7 +5,7 @@
  * ledger still tells what is scheduled and how much is due.
  */
 import type { RoutingStatus } from '../../ipfs/routing/index.js'
-import type { ProvideKeys, ProvideKind } from '../../ledger/provide-keys.js'
+import type { ProvideKeys, ProvideKind } from '../../ledger/lmdb/provide-keys.js'
 import type { Reprovider, ReproviderStatus } from '../background/reprovider.js'
 
 export interface RoutingAdminDeps {

@@ -6,7 +6,7 @@
  */
 import { z } from 'zod/v4'
 import { InvalidInputError, NotFoundError, UnavailableError } from '../../kernel/errors.js'
-import type { ClosedSettlement, SettlementNotes, SettlingRecord } from '../../ledger/settlements.js'
+import type { ClosedSettlement, SettlementNotes, SettlingRecord } from '../../ledger/lmdb/settlements.js'
 import { formatUsdc } from '../../payment/pricing.js'
 import type { ReconcileReport } from '../payments/settlement-reconcile.js'
 import type { Reply } from './reply.js'

@@ -7,8 +7,8 @@
  */
 import { statfs } from 'node:fs/promises'
 import type { Usage } from '../../ipfs/blockstore-usage.js'
-import type { PinLedger } from '../../ledger/pins.js'
-import type { SettlementNotes } from '../../ledger/settlements.js'
+import type { PinLedger } from '../../ledger/lmdb/pins.js'
+import type { SettlementNotes } from '../../ledger/lmdb/settlements.js'
 import type { PaymentsStatus } from '../../payment/gate.js'
 import { formatUsdc } from '../../payment/pricing.js'
 import { STATUS_CLASSES, pinStatusClass } from './ledger-export.js'

@@ -1,7 +1,7 @@
 /**
  * The archiver inside serve: every interval, removed pins move with their
  * payments from ledger.mdb to ledger-archive.mdb (PinLedger.archiveDue,
- * src/ledger/archive.ts: why). Those removed less than the payment timeout
+ * src/ledger/lmdb/archive.ts: why). Those removed less than the payment timeout
  * (plus a minute for clocks) ago leave a mark of their payment in the
  * ledger, so that it still counts as used while a payment signed before the
  * removal may be valid; the next pass after that forgets the mark.
@@ -13,7 +13,7 @@
  * pair of commits, with the event loop free between them, the archive file
  * opened for each batch and closed after it (PinLedger.archiveDue says why).
  */
-import type { PinLedger } from '../../ledger/pins.js'
+import type { PinLedger } from '../../ledger/lmdb/pins.js'
 import type { Logger } from '../../kernel/log.js'
 import { startPeriodic } from './periodic.js'
 

@@ -25,7 +25,7 @@ import { PIN_CODECS } from '../../ipfs/codecs.js'
 import { blockName, type BlockBackend, type StoredBlock } from '../../ipfs/block-backend.js'
 import type { CommitLock } from '../../ipfs/commit-lock.js'
 import type { InFlightBlocks } from '../../ipfs/in-flight-blocks.js'
-import type { PinLedger } from '../../ledger/pins.js'
+import type { PinLedger } from '../../ledger/lmdb/pins.js'
 
 const BATCH = 1000
 

@@ -20,7 +20,7 @@
 import { bitsOf, hasPrefix, keyFraction, prefixRange } from '../../ipfs/routing/keyspace.js'
 import type { Region } from '../../ipfs/routing/region.js'
 import type { AnnounceKey, AnnounceOutcome } from '../../ipfs/routing/announcer.js'
-import type { ProvideKey, ProvideKeys, ProvideKind } from '../../ledger/provide-keys.js'
+import type { ProvideKey, ProvideKeys, ProvideKind } from '../../ledger/lmdb/provide-keys.js'
 import type { Logger } from '../../kernel/log.js'
 
 export interface Announcer {

@@ -4,7 +4,7 @@
  * blockstore's usage is current (a walk kept up to date by commits and gc).
  */
 import type { Usage } from '../../ipfs/blockstore-usage.js'
-import type { PinLedger } from '../../ledger/pins.js'
+import type { PinLedger } from '../../ledger/lmdb/pins.js'
 import type { MetricsSources } from '../../metrics/registry.js'
 
 export function metricsSources (pins: PinLedger, usage: () => Promise<Usage>, connections: () => number, payments?: MetricsSources['payments'], extra: Pick<MetricsSources, 'routing' | 'provides' | 's3Up' | 'sending' | 'uploadChunks' | 'gcUnreferencedBytes'> = {}): MetricsSources {

@@ -15,8 +15,8 @@
  * authorization, same purpose); any other is left to the usual path.
  */
 import { UnavailableError } from '../../kernel/errors.js'
-import type { PinLedger } from '../../ledger/pins.js'
-import type { SettlementNotes, SettlingRecord } from '../../ledger/settlements.js'
+import type { PinLedger } from '../../ledger/lmdb/pins.js'
+import type { SettlementNotes, SettlingRecord } from '../../ledger/lmdb/settlements.js'
 import type { Logger } from '../../kernel/log.js'
 import type { AuthorizationStateReader } from '../../payment/authorization-state.js'
 import type { PaymentIdentity } from '../../payment/gate.js'

@@ -17,7 +17,7 @@
  * in the background at start and then every interval; `pind settlements
  * check` runs one at once.
  */
-import type { SettlementNotes, SettlementVerdict, SettlingRecord } from '../../ledger/settlements.js'
+import type { SettlementNotes, SettlementVerdict, SettlingRecord } from '../../ledger/lmdb/settlements.js'
 import type { Logger } from '../../kernel/log.js'
 import type { AuthorizationStateReader } from '../../payment/authorization-state.js'
 import { formatUsdc } from '../../payment/pricing.js'

@@ -22,7 +22,7 @@ import { fetchDag, PermanentFetchError, StalledError, WINDOW_BYTES } from '../..
 import type { BlockNetwork } from '../../ipfs/network.js'
 import type { IpfsNode } from '../../ipfs/node.js'
 import type { BlockStaging, StagedImport } from '../../ipfs/staging.js'
-import type { PinLedger } from '../../ledger/pins.js'
+import type { PinLedger } from '../../ledger/lmdb/pins.js'
 import { withdrawn, type PinRecord } from '../../ledger/records.js'
 import type { Logger } from '../../kernel/log.js'
 import type { Refusal } from '../serving/serve-policy.js'

@@ -9,7 +9,7 @@
 import { CID } from 'multiformats/cid'
 import { InvalidInputError } from '../../kernel/errors.js'
 import { parseMicros } from '../../ledger/clock.js'
-import type { ListedSummary, LiveSummary, PinLedger } from '../../ledger/pins.js'
+import type { ListedSummary, LiveSummary, PinLedger } from '../../ledger/lmdb/pins.js'
 import type { PinRecord, PinState } from '../../ledger/records.js'
 import { z } from 'zod/v4'
 import { setOwn } from './own-property.js'

@@ -26,7 +26,7 @@ import { decodeCid } from '../../ipfs/cid-text.js'
 import { CompiledList, Probe } from '../../denylist/compiled.js'
 import { parseRule, RuleError, trimSlashes, type Rule } from '../../denylist/rule.js'
 import type { DenylistFile } from '../../denylist/sources.js'
-import type { DenialLedger, DenialRecord } from '../../ledger/denials.js'
+import type { DenialLedger, DenialRecord } from '../../ledger/lmdb/denials.js'
 import type { Refusal } from './serve-policy.js'
 
 export interface Denial extends Refusal {

@@ -20,7 +20,7 @@
  *    bitswap only ever serves what is held.
  */
 import type { CID } from 'multiformats/cid'
-import type { PinLedger } from '../../ledger/pins.js'
+import type { PinLedger } from '../../ledger/lmdb/pins.js'
 
 export type ServeScope = 'pinned' | 'blockstore'
 export type ServeChannel = 'gateway' | 'bitswap'

@@ -1,5 +1,5 @@
 /**
- * The archive (src/ledger/archive.ts) on real LMDB: removed pins move with
+ * The archive (src/ledger/lmdb/archive.ts) on real LMDB: removed pins move with
  * the payments that created them from ledger.mdb to ledger-archive.mdb, and
  * nothing an export, the counts or the block references show changes; the
  * ledger file stops growing once removals are archived; a move cut short
@@ -19,7 +19,7 @@ import { closeTestLedgers, openTestLedger, type TestLedger } from '../../helpers
 import { OWNER, paidPin } from '../../helpers/records.js'
 import type { PaymentRecord } from '../../../src/ledger/records.js'
 import { createLogger } from '../../../src/kernel/log.js'
-import { PaymentReusedError } from '../../../src/ledger/pins.js'
+import { PaymentReusedError } from '../../../src/ledger/lmdb/pins.js'
 
 afterEach(async () => { await closeTestLedgers() })
 

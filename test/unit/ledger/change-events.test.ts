@@ -5,7 +5,7 @@
  * reads then is the ledger with the change in it.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import type { PinLedger } from '../../../src/ledger/pins.js'
+import type { PinLedger } from '../../../src/ledger/lmdb/pins.js'
 import { closeTestLedgers, openTestLedger } from '../../helpers/ledger.js'
 import { pinRecord } from '../../helpers/records.js'
 

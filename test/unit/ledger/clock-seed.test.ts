@@ -1,5 +1,5 @@
 /**
- * The `created` clock across a restart (src/ledger/clock.ts, src/ledger/pins.ts):
+ * The `created` clock across a restart (src/ledger/clock.ts, src/ledger/lmdb/pins.ts):
  * a clock stepped back while pind was down must still hand out values after
  * every pin's in the ledger, or Kubo's paging (before=<created of the oldest
  * seen>) skips or repeats pins. The ledger keeps the highest `created` it has
@@ -8,8 +8,8 @@
  */
 import { join } from 'node:path'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { openLedgerEnv, type LedgerEnv } from '../../../src/ledger/open.js'
-import { PinLedger } from '../../../src/ledger/pins.js'
+import { openLedgerEnv, type LedgerEnv } from '../../../src/ledger/lmdb/open.js'
+import { PinLedger } from '../../../src/ledger/lmdb/pins.js'
 import { tempDir } from '../../helpers/pind.js'
 import { pinRecord } from '../../helpers/records.js'
 
@@ -44,8 +44,8 @@ async function ledgerWithAFuturePin (): Promise<{ path: string, env: LedgerEnv, 
 /** a restart: fresh clock and ledger modules on the same file */
 async function restart (path: string): Promise<{ next: () => number }> {
   vi.resetModules()
-  const { openLedgerEnv: openAgain } = await import('../../../src/ledger/open.js')
-  const { PinLedger: Ledger } = await import('../../../src/ledger/pins.js')
+  const { openLedgerEnv: openAgain } = await import('../../../src/ledger/lmdb/open.js')
+  const { PinLedger: Ledger } = await import('../../../src/ledger/lmdb/pins.js')
   const clock = await import('../../../src/ledger/clock.js')
   const env = await openAgain(path)
   open.push(env)

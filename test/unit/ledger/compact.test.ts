@@ -1,5 +1,5 @@
 /**
- * The compact record layout (src/ledger/stored.ts) on real LMDB: pins,
+ * The compact record layout (src/ledger/lmdb/stored.ts) on real LMDB: pins,
  * owner summaries and payments are stored as arrays without what their key or
  * the payments database already holds, and read back whole. A ledger written
  * in the old layout (maps, as pind wrote them before) reads the same before
@@ -9,8 +9,8 @@
 import { join } from 'node:path'
 import type { Database } from 'lmdb'
 import { afterEach, describe, expect, it } from 'vitest'
-import { openLedgerEnv, type LedgerEnv } from '../../../src/ledger/open.js'
-import { PinLedger, summaryOf } from '../../../src/ledger/pins.js'
+import { openLedgerEnv, type LedgerEnv } from '../../../src/ledger/lmdb/open.js'
+import { PinLedger, summaryOf } from '../../../src/ledger/lmdb/pins.js'
 import { CID } from 'multiformats/cid'
 import type { PaymentRecord, PinRecord } from '../../../src/ledger/records.js'
 import { exportLedger, parseExportOptions } from '../../../src/service/admin/ledger-export.js'
@@ -18,7 +18,7 @@ import { writeImport } from '../../../src/service/admin/ledger-import.js'
 import { closeTestLedgers, openTestLedger } from '../../helpers/ledger.js'
 import { tempDir } from '../../helpers/pind.js'
 import { ASSET, OWNER, paidPin, pinRecord } from '../../helpers/records.js'
-import { paymentKey } from '../../../src/ledger/stored.js'
+import { paymentKey } from '../../../src/ledger/lmdb/stored.js'
 
 const A = 'bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy'
 const B = 'bafkreie7q3iidccmpvszul7kudcvvuavuo7u6gzlbobczuk5nqk3b4akba'

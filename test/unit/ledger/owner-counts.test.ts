@@ -10,8 +10,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest'
 import { isoMicros } from '../../../src/ledger/clock.js'
-import type { LedgerEnv } from '../../../src/ledger/open.js'
-import { PinLedger } from '../../../src/ledger/pins.js'
+import type { LedgerEnv } from '../../../src/ledger/lmdb/open.js'
+import { PinLedger } from '../../../src/ledger/lmdb/pins.js'
 import type { PinRecord, PinState } from '../../../src/ledger/records.js'
 import { listPins, matches, parsePinQuery, type PinQuery } from '../../../src/service/pins/pin-query.js'
 import { closeTestLedgers, openTestLedger } from '../../helpers/ledger.js'

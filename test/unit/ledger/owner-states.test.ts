@@ -7,7 +7,7 @@
  */
 import { pack } from 'msgpackr'
 import { afterEach, describe, expect, it } from 'vitest'
-import { summaryStateOf } from '../../../src/ledger/stored.js'
+import { summaryStateOf } from '../../../src/ledger/lmdb/stored.js'
 import { listPins, matches, parsePinQuery } from '../../../src/service/pins/pin-query.js'
 import { closeTestLedgers, openTestLedger } from '../../helpers/ledger.js'
 import { OWNER, pinRecord } from '../../helpers/records.js'

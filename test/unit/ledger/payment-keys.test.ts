@@ -1,5 +1,5 @@
 /**
- * Payments keyed by their bytes (src/ledger/stored.ts, payment layout 2), on
+ * Payments keyed by their bytes (src/ledger/lmdb/stored.ts, payment layout 2), on
  * real LMDB: an x402 payment `0x<payer>:0x<nonce>` is kept under its 52 bytes
  * in payments-binary, its purpose coded, its time as milliseconds, and reads
  * back field for field; any other id stays text in payments. A ledger in the
@@ -11,9 +11,9 @@
  */
 import type { Database } from 'lmdb'
 import { afterEach, describe, expect, it } from 'vitest'
-import { PaymentReusedError, PinLedger } from '../../../src/ledger/pins.js'
+import { PaymentReusedError, PinLedger } from '../../../src/ledger/lmdb/pins.js'
 import type { PaymentRecord, PinRecord } from '../../../src/ledger/records.js'
-import { cidOf, cidOfPacked, paymentKey, readCid, type StoredPin } from '../../../src/ledger/stored.js'
+import { cidOf, cidOfPacked, paymentKey, readCid, type StoredPin } from '../../../src/ledger/lmdb/stored.js'
 import { CID } from 'multiformats/cid'
 import { identity } from 'multiformats/hashes/identity'
 import { exportLedger, parseExportOptions } from '../../../src/service/admin/ledger-export.js'

@@ -4,9 +4,9 @@
  * blocks until it settles; the fetch queue follows the pin's state.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import type { LedgerEnv } from '../../../src/ledger/open.js'
-import { PinGoneError, PinLedger } from '../../../src/ledger/pins.js'
-import { SettlementNotes } from '../../../src/ledger/settlements.js'
+import type { LedgerEnv } from '../../../src/ledger/lmdb/open.js'
+import { PinGoneError, PinLedger } from '../../../src/ledger/lmdb/pins.js'
+import { SettlementNotes } from '../../../src/ledger/lmdb/settlements.js'
 import type { PinRecord } from '../../../src/ledger/records.js'
 import { closeTestLedgers, openTestLedger } from '../../helpers/ledger.js'
 import { pinRecord } from '../../helpers/records.js'

@@ -1,13 +1,13 @@
 /**
- * The ledger's schema version (src/ledger/open.ts) on real LMDB: this pind
- * writes compact records (src/ledger/stored.ts) that a pind knowing only
+ * The ledger's schema version (src/ledger/lmdb/open.ts) on real LMDB: this pind
+ * writes compact records (src/ledger/lmdb/stored.ts) that a pind knowing only
  * version 1 would misread, and keeps x402 payments where a pind knowing only
  * version 2 would not look, so it marks every ledger it opens version 3, and
  * it refuses a version it does not know without touching it.
  */
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { LEDGER_SCHEMA_VERSION, LedgerSchemaError, openLedgerEnv, type LedgerEnv } from '../../../src/ledger/open.js'
+import { LEDGER_SCHEMA_VERSION, LedgerSchemaError, openLedgerEnv, type LedgerEnv } from '../../../src/ledger/lmdb/open.js'
 import { tempDir } from '../../helpers/pind.js'
 
 const open: LedgerEnv[] = []

@@ -4,9 +4,9 @@
  * act only on a note as it was read.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import type { LedgerEnv } from '../../../src/ledger/open.js'
-import { PinLedger } from '../../../src/ledger/pins.js'
-import { SettlementNotes, type SettlingRecord } from '../../../src/ledger/settlements.js'
+import type { LedgerEnv } from '../../../src/ledger/lmdb/open.js'
+import { PinLedger } from '../../../src/ledger/lmdb/pins.js'
+import { SettlementNotes, type SettlingRecord } from '../../../src/ledger/lmdb/settlements.js'
 import { closeTestLedgers, openTestLedger } from '../../helpers/ledger.js'
 
 let env: LedgerEnv

@@ -6,11 +6,11 @@
  * once exactly one makes a pin.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import type { LedgerEnv } from '../../../src/ledger/open.js'
-import { PaymentReusedError, PinLedger } from '../../../src/ledger/pins.js'
+import type { LedgerEnv } from '../../../src/ledger/lmdb/open.js'
+import { PaymentReusedError, PinLedger } from '../../../src/ledger/lmdb/pins.js'
 import type { PaymentRecord } from '../../../src/ledger/records.js'
-import { SettlementNotes } from '../../../src/ledger/settlements.js'
-import { ticketPurpose, UploadTickets, type UploadTicket } from '../../../src/ledger/tickets.js'
+import { SettlementNotes } from '../../../src/ledger/lmdb/settlements.js'
+import { ticketPurpose, UploadTickets, type UploadTicket } from '../../../src/ledger/lmdb/tickets.js'
 import { closeTestLedgers, openTestLedger } from '../../helpers/ledger.js'
 import { pinRecord } from '../../helpers/records.js'
 

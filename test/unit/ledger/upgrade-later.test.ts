@@ -1,5 +1,5 @@
 /**
- * The ledger's upgrade in two parts (src/ledger/pins.ts): serve runs the
+ * The ledger's upgrade in two parts (src/ledger/lmdb/pins.ts): serve runs the
  * steps what it answers depends on before it starts (upgradeBeforeServing),
  * and the rest while it serves (upgradeLater): records rewritten in the
  * layout this pind writes, the index of removed pins, and the highest
@@ -9,8 +9,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest'
 import { clockReady, nextCreated } from '../../../src/ledger/clock.js'
-import type { LedgerEnv } from '../../../src/ledger/open.js'
-import { PinLedger } from '../../../src/ledger/pins.js'
+import type { LedgerEnv } from '../../../src/ledger/lmdb/open.js'
+import { PinLedger } from '../../../src/ledger/lmdb/pins.js'
 import { closeTestLedgers, openTestLedger, toLayout1 } from '../../helpers/ledger.js'
 import { paidPin } from '../../helpers/records.js'
 

@@ -5,7 +5,7 @@
  * a step's transactions; a step already done reports nothing.
  */
 import { afterEach, describe, expect, it } from 'vitest'
-import { PinLedger, type UpgradeProgress } from '../../../src/ledger/pins.js'
+import { PinLedger, type UpgradeProgress } from '../../../src/ledger/lmdb/pins.js'
 import { closeTestLedgers, openTestLedger, toLayout1 } from '../../helpers/ledger.js'
 import { paidPin } from '../../helpers/records.js'
 

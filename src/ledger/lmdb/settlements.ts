@@ -10,7 +10,7 @@
  */
 import type { Database } from 'lmdb'
 import type { LedgerEnv } from './open.js'
-import type { PinRecord } from './records.js'
+import type { PinRecord } from '../records.js'
 import type { UploadTicket } from './tickets.js'
 
 /** unset: never checked against the chain */

@@ -9,11 +9,11 @@
  * creates are written in one transaction too (PinLedger.create's `within`),
  * so a ticket makes at most one pin, however many uploads try it at once.
  */
-import { PindError } from '../kernel/errors.js'
+import { PindError } from '../../kernel/errors.js'
 import type { Database } from 'lmdb'
 import type { LedgerEnv } from './open.js'
 import type { PinLedger } from './pins.js'
-import type { PaymentRecord, PinRecord } from './records.js'
+import type { PaymentRecord, PinRecord } from '../records.js'
 import type { LedgerSnapshot } from './snapshot.js'
 
 export interface UploadTicket {

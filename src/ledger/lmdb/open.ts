@@ -3,7 +3,7 @@
  * dir holds every sub-database: pins, indexes, payments, the fetch queue, and
  * the libp2p/helia datastore. This folder is the only importer of lmdb.
  */
-import { PindError } from '../kernel/errors.js'
+import { PindError } from '../../kernel/errors.js'
 import { open, type Database } from 'lmdb'
 import { LedgerSnapshot } from './snapshot.js'
 import { archivePathOf, LedgerArchive } from './archive.js'

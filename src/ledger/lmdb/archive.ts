@@ -41,7 +41,7 @@
  */
 import { existsSync } from 'node:fs'
 import { ABORT, open, type Database, type RootDatabase, type Transaction } from 'lmdb'
-import type { PaymentRecord, PinRecord } from './records.js'
+import type { PaymentRecord, PinRecord } from '../records.js'
 
 /** the archive's own schema version (its meta database) */
 const ARCHIVE_VERSION = 1

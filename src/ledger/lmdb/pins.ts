@@ -31,14 +31,14 @@
  * every chain of replacements, removals, expiries and failures releases
  * exactly what it holds (releaseReplaced, holdsRefs).
  */
-import { PindError } from '../kernel/errors.js'
+import { PindError } from '../../kernel/errors.js'
 import type { Database, Key } from 'lmdb'
 import { CID } from 'multiformats/cid'
-import { holdClock, seedClock } from './clock.js'
+import { holdClock, seedClock } from '../clock.js'
 import type { LedgerEnv, Upgrade } from './open.js'
 import { ProvideKeys } from './provide-keys.js'
 import { Listings } from './listings.js'
-import { isLive, withdrawn, type PaymentRecord, type PinRecord, type PinState } from './records.js'
+import { isLive, withdrawn, type PaymentRecord, type PinRecord, type PinState } from '../records.js'
 import type { SettlingRecord } from './settlements.js'
 import { binaryFastIn, type LedgerSnapshot } from './snapshot.js'
 import type { ArchiveLease } from './archive.js'

@@ -47,9 +47,9 @@
  * maps) read as they are; the `compact:payment-keys` upgrade moves them.
  */
 import { CID } from 'multiformats/cid'
-import { isoMicros } from './clock.js'
+import { isoMicros } from '../clock.js'
 import type { ListedSummary, LiveSummary, PinSummary } from './pins.js'
-import type { PaymentInfo, PaymentRecord, PinRecord } from './records.js'
+import type { PaymentInfo, PaymentRecord, PinRecord } from '../records.js'
 
 const LAYOUT = 1
 /** the payments' layout (see the header); layout 1 payments still read */
