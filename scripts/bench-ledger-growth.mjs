@@ -28,7 +28,7 @@
  * Usage: node scripts/bench-ledger-growth.mjs [writes=20000] [--against <git-ref>=main] [--live 24] [--seed 1] [--upgrade] [--json file]
  */
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -48,10 +48,16 @@ export { nextCreated, addMonths } from './src/ledger/clock.ts'
 export { newRequestid } from './src/ledger/requestid.ts'
 export { exportLedger, parseExportOptions } from './src/service/admin/ledger-export.ts'
 `
+/** the ledger contract over LMDB: exports read through it where the code has it (before it, they read the PinLedger) */
+const CONTRACT = 'src/ledger/lmdb/ledger.ts'
 
 /** src/ledger of this tree (ref undefined) or of a git ref, bundled into one module (lmdb stays external: it resolves from this tree's node_modules) */
 async function bundle (ref) {
-  return await bundleAtRef({ contents: ENTRY, cache: CACHE, name: 'ledger', ref })
+  const hasContract = ref == null
+    ? existsSync(join(ROOT, CONTRACT))
+    : spawnSync('git', ['-C', ROOT, 'cat-file', '-e', `${ref}:${CONTRACT}`]).status === 0
+  const contents = hasContract ? `${ENTRY}export { LmdbLedger } from './${CONTRACT}'\n` : ENTRY
+  return await bundleAtRef({ contents, cache: CACHE, name: 'ledger', ref })
 }
 
 /** a deterministic PRNG (mulberry32) */
@@ -69,26 +75,30 @@ function prng (seed) {
 const EXPORTS = [{ format: 'jsonl', withBlocks: true }, { format: 'csv', records: 'pins' }, { format: 'csv', records: 'payments' }]
 const EXPORT_NOW = new Date('2030-01-01T00:00:00.000Z')
 
-/** sha256 of each export of the ledger, with one side's code */
-async function exportHashes (lib, ledger) {
-  const { exportLedger, parseExportOptions } = await import(lib)
+/** sha256 of each export of the ledger (`env`, read by `ledger`: a PinLedger), with one side's code */
+async function exportHashes (lib, env, ledger) {
+  const { exportLedger, parseExportOptions, LmdbLedger } = await import(lib)
   const { createHash } = await import('node:crypto')
-  return EXPORTS.map(o => {
+  const source = LmdbLedger != null ? new LmdbLedger(env, ledger) : ledger
+  const hashes = []
+  for (const o of EXPORTS) {
     const h = createHash('sha256')
-    for (const c of exportLedger(ledger, parseExportOptions(o), EXPORT_NOW).chunks) h.update(c)
-    return h.digest('hex')
-  })
+    // async chunks (the contract) or sync ones (before it): for await reads either
+    for await (const c of exportLedger(source, parseExportOptions(o), EXPORT_NOW).chunks) h.update(c)
+    hashes.push(h.digest('hex'))
+  }
+  return hashes
 }
 
 /** the child with --upgrade: the baseline's ledger opened by this tree's code, exported before and after its upgrade steps */
 async function upgradeChild (lib, dir) {
   const { openLedgerEnv, PinLedger } = await import(lib)
   const env = await openLedgerEnv(join(dir, 'ledger.mdb'))
-  const before = await exportHashes(lib, new PinLedger(env))
+  const before = await exportHashes(lib, env, new PinLedger(env))
   const t0 = performance.now()
   await new PinLedger(env).upgrade()
   const ms = performance.now() - t0
-  const after = await exportHashes(lib, new PinLedger(env))
+  const after = await exportHashes(lib, env, new PinLedger(env))
   await env.close()
   process.stdout.write(JSON.stringify({ before, after, ms, stats: ledgerStats(dir) }))
 }
@@ -174,7 +184,7 @@ async function child (lib, dir, n, live, seed, keep) {
   const ledger = new PinLedger(env)
   await ledger.upgrade()
   await paidWrites(code, ledger, { n, live, seed })
-  const exports = keep ? await exportHashes(lib, new PinLedger(env)) : undefined
+  const exports = keep ? await exportHashes(lib, env, new PinLedger(env)) : undefined
   await env.close()
 
   const stats = ledgerStats(dir, { fill: true })

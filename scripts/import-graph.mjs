@@ -14,7 +14,10 @@
  * are not taken for them.
  *
  * Upward (see README, "Source layout"): the service core imports no shell,
- * and the components below it import neither the core nor a shell.
+ * and the components below it import neither the core nor a shell. An
+ * implementation behind a contract (IMPLEMENTATIONS) is imported only from
+ * inside it and by the composition roots, and a package it wraps only from
+ * inside it: these count as upward too.
  */
 import { readdirSync, readFileSync } from 'node:fs'
 import { dirname, join, relative, resolve, sep } from 'node:path'
@@ -27,6 +30,22 @@ export const SHELLS = ['cli', 'http', 'admin', 'main.ts', 'app']
 export const CORE = ['service']
 /** the components the core is built from */
 export const COMPONENTS = ['ledger', 'ipfs', 'payment', 'auth', 'denylist', 'metrics', 'config', 'datadir', 'runtime', 'kernel']
+
+/** folders of src/ behind a contract: who else may import them, and the packages only they import */
+export const IMPLEMENTATIONS = [
+  { dir: 'ledger/lmdb', importers: ['app'], packages: ['lmdb'], contract: 'the ledger\'s contract (src/ledger/)' }
+]
+
+/** why a file's import reaches behind a contract, or undefined when it does not */
+export function behindContract (fromFile, target) {
+  for (const impl of IMPLEMENTATIONS) {
+    const inside = (f) => f.startsWith(`${impl.dir}/`)
+    if (inside(fromFile)) continue
+    const hit = target.package != null ? impl.packages.includes(target.package) : inside(target.file) && !impl.importers.some(i => fromFile.startsWith(`${i}/`))
+    if (hit) return `imports the implementation in src/${impl.dir}/ (${target.package ?? target.file}) instead of ${impl.contract}`
+  }
+  return undefined
+}
 
 /** why an edge points upward, or undefined when it does not */
 export function upwardReason (from, to) {
@@ -63,10 +82,19 @@ export function importGraph (root) {
     const text = readFileSync(file, 'utf8')
     const info = ts.preProcessFile(text, true, true)
     const from = nodeOf(src, file)
+    const fromFile = relative(src, file).split(sep).join('/')
     for (const ref of info.importedFiles) {
-      if (!ref.fileName.startsWith('.')) continue
+      const line = () => text.slice(0, ref.pos).split('\n').length
+      if (!ref.fileName.startsWith('.')) {
+        const pkg = ref.fileName.startsWith('@') ? ref.fileName.split('/').slice(0, 2).join('/') : ref.fileName.split('/')[0]
+        const why = behindContract(fromFile, { package: pkg })
+        if (why != null) upward.push({ file: relative(root, file).split(sep).join('/'), line: line(), imports: ref.fileName, from, to: pkg, why })
+        continue
+      }
       const target = resolve(dirname(file), ref.fileName.replace(/\.(m|c)?js$/, '.$1ts'))
       if (!target.startsWith(src + sep)) continue
+      const behind = behindContract(fromFile, { file: relative(src, target).split(sep).join('/') })
+      if (behind != null) upward.push({ file: relative(root, file).split(sep).join('/'), line: line(), imports: ref.fileName, from, to: nodeOf(src, target), why: behind })
       const to = nodeOf(src, target)
       if (to === from) continue
       const key = `${from}\u0000${to}`

@@ -2,8 +2,7 @@
  * What the admin routes of a running serve can reach. The CLI builds the
  * same pieces itself when it works on a stopped data dir.
  */
-import type { PinLedger } from '../ledger/lmdb/pins.js'
-import type { UploadTickets } from '../ledger/lmdb/tickets.js'
+import type { Ledger } from '../ledger/ledger.js'
 import type { KeysAdminDeps } from '../service/admin/keys-admin.js'
 import type { GcDeps } from '../service/background/gc.js'
 import type { Metrics } from '../metrics/registry.js'
@@ -18,9 +17,8 @@ import type { S3Credentials, S3Location } from '../ipfs/s3-settings.js'
 
 export interface AdminDeps {
   keys: KeysAdminDeps
-  pins: PinLedger
-  /** upload tickets (export-ledger carries them) */
-  tickets: Pick<UploadTickets, 'all' | 'get'>
+  /** its pins (pind pins), and its snapshots (export-ledger) */
+  ledger: Pick<Ledger, 'pins' | 'snapshot'>
   gc: GcDeps
   settlements: SettlementsAdminDeps
   metrics?: Metrics

@@ -45,8 +45,8 @@ import { SwitchableBackend } from '../ipfs/switchable-backend.js'
 import { Maintenance } from '../service/background/maintenance.js'
 import { RetryLater } from '../service/uploads/retry-later.js'
 import { Slots } from '../service/uploads/slots.js'
-import type { UpgradeProgress } from '../ledger/lmdb/pins.js'
-import { SettlementNotes } from '../ledger/lmdb/settlements.js'
+import type { UpgradeProgress } from '../ledger/ledger.js'
+import type { SettlementNotes } from '../ledger/settlements.js'
 import type { Logger } from '../kernel/log.js'
 import { authorizationStateReader, type AuthorizationStateReader } from '../payment/authorization-state.js'
 import { chainIdOf } from '../payment/chain.js'
@@ -139,7 +139,8 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
     progress('opening the ledger')
     const core = await openCore(paths, { graceMs: config.expiryGrace * 1000, blocks, onUpgrade: ledgerUpgradeProgress(log, progress), upgradeLater: true })
     cleanups.add('ledger', () => core.close())
-    const { pins, notes, staging, usage, denialLedger } = core
+    const { ledger, staging, usage } = core
+    const { pins, notes } = ledger
 
     const privateKey = await loadOrCreateIdentity(paths.identity)
     const networkGateway = config.gatewayNetworkTimeout > 0
@@ -155,16 +156,16 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
     }
     denylists.watch()
     cleanups.add('denylists', async () => { await denylists.close() })
-    const denials = new Denials({ ledger: denialLedger, files: () => denylists.files() })
+    const denials = await Denials.open({ ledger: ledger.denials, files: () => denylists.files() })
     // one answer to "may this block be served" for the gateway and bitswap
-    const policy = new ServePolicy({ pins, scope: config.gatewayPolicy, gatewayReadThrough: networkGateway })
+    const policy = new ServePolicy({ pins: core.servedBlocks, scope: config.gatewayPolicy, gatewayReadThrough: networkGateway })
     policy.deny((cid, path) => denials.denied(cid, path))
     const refusal = (cid: CID): Refusal | undefined => policy.refusal(cid)
     const routingOn = !config.routing.includes('none')
     progress('starting the IPFS node')
     const ipfs = await startIpfsNode({
       blockstore: blocks.blockstore,
-      datastore: core.datastore(),
+      datastore: ledger.datastore(),
       privateKey,
       listen: config.p2pListen,
       announce: config.p2pAnnounce,
@@ -208,12 +209,12 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
     // blocks and bytes stored, current for /metrics and `pind status`: a walk (begun now), then what commits and gc report
     usage.current().catch(() => {})
     // kept: the sealed imports of paid uploads whose notes reconciliation has yet to fulfil
-    const leftovers = await staging.sweepLeftovers(stagingInUse(notes.all()))
+    const leftovers = await staging.sweepLeftovers(stagingInUse(await notes.all()))
     if (leftovers > 0) log.warn('removed unfinished imports left by a previous run', { count: leftovers })
     // the blocks of uploads with a ticket that a crash cut: deleted (unless a pin holds them) before anything is served
     const discard = async (b: Array<{ cid: CID, bytes: number }>): Promise<{ removed: number, freedBytes: number }> => await removeUnreferenced(core.gc, b)
     progress('removing the blocks of unfinished uploads')
-    await recoverTicketWrites({ journals: core.journals, discard, tickets: core.tickets, log })
+    await recoverTicketWrites({ journals: core.journals, discard, tickets: ledger.tickets, log })
     const commitLock = core.lock
     // the token's authorization state, read by reconciliation and by requests retrying a payment with an open note
     const authorizations = config.rpcUrl != null ? authorizationStateReader({ network: config.network, rpcUrl: config.rpcUrl, asset: config.asset }) : undefined
@@ -238,7 +239,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
     const announcer = ipfs.routing.announcer
     const reprovider = announcer != null
       ? new Reprovider({
-        keys: pins.provides,
+        keys: ledger.provides,
         kind: provideKind,
         announcer,
         intervalMs: config.reprovideInterval * 1000,
@@ -282,7 +283,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
     metrics.watch(metricsSources(pins, async () => await usage.current(), () => ipfs.connections().length,
       () => gate != null ? { settlesPending: gate.settlesPending, ...(gate.balance?.balance != null ? { settlerBalanceWei: gate.balance.balance } : {}), ...(gate.nonceRecoveries != null ? { settlerNonceRecoveries: gate.nonceRecoveries } : {}) } : undefined, {
         ...(routingOn ? { routing: () => ipfs.routing.status() } : {}),
-        ...(reprovider != null ? { provides: () => reprovider.status() } : {}),
+        ...(reprovider != null ? { provides: async () => await reprovider.status() } : {}),
         s3Up: () => blocks.kind === 's3' ? blocks.writable() : undefined,
         sending: sendingStatus,
         uploadChunks: () => staging.chunkBudget,
@@ -300,24 +301,23 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
     progress('starting the services')
     const keystore = await core.keystore()
     const once = new PaymentOnce()
-    const tokenLedger = core.tokenLedger
+    const tokenLedger = ledger.tokens
     const issuer = config.tokenIssuer ?? publicUrl
     const tokens = core.tokens(keystore, issuer, config.tokenTtl)
     // admin commands on a stopped data dir mint tokens this serve accepts, sweep with its grace and report its provide schedule
-    await core.record({ tokenIssuer: issuer, tokenTtl: config.tokenTtl, expiryGrace: config.expiryGrace, provideStrategy: config.provideStrategy, reprovideInterval: config.reprovideInterval })
+    await ledger.recordSettings({ tokenIssuer: issuer, tokenTtl: config.tokenTtl, expiryGrace: config.expiryGrace, provideStrategy: config.provideStrategy, reprovideInterval: config.reprovideInterval })
     const routingAdmin = {
-      keys: pins.provides,
+      keys: ledger.provides,
       strategy: provideKind,
       intervalMs: config.reprovideInterval * 1000,
       live: { routing: config.routing, status: () => ipfs.routing.status(), ...(reprovider != null ? { reprovider } : {}) }
     } as const
-    const deny: DenyAdminDeps = { ledger: denialLedger, pins, denials, files: () => denylists.files() }
-    const admin = await startAdminServer(paths.adminSocket, { keys: { keystore, tokens, tokenLedger }, pins, tickets: core.tickets, gc: core.gc, settlements: settlements.admin, metrics, deny,
+    const deny: DenyAdminDeps = { ledger: ledger.denials, pins, denials, files: () => denylists.files() }
+    const admin = await startAdminServer(paths.adminSocket, { keys: { keystore, tokens, tokenLedger }, ledger, gc: core.gc, settlements: settlements.admin, metrics, deny,
       routing: routingAdmin,
       delegates: () => ipfs.multiaddrs(),
       status: async () => await operatorStatus({
-        pins,
-        notes,
+        ledger,
         dataDir: paths.root,
         usage: async () => await usage.current(),
         live: {
@@ -368,7 +368,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
     const healthLog = log.child({ component: 'health' })
     // one deps object for every request: checkHealth keeps its checks and its last passing report by it
     const healthDeps: HealthDeps = {
-      readLedger: () => core.schemaVersion(),
+      readLedger: async () => await ledger.schemaVersion(),
       probeBlockstore: async () => { await blocks.probe() },
       blockstoreWritable: () => blocks.writable(),
       // with blocks in S3 the bucket is named, and the local staging folder is checked too
@@ -419,7 +419,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
       refusal,
       ...(find != null ? { findProviders: find } : {})
     })
-    fetcher.start()
+    await fetcher.start()
     cleanups.add('pin fetcher', async () => { await fetcher.stop() })
     const delegates = (): string[] => ipfs.multiaddrs()
     pinRoutes(router, {
@@ -481,7 +481,8 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
       notes,
       openNotes,
       ticket: {
-        tickets: core.tickets,
+        tickets: ledger.tickets,
+        records: ledger,
         direct: core.direct,
         journals: core.journals,
         discard,
@@ -494,7 +495,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
     // the rest of the ledger's upgrade (records rewritten in the current layout, every reader reads both): while serving
     const upgradeLog = ledgerUpgradeProgress(log, () => {})
     let upgraded = false
-    const upgrading = core.upgradeLater((p) => { upgraded = true; upgradeLog(p) })
+    const upgrading = ledger.upgradeLater((p) => { upgraded = true; upgradeLog(p) })
     upgrading.done.then((done) => { if (done && upgraded) log.notice('ledger upgraded') }, (err: unknown) => { log.error('the ledger upgrade failed: the next start goes on with it', { error: err }) })
     cleanups.add('ledger upgrade', async () => { await upgrading.stop() })
     http.ready()
@@ -542,7 +543,7 @@ const RECONCILE_INTERVAL_S = 300
  */
 function startReconciler (config: Readonly<Config>, notes: SettlementNotes, chain: AuthorizationStateReader | undefined, startedAt: Date, act: ReturnType<typeof settlementActions>, log: Logger): { reconciler?: SettlementReconciler, admin: SettlementsAdminDeps } {
   if (chain == null) {
-    logSummary(notes, log, 'no --rpc-url to check them against the chain')
+    void logSummary(notes, log, 'no --rpc-url to check them against the chain').catch((err: unknown) => { log.warn('could not read the settlement notes', { error: (err as Error).message }) })
     return { admin: { notes, release: act.release } }
   }
   const reconciler = startSettlementReconciler(notes, chain, { intervalMs: Math.min(config.expirySweepInterval, RECONCILE_INTERVAL_S) * 1000, log, startedAt, ...act })

@@ -83,7 +83,7 @@ Examples:
               openTarget: async (l) => await openS3Backend(l, { ...config, s3CacheSize: 0 }, { blocksDir: r.paths.blocks, cacheDir: r.paths.s3Cache, log: loggerFor(config), requireReachable: true }),
               lock: core.lock,
               paths: r.paths,
-              pins: core.pins
+              pins: core.ledger.pins
             }, location, show, abort.signal)
           }
         })

@@ -83,7 +83,7 @@ async function run (name: string, cmd: Command, op: DenyOp, print: (r: DenyReply
       locally: async (core) => {
         const { Denials } = await import('../service/serving/denials.js')
         const { runDenyOp } = await import('../service/admin/deny-admin.js')
-        const { denialLedger: ledger, pins } = core
+        const { denials: ledger, pins } = core.ledger
         if (op.op !== 'check') return await runDenyOp(op, { ledger, pins })
         const { DenylistSources, DenylistConfigError } = await import('../denylist/sources.js')
         const { silentLogger } = await import('../kernel/log.js')
@@ -94,7 +94,7 @@ async function run (name: string, cmd: Command, op: DenyOp, print: (r: DenyReply
           if (err instanceof DenylistConfigError) throw new CliError(err.message)
           throw err
         }
-        return await runDenyOp(op, { ledger, pins, denials: new Denials({ ledger, files: () => files.files() }) })
+        return await runDenyOp(op, { ledger, pins, denials: await Denials.open({ ledger, files: () => files.files() }) })
       }
     })
   } catch (err) {

@@ -108,8 +108,8 @@ async function runExport (o: ExportFlags, cmd: Command): Promise<void> {
       },
       locally: async (core) => {
         out = await Output.open(o.output)
-        const run = exportLedger(core, opts)
-        for (const chunk of run.chunks) {
+        const run = exportLedger(core.ledger, opts)
+        for await (const chunk of run.chunks) {
           if (interrupt.signal.aborted) throw interrupt.signal.reason
           await out.write(chunk)
           progress.show(run.stats.pins + run.stats.payments + run.stats.tickets)

@@ -88,8 +88,8 @@ async function runImport (file: string, o: { merge?: boolean, json?: boolean }, 
       const { openCore } = await import('../app/core.js')
       const core = await openCore(paths)
       try {
-        if (!fresh) await checkImport(source, core, opts)
-        result = await writeImport(source, core, opts)
+        if (!fresh) await checkImport(source, core.ledger, opts)
+        result = await writeImport(source, core.ledger, opts)
       } finally {
         await core.close()
       }

@@ -171,7 +171,7 @@ async function runKeys (name: string, cmd: Command, op: KeysOp, print: (r: KeysR
         // (loaded here: through a running serve, the command needs none of it)
         const { runKeysOp } = await import('../service/admin/keys-admin.js')
         const tokens = await core.recordedTokens()
-        return await runKeysOp(op, { keystore: await core.keystore(), tokenLedger: core.tokenLedger, ...(tokens != null ? { tokens } : {}) })
+        return await runKeysOp(op, { keystore: await core.keystore(), tokenLedger: core.ledger.tokens, ...(tokens != null ? { tokens } : {}) })
       }
     })
   } catch (err) {

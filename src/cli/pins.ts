@@ -81,7 +81,7 @@ async function run (name: string, cmd: Command, op: PinsOp, print: (r: PinsReply
       viaServe: async (socket) => await callAdmin(socket, '/pins', op),
       locally: async (core) => {
         const { runPinsOp } = await import('../service/admin/pins-admin.js')
-        return await runPinsOp(op, { ledger: core.pins })
+        return await runPinsOp(op, { ledger: core.ledger.pins })
       }
     })
   } catch (err) {

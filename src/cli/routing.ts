@@ -33,7 +33,7 @@ Examples:
             const { routingReport } = await import('../service/admin/routing-admin.js')
             const strategy = (core.recorded.provideStrategy ?? settingDefault('provideStrategy')) === 'all' ? 'blocks' : 'roots'
             const interval = core.recorded.reprovideInterval ?? settingDefault('reprovideInterval')
-            return routingReport({ keys: core.pins.provides, strategy, intervalMs: interval * 1000 })
+            return await routingReport({ keys: core.ledger.provides, strategy, intervalMs: interval * 1000 })
           }
         })
         writeResult(out, o.json === true, describe)

@@ -88,7 +88,7 @@ async function run (name: string, cmd: Command, op: SettlementsOp, print: (r: Se
       viaServe: async (socket) => await callAdmin(socket, '/settlements', op),
       locally: async (core) => {
         const { runSettlementsOp } = await import('../service/admin/settlements-admin.js')
-        const { notes } = core
+        const { notes } = core.ledger
         // a pin by CID recorded here is fetched by the next serve (it reads its fetch queue at start)
         const { fulfil, release } = core.settlement
         if (op.op !== 'check') return await runSettlementsOp(op, { notes, release })

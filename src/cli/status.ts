@@ -32,7 +32,7 @@ Examples:
           viaServe: async (socket) => await callAdmin(socket, '/status', {}),
           locally: async (core) => {
             const { operatorStatus } = await import('../service/admin/status.js')
-            return await operatorStatus({ pins: core.pins, notes: core.notes, dataDir: core.paths.root, usage: async () => await core.usage.current().catch(() => ({ blocks: 0, bytes: 0 })) })
+            return await operatorStatus({ ledger: core.ledger, dataDir: core.paths.root, usage: async () => await core.usage.current().catch(() => ({ blocks: 0, bytes: 0 })) })
           },
           // counted where the blocks are (blocks/, or the bucket the data dir records); a store that
           // cannot be reached counts as empty rather than failing the whole status

@@ -72,7 +72,7 @@ export interface MigrateOptions {
   /** under the exclusive commit lock, once every block is in the bucket and verified */
   switchOver: () => Promise<void>
   /** CIDs the ledger references (checked against what was found on disk) */
-  referenced?: () => Iterable<string>
+  referenced?: () => AsyncIterable<string>
   onProgress?: (p: MigrateProgress) => void
   signal?: AbortSignal
 }
@@ -150,7 +150,7 @@ export async function migrateBlocks (o: MigrateOptions): Promise<MigrateResult> 
     await journal.close()
   }
   let missingReferenced = 0
-  for (const cid of o.referenced?.() ?? []) {
+  for await (const cid of o.referenced?.() ?? []) {
     let name: string
     try { name = base32upper.encode(CID.parse(cid).multihash.bytes) } catch { continue }
     if (!onDisk.has(name)) missingReferenced++

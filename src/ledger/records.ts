@@ -2,6 +2,8 @@
  * The ledger's record types. Amounts are decimal strings of atomic units
  * (bigint on the way in and out); times are RFC 3339 UTC strings.
  */
+import { CID } from 'multiformats/cid'
+
 export type PinState = 'queued' | 'pinning' | 'pinned' | 'failed'
 
 export interface PaymentInfo {
@@ -97,4 +99,37 @@ export function isLive (pin: PinRecord, now: Date = new Date(), graceMs = 0): bo
 /** Removed (unpinned, replaced, expired) or taken down by an operator: nothing may be fetched or pinned for it any more. */
 export function withdrawn (pin: PinRecord): boolean {
   return pin.removed != null || pin.takedown != null
+}
+
+/** What the owner index keeps of a pin: the fields GET /pins filters on; of a removed pin, that it was removed. */
+export type PinSummary = LiveSummary | RemovedSummary
+
+/** a summary as a listing that filters on no CID reads it: a live one's CID may be left out (summariesByOwner's withCid) */
+export type ListedSummary = (Omit<LiveSummary, 'cid'> & { cid?: string }) | RemovedSummary
+
+/** a pin not removed */
+export interface LiveSummary {
+  id: string
+  /** the root CID, v1 */
+  cid: string
+  status: PinRecord['status']
+  /** pinned_until, ms since the epoch */
+  until: number
+  removed: false
+  name?: string
+  meta: Record<string, string>
+}
+
+/** what statesByOwner reads of a pin: its requestid, status and pinned_until (ms since the epoch) */
+export type OwnerPinState = Pick<LiveSummary, 'id' | 'status' | 'until'>
+
+/** a removed pin: every listing skips it, so the index keeps nothing else of it (most of a ledger's pins) */
+export interface RemovedSummary {
+  id: string
+  removed: true
+}
+
+export function summaryOf (pin: PinRecord): PinSummary {
+  if (pin.removed != null) return { id: pin.requestid, removed: true }
+  return { id: pin.requestid, cid: CID.parse(pin.cid).toV1().toString(), status: pin.status, until: Date.parse(pin.pinnedUntil), removed: false, ...(pin.name != null ? { name: pin.name } : {}), meta: pin.meta }
 }

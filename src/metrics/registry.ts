@@ -44,8 +44,8 @@ import client from 'prom-client'
 import { RequestTally } from './request-tally.js'
 
 export interface MetricsSources {
-  pinCounts(): Record<string, number>
-  fetchQueueDepth(): number
+  pinCounts(): Promise<Record<string, number>>
+  fetchQueueDepth(): Promise<number>
   blockstoreUsage(): Promise<{ blocks: number, bytes: number }>
   connections(): number
   /** the payment gate's settlements under way and the settler's balance (absent without a gate) */
@@ -53,7 +53,7 @@ export interface MetricsSources {
   /** present when routing is on */
   routing?(): { routingTable: number, records: number }
   /** present when the DHT announces (the reprovider) */
-  provides?(): { keys: number, pending: number, oldestPendingSeconds: number }
+  provides?(): Promise<{ keys: number, pending: number, oldestPendingSeconds: number }>
   /** S3 block backend: does the bucket answer? (undefined: blocks on disk) */
   s3Up?(): boolean | undefined
   /** the send budget of streamed responses (http/send-budget.ts) */
@@ -129,9 +129,9 @@ export class Metrics {
     }
     new client.Gauge({
       name: 'pind_pins', help: 'pins by status (live pins) and removed', labelNames: ['status'], registers: [r],
-      collect () { for (const [status, n] of Object.entries(sources.pinCounts())) this.set({ status }, n) }
+      async collect () { for (const [status, n] of Object.entries(await sources.pinCounts())) this.set({ status }, n) }
     })
-    new client.Gauge({ name: 'pind_fetch_queue_depth', help: 'pins by CID waiting or being fetched', registers: [r], collect () { this.set(sources.fetchQueueDepth()) } })
+    new client.Gauge({ name: 'pind_fetch_queue_depth', help: 'pins by CID waiting or being fetched', registers: [r], async collect () { this.set(await sources.fetchQueueDepth()) } })
     // each reads the current usage itself (set from the other's collect, it would show the previous scrape's)
     // (a bucket away fails the walk: the last figures stay, the scrape goes on)
     new client.Gauge({ name: 'pind_blockstore_blocks', help: 'blocks in the block store (files on disk or objects in S3)', registers: [r], async collect () { const u = await sources.blockstoreUsage().catch(() => undefined); if (u != null) this.set(u.blocks) } })
@@ -170,9 +170,9 @@ export class Metrics {
     }
     const provides = sources.provides
     if (provides != null) {
-      new client.Gauge({ name: 'pind_provide_keys', help: 'CIDs this node announces on the DHT (--provide-strategy)', registers: [r], collect () { this.set(provides().keys) } })
-      new client.Gauge({ name: 'pind_provide_pending', help: 'CIDs due to be announced now (new or due again)', registers: [r], collect () { this.set(provides().pending) } })
-      new client.Gauge({ name: 'pind_provide_oldest_pending_seconds', help: 'how late the most overdue announcement is (0: none is due)', registers: [r], collect () { this.set(provides().oldestPendingSeconds) } })
+      new client.Gauge({ name: 'pind_provide_keys', help: 'CIDs this node announces on the DHT (--provide-strategy)', registers: [r], async collect () { this.set((await provides()).keys) } })
+      new client.Gauge({ name: 'pind_provide_pending', help: 'CIDs due to be announced now (new or due again)', registers: [r], async collect () { this.set((await provides()).pending) } })
+      new client.Gauge({ name: 'pind_provide_oldest_pending_seconds', help: 'how late the most overdue announcement is (0: none is due)', registers: [r], async collect () { this.set((await provides()).oldestPendingSeconds) } })
     }
   }
 

@@ -330,7 +330,7 @@ export class PaymentGate {
   }
 
   /** Reads PAYMENT-SIGNATURE and verifies it against the server's own requirements for this quote. */
-  async decide (header: string | undefined, q: Quote, settledBefore: (paymentId: string) => boolean = () => false): Promise<GateDecision> {
+  async decide (header: string | undefined, q: Quote, settledBefore: (paymentId: string) => Promise<boolean> | boolean = () => false): Promise<GateDecision> {
     this.assertReady()
     if (header == null || header === '') {
       this.onEvent?.('required')
@@ -353,7 +353,7 @@ export class PaymentGate {
       return { type: 'payment-required', error: await this.challenge(q, 'only well-formed EIP-3009 (transferWithAuthorization) payments are accepted: payload.authorization needs from, to, value, validAfter, validBefore and nonce, and payload.signature') }
     }
     const { payer: from, id, proof } = who
-    if (settledBefore(id)) {
+    if (await settledBefore(id)) {
       return { type: 'settled-before', payment: { payer: from, id, amount: q.amount, proof, payload, requirements: match } }
     }
     let verify

@@ -7,6 +7,7 @@
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Database } from 'lmdb'
+import { LmdbLedger } from '../../src/ledger/lmdb/ledger.js'
 import { openLedgerEnv, type LedgerEnv } from '../../src/ledger/lmdb/open.js'
 import { PinLedger } from '../../src/ledger/lmdb/pins.js'
 import { paymentKey } from '../../src/ledger/lmdb/stored.js'
@@ -36,6 +37,22 @@ export async function closeTestLedgers (): Promise<void> {
     await t.env.close()
     rmSync(t.dir, { recursive: true, force: true })
   }
+}
+
+const contracts = new WeakMap<TestLedger, LmdbLedger>()
+
+/** the ledger contract over a test ledger's LMDB classes (for exports, imports and services), made once per ledger */
+export function contractOf (t: TestLedger): LmdbLedger {
+  let c = contracts.get(t)
+  if (c == null) contracts.set(t, c = new LmdbLedger(t.env, t.ledger))
+  return c
+}
+
+/** the whole text of an export's chunks */
+export async function textOf (chunks: AsyncIterable<string>): Promise<string> {
+  const out: string[] = []
+  for await (const c of chunks) out.push(c)
+  return out.join('')
 }
 
 /** the x402 payments' database (keyed by payer and nonce, 52 bytes) */

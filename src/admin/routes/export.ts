@@ -21,7 +21,7 @@ export function exportRoutes (router: Router, d: AdminDeps): void {
     if (body == null || typeof body !== 'object' || Array.isArray(body)) throw new InvalidInputError('send the export options as a JSON object')
     // a bad option is an ExportOptionsError: a bad request (src/http/error-catalog.ts)
     const opts = parseExportOptions(body as ExportRequest)
-    const run = exportLedger({ pins: d.pins, tickets: d.tickets }, opts)
+    const run = exportLedger(d.ledger, opts)
     let gone = false
     res.on('close', () => { gone = true })
     res.writeHead(200, {
@@ -29,7 +29,7 @@ export function exportRoutes (router: Router, d: AdminDeps): void {
       'cache-control': 'no-store',
       'x-pind-export-schema': `${EXPORT_SCHEMA}; version=${EXPORT_VERSION}`
     })
-    for (const chunk of run.chunks) {
+    for await (const chunk of run.chunks) {
       if (gone) break // leaving the loop (or a throw) ends the generator, which releases its read snapshot
       // past a bounded buffer, wait for the socket (res.write's false alone would stop at every 64 KiB chunk)
       if (!res.write(chunk) && res.writableLength >= MAX_BUFFERED) await drained(res)

@@ -9,7 +9,7 @@ import type { AdminDeps } from '../deps.js'
 export function pinsRoutes (router: Router, d: AdminDeps): void {
   router.add('POST', '/pins', async ({ req, res }) => {
     const reply: AdminJsonRoutes['/pins']['reply'] = await runPinsOp(adminRequest('/pins', await readJson(req)), {
-      ledger: d.pins,
+      ledger: d.ledger.pins,
       ...(d.delegates != null ? { delegates: d.delegates } : {})
     })
     sendJson(res, 200, reply)

@@ -7,9 +7,9 @@ import type { AdminDeps } from '../deps.js'
 
 /** POST /routing: `pind routing status` inside a running serve. */
 export function routingRoutes (router: Router, d: AdminDeps): void {
-  router.add('POST', '/routing', ({ res }) => {
+  router.add('POST', '/routing', async ({ res }) => {
     if (d.routing == null) throw new NotFoundError('this serve has no routing status')
-    const reply: AdminJsonRoutes['/routing']['reply'] = routingReport(d.routing)
+    const reply: AdminJsonRoutes['/routing']['reply'] = await routingReport(d.routing)
     sendJson(res, 200, reply)
   })
 }

@@ -12,8 +12,8 @@ import { createPin, type PinCreateDeps, type PinOutcome, type PinWrite } from '.
 import { parsePinRequest } from '../../service/pins/pin-request.js'
 import { renewPin } from '../../service/pins/pin-renew.js'
 import { readJson } from '../json-body.js'
-import type { PinLedger } from '../../ledger/lmdb/pins.js'
-import { listPins, parsePinQuery } from '../../service/pins/pin-query.js'
+import type { PinLedger } from '../../ledger/pins.js'
+import { parsePinQuery } from '../../service/pins/pin-query.js'
 import { toPinStatus, type PinStatus } from '../../service/pins/pin-status.js'
 import { withDenial } from '../../service/serving/denials.js'
 import type { Refusal } from '../../service/serving/serve-policy.js'
@@ -40,13 +40,13 @@ export function pinRoutes (router: Router, d: PinRoutesDeps): void {
   router.add('GET', '/pins', async ({ req, res, url }) => {
     const { owner } = await bearer(req, d.tokens)
     const q = parsePinQuery(url.searchParams)
-    const { count, results } = listPins(d.ledger, owner, q)
+    const { count, results } = await d.ledger.list(owner, q)
     const delegates = d.delegates()
     sendJson(res, 200, { count, results: results.map(p => shown(toPinStatus(p, delegates))) })
   })
 
-  const ownPin = (owner: string, requestid: string) => {
-    const pin = d.ledger.get(requestid)
+  const ownPin = async (owner: string, requestid: string): Promise<PinRecord> => {
+    const pin = await d.ledger.get(requestid)
     if (pin == null || pin.owner !== owner || pin.removed != null || (!d.ledger.isLive(pin) && pin.status !== 'failed')) {
       throw new NotFoundError(`no pin with requestid ${requestid.slice(0, 100)} for this owner`)
     }
@@ -55,19 +55,19 @@ export function pinRoutes (router: Router, d: PinRoutesDeps): void {
 
   router.add('GET', '/pins/:requestid', async ({ req, res, params }) => {
     const { owner } = await bearer(req, d.tokens)
-    sendJson(res, 200, shown(toPinStatus(ownPin(owner, params.requestid as string), d.delegates())))
+    sendJson(res, 200, shown(toPinStatus(await ownPin(owner, params.requestid as string), d.delegates())))
   })
 
   router.add('DELETE', '/pins/:requestid', async ({ req, res, params, countAsPaid }) => {
     const { owner } = await bearer(req, d.tokens)
-    const pin = ownPin(owner, params.requestid as string)
+    const pin = await ownPin(owner, params.requestid as string)
     await d.ledger.remove(pin.requestid, 'unpinned')
     countAsPaid()
     res.writeHead(202, { 'content-length': 0 })
     res.end()
   })
 
-  const write = async (req: IncomingMessage, replaces?: (owner: string) => PinRecord): Promise<PinOutcome> => {
+  const write = async (req: IncomingMessage, replaces?: (owner: string) => Promise<PinRecord>): Promise<PinOutcome> => {
     const request = parsePinRequest(await readJson(req))
     const months = parseMonths(req.headers[DURATION_HEADER], d.create.prices.maxMonths)
     const claimedBytes = byteCount(req, PIN_SIZE_HEADER, 'X-Pin-Size must be a whole number of bytes (the size of the whole DAG)')
@@ -79,7 +79,7 @@ export function pinRoutes (router: Router, d: PinRoutesDeps): void {
     if (claimedBytes != null) w.claimedBytes = claimedBytes
     if (typeof paymentHeader === 'string') w.paymentHeader = paymentHeader
     if (auth != null) w.auth = auth
-    if (replaces != null) w.replaces = replaces((auth as VerifiedToken).owner)
+    if (replaces != null) w.replaces = await replaces((auth as VerifiedToken).owner)
     return await createPin(w, d.create)
   }
 
@@ -101,9 +101,9 @@ export function pinRoutes (router: Router, d: PinRoutesDeps): void {
 
   // a pin this owner replaced is passed on too: the honest retry of the paid request that
   // replaced it is answered as a replay; anything else gets 404 from the service
-  const replaceable = (owner: string, requestid: string): PinRecord => {
-    const pin = d.ledger.get(requestid)
-    return pin != null && pin.owner === owner && pin.removed?.why === 'replaced' ? pin : ownPin(owner, requestid)
+  const replaceable = async (owner: string, requestid: string): Promise<PinRecord> => {
+    const pin = await d.ledger.get(requestid)
+    return pin != null && pin.owner === owner && pin.removed?.why === 'replaced' ? pin : await ownPin(owner, requestid)
   }
 
   router.add('POST', '/pins/:requestid', async ({ req, res, params, countAsPaid }) => {

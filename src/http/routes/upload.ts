@@ -1,6 +1,7 @@
 import type { TokenService } from '../../auth/tokens.js'
 import { InvalidInputError, NotFoundError, ReplayRefusedError, UnavailableError } from '../../kernel/errors.js'
-import type { UploadTickets } from '../../ledger/lmdb/tickets.js'
+import type { Ledger } from '../../ledger/ledger.js'
+import type { UploadTickets } from '../../ledger/tickets.js'
 import { upload, type FileReader, type UploadDeps } from '../../service/uploads/upload.js'
 import { buyTicket, ticketBody, type TicketBuyDeps } from '../../service/uploads/upload-ticket.js'
 import { uploadWithTicket, type TicketUploadDeps } from '../../service/uploads/ticket-upload.js'
@@ -19,7 +20,9 @@ export const TICKET_HEADER = 'x-upload-ticket'
 
 /** what the ticket routes need besides the upload's own deps */
 export interface TicketRouteDeps {
-  tickets: Pick<UploadTickets, 'check' | 'claim' | 'get' | 'noteFailed' | 'record'>
+  tickets: Pick<UploadTickets, 'check' | 'get' | 'noteFailed'>
+  /** where a ticket and its payment, or its claim and the pin it makes, are written in one transaction */
+  records: Pick<Ledger, 'transaction'>
   direct: TicketUploadDeps['direct']
   journals?: TicketUploadDeps['journals']
   discard: TicketUploadDeps['discard']
@@ -88,7 +91,7 @@ async function ticketUpload (req: IncomingMessage, res: ServerResponse, ticket: 
   const { owner } = await bearer(req, t.verifier)
   const file: FileReader = async (consume, limits) => await readSingleFile(req, async (f) => await consume({ name: f.filename, bytes: f.stream }), limits)
   const r = await uploadWithTicket({ ticket: ticket.trim().toLowerCase(), owner, file }, {
-    ledger: deps.ledger, tickets: t.tickets, direct: t.direct, slots: deps.slots, publicUrl: deps.publicUrl, log: deps.log,
+    ledger: deps.ledger, tickets: t.tickets, records: t.records, direct: t.direct, slots: deps.slots, publicUrl: deps.publicUrl, log: deps.log,
     discard: t.discard, retries: t.retries,
     ...(t.journals != null ? { journals: t.journals } : {}),
     ...(t.onLeftover != null ? { onLeftover: t.onLeftover } : {}),
@@ -105,7 +108,7 @@ function ticketRoutes (router: Router, deps: Parameters<typeof uploadRoutes>[1],
     const paymentHeader = req.headers[PAYMENT_HEADER]
     const fileBytes = byteCount(req, UPLOAD_SIZE_HEADER, 'X-Upload-Size must be a whole number of bytes')
     const d: TicketBuyDeps = {
-      ledger: deps.ledger, tickets: t.tickets, gate: deps.gate, tokens: deps.tokens, once: deps.once, prices: deps.prices,
+      ledger: deps.ledger, tickets: t.tickets, records: t.records, gate: deps.gate, tokens: deps.tokens, once: deps.once, prices: deps.prices,
       uploadMaxBytes: deps.uploadMaxBytes, validitySeconds: t.validitySeconds, publicUrl: deps.publicUrl, network: deps.network, asset: deps.asset, log: deps.log,
       ...(deps.storage != null ? { storage: deps.storage } : {}),
       ...(deps.openNotes != null ? { openNotes: deps.openNotes } : {})
@@ -121,7 +124,7 @@ function ticketRoutes (router: Router, deps: Parameters<typeof uploadRoutes>[1],
   router.add('GET', '/upload/tickets/:ticket', async ({ req, res, params }) => {
     const { owner } = await bearer(req, t.verifier)
     const id = String(params.ticket ?? '').toLowerCase()
-    const ticket = UUID.test(id) ? t.tickets.get(id) : undefined
+    const ticket = UUID.test(id) ? await t.tickets.get(id) : undefined
     // another wallet's ticket is not found either (as another owner's pin)
     if (ticket == null || ticket.payer !== owner.toLowerCase()) throw new NotFoundError('no such upload ticket for this wallet')
     sendJson(res, 200, ticketBody(ticket, deps.publicUrl))

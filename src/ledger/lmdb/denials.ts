@@ -8,27 +8,8 @@
  */
 import type { Database } from 'lmdb'
 import type { LedgerEnv } from './open.js'
-
-export interface DenialRecord {
-  /** canonical form: `/ipfs/<multihash b58>[/path][*]` or `//<double hash>`; one rule per key */
-  key: string
-  /** as the operator gave it, normalized to `/ipfs/<cid>[/path]` */
-  rule: string
-  reason: string
-  /** who ran the command (the operator's login; SUDO_USER when run through sudo) */
-  by: string
-  /** RFC 3339 UTC */
-  at: string
-}
-
-export interface DenialEvent {
-  op: 'add' | 'rm'
-  key: string
-  rule: string
-  reason?: string
-  by: string
-  at: string
-}
+import type { DenialEvent, DenialRecord } from '../denials.js'
+export type { DenialEvent, DenialRecord } from '../denials.js'
 
 export class DenialLedger {
   private readonly rules: Database<DenialRecord, string>

@@ -3,7 +3,8 @@
  * dir holds every sub-database: pins, indexes, payments, the fetch queue, and
  * the libp2p/helia datastore. This folder is the only importer of lmdb.
  */
-import { PindError } from '../../kernel/errors.js'
+import { LedgerSchemaError } from '../errors.js'
+export { LedgerSchemaError } from '../errors.js'
 import { open, type Database } from 'lmdb'
 import { LedgerSnapshot } from './snapshot.js'
 import { archivePathOf, LedgerArchive } from './archive.js'
@@ -109,10 +110,6 @@ export interface LedgerEnv {
   /** a read snapshot of the whole environment, until its release() (./snapshot.ts: what holding one costs) */
   readSnapshot(): LedgerSnapshot
   close(): Promise<void>
-}
-
-export class LedgerSchemaError extends PindError {
-  override name = 'LedgerSchemaError'
 }
 
 export async function openLedgerEnv (path: string): Promise<LedgerEnv> {

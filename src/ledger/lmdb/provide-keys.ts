@@ -18,32 +18,8 @@ import { createHash } from 'node:crypto'
 import type { Database } from 'lmdb'
 import { CID } from 'multiformats/cid'
 import type { LedgerEnv } from './open.js'
-
-export type ProvideKind = 'roots' | 'blocks'
-
-export interface ProvideRecord {
-  /** the multihash (what ADD_PROVIDER carries) */
-  mh: Uint8Array
-  /** pins holding it */
-  n: number
-  /** ms since the epoch when it is due to be (re)announced (a new CID: when it was added, i.e. at once) */
-  due: number
-  /** ms of the last successful announcement; 0 = never */
-  at: number
-}
-
-export interface ProvideKey {
-  kad: Buffer
-  mh: Uint8Array
-  due: number
-  at: number
-}
-
-/** A keyspace range: kad keys from `start` (inclusive) to `end` (exclusive; none = to the end). */
-export interface KeyRange {
-  start: Buffer
-  end?: Buffer
-}
+import type { KeyRange, ProvideKey, ProvideKind, ProvideRecord } from '../provides.js'
+export type { KeyRange, ProvideKey, ProvideKind, ProvideRecord } from '../provides.js'
 
 const IDENTITY = 0x00
 const CYCLE_START = 'provide:cycleStart'

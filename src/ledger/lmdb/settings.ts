@@ -6,19 +6,9 @@
  * or writes them by name.
  */
 import type { LedgerEnv } from './open.js'
+import type { RecordedSettings } from '../ledger.js'
 
-export interface RecordedSettings {
-  /** the `iss` (and `aud`) of the wallet tokens serve issues */
-  tokenIssuer: string
-  /** seconds */
-  tokenTtl: number
-  /** seconds an expired pin keeps its blocks */
-  expiryGrace: number
-  /** --provide-strategy: roots, pinned or all */
-  provideStrategy: string
-  /** seconds */
-  reprovideInterval: number
-}
+export type { RecordedSettings } from '../ledger.js'
 
 const TYPES: { [K in keyof RecordedSettings]: 'string' | 'number' } = {
   tokenIssuer: 'string',

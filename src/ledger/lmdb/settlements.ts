@@ -11,64 +11,8 @@
 import type { Database } from 'lmdb'
 import type { LedgerEnv } from './open.js'
 import type { PinRecord } from '../records.js'
-import type { UploadTicket } from './tickets.js'
-
-/** unset: never checked against the chain */
-export type SettlementState = 'unused-pending' | 'paid-unfulfilled'
-
-export interface SettlingRecord {
-  /** `${payer}:${nonce}` of the EIP-3009 authorization */
-  paymentId: string
-  payer: string
-  /** atomic units */
-  amount: string
-  purpose: string
-  at: string
-  /** the authorization's validBefore (unix seconds, decimal): it cannot be used from then on; absent in notes of older versions */
-  validBefore?: string
-  state?: SettlementState
-  /**
-   * when its request gave up on a settlement whose outcome it could not tell (it threw, or the
-   * chain said the payment was used after all): the request is over, so reconciliation reads the
-   * note at its next pass rather than waiting for it as a request that may still be settling
-   */
-  settleFailedAt?: string
-  /** when the chain was last read for this note */
-  checkedAt?: string
-  /**
-   * What the payment buys, so that it can be carried out without the
-   * request: the pin as it would have been recorded (a pin by CID, a
-   * replacement, or an upload whose sealed staging folder is kept). A note
-   * found paid on chain with this is fulfilled by reconciliation instead of
-   * waiting for an operator.
-   */
-  fulfil?: SettlementFulfilment
-}
-
-export interface SettlementFulfilment {
-  /** sha256 of the signed authorization (the payment record's proof) */
-  proof: string
-  /** a new pin: as it is to be recorded, payment fields as known before settlement (no tx) */
-  pin?: PinRecord
-  /** an upload: its staging folder (kept across restarts while the note lives) and every block of its DAG */
-  upload?: { staging: string, blocks: string[] }
-  /** a renewal: the pin and the months bought */
-  renew?: { requestid: string, months: number }
-  /** an upload ticket (tickets.ts): as it is to be recorded, without its settlement transaction */
-  ticket?: UploadTicket
-}
-
-export interface ClosedSettlement {
-  note: SettlingRecord
-  closedAt: string
-  operatorNote: string
-}
-
-/** What reconciliation decided for a note it read: drop it, or keep it in a state. */
-export interface SettlementVerdict {
-  read: SettlingRecord
-  next: 'drop' | SettlementState
-}
+import type { ClosedSettlement, SettlementVerdict, SettlingRecord } from '../settlements.js'
+export type { ClosedSettlement, SettlementFulfilment, SettlementState, SettlementVerdict, SettlingRecord } from '../settlements.js'
 
 export class SettlementNotes {
   private readonly settling: Database<SettlingRecord, string>
@@ -135,5 +79,6 @@ const MAX_ID_LENGTH = 200
 
 function sameNote (a: SettlingRecord, b: SettlingRecord): boolean {
   return a.at === b.at && a.payer === b.payer && a.amount === b.amount && a.purpose === b.purpose &&
-    a.validBefore === b.validBefore && a.state === b.state && a.checkedAt === b.checkedAt
+    a.validBefore === b.validBefore && a.state === b.state && a.checkedAt === b.checkedAt && a.settleFailedAt === b.settleFailedAt &&
+    a.fulfil?.proof === b.fulfil?.proof
 }

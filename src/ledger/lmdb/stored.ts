@@ -48,7 +48,7 @@
  */
 import { CID } from 'multiformats/cid'
 import { isoMicros } from '../clock.js'
-import type { ListedSummary, LiveSummary, PinSummary } from './pins.js'
+import type { ListedSummary, LiveSummary, PinSummary } from './summaries.js'
 import type { PaymentInfo, PaymentRecord, PinRecord } from '../records.js'
 
 const LAYOUT = 1

@@ -9,51 +9,15 @@
  * creates are written in one transaction too (PinLedger.create's `within`),
  * so a ticket makes at most one pin, however many uploads try it at once.
  */
-import { PindError } from '../../kernel/errors.js'
+import { TicketClaimError } from '../errors.js'
+import type { UploadTicket } from '../tickets.js'
+export { TicketClaimError } from '../errors.js'
+export { ticketPurpose, type UploadTicket } from '../tickets.js'
 import type { Database } from 'lmdb'
 import type { LedgerEnv } from './open.js'
 import type { PinLedger } from './pins.js'
 import type { PaymentRecord, PinRecord } from '../records.js'
 import type { LedgerSnapshot } from './snapshot.js'
-
-export interface UploadTicket {
-  /** a random UUID: it names the ticket, it does not authorize (the payer's wallet token does) */
-  id: string
-  /** the paying wallet, lowercase: the only one that may use it */
-  payer: string
-  /** file bytes the upload may carry (what was paid for) */
-  bytes: number
-  months: number
-  /** atomic units paid */
-  amount: string
-  /** the payment (payer:nonce) that bought it */
-  paymentId: string
-  network: string
-  asset: string
-  /** the settlement transaction */
-  tx?: string
-  /** when it was bought (RFC 3339) */
-  createdAt: string
-  /** it cannot be used from then on (RFC 3339) */
-  expiresAt: string
-  /** set by the upload that used it: the pin it made */
-  claimed?: { requestid: string, at: string }
-  /** block bytes its failed uploads wrote (and pind removed again): what bounds its retries */
-  failedBytes?: number
-}
-
-/** What a claim found wrong with a ticket (the service answers each with its own status). */
-export class TicketClaimError extends PindError {
-  override name = 'TicketClaimError'
-  constructor (readonly why: 'unknown' | 'not-owner' | 'expired' | 'used', message: string) {
-    super(message)
-  }
-}
-
-/** the purpose of a ticket's payment record */
-export function ticketPurpose (id: string): string {
-  return `ticket:${id}`
-}
 
 export class UploadTickets {
   private readonly db: Database<UploadTicket, string>
@@ -72,40 +36,41 @@ export class UploadTickets {
     for (const { value } of this.db.getRange(at?.read)) yield value
   }
 
-  /**
-   * Writes imported records as they are (import-ledger): the batch's pins and
-   * payments (PinLedger.importBatch) and its tickets, unused or claimed, in
-   * one transaction. A ticket id the ledger holds already is refused.
-   */
+  /** Writes imported tickets, unused or claimed, inside the caller's transaction; an id the ledger holds already is refused. */
+  importIn (tickets: UploadTicket[]): void {
+    for (const t of tickets) {
+      if (this.db.doesExist(t.id)) throw new Error(`upload ticket ${t.id} exists already`)
+      this.db.put(t.id, t)
+    }
+  }
+
+  /** Writes a bought ticket inside the caller's transaction (the one recording its payment). */
+  putNewIn (ticket: UploadTicket): void {
+    if (this.db.doesExist(ticket.id)) throw new Error(`ticket ${ticket.id} exists already`)
+    this.db.put(ticket.id, ticket)
+  }
+
+  /** Checks a ticket and marks it claimed by `requestid`, inside the caller's transaction (the one writing that pin); TicketClaimError says what was wrong. */
+  claimIn (id: string, owner: string, requestid: string, now: Date = new Date()): UploadTicket {
+    const claimed = { ...this.check(id, owner, now), claimed: { requestid, at: now.toISOString() } }
+    this.db.put(id, claimed)
+    return claimed
+  }
+
+  /** Writes imported records as they are (import-ledger): pins, payments and tickets in one transaction. */
   async importBatch (pins: Parameters<PinLedger['importBatch']>[0], payments: PaymentRecord[], tickets: UploadTicket[]): Promise<void> {
-    await this.pins.importBatch(pins, payments, () => {
-      for (const t of tickets) {
-        if (this.db.doesExist(t.id)) throw new Error(`upload ticket ${t.id} exists already`)
-        this.db.put(t.id, t)
-      }
-    })
+    await this.pins.importBatch(pins, payments, () => { this.importIn(tickets) })
   }
 
   /** Records a bought ticket with its payment (and removes the payment's settlement note): one transaction. PaymentReusedError when the payment is recorded already. */
   async record (ticket: UploadTicket, payment: PaymentRecord): Promise<void> {
-    await this.pins.recordPayment(payment, () => {
-      if (this.db.doesExist(ticket.id)) throw new Error(`ticket ${ticket.id} exists already`)
-      this.db.put(ticket.id, ticket)
-    })
+    await this.pins.recordPayment(payment, () => { this.putNewIn(ticket) })
   }
 
-  /**
-   * Uses a ticket: checks it (it exists, `owner` bought it, it has not expired
-   * and is unused), marks it claimed by `pin` and writes the pin and its
-   * block references, in one transaction. TicketClaimError says what was wrong.
-   */
+  /** Uses a ticket and writes the pin it makes with its block references, in one transaction. TicketClaimError says what was wrong. */
   async claim (id: string, owner: string, pin: PinRecord, blocks: string[], now: Date = new Date()): Promise<UploadTicket> {
     let claimed: UploadTicket | undefined
-    await this.pins.create(pin, undefined, blocks, () => {
-      const t = this.check(id, owner, now)
-      claimed = { ...t, claimed: { requestid: pin.requestid, at: now.toISOString() } }
-      this.db.put(id, claimed)
-    })
+    await this.pins.create(pin, undefined, blocks, () => { claimed = this.claimIn(id, owner, pin.requestid, now) })
     return claimed as UploadTicket
   }
 

@@ -8,16 +8,8 @@
  */
 import type { Database } from 'lmdb'
 import type { LedgerEnv } from './open.js'
-
-export interface IssuedTokenRecord {
-  jti: string
-  owner: string
-  permissions: string[]
-  issuedAt: string
-  expiresAt: string
-  kid: string
-  note?: string
-}
+import type { IssuedTokenRecord } from '../tokens.js'
+export type { IssuedTokenRecord } from '../tokens.js'
 
 export class TokenLedger {
   private readonly issued: Database<IssuedTokenRecord, string>

@@ -15,7 +15,7 @@ import { migrateBlocks, MigrateError, type MigrateProgress, type MigrateResult }
 import { recordOf } from '../../ipfs/open-backend.js'
 import type { S3Backend } from '../../ipfs/s3-backend.js'
 import type { S3Location } from '../../ipfs/s3-settings.js'
-import type { PinLedger } from '../../ledger/lmdb/pins.js'
+import type { PinLedger } from '../../ledger/pins.js'
 
 export interface BlocksMigrateDeps {
   /** the backend in use: blocks on disk */
@@ -24,7 +24,8 @@ export interface BlocksMigrateDeps {
   openTarget: (location: S3Location) => Promise<S3Backend>
   lock: CommitLock
   paths: { migrateJournal: string, blockstoreRecord: string }
-  pins?: PinLedger
+  /** the blocks the ledger references (checked against what was found on disk) */
+  pins?: Pick<PinLedger, 'referencedBlocks'>
   /** a running serve: go on with the bucket from now on */
   switchTo?: (target: S3Backend) => void
 }
@@ -41,6 +42,7 @@ export async function migrateToS3 (d: BlocksMigrateDeps, location: S3Location, o
   const source = d.current()
   if (!(source instanceof FsBackend)) throw new MigrateError(`this data dir keeps its blocks in S3 already (${source.describe()})`)
   const target = await d.openTarget(location)
+  const pins = d.pins
   let switched = false
   try {
     const result = await migrateBlocks({
@@ -49,7 +51,7 @@ export async function migrateToS3 (d: BlocksMigrateDeps, location: S3Location, o
       journalPath: d.paths.migrateJournal,
       targetId: `${location.endpoint ?? 'aws'} ${location.bucket} ${location.prefix}`,
       lock: d.lock,
-      ...(d.pins != null ? { referenced: () => (d.pins as PinLedger).referencedBlocks() } : {}),
+      ...(pins != null ? { referenced: () => pins.referencedBlocks() } : {}),
       ...(onProgress != null ? { onProgress } : {}),
       ...(signal != null ? { signal } : {}),
       switchOver: async () => {

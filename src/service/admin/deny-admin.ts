@@ -8,8 +8,8 @@ import { z } from 'zod/v4'
 import { basename } from 'node:path'
 import { InvalidInputError, NotFoundError } from '../../kernel/errors.js'
 import type { DenylistFile } from '../../denylist/sources.js'
-import type { DenialLedger, DenialRecord } from '../../ledger/lmdb/denials.js'
-import type { PinLedger } from '../../ledger/lmdb/pins.js'
+import type { DenialLedger, DenialRecord } from '../../ledger/denials.js'
+import type { PinLedger } from '../../ledger/pins.js'
 import { checkTarget, operatorTarget, type Denials } from '../serving/denials.js'
 import { CID } from 'multiformats/cid'
 import * as Digest from 'multiformats/hashes/digest'
@@ -49,8 +49,8 @@ async function run (op: DenyOp, d: DenyAdminDeps) {
       if (reason === '') throw new InvalidInputError('add needs a reason (why it is denied: kept in the ledger, and shown to clients and to the owners of pins of it)')
       const rec: DenialRecord = { key: t.key, rule: t.rule, reason, by: who(op.by), at: new Date().toISOString() }
       const replaced = await d.ledger.add(rec)
-      d.denials?.reload()
-      const pins = t.parsed.kind === 'ipfs' ? livePinsOf(t.parsed.multihash, d) : []
+      await d.denials?.reload()
+      const pins = t.parsed.kind === 'ipfs' ? await livePinsOf(t.parsed.multihash, d) : []
       return { added: rec, ...(replaced != null ? { replaced } : {}), livePins: pins, gatewayOnly: t.parsed.kind === 'ipfs' && t.parsed.path !== '' }
     }
     case 'rm': {
@@ -58,14 +58,14 @@ async function run (op: DenyOp, d: DenyAdminDeps) {
       const reason = text(op.reason, '--reason', MAX_REASON)
       const removed = await d.ledger.remove(t.key, { by: who(op.by), at: new Date().toISOString(), ...(reason !== '' ? { reason } : {}) })
       if (removed == null) throw new NotFoundError(`no denial ${t.rule.slice(0, 200)} (see pind deny ls; rules of --denylist files are changed in the files)`)
-      d.denials?.reload()
+      await d.denials?.reload()
       return { removed }
     }
     case 'ls':
       return {
-        rules: [...d.ledger.all()],
+        rules: await d.ledger.all(),
         ...(d.files != null ? { denylists: d.files().map(fileView) } : {}),
-        ...(op.history === true ? { history: [...d.ledger.history()] } : {})
+        ...(op.history === true ? { history: await d.ledger.history() } : {})
       }
     case 'check': {
       const { cid, path } = checkTarget(op.target)
@@ -78,9 +78,11 @@ async function run (op: DenyOp, d: DenyAdminDeps) {
 }
 
 /** pins of this multihash under any codec pind pins (a denial names the multihash) */
-function livePinsOf (multihash: Uint8Array, d: DenyAdminDeps): string[] {
+async function livePinsOf (multihash: Uint8Array, d: DenyAdminDeps): Promise<string[]> {
   const digest = Digest.decode(multihash)
-  return PIN_CODECS.flatMap(c => d.pins.livePinsOf(CID.createV1(c.code, digest)))
+  const ids: string[] = []
+  for (const c of PIN_CODECS) ids.push(...await d.pins.livePinsOf(CID.createV1(c.code, digest)))
+  return ids
 }
 
 function fileView (f: DenylistFile): Record<string, unknown> {

@@ -9,7 +9,7 @@ import { KNOWN_PERMISSIONS } from '../../auth/permissions.js'
 import type { KeyStore } from '../../auth/keystore.js'
 import { tokenIdOf, type TokenService } from '../../auth/tokens.js'
 import { InvalidInputError } from '../../kernel/errors.js'
-import type { TokenLedger } from '../../ledger/lmdb/tokens.js'
+import type { TokenLedger } from '../../ledger/tokens.js'
 import type { Reply } from './reply.js'
 
 /** what `pind keys` asks (the admin channel's POST /keys body, validated with this) */
@@ -44,7 +44,7 @@ async function run (op: KeysOp, d: KeysAdminDeps) {
       await d.keystore.refresh()
       // the key that signs new tokens is the newest active one; older active keys only verify
       const signing = d.keystore.active().kid
-      return { keys: d.keystore.list().map(k => ({ ...k, signing: k.kid === signing })), operatorTokens: [...d.tokenLedger.listIssued()] }
+      return { keys: d.keystore.list().map(k => ({ ...k, signing: k.kid === signing })), operatorTokens: await d.tokenLedger.listIssued() }
     }
     case 'rotate':
       return { rotated: await d.keystore.rotate() }
@@ -93,7 +93,7 @@ async function run (op: KeysOp, d: KeysAdminDeps) {
       await d.tokenLedger.revokeToken(jti)
       // operator tokens are recorded when minted, wallet tokens are not: an id that is neither
       // recorded nor shaped like one of ours is most likely mistyped (revoking it does nothing)
-      const known = d.tokenLedger.wasIssued(jti)
+      const known = await d.tokenLedger.wasIssued(jti)
       const warning = known
         ? undefined
         : TOKEN_ID.test(jti)

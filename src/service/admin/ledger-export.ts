@@ -2,10 +2,10 @@
  * `pind export-ledger`: the ledger's pins, payments and upload tickets as JSON Lines or CSV,
  * transport-free. The CLI runs it on a stopped data dir; a running serve runs
  * it behind POST /export-ledger on its admin socket. Both stream: records are
- * read from LMDB ranges lazily and written in chunks, so memory stays flat
- * whatever the size of the ledger, and both read every record from one read
- * snapshot (inOneSnapshot): an export is the ledger at one instant, also
- * while serve takes payments.
+ * read lazily and written in chunks, so memory stays flat whatever the size
+ * of the ledger, and both read every record from one ledger snapshot
+ * (inOneSnapshot): an export is the ledger at one instant, also while serve
+ * takes payments.
  *
  * JSON Lines (schema "pind-ledger-export", version 2):
  *   {"type":"header","schema":"pind-ledger-export","version":2,"exported_at":…,"pind_version":…,"records":…,"with_blocks":…,"filters":{…}}
@@ -24,9 +24,9 @@
  */
 import { PindError } from '../../kernel/errors.js'
 import { isoMicros, parseMicros } from '../../ledger/clock.js'
-import { PinLedger } from '../../ledger/lmdb/pins.js'
+import type { Ledger, LedgerSnapshot } from '../../ledger/ledger.js'
+import type { UploadTicket } from '../../ledger/tickets.js'
 import type { FetchState, PaymentInfo, PaymentRecord, PinRecord } from '../../ledger/records.js'
-import type { UploadTicket, UploadTickets } from '../../ledger/lmdb/tickets.js'
 import { formatUsdc } from '../../payment/pricing.js'
 import { VERSION } from '../../kernel/version.js'
 
@@ -82,61 +82,31 @@ export type AllFieldsExported = [
   Covered<Exclude<keyof NonNullable<UploadTicket['claimed']>, typeof CLAIM_FIELDS[number]>>
 ]
 
-/**
- * What is exported: the pins and payments, and the upload tickets. A
- * PinLedger alone is a ledger without tickets (the ledger tests, and the
- * ledger benchmark that runs this code beside older code).
- */
-export type ExportSource = PinLedger | { pins: PinLedger, tickets: Pick<UploadTickets, 'all' | 'get'> }
-
-interface Records { pins: PinLedger, tickets: Pick<UploadTickets, 'all' | 'get'> }
-
-const NO_TICKETS: Pick<UploadTickets, 'all' | 'get'> = { all: function * () {}, get: () => undefined }
-
-function recordsOf (from: ExportSource): Records {
-  return from instanceof PinLedger ? { pins: from, tickets: NO_TICKETS } : from
-}
-
-/** The ledger as one snapshot holds it: everything an export reads. */
-interface Snapshot {
-  pins: () => Iterable<PinRecord>
-  payments: () => Iterable<PaymentRecord>
-  tickets: () => Iterable<UploadTicket>
-  pin: (requestid: string) => PinRecord | undefined
-  ticket: (id: string) => UploadTicket | undefined
-  blocksOf: (requestid: string) => string[]
-}
+/** What is exported: the ledger's pins, payments and upload tickets, read from one snapshot of it. */
+export type ExportSource = Pick<Ledger, 'snapshot'>
 
 /**
- * The lines of an export, every one read from one LMDB read snapshot of the
- * ledger: pins, payments and tickets of one instant, so a ticket bought or a
- * pin paid for during the export is either there with its payment or not
- * there at all, and nothing written after the export began is. The snapshot
- * is taken when the first line is asked for (an export never read holds
+ * The lines of an export, every one read from one snapshot of the ledger:
+ * pins, payments and tickets of one instant, so a ticket bought or a pin
+ * paid for during the export is either there with its payment or not there
+ * at all, and nothing written after the export began is. The snapshot is
+ * taken when the first line is asked for (an export never read holds
  * nothing) and released when the lines end, fail, or are abandoned (a
- * for…of left early returns the generator, which runs the finally).
+ * for await…of left early returns the generator, which runs the finally).
  *
- * Holding one read transaction for the whole export has a cost: LMDB cannot
- * reuse pages that writes free while it is open, so a running serve's
- * ledger file may grow during a long export by about what serve writes
- * meanwhile (those pages are reused once it ends; writers are never
- * blocked). For an admin command that runs for seconds to minutes, rarely
- * and one at a time, that is a small price for an export that is the ledger
- * at one instant — what accounting and a move to another instance need.
+ * Holding a snapshot for the whole export may cost the store space while
+ * serve writes meanwhile (LMDB cannot reuse the pages those writes free
+ * until it ends; writers are never blocked). For an admin command that runs
+ * for seconds to minutes, rarely and one at a time, that is a small price
+ * for an export that is the ledger at one instant — what accounting and a
+ * move to another instance need.
  */
-function * inOneSnapshot (r: Records, lines: (s: Snapshot) => Generator<string>): Generator<string> {
-  const at = r.pins.snapshot()
+async function * inOneSnapshot (from: ExportSource, lines: (s: LedgerSnapshot) => AsyncGenerator<string>): AsyncGenerator<string> {
+  const at = await from.snapshot()
   try {
-    yield * lines({
-      pins: () => r.pins.all(at),
-      payments: () => r.pins.allPayments(at),
-      tickets: () => r.tickets.all(at),
-      pin: (requestid) => r.pins.get(requestid, at),
-      ticket: (id) => r.tickets.get(id, at),
-      blocksOf: (requestid) => r.pins.blocksOf(requestid, at)
-    })
+    yield * lines(at)
   } finally {
-    at.release()
+    await at.release()
   }
 }
 
@@ -242,7 +212,7 @@ export interface ExportRun {
   /** content type of the output */
   contentType: string
   /** text chunks of about `chunkBytes` each; the last one ends the document */
-  chunks: Generator<string, void, undefined>
+  chunks: AsyncGenerator<string, void, undefined>
 }
 
 const CHUNK_BYTES = 64 * 1024
@@ -250,8 +220,7 @@ const CHUNK_BYTES = 64 * 1024
 /** Starts an export; nothing is read until `chunks` is iterated, and all of it from one snapshot of the ledger (inOneSnapshot). Stopping the iteration early, or a failure, releases the snapshot. */
 export function exportLedger (from: ExportSource, opts: ExportOptions, now: Date = new Date(), chunkBytes = CHUNK_BYTES): ExportRun {
   const stats: ExportStats = { pins: 0, payments: 0, tickets: 0 }
-  const records = recordsOf(from)
-  const lines = inOneSnapshot(records, (s) => opts.format === 'csv' ? csvLines(s, opts, stats, now) : jsonLines(s, opts, stats, now))
+  const lines = inOneSnapshot(from, (s) => opts.format === 'csv' ? csvLines(s, opts, stats, now) : jsonLines(s, opts, stats, now))
   return {
     stats,
     contentType: opts.format === 'csv' ? 'text/csv; charset=utf-8; header=present' : 'application/x-ndjson; charset=utf-8',
@@ -259,10 +228,10 @@ export function exportLedger (from: ExportSource, opts: ExportOptions, now: Date
   }
 }
 
-function * chunked (lines: Generator<string>, chunkBytes: number): Generator<string, void, undefined> {
+async function * chunked (lines: AsyncIterable<string>, chunkBytes: number): AsyncGenerator<string, void, undefined> {
   let parts: string[] = []
   let size = 0
-  for (const line of lines) {
+  for await (const line of lines) {
     parts.push(line)
     size += line.length
     if (size >= chunkBytes) {
@@ -292,25 +261,25 @@ export function exportHeader (opts: ExportOptions, now: Date): Record<string, un
   }
 }
 
-function * jsonLines (r: Snapshot, opts: ExportOptions, stats: ExportStats, now: Date): Generator<string> {
+async function * jsonLines (r: LedgerSnapshot, opts: ExportOptions, stats: ExportStats, now: Date): AsyncGenerator<string> {
   yield JSON.stringify(exportHeader(opts, now)) + '\n'
   const nowMs = now.getTime()
   if (opts.records === 'all' || opts.records === 'pins') {
-    for (const pin of selectPins(r, opts, nowMs)) {
+    for await (const pin of selectPins(r, opts, nowMs)) {
       const line: PinLine = pinLine(pin, nowMs)
-      if (opts.withBlocks) line.blocks = r.blocksOf(pin.requestid)
+      if (opts.withBlocks) line.blocks = await r.blocksOf(pin.requestid)
       stats.pins++
       yield JSON.stringify(line) + '\n'
     }
   }
   if (opts.records === 'all' || opts.records === 'payments') {
-    for (const p of selectPayments(r, opts, nowMs)) {
+    for await (const p of selectPayments(r, opts, nowMs)) {
       stats.payments++
       yield JSON.stringify(paymentLine(p)) + '\n'
     }
   }
   if (opts.records === 'all' || opts.records === 'tickets') {
-    for (const t of selectTickets(r, opts, nowMs)) {
+    for await (const t of selectTickets(r, opts, nowMs)) {
       stats.tickets++
       yield JSON.stringify(ticketLine(t)) + '\n'
     }
@@ -318,26 +287,26 @@ function * jsonLines (r: Snapshot, opts: ExportOptions, stats: ExportStats, now:
   yield JSON.stringify({ type: 'end', pins: stats.pins, payments: stats.payments, tickets: stats.tickets }) + '\n'
 }
 
-function * csvLines (r: Snapshot, opts: ExportOptions, stats: ExportStats, now: Date): Generator<string> {
+async function * csvLines (r: LedgerSnapshot, opts: ExportOptions, stats: ExportStats, now: Date): AsyncGenerator<string> {
   const nowMs = now.getTime()
   const version = String(EXPORT_VERSION)
   if (opts.records === 'pins') {
     yield csvRow(['schema_version', ...PIN_COLUMNS])
-    for (const pin of selectPins(r, opts, nowMs)) {
+    for await (const pin of selectPins(r, opts, nowMs)) {
       const line = pinLine(pin, nowMs)
       stats.pins++
       yield csvRow([version, ...PIN_COLUMNS.map(c => c === 'name' ? formulaSafe(line.name) : line[c])])
     }
   } else if (opts.records === 'payments') {
     yield csvRow(['schema_version', ...PAYMENT_COLUMNS])
-    for (const p of selectPayments(r, opts, nowMs)) {
+    for await (const p of selectPayments(r, opts, nowMs)) {
       const line = paymentLine(p)
       stats.payments++
       yield csvRow([version, ...PAYMENT_COLUMNS.map(c => line[c])])
     }
   } else {
     yield csvRow(['schema_version', ...TICKET_COLUMNS])
-    for (const t of selectTickets(r, opts, nowMs)) {
+    for await (const t of selectTickets(r, opts, nowMs)) {
       const line = ticketLine(t)
       stats.tickets++
       yield csvRow([version, ...TICKET_COLUMNS.map(c => line[c])])
@@ -345,8 +314,8 @@ function * csvLines (r: Snapshot, opts: ExportOptions, stats: ExportStats, now: 
   }
 }
 
-function * selectPins (r: Snapshot, opts: ExportOptions, nowMs: number): Generator<PinRecord> {
-  for (const pin of r.pins()) {
+async function * selectPins (r: LedgerSnapshot, opts: ExportOptions, nowMs: number): AsyncGenerator<PinRecord> {
+  for await (const pin of r.pins()) {
     if (opts.sinceUs != null && pin.createdUs < opts.sinceUs) continue
     if (opts.untilUs != null && pin.createdUs >= opts.untilUs) continue
     if (opts.owner != null && pin.owner.toLowerCase() !== opts.owner) continue
@@ -356,8 +325,8 @@ function * selectPins (r: Snapshot, opts: ExportOptions, nowMs: number): Generat
 }
 
 /** Payments filter on `at` (since/until), the payer (owner) and, with --status, the class of the pin they paid for (a ticket's: the pin its upload made). */
-function * selectPayments (r: Snapshot, opts: ExportOptions, nowMs: number): Generator<PaymentRecord> {
-  for (const p of r.payments()) {
+async function * selectPayments (r: LedgerSnapshot, opts: ExportOptions, nowMs: number): AsyncGenerator<PaymentRecord> {
+  for await (const p of r.payments()) {
     if (opts.sinceUs != null || opts.untilUs != null) {
       const at = parseMicros(p.at) ?? 0
       if (opts.sinceUs != null && at < opts.sinceUs) continue
@@ -365,8 +334,8 @@ function * selectPayments (r: Snapshot, opts: ExportOptions, nowMs: number): Gen
     }
     if (opts.owner != null && p.payer.toLowerCase() !== opts.owner) continue
     if (opts.status != null) {
-      const requestid = p.purpose.startsWith('ticket:') ? r.ticket(p.requestid)?.claimed?.requestid : p.requestid
-      const pin = requestid != null ? r.pin(requestid) : undefined
+      const requestid = p.purpose.startsWith('ticket:') ? (await r.ticket(p.requestid))?.claimed?.requestid : p.requestid
+      const pin = requestid != null ? await r.pin(requestid) : undefined
       if (pin == null || !opts.status.includes(pinStatusClass(pin, nowMs))) continue
     }
     yield p
@@ -374,8 +343,8 @@ function * selectPayments (r: Snapshot, opts: ExportOptions, nowMs: number): Gen
 }
 
 /** Tickets filter on when they were bought (since/until), the payer (owner) and, with --status, the class of the pin their upload made (an unused ticket has none). */
-function * selectTickets (r: Snapshot, opts: ExportOptions, nowMs: number): Generator<UploadTicket> {
-  for (const t of r.tickets()) {
+async function * selectTickets (r: LedgerSnapshot, opts: ExportOptions, nowMs: number): AsyncGenerator<UploadTicket> {
+  for await (const t of r.tickets()) {
     if (opts.sinceUs != null || opts.untilUs != null) {
       const at = parseMicros(t.createdAt) ?? 0
       if (opts.sinceUs != null && at < opts.sinceUs) continue
@@ -383,7 +352,7 @@ function * selectTickets (r: Snapshot, opts: ExportOptions, nowMs: number): Gene
     }
     if (opts.owner != null && t.payer.toLowerCase() !== opts.owner) continue
     if (opts.status != null) {
-      const pin = t.claimed != null ? r.pin(t.claimed.requestid) : undefined
+      const pin = t.claimed != null ? await r.pin(t.claimed.requestid) : undefined
       if (pin == null || !opts.status.includes(pinStatusClass(pin, nowMs))) continue
     }
     yield t

@@ -27,19 +27,16 @@ import { createReadStream } from 'node:fs'
 import { createInterface } from 'node:readline'
 import { CID } from 'multiformats/cid'
 import { parseMicros } from '../../ledger/clock.js'
-import type { PinLedger } from '../../ledger/lmdb/pins.js'
+import type { Ledger } from '../../ledger/ledger.js'
+import type { UploadTicket } from '../../ledger/tickets.js'
 import type { FetchState, PaymentInfo, PaymentRecord, PinRecord, PinState } from '../../ledger/records.js'
-import type { UploadTicket, UploadTickets } from '../../ledger/lmdb/tickets.js'
 import { EXPORT_SCHEMA, EXPORT_VERSION } from './ledger-export.js'
 
 /** the export versions this pind imports: 1 (pins and payments), 2 (and upload tickets) */
 const READABLE_VERSIONS: readonly unknown[] = [1, EXPORT_VERSION]
 
 /** Where an import writes: the ledger's pins and payments, and its upload tickets. */
-export interface ImportTarget {
-  pins: PinLedger
-  tickets: Pick<UploadTickets, 'get' | 'all' | 'importBatch'>
-}
+export type ImportTarget = Pick<Ledger, 'pins' | 'tickets' | 'transaction' | 'snapshot'>
 
 /** Yields the lines of the input; called once per pass. */
 export type LineSource = () => AsyncIterable<string>
@@ -91,11 +88,16 @@ export function fileLines (path: string): LineSource {
 }
 
 /** True when the ledger holds no pin, no payment and no upload ticket. */
-export function ledgerIsEmpty ({ pins, tickets }: ImportTarget): boolean {
-  for (const _ of pins.all()) return false
-  for (const _ of pins.allPayments()) return false
-  for (const _ of tickets.all()) return false
-  return true
+export async function ledgerIsEmpty (target: Pick<Ledger, 'snapshot'>): Promise<boolean> {
+  const at = await target.snapshot()
+  try {
+    for await (const _ of at.pins()) return false
+    for await (const _ of at.payments()) return false
+    for await (const _ of at.tickets()) return false
+    return true
+  } finally {
+    await at.release()
+  }
 }
 
 /**
@@ -114,7 +116,7 @@ export async function checkImport (source: LineSource, target: ImportTarget | un
 }
 
 async function checkLines (source: LineSource, target: ImportTarget | undefined, opts: ImportOptions): Promise<ImportCheck> {
-  if (target != null && opts.merge !== true && !ledgerIsEmpty(target)) {
+  if (target != null && opts.merge !== true && !(await ledgerIsEmpty(target))) {
     throw new ImportError('the ledger already holds pins, payments or upload tickets; import-ledger fills an empty ledger (use --merge to add to this one: requestids, payments and tickets it already holds are refused)')
   }
   const errors: string[] = []
@@ -145,7 +147,7 @@ async function checkLines (source: LineSource, target: ImportTarget | undefined,
           const { pin } = pinFromLine(obj)
           const disorder = pinOrder(pin.requestid)
           if (disorder != null) bad(n, disorder)
-          if (opts.merge === true && target?.pins.known(pin.requestid) === true) bad(n, `pin ${pin.requestid} is already in the ledger`)
+          if (opts.merge === true && target != null && await target.pins.known(pin.requestid)) bad(n, `pin ${pin.requestid} is already in the ledger`)
           counts.pins++
           break
         }
@@ -153,7 +155,7 @@ async function checkLines (source: LineSource, target: ImportTarget | undefined,
           const p = paymentFromLine(obj)
           const disorder = paymentOrder(p.id)
           if (disorder != null) bad(n, disorder)
-          if (opts.merge === true && target?.pins.knownPayment(p.id) === true) bad(n, `payment ${p.id} is already in the ledger`)
+          if (opts.merge === true && target != null && await target.pins.knownPayment(p.id)) bad(n, `payment ${p.id} is already in the ledger`)
           counts.payments++
           break
         }
@@ -162,7 +164,7 @@ async function checkLines (source: LineSource, target: ImportTarget | undefined,
           const t = ticketFromLine(obj)
           const disorder = ticketOrder(t.id)
           if (disorder != null) bad(n, disorder)
-          if (opts.merge === true && target?.tickets.get(t.id) != null) bad(n, `upload ticket ${t.id} is already in the ledger`)
+          if (opts.merge === true && target != null && (await target.tickets.get(t.id)) != null) bad(n, `upload ticket ${t.id} is already in the ledger`)
           counts.tickets++
           break
         }
@@ -216,7 +218,10 @@ export async function writeImport (source: LineSource, target: ImportTarget, opt
     payments = []
     tickets = []
     blocks = 0
-    committing = target.tickets.importBatch(batch.pins, batch.payments, batch.tickets).then(() => {
+    committing = target.transaction(async tx => {
+      await tx.importPins(batch.pins, batch.payments)
+      await tx.importTickets(batch.tickets)
+    }).then(() => {
       result.pins += batch.pins.length
       result.payments += batch.payments.length
       result.tickets += batch.tickets.length

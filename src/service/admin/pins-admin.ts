@@ -8,9 +8,9 @@
 import { z } from 'zod/v4'
 import { CID } from 'multiformats/cid'
 import { InvalidInputError, NotFoundError } from '../../kernel/errors.js'
-import { summaryOf, type ListedSummary, type PinLedger } from '../../ledger/lmdb/pins.js'
+import type { PinLedger } from '../../ledger/pins.js'
 import type { PinRecord } from '../../ledger/records.js'
-import { listPins, matcher, parsePinQuery, type PinQuery } from '../pins/pin-query.js'
+import { parsePinQuery } from '../pins/pin-query.js'
 import { toPinStatus, type PinStatus } from '../pins/pin-status.js'
 import type { Reply } from './reply.js'
 
@@ -23,7 +23,7 @@ export const PinsOp = z.discriminatedUnion('op', [
 export type PinsOp = z.output<typeof PinsOp>
 
 export interface PinsAdminDeps {
-  ledger: Pick<PinLedger, 'allSummaries' | 'get' | 'graceMs' | 'isLive' | 'ownerCount' | 'requestidsOfCid' | 'statesByOwner' | 'summariesByOwner' | 'takeDown'>
+  ledger: Pick<PinLedger, 'get' | 'isLive' | 'list' | 'requestidsOfCid' | 'takeDown'>
   delegates?: () => string[]
 }
 
@@ -43,7 +43,7 @@ async function run (op: PinsOp, d: PinsAdminDeps) {
       for (const [k, v] of Object.entries(op.query ?? {})) for (const one of Array.isArray(v) ? v : [v]) params.append(k, String(one))
       const q = parsePinQuery(params)
       if (op.owner != null && !ADDRESS.test(op.owner)) throw new InvalidInputError('the owner must be a 0x address')
-      const { count, results } = op.owner != null ? listPins(d.ledger, op.owner.toLowerCase(), q) : listAllOwners(d.ledger, q)
+      const { count, results } = await d.ledger.list(op.owner?.toLowerCase(), q, new Date())
       const delegates = d.delegates?.() ?? []
       return { count, results: results.map(p => view(p, delegates)) }
     }
@@ -53,7 +53,7 @@ async function run (op: PinsOp, d: PinsAdminDeps) {
       if (typeof op.target !== 'string' || op.target === '') throw new InvalidInputError('rm needs a requestid or a CID')
       const reason = op.reason.trim()
       const cid = parseCid(op.target)
-      const ids = cid != null ? d.ledger.requestidsOfCid(cid) : [op.target]
+      const ids = cid != null ? await d.ledger.requestidsOfCid(cid) : [op.target]
       const taken: PinRecord[] = []
       const at = new Date()
       for (const id of ids) {
@@ -72,7 +72,7 @@ async function run (op: PinsOp, d: PinsAdminDeps) {
         removed: taken.map(p => view(p, delegates)),
         reason,
         // another live pin of the same CID keeps it served (rm by requestid leaves the CID's other pins)
-        stillServedBy: d.ledger.requestidsOfCid(rootCid).filter(id => { const p = d.ledger.get(id); return p != null && d.ledger.isLive(p) })
+        stillServedBy: await stillServedBy(d.ledger, rootCid)
       }
     }
     default:
@@ -84,47 +84,16 @@ function view (pin: PinRecord, delegates: string[]): OperatorPinStatus {
   return { ...toPinStatus(pin, delegates), owner: pin.owner }
 }
 
+/** the live pins of a CID, in the order the ledger lists them */
+async function stillServedBy (ledger: PinsAdminDeps['ledger'], cid: CID): Promise<string[]> {
+  const live: string[] = []
+  for (const id of await ledger.requestidsOfCid(cid)) {
+    const p = await ledger.get(id)
+    if (p != null && ledger.isLive(p)) live.push(id)
+  }
+  return live
+}
+
 function parseCid (s: string): CID | undefined {
   try { return CID.parse(s) } catch { return undefined }
-}
-
-/**
- * GET /pins's filters over every owner: newest first, `count` of every match.
- * With `cid` it reads only those CIDs' pins (the CID index); otherwise it
- * filters every pin's summary (the owner index) and keeps the newest `limit`.
- */
-function listAllOwners (ledger: PinsAdminDeps['ledger'], q: PinQuery, now: Date = new Date()): { count: number, results: PinRecord[] } {
-  const t = now.getTime()
-  let count = 0
-  let newest: Array<{ createdUs: number, id: string }> = []
-  const test = matcher(q, t, ledger.graceMs)
-  const consider = (s: ListedSummary, createdUs: number): void => {
-    if (!test(s)) return
-    count++
-    newest.push({ createdUs, id: s.id })
-    if (newest.length >= 2 * q.limit + 64) newest = top(newest, q.limit)
-  }
-  if (q.cids != null) {
-    for (const cid of q.cids) {
-      for (const id of ledger.requestidsOfCid(cid)) {
-        const pin = ledger.get(id)
-        if (pin == null) continue
-        if ((q.beforeUs != null && pin.createdUs >= q.beforeUs) || (q.afterUs != null && pin.createdUs <= q.afterUs)) continue
-        consider(summaryOf(pin), pin.createdUs)
-      }
-    }
-  } else {
-    // no CID filter here (those are read through the CID index): the summaries' CIDs are left undecoded
-    for (const { createdUs, summary } of ledger.allSummaries(q.beforeUs, q.afterUs, false)) consider(summary, createdUs)
-  }
-  const results: PinRecord[] = []
-  for (const { id } of top(newest, q.limit)) {
-    const pin = ledger.get(id)
-    if (pin != null) results.push(pin)
-  }
-  return { count, results }
-}
-
-function top (items: Array<{ createdUs: number, id: string }>, n: number): Array<{ createdUs: number, id: string }> {
-  return items.sort((a, b) => b.createdUs - a.createdUs).slice(0, n)
 }

@@ -5,11 +5,11 @@
  * ledger still tells what is scheduled and how much is due.
  */
 import type { RoutingStatus } from '../../ipfs/routing/index.js'
-import type { ProvideKeys, ProvideKind } from '../../ledger/lmdb/provide-keys.js'
+import type { ProvideKind, ProvideSchedule } from '../../ledger/provides.js'
 import type { Reprovider, ReproviderStatus } from '../background/reprovider.js'
 
 export interface RoutingAdminDeps {
-  keys: ProvideKeys
+  keys: Pick<ProvideSchedule, 'count' | 'countDue' | 'firstDue'>
   /** what a stopped data dir reports: the strategy and interval serve was last given */
   strategy: ProvideKind
   intervalMs: number
@@ -28,10 +28,10 @@ export interface RoutingReport {
   provides: Omit<ReproviderStatus, 'providedSinceStart' | 'failedSinceStart' | 'regionsSinceStart' | 'lookupsSinceStart' | 'running' | 'lastRegion' | 'pausedUntil'> & Partial<ReproviderStatus>
 }
 
-export function routingReport (d: RoutingAdminDeps, now = Date.now()): RoutingReport {
+export async function routingReport (d: RoutingAdminDeps, now = Date.now()): Promise<RoutingReport> {
   const live = d.live
-  if (live?.reprovider != null) return { running: true, routing: live.routing, network: live.status(), provides: live.reprovider.status(now) }
-  const first = d.keys.firstDue(d.strategy)
+  if (live?.reprovider != null) return { running: true, routing: live.routing, network: live.status(), provides: await live.reprovider.status(now) }
+  const [first, keys, pending] = await Promise.all([d.keys.firstDue(d.strategy), d.keys.count(d.strategy), d.keys.countDue(d.strategy, now)])
   return {
     running: live != null,
     routing: live?.routing ?? null,
@@ -39,8 +39,8 @@ export function routingReport (d: RoutingAdminDeps, now = Date.now()): RoutingRe
     provides: {
       strategy: d.strategy,
       intervalSeconds: d.intervalMs / 1000,
-      keys: d.keys.count(d.strategy),
-      pending: d.keys.countDue(d.strategy, now),
+      keys,
+      pending,
       oldestPendingSeconds: first != null && first <= now ? Math.round((now - first) / 1000) : 0,
       nextDueSeconds: first == null ? null : Math.max(0, Math.round((first - now) / 1000)),
       cycleStart: null

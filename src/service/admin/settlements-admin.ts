@@ -6,7 +6,7 @@
  */
 import { z } from 'zod/v4'
 import { InvalidInputError, NotFoundError, UnavailableError } from '../../kernel/errors.js'
-import type { ClosedSettlement, SettlementNotes, SettlingRecord } from '../../ledger/lmdb/settlements.js'
+import type { ClosedSettlement, SettlementNotes, SettlingRecord } from '../../ledger/settlements.js'
 import { formatUsdc } from '../../payment/pricing.js'
 import type { ReconcileReport } from '../payments/settlement-reconcile.js'
 import type { Reply } from './reply.js'
@@ -37,8 +37,8 @@ async function run (op: SettlementsOp, d: SettlementsAdminDeps) {
   switch (op?.op) {
     case 'list':
       return {
-        notes: [...d.notes.all()].map(noteView),
-        ...(op.closed === true ? { closed: [...d.notes.closed()].map(closedView) } : {})
+        notes: (await d.notes.all()).map(noteView),
+        ...(op.closed === true ? { closed: (await d.notes.closed()).map(closedView) } : {})
       }
     case 'check': {
       if (d.reconcile == null) throw new UnavailableError('no --rpc-url is configured, so the chain cannot be read')

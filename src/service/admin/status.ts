@@ -7,8 +7,7 @@
  */
 import { statfs } from 'node:fs/promises'
 import type { Usage } from '../../ipfs/blockstore-usage.js'
-import type { PinLedger } from '../../ledger/lmdb/pins.js'
-import type { SettlementNotes } from '../../ledger/lmdb/settlements.js'
+import type { Ledger } from '../../ledger/ledger.js'
 import type { PaymentsStatus } from '../../payment/gate.js'
 import { formatUsdc } from '../../payment/pricing.js'
 import { STATUS_CLASSES, pinStatusClass } from './ledger-export.js'
@@ -17,8 +16,8 @@ import { STATUS_CLASSES, pinStatusClass } from './ledger-export.js'
 export type PaymentsCheck = PaymentsStatus | { state: 'no-pay-to' | 'no-facilitator', ok: false, message: string }
 
 export interface StatusDeps {
-  pins: Pick<PinLedger, 'all' | 'allPayments'>
-  notes: Pick<SettlementNotes, 'all'>
+  /** pins and payments are read from one snapshot of it; the settlement notes as they are */
+  ledger: Pick<Ledger, 'snapshot' | 'notes'>
   dataDir: string
   usage: () => Promise<Usage>
   /** a running serve */
@@ -40,24 +39,29 @@ export type StatusReport = Awaited<ReturnType<typeof operatorStatus>>
 export async function operatorStatus (d: StatusDeps, now: Date = new Date()) {
   const pins: Record<string, number> = Object.fromEntries(STATUS_CLASSES.map(c => [c, 0]))
   let takenDown = 0
-  for (const pin of d.pins.all()) {
-    const c = pinStatusClass(pin, now.getTime())
-    pins[c] = (pins[c] ?? 0) + 1
-    if (pin.takedown != null && pin.removed == null) takenDown++
-  }
   const months = new Map<string, { payments: number, amount: bigint }>()
-  for (const p of d.pins.allPayments()) {
-    const month = p.at.slice(0, 7)
-    const m = months.get(month) ?? { payments: 0, amount: 0n }
-    m.payments++
-    m.amount += BigInt(p.amount)
-    months.set(month, m)
+  const at = await d.ledger.snapshot()
+  try {
+    for await (const pin of at.pins()) {
+      const c = pinStatusClass(pin, now.getTime())
+      pins[c] = (pins[c] ?? 0) + 1
+      if (pin.takedown != null && pin.removed == null) takenDown++
+    }
+    for await (const p of at.payments()) {
+      const month = p.at.slice(0, 7)
+      const m = months.get(month) ?? { payments: 0, amount: 0n }
+      m.payments++
+      m.amount += BigInt(p.amount)
+      months.set(month, m)
+    }
+  } finally {
+    await at.release()
   }
   const revenue = [...months].sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0).map(([month, m]) => ({ month, payments: m.payments, amount: m.amount.toString(), usdc: formatUsdc(m.amount) }))
   const total = [...months.values()].reduce((s, m) => s + m.amount, 0n)
   const notes: Record<string, number> = { unchecked: 0, 'unused-pending': 0, 'paid-unfulfilled': 0 }
   let unfulfilled = 0n
-  for (const n of d.notes.all()) {
+  for (const n of await d.ledger.notes.all()) {
     const state = n.state ?? 'unchecked'
     notes[state] = (notes[state] ?? 0) + 1
     if (state === 'paid-unfulfilled') unfulfilled += BigInt(n.amount)

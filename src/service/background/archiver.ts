@@ -13,7 +13,7 @@
  * pair of commits, with the event loop free between them, the archive file
  * opened for each batch and closed after it (PinLedger.archiveDue says why).
  */
-import type { PinLedger } from '../../ledger/lmdb/pins.js'
+import type { PinLedger } from '../../ledger/pins.js'
 import type { Logger } from '../../kernel/log.js'
 import { startPeriodic } from './periodic.js'
 

@@ -5,7 +5,7 @@
  * is still kept, listed, served and renewable (a courtesy window); once
  * swept it is gone from the owner API and the gateway.
  */
-import type { PinLedger } from '../../ledger/lmdb/pins.js'
+import type { PinLedger } from '../../ledger/pins.js'
 import type { Logger } from '../../kernel/log.js'
 import { sweepExpired } from './gc.js'
 import { startPeriodic } from './periodic.js'

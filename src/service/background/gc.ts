@@ -25,7 +25,7 @@ import { PIN_CODECS } from '../../ipfs/codecs.js'
 import { blockName, type BlockBackend, type StoredBlock } from '../../ipfs/block-backend.js'
 import type { CommitLock } from '../../ipfs/commit-lock.js'
 import type { InFlightBlocks } from '../../ipfs/in-flight-blocks.js'
-import type { PinLedger } from '../../ledger/lmdb/pins.js'
+import type { PinLedger } from '../../ledger/pins.js'
 
 const BATCH = 1000
 
@@ -41,7 +41,7 @@ export interface GcDeps {
    * may still record: kept, though no pin references them yet (a crash
    * between an upload's commit and its ledger record leaves them so).
    */
-  held?: () => Iterable<string>
+  held?: () => Promise<Iterable<string>>
   /** blocks (by name) that uploads in flight wrote straight to the store and have not claimed yet (in-flight-blocks.ts): never deleted */
   inFlight?: Pick<InFlightBlocks, 'has'>
   /** told how many blocks (and bytes) each batch deleted (usage metrics) */
@@ -82,16 +82,16 @@ export async function runGc (d: GcDeps, opts: GcOptions = {}, onProgress?: (p: G
   const unwatch = d.pins.watchNewRefs((keys) => { for (const k of keys) protectedNow.add(nameOf(k)) })
   try {
     const marked = new Set<string>()
-    for (const k of d.pins.referencedBlocks()) marked.add(nameOf(k))
+    for await (const k of d.pins.referencedBlocks()) marked.add(nameOf(k))
     const held = new Set<string>()
-    for (const c of d.held?.() ?? []) held.add(nameOf(c))
+    for (const c of await d.held?.() ?? []) held.add(nameOf(c))
     if (dryRun) {
       // a real run would first release the blocks of pins expiring now: unmark those no other pin holds
       const released = new Map<string, number>()
-      for (const id of d.pins.expiredBy(new Date(Date.now() - d.graceMs))) {
-        for (const k of d.pins.blocksOf(id)) released.set(k, (released.get(k) ?? 0) + 1)
+      for await (const id of d.pins.expiredBy(new Date(Date.now() - d.graceMs))) {
+        for (const k of await d.pins.blocksOf(id)) released.set(k, (released.get(k) ?? 0) + 1)
       }
-      for (const [k, n] of released) if (d.pins.refCount(k) <= n) marked.delete(nameOf(k))
+      for (const [k, n] of released) if (await d.pins.refCount(k) <= n) marked.delete(nameOf(k))
     }
 
     progress.phase = 'sweep'
@@ -116,7 +116,10 @@ export async function runGc (d: GcDeps, opts: GcOptions = {}, onProgress?: (p: G
       const before = { removed: progress.removed, freed: progress.freedBytes }
       await d.lock.exclusive(async () => {
         // (inside the exclusive lock: no upload registers a block while this batch is decided and deleted)
-        const gone = todo.filter(b => !protectedNow.has(b.name) && d.inFlight?.has(b.name) !== true && !referencedNow(d.pins, b.name))
+        const gone: StoredBlock[] = []
+        for (const b of todo) {
+          if (!protectedNow.has(b.name) && d.inFlight?.has(b.name) !== true && !await referencedNow(d.pins, b.name)) gone.push(b)
+        }
         kept += todo.length - gone.length
         const r = await d.blocks.remove(gone)
         progress.removed += r.removed
@@ -161,12 +164,12 @@ export async function runGc (d: GcDeps, opts: GcOptions = {}, onProgress?: (p: G
 export async function removeUnreferenced (d: Pick<GcDeps, 'pins' | 'blocks' | 'lock' | 'held' | 'inFlight' | 'onRemoved'>, blocks: Array<{ cid: CID, bytes: number }>): Promise<{ removed: number, freedBytes: number }> {
   if (blocks.length === 0) return { removed: 0, freedBytes: 0 }
   const held = new Set<string>()
-  for (const c of d.held?.() ?? []) held.add(nameOf(c))
+  for (const c of await d.held?.() ?? []) held.add(nameOf(c))
   const r = await d.lock.exclusive(async () => {
     const gone = new Map<string, StoredBlock>()
     for (const b of blocks) {
       const name = blockName(b.cid)
-      if (held.has(name) || d.inFlight?.has(name) === true || referencedNow(d.pins, name)) continue
+      if (held.has(name) || d.inFlight?.has(name) === true || await referencedNow(d.pins, name)) continue
       gone.set(name, { name, size: b.bytes })
     }
     return await d.blocks.remove([...gone.values()])
@@ -177,7 +180,8 @@ export async function removeUnreferenced (d: Pick<GcDeps, 'pins' | 'blocks' | 'l
 
 /** Marks pins expired whose pinned_until is at or before `cutoff`; returns how many (would be) swept. */
 export async function sweepExpired (pins: Pick<PinLedger, 'expiredBy' | 'remove'>, cutoff: Date, dryRun = false, signal?: AbortSignal): Promise<number> {
-  const ids = [...pins.expiredBy(cutoff)]
+  const ids: string[] = []
+  for await (const id of pins.expiredBy(cutoff)) ids.push(id)
   if (dryRun) return ids.length
   let n = 0
   for (const id of ids) {
@@ -198,7 +202,7 @@ export async function sweepExpired (pins: Pick<PinLedger, 'expiredBy' | 'remove'
  * Blocks are named by multihash; a pin references one as a CID of one of
  * the codecs pins are walked with.
  */
-function referencedNow (pins: Pick<PinLedger, 'refCount'>, name: string): boolean {
+async function referencedNow (pins: Pick<PinLedger, 'refCount'>, name: string): Promise<boolean> {
   let digest
   try {
     digest = Digest.decode(base32upper.decode(name))
@@ -206,7 +210,8 @@ function referencedNow (pins: Pick<PinLedger, 'refCount'>, name: string): boolea
     return false
   }
   const mh = digest
-  return PIN_CODECS.some(c => pins.refCount(CID.createV1(c.code, mh)) > 0)
+  for (const c of PIN_CODECS) if (await pins.refCount(CID.createV1(c.code, mh)) > 0) return true
+  return false
 }
 
 /** The name a block CID is stored under (its multihash). */

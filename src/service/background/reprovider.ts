@@ -3,7 +3,7 @@
  * announced on the DHT, by keyspace region (after Kubo's SweepingProvider;
  * the network side is src/ipfs/routing/announcer.ts).
  *
- * Schedule (in the ledger, ProvideKeys, so it survives restarts): each CID
+ * Schedule (in the ledger, ProvideSchedule, so it survives restarts): each CID
  * has a due time. A new CID is due when it is added — pinned means announced
  * at once. The loop takes the most overdue CID, explores its region (or, for
  * a lone CID, does one lookup), and announces every CID of the region due
@@ -20,7 +20,7 @@
 import { bitsOf, hasPrefix, keyFraction, prefixRange } from '../../ipfs/routing/keyspace.js'
 import type { Region } from '../../ipfs/routing/region.js'
 import type { AnnounceKey, AnnounceOutcome } from '../../ipfs/routing/announcer.js'
-import type { ProvideKey, ProvideKeys, ProvideKind } from '../../ledger/lmdb/provide-keys.js'
+import type { ProvideKey, ProvideKind, ProvideSchedule } from '../../ledger/provides.js'
 import type { Logger } from '../../kernel/log.js'
 
 export interface Announcer {
@@ -31,7 +31,7 @@ export interface Announcer {
 }
 
 export interface ReproviderOptions {
-  keys: ProvideKeys
+  keys: ProvideSchedule
   kind: ProvideKind
   announcer: Announcer
   intervalMs: number
@@ -78,6 +78,8 @@ const INDIVIDUAL_THRESHOLD = 2
 const MAX_BATCH = 20_000
 const FRESH_DELAY_MS = 250
 const MAX_SLEEP_MS = 60_000
+/** due keys read at a time while looking for one no worker has claimed */
+const PICK_BATCH = 64
 const FIRST_BACKOFF_MS = 5_000
 const MAX_BACKOFF_MS = 5 * 60_000
 
@@ -118,14 +120,14 @@ export class Reprovider {
     await Promise.allSettled([...this.workers])
   }
 
-  status (now = Date.now()): ReproviderStatus {
+  async status (now = Date.now()): Promise<ReproviderStatus> {
     const kind = this.o.kind
-    const first = this.o.keys.firstDue(kind)
+    const first = await this.o.keys.firstDue(kind)
     return {
       strategy: kind,
       intervalSeconds: this.o.intervalMs / 1000,
-      keys: this.o.keys.count(kind),
-      pending: this.o.keys.countDue(kind, now),
+      keys: await this.o.keys.count(kind),
+      pending: await this.o.keys.countDue(kind, now),
       oldestPendingSeconds: first != null && first <= now ? Math.round((now - first) / 1000) : 0,
       nextDueSeconds: first == null ? null : Math.max(0, Math.round((first - now) / 1000)),
       providedSinceStart: this.stats.provided,
@@ -147,9 +149,9 @@ export class Reprovider {
       const now = Date.now()
       if (this.pausedUntil > now) { await this.sleep(this.pausedUntil - now); continue }
       if (this.workers.size >= concurrency) { await this.sleep(MAX_SLEEP_MS); continue }
-      const next = this.pick(now)
+      const next = await this.pick(now)
       if (next == null) {
-        const first = this.workers.size > 0 ? undefined : this.o.keys.firstDue(this.o.kind)
+        const first = this.workers.size > 0 ? undefined : await this.o.keys.firstDue(this.o.kind)
         await this.sleep(first != null ? Math.max(first - now, 10) : MAX_SLEEP_MS)
         continue
       }
@@ -164,11 +166,16 @@ export class Reprovider {
   }
 
   /** The most overdue key no worker is busy with. */
-  private pick (now: number): ProvideKey | undefined {
-    for (const key of this.o.keys.due(this.o.kind, now)) {
-      if (![...this.claims].some(c => hasPrefix(key.kad, c))) return key
+  private async pick (now: number): Promise<ProvideKey | undefined> {
+    let after: ProvideKey | undefined
+    for (;;) {
+      const keys = await this.o.keys.due(this.o.kind, now, PICK_BATCH, after)
+      for (const key of keys) {
+        if (![...this.claims].some(c => hasPrefix(key.kad, c))) return key
+      }
+      if (keys.length < PICK_BATCH) return undefined
+      after = keys[keys.length - 1]
     }
-    return undefined
   }
 
   private async work (key: ProvideKey, claim: string): Promise<void> {
@@ -178,7 +185,7 @@ export class Reprovider {
     try {
       const half = t0 + this.o.intervalMs / 2
       // a lone key (or two) is not worth exploring a region for
-      const near = this.collect(prefixRange(claim), half, INDIVIDUAL_THRESHOLD + 1)
+      const near = await this.collect(prefixRange(claim), half, INDIVIDUAL_THRESHOLD + 1)
       const region = near.length <= INDIVIDUAL_THRESHOLD
         ? await this.o.announcer.single(key, signal)
         : await this.o.announcer.region(key, signal)
@@ -188,7 +195,7 @@ export class Reprovider {
         held = region.prefix
       }
       if (region.prefix.length < 256) this.prefixLen = Math.round((this.prefixLen * 3 + region.prefix.length) / 4)
-      const batch = this.collect(prefixRange(region.prefix), half, MAX_BATCH)
+      const batch = await this.collect(prefixRange(region.prefix), half, MAX_BATCH)
       if (!batch.some(k => k.kad.equals(key.kad))) batch.push(key)
       const out = await this.o.announcer.announce(region, batch, signal)
       const now = Date.now()
@@ -218,9 +225,9 @@ export class Reprovider {
   }
 
   /** Keys of a range due before `until`, up to `limit`. */
-  private collect (range: ReturnType<typeof prefixRange>, until: number, limit: number): ProvideKey[] {
+  private async collect (range: ReturnType<typeof prefixRange>, until: number, limit: number): Promise<ProvideKey[]> {
     const out: ProvideKey[] = []
-    for (const k of this.o.keys.inRange(this.o.kind, range)) {
+    for (const k of await this.o.keys.inRange(this.o.kind, range)) {
       if (k.due > until) continue
       out.push(k)
       if (out.length >= limit) break

@@ -46,7 +46,7 @@ export interface HealthCheck {
 }
 
 export interface HealthDeps {
-  readLedger(): unknown
+  readLedger(): Promise<unknown>
   /** a write to the block store (the block backend's probe) */
   probeBlockstore(): Promise<void>
   /** what clients are told when it fails (default: the blockstore does not take writes) */
@@ -178,7 +178,7 @@ function builtinChecks (deps: HealthDeps): HealthCheck[] {
       name: 'ledger',
       failure: 'the ledger could not be read',
       reuseMs: deps.ledgerCheckCacheMs ?? 0,
-      run: () => { if (deps.readLedger() === undefined) throw new Error('ledger metadata is missing') }
+      run: async () => { if (await deps.readLedger() === undefined) throw new Error('ledger metadata is missing') }
     },
     {
       name: 'blockstore',

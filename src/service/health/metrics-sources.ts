@@ -4,14 +4,14 @@
  * blockstore's usage is current (a walk kept up to date by commits and gc).
  */
 import type { Usage } from '../../ipfs/blockstore-usage.js'
-import type { PinLedger } from '../../ledger/lmdb/pins.js'
+import type { PinLedger } from '../../ledger/pins.js'
 import type { MetricsSources } from '../../metrics/registry.js'
 
 export function metricsSources (pins: PinLedger, usage: () => Promise<Usage>, connections: () => number, payments?: MetricsSources['payments'], extra: Pick<MetricsSources, 'routing' | 'provides' | 's3Up' | 'sending' | 'uploadChunks' | 'gcUnreferencedBytes'> = {}): MetricsSources {
-  const counts = cached(60_000, () => pins.countByStatus())
+  const counts = cached(60_000, async () => await pins.countByStatus())
   return {
     pinCounts: counts,
-    fetchQueueDepth: () => pins.pendingFetches().length,
+    fetchQueueDepth: async () => (await pins.pendingFetches()).length,
     blockstoreUsage: usage,
     connections,
     ...(payments != null ? { payments } : {}),

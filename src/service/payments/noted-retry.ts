@@ -15,8 +15,8 @@
  * authorization, same purpose); any other is left to the usual path.
  */
 import { UnavailableError } from '../../kernel/errors.js'
-import type { PinLedger } from '../../ledger/lmdb/pins.js'
-import type { SettlementNotes, SettlingRecord } from '../../ledger/lmdb/settlements.js'
+import type { PinLedger } from '../../ledger/pins.js'
+import type { SettlementNotes, SettlingRecord } from '../../ledger/settlements.js'
 import type { Logger } from '../../kernel/log.js'
 import type { AuthorizationStateReader } from '../../payment/authorization-state.js'
 import type { PaymentIdentity } from '../../payment/gate.js'
@@ -44,9 +44,9 @@ export type OpenNote =
   | { kind: 'unused', note: SettlingRecord }
 
 export async function reconcileOpenNote (who: PaymentIdentity, sameRequest: (purpose: string) => boolean, d: OpenNoteDeps | undefined): Promise<OpenNote> {
-  const note = d?.notes.get(who.id)
+  const note = await d?.notes.get(who.id)
   if (d == null || note == null || note.fulfil?.proof !== who.proof || !sameRequest(note.purpose)) return { kind: 'none' }
-  if (d.ledger.paymentUsed(who.id)) return { kind: 'recorded' }
+  if (await d.ledger.paymentUsed(who.id)) return { kind: 'recorded' }
   if (note.state === 'paid-unfulfilled') throw paidUnfulfilled(who.id)
   const [authorizer, nonce] = who.id.split(':') as [`0x${string}`, `0x${string}`]
   if (d.chain == null) throw notYet()
@@ -67,7 +67,7 @@ export async function reconcileOpenNote (who: PaymentIdentity, sameRequest: (pur
     })
   } catch (err) {
     // recorded meanwhile (reconciliation's own pass)
-    if (d.ledger.paymentUsed(who.id)) return { kind: 'recorded' }
+    if (await d.ledger.paymentUsed(who.id)) return { kind: 'recorded' }
     if (err instanceof CannotFulfilError) {
       d.log.warn(`a paid settlement note cannot be fulfilled: ${err.message}`, { payment: who.id })
       throw paidUnfulfilled(who.id)

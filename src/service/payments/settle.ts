@@ -7,8 +7,8 @@
  * The note keeps the authorization's validBefore, so that a note left by a
  * crash can be reconciled against the chain (settlement-reconcile.ts).
  */
-import type { PinLedger } from '../../ledger/lmdb/pins.js'
-import type { SettlementFulfilment } from '../../ledger/lmdb/settlements.js'
+import type { PinLedger } from '../../ledger/pins.js'
+import type { SettlementFulfilment } from '../../ledger/settlements.js'
 import { validBeforeOf } from '../../payment/authorization-state.js'
 import type { PaymentGate, SettleOutcome, VerifiedPayment } from '../../payment/gate.js'
 

@@ -17,11 +17,13 @@ import { PindError } from '../../kernel/errors.js'
 import { CID } from 'multiformats/cid'
 import type { CommitLock } from '../../ipfs/commit-lock.js'
 import { UnusableImportError, type BlockStaging } from '../../ipfs/staging.js'
-import { PinGoneError, type PinLedger } from '../../ledger/lmdb/pins.js'
+import { PinGoneError } from '../../ledger/errors.js'
+import type { PinLedger } from '../../ledger/pins.js'
+import type { SettlementFulfilment, SettlingRecord } from '../../ledger/settlements.js'
+import type { Ledger } from '../../ledger/ledger.js'
+import type { UploadTicket } from '../../ledger/tickets.js'
 import type { PaymentRecord, PinRecord } from '../../ledger/records.js'
-import type { SettlementFulfilment, SettlingRecord } from '../../ledger/lmdb/settlements.js'
 import { addMonths } from '../../ledger/clock.js'
-import type { UploadTicket, UploadTickets } from '../../ledger/lmdb/tickets.js'
 
 export class CannotFulfilError extends PindError {
   override name = 'CannotFulfilError'
@@ -32,8 +34,8 @@ export type Fulfilled = Pick<PinRecord, 'requestid' | 'cid'>
 
 export interface FulfilDeps {
   ledger: Pick<PinLedger, 'create' | 'get' | 'payment' | 'paymentUsed' | 'renew'>
-  /** for upload tickets: where they are recorded */
-  tickets?: Pick<UploadTickets, 'record'>
+  /** for upload tickets: the ledger they are recorded in, with their payments */
+  tickets?: Pick<Ledger, 'transaction'>
   /** for uploads: where their sealed imports wait, and the lock commits take */
   staging: Pick<BlockStaging, 'adopt' | 'commit' | 'discard'>
   lock: Pick<CommitLock, 'shared'>
@@ -43,7 +45,7 @@ export interface FulfilDeps {
 export async function fulfilFromNote (d: FulfilDeps, note: SettlingRecord, tx?: string, now: Date = new Date()): Promise<Fulfilled> {
   const f = note.fulfil
   if (f == null) throw new CannotFulfilError('the note does not say what the payment bought (a note of an older version)')
-  if (d.ledger.paymentUsed(note.paymentId)) throw new CannotFulfilError('the payment is recorded already')
+  if (await d.ledger.paymentUsed(note.paymentId)) throw new CannotFulfilError('the payment is recorded already')
   if (f.renew != null) return await renew(d, note, f.renew, f, tx, now)
   if (f.ticket != null) return await ticket(d, note, f.ticket, f, tx, now)
   if (f.pin == null) throw new CannotFulfilError('the note does not say what the payment bought')
@@ -92,6 +94,14 @@ export async function fulfilFromNote (d: FulfilDeps, note: SettlingRecord, tx?: 
   return pin
 }
 
+/** Records a bought ticket with its payment (removing the payment's settlement note): one transaction. PaymentReusedError when the payment is recorded already. */
+export async function recordTicket (ledger: Pick<Ledger, 'transaction'>, ticket: UploadTicket, payment: PaymentRecord): Promise<void> {
+  await ledger.transaction(async (tx) => {
+    await tx.recordPayment(payment)
+    await tx.putTicket(ticket)
+  })
+}
+
 /**
  * An upload ticket: recorded with its payment as its request would have
  * recorded it (its validity counted from its purchase, as the payer was told).
@@ -102,13 +112,13 @@ async function ticket (d: FulfilDeps, note: SettlingRecord, t: UploadTicket, f: 
     id: note.paymentId, requestid: t.id, purpose: note.purpose, payer: note.payer, amount: note.amount,
     network: t.network, ...(tx != null ? { tx } : {}), at: now.toISOString(), proof: f.proof
   }
-  await d.tickets.record({ ...t, ...(tx != null ? { tx } : {}) }, record)
+  await recordTicket(d.tickets, { ...t, ...(tx != null ? { tx } : {}) }, record)
   return { requestid: t.id, cid: '(upload ticket)' }
 }
 
 /** A renewal: the pin is extended by the months paid for, from its end or from now, whichever is later. */
 async function renew (d: FulfilDeps, note: SettlingRecord, r: { requestid: string, months: number }, f: SettlementFulfilment, tx: string | undefined, now: Date): Promise<PinRecord> {
-  const current = d.ledger.get(r.requestid)
+  const current = await d.ledger.get(r.requestid)
   if (current == null) throw new CannotFulfilError(`the pin it renews (${r.requestid}) does not exist`)
   const record: PaymentRecord = {
     id: note.paymentId, requestid: r.requestid, purpose: note.purpose, payer: note.payer, amount: note.amount,

@@ -17,7 +17,7 @@
  * in the background at start and then every interval; `pind settlements
  * check` runs one at once.
  */
-import type { SettlementNotes, SettlementVerdict, SettlingRecord } from '../../ledger/lmdb/settlements.js'
+import type { SettlementNotes, SettlementVerdict, SettlingRecord } from '../../ledger/settlements.js'
 import type { Logger } from '../../kernel/log.js'
 import type { AuthorizationStateReader } from '../../payment/authorization-state.js'
 import { formatUsdc } from '../../payment/pricing.js'
@@ -65,7 +65,7 @@ export async function reconcileSettlements (notes: SettlementNotes, chain: Autho
   const now = opts.now ?? new Date()
   const report: ReconcileReport = { checked: 0, dropped: [], confirmed: [], fulfilled: [], pending: 0, awaitingOperator: 0, inFlight: 0 }
   const todo: Array<{ note: SettlingRecord, authorizer: `0x${string}`, nonce: `0x${string}` }> = []
-  for (const note of notes.all()) {
+  for (const note of await notes.all()) {
     if (note.state === 'paid-unfulfilled') continue
     if (note.settleFailedAt == null && opts.liveSince != null && Date.parse(note.at) >= opts.liveSince.getTime() && now.getTime() - Date.parse(note.at) < IN_FLIGHT_MS) {
       report.inFlight++
@@ -115,7 +115,7 @@ export async function reconcileSettlements (notes: SettlementNotes, chain: Autho
         payment: v.read.paymentId, payer: v.read.payer, amount: v.read.amount, purpose: v.read.purpose, requestid: pin.requestid, cid: pin.cid
       })
     } catch (err) {
-      if (err instanceof CannotFulfilError && notes.get(v.read.paymentId) == null) {
+      if (err instanceof CannotFulfilError && await notes.get(v.read.paymentId) == null) {
         // a retried request recorded it meanwhile (noted-retry.ts): nothing is left to do
         continue
       } else if (err instanceof CannotFulfilError) {
@@ -142,7 +142,7 @@ export async function reconcileSettlements (notes: SettlementNotes, chain: Autho
       report.pending++
     }
   }
-  for (const note of notes.all()) if (note.state === 'paid-unfulfilled') report.awaitingOperator++
+  for (const note of await notes.all()) if (note.state === 'paid-unfulfilled') report.awaitingOperator++
   return report
 }
 
@@ -214,7 +214,7 @@ export function startSettlementReconciler (notes: SettlementNotes, chain: Author
         timer.unref()
       })
   }
-  logSummary(notes, o.log)
+  void logSummary(notes, o.log).catch((err: unknown) => { o.log.warn('could not read the settlement notes', { error: (err as Error).message }) })
   timer = setTimeout(tick, 0)
   timer.unref()
   return {
@@ -228,10 +228,10 @@ export function startSettlementReconciler (notes: SettlementNotes, chain: Author
 }
 
 /** One line at start when earlier runs left notes: how many to reconcile, how many wait for an operator. */
-export function logSummary (notes: SettlementNotes, log: Logger, cannotCheck?: string): void {
+export async function logSummary (notes: SettlementNotes, log: Logger, cannotCheck?: string): Promise<void> {
   let open = 0
   let paid = 0
-  for (const n of notes.all()) {
+  for (const n of await notes.all()) {
     if (n.state === 'paid-unfulfilled') paid++
     else open++
   }

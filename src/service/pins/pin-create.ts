@@ -17,7 +17,8 @@ import type { TokenService, VerifiedToken } from '../../auth/tokens.js'
 import { ConflictError, InputTooLargeError, InvalidInputError, NotFoundError, PaymentRequiredError, TooManyRequestsError, UnavailableError } from '../../kernel/errors.js'
 import { StorageUnavailableError, type BlockBackend } from '../../ipfs/block-backend.js'
 import { addMonths, clockReady, nextCreated } from '../../ledger/clock.js'
-import { PinGoneError, type PinLedger } from '../../ledger/lmdb/pins.js'
+import { PinGoneError } from '../../ledger/errors.js'
+import type { PinLedger } from '../../ledger/pins.js'
 import type { PaymentInfo, PaymentRecord, PinRecord } from '../../ledger/records.js'
 import { newRequestid } from '../../ledger/requestid.js'
 import type { Logger } from '../../kernel/log.js'
@@ -94,27 +95,27 @@ export async function createPin (w: PinWrite, d: PinCreateDeps): Promise<PinOutc
   const purpose = purposeOf(w)
   // a payment that was already used is known from its header alone: its replay is answered without a quote (no probe, no dial)
   const used = w.paymentHeader != null ? identifyPayment(w.paymentHeader) : undefined
-  if (used != null && await settledBefore(used, purpose, d)) return replay(used, purpose, d)
+  if (used != null && await settledBefore(used, purpose, d)) return await replay(used, purpose, d)
   // a new pin needs the block store: while it cannot be reached, 503 before any payment is used
   if (d.storage?.writable() === false) throw new StorageUnavailableError('the block storage is unreachable right now; retry shortly (no payment was used)')
   const quote = await quoteFor(w, d)
   const decision = await d.gate.decide(w.paymentHeader, quote.quote, (id) => d.ledger.paymentUsed(id))
   if (decision.type === 'payment-required') throw decision.error
   const payment = decision.payment
-  if (decision.type === 'settled-before') return replay(payment, purpose, d)
+  if (decision.type === 'settled-before') return await replay(payment, purpose, d)
   d.log.info('payment verified', { payment: payment.id, amount: payment.amount })
   for (;;) {
     const outcome = await d.once.run(payment.id, async () => {
-      if (d.ledger.paymentUsed(payment.id)) return undefined
+      if (await d.ledger.paymentUsed(payment.id)) return undefined
       return await paid(w, payment, quote, purpose, d.gate as NonNullable<PinCreateDeps['gate']>, d)
     })
     if (outcome.first && outcome.value != null) return outcome.value
     // another request with this payment ran first and left a settlement note (its outcome was
     // uncertain): the chain tells now (a replay, or the payment is unused: this one does the work), or 503
-    if (outcome.first || d.ledger.paymentUsed(payment.id)) break
+    if (outcome.first || await d.ledger.paymentUsed(payment.id)) break
     if ((await reconcileOpenNote(payment, (p) => p === purpose, d.openNotes)).kind !== 'unused') break
   }
-  return replay(payment, purpose, d)
+  return await replay(payment, purpose, d)
 }
 
 /**
@@ -125,7 +126,7 @@ export async function createPin (w: PinWrite, d: PinCreateDeps): Promise<PinOutc
  */
 export async function settledBefore (who: PaymentIdentity, purpose: string, d: Pick<PinCreateDeps, 'ledger' | 'once' | 'openNotes'>): Promise<boolean> {
   await d.once.finished(who.id)
-  if (d.ledger.paymentUsed(who.id)) return true
+  if (await d.ledger.paymentUsed(who.id)) return true
   return (await reconcileOpenNote(who, (p) => p === purpose, d.openNotes)).kind === 'recorded'
 }
 
@@ -288,9 +289,9 @@ async function replayOfReplacement (w: PinWrite, requestid: string, d: PinCreate
  * The same payment again: an honest retry of this very request gets the pin
  * it created (no new token — see service/uploads/upload.ts); anything else must pay again.
  */
-function replay (payment: PaymentIdentity, purpose: string, d: PinCreateDeps): PinOutcome {
-  const record = d.ledger.payment(payment.id)
-  const pin = record != null ? d.ledger.get(record.requestid) : undefined
+async function replay (payment: PaymentIdentity, purpose: string, d: PinCreateDeps): Promise<PinOutcome> {
+  const record = await d.ledger.payment(payment.id)
+  const pin = record != null ? await d.ledger.get(record.requestid) : undefined
   if (record == null || pin == null || record.proof !== payment.proof || record.purpose !== purpose) {
     throw new PaymentRequiredError('this payment was already used for another request; sign a new payment')
   }

@@ -22,7 +22,7 @@ import { fetchDag, PermanentFetchError, StalledError, WINDOW_BYTES } from '../..
 import type { BlockNetwork } from '../../ipfs/network.js'
 import type { IpfsNode } from '../../ipfs/node.js'
 import type { BlockStaging, StagedImport } from '../../ipfs/staging.js'
-import type { PinLedger } from '../../ledger/lmdb/pins.js'
+import type { PinLedger } from '../../ledger/pins.js'
 import { withdrawn, type PinRecord } from '../../ledger/records.js'
 import type { Logger } from '../../kernel/log.js'
 import type { Refusal } from '../serving/serve-policy.js'
@@ -70,6 +70,8 @@ export class PinFetcher {
   private readonly budget = new FetchBudget(WINDOW_BYTES)
   private timer: NodeJS.Timeout | undefined
   private stopped = false
+  private waking: Promise<void> | undefined
+  private wakeAgain = false
   private readonly unwatch: Array<() => void> = []
 
   constructor (private readonly o: PinFetcherOptions) {}
@@ -78,8 +80,8 @@ export class PinFetcher {
    * Picks up the queue as the ledger has it (after a restart: where it left off), then follows
    * the ledger: a pin queued wakes it, a pin removed or taken down stops its fetch.
    */
-  start (): void {
-    const pending = this.o.ledger.pendingFetches()
+  async start (): Promise<void> {
+    const pending = await this.o.ledger.pendingFetches()
     if (pending.length > 0) this.o.log.info('resuming pin fetches', { count: pending.length })
     this.unwatch.push(this.o.ledger.watchQueued(() => { this.wake() }))
     this.unwatch.push(this.o.ledger.watchRemoved((requestid) => { this.cancel(requestid) }))
@@ -91,30 +93,48 @@ export class PinFetcher {
     this.running.get(requestid)?.abort.abort(new Error('pin removed'))
   }
 
-  queueDepth (): number {
-    return this.o.ledger.pendingFetches().length
+  async queueDepth (): Promise<number> {
+    return (await this.o.ledger.pendingFetches()).length
   }
 
   async stop (): Promise<void> {
     this.stopped = true
     for (const u of this.unwatch.splice(0)) u()
     clearTimeout(this.timer)
+    await this.waking
     for (const r of this.running.values()) r.abort.abort(new Error('shutting down'))
     await Promise.all([...this.running.values()].map(async r => { await r.done }))
     await Promise.all([...this.staged.values()].map(async s => { await this.o.staging.discard(s) }))
     this.staged.clear()
   }
 
+  /** one pass over the queue at a time; a wake during one runs another after it */
   private wake (): void {
     if (this.stopped) return
+    if (this.waking != null) {
+      this.wakeAgain = true
+      return
+    }
+    this.waking = this.pass()
+      .catch((err: unknown) => { this.o.log.warn('could not read the fetch queue', { error: (err as Error).message }) })
+      .finally(() => {
+        this.waking = undefined
+        if (this.wakeAgain) {
+          this.wakeAgain = false
+          this.wake()
+        }
+      })
+  }
+
+  private async pass (): Promise<void> {
     clearTimeout(this.timer)
     const now = Date.now()
     let nextDue = Infinity
-    for (const id of this.o.ledger.pendingFetches()) {
-      if (this.running.size >= this.o.concurrency) return
+    for (const id of await this.o.ledger.pendingFetches()) {
+      if (this.stopped || this.running.size >= this.o.concurrency) return
       if (this.running.has(id)) continue
-      const pin = this.o.ledger.get(id)
-      if (pin == null) continue
+      const pin = await this.o.ledger.get(id)
+      if (pin == null || this.stopped || this.running.has(id)) continue
       const due = pin.fetch?.nextAttemptAt != null ? Date.parse(pin.fetch.nextAttemptAt) : 0
       if (due > now) { nextDue = Math.min(nextDue, due); continue }
       this.launch(pin)
@@ -180,7 +200,7 @@ export class PinFetcher {
         onProgress: (p) => {
           if (Date.now() - lastWrite < PROGRESS_EVERY_MS) return
           lastWrite = Date.now()
-          ledger.update(id, pin => pin.removed != null ? pin : ({ ...pin, statusDetails: `attempt ${attempts}: fetching, ${p.blocks} blocks / ${p.bytes} bytes received` }))
+          void ledger.update(id, pin => pin.removed != null ? pin : ({ ...pin, statusDetails: `attempt ${attempts}: fetching, ${p.blocks} blocks / ${p.bytes} bytes received` }))
             .then(pin => { if (pin != null && withdrawn(pin)) this.cancel(id) })
             .catch(() => {})
         }
@@ -223,7 +243,7 @@ export class PinFetcher {
       }
       if (signal.aborted) {
         // removed or shutting down: a removed pin's staging goes now; on shutdown the queue resumes at the next start
-        const now = ledger.get(id)
+        const now = await ledger.get(id)
         if (now != null && withdrawn(now)) await this.dropStaged(id)
         return
       }

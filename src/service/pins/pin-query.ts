@@ -9,11 +9,13 @@
 import { CID } from 'multiformats/cid'
 import { InvalidInputError } from '../../kernel/errors.js'
 import { parseMicros } from '../../ledger/clock.js'
-import type { ListedSummary, LiveSummary, PinLedger } from '../../ledger/lmdb/pins.js'
-import type { PinRecord, PinState } from '../../ledger/records.js'
+import type { PinQuery } from '../../ledger/query.js'
+import type { PinState } from '../../ledger/records.js'
 import { z } from 'zod/v4'
 import { setOwn } from './own-property.js'
 import { PinMeta } from './pin-request.js'
+
+export type { PinQuery } from '../../ledger/query.js'
 
 /** a pin's status (the Pinning Service API's Status): the `status` filter takes a comma-separated list of them */
 export const Status = z.enum(['queued', 'pinning', 'pinned', 'failed'] satisfies PinState[]).meta({
@@ -76,17 +78,6 @@ const REFUSALS: Partial<Record<keyof Params, string>> = {
   limit: 'limit must be a whole number from 1 to 1000'
 }
 
-export interface PinQuery {
-  cids?: Set<string>
-  name?: string
-  match: typeof MATCHES[number]
-  statuses: Set<PinState>
-  beforeUs?: number
-  afterUs?: number
-  limit: number
-  meta?: Record<string, string>
-}
-
 export function parsePinQuery (params: URLSearchParams): PinQuery {
   const one = (key: string): string | undefined => {
     const all = params.getAll(key)
@@ -137,103 +128,4 @@ function parseMeta (params: URLSearchParams, json: string | undefined): Record<s
     if (m != null) setOwn(meta, m[1] as string, value)
   }
   return Object.keys(meta).length > 0 ? meta : undefined
-}
-
-/** Does a pin (its owner-index summary) match every filter? Removed and expired pins never do. */
-export function matches (pin: ListedSummary, q: PinQuery, now: number, graceMs = 0): boolean {
-  return matcher(q, now, graceMs)(pin)
-}
-
-/**
- * matches for one query, what it asks worked out once: a listing tests every
- * summary of its owner against it. The cheap tests first: status and
- * pinned_until, CID, name, then meta.
- */
-export function matcher (q: PinQuery, now: number, graceMs = 0): (pin: ListedSummary) => boolean {
-  const ci = q.match === 'iexact' || q.match === 'ipartial'
-  const exact = q.match === 'exact' || q.match === 'iexact'
-  const name = q.name == null ? undefined : ci ? q.name.toLowerCase() : q.name
-  const meta = q.meta == null ? undefined : Object.entries(q.meta)
-  return (pin) => {
-    if (pin.removed) return false
-    if (!stateMatches(pin, q, now, graceMs)) return false
-    if (q.cids != null && (pin.cid == null || !q.cids.has(pin.cid))) return false
-    if (name != null) {
-      const have = ci ? (pin.name ?? '').toLowerCase() : pin.name ?? ''
-      if (exact ? have !== name : !have.includes(name)) return false
-    }
-    if (meta != null) {
-      for (const [k, v] of meta) if (!Object.hasOwn(pin.meta, k) || pin.meta[k] !== v) return false
-    }
-    return true
-  }
-}
-
-/** A pin not removed: is it live (or failed), with a status asked for? */
-function stateMatches (pin: Pick<LiveSummary, 'status' | 'until'>, q: PinQuery, now: number, graceMs: number): boolean {
-  if (pin.status !== 'failed' && pin.until + graceMs <= now) return false
-  return q.statuses.has(pin.status)
-}
-
-/**
- * Filters and counts on the owner index's summaries (no record is read for
- * that); only the page's pins are read in full. Without name, meta or cid
- * filters only each summary's status and pinned_until are read (statesByOwner),
- * and the count is the one the ledger keeps per owner and status
- * (PinLedger.ownerCount: it takes off the pins past their pinned_until
- * itself; with before/after, its counts per ~72 minutes of creation and the
- * pins at the window's ends): only the page's entries are read besides. Until
- * a ledger of an earlier pind has its counts built (its upgrade), or for a
- * window shorter than two of those spans, every match is counted. With
- * name, meta or cid filters every summary of the owner is read, and what was
- * found is kept (PinLedger.listings) for the same query until the ledger's
- * next transaction ends or a pin it counted expires.
- */
-export function listPins (ledger: Pick<PinLedger, 'get' | 'graceMs' | 'summariesByOwner' | 'statesByOwner'> & Partial<Pick<PinLedger, 'ownerCount' | 'listings'>>, owner: string, q: PinQuery, now: Date = new Date()): { count: number, results: PinRecord[] } {
-  const results: PinRecord[] = []
-  let count = 0
-  const t = now.getTime()
-  const page = (id: string): void => {
-    count++
-    if (results.length < q.limit) {
-      const pin = ledger.get(id)
-      if (pin != null) results.push(pin)
-    }
-  }
-  if (q.name == null && q.meta == null && q.cids == null) {
-    const kept = ledger.ownerCount?.(owner, q.statuses, t, q.beforeUs, q.afterUs)
-    if (kept !== undefined) {
-      for (const s of ledger.statesByOwner(owner, q.beforeUs, q.afterUs)) {
-        if (results.length >= q.limit) break
-        if (stateMatches(s, q, t, ledger.graceMs)) page(s.id)
-      }
-      return { count: kept, results }
-    }
-    for (const s of ledger.statesByOwner(owner, q.beforeUs, q.afterUs)) if (stateMatches(s, q, t, ledger.graceMs)) page(s.id)
-  } else {
-    const key = `${owner}\n${queryKey(q)}`
-    const kept = ledger.listings?.get(key, t)
-    if (kept !== undefined) {
-      for (const id of kept.ids) {
-        const pin = ledger.get(id)
-        if (pin != null) results.push(pin)
-      }
-      return { count: kept.count, results }
-    }
-    const test = matcher(q, t, ledger.graceMs)
-    // the listing holds until the first pin it counts expires (failed ones do not)
-    let until = Number.POSITIVE_INFINITY
-    for (const s of ledger.summariesByOwner(owner, q.beforeUs, q.afterUs, q.cids != null)) {
-      if (!test(s)) continue
-      page(s.id)
-      if (!s.removed && s.status !== 'failed') until = Math.min(until, s.until + ledger.graceMs)
-    }
-    ledger.listings?.keep(key, t, until, { count, ids: results.map(p => p.requestid) })
-  }
-  return { count, results }
-}
-
-/** a query as the key of its kept listing: every filter, the page's size too */
-function queryKey (q: PinQuery): string {
-  return JSON.stringify([q.cids == null ? null : [...q.cids], q.name ?? null, q.match, [...q.statuses], q.beforeUs ?? null, q.afterUs ?? null, q.limit, q.meta == null ? null : Object.entries(q.meta)])
 }

@@ -10,7 +10,7 @@ import { PIN_WITHOUT_PAYMENT } from '../../auth/permissions.js'
 import type { VerifiedToken } from '../../auth/tokens.js'
 import { ConflictError, InvalidInputError, NotFoundError, PaymentRequiredError, UnavailableError } from '../../kernel/errors.js'
 import { addMonths } from '../../ledger/clock.js'
-import { PinGoneError } from '../../ledger/lmdb/pins.js'
+import { PinGoneError } from '../../ledger/errors.js'
 import type { PaymentRecord, PinRecord } from '../../ledger/records.js'
 import { identifyPayment, type PaymentIdentity, type Quote } from '../../payment/gate.js'
 import { priceFor } from '../../payment/pricing.js'
@@ -29,7 +29,7 @@ export interface RenewRequest {
 }
 
 export async function renewPin (r: RenewRequest, d: PinCreateDeps): Promise<PinOutcome> {
-  const pin = d.ledger.get(r.requestid)
+  const pin = await d.ledger.get(r.requestid)
   if (pin == null || pin.owner !== r.auth.owner || pin.removed != null) throw new NotFoundError(`no pin with requestid ${r.requestid.slice(0, 100)} for this owner`)
   // a pin this service does not serve is not sold more time (the owner may still DELETE it, or replace it with other content)
   const refused = d.refusal?.(CID.parse(pin.cid))
@@ -56,14 +56,14 @@ export async function renewPin (r: RenewRequest, d: PinCreateDeps): Promise<PinO
   const purpose = `renew:${pin.requestid}:${r.months}:${pin.pinnedUntil}`
   // a payment already recorded (or whose uncertain settlement is found done now) is a replay, answered before it is verified again
   const used = r.paymentHeader != null ? identifyPayment(r.paymentHeader) : undefined
-  if (used != null && await settledBefore(used, purpose, d)) return replay(used, d)
+  if (used != null && await settledBefore(used, purpose, d)) return await replay(used, d)
   const decision = await d.gate.decide(r.paymentHeader, quote, (id) => d.ledger.paymentUsed(id))
   if (decision.type === 'payment-required') throw decision.error
   const payment = decision.payment
-  if (decision.type === 'settled-before') return replay(payment, d)
+  if (decision.type === 'settled-before') return await replay(payment, d)
   for (;;) {
     const outcome = await d.once.run(payment.id, async () => {
-      if (d.ledger.paymentUsed(payment.id)) return undefined
+      if (await d.ledger.paymentUsed(payment.id)) return undefined
       // should the process die once the money has moved, reconciliation renews the pin (settlement-fulfil.ts)
       const settled = d.gate != null ? await settleNoted(d.gate, d.ledger, payment, purpose, { proof: payment.proof, renew: { requestid: pin.requestid, months: r.months } }) : undefined
       if (settled == null || !settled.ok) {
@@ -88,10 +88,10 @@ export async function renewPin (r: RenewRequest, d: PinCreateDeps): Promise<PinO
     if (outcome.first && outcome.value != null) return outcome.value
     // another request with this payment ran first and left a settlement note (its outcome was
     // uncertain): the chain tells now (a replay, or the payment is unused: this one does the work), or 503
-    if (outcome.first || d.ledger.paymentUsed(payment.id)) break
+    if (outcome.first || await d.ledger.paymentUsed(payment.id)) break
     if ((await reconcileOpenNote(payment, (p) => p === purpose, d.openNotes)).kind !== 'unused') break
   }
-  return replay(payment, d)
+  return await replay(payment, d)
 }
 
 async function write (r: RenewRequest, record: PaymentRecord | undefined, d: PinCreateDeps): Promise<PinRecord> {
@@ -127,9 +127,9 @@ function nextUntil (pin: PinRecord, months: number, maxMonths: number): Date {
   return until
 }
 
-function replay (payment: PaymentIdentity, d: PinCreateDeps): PinOutcome {
-  const record = d.ledger.payment(payment.id)
-  const pin = record != null ? d.ledger.get(record.requestid) : undefined
+async function replay (payment: PaymentIdentity, d: PinCreateDeps): Promise<PinOutcome> {
+  const record = await d.ledger.payment(payment.id)
+  const pin = record != null ? await d.ledger.get(record.requestid) : undefined
   if (record == null || pin == null || record.proof !== payment.proof || !record.purpose.startsWith(`renew:${pin.requestid}:`)) {
     throw new PaymentRequiredError('this payment was already used for another request; sign a new payment')
   }

@@ -26,7 +26,7 @@ import { decodeCid } from '../../ipfs/cid-text.js'
 import { CompiledList, Probe } from '../../denylist/compiled.js'
 import { parseRule, RuleError, trimSlashes, type Rule } from '../../denylist/rule.js'
 import type { DenylistFile } from '../../denylist/sources.js'
-import type { DenialLedger, DenialRecord } from '../../ledger/lmdb/denials.js'
+import type { DenialLedger, DenialRecord } from '../../ledger/denials.js'
 import type { Refusal } from './serve-policy.js'
 
 export interface Denial extends Refusal {
@@ -49,15 +49,20 @@ export interface DenialsOptions {
 export class Denials {
   private operator: { list: CompiledList, records: DenialRecord[] } = { list: new CompiledList(), records: [] }
 
-  constructor (private readonly o: DenialsOptions) {
-    this.reload()
+  private constructor (private readonly o: DenialsOptions) {}
+
+  /** The denials with the operator's rules as the ledger has them now. */
+  static async open (o: DenialsOptions): Promise<Denials> {
+    const d = new Denials(o)
+    await d.reload()
+    return d
   }
 
   /** Reads the operator's rules from the ledger again (after `pind deny add|rm`). */
-  reload (): void {
+  async reload (): Promise<void> {
     const list = new CompiledList()
     const records: DenialRecord[] = []
-    for (const r of this.o.ledger?.all() ?? []) {
+    for (const r of await this.o.ledger?.all() ?? []) {
       try {
         list.add(parseRule(r.rule), records.length + 1)
         records.push(r)

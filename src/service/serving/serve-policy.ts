@@ -20,7 +20,6 @@
  *    bitswap only ever serves what is held.
  */
 import type { CID } from 'multiformats/cid'
-import type { PinLedger } from '../../ledger/lmdb/pins.js'
 
 export type ServeScope = 'pinned' | 'blockstore'
 export type ServeChannel = 'gateway' | 'bitswap'
@@ -40,7 +39,8 @@ const RAW = 0x55
 const IDENTITY = 0x00
 
 export interface ServePolicyOptions {
-  pins: Pick<PinLedger, 'isPinnedBlock' | 'hasLivePin'>
+  /** answered synchronously, for every block bitswap sends */
+  pins: { isPinnedBlock(cid: CID): boolean, hasLivePin(cid: CID): boolean }
   scope: ServeScope
   /** the gateway reads blocks it does not hold from the network */
   gatewayReadThrough?: boolean

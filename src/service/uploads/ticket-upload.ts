@@ -26,9 +26,11 @@ import { StorageTimeoutError, StorageUnavailableError, type BlockBackend } from 
 import type { DirectImport, DirectImports } from '../../ipfs/direct-import.js'
 import type { WriteJournal, WriteJournals } from '../../ipfs/write-journal.js'
 import { clockReady } from '../../ledger/clock.js'
-import type { PinLedger } from '../../ledger/lmdb/pins.js'
+import { TicketClaimError } from '../../ledger/errors.js'
+import type { Ledger } from '../../ledger/ledger.js'
+import type { PinLedger } from '../../ledger/pins.js'
+import type { UploadTicket, UploadTickets } from '../../ledger/tickets.js'
 import type { PinRecord } from '../../ledger/records.js'
-import { TicketClaimError, type UploadTicket, type UploadTickets } from '../../ledger/lmdb/tickets.js'
 import type { Logger } from '../../kernel/log.js'
 import type { CID } from 'multiformats/cid'
 import type { Slots } from './slots.js'
@@ -37,7 +39,9 @@ import { importBody, MULTIPART_SLACK, refuseDenied, uploadBody, uploadedPin, typ
 
 export interface TicketUploadDeps {
   ledger: Pick<PinLedger, 'payment'>
-  tickets: Pick<UploadTickets, 'check' | 'claim' | 'noteFailed'>
+  tickets: Pick<UploadTickets, 'check' | 'noteFailed'>
+  /** the ledger a ticket's claim and the pin it makes are written to, in one transaction */
+  records: Pick<Ledger, 'transaction'>
   /** imports whose blocks go straight to the block store */
   direct: Pick<DirectImports, 'begin'>
   /** each upload's list of the blocks it writes, for the start after a crash */
@@ -68,7 +72,7 @@ export interface TicketUploadInput {
 const running = new Set<string>()
 
 export async function uploadWithTicket (input: TicketUploadInput, d: TicketUploadDeps): Promise<UploadOutcome> {
-  const ticket = checked(() => d.tickets.check(input.ticket, input.owner))
+  const ticket = await checked(async () => await d.tickets.check(input.ticket, input.owner))
   if ((ticket.failedBytes ?? 0) >= d.retries * ticket.bytes) {
     throw new GoneError(`this upload ticket's failed uploads have written ${ticket.failedBytes ?? 0} bytes, ${d.retries} times its size, the most one ticket may; buy a new one with POST /upload/tickets`)
   }
@@ -91,9 +95,13 @@ export async function uploadWithTicket (input: TicketUploadInput, d: TicketUploa
     await imp.stored()
     const storedMs = Math.round(performance.now() - t0) - importMs
     await clockReady()
-    const pin = ticketPin(ticket, imported, imp.bytes, d)
+    const pin = await ticketPin(ticket, imported, imp.bytes, d)
+    const blocks = imp.cids.map(String)
     try {
-      await d.tickets.claim(ticket.id, input.owner, pin, imp.cids.map(String))
+      await d.records.transaction(async (tx) => {
+        await tx.claimTicket(ticket.id, input.owner, pin.requestid)
+        await tx.createPin(pin, undefined, blocks)
+      })
       claimed = true
     } catch (err) {
       if (err instanceof TicketClaimError) throw answerTo(err)
@@ -174,8 +182,8 @@ export async function recoverTicketWrites (r: TicketWritesRecovery): Promise<num
 }
 
 /** The pin a ticket's upload records: pinned, paid by the ticket's payment. */
-function ticketPin (t: UploadTicket, imported: { cid: CID, fileSize: number, name?: string }, dagSize: number, d: TicketUploadDeps): PinRecord {
-  const paid = d.ledger.payment(t.paymentId)
+async function ticketPin (t: UploadTicket, imported: { cid: CID, fileSize: number, name?: string }, dagSize: number, d: TicketUploadDeps): Promise<PinRecord> {
+  const paid = await d.ledger.payment(t.paymentId)
   return uploadedPin(t.payer, t.months, imported, dagSize, {
     id: t.paymentId, payer: t.payer, amount: t.amount, network: paid?.network ?? t.network, asset: t.asset, method: 'x402',
     ...(paid?.tx ?? t.tx) != null ? { tx: paid?.tx ?? t.tx } : {},
@@ -183,9 +191,9 @@ function ticketPin (t: UploadTicket, imported: { cid: CID, fileSize: number, nam
   })
 }
 
-function checked<T> (fn: () => T): T {
+async function checked<T> (fn: () => Promise<T>): Promise<T> {
   try {
-    return fn()
+    return await fn()
   } catch (err) {
     if (err instanceof TicketClaimError) throw answerTo(err)
     throw err

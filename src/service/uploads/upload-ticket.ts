@@ -20,22 +20,26 @@ import { ADDRESS, count, DIGITS, LOWER_ADDRESS, text, USDC } from '../../kernel/
 import type { TokenService } from '../../auth/tokens.js'
 import { InputTooLargeError, LengthRequiredError, PaymentRequiredError, UnavailableError } from '../../kernel/errors.js'
 import { StorageUnavailableError, type BlockBackend } from '../../ipfs/block-backend.js'
-import type { PinLedger } from '../../ledger/lmdb/pins.js'
+import type { Ledger } from '../../ledger/ledger.js'
+import type { PinLedger } from '../../ledger/pins.js'
+import { ticketPurpose, type UploadTicket, type UploadTickets } from '../../ledger/tickets.js'
 import type { PaymentRecord } from '../../ledger/records.js'
-import { ticketPurpose, type UploadTicket, type UploadTickets } from '../../ledger/lmdb/tickets.js'
 import type { Logger } from '../../kernel/log.js'
 import { identifyPayment, type PaymentGate, type PaymentIdentity, type Quote, type VerifiedPayment } from '../../payment/gate.js'
 import { formatUsdc, priceFor, type PriceSettings } from '../../payment/pricing.js'
 import { reconcileOpenNote, type OpenNoteDeps } from '../payments/noted-retry.js'
 import type { PaymentOnce } from '../payments/paid-once.js'
 import { settleNoted } from '../payments/settle.js'
+import { recordTicket } from '../payments/settlement-fulfil.js'
 
 /** how long a ticket can be used after its purchase, by default (--upload-ticket-validity) */
 export const TICKET_VALIDITY_S = 30 * 24 * 3600
 
 export interface TicketBuyDeps {
   ledger: Pick<PinLedger, 'payment' | 'paymentUsed' | 'clearSettling' | 'markSettleUncertain' | 'markSettling'>
-  tickets: Pick<UploadTickets, 'get' | 'record'>
+  tickets: Pick<UploadTickets, 'get'>
+  /** the ledger a ticket is recorded in with its payment, in one transaction */
+  records: Pick<Ledger, 'transaction'>
   gate: Pick<PaymentGate, 'decide' | 'settle' | 'settleRefusal'>
   tokens: Pick<TokenService, 'issue'>
   once: Pick<PaymentOnce, 'finished' | 'run'>
@@ -102,24 +106,24 @@ export async function buyTicket (input: TicketBuy, d: TicketBuyDeps): Promise<Ti
     notes: { sizeSource: 'X-Upload-Size header' }
   }
   const used = input.payment != null && input.payment !== '' ? identifyPayment(input.payment) : undefined
-  if (used != null && await recordedBefore(used, d)) return replay(used, d)
+  if (used != null && await recordedBefore(used, d)) return await replay(used, d)
   if (d.storage?.writable() === false) throw new StorageUnavailableError('the block storage is unreachable right now; retry shortly (no payment was used)')
   const decision = await d.gate.decide(input.payment, quote, (id) => d.ledger.paymentUsed(id))
   if (decision.type === 'payment-required') throw decision.error
   const payment = decision.payment
-  if (decision.type === 'settled-before') return replay(payment, d)
+  if (decision.type === 'settled-before') return await replay(payment, d)
   d.log.info('payment verified', { payment: payment.id, amount: payment.amount })
   for (;;) {
     const outcome = await d.once.run(payment.id, async () => {
-      if (d.ledger.paymentUsed(payment.id)) return undefined
+      if (await d.ledger.paymentUsed(payment.id)) return undefined
       return await paid(input.months, declared, payment, quote, d)
     })
     if (outcome.first && outcome.value != null) return outcome.value
     // another request with this payment ran first and left an open note: the chain tells now
-    if (outcome.first || d.ledger.paymentUsed(payment.id)) break
+    if (outcome.first || await d.ledger.paymentUsed(payment.id)) break
     if ((await reconcileOpenNote(payment, isTicketPurpose, d.openNotes)).kind !== 'unused') break
   }
-  return replay(payment, d)
+  return await replay(payment, d)
 }
 
 async function paid (months: number, bytes: number, payment: VerifiedPayment, quote: Quote, d: TicketBuyDeps): Promise<TicketOutcome> {
@@ -147,7 +151,7 @@ async function paid (months: number, bytes: number, payment: VerifiedPayment, qu
     network: settled.network, tx: settled.tx, at: new Date().toISOString(), proof: payment.proof
   }
   try {
-    await d.tickets.record(ticket, record)
+    await recordTicket(d.records, ticket, record)
   } catch (err) {
     d.log.error('upload ticket settled but could not be recorded', { payment: payment.id, tx: settled.tx, ticket: ticket.id, error: err })
     throw err
@@ -164,14 +168,14 @@ function isTicketPurpose (purpose: string): boolean {
 /** Whether the payment a header names is recorded (after any request doing its work now, and its open note reconciled). */
 async function recordedBefore (who: PaymentIdentity, d: TicketBuyDeps): Promise<boolean> {
   await d.once.finished(who.id)
-  if (d.ledger.paymentUsed(who.id)) return true
+  if (await d.ledger.paymentUsed(who.id)) return true
   return (await reconcileOpenNote(who, isTicketPurpose, d.openNotes)).kind === 'recorded'
 }
 
 /** The same payment again: its ticket, if it bought one with this very authorization; anything else must pay again. */
-function replay (who: PaymentIdentity, d: TicketBuyDeps): TicketOutcome {
-  const record = d.ledger.payment(who.id)
-  const ticket = record != null && isTicketPurpose(record.purpose) ? d.tickets.get(record.requestid) : undefined
+async function replay (who: PaymentIdentity, d: TicketBuyDeps): Promise<TicketOutcome> {
+  const record = await d.ledger.payment(who.id)
+  const ticket = record != null && isTicketPurpose(record.purpose) ? await d.tickets.get(record.requestid) : undefined
   if (record == null || ticket == null || record.proof !== who.proof) throw new PaymentRequiredError('this payment was already used for another request; sign a new payment')
   return { replayed: true, result: ticketBody(ticket, d.publicUrl), location: `${d.publicUrl}/upload/tickets/${ticket.id}` }
 }

@@ -11,10 +11,11 @@ import { RETRY_AFTER_S, StorageTimeoutError, StorageUnavailableError, type Block
 import type { CommitLock } from '../../ipfs/commit-lock.js'
 import type { BlockStaging, StagedImport } from '../../ipfs/staging.js'
 import { addMonths, clockReady, nextCreated } from '../../ledger/clock.js'
-import { PaymentReusedError, type PinLedger } from '../../ledger/lmdb/pins.js'
+import { PaymentReusedError } from '../../ledger/errors.js'
+import type { PinLedger } from '../../ledger/pins.js'
+import type { SettlementNotes, SettlingRecord } from '../../ledger/settlements.js'
 import type { PaymentRecord, PinRecord } from '../../ledger/records.js'
 import { newRequestid } from '../../ledger/requestid.js'
-import type { SettlementNotes, SettlingRecord } from '../../ledger/lmdb/settlements.js'
 import type { Logger } from '../../kernel/log.js'
 import type { CID } from 'multiformats/cid'
 import { z } from 'zod/v4'
@@ -172,7 +173,7 @@ async function decideAndUpload (input: UploadInput, quote: Quote, declared: numb
   d.log.info('payment verified', { payment: payment.id, amount: payment.amount })
   for (;;) {
     const outcome = await d.once.run(payment.id, async () => {
-      if (d.ledger.paymentUsed(payment.id)) return undefined
+      if (await d.ledger.paymentUsed(payment.id)) return undefined
       return await paidUpload(input, payment, maxFileBytes, d)
     })
     if (outcome.first) {
@@ -182,8 +183,8 @@ async function decideAndUpload (input: UploadInput, quote: Quote, declared: numb
     // another request with this payment ran first. If it ended without using the payment (nothing
     // recorded, no settlement note left: it failed before settling, e.g. its client went away),
     // the payment is still unused: this request does the work, rather than answer "already used"
-    if (d.notes == null || d.ledger.paymentUsed(payment.id)) break
-    if (d.notes.get(payment.id) != null) {
+    if (d.notes == null || await d.ledger.paymentUsed(payment.id)) break
+    if (await d.notes.get(payment.id) != null) {
       // it left a note (its settlement's outcome was uncertain): the chain tells now (or 503)
       const open = await reconcileOpenNote(payment, (purpose) => purpose.startsWith('upload:'), d.openNotes)
       if (open.kind !== 'unused') break
@@ -199,7 +200,7 @@ async function decideAndUpload (input: UploadInput, quote: Quote, declared: numb
  */
 async function releaseStale (note: SettlingRecord, d: UploadDeps): Promise<void> {
   const id = note.fulfil?.upload?.staging
-  if (id == null || d.notes?.get(note.paymentId)?.fulfil?.upload?.staging === id) return
+  if (id == null || (await d.notes?.get(note.paymentId))?.fulfil?.upload?.staging === id) return
   await d.staging.discard({ id }).catch((err: Error) => { d.log.warn('could not remove a staging folder', { error: err.message }) })
 }
 
@@ -305,7 +306,7 @@ export function refuseDenied (root: CID, blocks: readonly CID[], d: Pick<UploadD
  */
 function finishLater (staged: StagedImport, pin: PinRecord, record: PaymentRecord, d: UploadDeps, retry: RetryLater): void {
   retry.schedule('finishing a paid upload after a storage outage', async () => {
-    if (d.ledger.paymentUsed(record.id)) return
+    if (await d.ledger.paymentUsed(record.id)) return
     if (d.storage?.writable() === false) throw new StorageUnavailableError()
     await d.lock.shared(async () => {
       await d.staging.commit(staged)
@@ -350,7 +351,7 @@ async function usedBefore (header: string, d: UploadDeps, stale: { note?: Settli
   if (who == null) return undefined
   // a request doing this payment's work right now: its outcome decides
   await d.once.finished(who.id)
-  if (d.ledger.paymentUsed(who.id)) return who
+  if (await d.ledger.paymentUsed(who.id)) return who
   // an earlier request with it left a settlement note (its outcome was uncertain): the chain
   // tells now whether the money moved (its pin is recorded, and this is a replay), or 503
   const open = await reconcileOpenNote(who, (purpose) => purpose.startsWith('upload:'), d.openNotes)
@@ -383,8 +384,8 @@ async function replay (input: UploadInput, payment: PaymentIdentity, d: UploadDe
 }
 
 async function checkReplay (input: UploadInput, payment: PaymentIdentity, d: UploadDeps): Promise<UploadOutcome> {
-  const record = d.ledger.payment(payment.id)
-  const pin = record != null ? d.ledger.get(record.requestid) : undefined
+  const record = await d.ledger.payment(payment.id)
+  const pin = record != null ? await d.ledger.get(record.requestid) : undefined
   if (record == null || pin == null || record.proof !== payment.proof || !record.purpose.startsWith('upload:')) throw usedElsewhere()
   const fileBytes = pin.fileSize ?? pin.dagSize ?? d.uploadMaxBytes
   const maxBodyBytes = fileBytes + MULTIPART_SLACK

@@ -31,7 +31,7 @@ beforeAll(async () => {
   ].join('\n') + '\n')
   lists = new DenylistSources([file], silentLogger)
   await lists.load()
-  const denials = new Denials({ files: () => lists.files() })
+  const denials = await Denials.open({ files: () => lists.files() })
   const policy = new ServePolicy({ pins: { isPinnedBlock: () => true, hasLivePin: () => false }, scope: 'pinned' })
   policy.deny((cid, path) => denials.denied(cid, path))
   gw = await serve({

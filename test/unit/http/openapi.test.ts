@@ -327,7 +327,7 @@ describe('schemas match the bodies pind builds', () => {
 
   it('Health and Ready', async () => {
     const health = await checkHealth({
-      readLedger: () => 1,
+      readLedger: async () => 1,
       probeBlockstore: async () => {},
       libp2pStatus: () => 'stopping',
       startedAt: Date.now(),

@@ -6,9 +6,10 @@
  * owner too.
  */
 import { afterEach, describe, expect, it } from 'vitest'
-import { listPins, parsePinQuery } from '../../../src/service/pins/pin-query.js'
+import { listPins } from '../../../src/ledger/lmdb/listing.js'
+import { parsePinQuery } from '../../../src/service/pins/pin-query.js'
 import { runPinsOp } from '../../../src/service/admin/pins-admin.js'
-import { closeTestLedgers, openTestLedger } from '../../helpers/ledger.js'
+import { closeTestLedgers, contractOf, openTestLedger } from '../../helpers/ledger.js'
 import { OWNER, pinRecord } from '../../helpers/records.js'
 
 afterEach(async () => { await closeTestLedgers() })
@@ -17,7 +18,8 @@ const V1 = 'bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy'
 
 describe('listing without CIDs', () => {
   it('lists by name and meta a pin whose summary holds a CID that does not decode', async () => {
-    const { env, ledger } = await openTestLedger({ upgrade: true })
+    const t = await openTestLedger({ upgrade: true })
+    const { env, ledger } = t
     const ids = ['report-1', 'photo-2', 'Report-3'].map((name, i) => {
       const requestid = `019ab3f1-2c4d-7e8f-9a0b-${String(i).padStart(12, '0')}`
       return { requestid, name, pin: pinRecord(requestid, V1, { owner: OWNER, name, meta: { app: i === 1 ? 'b' : 'a' } }) }
@@ -40,7 +42,7 @@ describe('listing without CIDs', () => {
     expect(byMeta.results.map(p => p.requestid)).toEqual([ids[1]?.requestid])
     // the operator's listing over every owner (pind pins ls) reads them alike
     expect(() => [...ledger.allSummaries()]).toThrow()
-    const all = await runPinsOp({ op: 'ls', query: { name: 'report', match: 'ipartial', meta: '{"app":"a"}' } }, { ledger })
+    const all = await runPinsOp({ op: 'ls', query: { name: 'report', match: 'ipartial', meta: '{"app":"a"}' } }, { ledger: contractOf(t).pins })
     expect(all.count).toBe(2)
     expect(all.results?.map(p => p.requestid)).toEqual([ids[2]?.requestid, ids[0]?.requestid])
   })

@@ -6,7 +6,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest'
 import { Listings, MAX_KEPT, MAX_KEPT_IDS } from '../../../src/ledger/lmdb/listings.js'
-import { listPins, parsePinQuery } from '../../../src/service/pins/pin-query.js'
+import { listPins } from '../../../src/ledger/lmdb/listing.js'
+import { parsePinQuery } from '../../../src/service/pins/pin-query.js'
 import { closeTestLedgers, openTestLedger } from '../../helpers/ledger.js'
 import { OWNER, pinRecord } from '../../helpers/records.js'
 

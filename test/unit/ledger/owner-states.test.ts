@@ -8,7 +8,9 @@
 import { pack } from 'msgpackr'
 import { afterEach, describe, expect, it } from 'vitest'
 import { summaryStateOf } from '../../../src/ledger/lmdb/stored.js'
-import { listPins, matches, parsePinQuery } from '../../../src/service/pins/pin-query.js'
+import { listPins } from '../../../src/ledger/lmdb/listing.js'
+import { matches } from '../../../src/ledger/query.js'
+import { parsePinQuery } from '../../../src/service/pins/pin-query.js'
 import { closeTestLedgers, openTestLedger } from '../../helpers/ledger.js'
 import { OWNER, pinRecord } from '../../helpers/records.js'
 

@@ -18,7 +18,9 @@ import { CID } from 'multiformats/cid'
 import { identity } from 'multiformats/hashes/identity'
 import { exportLedger, parseExportOptions } from '../../../src/service/admin/ledger-export.js'
 import { writeImport } from '../../../src/service/admin/ledger-import.js'
-import { closeTestLedgers, openTestLedger, paymentsBinary, PIN_AT, toLayout1 } from '../../helpers/ledger.js'
+import { LmdbLedger } from '../../../src/ledger/lmdb/ledger.js'
+import type { LedgerEnv } from '../../../src/ledger/lmdb/open.js'
+import { closeTestLedgers, openTestLedger, paymentsBinary, PIN_AT, textOf, toLayout1 } from '../../helpers/ledger.js'
 import { ASSET, OWNER, paidPin } from '../../helpers/records.js'
 
 const A = 'bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy'
@@ -73,8 +75,10 @@ function reads (ledger: PinLedger): unknown {
 }
 
 const EXPORTS = [{ format: 'jsonl', withBlocks: true }, { format: 'csv', records: 'payments' }, { format: 'csv', records: 'pins' }]
-function exported (ledger: PinLedger): string[] {
-  return EXPORTS.map(o => [...exportLedger(ledger, parseExportOptions(o), NOW).chunks].join(''))
+async function exported (env: LedgerEnv, ledger: PinLedger): Promise<string[]> {
+  const out: string[] = []
+  for (const o of EXPORTS) out.push(await textOf(exportLedger(new LmdbLedger(env, ledger), parseExportOptions(o), NOW).chunks))
+  return out
 }
 
 describe('payments keyed by their bytes', () => {
@@ -126,10 +130,10 @@ describe('payments keyed by their bytes', () => {
     await expect(ledger.renew(uuid(4), 1, { ...again.payment, requestid: uuid(4) }, () => NOW)).rejects.toThrow(PaymentReusedError)
 
     // its export imported into a fresh ledger (pins in batches before their payments) exports the same
-    const before = exported(ledger)
+    const before = await exported(env, ledger)
     const fresh = await openTestLedger({ upgrade: true })
-    await writeImport(async function * () { yield * (before[0] as string).split('\n') }, { pins: fresh.ledger, tickets: fresh.tickets }, { batchSize: 3, now: NOW })
-    expect(exported(fresh.ledger)).toEqual(before)
+    await writeImport(async function * () { yield * (before[0] as string).split('\n') }, new LmdbLedger(fresh.env, fresh.ledger), { batchSize: 3, now: NOW })
+    expect(await exported(fresh.env, fresh.ledger)).toEqual(before)
     expect((paymentsBinary(fresh.env).get(key) as unknown[])[2]).toEqual([1, null])
   })
 
@@ -141,7 +145,7 @@ describe('payments keyed by their bytes', () => {
     expect([...env.db<unknown[]>('pins').getRange()].map(e => e.value[PIN_AT.status])).toContain('pinned')
     const old = new PinLedger(env)
     const before = reads(old)
-    const exportsBefore = exported(old)
+    const exportsBefore = await exported(env, old)
     for (const p of written) expect(old.payment(p.id)).toEqual(p)
 
     // interrupted: the third batch of two fails inside its transaction (the process died there)
@@ -158,7 +162,7 @@ describe('payments keyed by their bytes', () => {
     expect(env.upgraded('compact:payment-keys')).toBe(false)
     const during = new PinLedger(env)
     expect(reads(during)).toEqual(before)
-    expect(exported(during)).toEqual(exportsBefore)
+    expect(await exported(env, during)).toEqual(exportsBefore)
     // a used payment is refused whichever database holds it now
     for (const p of written.slice(0, 8)) {
       const again = paid(uuid(30), A, `upload:${A}`, OWNER, { id: p.id })
@@ -181,7 +185,7 @@ describe('payments keyed by their bytes', () => {
     expect([...paymentsBinary(env).getKeys()].length).toBe(written.length - 2)
     const after = new PinLedger(env)
     expect(reads(after)).toEqual(before)
-    expect(exported(after)).toEqual(exportsBefore)
+    expect(await exported(env, after)).toEqual(exportsBefore)
     for (const p of written) expect(after.payment(p.id)).toEqual(p)
     const again = paid(uuid(31), A, `upload:${A}`, OWNER, { id: (written[0] as PaymentRecord).id })
     await expect(after.create(again.pin, again.payment)).rejects.toThrow(PaymentReusedError)

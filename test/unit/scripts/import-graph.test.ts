@@ -74,4 +74,20 @@ describe('import graph', () => {
     expect(report.upward).toEqual([])
     expect(report.edges).toEqual([{ from: 'cli', to: 'service', count: 1 }, { from: 'service', to: 'ledger', count: 1 }])
   })
+
+  it('fails on a file outside the LMDB implementation importing it or lmdb; the composition root may', async () => {
+    const root = tree({
+      'src/ledger/lmdb/pins.ts': "import { open } from 'lmdb'\nexport const p = open\n",
+      'src/ledger/pins.ts': 'export interface PinLedger { x: number }\n',
+      'src/service/gc.ts': "import { p } from '../ledger/lmdb/pins.js'\nimport type { PinLedger } from '../ledger/pins.js'\nexport const q: PinLedger | typeof p = p\n",
+      'src/ipfs/store.ts': "import { open } from 'lmdb'\nexport const s = open\n",
+      'src/app/core.ts': "import { p } from '../ledger/lmdb/pins.js'\nexport const c = p\n"
+    })
+    const { code, report } = await graph(root)
+    expect(code).toBe(1)
+    expect(report.upward.map(u => `${u.file}:${u.line} ${u.imports}`).sort()).toEqual([
+      'src/ipfs/store.ts:1 lmdb',
+      'src/service/gc.ts:1 ../ledger/lmdb/pins.js'
+    ])
+  })
 })

@@ -11,9 +11,8 @@ import { join } from 'node:path'
 import { CID } from 'multiformats/cid'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { DenylistConfigError, DenylistSources } from '../../../src/denylist/sources.js'
-import { DenialLedger } from '../../../src/ledger/lmdb/denials.js'
-import { openLedgerEnv, type LedgerEnv } from '../../../src/ledger/lmdb/open.js'
-import { PinLedger } from '../../../src/ledger/lmdb/pins.js'
+import type { DenialLedger } from '../../../src/ledger/denials.js'
+import { openLmdbLedger, type LmdbLedger } from '../../../src/ledger/lmdb/ledger.js'
 import { createLogger, type Logger } from '../../../src/kernel/log.js'
 import { Denials, operatorTarget, withDenial } from '../../../src/service/serving/denials.js'
 import { runDenyOp } from '../../../src/service/admin/deny-admin.js'
@@ -26,7 +25,7 @@ const B = CID.parse('bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy
 const C = CID.parse('bafybeihvvulpp4evxj7x7armbqcyg6uezzuig6jp3lktpbovlqfkuqeuoq')
 
 let dir: string
-let env: LedgerEnv
+let store: LmdbLedger
 let ledger: DenialLedger
 let logged: string[]
 let log: Logger
@@ -34,14 +33,14 @@ const closers: Array<() => Promise<void>> = []
 
 beforeEach(async () => {
   dir = tempDir('pind-denials-')
-  env = await openLedgerEnv(join(dir, 'ledger.mdb'))
-  ledger = new DenialLedger(env)
+  store = await openLmdbLedger(join(dir, 'ledger.mdb'), { graceMs: () => 0 })
+  ledger = store.denials
   logged = []
   log = createLogger({ level: 'info', write: (l) => { logged.push(l) } })
 })
 afterEach(async () => {
   for (const c of closers.splice(0)) await c()
-  await env.close()
+  await store.close()
 })
 
 async function sources (paths: string[]): Promise<DenylistSources> {
@@ -60,16 +59,16 @@ describe('Denials', () => {
     writeFileSync(join(lists, 'b.deny'), `!/ipfs/${B}\n!/ipfs/${C}\n`)
     writeFileSync(join(lists, 'ignored.txt'), `/ipfs/${C}\n`)
     const s = await sources([lists])
-    const denials = new Denials({ ledger, files: () => s.files() })
+    const denials = await Denials.open({ ledger, files: () => s.files() })
     expect(denials.denied(A)).toMatchObject({ source: 'denylist', file: join(lists, 'a.deny'), line: 1, message: 'on the denylist a.deny' })
     expect(denials.denied(B)).toBeUndefined() // b.deny, later, makes an exception
-    await runDenyOp({ op: 'add', target: C.toString(), reason: 'court order 12', by: 'alice' }, { ledger, pins: { livePinsOf: () => [] }, denials })
+    await runDenyOp({ op: 'add', target: C.toString(), reason: 'court order 12', by: 'alice' }, { ledger, pins: { livePinsOf: async () => [] }, denials })
     expect(denials.denied(C)).toMatchObject({ source: 'operator', reason: 'court order 12', by: 'alice', message: 'denied by the operator of this service (court order 12)' })
   })
 
   it('a CID rule covers its paths; a path rule only its path (and is not a CID denial)', async () => {
-    const denials = new Denials({ ledger })
-    const deps = { ledger, pins: { livePinsOf: () => [] }, denials }
+    const denials = await Denials.open({ ledger })
+    const deps = { ledger, pins: { livePinsOf: async () => [] }, denials }
     await runDenyOp({ op: 'add', target: `/ipfs/${A}/secret/file.txt`, reason: 'leak', by: 'bob' }, deps)
     await runDenyOp({ op: 'add', target: `ipfs://${B}/dir/*`, reason: 'spam', by: 'bob' }, deps)
     expect(denials.denied(A)).toBeUndefined()
@@ -84,29 +83,29 @@ describe('Denials', () => {
   })
 
   it('add, re-add and rm are recorded (who, when, why) and survive reopening the ledger', async () => {
-    const denials = new Denials({ ledger })
-    const deps = { ledger, pins: { livePinsOf: () => [] }, denials }
+    const denials = await Denials.open({ ledger })
+    const deps = { ledger, pins: { livePinsOf: async () => [] }, denials }
     const added = await runDenyOp({ op: 'add', target: A.toString(), reason: 'first', by: 'alice' }, deps)
     expect(added.replaced).toBeUndefined()
     const again = await runDenyOp({ op: 'add', target: `/ipfs/${A.toString()}/`, reason: 'second', by: 'bob' }, deps)
     expect((again.replaced as any).reason).toBe('first')
     await expect(runDenyOp({ op: 'rm', target: B.toString(), by: 'carol' }, deps)).rejects.toThrow(/no denial/)
-    await env.close()
-    env = await openLedgerEnv(join(dir, 'ledger.mdb'))
-    ledger = new DenialLedger(env)
-    const reopened = new Denials({ ledger })
+    await store.close()
+    store = await openLmdbLedger(join(dir, 'ledger.mdb'), { graceMs: () => 0 })
+    ledger = store.denials
+    const reopened = await Denials.open({ ledger })
     expect(reopened.denied(A)?.reason).toBe('second')
-    const rm = await runDenyOp({ op: 'rm', target: A.toString(), by: 'carol', reason: 'counter-notice' }, { ledger, pins: { livePinsOf: () => [] }, denials: reopened })
+    const rm = await runDenyOp({ op: 'rm', target: A.toString(), by: 'carol', reason: 'counter-notice' }, { ledger, pins: { livePinsOf: async () => [] }, denials: reopened })
     expect((rm.removed as any).by).toBe('bob')
     expect(reopened.denied(A)).toBeUndefined()
-    const ls = await runDenyOp({ op: 'ls', history: true }, { ledger, pins: { livePinsOf: () => [] } })
+    const ls = await runDenyOp({ op: 'ls', history: true }, { ledger, pins: { livePinsOf: async () => [] } })
     expect(ls.rules).toEqual([])
     expect((ls.history as any[]).map(e => [e.op, e.by, e.reason])).toEqual([['add', 'alice', 'first'], ['add', 'bob', 'second'], ['rm', 'carol', 'counter-notice']])
   })
 
   it('add names the live pins it stops serving, under any codec of the multihash', async () => {
-    const pins = new PinLedger(env)
-    const deps = { ledger, pins, denials: new Denials({ ledger }) }
+    const pins = store.pins
+    const deps = { ledger, pins, denials: await Denials.open({ ledger }) }
     const now = new Date()
     const pin = { requestid: 'r1', owner: '0xa', cid: CID.createV1(0x70, A.multihash).toString(), origins: [], meta: {}, status: 'pinned' as const, created: now.toISOString(), createdUs: now.getTime() * 1000, months: 1, pinnedUntil: new Date(now.getTime() + 86400_000).toISOString(), source: 'pin' as const, payment: { id: 'p', payer: '0xa', amount: '0', network: 'n', asset: 'a', method: 'operator-token' as const } }
     await pins.create(pin as any)
@@ -123,8 +122,8 @@ describe('Denials', () => {
   })
 
   it('the serve policy refuses a denied CID on every channel, and says why', async () => {
-    const denials = new Denials({ ledger })
-    await runDenyOp({ op: 'add', target: A.toString(), reason: 'gone', by: 'x' }, { ledger, pins: { livePinsOf: () => [] }, denials })
+    const denials = await Denials.open({ ledger })
+    await runDenyOp({ op: 'add', target: A.toString(), reason: 'gone', by: 'x' }, { ledger, pins: { livePinsOf: async () => [] }, denials })
     const policy = new ServePolicy({ pins: { isPinnedBlock: () => true, hasLivePin: () => true }, scope: 'pinned' })
     policy.deny((cid, path) => denials.denied(cid, path))
     expect(policy.mayServe(A, 'bitswap')).toBe(false)
@@ -152,7 +151,7 @@ describe('DenylistSources', () => {
     await s.load()
     s.watch()
     closers.push(async () => { await s.close() })
-    const denials = new Denials({ files: () => s.files() })
+    const denials = await Denials.open({ files: () => s.files() })
     expect(denials.denied(A)).toBeDefined()
 
     appendFileSync(file, `/ipfs/${B}\n`)

@@ -10,8 +10,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { rawCid } from '../../../scripts/peer/index.mjs'
 import { CommitLock } from '../../../src/ipfs/commit-lock.js'
 import { FsBackend } from '../../../src/ipfs/fs-backend.js'
-import { openLedgerEnv, type LedgerEnv } from '../../../src/ledger/lmdb/open.js'
-import { PinLedger } from '../../../src/ledger/lmdb/pins.js'
+import { openLmdbLedger, type LmdbLedger } from '../../../src/ledger/lmdb/ledger.js'
+import type { PinLedger } from '../../../src/ledger/pins.js'
 import { silentLogger } from '../../../src/kernel/log.js'
 import { GcSchedule, type GcRunReport } from '../../../src/service/background/gc-schedule.js'
 import { Maintenance } from '../../../src/service/background/maintenance.js'
@@ -19,21 +19,20 @@ import { tempDir } from '../../helpers/pind.js'
 import { pinRecord } from '../../helpers/records.js'
 
 let dir: string
-let env: LedgerEnv
+let ledger: LmdbLedger
 let pins: PinLedger
 let fs: FsBackend
 
 beforeEach(async () => {
   dir = tempDir('pind-gc-schedule-')
-  env = await openLedgerEnv(join(dir, 'ledger.mdb'))
-  pins = new PinLedger(env)
-  await pins.upgrade()
+  ledger = await openLmdbLedger(join(dir, 'ledger.mdb'), { graceMs: () => 0 })
+  pins = ledger.pins
   fs = new FsBackend(join(dir, 'blocks'))
   await fs.open()
 })
 afterEach(async () => {
   await fs.close()
-  await env.close()
+  await ledger.close()
   rmSync(dir, { recursive: true, force: true })
 })
 

@@ -15,8 +15,8 @@ import { rawCid } from '../../../scripts/peer/index.mjs'
 import type { BlockBackend } from '../../../src/ipfs/block-backend.js'
 import { CommitLock } from '../../../src/ipfs/commit-lock.js'
 import { FsBackend } from '../../../src/ipfs/fs-backend.js'
-import { openLedgerEnv, type LedgerEnv } from '../../../src/ledger/lmdb/open.js'
-import { PinLedger } from '../../../src/ledger/lmdb/pins.js'
+import { openLmdbLedger, type LmdbLedger } from '../../../src/ledger/lmdb/ledger.js'
+import type { PinLedger } from '../../../src/ledger/pins.js'
 import type { PinRecord } from '../../../src/ledger/records.js'
 import { runGc } from '../../../src/service/background/gc.js'
 import { DirectImports } from '../../../src/ipfs/direct-import.js'
@@ -26,15 +26,14 @@ import { pinRecord } from '../../helpers/records.js'
 import { BLOCKSTORE, s3Backend } from '../../helpers/backend.js'
 
 let dir: string
-let env: LedgerEnv
+let ledger: LmdbLedger
 let pins: PinLedger
 let backend: BlockBackend
 
 beforeEach(async () => {
   dir = tempDir('pind-gc-')
-  env = await openLedgerEnv(join(dir, 'ledger.mdb'))
-  pins = new PinLedger(env)
-  await pins.upgrade()
+  ledger = await openLmdbLedger(join(dir, 'ledger.mdb'), { graceMs: () => 0 })
+  pins = ledger.pins
   if (BLOCKSTORE === 's3') backend = await s3Backend()
   else {
     const fs = new FsBackend(join(dir, 'blocks'))
@@ -44,7 +43,7 @@ beforeEach(async () => {
 })
 afterEach(async () => {
   await backend.close()
-  await env.close()
+  await ledger.close()
   rmSync(dir, { recursive: true, force: true })
 })
 
@@ -69,10 +68,10 @@ describe('runGc', () => {
     const dry = await runGc(deps, { dryRun: true })
     expect(dry).toMatchObject({ dryRun: true, expiredPins: 1, scannedBlocks: 3, removedBlocks: 2, freedBytes: 500 })
     expect([await has(keep), await has(drop), await has(old)]).toEqual([true, true, true])
-    expect(pins.get('expired')?.removed).toBeUndefined()
+    expect((await pins.get('expired'))?.removed).toBeUndefined()
     const real = await runGc(deps)
     expect(real).toMatchObject({ dryRun: false, expiredPins: 1, scannedBlocks: 3, removedBlocks: 2, freedBytes: 500, keptBlocks: 1 })
-    expect(pins.get('expired')?.removed?.why).toBe('expired')
+    expect((await pins.get('expired'))?.removed?.why).toBe('expired')
     expect([await has(keep), await has(drop), await has(old)]).toEqual([true, false, false])
   })
 
@@ -82,7 +81,7 @@ describe('runGc', () => {
     const kept = await block(100)
     const drop = await block(200)
     await pins.create(pin('live', kept), undefined, [kept])
-    const stale: typeof pins = Object.assign(Object.create(pins) as PinLedger, { referencedBlocks: function * (): Generator<string> {} })
+    const stale: typeof pins = Object.assign(Object.create(pins) as PinLedger, { referencedBlocks: async function * (): AsyncGenerator<string> {} })
     const r = await runGc({ pins: stale, blocks: backend, lock: new CommitLock(), graceMs: 0 })
     expect(r).toMatchObject({ removedBlocks: 1, freedBytes: 200, keptBlocks: 1 })
     expect(await backend.blockstore.has(CID.parse(kept))).toBe(true)
@@ -93,7 +92,7 @@ describe('runGc', () => {
     const held = await block(100)
     const orphan = await block(200)
     let holding = [held]
-    const deps = { pins, blocks: backend, lock: new CommitLock(), graceMs: 0, held: () => holding }
+    const deps = { pins, blocks: backend, lock: new CommitLock(), graceMs: 0, held: async () => holding }
     expect(await runGc(deps)).toMatchObject({ scannedBlocks: 2, removedBlocks: 1, freedBytes: 200, keptBlocks: 1, markedBlocks: 0 })
     expect(await backend.blockstore.has(CID.parse(held))).toBe(true)
     expect(await backend.blockstore.has(CID.parse(orphan))).toBe(false)

@@ -12,7 +12,7 @@ describe('health checks', () => {
 
   it('is ok when the ledger reads, the blockstore takes a write and libp2p runs', async () => {
     const blocks = new FsBackend(blocksDir())
-    const r = await checkHealth({ readLedger: () => 1, probeBlockstore: async () => { await blocks.probe() }, libp2pStatus: () => 'started', startedAt: Date.now() - 5000 })
+    const r = await checkHealth({ readLedger: async () => 1, probeBlockstore: async () => { await blocks.probe() }, libp2pStatus: () => 'started', startedAt: Date.now() - 5000 })
     expect(r.status).toBe('ok')
     expect(r.uptimeSeconds).toBeGreaterThanOrEqual(4)
   })
@@ -24,7 +24,7 @@ describe('health checks', () => {
     const lines: string[] = []
     const log = createLogger({ level: 'info', write: (l) => { lines.push(l) } })
     const deps = {
-      readLedger: () => { throw new Error('MDB_CORRUPTED: /secret/data/ledger.mdb') },
+      readLedger: async () => { throw new Error('MDB_CORRUPTED: /secret/data/ledger.mdb') },
       // root writes into a read-only folder: then the blocks "folder" is a file
       probeBlockstore: async () => { await new FsBackend(asRoot ? file(dir) : dir).probe() },
       libp2pStatus: () => 'stopping',
@@ -51,14 +51,14 @@ describe('health checks', () => {
     // the same failures again within a minute are not logged again; a recovery is
     await checkHealth(deps)
     expect(lines.length).toBe(4)
-    await checkHealth({ ...deps, readLedger: () => 1 })
+    await checkHealth({ ...deps, readLedger: async () => 1 })
     expect(JSON.parse(lines[4] as string)).toMatchObject({ msg: 'health check passes again', check: 'ledger' })
   })
 
   it('with blocks in S3: names the bucket in the public message, and checks the local staging folder too', async () => {
     const staging = join(tempDir(), 'staging-missing', 'deeper')
     const r = await checkHealth({
-      readLedger: () => 1,
+      readLedger: async () => 1,
       probeBlockstore: async () => { throw new Error('PutObject: ECONNREFUSED 127.0.0.1:9000') },
       blockstoreFailure: 'the S3 bucket does not take writes',
       stagingDir: staging,
@@ -80,7 +80,7 @@ describe('health checks', () => {
     let hang = false
     let writable = true
     const deps = {
-      readLedger: () => 1,
+      readLedger: async () => 1,
       probeBlockstore: async () => { if (hang) await new Promise<void>(resolve => { hanging.push(resolve) }) },
       blockstoreWritable: () => writable,
       libp2pStatus: () => 'started',

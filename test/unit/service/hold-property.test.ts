@@ -18,8 +18,7 @@ import { describe, expect, it } from 'vitest'
 import { rawCid } from '../../../scripts/peer/index.mjs'
 import { CommitLock } from '../../../src/ipfs/commit-lock.js'
 import { FsBackend } from '../../../src/ipfs/fs-backend.js'
-import { openLedgerEnv } from '../../../src/ledger/lmdb/open.js'
-import { PinLedger } from '../../../src/ledger/lmdb/pins.js'
+import { openLmdbLedger } from '../../../src/ledger/lmdb/ledger.js'
 import { runGc, sweepExpired } from '../../../src/service/background/gc.js'
 import { ServePolicy } from '../../../src/service/serving/serve-policy.js'
 import { prng } from '../../helpers/bad-input/cases.js'
@@ -32,13 +31,12 @@ interface Content { cid: string, bytes?: Uint8Array }
 async function run (seed: number, steps: number): Promise<void> {
   const rng = prng(seed)
   const dir = tempDir('pind-hold-')
-  const env = await openLedgerEnv(join(dir, 'ledger.mdb'))
-  const ledger = new PinLedger(env)
-  await ledger.upgrade()
+  const store = await openLmdbLedger(join(dir, 'ledger.mdb'), { graceMs: () => 0 })
+  const ledger = store.pins
   const blocksDir = join(dir, 'blocks')
   const bs = new FsBlockstore(blocksDir)
   await bs.open()
-  const policy = new ServePolicy({ pins: ledger, scope: 'pinned' })
+  const policy = new ServePolicy({ pins: store.servedBlocks(), scope: 'pinned' })
   const lock = new CommitLock()
   const pins: Array<ModelPin<Content>> = []
   const contents: Content[] = []
@@ -132,7 +130,7 @@ async function run (seed: number, steps: number): Promise<void> {
     throw e
   } finally {
     await bs.close()
-    await env.close()
+    await store.close()
   }
 }
 

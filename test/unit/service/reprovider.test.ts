@@ -10,9 +10,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import type { AnnounceKey, AnnounceOutcome } from '../../../src/ipfs/routing/announcer.js'
 import { bitsOf } from '../../../src/ipfs/routing/keyspace.js'
 import type { Region } from '../../../src/ipfs/routing/region.js'
-import { openLedgerEnv, type LedgerEnv } from '../../../src/ledger/lmdb/open.js'
+import { openLmdbLedger, type LmdbLedger } from '../../../src/ledger/lmdb/ledger.js'
 import { kadKeyOf } from '../../../src/ledger/lmdb/provide-keys.js'
-import { PinLedger } from '../../../src/ledger/lmdb/pins.js'
+import type { PinLedger } from '../../../src/ledger/pins.js'
 import { createLogger } from '../../../src/kernel/log.js'
 import { Reprovider, type Announcer } from '../../../src/service/background/reprovider.js'
 import { tempDir } from '../../helpers/pind.js'
@@ -42,24 +42,23 @@ class FakeAnnouncer implements Announcer {
 }
 
 let dir: string
-let env: LedgerEnv
+let store: LmdbLedger
 let ledger: PinLedger
 let reprovider: Reprovider | undefined
 
 beforeEach(async () => {
   dir = tempDir('pind-reprovide-')
-  env = await openLedgerEnv(join(dir, 'ledger.mdb'))
-  ledger = new PinLedger(env)
-  await ledger.upgrade()
+  store = await openLmdbLedger(join(dir, 'ledger.mdb'), { graceMs: () => 0 })
+  ledger = store.pins
 })
 afterEach(async () => {
   await reprovider?.stop()
-  await env.close()
+  await store.close()
   rmSync(dir, { recursive: true, force: true })
 })
 
 const start = (announcer: Announcer, intervalMs: number): Reprovider => {
-  reprovider = new Reprovider({ keys: ledger.provides, kind: 'roots', announcer, intervalMs, log: createLogger({ level: 'error' }) })
+  reprovider = new Reprovider({ keys: store.provides, kind: 'roots', announcer, intervalMs, log: createLogger({ level: 'error' }) })
   reprovider.start()
   return reprovider
 }
@@ -70,26 +69,26 @@ describe('Reprovider', () => {
     const fake = new FakeAnnouncer()
     const T = 3_600_000
     const r = start(fake, T)
-    await waitFor(() => r.status().providedSinceStart === 3 ? true : undefined, 'three announcements')
+    await waitFor(async () => (await r.status()).providedSinceStart === 3 ? true : undefined, 'three announcements')
     expect(fake.calls).toHaveLength(1)
     expect(new Set(fake.calls[0])).toEqual(new Set(CIDS.map(kad)))
     const now = Date.now()
-    for (const k of ledger.provides.inRange('roots', { start: Buffer.alloc(32) })) {
+    for (const k of await store.provides.inRange('roots', { start: Buffer.alloc(32) })) {
       expect(k.due).toBeGreaterThanOrEqual(now + T / 2 - 1000)
       expect(k.due).toBeLessThanOrEqual(now + 1.5 * T)
       expect(k.at).toBeGreaterThan(now - 5000)
     }
-    expect(r.status()).toMatchObject({ keys: 3, pending: 0, regionsSinceStart: 1, lookupsSinceStart: 3 })
+    expect(await r.status()).toMatchObject({ keys: 3, pending: 0, regionsSinceStart: 1, lookupsSinceStart: 3 })
   })
 
   it('never announces a released CID again, and keeps announcing the rest every interval', async () => {
     for (const [i, cid] of CIDS.entries()) await ledger.create(pinRecord(String(i), cid), undefined, [cid])
     const fake = new FakeAnnouncer()
     const r = start(fake, 400)
-    await waitFor(() => r.status().providedSinceStart >= 3 ? true : undefined, 'the first announcements')
+    await waitFor(async () => (await r.status()).providedSinceStart >= 3 ? true : undefined, 'the first announcements')
     await ledger.remove('1', 'unpinned')
     const after = fake.calls.length
-    await waitFor(() => r.status().providedSinceStart >= 3 + 2 * 3 ? true : undefined, 'three more rounds', 10_000)
+    await waitFor(async () => (await r.status()).providedSinceStart >= 3 + 2 * 3 ? true : undefined, 'three more rounds', 10_000)
     const later = fake.calls.slice(after).flat()
     expect(later).not.toContain(kad(CIDS[1]!))
     expect(later).toContain(kad(CIDS[0]!))
@@ -101,12 +100,12 @@ describe('Reprovider', () => {
     const fake = new FakeAnnouncer()
     fake.fail = true
     const r = start(fake, 3_600_000)
-    await waitFor(() => r.status().failedSinceStart >= 1 ? true : undefined, 'a failure')
+    await waitFor(async () => (await r.status()).failedSinceStart >= 1 ? true : undefined, 'a failure')
     const calls = fake.calls.length
     await new Promise(resolve => setTimeout(resolve, 1000))
     expect(fake.calls.length).toBe(calls)
-    expect(r.status().nextDueSeconds).toBeGreaterThanOrEqual(3)
+    expect((await r.status()).nextDueSeconds).toBeGreaterThanOrEqual(3)
     fake.fail = false
-    await waitFor(() => r.status().providedSinceStart === 1 ? true : undefined, 'the retry to succeed', 15_000)
+    await waitFor(async () => (await r.status()).providedSinceStart === 1 ? true : undefined, 'the retry to succeed', 15_000)
   })
 })

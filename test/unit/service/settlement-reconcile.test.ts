@@ -12,10 +12,10 @@ import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'no
 import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { startDevChain, type DevChain } from '../../../scripts/devchain/index.mjs'
-import { openLedgerEnv, type LedgerEnv } from '../../../src/ledger/lmdb/open.js'
-import { PinLedger } from '../../../src/ledger/lmdb/pins.js'
-import { SettlementNotes, type SettlingRecord } from '../../../src/ledger/lmdb/settlements.js'
-import { UploadTickets, type UploadTicket } from '../../../src/ledger/lmdb/tickets.js'
+import { openLmdbLedger, type LmdbLedger } from '../../../src/ledger/lmdb/ledger.js'
+import type { PinLedger } from '../../../src/ledger/pins.js'
+import type { SettlementNotes, SettlingRecord } from '../../../src/ledger/settlements.js'
+import type { UploadTicket } from '../../../src/ledger/tickets.js'
 import { CID } from 'multiformats/cid'
 import { createLogger, type Logger } from '../../../src/kernel/log.js'
 import { authorizationStateReader, type AuthorizationStateReader } from '../../../src/payment/authorization-state.js'
@@ -33,7 +33,7 @@ import { pinRecord } from '../../helpers/records.js'
 let chain: DevChain
 let real: AuthorizationStateReader
 let dir: string
-let env: LedgerEnv
+let ledger: LmdbLedger
 let pins: PinLedger
 let notes: SettlementNotes
 let staging: BlockStaging
@@ -47,7 +47,7 @@ function counting (r: AuthorizationStateReader): AuthorizationStateReader & { re
 }
 const payerKey = (): `0x${string}` => chain.payers[0]!.privateKey
 const fulfilDeps = (): FulfilDeps => ({ ledger: pins, staging, lock: new CommitLock() })
-const stored = (): Record<string, unknown> => Object.fromEntries([...notes.all()].map(n => [n.paymentId, n]))
+const stored = async (): Promise<Record<string, unknown>> => Object.fromEntries((await notes.all()).map(n => [n.paymentId, n]))
 
 beforeAll(async () => {
   chain = await startDevChain({ payers: 1 })
@@ -56,16 +56,16 @@ beforeAll(async () => {
 afterAll(async () => { await chain?.stop() })
 beforeEach(async () => {
   dir = tempDir('pind-settle-')
-  env = await openLedgerEnv(join(dir, 'ledger.mdb'))
-  pins = new PinLedger(env)
-  notes = new SettlementNotes(env)
+  ledger = await openLmdbLedger(join(dir, 'ledger.mdb'), { graceMs: () => 0 })
+  pins = ledger.pins
+  notes = ledger.notes
   staging = new BlockStaging(new FsBackend(join(dir, 'blocks')), join(dir, 'staging'))
   await staging.sweepLeftovers()
   logged = []
   log = createLogger({ level: 'debug', write: (l) => { logged.push(JSON.parse(l)) } })
 })
 afterEach(async () => {
-  await env.close()
+  await ledger.close()
   rmSync(dir, { recursive: true, force: true })
 })
 
@@ -82,7 +82,7 @@ describe('reconcileSettlements', () => {
     expect(r.checked).toBe(1)
     expect(r.confirmed.map(n => n.paymentId)).toEqual([note.paymentId])
     expect(r.awaitingOperator).toBe(1)
-    const after = notes.get(note.paymentId)
+    const after = await notes.get(note.paymentId)
     expect(after?.state).toBe('paid-unfulfilled')
     expect(Date.parse(after?.checkedAt ?? '')).toBeGreaterThan(Date.now() - 60_000)
     const warnings = logged.filter(l => l.level === 'warn')
@@ -94,7 +94,7 @@ describe('reconcileSettlements', () => {
     expect(again.confirmed).toEqual([])
     expect(again.awaitingOperator).toBe(1)
     expect(logged.filter(l => l.level === 'warn')).toHaveLength(1)
-    expect(notes.get(note.paymentId)).toEqual(after)
+    expect(await notes.get(note.paymentId)).toEqual(after)
   })
 
   it('fulfils a paid note that says what it bought: the pin and its payment are recorded, the note goes, the fetch window starts over', async () => {
@@ -119,15 +119,15 @@ describe('reconcileSettlements', () => {
     expect(r.error).toBeUndefined()
     expect(r.fulfilled.map(f => [f.note.paymentId, f.pin.requestid])).toEqual([[note.paymentId, 'req-fulfil']])
     expect(r.confirmed.map(n => n.paymentId)).toEqual([replacing.paymentId])
-    expect(notes.get(note.paymentId)).toBeUndefined()
-    expect(notes.get(replacing.paymentId)?.state).toBe('paid-unfulfilled')
+    expect(await notes.get(note.paymentId)).toBeUndefined()
+    expect((await notes.get(replacing.paymentId))?.state).toBe('paid-unfulfilled')
 
-    const pin = pins.get('req-fulfil')
+    const pin = await pins.get('req-fulfil')
     expect(pin).toMatchObject({ owner: payer, cid, status: 'queued', maxBytes: 5000, payment: { id: note.paymentId, amount: '1000' } })
     expect(Date.parse(pin?.fetch?.giveUpAt ?? '')).toBeGreaterThan(Date.now() + 3500_000)
-    expect(pins.payment(note.paymentId)).toMatchObject({ requestid: 'req-fulfil', purpose: `pin:${cid}:1`, payer, amount: '1000', proof: 'sha256-of-the-authorization', tx: usedTx })
+    expect(await pins.payment(note.paymentId)).toMatchObject({ requestid: 'req-fulfil', purpose: `pin:${cid}:1`, payer, amount: '1000', proof: 'sha256-of-the-authorization', tx: usedTx })
     expect(pin?.payment.tx).toBe(usedTx)
-    expect(pins.payment(replacing.paymentId)).toBeUndefined()
+    expect(await pins.payment(replacing.paymentId)).toBeUndefined()
     const warned = logged.filter(l => l.level === 'warn').map(l => l.msg)
     expect(warned.filter(m => /the pin it bought is recorded now/.test(m))).toHaveLength(1)
     expect(warned.filter(m => /cannot be fulfilled: the pin it replaces \(req-gone\) was removed/.test(m))).toHaveLength(1)
@@ -139,7 +139,7 @@ describe('reconcileSettlements', () => {
     const r2 = await reconcileSettlements(notes, real, log)
     expect(r2.fulfilled).toEqual([])
     expect(r2.confirmed).toHaveLength(1)
-    expect(pins.get('req-bare')).toBeUndefined()
+    expect(await pins.get('req-bare')).toBeUndefined()
   })
 
   it('fulfils a paid upload ticket: the ticket and its payment are recorded, the note goes, and the ticket can be claimed', async () => {
@@ -153,21 +153,25 @@ describe('reconcileSettlements', () => {
     }
     const note = noteFor(used, { purpose: `ticket:${id}`, fulfil: { ticket: draft, proof: 'sha256-of-the-ticket-authorization' } })
     await pins.markSettling(note)
-    const tickets = new UploadTickets(env, pins)
-
-    const r = await reconcileSettlements(notes, real, log, settlementActions({ ...fulfilDeps(), tickets }))
+    const r = await reconcileSettlements(notes, real, log, settlementActions({ ...fulfilDeps(), tickets: ledger }))
     expect(r.error).toBeUndefined()
     expect(r.fulfilled.map(f => [f.note.paymentId, f.pin.requestid])).toEqual([[note.paymentId, id]])
-    expect(notes.get(note.paymentId)).toBeUndefined()
-    expect(tickets.get(id)).toMatchObject({ payer, bytes: 4096, months: 2, tx: usedTx })
-    expect(pins.payment(note.paymentId)).toMatchObject({ requestid: id, purpose: `ticket:${id}`, payer, amount: '3000', proof: 'sha256-of-the-ticket-authorization', tx: usedTx })
+    expect(await notes.get(note.paymentId)).toBeUndefined()
+    expect(await ledger.tickets.get(id)).toMatchObject({ payer, bytes: 4096, months: 2, tx: usedTx })
+    expect(await pins.payment(note.paymentId)).toMatchObject({ requestid: id, purpose: `ticket:${id}`, payer, amount: '3000', proof: 'sha256-of-the-ticket-authorization', tx: usedTx })
     // usable by its payer, once
     const cid = 'bafkreihvkcqihwud2tcr4qltcygi5ostxqsc4gkde6cgpoyuz6gw5z2ila'
     const pin = pinRecord('req-ticket', cid, { owner: payer, status: 'pinned', payment: { id: note.paymentId, payer, amount: '3000', network: 'eip155:167000', asset: chain.usdc, method: 'x402', tx: usedTx } })
-    await tickets.claim(id, payer, pin, [cid])
-    expect(pins.get('req-ticket')).toMatchObject({ owner: payer, cid, payment: { id: note.paymentId } })
-    await expect(tickets.claim(id, payer, pinRecord('req-ticket-2', cid, { owner: payer, status: 'pinned' }), [cid])).rejects.toMatchObject({ why: 'used' })
-    expect(pins.get('req-ticket-2')).toBeUndefined()
+    const claim = async (p: typeof pin): Promise<void> => {
+      await ledger.transaction(async (tx) => {
+        await tx.claimTicket(id, payer, p.requestid)
+        await tx.createPin(p, undefined, [cid])
+      })
+    }
+    await claim(pin)
+    expect(await pins.get('req-ticket')).toMatchObject({ owner: payer, cid, payment: { id: note.paymentId } })
+    await expect(claim(pinRecord('req-ticket-2', cid, { owner: payer, status: 'pinned' }))).rejects.toMatchObject({ why: 'used' })
+    expect(await pins.get('req-ticket-2')).toBeUndefined()
   })
 
   it('fulfils a paid renewal: the pin is extended by the months paid for, once', async () => {
@@ -181,14 +185,14 @@ describe('reconcileSettlements', () => {
 
     const r = await reconcileSettlements(notes, real, log, settlementActions(fulfilDeps()))
     expect(r.fulfilled.map(f => f.pin.requestid)).toEqual(['req-renew'])
-    const pin = pins.get('req-renew')
+    const pin = await pins.get('req-renew')
     const expected = new Date(until)
     expected.setUTCMonth(expected.getUTCMonth() + 2)
     expect(Math.abs(Date.parse(pin?.pinnedUntil ?? '') - expected.getTime())).toBeLessThan(4 * 86400_000)
     expect(Date.parse(pin?.pinnedUntil ?? '')).toBeGreaterThan(until.getTime() + 55 * 86400_000)
     expect(pin?.months).toBe(3)
-    expect(pins.payment(note.paymentId)).toMatchObject({ requestid: 'req-renew', purpose: note.purpose, tx: usedTx, amount: '2000' })
-    expect(notes.get(note.paymentId)).toBeUndefined()
+    expect(await pins.payment(note.paymentId)).toMatchObject({ requestid: 'req-renew', purpose: note.purpose, tx: usedTx, amount: '2000' })
+    expect(await notes.get(note.paymentId)).toBeUndefined()
     expect((await reconcileSettlements(notes, real, log, settlementActions(fulfilDeps()))).fulfilled).toEqual([])
   })
 
@@ -217,8 +221,8 @@ describe('reconcileSettlements', () => {
     await uploadNote(expired, { used: false, validBefore: nowSeconds() - 3600n })
     // a restart: the sweep keeps exactly the folders the notes need
     const stray = await staging.begin()
-    expect(stagingInUse(notes.all())).toEqual(new Set([good.id, bad.id, expired.id]))
-    expect(await staging.sweepLeftovers(stagingInUse(notes.all()))).toBe(1)
+    expect(stagingInUse(await notes.all())).toEqual(new Set([good.id, bad.id, expired.id]))
+    expect(await staging.sweepLeftovers(stagingInUse(await notes.all()))).toBe(1)
     expect(existsSync(join(dir, 'staging', stray.id))).toBe(false)
     // one of bad's blocks was torn (its file; or one byte of the staging log, inside the first block)
     const torn = join(dir, 'staging', bad.id, readdirSync(join(dir, 'staging', bad.id))[0] as string)
@@ -236,15 +240,15 @@ describe('reconcileSettlements', () => {
     expect(r.confirmed.map(n => n.paymentId)).toEqual([badNote.paymentId])
     expect(r.dropped).toHaveLength(1)
     // the good upload is in the blockstore, referenced by its pin, paid with the transaction on chain
-    const pin = pins.get(`req-${good.id}`)
+    const pin = await pins.get(`req-${good.id}`)
     expect(pin).toMatchObject({ cid: good.cid, status: 'pinned', source: 'upload', payment: { id: goodNote.paymentId } })
     expect(pin?.payment.tx).toMatch(/^0x[0-9a-f]{64}$/)
-    for (const b of good.blocks) expect(pins.isPinnedBlock(CID.parse(b))).toBe(true)
+    for (const b of good.blocks) expect(ledger.servedBlocks().isPinnedBlock(CID.parse(b))).toBe(true)
     const blockFiles = readdirSync(join(dir, 'blocks'), { recursive: true }).filter(f => String(f).endsWith('.data'))
     expect(blockFiles).toHaveLength(new Set(good.blocks).size)
     // every kept folder is gone: committed, unusable (paid-unfulfilled, for an operator), or dropped
     expect(readdirSync(join(dir, 'staging'))).toEqual([])
-    expect(notes.get(badNote.paymentId)?.state).toBe('paid-unfulfilled')
+    expect((await notes.get(badNote.paymentId))?.state).toBe('paid-unfulfilled')
     expect(logged.some(l => /cannot be fulfilled: the upload's staged blocks cannot be used: block .* does not hash to its CID/.test(l.msg))).toBe(true)
   })
 
@@ -261,9 +265,9 @@ describe('reconcileSettlements', () => {
     expect(r.dropped.map(n => n.paymentId).sort()).toEqual([expired.paymentId, oldLegacy.paymentId].sort())
     expect(r.confirmed).toEqual([])
     expect(r.pending).toBe(2)
-    expect(Object.keys(stored()).sort()).toEqual([valid.paymentId, newLegacy.paymentId].sort())
-    expect(notes.get(valid.paymentId)?.state).toBe('unused-pending')
-    expect(notes.get(newLegacy.paymentId)?.state).toBe('unused-pending')
+    expect(Object.keys(await stored()).sort()).toEqual([valid.paymentId, newLegacy.paymentId].sort())
+    expect((await notes.get(valid.paymentId))?.state).toBe('unused-pending')
+    expect((await notes.get(newLegacy.paymentId))?.state).toBe('unused-pending')
     const dropped = logged.filter(l => l.level === 'info' && /dropped/.test(l.msg))
     expect(dropped.map(l => l.payment).sort()).toEqual([expired.paymentId, oldLegacy.paymentId].sort())
     expect(logged.filter(l => l.level === 'warn')).toEqual([])
@@ -276,7 +280,7 @@ describe('reconcileSettlements', () => {
     await useAuthorization(chain, a)
     const r2 = await reconcileSettlements(notes, real, log)
     expect(r2.confirmed.map(n => n.paymentId)).toEqual([pending.paymentId])
-    expect(notes.get(pending.paymentId)?.state).toBe('paid-unfulfilled')
+    expect((await notes.get(pending.paymentId))?.state).toBe('paid-unfulfilled')
   })
 
   it('changes nothing and throws nothing when the RPC cannot be reached', async () => {
@@ -284,7 +288,7 @@ describe('reconcileSettlements', () => {
     await useAuthorization(chain, used)
     await pins.markSettling(noteFor(used))
     await pins.markSettling(noteFor(await signAuthorization(chain, payerKey(), { validBefore: nowSeconds() - 3600n })))
-    const before = stored()
+    const before = await stored()
     const down = authorizationStateReader({ network: 'eip155:167000', rpcUrl: `http://127.0.0.1:${await freePort()}`, asset: chain.usdc }, 2000)
 
     const r = await reconcileSettlements(notes, down, log)
@@ -292,13 +296,13 @@ describe('reconcileSettlements', () => {
     expect(r.checked).toBe(0)
     expect(r.dropped).toEqual([])
     expect(r.confirmed).toEqual([])
-    expect(stored()).toEqual(before)
+    expect(await stored()).toEqual(before)
     expect(r.error).not.toMatch(/127\.0\.0\.1/) // the RPC URL may carry an API key: never in messages
 
     // an RPC of another chain is refused, not believed
     const wrongChain = authorizationStateReader({ network: 'eip155:1', rpcUrl: chain.rpcUrl, asset: chain.usdc })
     expect((await reconcileSettlements(notes, wrongChain, log)).error).toMatch(/chain 167000, not eip155:1/)
-    expect(stored()).toEqual(before)
+    expect(await stored()).toEqual(before)
   })
 
   it('leaves the notes of requests that may still be settling, and never writes back a note recorded meanwhile', async () => {
@@ -310,7 +314,7 @@ describe('reconcileSettlements', () => {
     const r = await reconcileSettlements(notes, reader, log, { liveSince: new Date(Date.now() - 60_000) })
     expect(r.inFlight).toBe(1)
     expect(reader.reads).toEqual([])
-    expect(notes.get(young.paymentId)?.state).toBeUndefined()
+    expect((await notes.get(young.paymentId))?.state).toBeUndefined()
 
     // the request records its pin while the chain is being read: the note goes with it, for good
     const racing: AuthorizationStateReader = {
@@ -325,7 +329,7 @@ describe('reconcileSettlements', () => {
     const raced = await reconcileSettlements(notes, racing, log)
     expect(raced.checked).toBe(1)
     expect(raced.confirmed).toEqual([])
-    expect(notes.get(young.paymentId)).toBeUndefined()
+    expect(await notes.get(young.paymentId)).toBeUndefined()
     expect(logged.filter(l => l.level === 'warn')).toEqual([])
   })
 })
@@ -345,11 +349,12 @@ describe('the background reconciler', () => {
     }
     const reconciler = startSettlementReconciler(notes, switching, { intervalMs: 50, log, startedAt: new Date() })
     try {
-      expect(logged.find(l => l.msg.startsWith('1 settlement notes to reconcile'))).toBeDefined()
+      // the summary reads the notes asynchronously: it is logged once that read answers
+      await waitFor(() => logged.find(l => l.msg.startsWith('1 settlement notes to reconcile')), 'the summary at start', 5_000)
       await waitFor(() => logged.find(l => l.level === 'warn' && /could not be reconciled; retrying/.test(l.msg)), 'a failed pass')
-      expect(notes.get(leftover.paymentId)?.state).toBeUndefined()
+      expect((await notes.get(leftover.paymentId))?.state).toBeUndefined()
       reachable = true
-      await waitFor(() => notes.get(leftover.paymentId)?.state === 'paid-unfulfilled' ? true : undefined, 'the retry')
+      await waitFor(async () => (await notes.get(leftover.paymentId))?.state === 'paid-unfulfilled' ? true : undefined, 'the retry')
       const report = await reconciler.run()
       expect(report).toMatchObject({ checked: 0, awaitingOperator: 1 })
     } finally {
@@ -359,6 +364,6 @@ describe('the background reconciler', () => {
     await pins.markSettling(noteFor(await signAuthorization(chain, payerKey(), { validBefore: nowSeconds() - 3600n }), { at: new Date(0).toISOString() }))
     await new Promise(resolve => setTimeout(resolve, 200)) // four intervals: a stopped reconciler must not run
     expect(logged.length).toBe(count)
-    expect([...notes.all()]).toHaveLength(2)
+    expect(await notes.all()).toHaveLength(2)
   })
 })
