@@ -1,0 +1,299 @@
+/**
+ * POST /pins, POST /pins/{requestid} (replace), POST /pins/{requestid}/renew
+ * and the owner's reads (GET /pins, GET and DELETE /pins/{requestid}) as use
+ * cases, in-process on the real core, the real payment gate (embedded
+ * facilitator) and the dev chain: a payment buys one pin, once; refusals and
+ * failed settlements charge nothing and change nothing; a replacement lets the
+ * old pin go only once it is paid, and its blocks only once the new pin is
+ * pinned; a renewal extends pinned_until by the months paid, at the price of
+ * the bytes the pin was first priced on.
+ */
+import { randomBytes } from 'node:crypto'
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { startDevChain, usdcBalance, type DevChain } from '../../../../scripts/devchain/index.mjs'
+import { rawCid } from '../../../../scripts/peer/index.mjs'
+import type { VerifiedToken } from '../../../../src/auth/tokens.js'
+import type { Logger } from '../../../../src/kernel/log.js'
+import type { PinRecord } from '../../../../src/ledger/records.js'
+import { identifyPayment, type PaymentGate } from '../../../../src/payment/gate.js'
+import { bytesCoveredBy, priceFor } from '../../../../src/payment/pricing.js'
+import { createPin, type PinWrite } from '../../../../src/service/pins/pin-create.js'
+import { parsePinRequest } from '../../../../src/service/pins/pin-request.js'
+import { renewPin } from '../../../../src/service/pins/pin-renew.js'
+import { upload } from '../../../../src/service/uploads/upload.js'
+import { all, fileOf, keptLogger, moneyState, openService, payFor, PIN_MAX_BYTES, pinsOf, PRICES, randomFile, setEth, startGate, type Service } from './harness.js'
+
+let chain: DevChain
+let gate: PaymentGate
+let log: Logger
+let s: Service
+const opened: Service[] = []
+
+const payer = (i = 0): { key: `0x${string}`, address: `0x${string}` } => {
+  const p = chain.payers[i] as { privateKey: `0x${string}`, address: `0x${string}` }
+  return { key: p.privateKey, address: p.address }
+}
+const owner = (i = 0): string => payer(i).address.toLowerCase()
+const idOf = (payment: string): string => (identifyPayment(payment) as { id: string }).id
+const newCid = (): string => rawCid(randomBytes(64)).toString()
+
+beforeAll(async () => {
+  chain = await startDevChain({ payers: 2, pruneHistory: true })
+  log = keptLogger().log
+  gate = await startGate(chain, log)
+})
+afterAll(async () => {
+  gate?.stop()
+  await chain?.stop()
+})
+beforeEach(async () => {
+  s = await openService(chain, gate, log)
+  opened.push(s)
+})
+afterEach(async () => {
+  for (const o of opened.splice(0)) await o.close()
+})
+
+/** POST /pins (or, with `replaces`, POST /pins/{requestid}) as the route builds it */
+const pinWrite = (cid: string, extra: Partial<PinWrite> = {}): PinWrite => ({ request: parsePinRequest({ cid }), months: 1, claimedBytes: 50_000, client: '127.0.0.1', ...extra })
+
+/** a payment signed against the 402 this write is answered without one */
+async function paymentFor (w: PinWrite, key = payer().key): Promise<string> {
+  const { paymentHeader: _, ...unpaid } = w
+  return await payFor(chain, key, createPin(unpaid, s.pins))
+}
+
+/** a paid pin by CID of 50,000 bytes for a month, and its owner's token */
+async function paidPin (key = payer().key): Promise<{ requestid: string, auth: VerifiedToken, payment: string }> {
+  const w = pinWrite(newCid())
+  const payment = await paymentFor(w, key)
+  const r = await createPin({ ...w, paymentHeader: payment }, s.pins)
+  return { requestid: r.pin.requestid, auth: await s.tokens.verify((r.token as { token: string }).token), payment }
+}
+
+/** the settler cannot pay gas while `fn` runs: every settlement fails on this side */
+async function withoutGas<T> (fn: () => Promise<T>): Promise<T> {
+  await setEth(chain, chain.settlerAddress, 0n)
+  try {
+    return await fn()
+  } finally {
+    await setEth(chain, chain.settlerAddress, 10n ** 21n)
+  }
+}
+
+describe('POST /pins: paid once', () => {
+  it('charges the price of X-Pin-Size, records one queued pin holding at most what it paid for, and the payment', async () => {
+    const cid = newCid()
+    const w = pinWrite(cid)
+    const payment = await paymentFor(w)
+    const before = await usdcBalance(chain, chain.payTo)
+
+    const r = await createPin({ ...w, paymentHeader: payment }, s.pins)
+
+    expect(priceFor(50_000n, 1, PRICES)).toBe(50_000n)
+    expect((await usdcBalance(chain, chain.payTo)) - before).toBe(50_000n)
+    expect(r.settlement).toBeTypeOf('string')
+    expect(r.token?.token).toBeTypeOf('string')
+    const pin = await s.core.pins.get(r.pin.requestid)
+    expect(pin).toMatchObject({ cid, owner: owner(), status: 'queued', maxBytes: Number(bytesCoveredBy(50_000n, 1, PRICES)), payment: { amount: '50000' } })
+    expect(await s.core.pins.payment(idOf(payment))).toMatchObject({ requestid: r.pin.requestid, purpose: `pin:${cid}:1`, amount: '50000' })
+    expect(await all(s.core.notes.all())).toEqual([])
+  })
+
+  it('the same payment again is a replay of the same pin; for another CID it is refused; one pin, one settlement', async () => {
+    const w = pinWrite(newCid())
+    const payment = await paymentFor(w)
+    const first = await createPin({ ...w, paymentHeader: payment }, s.pins)
+    const after = await usdcBalance(chain, chain.payTo)
+
+    const again = await createPin({ ...w, paymentHeader: payment }, s.pins)
+    expect(again.pin.requestid).toBe(first.pin.requestid)
+    expect(again.settlement).toBeUndefined()
+    expect(again.token).toBeUndefined()
+    await expect(createPin({ ...pinWrite(newCid()), paymentHeader: payment }, s.pins)).rejects.toMatchObject({ name: 'PaymentRequiredError' })
+
+    expect(await usdcBalance(chain, chain.payTo)).toBe(after)
+    expect(await pinsOf(s, owner())).toEqual([first.pin.requestid])
+  })
+
+  it('two requests at once with the same payment: exactly one pin and one settlement', async () => {
+    const w = pinWrite(newCid())
+    const payment = await paymentFor(w)
+    const before = await usdcBalance(chain, chain.payTo)
+
+    const [a, b] = await Promise.all([createPin({ ...w, paymentHeader: payment }, s.pins), createPin({ ...w, paymentHeader: payment }, s.pins)])
+
+    expect(a.pin.requestid).toBe(b.pin.requestid)
+    expect([a.settlement, b.settlement].filter(x => x != null)).toHaveLength(1)
+    expect((await usdcBalance(chain, chain.payTo)) - before).toBe(50_000n)
+    expect(await pinsOf(s, owner())).toEqual([a.pin.requestid])
+  })
+})
+
+describe('POST /pins: refused, nothing charged', () => {
+  it('a denied CID: refused before any quote, a payment sent with it is not used', async () => {
+    const cid = newCid()
+    const w = pinWrite(cid)
+    const payment = await paymentFor(w)
+    await s.deny(parsePinRequest({ cid }).cid)
+    const before = await moneyState(chain, s, payer().address)
+
+    await expect(createPin({ ...w, paymentHeader: payment }, s.pins)).rejects.toMatchObject({ name: 'LegallyRefusedError' })
+
+    expect(await moneyState(chain, s, payer().address)).toEqual(before)
+    expect(await s.core.pins.paymentUsed(idOf(payment))).toBe(false)
+    expect(await pinsOf(s, owner())).toEqual([])
+  })
+
+  it('X-Pin-Size over the largest pin: refused before any quote, the payment is not used', async () => {
+    const w = pinWrite(newCid())
+    const payment = await paymentFor(w)
+    const before = await moneyState(chain, s, payer().address)
+
+    await expect(createPin({ ...w, claimedBytes: PIN_MAX_BYTES + 1, paymentHeader: payment }, s.pins)).rejects.toMatchObject({ name: 'InputTooLargeError' })
+
+    expect(await moneyState(chain, s, payer().address)).toEqual(before)
+    expect(await s.core.pins.paymentUsed(idOf(payment))).toBe(false)
+    expect(await pinsOf(s, owner())).toEqual([])
+  })
+
+  it('a payment signed for another size does not match the quote: 402, nothing charged', async () => {
+    const w = pinWrite(newCid())
+    const payment = await paymentFor(w)
+    const before = await moneyState(chain, s, payer().address)
+
+    await expect(createPin({ ...w, claimedBytes: 60_000, paymentHeader: payment }, s.pins)).rejects.toMatchObject({ name: 'PaymentRequiredError' })
+
+    expect(await moneyState(chain, s, payer().address)).toEqual(before)
+    expect(await pinsOf(s, owner())).toEqual([])
+  })
+})
+
+describe('POST /pins: a settlement that fails', () => {
+  it('on this side (the settler has no gas): 503, no pin, no note, the payment unused; once it has gas the same payment pins, once', async () => {
+    const w = pinWrite(newCid())
+    const payment = await paymentFor(w)
+    const before = await moneyState(chain, s, payer().address)
+
+    await withoutGas(async () => {
+      await expect(createPin({ ...w, paymentHeader: payment }, s.pins)).rejects.toMatchObject({ name: 'UnavailableError' })
+    })
+
+    expect(await moneyState(chain, s, payer().address)).toEqual(before)
+    expect(await s.core.pins.paymentUsed(idOf(payment))).toBe(false)
+    expect(await pinsOf(s, owner())).toEqual([])
+
+    const r = await createPin({ ...w, paymentHeader: payment }, s.pins)
+    expect(r.settlement).toBeTypeOf('string')
+    expect((await usdcBalance(chain, chain.payTo)) - (before.payTo as bigint)).toBe(50_000n)
+    expect(await pinsOf(s, owner())).toEqual([r.pin.requestid])
+  })
+})
+
+describe('POST /pins/{requestid}: replace', () => {
+  it('the old pin goes only once the replacement is paid, and its blocks only once the replacement is pinned', async () => {
+    // the pin replaced: an upload, so that it holds blocks
+    const bytes = randomFile(80_000)
+    const uploadPayment = await payFor(chain, payer().key, upload({ months: 1, fileBytes: bytes.length, file: fileOf(bytes) }, s.upload))
+    const uploaded = await upload({ months: 1, fileBytes: bytes.length, file: fileOf(bytes), payment: uploadPayment }, s.upload)
+    const oldId = uploaded.result.requestid
+    const oldCid = uploaded.result.cid
+    const auth = await s.tokens.verify((uploaded.token as { token: string }).token)
+    const replaces = await s.core.pins.get(oldId) as PinRecord
+    const next = newCid()
+    const w = pinWrite(next, { auth, replaces })
+    const payment = await paymentFor(w)
+
+    // not paid (the settlement fails): the old pin stays as it was
+    await withoutGas(async () => {
+      await expect(createPin({ ...w, paymentHeader: payment }, s.pins)).rejects.toMatchObject({ name: 'UnavailableError' })
+    })
+    expect(await s.core.pins.get(oldId)).toEqual(replaces)
+    expect(await s.core.pins.isPinnedBlock(oldCid)).toBe(true)
+    expect(await pinsOf(s, owner())).toEqual([oldId])
+
+    const before = await usdcBalance(chain, chain.payTo)
+    const r = await createPin({ ...w, paymentHeader: payment }, s.pins)
+    expect((await usdcBalance(chain, chain.payTo)) - before).toBe(50_000n)
+    // replaced with the owner's token: no new one
+    expect(r.token).toBeUndefined()
+    expect(await s.core.pins.get(r.pin.requestid)).toMatchObject({ cid: next, owner: owner(), replaces: oldId, status: 'queued' })
+    expect(await s.core.pins.get(oldId)).toMatchObject({ removed: { why: 'replaced' }, replacedBy: r.pin.requestid })
+    expect(await pinsOf(s, owner())).toEqual([r.pin.requestid])
+    // the old blocks are held while the replacement is fetched
+    expect(await s.core.pins.isPinnedBlock(oldCid)).toBe(true)
+
+    await s.core.pins.finishFetch(r.pin.requestid, [next], 64, 'pinned')
+    expect(await s.core.pins.isPinnedBlock(oldCid)).toBe(false)
+    expect(await s.core.pins.isPinnedBlock(next)).toBe(true)
+  })
+})
+
+describe('POST /pins/{requestid}/renew', () => {
+  it('extends pinned_until by the months paid, charged on the file bytes the upload was priced on', async () => {
+    const bytes = randomFile(70_000)
+    const up = await upload({ months: 1, fileBytes: bytes.length, file: fileOf(bytes), payment: await payFor(chain, payer().key, upload({ months: 1, fileBytes: bytes.length, file: fileOf(bytes) }, s.upload)) }, s.upload)
+    const auth = await s.tokens.verify((up.token as { token: string }).token)
+    const pin = await s.core.pins.get(up.result.requestid) as PinRecord
+    const renew = { requestid: pin.requestid, months: 3, auth }
+    const payment = await payFor(chain, payer().key, renewPin(renew, s.pins))
+    const before = await usdcBalance(chain, chain.payTo)
+
+    const r = await renewPin({ ...renew, paymentHeader: payment }, s.pins)
+
+    // 70,000 bytes × 3 months at 1 atomic unit per byte-month
+    expect((await usdcBalance(chain, chain.payTo)) - before).toBe(210_000n)
+    const until = new Date(pin.pinnedUntil)
+    until.setUTCMonth(until.getUTCMonth() + 3)
+    const renewed = await s.core.pins.get(pin.requestid)
+    expect(renewed).toMatchObject({ pinnedUntil: until.toISOString(), months: 4 })
+    expect(r.pin.info?.pinned_until).toBe(until.toISOString())
+    expect(await s.core.pins.payment(idOf(payment))).toMatchObject({ requestid: pin.requestid, amount: '210000', purpose: `renew:${pin.requestid}:3:${pin.pinnedUntil}` })
+
+    // the same payment again: the same answer, not three more months
+    const again = await renewPin({ ...renew, paymentHeader: payment }, s.pins)
+    expect(again.settlement).toBeUndefined()
+    expect(await s.core.pins.get(pin.requestid)).toEqual(renewed)
+    expect((await usdcBalance(chain, chain.payTo)) - before).toBe(210_000n)
+  })
+
+  it('a pin by CID renews at the price of the bytes its payment covered; a payment for other months is refused and changes nothing', async () => {
+    const { requestid, auth } = await paidPin()
+    const pin = await s.core.pins.get(requestid) as PinRecord
+    const renew = { requestid, months: 2, auth }
+    const twoMonths = await payFor(chain, payer().key, renewPin(renew, s.pins))
+    const before = await usdcBalance(chain, chain.payTo)
+
+    await expect(renewPin({ ...renew, months: 1, paymentHeader: twoMonths }, s.pins)).rejects.toMatchObject({ name: 'PaymentRequiredError' })
+    expect(await s.core.pins.get(requestid)).toEqual(pin)
+    expect(await s.core.pins.paymentUsed(idOf(twoMonths))).toBe(false)
+
+    await renewPin({ ...renew, paymentHeader: twoMonths }, s.pins)
+    expect((await usdcBalance(chain, chain.payTo)) - before).toBe(priceFor(BigInt(pin.maxBytes as number), 2, PRICES))
+    expect((await usdcBalance(chain, chain.payTo)) - before).toBe(100_000n)
+    expect(await s.core.pins.get(requestid)).toMatchObject({ months: 3 })
+  })
+})
+
+describe('the owner\'s reads and DELETE', () => {
+  it('lists and gets an owner\'s own pins only; a deleted pin leaves its payment used: sent again it pins nothing', async () => {
+    const a1 = await paidPin()
+    const a2 = await paidPin()
+    const b = await paidPin(payer(1).key)
+    expect((await pinsOf(s, owner())).sort()).toEqual([a1.requestid, a2.requestid].sort())
+    expect(await pinsOf(s, owner(1))).toEqual([b.requestid])
+
+    await s.core.pins.remove(a1.requestid, 'unpinned')
+    expect(await pinsOf(s, owner())).toEqual([a2.requestid])
+    expect(await s.core.pins.get(a1.requestid)).toMatchObject({ removed: { why: 'unpinned' } })
+    expect(await s.core.pins.paymentUsed(idOf(a1.payment))).toBe(true)
+
+    const before = await usdcBalance(chain, chain.payTo)
+    const removed = await s.core.pins.get(a1.requestid) as PinRecord
+    const again = await createPin({ ...pinWrite(removed.cid), paymentHeader: a1.payment }, s.pins)
+    expect(again.pin.requestid).toBe(a1.requestid)
+    expect(again.settlement).toBeUndefined()
+    expect(await usdcBalance(chain, chain.payTo)).toBe(before)
+    expect(await pinsOf(s, owner())).toEqual([a2.requestid])
+  })
+})
