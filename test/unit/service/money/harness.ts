@@ -14,6 +14,8 @@ import { openCore, type Core } from '../../../../src/app/core.js'
 import type { TokenService } from '../../../../src/auth/tokens.js'
 import { layout } from '../../../../src/datadir/layout.js'
 import { FsBackend } from '../../../../src/ipfs/fs-backend.js'
+import { openS3Backend } from '../../../../src/ipfs/open-backend.js'
+import type { S3Backend } from '../../../../src/ipfs/s3-backend.js'
 import { PaymentRequiredError } from '../../../../src/kernel/errors.js'
 import { createLogger, type Logger } from '../../../../src/kernel/log.js'
 import { authorizationStateReader } from '../../../../src/payment/authorization-state.js'
@@ -36,6 +38,7 @@ import { BodyTooLargeError } from '../../../../src/kernel/errors.js'
 import type { CID } from 'multiformats/cid'
 import { signChallenge } from '../../../helpers/paying-client.js'
 import { tempDir } from '../../../helpers/pind.js'
+import { freePort } from '../../../helpers/ports.js'
 
 export const NETWORK = 'eip155:167000'
 /** 1 atomic unit per byte-month (1000 USDC per GB-month): prices of small files are far above the minimum, so a wrong size shows */
@@ -233,4 +236,12 @@ export async function moneyState (chain: DevChain, s: Service, payer: `0x${strin
 export async function pinsOf (s: Service, owner: string): Promise<string[]> {
   const { results } = await listPins(s.core.pins, owner.toLowerCase(), parsePinQuery(new URLSearchParams({ status: 'queued,pinning,pinned,failed', limit: '1000' })))
   return results.map(p => p.requestid)
+}
+
+/** an S3 block store whose endpoint refuses connections (a closed loopback port): down from its first check */
+export async function deadS3 (log: Logger): Promise<S3Backend> {
+  const dir = tempDir('pind-money-s3-')
+  return await openS3Backend({ endpoint: `http://127.0.0.1:${await freePort()}`, bucket: 'gone', prefix: 'blocks/', region: 'us-east-1', forcePathStyle: true },
+    { s3AccessKeyId: 'test', s3SecretAccessKey: 'test', s3CacheSize: 0, s3Timeout: 2 },
+    { blocksDir: dir, cacheDir: dir, log })
 }

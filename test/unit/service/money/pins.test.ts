@@ -14,6 +14,7 @@ import { startDevChain, usdcBalance, type DevChain } from '../../../../scripts/d
 import { rawCid } from '../../../../scripts/peer/index.mjs'
 import type { VerifiedToken } from '../../../../src/auth/tokens.js'
 import type { Logger } from '../../../../src/kernel/log.js'
+import { addMonths } from '../../../../src/ledger/clock.js'
 import type { PinRecord } from '../../../../src/ledger/records.js'
 import { identifyPayment, type PaymentGate } from '../../../../src/payment/gate.js'
 import { bytesCoveredBy, priceFor } from '../../../../src/payment/pricing.js'
@@ -21,7 +22,7 @@ import { createPin, type PinWrite } from '../../../../src/service/pins/pin-creat
 import { parsePinRequest } from '../../../../src/service/pins/pin-request.js'
 import { renewPin } from '../../../../src/service/pins/pin-renew.js'
 import { upload } from '../../../../src/service/uploads/upload.js'
-import { all, fileOf, keptLogger, moneyState, openService, payFor, PIN_MAX_BYTES, pinsOf, PRICES, randomFile, setEth, startGate, type Service } from './harness.js'
+import { all, deadS3, fileOf, keptLogger, moneyState, openService, payFor, PIN_MAX_BYTES, pinsOf, PRICES, randomFile, setEth, startGate, type Service } from './harness.js'
 
 let chain: DevChain
 let gate: PaymentGate
@@ -157,6 +158,26 @@ describe('POST /pins: refused, nothing charged', () => {
     expect(await pinsOf(s, owner())).toEqual([])
   })
 
+  it('block storage unreachable (an S3 bucket nobody answers for): 503 before the payment is used', async () => {
+    const w = pinWrite(newCid())
+    const payment = await paymentFor(w)
+    const dead = await deadS3(log)
+    try {
+      expect(dead.writable()).toBe(false)
+      const svc = await openService(chain, gate, log, { storage: dead })
+      opened.push(svc)
+      const before = await moneyState(chain, svc, payer().address)
+
+      await expect(createPin({ ...w, paymentHeader: payment }, svc.pins)).rejects.toMatchObject({ name: 'StorageUnavailableError' })
+
+      expect(await moneyState(chain, svc, payer().address)).toEqual(before)
+      expect(await svc.core.pins.paymentUsed(idOf(payment))).toBe(false)
+      expect(await pinsOf(svc, owner())).toEqual([])
+    } finally {
+      dead.conn.close()
+    }
+  })
+
   it('a payment signed for another size does not match the quote: 402, nothing charged', async () => {
     const w = pinWrite(newCid())
     const payment = await paymentFor(w)
@@ -243,8 +264,8 @@ describe('POST /pins/{requestid}/renew', () => {
 
     // 70,000 bytes × 3 months at 1 atomic unit per byte-month
     expect((await usdcBalance(chain, chain.payTo)) - before).toBe(210_000n)
-    const until = new Date(pin.pinnedUntil)
-    until.setUTCMonth(until.getUTCMonth() + 3)
+    // calendar months in UTC, the day clamped to the month's last (Dec 29 + 2 = Feb 28)
+    const until = addMonths(new Date(pin.pinnedUntil), 3)
     const renewed = await s.core.pins.get(pin.requestid)
     expect(renewed).toMatchObject({ pinnedUntil: until.toISOString(), months: 4 })
     expect(r.pin.info?.pinned_until).toBe(until.toISOString())

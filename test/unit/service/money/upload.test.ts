@@ -9,16 +9,12 @@ import { privateKeyToAccount } from 'viem/accounts'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { startDevChain, transferUsdc, usdcBalance, type DevChain } from '../../../../scripts/devchain/index.mjs'
 import { rawCid } from '../../../../scripts/peer/index.mjs'
-import { openS3Backend } from '../../../../src/ipfs/open-backend.js'
-import type { S3Backend } from '../../../../src/ipfs/s3-backend.js'
 import type { Logger } from '../../../../src/kernel/log.js'
 import type { PaymentGate } from '../../../../src/payment/gate.js'
 import { identifyPayment } from '../../../../src/payment/gate.js'
 import { priceFor } from '../../../../src/payment/pricing.js'
 import { upload, type UploadInput } from '../../../../src/service/uploads/upload.js'
-import { freePort } from '../../../helpers/ports.js'
-import { tempDir } from '../../../helpers/pind.js'
-import { all, fileOf, keptLogger, moneyState, openService, payFor, pinsOf, PRICES, randomFile, startGate, type Service } from './harness.js'
+import { all, deadS3, fileOf, keptLogger, moneyState, openService, payFor, pinsOf, PRICES, randomFile, startGate, type Service } from './harness.js'
 
 let chain: DevChain
 let gate: PaymentGate
@@ -158,7 +154,7 @@ describe('upload: refused, nothing charged', () => {
   })
 
   it('block storage unreachable (an S3 bucket nobody answers for): 503 before the payment is used', async () => {
-    const dead = await deadS3()
+    const dead = await deadS3(log)
     try {
       expect(dead.writable()).toBe(false)
       const svc = await openService(chain, gate, log, { storage: dead })
@@ -198,12 +194,3 @@ describe('upload: a settlement that fails', () => {
     expect(await pinsOf(s, address)).toEqual([])
   })
 })
-
-/** an S3 block store whose endpoint refuses connections (a closed loopback port): down from its first check */
-async function deadS3 (): Promise<S3Backend> {
-  const port = await freePort()
-  const dir = tempDir('pind-money-s3-')
-  return await openS3Backend({ endpoint: `http://127.0.0.1:${port}`, bucket: 'gone', prefix: 'blocks/', region: 'us-east-1', forcePathStyle: true },
-    { s3AccessKeyId: 'test', s3SecretAccessKey: 'test', s3CacheSize: 0, s3Timeout: 2 },
-    { blocksDir: dir, cacheDir: dir, log })
-}
