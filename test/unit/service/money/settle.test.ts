@@ -161,6 +161,60 @@ describe('a retry after an uncertain settlement reconciles its note', () => {
     expect(filesUnder(s.core.paths.staging)).toEqual([])
   })
 
+  it('upload, the money moved: two retries at once record one pin, both answered with it', async () => {
+    const bytes = randomFile(120_000)
+    const payment = await payFor(chain, payerKey(), upload(uploadOf(bytes), s.upload))
+    const before = await usdcBalance(chain, chain.payTo)
+    failSettle = 'after'
+    await expect(upload(uploadOf(bytes, payment), s.upload)).rejects.toMatchObject({ name: 'UnavailableError' })
+
+    const [a, b] = await Promise.all([upload(uploadOf(bytes, payment), s.upload), upload(uploadOf(bytes, payment), s.upload)])
+
+    expect([a.replayed, b.replayed]).toEqual([true, true])
+    expect(a.result.requestid).toBe(b.result.requestid)
+    expect(await pinsOf(s, owner())).toEqual([a.result.requestid])
+    expect(await all(s.core.notes.all())).toEqual([])
+    expect((await usdcBalance(chain, chain.payTo)) - before).toBe(120_000n)
+  })
+
+  it('upload, the money did not move: two retries at once make one upload and one settlement', async () => {
+    const bytes = randomFile(110_000)
+    const payment = await payFor(chain, payerKey(), upload(uploadOf(bytes), s.upload))
+    const before = await usdcBalance(chain, chain.payTo)
+    failSettle = 'before'
+    await expect(upload(uploadOf(bytes, payment), s.upload)).rejects.toMatchObject({ name: 'UnavailableError' })
+
+    const [a, b] = await Promise.all([upload(uploadOf(bytes, payment), s.upload), upload(uploadOf(bytes, payment), s.upload)])
+
+    expect([a.replayed, b.replayed].sort()).toEqual([false, true])
+    expect(a.result.requestid).toBe(b.result.requestid)
+    expect(await pinsOf(s, owner())).toEqual([a.result.requestid])
+    expect(await all(s.core.notes.all())).toEqual([])
+    expect(filesUnder(s.core.paths.staging)).toEqual([])
+    expect((await usdcBalance(chain, chain.payTo)) - before).toBe(110_000n)
+  })
+
+  it('replace, the money moved: the old pin stays live until the retry records the replacement', async () => {
+    const first: PinWrite = { request: parsePinRequest({ cid: rawCid(randomBytes(64)).toString() }), months: 1, claimedBytes: 40_000, client: '127.0.0.1' }
+    const created = await createPin({ ...first, paymentHeader: await payFor(chain, payerKey(), createPin(first, s.pins)) }, s.pins)
+    const auth = await s.tokens.verify((created.token as { token: string }).token)
+    const old = await s.core.pins.get(created.pin.requestid) as PinRecord
+    const next = rawCid(randomBytes(64)).toString()
+    const w: PinWrite = { request: parsePinRequest({ cid: next }), months: 1, claimedBytes: 40_000, client: '127.0.0.1', auth, replaces: old }
+    const payment = await payFor(chain, payerKey(), createPin(w, s.pins))
+    failSettle = 'after'
+
+    await expect(createPin({ ...w, paymentHeader: payment }, s.pins)).rejects.toMatchObject({ name: 'UnavailableError' })
+    expect(await s.core.pins.get(old.requestid)).toEqual(old)
+    expect(await pinsOf(s, owner())).toEqual([old.requestid])
+
+    const retry = await createPin({ ...w, paymentHeader: payment }, s.pins)
+    expect(await s.core.pins.get(retry.pin.requestid)).toMatchObject({ cid: next, replaces: old.requestid })
+    expect(await s.core.pins.get(old.requestid)).toMatchObject({ removed: { why: 'replaced' }, replacedBy: retry.pin.requestid })
+    expect(await pinsOf(s, owner())).toEqual([retry.pin.requestid])
+    expect(await all(s.core.notes.all())).toEqual([])
+  })
+
   it('POST /pins, the money moved: the retry gets the pin; the same payment for another CID stays refused', async () => {
     const cid = rawCid(randomBytes(64)).toString()
     const w: PinWrite = { request: parsePinRequest({ cid }), months: 1, claimedBytes: 40_000, client: '127.0.0.1' }
