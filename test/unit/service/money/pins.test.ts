@@ -250,6 +250,28 @@ describe('POST /pins/{requestid}: replace', () => {
   })
 })
 
+describe('POST /pins/{requestid}: two replacements of one pin at once', () => {
+  // Known defect, kept visible: each replacement has its own payment, so nothing serializes them;
+  // both settle, the second finds the pin replaced (409) and its payer is charged for nothing
+  // (its note waits for an operator). `it.fails` until replacements of one pin are serialized
+  // (or the old pin is checked live just before settling): then drop `.fails`.
+  it.fails('only the replacement that is recorded is charged', async () => {
+    const { requestid, auth } = await paidPin()
+    const old = await s.core.pins.get(requestid) as PinRecord
+    const w1 = pinWrite(newCid(), { auth, replaces: old })
+    const w2 = pinWrite(newCid(), { auth, replaces: old })
+    const p1 = await paymentFor(w1)
+    const p2 = await paymentFor(w2)
+    const before = await usdcBalance(chain, chain.payTo)
+
+    const r = await Promise.allSettled([createPin({ ...w1, paymentHeader: p1 }, s.pins), createPin({ ...w2, paymentHeader: p2 }, s.pins)])
+
+    expect(r.map(x => x.status).sort()).toEqual(['fulfilled', 'rejected'])
+    expect(await pinsOf(s, owner())).toHaveLength(1)
+    expect((await usdcBalance(chain, chain.payTo)) - before).toBe(50_000n)
+  })
+})
+
 describe('POST /pins/{requestid}/renew', () => {
   it('extends pinned_until by the months paid, charged on the file bytes the upload was priced on', async () => {
     const bytes = randomFile(70_000)
@@ -276,6 +298,20 @@ describe('POST /pins/{requestid}/renew', () => {
     expect(again.settlement).toBeUndefined()
     expect(await s.core.pins.get(pin.requestid)).toEqual(renewed)
     expect((await usdcBalance(chain, chain.payTo)) - before).toBe(210_000n)
+  })
+
+  it('two renewals at once with the same payment: extended once, charged once', async () => {
+    const { requestid, auth } = await paidPin()
+    const pin = await s.core.pins.get(requestid) as PinRecord
+    const renew = { requestid, months: 1, auth }
+    const payment = await payFor(chain, payer().key, renewPin(renew, s.pins))
+    const before = await usdcBalance(chain, chain.payTo)
+
+    const both = await Promise.all([renewPin({ ...renew, paymentHeader: payment }, s.pins), renewPin({ ...renew, paymentHeader: payment }, s.pins)])
+
+    expect(both.filter(r => r.settlement != null)).toHaveLength(1)
+    expect(await s.core.pins.get(requestid)).toMatchObject({ months: 2, pinnedUntil: addMonths(new Date(pin.pinnedUntil), 1).toISOString() })
+    expect((await usdcBalance(chain, chain.payTo)) - before).toBe(50_000n)
   })
 
   it('a pin by CID renews at the price of the bytes its payment covered; a payment for other months is refused and changes nothing', async () => {
