@@ -159,10 +159,9 @@ const noNetwork = {
   retrieve: async (): Promise<never> => { throw new Error('the size probe fetched in a test without network') }
 }
 
-/** A logger that keeps its lines (for the failing test's message). */
-export function keptLogger (): { log: Logger, lines: Array<Record<string, unknown>> } {
-  const lines: Array<Record<string, unknown>> = []
-  return { lines, log: createLogger({ level: 'info', write: (l) => { if (process.env.MONEY_LOG != null) process.stderr.write(l); lines.push(JSON.parse(l)) } }) }
+/** The use cases' logger: silent, unless MONEY_LOG is set (then its lines go to stderr, to follow a failing test). */
+export function testLogger (): Logger {
+  return createLogger({ level: 'info', write: (l) => { if (process.env.MONEY_LOG != null) process.stderr.write(l) } })
 }
 
 /**

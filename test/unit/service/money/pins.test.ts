@@ -22,7 +22,7 @@ import { createPin, type PinWrite } from '../../../../src/service/pins/pin-creat
 import { parsePinRequest } from '../../../../src/service/pins/pin-request.js'
 import { renewPin } from '../../../../src/service/pins/pin-renew.js'
 import { upload } from '../../../../src/service/uploads/upload.js'
-import { all, deadS3, fileOf, keptLogger, moneyState, openService, payFor, PIN_MAX_BYTES, pinsOf, PRICES, randomFile, setEth, startGate, type Service } from './harness.js'
+import { all, deadS3, fileOf, moneyState, openService, payFor, PIN_MAX_BYTES, pinsOf, PRICES, randomFile, setEth, startGate, testLogger, type Service } from './harness.js'
 
 let chain: DevChain
 let gate: PaymentGate
@@ -40,7 +40,7 @@ const newCid = (): string => rawCid(randomBytes(64)).toString()
 
 beforeAll(async () => {
   chain = await startDevChain({ payers: 2, pruneHistory: true })
-  log = keptLogger().log
+  log = testLogger()
   gate = await startGate(chain, log)
 })
 afterAll(async () => {

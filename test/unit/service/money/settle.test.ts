@@ -26,7 +26,7 @@ import { renewPin } from '../../../../src/service/pins/pin-renew.js'
 import { upload, type UploadInput } from '../../../../src/service/uploads/upload.js'
 import { startFacilitatorStandIn, type StandIn } from '../../../helpers/facilitator-standin.js'
 import { pinRecord } from '../../../helpers/records.js'
-import { all, fileOf, filesUnder, keptLogger, openService, payFor, PUBLIC_URL, pinsOf, randomFile, startGate, type Service } from './harness.js'
+import { all, fileOf, filesUnder, openService, payFor, PUBLIC_URL, pinsOf, randomFile, startGate, testLogger, type Service } from './harness.js'
 
 let chain: DevChain
 let standIn: StandIn
@@ -47,7 +47,7 @@ beforeAll(async () => {
     beforeSettle: () => { if (failSettle === 'before') { failSettle = undefined; throw new Error('the facilitator went away before settling') } },
     afterSettle: () => { if (failSettle === 'after') { failSettle = undefined; throw new Error('the answer was lost') } }
   })
-  log = keptLogger().log
+  log = testLogger()
   gate = await startGate(chain, log, { kind: 'remote', url: standIn.url })
 })
 afterAll(async () => {

@@ -14,7 +14,7 @@ import type { PaymentGate } from '../../../../src/payment/gate.js'
 import { identifyPayment } from '../../../../src/payment/gate.js'
 import { priceFor } from '../../../../src/payment/pricing.js'
 import { upload, type UploadInput } from '../../../../src/service/uploads/upload.js'
-import { all, deadS3, fileOf, keptLogger, moneyState, openService, payFor, pinsOf, PRICES, randomFile, startGate, type Service } from './harness.js'
+import { all, deadS3, fileOf, moneyState, openService, payFor, pinsOf, PRICES, randomFile, startGate, testLogger, type Service } from './harness.js'
 
 let chain: DevChain
 let gate: PaymentGate
@@ -29,7 +29,7 @@ const payer = (i = 0): { key: `0x${string}`, address: `0x${string}` } => {
 
 beforeAll(async () => {
   chain = await startDevChain({ payers: 2, pruneHistory: true })
-  log = keptLogger().log
+  log = testLogger()
   gate = await startGate(chain, log)
 })
 afterAll(async () => {
