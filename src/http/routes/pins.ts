@@ -239,7 +239,7 @@ function replacePinOp (): Obj {
       401: unauthorized('No or an invalid bearer token (the owner\'s token is required to replace).'),
       402: paymentRequired('No payment, or it is malformed, does not match the quote, was refused, could not be settled, or was already used for another request; nothing changed.'),
       404: failure('No live (or failed) pin with this requestid for this owner, or it was removed before an operator-token replacement was recorded.'),
-      409: failure('The pin was removed while its paid replacement was being settled; the details name the payment and transaction for the operator.')
+      409: failure('The pin was replaced or removed while this replacement was being verified (nothing was charged: replace the current pin), or removed by its owner while its paid replacement was being settled (the details name the payment and transaction for the operator).')
     }
   })
 }

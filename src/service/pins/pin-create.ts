@@ -197,7 +197,28 @@ function newQuote (w: PinWrite, d: PinCreateDeps, probed: ProbeResult, cid: stri
   }
 }
 
+/** replacements of one pin settle one at a time in this process (keyed by the replaced requestid) */
+const replacing = new Map<string, Promise<unknown>>()
+
 async function paid (w: PinWrite, payment: VerifiedPayment, q: PinQuote, purpose: string, gate: NonNullable<PinCreateDeps['gate']>, d: PinCreateDeps): Promise<PinOutcome> {
+  const replaces = w.replaces
+  if (replaces == null) return await paidNow(w, payment, q, purpose, gate, d)
+  // two paid replacements of one pin at once: the second finds it replaced before it settles, not after (then its payer paid for nothing)
+  const before = replacing.get(replaces.requestid) ?? Promise.resolve()
+  const run = before.catch(() => {}).then(async () => {
+    const current = await d.ledger.get(replaces.requestid)
+    if (current == null || current.removed != null) throw new ConflictError(`pin ${replaces.requestid} was replaced or removed while this request was being verified; nothing was charged: replace the current pin instead`)
+    return await paidNow(w, payment, q, purpose, gate, d)
+  })
+  replacing.set(replaces.requestid, run)
+  try {
+    return await run
+  } finally {
+    if (replacing.get(replaces.requestid) === run) replacing.delete(replaces.requestid)
+  }
+}
+
+async function paidNow (w: PinWrite, payment: VerifiedPayment, q: PinQuote, purpose: string, gate: NonNullable<PinCreateDeps['gate']>, d: PinCreateDeps): Promise<PinOutcome> {
   const owner = w.replaces?.owner ?? payment.payer
   // the pin as it will be recorded, kept in the settlement note: should the process die once the
   // money has moved, reconciliation records it (settlement-fulfil.ts) instead of leaving it to an operator

@@ -27,7 +27,7 @@ import type { OpenNoteDeps } from '../../../../src/service/payments/noted-retry.
 import { PaymentOnce } from '../../../../src/service/payments/paid-once.js'
 import { stagingInUse } from '../../../../src/service/payments/settlement-fulfil.js'
 import type { PinCreateDeps } from '../../../../src/service/pins/pin-create.js'
-import { listPins, parsePinQuery } from '../../../../src/service/pins/pin-query.js'
+import { parsePinQuery } from '../../../../src/service/pins/pin-query.js'
 import { SizeProbe } from '../../../../src/service/pins/size-probe.js'
 import { Denials } from '../../../../src/service/serving/denials.js'
 import { ServePolicy } from '../../../../src/service/serving/serve-policy.js'
@@ -84,15 +84,15 @@ export async function openService (chain: DevChain, gate: PaymentGate, log: Logg
   const blocks = new FsBackend(paths.blocks)
   await blocks.open()
   const core = await openCore(paths, { blocks })
-  await core.staging.sweepLeftovers(stagingInUse(core.notes.all()))
+  await core.staging.sweepLeftovers(stagingInUse(await core.ledger.notes.all()))
   const tokens = core.tokens(await core.keystore(), PUBLIC_URL, 3600)
-  const denials = new Denials({ ledger: core.denialLedger, files: () => [] })
-  const policy = new ServePolicy({ pins: core.pins, scope: 'pinned' })
+  const denials = await Denials.open({ ledger: core.ledger.denials, files: () => [] })
+  const policy = new ServePolicy({ pins: core.servedBlocks, scope: 'pinned' })
   policy.deny((cid, path) => denials.denied(cid, path))
   const refusal = (cid: CID): ReturnType<ServePolicy['refusal']> => policy.refusal(cid)
   const openNotes: OpenNoteDeps = {
-    notes: core.notes,
-    ledger: core.pins,
+    notes: core.ledger.notes,
+    ledger: core.ledger.pins,
     fulfil: core.settlement.fulfil,
     log,
     chain: authorizationStateReader({ network: NETWORK, rpcUrl: chain.rpcUrl, asset: chain.usdc })
@@ -104,7 +104,7 @@ export async function openService (chain: DevChain, gate: PaymentGate, log: Logg
     core,
     tokens,
     upload: {
-      ledger: core.pins,
+      ledger: core.ledger.pins,
       staging: core.staging,
       lock: core.lock,
       gate,
@@ -121,11 +121,11 @@ export async function openService (chain: DevChain, gate: PaymentGate, log: Logg
       refusal,
       storage,
       retry,
-      notes: core.notes,
+      notes: core.ledger.notes,
       openNotes
     },
     pins: {
-      ledger: core.pins,
+      ledger: core.ledger.pins,
       gate,
       tokens,
       once,
@@ -144,7 +144,7 @@ export async function openService (chain: DevChain, gate: PaymentGate, log: Logg
       openNotes
     },
     deny: async (cid) => {
-      await runDenyOp({ op: 'add', target: cid.toString(), reason: 'a test takedown', by: 'test' }, { ledger: core.denialLedger, pins: core.pins, denials })
+      await runDenyOp({ op: 'add', target: cid.toString(), reason: 'a test takedown', by: 'test' }, { ledger: core.ledger.denials, pins: core.ledger.pins, denials })
     },
     close: async () => {
       retry.stop()
@@ -225,7 +225,7 @@ export async function moneyState (chain: DevChain, s: Service, payer: `0x${strin
   return {
     payTo: await usdcBalance(chain, chain.payTo),
     payer: await usdcBalance(chain, payer),
-    notes: (await all(s.core.notes.all())).map(n => n.paymentId),
+    notes: (await all(s.core.ledger.notes.all())).map(n => n.paymentId),
     staged: filesUnder(s.core.paths.staging),
     blocks: filesUnder(s.core.paths.blocks).length
   }
@@ -233,7 +233,7 @@ export async function moneyState (chain: DevChain, s: Service, payer: `0x${strin
 
 /** every pin an owner has in the ledger, whatever its status (GET /pins with all statuses) */
 export async function pinsOf (s: Service, owner: string): Promise<string[]> {
-  const { results } = await listPins(s.core.pins, owner.toLowerCase(), parsePinQuery(new URLSearchParams({ status: 'queued,pinning,pinned,failed', limit: '1000' })))
+  const { results } = await s.core.ledger.pins.list(owner.toLowerCase(), parsePinQuery(new URLSearchParams({ status: 'queued,pinning,pinned,failed', limit: '1000' })))
   return results.map(p => p.requestid)
 }
 

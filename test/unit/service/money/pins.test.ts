@@ -13,6 +13,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { startDevChain, usdcBalance, type DevChain } from '../../../../scripts/devchain/index.mjs'
 import { rawCid } from '../../../../scripts/peer/index.mjs'
 import type { VerifiedToken } from '../../../../src/auth/tokens.js'
+import { ConflictError } from '../../../../src/kernel/errors.js'
 import type { Logger } from '../../../../src/kernel/log.js'
 import { addMonths } from '../../../../src/ledger/clock.js'
 import type { PinRecord } from '../../../../src/ledger/records.js'
@@ -95,10 +96,10 @@ describe('POST /pins: paid once', () => {
     expect((await usdcBalance(chain, chain.payTo)) - before).toBe(50_000n)
     expect(r.settlement).toBeTypeOf('string')
     expect(r.token?.token).toBeTypeOf('string')
-    const pin = await s.core.pins.get(r.pin.requestid)
+    const pin = await s.core.ledger.pins.get(r.pin.requestid)
     expect(pin).toMatchObject({ cid, owner: owner(), status: 'queued', maxBytes: Number(bytesCoveredBy(50_000n, 1, PRICES)), payment: { amount: '50000' } })
-    expect(await s.core.pins.payment(idOf(payment))).toMatchObject({ requestid: r.pin.requestid, purpose: `pin:${cid}:1`, amount: '50000' })
-    expect(await all(s.core.notes.all())).toEqual([])
+    expect(await s.core.ledger.pins.payment(idOf(payment))).toMatchObject({ requestid: r.pin.requestid, purpose: `pin:${cid}:1`, amount: '50000' })
+    expect(await all(s.core.ledger.notes.all())).toEqual([])
   })
 
   it('the same payment again is a replay of the same pin; for another CID it is refused; one pin, one settlement', async () => {
@@ -142,7 +143,7 @@ describe('POST /pins: refused, nothing charged', () => {
     await expect(createPin({ ...w, paymentHeader: payment }, s.pins)).rejects.toMatchObject({ name: 'LegallyRefusedError' })
 
     expect(await moneyState(chain, s, payer().address)).toEqual(before)
-    expect(await s.core.pins.paymentUsed(idOf(payment))).toBe(false)
+    expect(await s.core.ledger.pins.paymentUsed(idOf(payment))).toBe(false)
     expect(await pinsOf(s, owner())).toEqual([])
   })
 
@@ -154,7 +155,7 @@ describe('POST /pins: refused, nothing charged', () => {
     await expect(createPin({ ...w, claimedBytes: PIN_MAX_BYTES + 1, paymentHeader: payment }, s.pins)).rejects.toMatchObject({ name: 'InputTooLargeError' })
 
     expect(await moneyState(chain, s, payer().address)).toEqual(before)
-    expect(await s.core.pins.paymentUsed(idOf(payment))).toBe(false)
+    expect(await s.core.ledger.pins.paymentUsed(idOf(payment))).toBe(false)
     expect(await pinsOf(s, owner())).toEqual([])
   })
 
@@ -171,7 +172,7 @@ describe('POST /pins: refused, nothing charged', () => {
       await expect(createPin({ ...w, paymentHeader: payment }, svc.pins)).rejects.toMatchObject({ name: 'StorageUnavailableError' })
 
       expect(await moneyState(chain, svc, payer().address)).toEqual(before)
-      expect(await svc.core.pins.paymentUsed(idOf(payment))).toBe(false)
+      expect(await svc.core.ledger.pins.paymentUsed(idOf(payment))).toBe(false)
       expect(await pinsOf(svc, owner())).toEqual([])
     } finally {
       dead.conn.close()
@@ -201,7 +202,7 @@ describe('POST /pins: a settlement that fails', () => {
     })
 
     expect(await moneyState(chain, s, payer().address)).toEqual(before)
-    expect(await s.core.pins.paymentUsed(idOf(payment))).toBe(false)
+    expect(await s.core.ledger.pins.paymentUsed(idOf(payment))).toBe(false)
     expect(await pinsOf(s, owner())).toEqual([])
 
     const r = await createPin({ ...w, paymentHeader: payment }, s.pins)
@@ -220,7 +221,7 @@ describe('POST /pins/{requestid}: replace', () => {
     const oldId = uploaded.result.requestid
     const oldCid = uploaded.result.cid
     const auth = await s.tokens.verify((uploaded.token as { token: string }).token)
-    const replaces = await s.core.pins.get(oldId) as PinRecord
+    const replaces = await s.core.ledger.pins.get(oldId) as PinRecord
     const next = newCid()
     const w = pinWrite(next, { auth, replaces })
     const payment = await paymentFor(w)
@@ -229,8 +230,8 @@ describe('POST /pins/{requestid}: replace', () => {
     await withoutGas(async () => {
       await expect(createPin({ ...w, paymentHeader: payment }, s.pins)).rejects.toMatchObject({ name: 'UnavailableError' })
     })
-    expect(await s.core.pins.get(oldId)).toEqual(replaces)
-    expect(await s.core.pins.isPinnedBlock(oldCid)).toBe(true)
+    expect(await s.core.ledger.pins.get(oldId)).toEqual(replaces)
+    expect((await s.core.ledger.pins.refCount(oldCid)) > 0).toBe(true)
     expect(await pinsOf(s, owner())).toEqual([oldId])
 
     const before = await usdcBalance(chain, chain.payTo)
@@ -238,26 +239,23 @@ describe('POST /pins/{requestid}: replace', () => {
     expect((await usdcBalance(chain, chain.payTo)) - before).toBe(50_000n)
     // replaced with the owner's token: no new one
     expect(r.token).toBeUndefined()
-    expect(await s.core.pins.get(r.pin.requestid)).toMatchObject({ cid: next, owner: owner(), replaces: oldId, status: 'queued' })
-    expect(await s.core.pins.get(oldId)).toMatchObject({ removed: { why: 'replaced' }, replacedBy: r.pin.requestid })
+    expect(await s.core.ledger.pins.get(r.pin.requestid)).toMatchObject({ cid: next, owner: owner(), replaces: oldId, status: 'queued' })
+    expect(await s.core.ledger.pins.get(oldId)).toMatchObject({ removed: { why: 'replaced' }, replacedBy: r.pin.requestid })
     expect(await pinsOf(s, owner())).toEqual([r.pin.requestid])
     // the old blocks are held while the replacement is fetched
-    expect(await s.core.pins.isPinnedBlock(oldCid)).toBe(true)
+    expect((await s.core.ledger.pins.refCount(oldCid)) > 0).toBe(true)
 
-    await s.core.pins.finishFetch(r.pin.requestid, [next], 64, 'pinned')
-    expect(await s.core.pins.isPinnedBlock(oldCid)).toBe(false)
-    expect(await s.core.pins.isPinnedBlock(next)).toBe(true)
+    await s.core.ledger.pins.finishFetch(r.pin.requestid, [next], 64, 'pinned')
+    expect((await s.core.ledger.pins.refCount(oldCid)) > 0).toBe(false)
+    expect((await s.core.ledger.pins.refCount(next)) > 0).toBe(true)
   })
 })
 
 describe('POST /pins/{requestid}: two replacements of one pin at once', () => {
-  // Known defect, kept visible: each replacement has its own payment, so nothing serializes them;
-  // both settle, the second finds the pin replaced (409) and its payer is charged for nothing
-  // (its note waits for an operator). `it.fails` until replacements of one pin are serialized
-  // (or the old pin is checked live just before settling): then drop `.fails`.
-  it.fails('only the replacement that is recorded is charged', async () => {
+  // each has its own payment: only the order of their settlements keeps the second from paying for nothing
+  it('only the replacement that is recorded is charged; the other is refused with its payment unused', async () => {
     const { requestid, auth } = await paidPin()
-    const old = await s.core.pins.get(requestid) as PinRecord
+    const old = await s.core.ledger.pins.get(requestid) as PinRecord
     const w1 = pinWrite(newCid(), { auth, replaces: old })
     const w2 = pinWrite(newCid(), { auth, replaces: old })
     const p1 = await paymentFor(w1)
@@ -269,6 +267,11 @@ describe('POST /pins/{requestid}: two replacements of one pin at once', () => {
     expect(r.map(x => x.status).sort()).toEqual(['fulfilled', 'rejected'])
     expect(await pinsOf(s, owner())).toHaveLength(1)
     expect((await usdcBalance(chain, chain.payTo)) - before).toBe(50_000n)
+    const refused = r.findIndex(x => x.status === 'rejected')
+    expect((r[refused] as PromiseRejectedResult).reason).toBeInstanceOf(ConflictError)
+    const unused = identifyPayment([p1, p2][refused] as string)?.id as string
+    expect(await s.core.ledger.pins.paymentUsed(unused)).toBe(false)
+    expect(await s.core.ledger.notes.get(unused)).toBeUndefined()
   })
 })
 
@@ -277,7 +280,7 @@ describe('POST /pins/{requestid}/renew', () => {
     const bytes = randomFile(70_000)
     const up = await upload({ months: 1, fileBytes: bytes.length, file: fileOf(bytes), payment: await payFor(chain, payer().key, upload({ months: 1, fileBytes: bytes.length, file: fileOf(bytes) }, s.upload)) }, s.upload)
     const auth = await s.tokens.verify((up.token as { token: string }).token)
-    const pin = await s.core.pins.get(up.result.requestid) as PinRecord
+    const pin = await s.core.ledger.pins.get(up.result.requestid) as PinRecord
     const renew = { requestid: pin.requestid, months: 3, auth }
     const payment = await payFor(chain, payer().key, renewPin(renew, s.pins))
     const before = await usdcBalance(chain, chain.payTo)
@@ -288,21 +291,21 @@ describe('POST /pins/{requestid}/renew', () => {
     expect((await usdcBalance(chain, chain.payTo)) - before).toBe(210_000n)
     // calendar months in UTC, the day clamped to the month's last (Dec 29 + 2 = Feb 28)
     const until = addMonths(new Date(pin.pinnedUntil), 3)
-    const renewed = await s.core.pins.get(pin.requestid)
+    const renewed = await s.core.ledger.pins.get(pin.requestid)
     expect(renewed).toMatchObject({ pinnedUntil: until.toISOString(), months: 4 })
     expect(r.pin.info?.pinned_until).toBe(until.toISOString())
-    expect(await s.core.pins.payment(idOf(payment))).toMatchObject({ requestid: pin.requestid, amount: '210000', purpose: `renew:${pin.requestid}:3:${pin.pinnedUntil}` })
+    expect(await s.core.ledger.pins.payment(idOf(payment))).toMatchObject({ requestid: pin.requestid, amount: '210000', purpose: `renew:${pin.requestid}:3:${pin.pinnedUntil}` })
 
     // the same payment again: the same answer, not three more months
     const again = await renewPin({ ...renew, paymentHeader: payment }, s.pins)
     expect(again.settlement).toBeUndefined()
-    expect(await s.core.pins.get(pin.requestid)).toEqual(renewed)
+    expect(await s.core.ledger.pins.get(pin.requestid)).toEqual(renewed)
     expect((await usdcBalance(chain, chain.payTo)) - before).toBe(210_000n)
   })
 
   it('two renewals at once with the same payment: extended once, charged once', async () => {
     const { requestid, auth } = await paidPin()
-    const pin = await s.core.pins.get(requestid) as PinRecord
+    const pin = await s.core.ledger.pins.get(requestid) as PinRecord
     const renew = { requestid, months: 1, auth }
     const payment = await payFor(chain, payer().key, renewPin(renew, s.pins))
     const before = await usdcBalance(chain, chain.payTo)
@@ -310,25 +313,25 @@ describe('POST /pins/{requestid}/renew', () => {
     const both = await Promise.all([renewPin({ ...renew, paymentHeader: payment }, s.pins), renewPin({ ...renew, paymentHeader: payment }, s.pins)])
 
     expect(both.filter(r => r.settlement != null)).toHaveLength(1)
-    expect(await s.core.pins.get(requestid)).toMatchObject({ months: 2, pinnedUntil: addMonths(new Date(pin.pinnedUntil), 1).toISOString() })
+    expect(await s.core.ledger.pins.get(requestid)).toMatchObject({ months: 2, pinnedUntil: addMonths(new Date(pin.pinnedUntil), 1).toISOString() })
     expect((await usdcBalance(chain, chain.payTo)) - before).toBe(50_000n)
   })
 
   it('a pin by CID renews at the price of the bytes its payment covered; a payment for other months is refused and changes nothing', async () => {
     const { requestid, auth } = await paidPin()
-    const pin = await s.core.pins.get(requestid) as PinRecord
+    const pin = await s.core.ledger.pins.get(requestid) as PinRecord
     const renew = { requestid, months: 2, auth }
     const twoMonths = await payFor(chain, payer().key, renewPin(renew, s.pins))
     const before = await usdcBalance(chain, chain.payTo)
 
     await expect(renewPin({ ...renew, months: 1, paymentHeader: twoMonths }, s.pins)).rejects.toMatchObject({ name: 'PaymentRequiredError' })
-    expect(await s.core.pins.get(requestid)).toEqual(pin)
-    expect(await s.core.pins.paymentUsed(idOf(twoMonths))).toBe(false)
+    expect(await s.core.ledger.pins.get(requestid)).toEqual(pin)
+    expect(await s.core.ledger.pins.paymentUsed(idOf(twoMonths))).toBe(false)
 
     await renewPin({ ...renew, paymentHeader: twoMonths }, s.pins)
     expect((await usdcBalance(chain, chain.payTo)) - before).toBe(priceFor(BigInt(pin.maxBytes as number), 2, PRICES))
     expect((await usdcBalance(chain, chain.payTo)) - before).toBe(100_000n)
-    expect(await s.core.pins.get(requestid)).toMatchObject({ months: 3 })
+    expect(await s.core.ledger.pins.get(requestid)).toMatchObject({ months: 3 })
   })
 })
 
@@ -340,13 +343,13 @@ describe('the owner\'s reads and DELETE', () => {
     expect((await pinsOf(s, owner())).sort()).toEqual([a1.requestid, a2.requestid].sort())
     expect(await pinsOf(s, owner(1))).toEqual([b.requestid])
 
-    await s.core.pins.remove(a1.requestid, 'unpinned')
+    await s.core.ledger.pins.remove(a1.requestid, 'unpinned')
     expect(await pinsOf(s, owner())).toEqual([a2.requestid])
-    expect(await s.core.pins.get(a1.requestid)).toMatchObject({ removed: { why: 'unpinned' } })
-    expect(await s.core.pins.paymentUsed(idOf(a1.payment))).toBe(true)
+    expect(await s.core.ledger.pins.get(a1.requestid)).toMatchObject({ removed: { why: 'unpinned' } })
+    expect(await s.core.ledger.pins.paymentUsed(idOf(a1.payment))).toBe(true)
 
     const before = await usdcBalance(chain, chain.payTo)
-    const removed = await s.core.pins.get(a1.requestid) as PinRecord
+    const removed = await s.core.ledger.pins.get(a1.requestid) as PinRecord
     const again = await createPin({ ...pinWrite(removed.cid), paymentHeader: a1.payment }, s.pins)
     expect(again.pin.requestid).toBe(a1.requestid)
     expect(again.settlement).toBeUndefined()

@@ -68,7 +68,7 @@ afterEach(async () => {
 async function verified (amount: bigint): Promise<VerifiedPayment> {
   const quote: Quote = { amount, months: 1, bytes: amount, resourceUrl: `${PUBLIC_URL}/upload`, description: 'a test quote' }
   const header = await payFor(chain, payerKey(), Promise.reject(await gate.challenge(quote, 'pay')))
-  const d = await gate.decide(header, quote, (id) => s.core.pins.paymentUsed(id) as boolean)
+  const d = await gate.decide(header, quote, async (id) => await s.core.ledger.pins.paymentUsed(id))
   expect(d.type).toBe('verified')
   return (d as { payment: VerifiedPayment }).payment
 }
@@ -78,11 +78,11 @@ describe('settleNoted', () => {
     const p = await verified(7000n)
     const before = await usdcBalance(chain, chain.payTo)
 
-    const r = await settleNoted(gate, s.core.pins, p, 'pin:test:1')
+    const r = await settleNoted(gate, s.core.ledger.pins, p, 'pin:test:1')
 
     expect(r.ok).toBe(true)
     expect((await usdcBalance(chain, chain.payTo)) - before).toBe(7000n)
-    const note = await s.core.notes.get(p.id)
+    const note = await s.core.ledger.notes.get(p.id)
     expect(note).toMatchObject({ paymentId: p.id, payer: p.payer, amount: '7000', purpose: 'pin:test:1' })
     expect(note?.settleFailedAt).toBeUndefined()
     expect(Number(note?.validBefore)).toBeGreaterThan(Date.now() / 1000)
@@ -90,9 +90,9 @@ describe('settleNoted', () => {
 
     const cid = rawCid(randomBytes(64)).toString()
     const pin = pinRecord(newRequestid(), cid, { owner: p.payer, payment: { id: p.id, payer: p.payer, amount: '7000', network: r.network, asset: chain.usdc, method: 'x402', tx: r.tx } })
-    await s.core.pins.create(pin, { id: p.id, requestid: pin.requestid, purpose: 'pin:test:1', payer: p.payer, amount: '7000', network: r.network, tx: r.tx, at: new Date().toISOString(), proof: p.proof })
-    expect(await s.core.notes.get(p.id)).toBeUndefined()
-    expect(await s.core.pins.paymentUsed(p.id)).toBe(true)
+    await s.core.ledger.pins.create(pin, { id: p.id, requestid: pin.requestid, purpose: 'pin:test:1', payer: p.payer, amount: '7000', network: r.network, tx: r.tx, at: new Date().toISOString(), proof: p.proof })
+    expect(await s.core.ledger.notes.get(p.id)).toBeUndefined()
+    expect(await s.core.ledger.pins.paymentUsed(p.id)).toBe(true)
   })
 
   it('uncertain (the answer lost once the money moved): the note stays, marked uncertain; the payment is not recorded as used', async () => {
@@ -100,13 +100,13 @@ describe('settleNoted', () => {
     const before = await usdcBalance(chain, chain.payTo)
     failSettle = 'after'
 
-    const r = await settleNoted(gate, s.core.pins, p, 'pin:test:1')
+    const r = await settleNoted(gate, s.core.ledger.pins, p, 'pin:test:1')
 
     expect(r).toMatchObject({ ok: false, serverSide: true, uncertain: true })
     expect((await usdcBalance(chain, chain.payTo)) - before).toBe(8000n)
-    const note = await s.core.notes.get(p.id)
+    const note = await s.core.ledger.notes.get(p.id)
     expect(Date.parse(note?.settleFailedAt ?? '')).toBeGreaterThan(Date.now() - 60_000)
-    expect(await s.core.pins.paymentUsed(p.id)).toBe(false)
+    expect(await s.core.ledger.pins.paymentUsed(p.id)).toBe(false)
   })
 })
 
@@ -121,11 +121,11 @@ describe('a retry after an uncertain settlement reconciles its note', () => {
 
     await expect(upload(uploadOf(bytes, payment), s.upload)).rejects.toMatchObject({ name: 'UnavailableError' })
 
-    const note = await s.core.notes.get(idOf(payment))
+    const note = await s.core.ledger.notes.get(idOf(payment))
     expect(note?.settleFailedAt).toBeTypeOf('string')
     const staged = note?.fulfil?.upload?.staging as string
     expect(existsSync(join(s.core.paths.staging, staged))).toBe(true)
-    expect(await s.core.pins.paymentUsed(idOf(payment))).toBe(false)
+    expect(await s.core.ledger.pins.paymentUsed(idOf(payment))).toBe(false)
     expect(await pinsOf(s, owner())).toEqual([])
     expect((await usdcBalance(chain, chain.payTo)) - before).toBe(200_000n)
 
@@ -134,10 +134,10 @@ describe('a retry after an uncertain settlement reconciles its note', () => {
     expect(retry.replayed).toBe(true)
     expect(retry.result).toMatchObject({ cid: rawCid(bytes).toString(), size: 200_000, owner: owner() })
     expect(await pinsOf(s, owner())).toEqual([retry.result.requestid])
-    expect(await s.core.pins.paymentUsed(idOf(payment))).toBe(true)
-    expect(await all(s.core.notes.all())).toEqual([])
+    expect(await s.core.ledger.pins.paymentUsed(idOf(payment))).toBe(true)
+    expect(await all(s.core.ledger.notes.all())).toEqual([])
     expect(filesUnder(s.core.paths.staging)).toEqual([])
-    expect(await s.core.pins.isPinnedBlock(retry.result.cid)).toBe(true)
+    expect((await s.core.ledger.pins.refCount(retry.result.cid)) > 0).toBe(true)
     expect((await usdcBalance(chain, chain.payTo)) - before).toBe(200_000n)
   })
 
@@ -148,7 +148,7 @@ describe('a retry after an uncertain settlement reconciles its note', () => {
     failSettle = 'before'
 
     await expect(upload(uploadOf(bytes, payment), s.upload)).rejects.toMatchObject({ name: 'UnavailableError' })
-    expect((await s.core.notes.get(idOf(payment)))?.settleFailedAt).toBeTypeOf('string')
+    expect((await s.core.ledger.notes.get(idOf(payment)))?.settleFailedAt).toBeTypeOf('string')
     expect(await usdcBalance(chain, chain.payTo)).toBe(before)
 
     const retry = await upload(uploadOf(bytes, payment), s.upload)
@@ -157,7 +157,7 @@ describe('a retry after an uncertain settlement reconciles its note', () => {
     expect(retry.settlement).toBeTypeOf('string')
     expect((await usdcBalance(chain, chain.payTo)) - before).toBe(150_000n)
     expect(await pinsOf(s, owner())).toEqual([retry.result.requestid])
-    expect(await all(s.core.notes.all())).toEqual([])
+    expect(await all(s.core.ledger.notes.all())).toEqual([])
     expect(filesUnder(s.core.paths.staging)).toEqual([])
   })
 
@@ -173,7 +173,7 @@ describe('a retry after an uncertain settlement reconciles its note', () => {
     expect([a.replayed, b.replayed]).toEqual([true, true])
     expect(a.result.requestid).toBe(b.result.requestid)
     expect(await pinsOf(s, owner())).toEqual([a.result.requestid])
-    expect(await all(s.core.notes.all())).toEqual([])
+    expect(await all(s.core.ledger.notes.all())).toEqual([])
     expect((await usdcBalance(chain, chain.payTo)) - before).toBe(120_000n)
   })
 
@@ -189,7 +189,7 @@ describe('a retry after an uncertain settlement reconciles its note', () => {
     expect([a.replayed, b.replayed].sort()).toEqual([false, true])
     expect(a.result.requestid).toBe(b.result.requestid)
     expect(await pinsOf(s, owner())).toEqual([a.result.requestid])
-    expect(await all(s.core.notes.all())).toEqual([])
+    expect(await all(s.core.ledger.notes.all())).toEqual([])
     expect(filesUnder(s.core.paths.staging)).toEqual([])
     expect((await usdcBalance(chain, chain.payTo)) - before).toBe(110_000n)
   })
@@ -198,21 +198,21 @@ describe('a retry after an uncertain settlement reconciles its note', () => {
     const first: PinWrite = { request: parsePinRequest({ cid: rawCid(randomBytes(64)).toString() }), months: 1, claimedBytes: 40_000, client: '127.0.0.1' }
     const created = await createPin({ ...first, paymentHeader: await payFor(chain, payerKey(), createPin(first, s.pins)) }, s.pins)
     const auth = await s.tokens.verify((created.token as { token: string }).token)
-    const old = await s.core.pins.get(created.pin.requestid) as PinRecord
+    const old = await s.core.ledger.pins.get(created.pin.requestid) as PinRecord
     const next = rawCid(randomBytes(64)).toString()
     const w: PinWrite = { request: parsePinRequest({ cid: next }), months: 1, claimedBytes: 40_000, client: '127.0.0.1', auth, replaces: old }
     const payment = await payFor(chain, payerKey(), createPin(w, s.pins))
     failSettle = 'after'
 
     await expect(createPin({ ...w, paymentHeader: payment }, s.pins)).rejects.toMatchObject({ name: 'UnavailableError' })
-    expect(await s.core.pins.get(old.requestid)).toEqual(old)
+    expect(await s.core.ledger.pins.get(old.requestid)).toEqual(old)
     expect(await pinsOf(s, owner())).toEqual([old.requestid])
 
     const retry = await createPin({ ...w, paymentHeader: payment }, s.pins)
-    expect(await s.core.pins.get(retry.pin.requestid)).toMatchObject({ cid: next, replaces: old.requestid })
-    expect(await s.core.pins.get(old.requestid)).toMatchObject({ removed: { why: 'replaced' }, replacedBy: retry.pin.requestid })
+    expect(await s.core.ledger.pins.get(retry.pin.requestid)).toMatchObject({ cid: next, replaces: old.requestid })
+    expect(await s.core.ledger.pins.get(old.requestid)).toMatchObject({ removed: { why: 'replaced' }, replacedBy: retry.pin.requestid })
     expect(await pinsOf(s, owner())).toEqual([retry.pin.requestid])
-    expect(await all(s.core.notes.all())).toEqual([])
+    expect(await all(s.core.ledger.notes.all())).toEqual([])
   })
 
   it('POST /pins, the money moved: the retry gets the pin; the same payment for another CID stays refused', async () => {
@@ -223,17 +223,17 @@ describe('a retry after an uncertain settlement reconciles its note', () => {
     failSettle = 'after'
 
     await expect(createPin({ ...w, paymentHeader: payment }, s.pins)).rejects.toMatchObject({ name: 'UnavailableError' })
-    expect((await s.core.notes.get(idOf(payment)))?.settleFailedAt).toBeTypeOf('string')
+    expect((await s.core.ledger.notes.get(idOf(payment)))?.settleFailedAt).toBeTypeOf('string')
     expect(await pinsOf(s, owner())).toEqual([])
 
     const other: PinWrite = { ...w, request: parsePinRequest({ cid: rawCid(randomBytes(64)).toString() }), paymentHeader: payment }
     await expect(createPin(other, s.pins)).rejects.toMatchObject({ name: 'PaymentRequiredError' })
-    expect(await s.core.notes.get(idOf(payment))).toBeDefined()
+    expect(await s.core.ledger.notes.get(idOf(payment))).toBeDefined()
 
     const retry = await createPin({ ...w, paymentHeader: payment }, s.pins)
     expect(retry.pin.pin.cid).toBe(cid)
     expect(await pinsOf(s, owner())).toEqual([retry.pin.requestid])
-    expect(await all(s.core.notes.all())).toEqual([])
+    expect(await all(s.core.ledger.notes.all())).toEqual([])
     expect((await usdcBalance(chain, chain.payTo)) - before).toBe(40_000n)
   })
 
@@ -241,22 +241,22 @@ describe('a retry after an uncertain settlement reconciles its note', () => {
     const w: PinWrite = { request: parsePinRequest({ cid: rawCid(randomBytes(64)).toString() }), months: 1, claimedBytes: 40_000, client: '127.0.0.1' }
     const created = await createPin({ ...w, paymentHeader: await payFor(chain, payerKey(), createPin(w, s.pins)) }, s.pins)
     const auth = await s.tokens.verify((created.token as { token: string }).token)
-    const pin = await s.core.pins.get(created.pin.requestid) as PinRecord
+    const pin = await s.core.ledger.pins.get(created.pin.requestid) as PinRecord
     const renew = { requestid: pin.requestid, months: 2, auth }
     const payment = await payFor(chain, payerKey(), renewPin(renew, s.pins))
     const before = await usdcBalance(chain, chain.payTo)
     failSettle = 'after'
 
     await expect(renewPin({ ...renew, paymentHeader: payment }, s.pins)).rejects.toMatchObject({ name: 'UnavailableError' })
-    expect(await s.core.pins.get(pin.requestid)).toEqual(pin)
+    expect(await s.core.ledger.pins.get(pin.requestid)).toEqual(pin)
 
     await renewPin({ ...renew, paymentHeader: payment }, s.pins)
     await renewPin({ ...renew, paymentHeader: payment }, s.pins)
 
     // calendar months in UTC, the day clamped to the month's last (Dec 29 + 2 = Feb 28)
     const until = addMonths(new Date(pin.pinnedUntil), 2)
-    expect(await s.core.pins.get(pin.requestid)).toMatchObject({ months: 3, pinnedUntil: until.toISOString() })
-    expect(await all(s.core.notes.all())).toEqual([])
+    expect(await s.core.ledger.pins.get(pin.requestid)).toMatchObject({ months: 3, pinnedUntil: until.toISOString() })
+    expect(await all(s.core.ledger.notes.all())).toEqual([])
     // bytesCoveredBy(40,000 atomic for a month) = 40,000 bytes; two months of them
     expect((await usdcBalance(chain, chain.payTo)) - before).toBe(80_000n)
   })

@@ -68,10 +68,10 @@ describe('upload: paid once', () => {
     expect(r.result).toMatchObject({ cid: rawCid(bytes).toString(), size: 150_000, months: 2, owner: address.toLowerCase(), price: { amount: '300000' } })
     expect(r.token?.token).toBeTypeOf('string')
     const id = (identifyPayment(payment) as { id: string }).id
-    expect(await s.core.pins.paymentUsed(id)).toBe(true)
-    expect(await s.core.pins.payment(id)).toMatchObject({ requestid: r.result.requestid, amount: '300000', purpose: `upload:${r.result.cid}` })
-    expect(await s.core.pins.get(r.result.requestid)).toMatchObject({ status: 'pinned', owner: address.toLowerCase(), months: 2 })
-    expect(await all(s.core.notes.all())).toEqual([])
+    expect(await s.core.ledger.pins.paymentUsed(id)).toBe(true)
+    expect(await s.core.ledger.pins.payment(id)).toMatchObject({ requestid: r.result.requestid, amount: '300000', purpose: `upload:${r.result.cid}` })
+    expect(await s.core.ledger.pins.get(r.result.requestid)).toMatchObject({ status: 'pinned', owner: address.toLowerCase(), months: 2 })
+    expect(await all(s.core.ledger.notes.all())).toEqual([])
     expect(await pinsOf(s, address)).toEqual([r.result.requestid])
   })
 
@@ -107,7 +107,7 @@ describe('upload: paid once', () => {
     expect(done[0]?.result.requestid).toBe(done[1]?.result.requestid)
     expect((await usdcBalance(chain, chain.payTo)) - before).toBe(400_000n)
     expect(await pinsOf(s, payer().address)).toEqual([done[0]?.result.requestid])
-    expect(await all(s.core.notes.all())).toEqual([])
+    expect(await all(s.core.ledger.notes.all())).toEqual([])
   })
 })
 
@@ -122,7 +122,7 @@ describe('upload: refused, nothing charged', () => {
     await expect(upload(input(bytes, { fileBytes: 100_000, payment }), s.upload)).rejects.toMatchObject({ name: 'InputTooLargeError' })
 
     expect(await moneyState(chain, s, address)).toEqual(before)
-    expect(await s.core.pins.paymentUsed((identifyPayment(payment) as { id: string }).id)).toBe(false)
+    expect(await s.core.ledger.pins.paymentUsed((identifyPayment(payment) as { id: string }).id)).toBe(false)
     expect(await pinsOf(s, address)).toEqual([])
     // still good for what it was signed for
     const ok = await upload(input(bytes.subarray(0, 100_000), { fileBytes: 100_000, payment }), s.upload)
@@ -137,7 +137,7 @@ describe('upload: refused, nothing charged', () => {
     await expect(upload(input(small, { fileBytes: 64 * 1024 * 1024, payment }), s.upload)).rejects.toMatchObject({ name: 'InputTooLargeError' })
     await expect(upload({ months: 1, file: fileOf(small), payment }, s.upload)).rejects.toMatchObject({ name: 'LengthRequiredError' })
     expect(await moneyState(chain, s, payer().address)).toEqual(before)
-    expect(await s.core.pins.paymentUsed((identifyPayment(payment) as { id: string }).id)).toBe(false)
+    expect(await s.core.ledger.pins.paymentUsed((identifyPayment(payment) as { id: string }).id)).toBe(false)
   })
 
   it('denied content: refused once imported, before settlement; nothing charged, nothing kept', async () => {
@@ -149,7 +149,7 @@ describe('upload: refused, nothing charged', () => {
     await expect(upload(input(bytes, { payment }), s.upload)).rejects.toMatchObject({ name: 'LegallyRefusedError' })
 
     expect(await moneyState(chain, s, payer().address)).toEqual(before)
-    expect(await s.core.pins.paymentUsed((identifyPayment(payment) as { id: string }).id)).toBe(false)
+    expect(await s.core.ledger.pins.paymentUsed((identifyPayment(payment) as { id: string }).id)).toBe(false)
     expect(await pinsOf(s, payer().address)).toEqual([])
   })
 
@@ -167,7 +167,7 @@ describe('upload: refused, nothing charged', () => {
       await expect(upload(input(bytes, { payment }), svc.upload)).rejects.toMatchObject({ name: 'StorageUnavailableError' })
 
       expect(await moneyState(chain, svc, payer().address)).toEqual(before)
-      expect(await svc.core.pins.paymentUsed((identifyPayment(payment) as { id: string }).id)).toBe(false)
+      expect(await svc.core.ledger.pins.paymentUsed((identifyPayment(payment) as { id: string }).id)).toBe(false)
       expect(await pinsOf(svc, payer().address)).toEqual([])
     } finally {
       dead.conn.close()
@@ -190,7 +190,7 @@ describe('upload: a settlement that fails', () => {
 
     const after = await moneyState(chain, s, address)
     expect(after).toEqual({ ...before, payer: 0n })
-    expect(await s.core.pins.paymentUsed((identifyPayment(payment) as { id: string }).id)).toBe(false)
+    expect(await s.core.ledger.pins.paymentUsed((identifyPayment(payment) as { id: string }).id)).toBe(false)
     expect(await pinsOf(s, address)).toEqual([])
   })
 })
