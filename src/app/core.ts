@@ -20,7 +20,8 @@ import { DirectImports } from '../ipfs/direct-import.js'
 import { InFlightBlocks } from '../ipfs/in-flight-blocks.js'
 import { WriteJournals } from '../ipfs/write-journal.js'
 import type { Ledger, RecordedSettings, UpgradeProgress } from '../ledger/ledger.js'
-import { openLmdbLedger, type LmdbLedger } from '../ledger/lmdb/ledger.js'
+import { openLmdbLedger } from '../ledger/lmdb/ledger.js'
+import type { ServableIndex } from '../service/serving/servable-blocks.js'
 import type { GcDeps } from '../service/background/gc.js'
 import { blocksHeld, settlementActions } from '../service/payments/settlement-fulfil.js'
 
@@ -49,8 +50,14 @@ export interface Core {
   graceMs: number
   /** pins, payments, tickets, settlement notes, tokens, denials, the provide schedule */
   ledger: Ledger
-  /** may this block be served: answered synchronously (bitswap asks for every block) */
-  servedBlocks: ReturnType<LmdbLedger['servedBlocks']>
+  /**
+   * may this block be served: answered synchronously (bitswap asks for every
+   * block). LMDB answers from its memory-mapped file, current with every
+   * commit; a ledger a round trip away would answer from ServableBlocks
+   * (service/serving/servable-blocks.ts), which loading every pin at start
+   * makes too slow to start with for a local file (measured: +2-3 s at 100,000 pins)
+   */
+  servedBlocks: ServableIndex
   /** where the blocks are (disk or an S3 bucket) */
   blocks: BlockBackend
   staging: BlockStaging

@@ -5,11 +5,12 @@
  * (../ledger.ts, LedgerTransaction); each method here is one on its own.
  */
 import type { CID } from 'multiformats/cid'
+import type { LedgerChanges } from './changes.js'
 import type { PinQuery } from './query.js'
 import type { PaymentRecord, PinRecord, PinState } from './records.js'
 import type { SettlingRecord } from './settlements.js'
 
-export interface PinLedger {
+export interface PinLedger extends LedgerChanges {
   /** how long an expired pin keeps its blocks, in ms */
   readonly graceMs: number
   /** Is the pin live (not removed, not failed, before pinned_until plus the grace)? A function of the record alone. */

@@ -103,7 +103,7 @@ export class UpgradeBatches {
  * compareKeys: this module is loaded before lmdb's native addon may be (it is unpacked into the
  * data dir first), so it imports only lmdb's types.
  */
-function sameKey (a: Key, b: Key): boolean {
+export function sameKey (a: Key, b: Key): boolean {
   if (a instanceof Uint8Array && b instanceof Uint8Array) return Buffer.compare(a, b) === 0
   if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((x, i) => sameKey(x as Key, b[i] as Key))
   return a === b

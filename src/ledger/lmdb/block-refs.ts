@@ -32,7 +32,11 @@ export class BlockRefs {
     if (keys.length === 0) return
     for (const w of this.refWatchers) w(keys)
     this.t.pinBlocks.put(requestid, keys)
-    for (const k of keys) this.t.blockRefs.put(k, (this.t.blockRefs.get(k) ?? 0) + 1)
+    for (const k of keys) {
+      const n = (this.t.blockRefs.get(k) ?? 0) + 1
+      this.t.blockRefs.put(k, n)
+      if (n === 1) this.t.changes.ref(k, true)
+    }
     const pin = this.store.getPin(requestid)
     if (pin != null) this.provides.hold(pin.cid, keys)
   }
@@ -44,7 +48,7 @@ export class BlockRefs {
     for (const k of keys) {
       const n = (this.t.blockRefs.get(k) ?? 0) - 1
       if (n > 0) this.t.blockRefs.put(k, n)
-      else { this.t.blockRefs.remove(k); freed++ }
+      else { this.t.blockRefs.remove(k); freed++; this.t.changes.ref(k, false) }
     }
     this.t.pinBlocks.remove(requestid)
     const pin = this.store.getPin(requestid)

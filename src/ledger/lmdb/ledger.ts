@@ -93,9 +93,9 @@ export class LmdbLedger implements Ledger {
   }
 
   /** what the serve policy asks for every block, answered from the memory-mapped file */
-  servedBlocks (): { isPinnedBlock(cid: CID): boolean, hasLivePin(cid: CID): boolean } {
+  servedBlocks (): { isPinnedBlock(cid: CID): boolean, hasLivePin(cid: CID, now?: Date): boolean } {
     const p = this.lmdbPins
-    return { isPinnedBlock: (cid) => p.isPinnedBlock(cid), hasLivePin: (cid) => p.hasLivePin(cid) }
+    return { isPinnedBlock: (cid) => p.isPinnedBlock(cid), hasLivePin: (cid, now) => p.hasLivePin(cid, now) }
   }
 
   async transaction<T>(fn: (tx: LedgerTransaction) => Promise<T>): Promise<T> {
@@ -247,7 +247,10 @@ function pinsOf (p: PinLedger): PinLedgerContract {
     watchRemoved: (fn) => p.watchRemoved(fn),
     watchNewRefs: (fn) => p.watchNewRefs(fn),
     watchReleased: (fn) => p.watchReleased(fn),
-    committed: async () => { await p.committed() }
+    committed: async () => { await p.committed() },
+    watchCommitted: (fn) => p.watchCommitted(fn),
+    referencedBatches: (batch) => p.referencedBatches(batch),
+    livePinBatches: (batch) => p.livePinBatches(batch)
   }
 }
 

@@ -44,6 +44,7 @@ export class PinStore {
     // (the payment's purpose may name this pin's CID: the pin is not written yet)
     this.t.pins.put(requestid, storePin(pin, this.getPayment(pin.payment.id, (id) => id === requestid ? pin.cid : this.pinCid(id)), this.assets))
     this.noteCreated(pin.createdUs)
+    if (this.t.changes.noting) this.t.changes.pin({ root: cidKey(pin.cid), requestid, status: pin.status, until: Date.parse(pin.pinnedUntil), removed: pin.removed != null })
     // the owner's counts follow its index entry, in this transaction: as it was, as it will be
     if (this.counts.ownerCountsKept(pin.owner)) {
       this.counts.recount(pin.owner, requestid, pin.createdUs, this.counts.liveStateAt([pin.owner, pin.createdUs, requestid]), pin.removed == null ? { status: pin.status, until: Date.parse(pin.pinnedUntil) } : undefined)

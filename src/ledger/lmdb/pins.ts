@@ -59,6 +59,8 @@ import { PinWrites } from './pin-writes.js'
 import { allSummaries, statesByOwner, summariesByOwner, type ListedSummary, type OwnerPinState, type PinSummary } from './summaries.js'
 import { cidKey, openPinTables, type PinTables } from './tables.js'
 import { LATER_BATCH, Upgrades } from './upgrades.js'
+import type { CommittedChanges, PinChange } from './change-feed.js'
+import { livePinBatches, referencedBatches } from './servable-reads.js'
 
 export type { UpgradeProgress } from './batches.js'
 export { PaymentReusedError, PinGoneError } from './errors.js'
@@ -108,8 +110,23 @@ export class PinLedger {
     this.writes = new PinWrites(t, this.store, this.refs, this.queue)
     this.notes = new PaymentNotes(t, this.store)
     this.moves = new ArchiveMoves(t, this.store)
-    this.batches = new UpgradeBatches(env)
+    this.batches = new UpgradeBatches(t.env)
     this.upgrades = new Upgrades({ t, store: this.store, counts: this.counts, batches: this.batches, provides: this.provides, releaseUnheld: (tick, resume) => this.releaseUnheldIn(tick, resume) })
+  }
+
+  /** LedgerChanges.watchCommitted (./change-feed.ts) */
+  watchCommitted (fn: (c: CommittedChanges) => void): () => void {
+    return this.t.changes.watch(fn)
+  }
+
+  /** LedgerChanges.referencedBatches */
+  referencedBatches (batch = 10_000): AsyncGenerator<string[]> {
+    return referencedBatches(this.t, batch)
+  }
+
+  /** LedgerChanges.livePinBatches */
+  livePinBatches (batch = 10_000): AsyncGenerator<PinChange[]> {
+    return livePinBatches(this.t, batch)
   }
 
   /**

@@ -5,6 +5,7 @@
  */
 import type { Database } from 'lmdb'
 import { CID } from 'multiformats/cid'
+import { ChangeFeed } from './change-feed.js'
 import type { LedgerEnv } from './open.js'
 import type { PinRecord, PinState } from '../records.js'
 import type { SettlingRecord } from './settlements.js'
@@ -14,7 +15,10 @@ export type OwnerKey = [string, number, string]
 export type CidKey = [string, string]
 
 export interface PinTables {
+  /** the ledger's environment, its transactions noted and told by `changes` */
   readonly env: LedgerEnv
+  /** what each committed transaction changed (./change-feed.ts) */
+  readonly changes: ChangeFeed
   /** records as ./stored.ts stores them: read through getPin, getPayment, summaries */
   readonly pins: Database<StoredPin, string>
   readonly byOwner: Database<StoredSummary, OwnerKey>
@@ -40,8 +44,11 @@ export interface PinTables {
   readonly ownerExpiry: Database<[PinState, number], [string, number, string]>
 }
 
-export function openPinTables (env: LedgerEnv): PinTables {
+export function openPinTables (ledgerEnv: LedgerEnv): PinTables {
+  const changes = new ChangeFeed()
+  const env = changes.around(ledgerEnv)
   return {
+    changes,
     env,
     pins: env.db<StoredPin>('pins'),
     byOwner: env.db<StoredSummary>('pins-by-owner'),

@@ -20,6 +20,7 @@
  *    bitswap only ever serves what is held.
  */
 import type { CID } from 'multiformats/cid'
+import type { ServableIndex } from './servable-blocks.js'
 
 export type ServeScope = 'pinned' | 'blockstore'
 export type ServeChannel = 'gateway' | 'bitswap'
@@ -39,8 +40,8 @@ const RAW = 0x55
 const IDENTITY = 0x00
 
 export interface ServePolicyOptions {
-  /** answered synchronously, for every block bitswap sends */
-  pins: { isPinnedBlock(cid: CID): boolean, hasLivePin(cid: CID): boolean }
+  /** the ledger's answers, synchronous: asked for every block bitswap sends */
+  pins: ServableIndex
   scope: ServeScope
   /** the gateway reads blocks it does not hold from the network */
   gatewayReadThrough?: boolean

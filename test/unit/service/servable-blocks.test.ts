@@ -1,0 +1,189 @@
+/**
+ * ServableBlocks answers from memory what the LMDB ledger answers
+ * (isPinnedBlock, hasLivePin), through random sequences of the ledger's
+ * writes, some run concurrently and some aborted, with a load that reads
+ * while writes go on; and a component loaded afresh at the end answers as
+ * the one kept current by the ledger's committed changes.
+ */
+import { base58btc } from 'multiformats/bases/base58'
+import { CID } from 'multiformats/cid'
+import { sha256 } from 'multiformats/hashes/sha2'
+import { identity } from 'multiformats/hashes/identity'
+import { afterEach, describe, expect, it } from 'vitest'
+import { PinLedger } from '../../../src/ledger/lmdb/pins.js'
+import type { PinRecord } from '../../../src/ledger/records.js'
+import { codecAndMultihash, partsOf } from '../../../src/service/serving/cid-set.js'
+import { ServableBlocks } from '../../../src/service/serving/servable-blocks.js'
+import { closeTestLedgers, openTestLedger } from '../../helpers/ledger.js'
+import { pinRecord } from '../../helpers/records.js'
+
+const GRACE_MS = 60_000
+const DAY = 86_400_000
+
+afterEach(closeTestLedgers)
+
+/** a deterministic generator (mulberry32): a failing seed runs again the same */
+function random (seed: number): () => number {
+  let a = seed
+  return () => {
+    a = (a + 0x6d2b79f5) | 0
+    let t = Math.imul(a ^ (a >>> 15), 1 | a)
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+/** CIDs of several codecs and hash functions, each also as CIDv0 where there is one, and an identity CID */
+async function universe (n: number): Promise<{ keys: string[], asked: CID[] }> {
+  const keys: string[] = []
+  for (let i = 0; i < n; i++) {
+    const digest = await sha256.digest(new TextEncoder().encode(`block ${i}`))
+    keys.push(CID.createV1([0x55, 0x70, 0x71][i % 3] as number, digest).toString())
+  }
+  keys.push(CID.createV1(0x55, identity.digest(new TextEncoder().encode('inline'))).toString())
+  const asked = keys.map(k => CID.parse(k))
+  // the same multihash under another codec is another block; v0 of a dag-pb block is the same one
+  for (const c of [...asked]) {
+    asked.push(CID.createV1(c.code === 0x55 ? 0x70 : 0x55, c.multihash))
+    if (c.code === 0x70) asked.push(c.toV0())
+  }
+  return { keys, asked }
+}
+
+function expectSame (ledger: PinLedger, servable: ServableBlocks, asked: CID[], times: Date[], label: string): void {
+  for (const c of asked) {
+    expect(servable.isPinnedBlock(c), `${label}: isPinnedBlock ${c.toString()}`).toBe(ledger.isPinnedBlock(c))
+    for (const now of times) expect(servable.hasLivePin(c, now), `${label}: hasLivePin ${c.toString()} at ${now.toISOString()}`).toBe(ledger.hasLivePin(c, now))
+  }
+}
+
+async function randomRun (seed: number): Promise<void> {
+  const rnd = random(seed)
+  const pick = <T>(xs: T[]): T => xs[Math.floor(rnd() * xs.length)] as T
+  const { env } = await openTestLedger()
+  const ledger = new PinLedger(env, { graceMs: GRACE_MS })
+  const { keys, asked } = await universe(14)
+  const now = Date.now()
+  const times = [new Date(now), new Date(now + DAY), new Date(now + 3 * DAY + GRACE_MS / 2), new Date(now + 10 * DAY)]
+  const ids: string[] = []
+  let n = 0
+  const blocksOf = (): string[] => Array.from({ length: 1 + Math.floor(rnd() * 4) }, () => pick(keys))
+  const until = (): string => new Date(now + pick([-DAY, 2 * DAY, 3 * DAY, 5 * DAY])).toISOString()
+  const fresh = (extra: Partial<PinRecord> = {}): PinRecord => {
+    const id = `r${seed}-${n++}`
+    ids.push(id)
+    return pinRecord(id, pick(keys), { status: pick(['pinned', 'queued', 'pinning', 'failed'] as const), owner: '0xa', pinnedUntil: until(), ...extra })
+  }
+
+  /** one random write; its promise (rejects for the aborted ones) */
+  const write = (): Promise<unknown> => {
+    const r = rnd()
+    const id = ids.length > 0 ? pick(ids) : undefined
+    if (id == null || r < 0.25) {
+      const p = fresh()
+      return ledger.create(p, undefined, p.status === 'pinned' ? blocksOf() : [])
+    }
+    if (r < 0.35) return ledger.create(fresh({ status: pick(['queued', 'pinned'] as const), replaces: id }), undefined, blocksOf())
+    if (r < 0.45) return ledger.finishFetch(id, blocksOf(), 100, 'pinned')
+    if (r < 0.5) return ledger.failFetch(id, 'too large')
+    if (r < 0.6) return ledger.remove(id, pick(['unpinned', 'expired'] as const))
+    if (r < 0.65) return ledger.takeDown(id, 'court order')
+    if (r < 0.75) return ledger.renew(id, 1, undefined, () => new Date(until()))
+    if (r < 0.8) return ledger.update(id, (p) => ({ ...p, status: pick(['pinned', 'queued'] as const), pinnedUntil: until() }))
+    if (r < 0.9) {
+      // the expiry sweep at a random time: every pin past its pinned_until then is removed
+      const cutoff = pick(times)
+      return (async () => { for (const e of [...ledger.expiredBy(cutoff)]) await ledger.remove(e, 'expired') })()
+    }
+    // aborted after writing a pin with blocks: its second pin exists already
+    const p = fresh({ status: 'pinned' })
+    return ledger.importBatch([{ pin: p, blocks: blocksOf() }, { pin: { ...p }, blocks: blocksOf() }], [])
+  }
+
+  // the ledger read in batches of 2, writes committing between them: the load misses some, reads others half-way
+  const between = async (): Promise<void> => { await Promise.all(Array.from({ length: 3 }, async () => await write().catch(() => {}))) }
+  const source = {
+    graceMs: ledger.graceMs,
+    watchCommitted: ledger.watchCommitted.bind(ledger),
+    committed: ledger.committed.bind(ledger),
+    referencedBatches: async function * (_batch: number) { for await (const b of ledger.referencedBatches(2)) { yield b; await between() } },
+    livePinBatches: async function * (_batch: number) { for await (const b of ledger.livePinBatches(2)) { yield b; await between() } }
+  }
+  for (let i = 0; i < 20; i++) await write().catch(() => {})
+  // writes begun before the component watches, committed while it loads
+  const before = Array.from({ length: 10 }, async () => await write().catch(() => {}))
+  const kept = new ServableBlocks(source)
+  await kept.load()
+  await Promise.all(before)
+  expectSame(ledger, kept, asked, times, `seed ${seed}, after the load`)
+  for (let round = 0; round < 12; round++) {
+    // sequential writes, then a burst run concurrently (lmdb commits them in one batch)
+    for (let i = 0; i < 4; i++) await write().catch(() => {})
+    await Promise.all(Array.from({ length: 6 }, () => write().catch(() => {})))
+    expectSame(ledger, kept, asked, times, `seed ${seed}, round ${round}`)
+  }
+  const loaded = new ServableBlocks(ledger)
+  await loaded.load()
+  expectSame(ledger, loaded, asked, times, `seed ${seed}, loaded afresh`)
+  expect(loaded.blocks).toBe(kept.blocks)
+  kept.close()
+  loaded.close()
+}
+
+describe('ServableBlocks', () => {
+  it('reads a CID string\'s codec and multihash as CID.parse does', async () => {
+    const { keys } = await universe(6)
+    const more = [...keys, CID.parse(keys[1] as string).toV1().toString(base58btc), 'QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG', CID.createV1(0x0129, identity.digest(new Uint8Array(40))).toString()]
+    for (const k of more) {
+      const c = CID.parse(k, k.startsWith('z') ? base58btc : undefined)
+      const p = partsOf(k)
+      expect([p.codec, p.hash, [...p.digest], [...p.multihash]], k).toEqual([c.code, c.multihash.code, [...c.multihash.digest], [...c.multihash.bytes]])
+      expect(codecAndMultihash(k), k).toBe(codecAndMultihash(c.toV1()))
+      expect(codecAndMultihash(c), k).toBe(codecAndMultihash(c.toV1().toString()))
+    }
+  })
+
+  it('answers as the ledger through random writes, concurrent and aborted ones included, and as a fresh load', async () => {
+    for (const seed of [1, 2, 3, 4, 5, 6]) await randomRun(seed)
+  })
+
+  it('a reload catches up with changes its feed lost', async () => {
+    const { env } = await openTestLedger()
+    const ledger = new PinLedger(env)
+    const { keys } = await universe(2)
+    const [a, b] = keys as [string, string]
+    // a feed that loses every change: only the reload brings them in
+    const lossy = { graceMs: 0, watchCommitted: () => () => {}, committed: ledger.committed.bind(ledger), referencedBatches: ledger.referencedBatches.bind(ledger), livePinBatches: ledger.livePinBatches.bind(ledger) }
+    const servable = new ServableBlocks(lossy, { reloadEveryMs: 60_000 })
+    await ledger.create(pinRecord('one', a, { status: 'pinned' }), undefined, [a])
+    await servable.load()
+    await ledger.create(pinRecord('two', b, { status: 'pinned' }), undefined, [b])
+    await ledger.remove('one', 'unpinned')
+    expect([servable.isPinnedBlock(CID.parse(a)), servable.isPinnedBlock(CID.parse(b)), servable.hasLivePin(CID.parse(b))]).toEqual([true, false, false])
+    await servable.reload()
+    expect([servable.isPinnedBlock(CID.parse(a)), servable.isPinnedBlock(CID.parse(b)), servable.hasLivePin(CID.parse(b))]).toEqual([false, true, true])
+    servable.close()
+  })
+
+  it('answers nothing before its load, and an aborted write changes nothing it answers', async () => {
+    const { env } = await openTestLedger()
+    const ledger = new PinLedger(env)
+    const { keys } = await universe(3)
+    const [a, b] = keys as [string, string]
+    await ledger.create(pinRecord('one', a, { status: 'pinned' }), undefined, [a])
+    const servable = new ServableBlocks(ledger)
+    expect(servable.isPinnedBlock(CID.parse(a))).toBe(false)
+    await servable.load()
+    expect(servable.isPinnedBlock(CID.parse(a))).toBe(true)
+    expect(servable.hasLivePin(CID.parse(a))).toBe(true)
+    const p = pinRecord('two', b, { status: 'pinned' })
+    await expect(ledger.importBatch([{ pin: p, blocks: [b] }, { pin: p, blocks: [b] }], [])).rejects.toThrow(/exists already/)
+    expect(ledger.isPinnedBlock(b)).toBe(false)
+    expect(servable.isPinnedBlock(CID.parse(b))).toBe(false)
+    expect(servable.hasLivePin(CID.parse(b))).toBe(false)
+    await ledger.remove('one', 'unpinned')
+    expect(servable.isPinnedBlock(CID.parse(a))).toBe(false)
+    expect(servable.hasLivePin(CID.parse(a))).toBe(false)
+    servable.close()
+  })
+})
