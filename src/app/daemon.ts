@@ -12,7 +12,7 @@ import { SiweChallenges } from '../auth/siwe.js'
 import { privateKeyHex } from '../config/parse.js'
 import type { Config } from '../config/settings.js'
 import { acquireLock } from '../datadir/lock.js'
-import { openCore } from './core.js'
+import { assemble } from './components.js'
 import { layout } from '../datadir/layout.js'
 import { secureDataDir } from '../datadir/secure.js'
 import { agentCardRoutes } from '../http/routes/agent-card.js'
@@ -48,7 +48,7 @@ import { Slots } from '../service/uploads/slots.js'
 import type { UpgradeProgress } from '../ledger/ledger.js'
 import type { SettlementNotes } from '../ledger/settlements.js'
 import type { Logger } from '../kernel/log.js'
-import { authorizationStateReader, type AuthorizationStateReader } from '../payment/authorization-state.js'
+import type { AuthorizationStateReader } from '../payment/authorization-state.js'
 import { chainIdOf } from '../payment/chain.js'
 import type { FacilitatorChoice } from '../payment/facilitator.js'
 import { PaymentGate } from '../payment/gate.js'
@@ -66,9 +66,9 @@ import { settlementActions, stagingInUse } from '../service/payments/settlement-
 import { logSummary, startSettlementReconciler, type SettlementReconciler } from '../service/payments/settlement-reconcile.js'
 import type { SettlementsAdminDeps } from '../service/admin/settlements-admin.js'
 import { ServePolicy, type Refusal } from '../service/serving/serve-policy.js'
-import { Denials, refusingDenied } from '../service/serving/denials.js'
+import { refusingDenied, type Denials } from '../service/serving/denials.js'
 import type { DenyAdminDeps } from '../service/admin/deny-admin.js'
-import { DenylistConfigError, DenylistSources } from '../denylist/sources.js'
+import { DenylistConfigError } from '../denylist/sources.js'
 import { StartupError } from './startup-errors.js'
 import { SizeProbe } from '../service/pins/size-probe.js'
 import { BlockNetwork } from '../ipfs/network.js'
@@ -137,26 +137,25 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
     log.info('block store', { store: blocks.describe() })
     // the ledger's indexes are upgraded here, before libp2p starts; what serving does not depend on, once it serves (below)
     progress('opening the ledger')
-    const core = await openCore(paths, { graceMs: config.expiryGrace * 1000, blocks, onUpgrade: ledgerUpgradeProgress(log, progress), upgradeLater: true })
-    cleanups.add('ledger', () => core.close())
+    const components = await assemble(paths, config, { graceMs: config.expiryGrace * 1000, blocks, onUpgrade: ledgerUpgradeProgress(log, progress), upgradeLater: true, log, follow: true })
+    cleanups.add('ledger and denylists', async () => { await components.stop() })
+    const { core } = components
     const { ledger, staging, usage } = core
     const { pins, notes } = ledger
 
     const privateKey = await loadOrCreateIdentity(paths.identity)
     const networkGateway = config.gatewayNetworkTimeout > 0
     // what is denied (the operator's denials, the denylists), read before anything is served
-    const denylists = new DenylistSources(config.denylist, log.child({ component: 'denylist' }))
     progress('reading the denylists')
+    let denials: Denials
     try {
-      await denylists.load()
+      denials = await components.denials()
     } catch (err) {
       // checked with the configuration already; a path gone since then
       if (err instanceof DenylistConfigError) throw new StartupError(`${err.message}: fix --denylist (PIND_DENYLIST)`)
       throw err
     }
-    denylists.watch()
-    cleanups.add('denylists', async () => { await denylists.close() })
-    const denials = await Denials.open({ ledger: ledger.denials, files: () => denylists.files() })
+    const denylists = await components.denylists()
     // one answer to "may this block be served" for the gateway and bitswap
     const policy = new ServePolicy({ pins: core.servedBlocks, scope: config.gatewayPolicy, gatewayReadThrough: networkGateway })
     policy.deny((cid, path) => denials.denied(cid, path))
@@ -217,7 +216,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
     await recoverTicketWrites({ journals: core.journals, discard, tickets: ledger.tickets, log })
     const commitLock = core.lock
     // the token's authorization state, read by reconciliation and by requests retrying a payment with an open note
-    const authorizations = config.rpcUrl != null ? authorizationStateReader({ network: config.network, rpcUrl: config.rpcUrl, asset: config.asset }) : undefined
+    const authorizations = await components.chain()
     const settlements = startReconciler(config, notes, authorizations, new Date(startedAt), core.settlement, log.child({ component: 'settlements' }))
     const openNotes: OpenNoteDeps = { notes, ledger: pins, fulfil: core.settlement.fulfil, log: log.child({ component: 'settlements' }), ...(authorizations != null ? { chain: authorizations } : {}) }
     cleanups.add('settlement reconciler', async () => { await settlements.reconciler?.stop() })

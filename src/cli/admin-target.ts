@@ -5,7 +5,8 @@
  * same service functions; the caller is told which one ran.
  */
 import { existsSync } from 'node:fs'
-import type { Core } from '../app/core.js'
+import type { AssemblySettings, Components } from '../app/components.js'
+import type { Config } from '../config/settings.js'
 import { acquireLock, lockHolder } from '../datadir/lock.js'
 import { layout, type DataDirLayout } from '../datadir/layout.js'
 import type { BlockBackend } from '../ipfs/block-backend.js'
@@ -23,14 +24,14 @@ export function writeResult<T extends object> (out: { result: T, how: Via }, jso
   process.stdout.write((json ? JSON.stringify({ ...out.result, via: out.how.via }) : text(out.result)) + '\n')
 }
 
-export async function runAdmin<T> (dataDir: string, label: string, ops: {
+export async function runAdmin<T> (config: Readonly<Config>, label: string, ops: {
   viaServe: (socketPath: string) => Promise<T>
-  /** on the core a serve would run on (core.ts), assembled here */
-  locally: (core: Core) => Promise<T>
+  /** on the components a serve would run on (app/components.ts), assembled here */
+  locally: (c: Components) => Promise<T>
   /** the data dir's block store, for commands that work on blocks (default: blocks/ on disk, not read) */
   blocks?: (paths: DataDirLayout) => Promise<BlockBackend>
 }): Promise<{ result: T, how: Via }> {
-  const paths = layout(dataDir)
+  const paths = layout(config.dataDir)
   if (!existsSync(paths.root)) throw new CliError(`data dir ${paths.root} does not exist (set --data-dir or PIND_DATA_DIR)`)
   const holder = lockHolder(paths.lock)
   if (holder != null) {
@@ -42,14 +43,16 @@ export async function runAdmin<T> (dataDir: string, label: string, ops: {
   const lock = acquireLock(paths.lock, paths.root, `pind ${label}`)
   try {
     // lmdb and the rest of the core load only now (--help stays instant)
-    const { openCore } = await import('../app/core.js')
+    const { assemble } = await import('../app/components.js')
+    const { silentLogger } = await import('../kernel/log.js')
     const blocks = await ops.blocks?.(paths)
     try {
-      const core = await openCore(paths, blocks != null ? { blocks } : {})
+      const settings: AssemblySettings = { denylist: config.denylist ?? [], rpcUrl: config.rpcUrl, network: config.network, asset: config.asset }
+      const c = await assemble(paths, settings, { log: silentLogger, ...(blocks != null ? { blocks } : {}) })
       try {
-        return { result: await ops.locally(core), how: { via: 'data-dir' } }
+        return { result: await ops.locally(c), how: { via: 'data-dir' } }
       } finally {
-        await core.close()
+        await c.stop()
       }
     } finally {
       await blocks?.close()

@@ -66,9 +66,9 @@ Examples:
       const onSigint = (): void => { abort.abort(new Error('interrupted')) }
       process.once('SIGINT', onSigint)
       try {
-        const out = await runAdmin(config.dataDir, 'blocks migrate', {
+        const out = await runAdmin(config, 'blocks migrate', {
           viaServe: async (socket) => await callAdminLines(socket, '/blocks/migrate', { location, credentials }, show, abort.signal),
-          locally: async (core) => {
+          locally: async ({ core }) => {
             const r = core
             const { FsBackend } = await import('../ipfs/fs-backend.js')
             const { migrateToS3 } = await import('../service/admin/blocks-migrate.js')

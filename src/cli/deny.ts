@@ -78,23 +78,19 @@ async function run (name: string, cmd: Command, op: DenyOp, print: (r: DenyReply
   const json = cmd.opts<{ json?: boolean }>().json === true
   let out: { result: DenyReply, how: Via }
   try {
-    out = await runAdmin(config.dataDir, `deny ${name}`, {
+    out = await runAdmin(config, `deny ${name}`, {
       viaServe: async (socket) => await callAdmin(socket, '/deny', op),
-      locally: async (core) => {
-        const { Denials } = await import('../service/serving/denials.js')
+      locally: async (c) => {
         const { runDenyOp } = await import('../service/admin/deny-admin.js')
-        const { denials: ledger, pins } = core.ledger
+        const { denials: ledger, pins } = c.core.ledger
         if (op.op !== 'check') return await runDenyOp(op, { ledger, pins })
-        const { DenylistSources, DenylistConfigError } = await import('../denylist/sources.js')
-        const { silentLogger } = await import('../kernel/log.js')
-        const files = new DenylistSources(config.denylist ?? [], silentLogger)
+        const { DenylistConfigError } = await import('../denylist/sources.js')
         try {
-          await files.load()
+          return await runDenyOp(op, { ledger, pins, denials: await c.denials() })
         } catch (err) {
           if (err instanceof DenylistConfigError) throw new CliError(err.message)
           throw err
         }
-        return await runDenyOp(op, { ledger, pins, denials: await Denials.open({ ledger, files: () => files.files() }) })
       }
     })
   } catch (err) {

@@ -90,7 +90,7 @@ async function runExport (o: ExportFlags, cmd: Command): Promise<void> {
   process.once('SIGTERM', onSignal)
   let out: Output | undefined
   try {
-    const r = await runAdmin(config.dataDir, 'export-ledger', {
+    const r = await runAdmin(config, 'export-ledger', {
       viaServe: async (socket) => {
         const stream = await openAdminStream(socket, '/export-ledger', request, interrupt.signal)
         try {
@@ -106,7 +106,7 @@ async function runExport (o: ExportFlags, cmd: Command): Promise<void> {
           await stream.close()
         }
       },
-      locally: async (core) => {
+      locally: async ({ core }) => {
         out = await Output.open(o.output)
         const run = exportLedger(core.ledger, opts)
         for await (const chunk of run.chunks) {

@@ -32,9 +32,9 @@ Examples:
       const onSigint = (): void => { abort.abort(new Error('interrupted')) }
       process.once('SIGINT', onSigint)
       try {
-        const out = await runAdmin(config.dataDir, 'gc', {
+        const out = await runAdmin(config, 'gc', {
           viaServe: async (socket) => await callAdminLines(socket, '/gc', { dryRun: o.dryRun === true }, show, abort.signal),
-          locally: async (core) => await runGc(core.gc, { dryRun: o.dryRun === true }, show, abort.signal),
+          locally: async ({ core }) => await runGc(core.gc, { dryRun: o.dryRun === true }, show, abort.signal),
           // the data dir's block store (blocks/, or the bucket it records), reached with this command's settings
           blocks: async (paths) => await openLocalBackend(config, paths)
         })

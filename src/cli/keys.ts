@@ -165,9 +165,9 @@ async function runKeys (name: string, cmd: Command, op: KeysOp, print: (r: KeysR
   const json = cmd.opts<{ json?: boolean }>().json === true
   let out: { result: KeysReply, how: Via }
   try {
-    out = await runAdmin(config.dataDir, `keys ${name}`, {
+    out = await runAdmin(config, `keys ${name}`, {
       viaServe: async (socket) => await callAdmin(socket, '/keys', op),
-      locally: async (core) => {
+      locally: async ({ core }) => {
         // (loaded here: through a running serve, the command needs none of it)
         const { runKeysOp } = await import('../service/admin/keys-admin.js')
         const tokens = await core.recordedTokens()

@@ -77,9 +77,9 @@ async function run (name: string, cmd: Command, op: PinsOp, print: (r: PinsReply
   const json = cmd.opts<{ json?: boolean }>().json === true
   let out: { result: PinsReply, how: Via }
   try {
-    out = await runAdmin(config.dataDir, `pins ${name}`, {
+    out = await runAdmin(config, `pins ${name}`, {
       viaServe: async (socket) => await callAdmin(socket, '/pins', op),
-      locally: async (core) => {
+      locally: async ({ core }) => {
         const { runPinsOp } = await import('../service/admin/pins-admin.js')
         return await runPinsOp(op, { ledger: core.ledger.pins })
       }

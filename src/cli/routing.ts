@@ -27,9 +27,9 @@ Examples:
     .action(async (o: { json?: boolean }, cmd: Command) => {
       const config = configFromCli(cmd, 'admin')
       try {
-        const out = await runAdmin(config.dataDir, 'routing status', {
+        const out = await runAdmin(config, 'routing status', {
           viaServe: async (socket) => await callAdmin(socket, '/routing', {}),
-          locally: async (core) => {
+          locally: async ({ core }) => {
             const { routingReport } = await import('../service/admin/routing-admin.js')
             const strategy = (core.recorded.provideStrategy ?? settingDefault('provideStrategy')) === 'all' ? 'blocks' : 'roots'
             const interval = core.recorded.reprovideInterval ?? settingDefault('reprovideInterval')

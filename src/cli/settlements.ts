@@ -84,19 +84,19 @@ async function run (name: string, cmd: Command, op: SettlementsOp, print: (r: Se
   const json = cmd.opts<{ json?: boolean }>().json === true
   let out: { result: SettlementsReply, how: Via }
   try {
-    out = await runAdmin(config.dataDir, `settlements ${name}`, {
+    out = await runAdmin(config, `settlements ${name}`, {
       viaServe: async (socket) => await callAdmin(socket, '/settlements', op),
-      locally: async (core) => {
+      locally: async (c) => {
         const { runSettlementsOp } = await import('../service/admin/settlements-admin.js')
+        const { core } = c
         const { notes } = core.ledger
         // a pin by CID recorded here is fetched by the next serve (it reads its fetch queue at start)
         const { fulfil, release } = core.settlement
         if (op.op !== 'check') return await runSettlementsOp(op, { notes, release })
-        if (config.rpcUrl == null) throw new CliError('check on a stopped data dir reads the chain: give --rpc-url (or PIND_RPC_URL) and the --asset serve uses', EXIT_USAGE)
-        const { authorizationStateReader } = await import('../payment/authorization-state.js')
+        const chain = await c.chain()
+        if (chain == null) throw new CliError('check on a stopped data dir reads the chain: give --rpc-url (or PIND_RPC_URL) and the --asset serve uses', EXIT_USAGE)
         const { reconcileSettlements } = await import('../service/payments/settlement-reconcile.js')
         const { silentLogger } = await import('../kernel/log.js')
-        const chain = authorizationStateReader({ network: config.network, rpcUrl: config.rpcUrl, asset: config.asset })
         const reconcile = async (): Promise<ReconcileReport> => await reconcileSettlements(notes, chain, silentLogger, { fulfil, release })
         return await runSettlementsOp(op, { notes, reconcile, release })
       },

@@ -28,9 +28,9 @@ Examples:
     .action(async (o: { json?: boolean }, cmd: Command) => {
       const config = configFromCli(cmd, 'admin')
       try {
-        const out = await runAdmin(config.dataDir, 'status', {
+        const out = await runAdmin(config, 'status', {
           viaServe: async (socket) => await callAdmin(socket, '/status', {}),
-          locally: async (core) => {
+          locally: async ({ core }) => {
             const { operatorStatus } = await import('../service/admin/status.js')
             return await operatorStatus({ ledger: core.ledger, dataDir: core.paths.root, usage: async () => await core.usage.current().catch(() => ({ blocks: 0, bytes: 0 })) })
           },

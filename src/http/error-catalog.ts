@@ -114,7 +114,8 @@ export const FAULTS: readonly string[] = [
   'TooLargeError', 'UnusableImportError', 'PermanentFetchError', 'DagTooLargeError', 'DagExpandsError', 'UnwalkableDagError',
   'StalledError', 'P2pListenError', 'BlockHashMismatchError', 'CorruptBlockError', 'HealthCheckError', 'ImportError', 'CannotFulfilError',
   'HeaderError', 'RuleError', 'DenylistConfigError', 'AdminCallError',
-  'BlockstoreRecordError', 'BackendChoiceError', 'S3ConfigError', 'S3RequestError', 'S3DeadlineError', 'RuntimeSettingError'
+  'BlockstoreRecordError', 'BackendChoiceError', 'S3ConfigError', 'S3RequestError', 'S3DeadlineError', 'RuntimeSettingError',
+  'UpgradeHalted'
 ]
 
 /** What an error becomes on the wire. */
