@@ -13,7 +13,7 @@ import { S3ConfigError } from '../ipfs/s3-settings.js'
 import { applyRuntime, RuntimeSettingError, type RuntimeTuning } from '../runtime/apply.js'
 import type { Logger } from '../kernel/log.js'
 import { StartupError } from '../app/startup-errors.js'
-import { STOP_STEPS_MS, stopWithin } from '../app/stop-steps.js'
+import { STOP_STEPS_MS, stopWithin } from '../app/lifecycle.js'
 import { COMMIT, VERSION } from '../kernel/version.js'
 import { notifyServiceManager, startupReporter } from './notify.js'
 

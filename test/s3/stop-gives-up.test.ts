@@ -17,7 +17,7 @@ import { waitFor } from '../helpers/ports.js'
 
 /** --shutdown-timeout, seconds */
 const SHUTDOWN_TIMEOUT_S = 1
-/** src/app/stop-steps.ts STOP_STEPS_MS */
+/** src/app/lifecycle.ts STOP_STEPS_MS */
 const STOP_STEPS_S = 15
 /** --s3-timeout: longer than the stop's bound, so that the commit is still waiting when it is given up on */
 const S3_ARGS = ['--s3-timeout', '60']

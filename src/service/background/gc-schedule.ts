@@ -51,15 +51,18 @@ export class GcSchedule {
   private estimate = 0
   private running: Promise<GcResult | undefined> | undefined
   private readonly abort = new AbortController()
-  private readonly timer: NodeJS.Timeout | undefined
+  private timer: NodeJS.Timeout | undefined
   private stopped = false
   /** after a failed or skipped run, the watermark starts none before this (performance.now(); the interval does) */
   private watermarkNotBefore = -Infinity
   private retry: NodeJS.Timeout | undefined
 
-  constructor (private readonly gc: GcDeps, private readonly opts: GcScheduleOptions) {
-    if (opts.intervalMs > 0) {
-      this.timer = setInterval(() => { void this.run('interval') }, opts.intervalMs)
+  constructor (private readonly gc: GcDeps, private readonly opts: GcScheduleOptions) {}
+
+  /** runs every interval from now on (the watermark's runs need no start) */
+  start (): void {
+    if (this.opts.intervalMs > 0 && this.timer == null && !this.stopped) {
+      this.timer = setInterval(() => { void this.run('interval') }, this.opts.intervalMs)
       this.timer.unref()
     }
   }

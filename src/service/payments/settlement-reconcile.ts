@@ -171,6 +171,8 @@ async function abortable<T> (p: Promise<T>, signal?: AbortSignal): Promise<T> {
 }
 
 export interface SettlementReconciler {
+  /** the summary line and a first pass at once, then one every interval */
+  start(): void
   /** one pass now, after any pass under way (the admin `check`) */
   run(): Promise<ReconcileReport>
   stop(): Promise<void>
@@ -193,10 +195,11 @@ export interface ReconcilerOptions {
  * nothing to check reads nothing from the chain). Failures are warned about
  * and retried at the next interval.
  */
-export function startSettlementReconciler (notes: SettlementNotes, chain: AuthorizationStateReader, o: ReconcilerOptions): SettlementReconciler {
+export function settlementReconciler (notes: SettlementNotes, chain: AuthorizationStateReader, o: ReconcilerOptions): SettlementReconciler {
   const abort = new AbortController()
   let queue: Promise<unknown> = Promise.resolve()
   let timer: NodeJS.Timeout | undefined
+  let started = false
   const run = async (): Promise<ReconcileReport> => {
     const pass = queue.then(async () => await reconcileSettlements(notes, chain, o.log, { liveSince: o.startedAt, signal: abort.signal, ...(o.fulfil != null ? { fulfil: o.fulfil } : {}), ...(o.release != null ? { release: o.release } : {}) }))
     queue = pass.catch(() => {})
@@ -214,10 +217,14 @@ export function startSettlementReconciler (notes: SettlementNotes, chain: Author
         timer.unref()
       })
   }
-  void logSummary(notes, o.log).catch((err: unknown) => { o.log.warn('could not read the settlement notes', { error: (err as Error).message }) })
-  timer = setTimeout(tick, 0)
-  timer.unref()
   return {
+    start: () => {
+      if (started || abort.signal.aborted) return
+      started = true
+      void logSummary(notes, o.log).catch((err: unknown) => { o.log.warn('could not read the settlement notes', { error: (err as Error).message }) })
+      timer = setTimeout(tick, 0)
+      timer.unref()
+    },
     run,
     stop: async () => {
       abort.abort(new Error('stopped'))

@@ -5,7 +5,7 @@
  *
  * In order:
  * 1. denials: rules that refuse a CID whatever else holds (the operator's
- *    denials and the denylists, service/serving/denials.ts, go here: `deny(rule)`);
+ *    denials and the denylists, service/serving/denials.ts: `denied`);
  *    no channel gets past them, and `refusal()` says why (the gateway
  *    answers 410 with it, writes 451). A rule is also asked about a path
  *    under a CID, for the gateway, which resolves paths (`refusal(cid,
@@ -45,30 +45,23 @@ export interface ServePolicyOptions {
   scope: ServeScope
   /** the gateway reads blocks it does not hold from the network */
   gatewayReadThrough?: boolean
+  /** the rule no channel gets past */
+  denied?: ServeDenial
 }
 
 export class ServePolicy {
-  private readonly denials: ServeDenial[] = []
-
   constructor (private readonly o: ServePolicyOptions) {}
-
-  /** Adds a rule no channel gets past. */
-  deny (rule: ServeDenial): void {
-    this.denials.push(rule)
-  }
 
   /** Why `cid` (or `path` under it) is refused on every channel; undefined when no rule refuses it. */
   refusal (cid: CID, path = ''): Refusal | undefined {
-    for (const denied of this.denials) {
-      const r = denied(cid, path)
-      if (r === true) return { message: 'refused by this service' }
-      if (r != null && r !== false) return r
-    }
+    const r = this.o.denied?.(cid, path)
+    if (r === true) return { message: 'refused by this service' }
+    if (r != null && r !== false) return r
     return undefined
   }
 
   mayServe (cid: CID, via: ServeChannel): boolean {
-    if (this.denials.length > 0 && this.refusal(cid) != null) return false
+    if (this.o.denied != null && this.refusal(cid) != null) return false
     if (cid.multihash.code === IDENTITY && cid.code === RAW) return true
     if (this.o.scope === 'blockstore') return true
     if (via === 'gateway' && this.o.gatewayReadThrough === true) return true

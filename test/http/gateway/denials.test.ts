@@ -32,8 +32,7 @@ beforeAll(async () => {
   lists = new DenylistSources([file], silentLogger)
   await lists.load()
   const denials = await Denials.open({ files: () => lists.files() })
-  const policy = new ServePolicy({ pins: { isPinnedBlock: () => true, hasLivePin: () => false }, scope: 'pinned' })
-  policy.deny((cid, path) => denials.denied(cid, path))
+  const policy = new ServePolicy({ pins: { isPinnedBlock: () => true, hasLivePin: () => false }, scope: 'pinned', denied: (cid, path) => denials.denied(cid, path) })
   gw = await serve({
     blockstore: refusingDenied(fx.store, (cid) => policy.refusal(cid)),
     isServable: (root) => policy.mayServe(root, 'gateway'),

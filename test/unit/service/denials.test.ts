@@ -124,8 +124,7 @@ describe('Denials', () => {
   it('the serve policy refuses a denied CID on every channel, and says why', async () => {
     const denials = await Denials.open({ ledger })
     await runDenyOp({ op: 'add', target: A.toString(), reason: 'gone', by: 'x' }, { ledger, pins: { livePinsOf: async () => [] }, denials })
-    const policy = new ServePolicy({ pins: { isPinnedBlock: () => true, hasLivePin: () => true }, scope: 'pinned' })
-    policy.deny((cid, path) => denials.denied(cid, path))
+    const policy = new ServePolicy({ pins: { isPinnedBlock: () => true, hasLivePin: () => true }, scope: 'pinned', denied: (cid, path) => denials.denied(cid, path) })
     expect(policy.mayServe(A, 'bitswap')).toBe(false)
     expect(policy.mayServe(A, 'gateway')).toBe(false)
     expect(policy.mayServe(B, 'bitswap')).toBe(true)

@@ -37,8 +37,7 @@ describe('ServePolicy', () => {
 
   it('a denial beats every scope, on every channel', () => {
     for (const opts of [{ scope: 'pinned' as const }, { scope: 'blockstore' as const, gatewayReadThrough: true }]) {
-      const p = new ServePolicy({ pins, ...opts })
-      p.deny(cid => cid.equals(PINNED) || cid.equals(INLINE))
+      const p = new ServePolicy({ pins, ...opts, denied: cid => cid.equals(PINNED) || cid.equals(INLINE) })
       for (const via of ['gateway', 'bitswap'] as const) {
         expect(p.mayServe(PINNED, via)).toBe(false)
         expect(p.mayServe(INLINE, via)).toBe(false)

@@ -24,7 +24,7 @@ import { importFile } from '../../../src/ipfs/import.js'
 import { FsBackend } from '../../../src/ipfs/fs-backend.js'
 import { BlockStaging } from '../../../src/ipfs/staging.js'
 import { settlementActions, stagingInUse, type FulfilDeps } from '../../../src/service/payments/settlement-fulfil.js'
-import { reconcileSettlements, startSettlementReconciler } from '../../../src/service/payments/settlement-reconcile.js'
+import { reconcileSettlements, settlementReconciler } from '../../../src/service/payments/settlement-reconcile.js'
 import { noteFor, nowSeconds, signAuthorization, useAuthorization } from '../../helpers/authorizations.js'
 import { tempDir } from '../../helpers/pind.js'
 import { freePort, waitFor } from '../../helpers/ports.js'
@@ -347,7 +347,8 @@ describe('the background reconciler', () => {
       isUsed: async (who, nonce) => await (reachable ? real : down).isUsed(who, nonce),
       usedIn: async (who, nonce) => await (reachable ? real : down).usedIn(who, nonce)
     }
-    const reconciler = startSettlementReconciler(notes, switching, { intervalMs: 50, log, startedAt: new Date() })
+    const reconciler = settlementReconciler(notes, switching, { intervalMs: 50, log, startedAt: new Date() })
+    reconciler.start()
     try {
       // the summary reads the notes asynchronously: it is logged once that read answers
       await waitFor(() => logged.find(l => l.msg.startsWith('1 settlement notes to reconcile')), 'the summary at start', 5_000)

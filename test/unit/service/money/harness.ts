@@ -87,8 +87,7 @@ export async function openService (chain: DevChain, gate: PaymentGate, log: Logg
   await core.staging.sweepLeftovers(stagingInUse(await core.ledger.notes.all()))
   const tokens = core.tokens(await core.keystore(), PUBLIC_URL, 3600)
   const denials = await Denials.open({ ledger: core.ledger.denials, files: () => [] })
-  const policy = new ServePolicy({ pins: core.servedBlocks, scope: 'pinned' })
-  policy.deny((cid, path) => denials.denied(cid, path))
+  const policy = new ServePolicy({ pins: core.servedBlocks, scope: 'pinned', denied: (cid, path) => denials.denied(cid, path) })
   const refusal = (cid: CID): ReturnType<ServePolicy['refusal']> => policy.refusal(cid)
   const openNotes: OpenNoteDeps = {
     notes: core.ledger.notes,

@@ -1,19 +1,40 @@
 /**
- * What the daemon undoes when it stops, in the reverse order of its start,
- * each step named: a step that fails is logged and the next one runs; the
+ * Serve's components started in order and stopped in the reverse order, each
+ * step named: a step that fails to stop is logged and the next one runs; the
  * step still running is known, so a stop that hangs (a peer that never lets
  * go of a stream, a store that never answers) can say where it hangs when
  * serve gives up waiting (cli/serve.ts).
  */
 import type { Logger } from '../kernel/log.js'
 
-export class StopSteps {
+/** a part of serve that is built first and started later, as Helia's and libp2p's components are */
+export interface Component {
+  start(): Promise<void> | void
+  stop(): Promise<void> | void
+}
+
+/** a component from work that starts when it is called and returns its stop (a periodic sweep) */
+export function startedBy (start: () => { stop(): Promise<void> }): Component {
+  let running: { stop(): Promise<void> } | undefined
+  return {
+    start: () => { running ??= start() },
+    stop: async () => { await running?.stop() }
+  }
+}
+
+export class Lifecycle {
   private readonly steps: Array<{ name: string, fn: () => Promise<void> | void }> = []
   private running: string | undefined
 
   constructor (private readonly log: Logger) {}
 
-  /** `fn` runs at the stop, before every step added earlier */
+  /** starts `c`; its stop runs at the stop, before that of every component started earlier */
+  async start (name: string, c: Component): Promise<void> {
+    await c.start()
+    this.add(name, async () => { await c.stop() })
+  }
+
+  /** `fn` runs at the stop, before every step added earlier (what was started by other means: a lock, a listener) */
   add (name: string, fn: () => Promise<void> | void): void {
     this.steps.push({ name, fn })
   }
@@ -23,7 +44,7 @@ export class StopSteps {
     return this.running
   }
 
-  async run (): Promise<void> {
+  async stop (): Promise<void> {
     for (const step of this.steps.splice(0).reverse()) {
       this.running = step.name
       const t0 = Date.now()
