@@ -8,8 +8,8 @@
 import { randomBytes } from 'node:crypto'
 import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { expect } from 'vitest'
-import { devChainClients, usdcBalance, type DevChain } from '../../../../scripts/devchain/index.mjs'
+import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest'
+import { devChainClients, startDevChain, usdcBalance, type DevChain } from '../../../../scripts/devchain/index.mjs'
 import { openCore, type Core } from '../../../../src/app/core.js'
 import type { TokenService } from '../../../../src/auth/tokens.js'
 import { layout } from '../../../../src/datadir/layout.js'
@@ -76,6 +76,52 @@ export interface Service {
   /** denies a CID as `pind deny add` does */
   deny: (cid: CID) => Promise<void>
   close: () => Promise<void>
+}
+
+/** what a test file of the paying client's use cases runs on */
+export interface MoneyContext {
+  chain: DevChain
+  gate: PaymentGate
+  log: Logger
+  /** the service opened for this test */
+  s: Service
+  /** another service on the same chain and gate, closed after the test too */
+  open: (opts?: { storage?: UploadDeps['storage'] }) => Promise<Service>
+}
+
+/**
+ * One dev chain (two payers) and gate per test file, a fresh service per
+ * test, every service a test opened closed after it: `use` is given the
+ * context before each test.
+ */
+export function moneyHooks (use: (c: MoneyContext) => void): void {
+  let chain: DevChain | undefined
+  let gate: PaymentGate | undefined
+  let log: Logger | undefined
+  const opened: Service[] = []
+  beforeAll(async () => {
+    chain = await startDevChain({ payers: 2, pruneHistory: true })
+    log = testLogger()
+    gate = await startGate(chain, log)
+  })
+  afterAll(async () => {
+    gate?.stop()
+    await chain?.stop()
+  })
+  beforeEach(async () => {
+    const c = chain as DevChain
+    const g = gate as PaymentGate
+    const l = log as Logger
+    const open = async (opts: { storage?: UploadDeps['storage'] } = {}): Promise<Service> => {
+      const svc = await openService(c, g, l, opts)
+      opened.push(svc)
+      return svc
+    }
+    use({ chain: c, gate: g, log: l, s: await open(), open })
+  })
+  afterEach(async () => {
+    for (const o of opened.splice(0)) await o.close()
+  })
 }
 
 /** A fresh data dir, its core opened as serve opens it, and the use cases' deps over it. */

@@ -10,7 +10,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { startDevChain, usdcBalance, type DevChain } from '../../../../scripts/devchain/index.mjs'
+import { usdcBalance, type DevChain } from '../../../../scripts/devchain/index.mjs'
 import { rawCid } from '../../../../scripts/peer/index.mjs'
 import type { VerifiedToken } from '../../../../src/auth/tokens.js'
 import { ConflictError } from '../../../../src/kernel/errors.js'
@@ -23,13 +23,12 @@ import { createPin, type PinWrite } from '../../../../src/service/pins/pin-creat
 import { parsePinRequest } from '../../../../src/service/pins/pin-request.js'
 import { renewPin } from '../../../../src/service/pins/pin-renew.js'
 import { upload } from '../../../../src/service/uploads/upload.js'
-import { all, deadS3, fileOf, moneyState, openService, payFor, PIN_MAX_BYTES, pinsOf, PRICES, randomFile, setEth, startGate, testLogger, type Service } from './harness.js'
+import { all, deadS3, fileOf, moneyState, moneyHooks, payFor, PIN_MAX_BYTES, pinsOf, PRICES, randomFile, setEth, type MoneyContext, type Service } from './harness.js'
 
 let chain: DevChain
 let gate: PaymentGate
 let log: Logger
 let s: Service
-const opened: Service[] = []
 
 const payer = (i = 0): { key: `0x${string}`, address: `0x${string}` } => {
   const p = chain.payers[i] as { privateKey: `0x${string}`, address: `0x${string}` }
@@ -39,22 +38,8 @@ const owner = (i = 0): string => payer(i).address.toLowerCase()
 const idOf = (payment: string): string => (identifyPayment(payment) as { id: string }).id
 const newCid = (): string => rawCid(randomBytes(64)).toString()
 
-beforeAll(async () => {
-  chain = await startDevChain({ payers: 2, pruneHistory: true })
-  log = testLogger()
-  gate = await startGate(chain, log)
-})
-afterAll(async () => {
-  gate?.stop()
-  await chain?.stop()
-})
-beforeEach(async () => {
-  s = await openService(chain, gate, log)
-  opened.push(s)
-})
-afterEach(async () => {
-  for (const o of opened.splice(0)) await o.close()
-})
+let open: MoneyContext['open']
+moneyHooks((c) => { ({ chain, gate, log, s, open } = c) })
 
 /** POST /pins (or, with `replaces`, POST /pins/{requestid}) as the route builds it */
 const pinWrite = (cid: string, extra: Partial<PinWrite> = {}): PinWrite => ({ request: parsePinRequest({ cid }), months: 1, claimedBytes: 50_000, client: '127.0.0.1', ...extra })
@@ -165,8 +150,7 @@ describe('POST /pins: refused, nothing charged', () => {
     const dead = await deadS3(log)
     try {
       expect(dead.writable()).toBe(false)
-      const svc = await openService(chain, gate, log, { storage: dead })
-      opened.push(svc)
+      const svc = await open({ storage: dead })
       const before = await moneyState(chain, svc, payer().address)
 
       await expect(createPin({ ...w, paymentHeader: payment }, svc.pins)).rejects.toMatchObject({ name: 'StorageUnavailableError' })

@@ -7,42 +7,27 @@
  */
 import { privateKeyToAccount } from 'viem/accounts'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { startDevChain, transferUsdc, usdcBalance, type DevChain } from '../../../../scripts/devchain/index.mjs'
+import { transferUsdc, usdcBalance, type DevChain } from '../../../../scripts/devchain/index.mjs'
 import { rawCid } from '../../../../scripts/peer/index.mjs'
 import type { Logger } from '../../../../src/kernel/log.js'
 import type { PaymentGate } from '../../../../src/payment/gate.js'
 import { identifyPayment } from '../../../../src/payment/gate.js'
 import { priceFor } from '../../../../src/payment/pricing.js'
 import { upload, type UploadInput } from '../../../../src/service/uploads/upload.js'
-import { all, deadS3, fileOf, moneyState, openService, payFor, pinsOf, PRICES, randomFile, startGate, testLogger, type Service } from './harness.js'
+import { all, deadS3, fileOf, moneyState, moneyHooks, payFor, pinsOf, PRICES, randomFile, type MoneyContext, type Service } from './harness.js'
 
 let chain: DevChain
 let gate: PaymentGate
 let log: Logger
 let s: Service
-const opened: Service[] = []
 
 const payer = (i = 0): { key: `0x${string}`, address: `0x${string}` } => {
   const p = chain.payers[i] as { privateKey: `0x${string}`, address: `0x${string}` }
   return { key: p.privateKey, address: p.address }
 }
 
-beforeAll(async () => {
-  chain = await startDevChain({ payers: 2, pruneHistory: true })
-  log = testLogger()
-  gate = await startGate(chain, log)
-})
-afterAll(async () => {
-  gate?.stop()
-  await chain?.stop()
-})
-beforeEach(async () => {
-  s = await openService(chain, gate, log)
-  opened.push(s)
-})
-afterEach(async () => {
-  for (const o of opened.splice(0)) await o.close()
-})
+let open: MoneyContext['open']
+moneyHooks((c) => { ({ chain, gate, log, s, open } = c) })
 
 /** an upload of `bytes`, declared with X-Upload-Size, for `months` */
 const input = (bytes: Uint8Array, extra: Partial<UploadInput> = {}): UploadInput => ({ months: 1, fileBytes: bytes.length, file: fileOf(bytes), ...extra })
@@ -157,8 +142,7 @@ describe('upload: refused, nothing charged', () => {
     const dead = await deadS3(log)
     try {
       expect(dead.writable()).toBe(false)
-      const svc = await openService(chain, gate, log, { storage: dead })
-      opened.push(svc)
+      const svc = await open({ storage: dead })
       const bytes = randomFile(50_000)
       // signed against the same terms as served by a store that answers: the dead store refuses before any quote
       const payment = await paymentFor(bytes)
