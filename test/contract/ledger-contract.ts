@@ -20,6 +20,7 @@ import type { PinQuery } from '../../src/ledger/query.js'
 import type { PaymentRecord, PinRecord, PinState } from '../../src/ledger/records.js'
 import { newRequestid } from '../../src/ledger/requestid.js'
 import type { SettlingRecord } from '../../src/ledger/settlements.js'
+import type { ProvideKey } from '../../src/ledger/provides.js'
 import { ticketPurpose, type UploadTicket } from '../../src/ledger/tickets.js'
 import { OWNER, paidPin, pinRecord } from '../helpers/records.js'
 
@@ -766,6 +767,55 @@ export function describeLedgerContract (name: string, open: () => Promise<Opened
         expect(await ledger.provides.count('roots')).toBe(0)
         expect(await ledger.provides.count('blocks')).toBe(1)
         expect((await ledger.provides.due('blocks', Date.now(), 10)).map(k => Buffer.from(k.mh).toString('hex'))).toEqual([mhOf(real).toString('hex')])
+      })
+
+      it('due pages through the keys due by a time in due order; inRange reads a keyspace region; cycleStart is fixed at its first call', async () => {
+        const roots = [newCid(), newCid(), newCid(), newCid()]
+        for (const r of roots) {
+          const p = paid(r)
+          await ledger.pins.create(p.pin, p.payment, [r])
+        }
+        const now = Date.now()
+        const keys = (await ledger.provides.due('roots', now, 10)).map(k => k.kad)
+        expect(keys).toHaveLength(4)
+        // each root's key: kad = sha256(multihash)
+        const kadOf = new Map(keys.map(k => [k.toString('hex'), k]))
+        const byRoot = roots.map(r => kadOf.get(createHash('sha256').update(mhOf(r)).digest().toString('hex')) as Buffer)
+        for (const k of byRoot) expect(k).toBeDefined()
+        // due one, two, three and four hours from now, in the order of the roots
+        await ledger.provides.reschedule('roots', byRoot.map((kad, i) => ({ kad, due: now + (i + 1) * HOUR, at: now - i })))
+        const hex = (ks: Array<{ kad: Buffer }>): string[] => ks.map(k => Buffer.from(k.kad).toString('hex'))
+        const want = hex(byRoot.map(kad => ({ kad })))
+
+        expect(await ledger.provides.due('roots', now, 10)).toEqual([])
+        const two = await ledger.provides.due('roots', now + 2.5 * HOUR, 10)
+        expect(hex(two)).toEqual(want.slice(0, 2))
+        expect(two.map(k => [k.due, k.at])).toEqual([[now + HOUR, now], [now + 2 * HOUR, now - 1]])
+        expect(Buffer.from(two[0]?.mh as Uint8Array).equals(mhOf(roots[0] as string))).toBe(true)
+        expect(await ledger.provides.countDue('roots', now + 2.5 * HOUR)).toBe(2)
+        expect(await ledger.provides.firstDue('roots')).toBe(now + HOUR)
+        // a page of two, then the next from where it ended
+        const first = await ledger.provides.due('roots', now + 5 * HOUR, 2)
+        expect(hex(first)).toEqual(want.slice(0, 2))
+        const last = first[1] as { due: number, kad: Buffer }
+        const next = await ledger.provides.due('roots', now + 5 * HOUR, 2, { due: last.due, kad: last.kad })
+        expect(hex(next)).toEqual(want.slice(2))
+        expect(await ledger.provides.due('roots', now + 5 * HOUR, 2, { due: (next[1] as ProvideKey).due, kad: (next[1] as ProvideKey).kad })).toEqual([])
+
+        // rescheduled without `at`: when it was last announced stays
+        await ledger.provides.reschedule('roots', [{ kad: byRoot[0] as Buffer, due: now + 10 * HOUR }])
+        expect(hex(await ledger.provides.due('roots', now + 5 * HOUR, 10))).toEqual(want.slice(1))
+        const [again] = await ledger.provides.inRange('roots', { start: byRoot[0] as Buffer, end: Buffer.concat([byRoot[0] as Buffer, Buffer.from([0])]) })
+        expect([again?.due, again?.at]).toEqual([now + 10 * HOUR, now])
+
+        // regions: from start (inclusive) to end (exclusive), in keyspace order
+        const ordered = [...byRoot].sort(Buffer.compare)
+        expect(hex(await ledger.provides.inRange('roots', { start: ordered[1] as Buffer, end: ordered[3] as Buffer }))).toEqual(hex(ordered.slice(1, 3).map(kad => ({ kad }))))
+        expect(hex(await ledger.provides.inRange('roots', { start: ordered[2] as Buffer }))).toEqual(hex(ordered.slice(2).map(kad => ({ kad }))))
+        expect(hex(await ledger.provides.inRange('roots', { start: Buffer.alloc(32) }))).toEqual(hex(ordered.map(kad => ({ kad }))))
+
+        expect(await ledger.provides.cycleStart(now)).toBe(now)
+        expect(await ledger.provides.cycleStart(now + HOUR)).toBe(now)
       })
     })
 
