@@ -951,6 +951,20 @@ export function describeLedgerContract (name: string, open: () => Promise<Opened
         expect(named.count).toBe(3)
         expect(ids(named)).toEqual([id('p7')])
       })
+
+      it('as of `now`: a pin is listed until its pinned_until plus the grace, a failed one after it too', async () => {
+        const p = await seed()
+        const id = (k: string): string => (p[k] as PinRecord).requestid
+        const grace = ledger.pins.graceMs
+        // before p5 expired
+        const earlier = await ledger.pins.list(OWNER, query(), new Date(Date.now() - 2 * HOUR - grace))
+        expect(ids(earlier)).toEqual(['p7', 'p5', 'p4', 'p3', 'p2', 'p1'].map(id))
+        expect(earlier.count).toBe(6)
+        // after every pin's pinned_until and the grace: the failed one only
+        const later = await ledger.pins.list(OWNER, query(), new Date(Date.now() + 31 * 24 * HOUR + grace))
+        expect(later).toEqual({ count: 1, results: [p.p4] })
+        expect(ids(await ledger.pins.list(undefined, query(), new Date(Date.now() + 31 * 24 * HOUR + grace)))).toEqual([id('p4')])
+      })
     })
 
     describe('durability', () => {
@@ -1198,6 +1212,8 @@ export function describeLedgerContract (name: string, open: () => Promise<Opened
         await ledger.pins.renew(e2.pin.requestid, 1, undefined, () => new Date(now + 10 * HOUR))
         await ledger.pins.remove(e1.pin.requestid, 'expired')
         expect(await expired(2 * HOUR)).toEqual([live.pin.requestid])
+        // and expired again past its new pinned_until
+        expect(await expired(11 * HOUR)).toEqual(sorted([e2.pin.requestid, live.pin.requestid]))
       })
 
       it('isLive: not removed, not failed, and before pinned_until plus the grace', async () => {
@@ -1801,6 +1817,9 @@ export function describeLedgerContract (name: string, open: () => Promise<Opened
         const t = boughtTicket()
         await ledger.transaction(async (tx) => { await tx.recordPayment(t.payment); await tx.putTicket(t.ticket) })
         expect(await ledger.tickets.get(t.ticket.id)).toEqual(t.ticket)
+        // the payment that bought it, as recorded
+        expect(await ledger.pins.payment(t.payment.id)).toEqual(t.payment)
+        expect(await ledger.pins.payment(paid(newCid()).payment.id)).toBeUndefined()
         expect(await ledger.tokens.revokedAt('never-revoked')).toBeUndefined()
         await ledger.tokens.revokeOwner(OWNER, new Date('2026-11-28T00:00:00.000Z'))
         // an owner's revocation is no revocation of a jti
