@@ -1537,10 +1537,10 @@ export function describeLedgerContract (name: string, open: () => Promise<Opened
 
     describe('watchers', () => {
       it('watchQueued is called after a transaction that queued a fetch commits, never for one that aborted', async () => {
-        let calls = 0
-        const stop = ledger.pins.watchQueued(() => { calls++ })
         const used = paid(newCid())
         await ledger.pins.create(used.pin, used.payment, [used.pin.cid])
+        let calls = 0
+        const stop = ledger.pins.watchQueued(() => { calls++ })
         const refused = paid(newCid(), { id: used.payment.id, pin: { status: 'queued' } })
         await expect(ledger.pins.create(refused.pin, sameIdFor(used.payment, refused.pin))).rejects.toBeInstanceOf(PaymentReusedError)
         const a = paid(newCid(), { pin: { status: 'queued' } })
