@@ -23,4 +23,7 @@ describeLedgerContract('LMDB', async () => {
       rmSync(dir, { recursive: true, force: true })
     }
   }
+}, {
+  // its CID index holds pins not removed only (most of a ledger's pins are removed); no caller needs the removed ones
+  knownGaps: [GAP.removedPinsOfCid]
 })

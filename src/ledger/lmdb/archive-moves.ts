@@ -41,6 +41,8 @@ function compareIndexKeys (a: [number, string], b: [number, string]): number {
 export class ArchiveMoves {
   /** how far this process's archiver passes have moved pins early (archiveDue's moveBefore): each pass goes on from there */
   private movedThrough: [number, string] | undefined
+  /** holdArchive's holds not yet released: while there is one, a pass moves nothing (an import that merges checks ids against both files) */
+  private holds = 0
 
   constructor (private readonly t: PinTables, private readonly store: PinStore) {}
 
@@ -159,7 +161,9 @@ export class ArchiveMoves {
    * close (./archive.ts), one close per batch that moves pins; a pass that
    * only forgets marks, or has nothing to do, does not open the archive.
    */
-  async archiveDue (cutoff: Date, between: () => Promise<void>, stop: () => boolean, batchSize: number, moveBefore: Date): Promise<number> {
+  async archiveDue (cutoff: Date, between: () => Promise<void>, stopAsked: () => boolean, batchSize: number, moveBefore: Date): Promise<number> {
+    // a hold taken while the pass runs stops it before its next batch
+    const stop = (): boolean => this.holds > 0 || stopAsked()
     const early = moveBefore.getTime() > cutoff.getTime()
     const afterCutoff: [number, string] = [cutoff.getTime() + 1, '']
     const earlyStart = this.movedThrough != null && compareIndexKeys(this.movedThrough, afterCutoff) > 0 ? this.movedThrough : afterCutoff
@@ -170,6 +174,17 @@ export class ArchiveMoves {
       if (last != null) this.movedThrough = last
     }
     return total
+  }
+
+  /** PinLedger.holdArchive: no pass moves anything until the returned function is called (once) */
+  hold (): () => void {
+    this.holds++
+    let released = false
+    return () => {
+      if (released) return
+      released = true
+      this.holds--
+    }
   }
 
   /** a removed pin the ledger still needs: it holds block references, or a replacement still unsettled walks through it (releaseReplaced) */

@@ -30,6 +30,7 @@ export class PinWrites {
   async create (pin: PinRecord, payment: PaymentRecord | undefined, blocks: Array<string | CID>, within: (() => void) | undefined): Promise<void> {
     const { t, store } = this
     const keys = [...new Set(blocks.map(cidKey))]
+    let replaced: string | undefined
     await t.env.transaction(() => {
       if (t.pins.doesExist(pin.requestid)) throw new Error(`pin ${pin.requestid} exists already`)
       // another record's write in the same transaction (an upload ticket's claim): throws to abort it all
@@ -43,6 +44,7 @@ export class PinWrites {
         t.removedIdx.put([at.getTime(), old.requestid], 1)
         t.fetchQueue.remove(old.requestid)
         t.byExpiry.remove([Date.parse(old.pinnedUntil), old.requestid])
+        replaced = old.requestid
       }
       // the payment first: the pin then keeps only a reference to it
       if (payment != null) {
@@ -59,6 +61,8 @@ export class PinWrites {
       // a replacement recorded settled (pinned or failed) lets go of what it replaced now: no fetch will
       if (pin.replaces != null && pin.status !== 'queued' && pin.status !== 'pinning') this.refs.releaseReplaced(pin)
     })
+    // the replaced pin is removed: a fetch of it stops
+    if (replaced != null) for (const w of this.removedWatchers) w(replaced)
     if (pin.status === 'queued' || pin.status === 'pinning') this.queue.queued()
   }
 
@@ -110,7 +114,8 @@ export class PinWrites {
       store.putPin(requestid, down)
       t.fetchQueue.remove(requestid)
       refs.releaseRefs(requestid)
-      if (pin.replaces != null) refs.releaseRefs(pin.replaces)
+      // a replacement taken down before it settled lets go of what its chain held, as a removal does
+      refs.releaseReplaced(pin)
     })
     if (down != null) for (const w of this.removedWatchers) w(requestid)
     return down
@@ -174,5 +179,6 @@ export class PinWrites {
     let maxUs = 0
     for (const { pin } of pins) maxUs = Math.max(maxUs, pin.createdUs)
     seedClock(maxUs)
+    if (pins.some(({ pin }) => pin.removed == null && (pin.status === 'queued' || pin.status === 'pinning'))) this.queue.queued()
   }
 }

@@ -258,10 +258,11 @@ export class PinLedger {
     return this.paymentUsed(id) || this.env.archive.get('payments', id) != null
   }
 
-  /** Holds the archive open until the returned release (many known() calls: one opening, not one each). */
+  /** Holds the archive open until the returned release (many known() calls: one opening, not one each), and archiveDue moves nothing meanwhile. */
   holdArchive (): () => void {
     const lease = this.env.archive.lease()
-    return () => { lease.release() }
+    const unhold = this.moves.hold()
+    return () => { lease.release(); unhold() }
   }
 
   /**
