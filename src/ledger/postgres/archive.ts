@@ -56,7 +56,7 @@ export async function archiveDue (db: Db, write: Write, cutoff: Date, between: (
         await tx.q('DELETE FROM pin_blocks WHERE requestid = ANY($1::text[])', [ids])
         // the payment that created the pin goes with it (not one that bought a renewal of it)
         await tx.q(`UPDATE payments pay SET archived = true FROM pins p
-          WHERE p.requestid = ANY($1::text[]) AND pay.id = p.record->'payment'->>'id' AND pay.requestid = p.requestid`, [ids])
+          WHERE p.requestid = ANY($1::text[]) AND pay.id = (p.record->'payment'->>'id') COLLATE "C" AND pay.requestid = p.requestid`, [ids])
       }
       return { moved: ids.length, last: lastRow, full: more }
     })

@@ -98,7 +98,7 @@ export class PostgresLedger implements Ledger {
     this.db = { query: (async (sql: string, params?: unknown[]) => await pool.query(sql, params).catch((err: unknown) => { throw redact(err, cs) })) as Db['query'] }
     const write = async <T>(fn: (tx: Tx) => Promise<T>): Promise<T> => await this.write(fn, RETRIES)
     this.pins = pinLedger({ db: this.db, watchers: this.watchers, graceMs, write, committed: async () => { await this.committed() } })
-    this.tickets = uploadTickets(this.db)
+    this.tickets = uploadTickets(this.db, write)
     this.notes = settlementNotes(this.db, write)
     this.tokens = tokenLedger(this.db)
     this.denials = denialLedger(this.db, write)

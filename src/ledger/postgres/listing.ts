@@ -12,7 +12,7 @@
  */
 import type { PinQuery } from '../query.js'
 import type { PinRecord } from '../records.js'
-import type { Db } from './pin-store.js'
+import { json, textual, type Db } from './pin-store.js'
 
 /** `s` as a LIKE pattern matching itself only (escape character: backslash) */
 export function likeLiteral (s: string): string {
@@ -31,13 +31,13 @@ export async function listPins (db: Db, owner: string | undefined, q: PinQuery, 
     const ci = q.match === 'iexact' || q.match === 'ipartial'
     const exact = q.match === 'exact' || q.match === 'iexact'
     const column = ci ? 'name_lower' : 'coalesce(name, \'\')'
-    const name = ci ? q.name.toLowerCase() : q.name
+    const name = textual(ci ? q.name.toLowerCase() : q.name)
     where.push(exact ? `${column} = ${p(name)}` : `${column} LIKE ${p(`%${likeLiteral(name)}%`)} ESCAPE '\\'`)
   }
-  if (q.meta != null) where.push(`meta @> ${p(JSON.stringify(q.meta))}::jsonb`)
+  if (q.meta != null) where.push(`meta @> ${p(json(textual(q.meta)))}::jsonb`)
   const r = await db.query<{ total: string, page: PinRecord[] }>(`WITH m AS (SELECT created_us, record FROM pins WHERE ${where.join(' AND ')})
     SELECT (SELECT count(*) FROM m) AS total,
-      (SELECT coalesce(jsonb_agg(record ORDER BY created_us DESC), '[]'::jsonb) FROM (SELECT created_us, record FROM m ORDER BY created_us DESC LIMIT ${p(q.limit)}) l) AS page`, params)
+      (SELECT coalesce(json_agg(record ORDER BY created_us DESC), '[]'::json) FROM (SELECT created_us, record FROM m ORDER BY created_us DESC LIMIT ${p(q.limit)}) l) AS page`, params)
   const row = r.rows[0]
   return { count: Number(row?.total ?? 0), results: row?.page ?? [] }
 }

@@ -1,5 +1,5 @@
 /**
- * Pin and payment rows: a record is kept whole as jsonb, beside the columns
+ * Pin and payment rows: a record is kept whole as json, beside the columns
  * that listings, indexes and the archiver read (./schema.ts). Every write of
  * a pin goes through putPin, which derives those columns from the record and
  * notes the pin as the transaction left it (./tx.ts).
@@ -28,13 +28,30 @@ export function unsettled (pin: PinRecord): boolean {
   return pin.status === 'queued' || pin.status === 'pinning'
 }
 
-/** as JSON for a jsonb parameter (node-postgres would send a JS array as a PostgreSQL array) */
+/**
+ * A string, or each key and value of a map, as a text column can hold it: a
+ * NUL becomes U+FFFD (in the columns filtered on and in the filters alike;
+ * the records themselves keep it).
+ */
+export function textual<T extends string | Record<string, string>> (v: T): T {
+  const clean = (s: string): string => s.includes('\u0000') ? s.replaceAll('\u0000', '\ufffd') : s
+  if (typeof v === 'string') return clean(v) as T
+  return Object.fromEntries(Object.entries(v).map(([k, x]) => [clean(k), clean(String(x))])) as T
+}
+
+/** whether a key can name a row at all (text cannot hold a NUL: no row has one) */
+export function storableKey (s: string): boolean {
+  return !s.includes('\u0000')
+}
+
+/** as JSON for a json parameter (node-postgres would send a JS array as a PostgreSQL array) */
 export function json (v: unknown): string {
   return JSON.stringify(v)
 }
 
 /** a pin, not archived (archived ones are read by known() and snapshots only); `lock`: FOR UPDATE, in a write that decides on it */
 export async function getPin (db: Db | Tx, requestid: string, lock = false): Promise<PinRecord | undefined> {
+  if (!storableKey(requestid)) return undefined
   const sql = `SELECT record FROM pins WHERE requestid = $1 AND NOT archived${lock ? ' FOR UPDATE' : ''}`
   return (await query<{ record: PinRecord }>(db, sql, [requestid])).rows[0]?.record
 }
@@ -44,8 +61,8 @@ const PIN_COLUMNS = 'requestid, owner, cid, created_us, status, until_ms, name, 
 function pinParams (pin: PinRecord): unknown[] {
   const removedMs = pin.removed != null ? Date.parse(pin.removed.at) : null
   return [
-    pin.requestid, pin.owner, cidKey(pin.cid), pin.createdUs, pin.status, Date.parse(pin.pinnedUntil), pin.name ?? null,
-    (pin.name ?? '').toLowerCase(), json(pin.meta ?? {}), pin.removed != null, removedMs == null ? null : Number.isFinite(removedMs) ? removedMs : 0, json(pin)
+    pin.requestid, pin.owner, cidKey(pin.cid), pin.createdUs, pin.status, Date.parse(pin.pinnedUntil), pin.name == null ? null : textual(pin.name),
+    textual((pin.name ?? '').toLowerCase()), json(textual(pin.meta ?? {})), pin.removed != null, removedMs == null ? null : Number.isFinite(removedMs) ? removedMs : 0, json(pin)
   ]
 }
 
@@ -72,6 +89,7 @@ export async function insertPayment (tx: Tx, p: PaymentRecord): Promise<void> {
 }
 
 export async function getPayment (db: Db, id: string): Promise<PaymentRecord | undefined> {
+  if (!storableKey(id)) return undefined
   const r = await db.query<{ record: PaymentRecord }>('SELECT record FROM payments WHERE id = $1 AND NOT archived', [id])
   return r.rows[0]?.record
 }

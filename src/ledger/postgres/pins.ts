@@ -10,7 +10,7 @@ import { isLive, type PinRecord } from '../records.js'
 import { archiveDue } from './archive.js'
 import { blocksOf, holdsRefs, releaseRefs } from './block-refs.js'
 import { listPins } from './listing.js'
-import { cidKey, getPayment, getPin, type Db } from './pin-store.js'
+import { cidKey, getPayment, getPin, storableKey, type Db } from './pin-store.js'
 import { createPin, failFetch, finishFetch, removePin, renewPin, takeDownPin, updatePin } from './pin-writes.js'
 import { noteWrites } from './settlements.js'
 import { watch, type Tx, type Watchers } from './tx.js'
@@ -46,7 +46,7 @@ async function * keyPages<R extends Record<string, unknown>> (db: Db, batch: num
 export function pinLedger (p: PinLedgerParts): PinLedger {
   const { db, watchers, graceMs, write } = p
   const count = async (sql: string, params: unknown[]): Promise<number> => Number((await db.query<{ n: string }>(sql, params)).rows[0]?.n ?? 0)
-  const paymentKnown = async (id: string): Promise<boolean> => (await db.query('SELECT 1 FROM payments WHERE id = $1', [id])).rows.length > 0
+  const paymentKnown = async (id: string): Promise<boolean> => storableKey(id) && (await db.query('SELECT 1 FROM payments WHERE id = $1', [id])).rows.length > 0
   const referencedBatches = async function * (batch = 10_000): AsyncGenerator<string[]> {
     const pages = keyPages<{ cid: string }>(db, batch, (last) => last == null
       ? ['SELECT cid FROM block_refs ORDER BY cid LIMIT $1', [batch]]
@@ -57,7 +57,7 @@ export function pinLedger (p: PinLedgerParts): PinLedger {
     graceMs,
     isLive: (pin, now = new Date()) => isLive(pin, now, graceMs),
     get: async (id) => id.length > MAX_REQUESTID_LENGTH ? undefined : await getPin(db, id),
-    known: async (id) => id.length <= MAX_REQUESTID_LENGTH && (await db.query('SELECT 1 FROM pins WHERE requestid = $1', [id])).rows.length > 0,
+    known: async (id) => id.length <= MAX_REQUESTID_LENGTH && storableKey(id) && (await db.query('SELECT 1 FROM pins WHERE requestid = $1', [id])).rows.length > 0,
     requestidsOfCid: async (cid) => (await db.query<{ requestid: string }>('SELECT requestid FROM pins WHERE cid = $1 AND NOT removed ORDER BY requestid', [cidKey(cid)])).rows.map(r => r.requestid),
     livePinsOf: async (cid, now = new Date()) => {
       const r = await db.query<{ record: PinRecord }>('SELECT record FROM pins WHERE cid = $1 AND NOT removed ORDER BY requestid', [cidKey(cid)])
@@ -75,7 +75,7 @@ export function pinLedger (p: PinLedgerParts): PinLedger {
     // a payment id, once recorded, is used for good (./archive.ts)
     paymentUsed: paymentKnown,
     knownPayment: paymentKnown,
-    ...noteWrites(db),
+    ...noteWrites(db, write),
     create: async (pin, payment, blocks = []) => { await write(async (tx) => { await createPin(tx, pin, payment, blocks) }) },
     update: async (id, change) => await write(async (tx) => await updatePin(tx, id, change)),
     remove: async (id, why, at = new Date()) => await write(async (tx) => await removePin(tx, id, why, at)),

@@ -5,7 +5,11 @@
  * ends opening at once take turns: the second finds the work done.
  *
  * Tables (keys are text COLLATE "C": byte order, whatever the database's
- * locale, so keyset pages and listings order as the LMDB ledger's do):
+ * locale, so keyset pages and listings order as the LMDB ledger's do).
+ * Records are kept whole as `json`, which keeps their text as written: a
+ * string with a NUL (\u0000), which jsonb and text cannot hold, reads back
+ * as it was written. The columns filtered on are derived from them
+ * (./pin-store.ts: a NUL there compares as U+FFFD).
  *   pins            one row per pin ever recorded, the whole record as jsonb, and the
  *                   columns listings and indexes need (owner, v1 root, created µs,
  *                   status, pinned_until ms, name, meta, removal, archived)
@@ -44,7 +48,7 @@ CREATE TABLE pins (
   removed boolean NOT NULL,
   removed_ms double precision,
   archived boolean NOT NULL DEFAULT false,
-  record jsonb NOT NULL
+  record json NOT NULL
 );
 CREATE INDEX pins_owner_created ON pins (owner, created_us DESC) WHERE NOT removed;
 CREATE INDEX pins_created ON pins (created_us DESC) WHERE NOT removed;
@@ -58,7 +62,7 @@ CREATE TABLE payments (
   requestid text COLLATE "C" NOT NULL,
   amount text NOT NULL CHECK (amount ~ '^[0-9]+$'),
   archived boolean NOT NULL DEFAULT false,
-  record jsonb NOT NULL
+  record json NOT NULL
 );
 
 CREATE TABLE pin_blocks (
@@ -93,24 +97,24 @@ CREATE TABLE tickets (
   payer text NOT NULL,
   payment_id text COLLATE "C" NOT NULL,
   claimed_by text COLLATE "C" UNIQUE,
-  record jsonb NOT NULL
+  record json NOT NULL
 );
 
 CREATE TABLE settling (
   payment_id text COLLATE "C" PRIMARY KEY,
-  record jsonb NOT NULL
+  record json NOT NULL
 );
 
 CREATE TABLE settlements_closed (
   seq bigserial PRIMARY KEY,
   payment_id text COLLATE "C" NOT NULL,
   closed_at timestamptz NOT NULL,
-  record jsonb NOT NULL
+  record json NOT NULL
 );
 
 CREATE TABLE tokens_issued (
   jti text COLLATE "C" PRIMARY KEY,
-  record jsonb NOT NULL
+  record json NOT NULL
 );
 CREATE TABLE tokens_revoked (
   jti text COLLATE "C" PRIMARY KEY,
@@ -123,16 +127,16 @@ CREATE TABLE owners_revoked (
 
 CREATE TABLE denials (
   key text COLLATE "C" PRIMARY KEY,
-  record jsonb NOT NULL
+  record json NOT NULL
 );
 CREATE TABLE denials_log (
   seq bigserial PRIMARY KEY,
-  event jsonb NOT NULL
+  event json NOT NULL
 );
 
 CREATE TABLE facts (
   key text COLLATE "C" PRIMARY KEY,
-  value jsonb NOT NULL
+  value json NOT NULL
 );
 `
   }

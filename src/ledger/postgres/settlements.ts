@@ -5,7 +5,7 @@
  * written, in one transaction.
  */
 import type { ClosedSettlement, SettlementNotes, SettlementVerdict, SettlingRecord } from '../settlements.js'
-import { json, type Db } from './pin-store.js'
+import { json, storableKey, type Db } from './pin-store.js'
 import type { Tx } from './tx.js'
 
 type Write = <T>(fn: (tx: Tx) => Promise<T>) => Promise<T>
@@ -21,14 +21,17 @@ async function lockedNote (tx: Tx, paymentId: string): Promise<SettlingRecord | 
 }
 
 /** PinLedger.markSettling, markSettleUncertain and clearSettling */
-export function noteWrites (db: Db): { markSettling(rec: SettlingRecord): Promise<void>, markSettleUncertain(id: string, at: string): Promise<void>, clearSettling(id: string): Promise<void> } {
+export function noteWrites (db: Db, write: Write): { markSettling(rec: SettlingRecord): Promise<void>, markSettleUncertain(id: string, at: string): Promise<void>, clearSettling(id: string): Promise<void> } {
   return {
     markSettling: async (rec) => {
       await db.query('INSERT INTO settling (payment_id, record) VALUES ($1, $2) ON CONFLICT (payment_id) DO UPDATE SET record = excluded.record', [rec.paymentId, json(rec)])
     },
     markSettleUncertain: async (id, at) => {
-      // no note: nothing is written back
-      await db.query('UPDATE settling SET record = record || jsonb_build_object(\'settleFailedAt\', $2::text) WHERE payment_id = $1', [id, at])
+      await write(async (tx) => {
+        const note = await lockedNote(tx, id)
+        // no note: nothing is written back
+        if (note != null) await tx.q('UPDATE settling SET record = $2 WHERE payment_id = $1', [id, json({ ...note, settleFailedAt: at })])
+      })
     },
     clearSettling: async (id) => { await db.query('DELETE FROM settling WHERE payment_id = $1', [id]) }
   }
@@ -36,7 +39,7 @@ export function noteWrites (db: Db): { markSettling(rec: SettlingRecord): Promis
 
 export function settlementNotes (db: Db, write: Write): SettlementNotes {
   return {
-    get: async (id) => (await db.query<{ record: SettlingRecord }>('SELECT record FROM settling WHERE payment_id = $1', [id])).rows[0]?.record,
+    get: async (id) => !storableKey(id) ? undefined : (await db.query<{ record: SettlingRecord }>('SELECT record FROM settling WHERE payment_id = $1', [id])).rows[0]?.record,
     all: async () => (await db.query<{ record: SettlingRecord }>('SELECT record FROM settling ORDER BY payment_id')).rows.map(r => r.record),
     apply: async (verdicts: SettlementVerdict[], checkedAt: Date = new Date()) => {
       if (verdicts.length === 0) return []

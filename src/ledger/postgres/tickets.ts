@@ -6,7 +6,7 @@
  */
 import { TicketClaimError } from '../errors.js'
 import type { UploadTicket, UploadTickets } from '../tickets.js'
-import { json, query, type Db } from './pin-store.js'
+import { json, query, storableKey, type Db } from './pin-store.js'
 import type { Tx } from './tx.js'
 
 /** The ticket `owner` may use now; TicketClaimError otherwise. */
@@ -19,6 +19,7 @@ function checked (t: UploadTicket | undefined, owner: string, now: Date): Upload
 }
 
 export async function getTicket (db: Db | Tx, id: string, lock = false): Promise<UploadTicket | undefined> {
+  if (!storableKey(id)) return undefined
   const r = await query<{ record: UploadTicket }>(db, `SELECT record FROM tickets WHERE id = $1${lock ? ' FOR UPDATE' : ''}`, [id])
   return r.rows[0]?.record
 }
@@ -44,15 +45,18 @@ export async function claimTicket (tx: Tx, id: string, owner: string, requestid:
   if (r.rowCount !== 1) tx.fail(new TicketClaimError('used', 'this upload ticket was used already'))
 }
 
-export function uploadTickets (db: Db): UploadTickets {
+export function uploadTickets (db: Db, write: <T>(fn: (tx: Tx) => Promise<T>) => Promise<T>): UploadTickets {
   return {
     get: async (id) => await getTicket(db, id),
     check: async (id, owner, now = new Date()) => checked(await getTicket(db, id), owner, now),
     noteFailed: async (id, bytes) => {
       if (bytes <= 0) return
-      // one statement: concurrent failures add up
-      await db.query(`UPDATE tickets SET record = jsonb_set(record, '{failedBytes}', to_jsonb(coalesce((record->>'failedBytes')::bigint, 0) + $2))
-        WHERE id = $1 AND claimed_by IS NULL`, [id, bytes])
+      // the row locked while it is read and written: concurrent failures add up
+      await write(async (tx) => {
+        const t = await getTicket(tx, id, true)
+        if (t == null || t.claimed != null) return
+        await tx.q('UPDATE tickets SET record = $2 WHERE id = $1', [id, json({ ...t, failedBytes: (t.failedBytes ?? 0) + bytes })])
+      })
     }
   }
 }

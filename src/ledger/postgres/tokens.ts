@@ -28,7 +28,7 @@ export function tokenLedger (db: Db): TokenLedger {
     revokedAt: async (jti) => (await db.query<{ at: string }>('SELECT at FROM tokens_revoked WHERE jti = $1', [jti])).rows[0]?.at,
     listIssued: async () => {
       const r = await db.query<{ record: IssuedTokenRecord, at: string | null, by_owner: boolean }>(`SELECT t.record, r.at,
-        EXISTS (SELECT 1 FROM owners_revoked o WHERE o.owner = t.record->>'owner' AND floor(extract(epoch FROM (t.record->>'issuedAt')::timestamptz)) <= o.iat) AS by_owner
+        EXISTS (SELECT 1 FROM owners_revoked o WHERE o.owner = (t.record->>'owner') COLLATE "C" AND floor(extract(epoch FROM (t.record->>'issuedAt')::timestamptz)) <= o.iat) AS by_owner
         FROM tokens_issued t LEFT JOIN tokens_revoked r ON r.jti = t.jti ORDER BY t.jti`)
       return r.rows.map(row => {
         const revoked = row.at ?? (row.by_owner ? 'by owner' : undefined)
