@@ -3,10 +3,13 @@
  * throwaway cluster for the file, a fresh database for each test; reopen
  * closes the pool and opens the same database again.
  */
+import { execFileSync } from 'node:child_process'
+import { join } from 'node:path'
 import { MemoryDatastore } from 'datastore-core'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { LedgerSchemaError } from '../../src/ledger/errors.js'
+import { createPool, type PostgresTls } from '../../src/ledger/postgres/connection.js'
 import { openPostgresLedger, type PostgresLedger } from '../../src/ledger/postgres/ledger.js'
 import { SCHEMA_VERSION } from '../../src/ledger/postgres/schema.js'
 import { newRequestid } from '../../src/ledger/requestid.js'
@@ -66,6 +69,34 @@ describe('PostgreSQL ledger', () => {
     } finally {
       await db.drop()
     }
+  })
+
+  it('TLS: verified against the CA file, refused with another CA, unverified with require', async () => {
+    const { caFile } = await server.enableTls()
+    const inTls = async (ssl: PostgresTls): Promise<boolean> => {
+      const pool = createPool({ connectionString: server.url, ssl, poolSize: 1, connectTimeoutMs: 10_000 })
+      try {
+        // the reload reaches the server's configuration a moment after pg_reload_conf returns
+        for (let i = 0; ; i++) {
+          try {
+            return (await pool.query<{ ssl: boolean }>('SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()')).rows[0]?.ssl === true
+          } catch (err) {
+            if (i >= 20 || !/does not support SSL/.test(String(err))) throw err
+            await new Promise(resolve => setTimeout(resolve, 100))
+          }
+        }
+      } finally {
+        await pool.end()
+      }
+    }
+    expect(await inTls({ caFile })).toBe(true)
+    expect(await inTls({ caFile, mode: 'verify-ca' })).toBe(true)
+    expect(await inTls({ mode: 'require' })).toBe(true)
+    expect(await inTls({ mode: 'disable' })).toBe(false)
+    // a CA that did not sign the server's certificate
+    const other = join(server.dir, 'other-ca.crt')
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=another CA', '-keyout', join(server.dir, 'other-ca.key'), '-out', other], { stdio: 'ignore' })
+    await expect(inTls({ caFile: other })).rejects.toThrow()
   })
 
   it('an error reaching the database does not show the password', async () => {

@@ -23,8 +23,10 @@ export interface PostgresConnectionOptions {
   connectionString: string
   /** connections in the pool (default 10) */
   poolSize?: number
-  /** ms a statement may run before the server cancels it (default 30,000; 0: no limit) */
+  /** ms a statement may run before the server cancels it, waiting for a row lock included (default 30,000; 0: no limit) */
   statementTimeoutMs?: number
+  /** ms to wait for a connection, from the pool or the server, before failing (default 30,000) */
+  connectTimeoutMs?: number
   /** TLS to the server; absent: as the connection string's sslmode says */
   ssl?: PostgresTls
 }
@@ -53,6 +55,9 @@ export function redact<E> (err: E, connectionString: string): E {
   }
   err.message = clean(err.message) ?? ''
   if (err.stack != null) err.stack = clean(err.stack)
+  // a URL that did not parse carries it whole
+  const withInput = err as Error & { input?: unknown }
+  if (typeof withInput.input === 'string') withInput.input = clean(withInput.input)
   return err
 }
 
@@ -94,6 +99,8 @@ export function createPool (o: PostgresConnectionOptions): pg.Pool {
     connectionString: o.ssl != null ? withoutSslParams(o.connectionString) : o.connectionString,
     max: o.poolSize ?? 10,
     statement_timeout: o.statementTimeoutMs ?? 30_000,
+    // a pool whose connections are all held (by transactions waiting on one another, or a dead server) fails a caller instead of holding it for ever
+    connectionTimeoutMillis: o.connectTimeoutMs ?? 30_000,
     application_name: 'pind',
     ...(o.ssl != null ? { ssl: tlsOf(o.ssl) } : {})
   })
