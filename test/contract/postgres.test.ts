@@ -4,15 +4,25 @@
  * closes the pool and opens the same database again.
  */
 import { execFileSync } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import { rmSync } from 'node:fs'
 import { join } from 'node:path'
+import { CID } from 'multiformats/cid'
+import * as Digest from 'multiformats/hashes/digest'
 import { MemoryDatastore } from 'datastore-core'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { LedgerSchemaError } from '../../src/ledger/errors.js'
+import { LedgerSchemaError, PaymentReusedError } from '../../src/ledger/errors.js'
+import type { Ledger } from '../../src/ledger/ledger.js'
+import { openLmdbLedger } from '../../src/ledger/lmdb/ledger.js'
 import { createPool, type PostgresTls } from '../../src/ledger/postgres/connection.js'
 import { openPostgresLedger, type PostgresLedger } from '../../src/ledger/postgres/ledger.js'
 import { SCHEMA_VERSION } from '../../src/ledger/postgres/schema.js'
 import { newRequestid } from '../../src/ledger/requestid.js'
+import { exportLedger, parseExportOptions } from '../../src/service/admin/ledger-export.js'
+import { checkImport, writeImport } from '../../src/service/admin/ledger-import.js'
+import { textOf } from '../helpers/ledger.js'
+import { tempDir } from '../helpers/pind.js'
 import { startTestPostgres, type TestPostgres } from '../helpers/postgres.js'
 import { OWNER, paidPin, pinRecord } from '../helpers/records.js'
 import { describeLedgerContract } from './ledger-contract.js'
@@ -42,6 +52,7 @@ describeLedgerContract('PostgreSQL', async () => {
 
 /** what the PostgreSQL ledger keeps beyond the contract: its schema, its connection, text PostgreSQL cannot hold as it is */
 describe('PostgreSQL ledger', () => {
+  const sorted = (xs: string[]): string[] => [...xs].sort()
   const open = async (url: string): Promise<PostgresLedger> => await openPostgresLedger({ connectionString: url, graceMs: () => 0, datastore: new MemoryDatastore() })
   const withPassword = (url: string, password: string): string => {
     const u = new URL(url)
@@ -151,6 +162,108 @@ describe('PostgreSQL ledger', () => {
       await ledger.pins.committed()
     } finally {
       await ledger.close()
+      await db.drop()
+    }
+  })
+
+  it('an LMDB ledger exported and imported here exports the same, chains and held blocks included', async () => {
+    const dir = tempDir('pind-pg-import-')
+    const lmdb = await openLmdbLedger(join(dir, 'ledger.mdb'), { graceMs: () => 0 })
+    const db = await server.freshDatabase()
+    let target: PostgresLedger | undefined
+    try {
+      const cid = (n: number): string => CID.createV1(0x55, Digest.create(0x12, createHash('sha256').update(`import ${n} ${Math.random()}`).digest())).toString()
+      const soon = { pinnedUntil: new Date(Date.now() + 86400_000).toISOString() }
+      const a = paidPin(newRequestid(), cid(1), { pin: soon })
+      await lmdb.pins.create(a.pin, a.payment, [a.pin.cid, cid(2)])
+      // a replacement still queued: A holds its blocks until it settles
+      const b = paidPin(newRequestid(), cid(3), { pin: { ...soon, status: 'queued', replaces: a.pin.requestid } })
+      await lmdb.pins.create(b.pin, b.payment)
+      const gone = paidPin(newRequestid(), cid(4), { pin: soon })
+      await lmdb.pins.create(gone.pin, gone.payment, [gone.pin.cid])
+      await lmdb.pins.remove(gone.pin.requestid, 'unpinned')
+      const t = paidPin(newRequestid(), cid(5))
+      const ticket = { id: newRequestid(), payer: OWNER, bytes: 10, months: 1, amount: '7', paymentId: t.payment.id, network: 'eip155:84532', asset: '0x' + 'c3'.repeat(20), createdAt: new Date().toISOString(), expiresAt: new Date(Date.now() + 3600_000).toISOString() }
+      await lmdb.transaction(async (tx) => { await tx.recordPayment({ ...t.payment, requestid: ticket.id, purpose: `ticket:${ticket.id}` }); await tx.putTicket(ticket) })
+      const now = new Date()
+      const exported = async (l: Ledger): Promise<string> => (await textOf(exportLedger(l, parseExportOptions({ withBlocks: true }), now).chunks))
+      const text = await exported(lmdb)
+      const lines = text.split('\n')
+
+      target = await open(db.url)
+      const source = (): AsyncIterable<string> => (async function * () { yield * lines })()
+      await checkImport(source, target)
+      await writeImport(source, target, { now })
+      expect(await exported(target)).toEqual(text)
+      expect(await target.pins.pendingFetches()).toEqual([b.pin.requestid])
+      expect(sorted(await target.pins.blocksOf(a.pin.requestid))).toEqual(sorted(await lmdb.pins.blocksOf(a.pin.requestid)))
+      expect(await target.pins.refCount(a.pin.cid)).toBe(1)
+      expect(await target.provides.count('blocks')).toBe(await lmdb.provides.count('blocks'))
+      expect(await target.pins.paymentUsed(t.payment.id)).toBe(true)
+      // and it settles as the LMDB ledger would
+      await target.pins.finishFetch(b.pin.requestid, [cid(6)], 10, 'fetched')
+      expect(await target.pins.refCount(a.pin.cid)).toBe(0)
+    } finally {
+      await target?.close()
+      await lmdb.close()
+      await db.drop()
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  it('archiveDue moves in batches, from where the last stopped, and stops when asked', async () => {
+    const db = await server.freshDatabase()
+    const ledger = await open(db.url)
+    try {
+      const at = new Date(Date.now() - 3600_000)
+      const ids: string[] = []
+      for (let i = 0; i < 7; i++) {
+        const p = paidPin(newRequestid(), CID.createV1(0x55, Digest.create(0x12, createHash('sha256').update(`archive ${i} ${Math.random()}`).digest())).toString())
+        await ledger.pins.create(p.pin, p.payment, [p.pin.cid])
+        await ledger.pins.remove(p.pin.requestid, 'unpinned', at)
+        ids.push(p.pin.requestid)
+      }
+      let betweens = 0
+      expect(await ledger.pins.archiveDue(new Date(), async () => { betweens++ }, () => betweens >= 1, 2)).toBe(2)
+      expect(await ledger.pins.archiveDue(new Date(), async () => { betweens++ }, undefined, 2)).toBe(5)
+      expect(betweens).toBeGreaterThanOrEqual(3)
+      for (const id of ids) {
+        expect(await ledger.pins.get(id)).toBeUndefined()
+        expect(await ledger.pins.known(id)).toBe(true)
+      }
+      expect((await ledger.pins.countByStatus()).removed).toBe(7)
+      expect(await ledger.pins.archiveDue(new Date())).toBe(0)
+    } finally {
+      await ledger.close()
+      await db.drop()
+    }
+  })
+
+  it('two front ends on one database: a payment buys one pin and a ticket makes one, whichever front end asks', async () => {
+    const db = await server.freshDatabase()
+    const [a, b] = await Promise.all([open(db.url), open(db.url)])
+    try {
+      const root = 'bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy'
+      const first = paidPin(newRequestid(), root)
+      const tries = Array.from({ length: 8 }, () => paidPin(newRequestid(), root, { id: first.payment.id }))
+      const created = await Promise.allSettled(tries.map(async (t, i) => { await (i % 2 === 0 ? a : b).pins.create(t.pin, { ...t.payment, requestid: t.pin.requestid }, [root]) }))
+      expect(created.filter(r => r.status === 'fulfilled')).toHaveLength(1)
+      for (const r of created) if (r.status === 'rejected') expect(r.reason).toBeInstanceOf(PaymentReusedError)
+      expect(await a.pins.refCount(root)).toBe(1)
+
+      const t = paidPin(newRequestid(), root)
+      const ticket = { id: newRequestid(), payer: OWNER, bytes: 10, months: 1, amount: '7', paymentId: t.payment.id, network: 'eip155:84532', asset: '0x' + 'c3'.repeat(20), createdAt: new Date().toISOString(), expiresAt: new Date(Date.now() + 3600_000).toISOString() }
+      await a.transaction(async (tx) => { await tx.recordPayment({ ...t.payment, requestid: ticket.id, purpose: `ticket:${ticket.id}` }); await tx.putTicket(ticket) })
+      const pins = Array.from({ length: 8 }, () => pinRecord(newRequestid(), root, { owner: OWNER }))
+      const claims = await Promise.allSettled(pins.map(async (pin, i) => {
+        await (i % 2 === 0 ? b : a).transaction(async (tx) => { await tx.claimTicket(ticket.id, OWNER, pin.requestid); await tx.createPin(pin, undefined, [pin.cid]) })
+      }))
+      expect(claims.filter(r => r.status === 'fulfilled')).toHaveLength(1)
+      for (const r of claims) if (r.status === 'rejected') expect(r.reason).toMatchObject({ name: 'TicketClaimError', why: 'used' })
+      expect(await b.pins.refCount(root)).toBe(2)
+    } finally {
+      await a.close()
+      await b.close()
       await db.drop()
     }
   })
