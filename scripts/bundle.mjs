@@ -24,6 +24,10 @@ const outfile = path.resolve(root, outArg)
 
 // Keep in sync with NATIVE_ASSETS in scripts/package-binary.mjs.
 const NATIVE_EXTERNALS = ['lmdb', 'msgpackr-extract']
+// Optional dependencies that are not installed and never loaded: pg requires pg-native only
+// when `pg.native` is read, which the PostgreSQL ledger never does (pure JS client). Left as
+// require() calls that are never made.
+const ABSENT_OPTIONALS = ['pg-native']
 
 // Runs first in the bundle, inside a pkg binary only (process.pkg is set by pkg's
 // bootstrap); stringified into the banner below. Both fixes are no-ops elsewhere.
@@ -141,7 +145,7 @@ try {
     keepNames: false,
     sourcemap: sourcemap ? 'linked' : false,
     legalComments: 'eof', // keep the dependencies' license notices in what we ship
-    external: NATIVE_EXTERNALS,
+    external: [...NATIVE_EXTERNALS, ...ABSENT_OPTIONALS],
     // lets an entry outside the repo (a probe in /tmp) resolve the repo's dependencies
     nodePaths: [path.join(root, 'node_modules')],
     define: {

@@ -33,7 +33,8 @@ export const COMPONENTS = ['ledger', 'ipfs', 'payment', 'auth', 'denylist', 'met
 
 /** folders of src/ behind a contract: who else may import them, and the packages only they import */
 export const IMPLEMENTATIONS = [
-  { dir: 'ledger/lmdb', importers: ['app'], packages: ['lmdb'], contract: 'the ledger\'s contract (src/ledger/)' }
+  { dir: 'ledger/lmdb', importers: ['app'], packages: ['lmdb'], contract: 'the ledger\'s contract (src/ledger/)' },
+  { dir: 'ledger/postgres', importers: ['app'], packages: ['pg'], contract: 'the ledger\'s contract (src/ledger/)' }
 ]
 
 /** why a file's import reaches behind a contract, or undefined when it does not */

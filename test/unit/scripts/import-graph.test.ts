@@ -90,4 +90,22 @@ describe('import graph', () => {
       'src/service/gc.ts:1 ../ledger/lmdb/pins.js'
     ])
   })
+
+  it('fails on a file outside the PostgreSQL implementation importing it or pg; the composition root may', async () => {
+    const root = tree({
+      'src/ledger/postgres/ledger.ts': "import pg from 'pg'\nexport const l = pg\n",
+      'src/ledger/pins.ts': 'export interface PinLedger { x: number }\n',
+      'src/service/gc.ts': "import { l } from '../ledger/postgres/ledger.js'\nexport const q = l\n",
+      'src/ledger/lmdb/open.ts': "import pg from 'pg'\nexport const o = pg\n",
+      'src/metrics/db.ts': "import type { Pool } from 'pg'\nexport type P = Pool\n",
+      'src/app/core.ts': "import { l } from '../ledger/postgres/ledger.js'\nexport const c = l\n"
+    })
+    const { code, report } = await graph(root)
+    expect(code).toBe(1)
+    expect(report.upward.map(u => `${u.file}:${u.line} ${u.imports}`).sort()).toEqual([
+      'src/ledger/lmdb/open.ts:1 pg',
+      'src/metrics/db.ts:1 pg',
+      'src/service/gc.ts:1 ../ledger/postgres/ledger.js'
+    ])
+  })
 })

@@ -1,0 +1,110 @@
+/**
+ * How the PostgreSQL ledger connects: its options, the pool built from them
+ * (TLS with a CA file, a statement timeout), and errors made safe to show:
+ * the connection string's password never appears in a message.
+ */
+import { readFileSync } from 'node:fs'
+import pg from 'pg'
+import type { ConnectionOptions } from 'node:tls'
+
+export interface PostgresTls {
+  /**
+   * disable: plain TCP; require: TLS, the server not verified; verify-ca: the
+   * server's certificate must chain to `caFile`; verify-full (default when
+   * `caFile` is set): that, and the certificate must name the host
+   */
+  mode?: 'disable' | 'require' | 'verify-ca' | 'verify-full'
+  /** PEM file of the CA(s) the server's certificate must chain to */
+  caFile?: string
+}
+
+export interface PostgresConnectionOptions {
+  /** postgres://user:password@host:port/database (a password here is never shown in errors) */
+  connectionString: string
+  /** connections in the pool (default 10) */
+  poolSize?: number
+  /** ms a statement may run before the server cancels it, waiting for a row lock included (default 30,000; 0: no limit) */
+  statementTimeoutMs?: number
+  /** ms to wait for a connection, from the pool or the server, before failing (default 30,000) */
+  connectTimeoutMs?: number
+  /** TLS to the server; absent: as the connection string's sslmode says */
+  ssl?: PostgresTls
+}
+
+/** the password in a connection string, if any (what redact() takes out) */
+function passwordOf (connectionString: string): string | undefined {
+  try {
+    const u = new URL(connectionString)
+    return u.password === '' ? undefined : decodeURIComponent(u.password)
+  } catch {
+    const m = /:\/\/[^:/@]*:([^@]*)@/.exec(connectionString)
+    return m?.[1] === '' ? undefined : m?.[1]
+  }
+}
+
+/** A copy of `err` whose message and stack no longer contain the password (also as it appears percent-encoded). */
+export function redact<E> (err: E, connectionString: string): E {
+  const password = passwordOf(connectionString)
+  if (password == null || !(err instanceof Error)) return err
+  const forms = [...new Set([password, encodeURIComponent(password), connectionString])].filter(f => f.length > 0)
+  const clean = (s: string | undefined): string | undefined => {
+    if (s == null) return s
+    let out = s
+    for (const f of forms) out = out.split(f).join(f === connectionString ? safeTarget(connectionString) : '***')
+    return out
+  }
+  err.message = clean(err.message) ?? ''
+  if (err.stack != null) err.stack = clean(err.stack)
+  // a URL that did not parse carries it whole
+  const withInput = err as Error & { input?: unknown }
+  if (typeof withInput.input === 'string') withInput.input = clean(withInput.input)
+  return err
+}
+
+/** the connection string without its password, for messages and logs */
+export function safeTarget (connectionString: string): string {
+  try {
+    const u = new URL(connectionString)
+    if (u.password !== '') u.password = '***'
+    return u.toString()
+  } catch {
+    return connectionString.replace(/(:\/\/[^:/@]*:)[^@]*@/, '$1***@')
+  }
+}
+
+function tlsOf (ssl: PostgresTls): false | ConnectionOptions {
+  const mode = ssl.mode ?? (ssl.caFile != null ? 'verify-full' : 'require')
+  if (mode === 'disable') return false
+  const ca = ssl.caFile != null ? readFileSync(ssl.caFile, 'utf8') : undefined
+  if (mode === 'require') return { rejectUnauthorized: false, ...(ca != null ? { ca } : {}) }
+  if (ca == null) throw new Error(`PostgreSQL TLS mode ${mode} needs a CA file`)
+  // verify-ca: the chain is checked, the name is not (libpq's meaning)
+  return mode === 'verify-ca' ? { ca, rejectUnauthorized: true, checkServerIdentity: () => undefined } : { ca, rejectUnauthorized: true }
+}
+
+/** the connection string without the TLS parameters the `ssl` option replaces (node-postgres lets the string's win) */
+function withoutSslParams (connectionString: string): string {
+  try {
+    const u = new URL(connectionString)
+    for (const k of ['sslmode', 'ssl', 'sslrootcert', 'sslcert', 'sslkey']) u.searchParams.delete(k)
+    return u.toString()
+  } catch {
+    return connectionString
+  }
+}
+
+/** The pool of connections the ledger's reads and writes take turns on. */
+export function createPool (o: PostgresConnectionOptions): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: o.ssl != null ? withoutSslParams(o.connectionString) : o.connectionString,
+    max: o.poolSize ?? 10,
+    statement_timeout: o.statementTimeoutMs ?? 30_000,
+    // a pool whose connections are all held (by transactions waiting on one another, or a dead server) fails a caller instead of holding it for ever
+    connectionTimeoutMillis: o.connectTimeoutMs ?? 30_000,
+    application_name: 'pind',
+    ...(o.ssl != null ? { ssl: tlsOf(o.ssl) } : {})
+  })
+  // an idle connection the server dropped: the pool discards it, and the next query opens another
+  pool.on('error', () => {})
+  return pool
+}
