@@ -76,6 +76,8 @@ export async function startPostgres (opts = {}) {
   }
   dir = resolve(dir)
   if (!existsSync(join(dir, 'PG_VERSION'))) {
+    // parents made here stay traversable for the `postgres` user; the data dir is its alone (initdb insists)
+    mkdirSync(dirname(dir), { recursive: true, mode: 0o755 })
     mkdirSync(dir, { recursive: true, mode: 0o700 })
     chmodSync(dir, 0o700)
     await giveToPostgres(dir)

@@ -53,6 +53,11 @@ describeLedgerContract('PostgreSQL', async () => {
 /** what the PostgreSQL ledger keeps beyond the contract: its schema, its connection, text PostgreSQL cannot hold as it is */
 describe('PostgreSQL ledger', () => {
   const sorted = (xs: string[]): string[] => [...xs].sort()
+  const collect = async <T>(items: AsyncIterable<T>): Promise<T[]> => {
+    const out: T[] = []
+    for await (const x of items) out.push(x)
+    return out
+  }
   const open = async (url: string): Promise<PostgresLedger> => await openPostgresLedger({ connectionString: url, graceMs: () => 0, datastore: new MemoryDatastore() })
   const withPassword = (url: string, password: string): string => {
     const u = new URL(url)
@@ -264,6 +269,42 @@ describe('PostgreSQL ledger', () => {
     } finally {
       await a.close()
       await b.close()
+      await db.drop()
+    }
+  })
+
+  it('concurrent creates and removes of pins sharing blocks leave exact counts, and the change events applied in order give the referenced set', async () => {
+    const db = await server.freshDatabase()
+    const ledger = await open(db.url)
+    try {
+      const shared = Array.from({ length: 12 }, (_, i) => CID.createV1(0x55, Digest.create(0x12, createHash('sha256').update(`shared ${i} ${Math.random()}`).digest())).toString())
+      // a follower's view: each committed change applied in the order told
+      const followed = new Set<string>()
+      ledger.pins.watchCommitted((c) => {
+        for (const k of c.referenced) followed.add(k)
+        for (const k of c.released) followed.delete(k)
+      })
+      const pick = (): string[] => shared.filter(() => Math.random() < 0.5).reverse()
+      const pins = Array.from({ length: 24 }, () => {
+        const p = paidPin(newRequestid(), shared[Math.floor(Math.random() * shared.length)] as string)
+        return { ...p, blocks: pick() }
+      })
+      await Promise.all(pins.slice(0, 12).map(async (p) => { await ledger.pins.create(p.pin, p.payment, p.blocks) }))
+      // the second half created while the first half's even ones are removed
+      await Promise.all([
+        ...pins.slice(12).map(async (p) => { await ledger.pins.create(p.pin, p.payment, p.blocks) }),
+        ...pins.slice(0, 12).filter((_, i) => i % 2 === 0).map(async (p) => { await ledger.pins.remove(p.pin.requestid, 'unpinned') })
+      ])
+      const live = pins.filter((_, i) => i >= 12 || i % 2 === 1)
+      for (const k of shared) expect(await ledger.pins.refCount(k)).toBe(live.filter(p => p.blocks.includes(k)).length)
+      const referenced = sorted(shared.filter(k => live.some(p => p.blocks.includes(k))))
+      expect(sorted([...await collect(ledger.pins.referencedBlocks())])).toEqual(referenced)
+      expect(sorted([...followed])).toEqual(referenced)
+      expect(await ledger.provides.count('blocks')).toBe(referenced.length)
+      const roots = new Set(live.filter(p => p.blocks.length > 0).map(p => p.pin.cid))
+      expect(await ledger.provides.count('roots')).toBe(roots.size)
+    } finally {
+      await ledger.close()
       await db.drop()
     }
   })

@@ -12,7 +12,7 @@
  * marks are what this keeps without a table of their own.
  */
 import type { PinRecord } from '../records.js'
-import { getPin, unsettled, type Db } from './pin-store.js'
+import { getPin, unsettled } from './pin-store.js'
 import type { Tx } from './tx.js'
 
 type Write = <T>(fn: (tx: Tx) => Promise<T>) => Promise<T>
@@ -31,7 +31,7 @@ async function stillNeeded (tx: Tx, pin: PinRecord): Promise<boolean> {
  * a transaction, each batch from where the last stopped; `between` runs
  * after each batch, `stop` ends the pass early. How many pins moved.
  */
-export async function archiveDue (db: Db, write: Write, cutoff: Date, between: () => Promise<void>, stop: () => boolean, batchSize: number, moveBefore: Date): Promise<number> {
+export async function archiveDue (write: Write, cutoff: Date, between: () => Promise<void>, stop: () => boolean, batchSize: number, moveBefore: Date): Promise<number> {
   const end = Math.max(cutoff.getTime(), moveBefore.getTime())
   let after: [number, string] = [-Infinity, '']
   let total = 0

@@ -20,11 +20,13 @@ export async function addRefs (tx: Tx, pin: PinRecord, keys: string[]): Promise<
   for (const w of tx.watchers.newRefs) w(keys)
   const held = await tx.q<{ cids: string[] }>('SELECT cids FROM pin_blocks WHERE requestid = $1 FOR UPDATE', [pin.requestid])
   const had = new Set(held.rows[0]?.cids ?? [])
-  // a block the pin holds already is not counted twice
-  const fresh = keys.filter(k => !had.has(k)).sort()
-  if (fresh.length === 0) return
+  // a block the pin holds already is not counted twice; the list keeps the order it was given in (blocksOf, export)
+  const added = keys.filter(k => !had.has(k))
+  if (added.length === 0) return
   await tx.q(`INSERT INTO pin_blocks (requestid, cids) VALUES ($1, $2)
-    ON CONFLICT (requestid) DO UPDATE SET cids = excluded.cids`, [pin.requestid, [...had, ...fresh].sort()])
+    ON CONFLICT (requestid) DO UPDATE SET cids = excluded.cids`, [pin.requestid, [...had, ...added]])
+  // counted in key order: two writes of the same blocks lock them in one order (no deadlock)
+  const fresh = [...added].sort()
   const r = await tx.q<{ cid: string, n: number }>(`INSERT INTO block_refs (cid, n) SELECT k, 1 FROM unnest($1::text[]) AS k
     ON CONFLICT (cid) DO UPDATE SET n = block_refs.n + 1 RETURNING cid, n`, [fresh])
   for (const row of r.rows) if (row.n === 1) tx.changes.refs.set(row.cid, true)
@@ -37,6 +39,8 @@ export async function releaseRefs (tx: Tx, requestid: string): Promise<void> {
   const r = await tx.q<{ cids: string[] }>('DELETE FROM pin_blocks WHERE requestid = $1 RETURNING cids', [requestid])
   const keys = [...(r.rows[0]?.cids ?? [])].sort()
   if (keys.length === 0) return
+  // locked in key order first, as addRefs' insert locks them: whatever order the plan below visits them in
+  await tx.q('SELECT 1 FROM block_refs WHERE cid = ANY($1::text[]) ORDER BY cid FOR UPDATE', [keys])
   // the last references go first, then the others count one less
   const freed = await tx.q<{ cid: string }>('DELETE FROM block_refs WHERE cid = ANY($1::text[]) AND n <= 1 RETURNING cid', [keys])
   await tx.q('UPDATE block_refs SET n = n - 1 WHERE cid = ANY($1::text[])', [keys])

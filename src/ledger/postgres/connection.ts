@@ -27,7 +27,11 @@ export interface PostgresConnectionOptions {
   statementTimeoutMs?: number
   /** ms to wait for a connection, from the pool or the server, before failing (default 30,000) */
   connectTimeoutMs?: number
-  /** TLS to the server; absent: as the connection string's sslmode says */
+  /**
+   * TLS to the server, its modes meaning what libpq's do; absent: as the
+   * connection string's sslmode says, which node-postgres reads itself (its
+   * `require` verifies the certificate against the system's CAs)
+   */
   ssl?: PostgresTls
 }
 

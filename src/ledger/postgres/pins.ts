@@ -116,7 +116,7 @@ export function pinLedger (p: PinLedgerParts): PinLedger {
         after = ids[ids.length - 1] as string
       }
     },
-    archiveDue: async (cutoff, between = async () => {}, stop = () => false, batchSize = 100, moveBefore = cutoff) => await archiveDue(db, write, cutoff, between, stop, batchSize, moveBefore),
+    archiveDue: async (cutoff, between = async () => {}, stop = () => false, batchSize = 100, moveBefore = cutoff) => await archiveDue(write, cutoff, between, stop, batchSize, moveBefore),
     // the archive is the same database: there is nothing to hold open
     holdArchive: () => () => {},
     watchQueued: (fn) => watch(watchers.queued, fn),

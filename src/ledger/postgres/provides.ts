@@ -54,6 +54,8 @@ export async function releaseKeys (tx: Tx, root: string | CID, blocks: Array<str
   for (const [kind, cids] of [['roots', [root]], ['blocks', blocks]] as const) {
     const kads = keysOf(cids).map(k => k.kad)
     if (kads.length === 0) continue
+    // locked in kad order first, as holdKeys' insert locks them
+    await tx.q('SELECT 1 FROM provides WHERE kind = $1 AND kad = ANY($2::bytea[]) ORDER BY kad FOR UPDATE', [kind, kads])
     await tx.q('UPDATE provides SET n = n - 1 WHERE kind = $1 AND kad = ANY($2::bytea[])', [kind, kads])
     await tx.q('DELETE FROM provides WHERE kind = $1 AND kad = ANY($2::bytea[]) AND n <= 0', [kind, kads])
   }
