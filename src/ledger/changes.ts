@@ -35,6 +35,12 @@ export interface LedgerChanges {
    * returned function is called.
    */
   watchCommitted(fn: (c: CommittedChanges) => void): () => void
+  /**
+   * Calls `fn` when changes other processes committed may have been missed
+   * (the feed from them was cut and is back): a follower reads the whole
+   * state again. A ledger no other process writes never calls it.
+   */
+  watchLost(fn: () => void): () => void
   /** every referenced block CID (v1), `batch` a time, each batch read afresh: watchCommitted's changes applied after settle what moved meanwhile */
   referencedBatches(batch: number): AsyncIterable<string[]>
   /** every pin not removed as a PinChange, `batch` a time, read as referencedBatches reads */

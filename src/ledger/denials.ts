@@ -33,4 +33,10 @@ export interface DenialLedger {
   all(): Promise<DenialRecord[]>
   /** every add and rm, in order */
   history(): Promise<DenialEvent[]>
+  /**
+   * Calls `fn` after a committed add or remove, this process's or another's
+   * sharing the ledger, and when such changes may have been missed. Returns
+   * the unsubscribe.
+   */
+  watch(fn: () => void): () => void
 }

@@ -5,9 +5,11 @@
  * reads one consistent snapshot. Nothing here names a storage library.
  */
 import type { Datastore } from 'interface-datastore'
+import type { FrontEnds, Leases } from './coordination.js'
 import type { DenialLedger } from './denials.js'
 import type { PinLedger } from './pins.js'
 import type { ProvideSchedule } from './provides.js'
+import type { SigningKeyRecords } from './signing-keys.js'
 import type { PaymentRecord, PinRecord } from './records.js'
 import type { SettlementNotes } from './settlements.js'
 import type { UploadTicket, UploadTickets } from './tickets.js'
@@ -74,6 +76,12 @@ export interface Ledger {
   readonly tokens: TokenLedger
   readonly denials: DenialLedger
   readonly provides: ProvideSchedule
+  /** the serves sharing this ledger (./coordination.ts) */
+  readonly frontEnds: FrontEnds
+  /** work that runs on one serve at a time */
+  readonly leases: Leases
+  /** the token signing keys, when several serves share this ledger (./signing-keys.ts); absent: each data dir's keys/ folder */
+  readonly signingKeys?: SigningKeyRecords
   /** Runs `fn`'s writes as one transaction: all committed once `fn` resolves, none if it (or a write's check) fails. */
   transaction<T>(fn: (tx: LedgerTransaction) => Promise<T>): Promise<T>
   snapshot(): Promise<LedgerSnapshot>

@@ -19,7 +19,7 @@ export interface PinLedger extends LedgerChanges {
   get(requestid: string): Promise<PinRecord | undefined>
   /** whether a pin with this requestid was ever recorded (archived ones too) */
   known(requestid: string): Promise<boolean>
-  /** the requestids of every pin (removed ones too) whose root is this CID (v0 and v1 alike) */
+  /** the requestids of the pins not removed (any status) whose root is this CID (v0 and v1 alike): an operator's takedown by CID */
   requestidsOfCid(cid: string | CID): Promise<string[]>
   /** the requestids of live pins (any status but failed) whose root is this CID */
   livePinsOf(cid: string | CID, now?: Date): Promise<string[]>

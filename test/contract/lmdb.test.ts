@@ -1,11 +1,12 @@
-/** The ledger contract (./ledger-contract.ts) on the LMDB ledger, each test in its own temp dir. */
+/** The ledger contract (./ledger-contract.ts) and the coordination contract on the LMDB ledger, each test in its own temp dir. */
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { openLmdbLedger, type LmdbLedger } from '../../src/ledger/lmdb/ledger.js'
 import { tempDir } from '../helpers/pind.js'
-import { describeLedgerContract, GAP } from './ledger-contract.js'
+import { describeCoordinationContract } from './coordination-contract.js'
+import { describeLedgerContract, type OpenedLedger } from './ledger-contract.js'
 
-describeLedgerContract('LMDB', async () => {
+async function openLmdb (): Promise<OpenedLedger> {
   const dir = tempDir('pind-contract-')
   // the file serve opens (src/datadir/layout.ts)
   const path = join(dir, 'ledger.mdb')
@@ -23,7 +24,7 @@ describeLedgerContract('LMDB', async () => {
       rmSync(dir, { recursive: true, force: true })
     }
   }
-}, {
-  // its CID index holds pins not removed only (most of a ledger's pins are removed); no caller needs the removed ones
-  knownGaps: [GAP.removedPinsOfCid]
-})
+}
+
+describeLedgerContract('LMDB', openLmdb)
+describeCoordinationContract('LMDB', openLmdb)

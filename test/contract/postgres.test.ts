@@ -11,27 +11,30 @@ import { CID } from 'multiformats/cid'
 import * as Digest from 'multiformats/hashes/digest'
 import { MemoryDatastore } from 'datastore-core'
 import pg from 'pg'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { LedgerSchemaError, PaymentReusedError } from '../../src/ledger/errors.js'
+import type { CommittedChanges } from '../../src/ledger/changes.js'
 import type { Ledger } from '../../src/ledger/ledger.js'
 import { openLmdbLedger } from '../../src/ledger/lmdb/ledger.js'
 import { createPool, type PostgresTls } from '../../src/ledger/postgres/connection.js'
 import { openPostgresLedger, type PostgresLedger } from '../../src/ledger/postgres/ledger.js'
 import { SCHEMA_VERSION } from '../../src/ledger/postgres/schema.js'
 import { newRequestid } from '../../src/ledger/requestid.js'
+import { ServableBlocks } from '../../src/service/serving/servable-blocks.js'
 import { exportLedger, parseExportOptions } from '../../src/service/admin/ledger-export.js'
 import { checkImport, writeImport } from '../../src/service/admin/ledger-import.js'
 import { textOf } from '../helpers/ledger.js'
 import { tempDir } from '../helpers/pind.js'
 import { startTestPostgres, type TestPostgres } from '../helpers/postgres.js'
 import { OWNER, paidPin, pinRecord } from '../helpers/records.js'
-import { describeLedgerContract } from './ledger-contract.js'
+import { describeCoordinationContract } from './coordination-contract.js'
+import { describeLedgerContract, type OpenedLedger } from './ledger-contract.js'
 
 let server: TestPostgres
 beforeAll(async () => { server = await startTestPostgres() })
 afterAll(async () => { await server?.stop() })
 
-describeLedgerContract('PostgreSQL', async () => {
+async function openPostgres (): Promise<OpenedLedger> {
   const db = await server.freshDatabase()
   const datastore = new MemoryDatastore()
   const open = async (): Promise<PostgresLedger> => await openPostgresLedger({ connectionString: db.url, graceMs: () => 0, datastore })
@@ -48,7 +51,10 @@ describeLedgerContract('PostgreSQL', async () => {
       await db.drop()
     }
   }
-})
+}
+
+describeLedgerContract('PostgreSQL', openPostgres)
+describeCoordinationContract('PostgreSQL', openPostgres)
 
 /** what the PostgreSQL ledger keeps beyond the contract: its schema, its connection, text PostgreSQL cannot hold as it is */
 describe('PostgreSQL ledger', () => {
@@ -240,6 +246,61 @@ describe('PostgreSQL ledger', () => {
       expect(await ledger.pins.archiveDue(new Date())).toBe(0)
     } finally {
       await ledger.close()
+      await db.drop()
+    }
+  })
+
+  it('what one front end commits is told to another\'s watchers; a cut feed is told as lost, and what serves blocks from memory follows both', async () => {
+    const db = await server.freshDatabase()
+    const [a, b] = await Promise.all([open(db.url), open(db.url)])
+    const served = new ServableBlocks(b.pins)
+    try {
+      await served.load()
+      const heard: CommittedChanges[] = []
+      const removed: string[] = []
+      let denials = 0
+      let lost = 0
+      b.pins.watchCommitted((c) => { heard.push(c) })
+      b.pins.watchRemoved((id) => { removed.push(id) })
+      b.denials.watch(() => { denials++ })
+      b.pins.watchLost(() => { lost++ })
+      const ownRemoved: string[] = []
+      a.pins.watchRemoved((id) => { ownRemoved.push(id) })
+
+      const block = CID.createV1(0x55, Digest.create(0x12, createHash('sha256').update(`feed ${Math.random()}`).digest()))
+      const p = paidPin(newRequestid(), block.toString())
+      await a.pins.create(p.pin, p.payment, [block.toString()])
+      await vi.waitFor(() => { expect(served.isPinnedBlock(block)).toBe(true) })
+      expect(served.hasLivePin(block)).toBe(true)
+      expect(heard.flatMap(c => c.referenced)).toEqual([block.toString()])
+      expect(heard.flatMap(c => c.pins.map(x => x.requestid))).toEqual([p.pin.requestid])
+
+      await a.pins.remove(p.pin.requestid, 'unpinned')
+      await vi.waitFor(() => { expect(served.isPinnedBlock(block)).toBe(false) })
+      expect(served.hasLivePin(block)).toBe(false)
+      expect(removed).toEqual([p.pin.requestid])
+      // told once to the process that wrote it, not again through the feed
+      expect(ownRemoved).toEqual([p.pin.requestid])
+
+      await a.denials.add({ key: block.toString(), rule: block.toString(), reason: 'test', by: 'test', at: new Date().toISOString() })
+      await vi.waitFor(() => { expect(denials).toBe(1) })
+
+      // the listening connections cut (a failover, a restart of the server): told as lost once back, then followed again
+      const admin = new pg.Client({ connectionString: db.url })
+      await admin.connect()
+      try {
+        await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN pind_changes'")
+      } finally {
+        await admin.end()
+      }
+      await vi.waitFor(() => { expect(lost).toBeGreaterThanOrEqual(1) }, { timeout: 15_000 })
+      const q = paidPin(newRequestid(), block.toString())
+      await a.pins.create(q.pin, q.payment, [block.toString()])
+      await vi.waitFor(() => { expect(served.isPinnedBlock(block)).toBe(true) })
+    } finally {
+      served.close()
+      await a.close()
+      await b.close()
       await db.drop()
     }
   })

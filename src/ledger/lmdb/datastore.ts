@@ -5,7 +5,7 @@
  */
 import { BaseDatastore } from 'datastore-core'
 import { Key, type KeyQuery, type Pair, type Query } from 'interface-datastore'
-import type { Database } from 'lmdb'
+import { open, type Database } from 'lmdb'
 
 class NotFoundError extends Error {
   override name = 'NotFoundError'
@@ -50,4 +50,11 @@ export class LmdbDatastore extends BaseDatastore {
       yield entry
     }
   }
+}
+
+/** a datastore in a file of its own (a front end's peer store when the ledger is a shared database) */
+export function openLmdbDatastore (path: string): { datastore: LmdbDatastore, close: () => Promise<void> } {
+  const env = open({ path, compression: false, maxDbs: 2 })
+  const db = env.openDB<Uint8Array, string>({ name: 'datastore', encoding: 'binary' })
+  return { datastore: new LmdbDatastore(db), close: async () => { await env.close() } }
 }

@@ -12,6 +12,7 @@ import type { PinLedger as PinLedgerContract } from '../pins.js'
 import type { PinQuery } from '../query.js'
 import type { PaymentRecord, PinRecord } from '../records.js'
 import type { UploadTicket } from '../tickets.js'
+import { lmdbFrontEnds, lmdbLeases } from './coordination.js'
 import { LmdbDatastore } from './datastore.js'
 import { DenialLedger } from './denials.js'
 import { listAllOwners, listPins } from './listing.js'
@@ -53,6 +54,8 @@ export class LmdbLedger implements Ledger {
   readonly tokens: Ledger['tokens']
   readonly denials: Ledger['denials']
   readonly provides: Ledger['provides']
+  readonly frontEnds: Ledger['frontEnds']
+  readonly leases: Ledger['leases']
   private readonly lmdbTickets: UploadTickets
 
   constructor (private readonly env: LedgerEnv, private readonly lmdbPins: PinLedger) {
@@ -82,14 +85,19 @@ export class LmdbLedger implements Ledger {
       listIssued: async () => [...tokens.listIssued()]
     }
     const denials = new DenialLedger(env)
+    const denialWatchers = new Set<() => void>()
+    const told = <T>(v: T): T => { for (const fn of denialWatchers) fn(); return v }
     this.denials = {
-      add: async (rec) => await denials.add(rec),
-      remove: async (key, event) => await denials.remove(key, event),
+      add: async (rec) => told(await denials.add(rec)),
+      remove: async (key, event) => told(await denials.remove(key, event)),
+      watch: (fn) => { denialWatchers.add(fn); return () => { denialWatchers.delete(fn) } },
       get: async (key) => denials.get(key),
       all: async () => [...denials.all()],
       history: async () => [...denials.history()]
     }
     this.provides = provideScheduleOf(lmdbPins.provides)
+    this.frontEnds = lmdbFrontEnds(env)
+    this.leases = lmdbLeases(env)
   }
 
   /** what the serve policy asks for every block, answered from the memory-mapped file */
@@ -249,6 +257,8 @@ function pinsOf (p: PinLedger): PinLedgerContract {
     watchReleased: (fn) => p.watchReleased(fn),
     committed: async () => { await p.committed() },
     watchCommitted: (fn) => p.watchCommitted(fn),
+    // no other process writes this ledger: nothing is ever missed
+    watchLost: () => () => {},
     referencedBatches: (batch) => p.referencedBatches(batch),
     livePinBatches: (batch) => p.livePinBatches(batch)
   }

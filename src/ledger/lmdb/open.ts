@@ -113,7 +113,7 @@ export interface LedgerEnv {
 }
 
 export async function openLedgerEnv (path: string): Promise<LedgerEnv> {
-  const root = open({ path, maxDbs: 32, compression: false, mapSize: 2 ** 36 })
+  const root = open({ path, maxDbs: 48, compression: false, mapSize: 2 ** 36 })
   const meta = root.openDB<unknown, string>({ name: 'meta' })
   const datastore = root.openDB<Uint8Array, string>({ name: 'datastore', encoding: 'binary' })
   const version = meta.get('schemaVersion')

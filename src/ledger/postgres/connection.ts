@@ -97,16 +97,23 @@ function withoutSslParams (connectionString: string): string {
   }
 }
 
-/** The pool of connections the ledger's reads and writes take turns on. */
-export function createPool (o: PostgresConnectionOptions): pg.Pool {
-  const pool = new pg.Pool({
+/** what one connection is opened with (the pool's, and the change feed's own) */
+export function clientConfig (o: PostgresConnectionOptions): pg.ClientConfig {
+  return {
     connectionString: o.ssl != null ? withoutSslParams(o.connectionString) : o.connectionString,
-    max: o.poolSize ?? 10,
     statement_timeout: o.statementTimeoutMs ?? 30_000,
     // a pool whose connections are all held (by transactions waiting on one another, or a dead server) fails a caller instead of holding it for ever
     connectionTimeoutMillis: o.connectTimeoutMs ?? 30_000,
     application_name: 'pind',
     ...(o.ssl != null ? { ssl: tlsOf(o.ssl) } : {})
+  }
+}
+
+/** The pool of connections the ledger's reads and writes take turns on. */
+export function createPool (o: PostgresConnectionOptions): pg.Pool {
+  const pool = new pg.Pool({
+    ...clientConfig(o),
+    max: o.poolSize ?? 10
   })
   // an idle connection the server dropped: the pool discards it, and the next query opens another
   pool.on('error', () => {})

@@ -5,12 +5,15 @@
  */
 import type { DenialEvent, DenialLedger, DenialRecord } from '../denials.js'
 import { json, type Db } from './pin-store.js'
-import type { Tx } from './tx.js'
+import { watch, type Tx, type Watchers } from './tx.js'
 
 type Write = <T>(fn: (tx: Tx) => Promise<T>) => Promise<T>
 
-export function denialLedger (db: Db, write: Write): DenialLedger {
-  const append = async (tx: Tx, e: DenialEvent): Promise<void> => { await tx.q('INSERT INTO denials_log (event) VALUES ($1)', [json(e)]) }
+export function denialLedger (db: Db, write: Write, watchers: Watchers): DenialLedger {
+  const append = async (tx: Tx, e: DenialEvent): Promise<void> => {
+    await tx.q('INSERT INTO denials_log (event) VALUES ($1)', [json(e)])
+    tx.changes.denials = true
+  }
   return {
     add: async (rec) => await write(async (tx) => {
       const before = (await tx.q<{ record: DenialRecord }>('SELECT record FROM denials WHERE key = $1 FOR UPDATE', [rec.key])).rows[0]?.record
@@ -26,6 +29,8 @@ export function denialLedger (db: Db, write: Write): DenialLedger {
     }),
     get: async (key) => (await db.query<{ record: DenialRecord }>('SELECT record FROM denials WHERE key = $1', [key])).rows[0]?.record,
     all: async () => (await db.query<{ record: DenialRecord }>('SELECT record FROM denials ORDER BY key')).rows.map(r => r.record),
-    history: async () => (await db.query<{ event: DenialEvent }>('SELECT event FROM denials_log ORDER BY seq')).rows.map(r => r.event)
+    history: async () => (await db.query<{ event: DenialEvent }>('SELECT event FROM denials_log ORDER BY seq')).rows.map(r => r.event),
+    // a change missed from another process may have been a denial
+    watch: (fn) => { const a = watch(watchers.denials, fn); const b = watch(watchers.lost, fn); return () => { a(); b() } }
   }
 }

@@ -10,18 +10,21 @@
  * and Helia's own records stay in the front end's data dir: the caller
  * supplies that datastore.
  */
+import { randomUUID } from 'node:crypto'
 import type { Datastore } from 'interface-datastore'
-import type pg from 'pg'
+import pg from 'pg'
 import { seedClock } from '../clock.js'
 import type { Ledger, LedgerSnapshot, LedgerTransaction, RecordedSettings, UpgradeProgress } from '../ledger.js'
 import type { PinLedger } from '../pins.js'
 import type { ProvideSchedule } from '../provides.js'
-import { createPool, redact, type PostgresConnectionOptions } from './connection.js'
+import { clientConfig, createPool, redact, type PostgresConnectionOptions } from './connection.js'
+import { frontEnds, leases, signingKeys } from './coordination.js'
 import { denialLedger } from './denials.js'
 import { insertPayment, json, type Db } from './pin-store.js'
 import { createPin, importPins } from './pin-writes.js'
 import { pinLedger } from './pins.js'
 import { provideSchedule } from './provides.js'
+import { publish, RemoteFeed } from './remote-feed.js'
 import { migrate } from './schema.js'
 import { settlementNotes } from './settlements.js'
 import { openSnapshot } from './snapshot.js'
@@ -63,7 +66,14 @@ export async function openPostgresLedger (o: PostgresLedgerOptions): Promise<Pos
     // the clock hands out `created` values after every pin's here (./clock.ts)
     const high = (await pool.query<{ us: string | null }>('SELECT max(created_us) AS us FROM pins')).rows[0]?.us
     if (high != null) seedClock(Number(high))
-    return new PostgresLedger(pool, o, o.graceMs(recorded))
+    const ledger = new PostgresLedger(pool, o, o.graceMs(recorded))
+    try {
+      await ledger.remote.start()
+    } catch (err) {
+      await ledger.close()
+      throw err
+    }
+    return ledger
   } catch (err) {
     await pool.end().catch(() => {})
     throw redact(err, o.connectionString)
@@ -85,8 +95,15 @@ export class PostgresLedger implements Ledger {
   readonly tokens: Ledger['tokens']
   readonly denials: Ledger['denials']
   readonly provides: ProvideSchedule
-  private readonly watchers: Watchers = { committed: new Set(), removed: new Set(), queued: new Set(), released: new Set(), newKeys: new Set(), newRefs: new Set() }
+  readonly frontEnds: Ledger['frontEnds']
+  readonly leases: Ledger['leases']
+  readonly signingKeys: NonNullable<Ledger['signingKeys']>
+  private readonly watchers: Watchers = { committed: new Set(), removed: new Set(), queued: new Set(), released: new Set(), newKeys: new Set(), denials: new Set(), lost: new Set(), newRefs: new Set() }
   private readonly feed = new ChangeFeed(this.watchers)
+  /** this ledger among the processes sharing the database: its own changes are not told to it twice */
+  private readonly origin = randomUUID()
+  /** what the other processes commit (started by openPostgresLedger) */
+  readonly remote: RemoteFeed
   /** writes begun and not yet settled (committed()) */
   private readonly inflight = new Set<Promise<unknown>>()
   /** the pool, its errors redacted */
@@ -101,8 +118,12 @@ export class PostgresLedger implements Ledger {
     this.tickets = uploadTickets(this.db, write)
     this.notes = settlementNotes(this.db, write)
     this.tokens = tokenLedger(this.db)
-    this.denials = denialLedger(this.db, write)
+    this.denials = denialLedger(this.db, write, this.watchers)
     this.provides = provideSchedule(this.db, this.watchers)
+    this.remote = new RemoteFeed({ connect: () => new pg.Client(clientConfig(o)), pool, origin: this.origin, feed: this.feed })
+    this.frontEnds = frontEnds(this.db)
+    this.leases = leases(this.db)
+    this.signingKeys = signingKeys(this.db)
   }
 
   /** resolves once every write begun before it has settled */
@@ -135,6 +156,7 @@ export class PostgresLedger implements Ledger {
       const result = await fn(tx)
       // a failed statement the function caught: the transaction cannot commit
       if (tx.failed !== undefined) throw tx.failed
+      await publish(tx, this.origin, tx.changes)
       const seq = this.feed.place()
       try {
         await client.query('COMMIT')
@@ -210,12 +232,14 @@ export class PostgresLedger implements Ledger {
 
   /** the schema is brought up to date at open, in one transaction: nothing is left for later */
   upgradeLater (_onProgress?: (p: UpgradeProgress) => void): { done: Promise<boolean>, stop(): Promise<void> } {
-    return { done: Promise.resolve(false), stop: async () => {} }
+    // the migrations at the open did everything: done
+    return { done: Promise.resolve(true), stop: async () => {} }
   }
 
   async close (): Promise<void> {
     this.closing ??= (async () => {
       await this.committed()
+      await this.remote.close()
       await this.pool.end()
     })()
     await this.closing

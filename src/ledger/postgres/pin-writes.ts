@@ -24,6 +24,7 @@ export async function createPin (tx: Tx, pin: PinRecord, payment: PaymentRecord 
     const at = new Date()
     await putPin(tx, { ...old, removed: { at: at.toISOString(), why: 'replaced' }, replacedBy: pin.requestid })
     await dequeue(tx, old.requestid)
+    tx.changes.removed.push(old.requestid)
   }
   if (payment != null) await insertPayment(tx, payment)
   await putPin(tx, pin, true)
@@ -66,7 +67,8 @@ export async function takeDownPin (tx: Tx, requestid: string, reason: string, at
   await putPin(tx, down)
   await dequeue(tx, requestid)
   await releaseRefs(tx, requestid)
-  if (pin.replaces != null) await releaseRefs(tx, pin.replaces)
+  // a replacement taken down before it settled lets go of what its chain held
+  await releaseReplaced(tx, pin)
   tx.changes.removed.push(requestid)
   return down
 }

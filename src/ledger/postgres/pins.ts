@@ -53,6 +53,7 @@ export function pinLedger (p: PinLedgerParts): PinLedger {
       : ['SELECT cid FROM block_refs WHERE cid > $2 ORDER BY cid LIMIT $1', [batch, last.cid]])
     for await (const rows of pages) yield rows.map(r => r.cid)
   }
+  let holds = 0
   return {
     graceMs,
     isLive: (pin, now = new Date()) => isLive(pin, now, graceMs),
@@ -116,15 +117,22 @@ export function pinLedger (p: PinLedgerParts): PinLedger {
         after = ids[ids.length - 1] as string
       }
     },
-    archiveDue: async (cutoff, between = async () => {}, stop = () => false, batchSize = 100, moveBefore = cutoff) => await archiveDue(write, cutoff, between, stop, batchSize, moveBefore),
-    // the archive is the same database: there is nothing to hold open
-    holdArchive: () => () => {},
+    // while a hold is open nothing moves, and a hold taken during a pass stops it before its next batch
+    archiveDue: async (cutoff, between = async () => {}, stop = () => false, batchSize = 100, moveBefore = cutoff) =>
+      holds > 0 ? 0 : await archiveDue(write, cutoff, between, () => stop() || holds > 0, batchSize, moveBefore),
+    // this process's holds (an import that merges); another front end's archive passes are not held
+    holdArchive: () => {
+      holds++
+      let released = false
+      return () => { if (!released) { released = true; holds-- } }
+    },
     watchQueued: (fn) => watch(watchers.queued, fn),
     watchRemoved: (fn) => watch(watchers.removed, fn),
     watchNewRefs: (fn) => watch(watchers.newRefs, fn),
     watchReleased: (fn) => watch(watchers.released, fn),
     committed: p.committed,
     watchCommitted: (fn) => watch(watchers.committed, fn),
+    watchLost: (fn) => watch(watchers.lost, fn),
     referencedBatches,
     livePinBatches: async function * (batch = 10_000): AsyncGenerator<PinChange[]> {
       const pages = keyPages<{ requestid: string, cid: string, status: PinRecord['status'], until_ms: number }>(db, batch, (last) => last == null

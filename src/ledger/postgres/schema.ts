@@ -21,12 +21,14 @@
  *   provides        the provide schedule: (kind, kad) → multihash, holders, due, last
  *   tickets         upload tickets; a claim is a compare-and-set on claimed_by
  *   settling, settlements_closed, tokens_*, owners_revoked, denials, denials_log, facts
+ *   front_ends, leases, signing_keys (version 2): what several front ends coordinate through (./coordination.ts)
+ *   changes (version 2): each write's changes, for the other processes' watchers (./remote-feed.ts)
  */
 import type pg from 'pg'
 import { LedgerSchemaError } from '../errors.js'
 
 /** the newest schema this code knows (the last migration's version) */
-export const SCHEMA_VERSION = 1
+export const SCHEMA_VERSION = 2
 
 /** a lock id of its own: hashtext('pind ledger schema') taken once, as a constant */
 const MIGRATION_LOCK = 0x70696e64
@@ -137,6 +139,34 @@ CREATE TABLE denials_log (
 CREATE TABLE facts (
   key text COLLATE "C" PRIMARY KEY,
   value json NOT NULL
+);
+`
+  },
+  {
+    version: 2,
+    sql: `
+CREATE TABLE front_ends (
+  id text COLLATE "C" PRIMARY KEY,
+  record json NOT NULL,
+  seen_at timestamptz NOT NULL
+);
+CREATE TABLE leases (
+  name text COLLATE "C" PRIMARY KEY,
+  holder text COLLATE "C" NOT NULL,
+  until timestamptz NOT NULL
+);
+CREATE TABLE changes (
+  seq bigserial PRIMARY KEY,
+  origin text NOT NULL,
+  at timestamptz NOT NULL DEFAULT now(),
+  body json NOT NULL
+);
+CREATE INDEX changes_at ON changes (at);
+CREATE SEQUENCE signing_keys_version;
+CREATE TABLE signing_keys (
+  kid text COLLATE "C" PRIMARY KEY,
+  key json NOT NULL,
+  version bigint NOT NULL
 );
 `
   }

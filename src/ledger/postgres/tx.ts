@@ -8,9 +8,11 @@
  * Commit order: a transaction takes its place as it sends COMMIT. Two that
  * write the same rows (a pin, a block's reference count, a provide key)
  * cannot do so out of order: the second waits on the first's row locks until
- * it has committed. Ones that write different rows commute. Telling other
- * processes later is one statement more before COMMIT (pg_notify with the
- * TxChanges: PostgreSQL delivers notifications in commit order).
+ * it has committed. Ones that write different rows commute. Other
+ * processes sharing the database are told through ./remote-feed.ts: the
+ * changes are a row of `changes` written in the transaction, and a
+ * notification naming it that PostgreSQL delivers once it commits, in commit
+ * order.
  */
 import type pg from 'pg'
 import type { CommittedChanges, PinChange } from '../changes.js'
@@ -28,6 +30,41 @@ export class TxChanges {
   readonly released: Array<[number, number]> = []
   /** a provide key became due at once */
   newKeys = false
+  /** the operator's denials changed */
+  denials = false
+
+  /** whether another process has anything to learn from it */
+  get any (): boolean {
+    return this.refs.size > 0 || this.pins.length > 0 || this.removed.length > 0 || this.queued || this.released.length > 0 || this.newKeys || this.denials
+  }
+
+  /** as the `changes` row carries it to other processes */
+  toBody (): ChangesBody {
+    return { refs: [...this.refs], pins: this.pins, removed: this.removed, queued: this.queued, released: this.released, newKeys: this.newKeys, denials: this.denials }
+  }
+
+  static fromBody (b: ChangesBody): TxChanges {
+    const c = new TxChanges()
+    for (const [k, held] of b.refs) c.refs.set(k, held)
+    c.pins.push(...b.pins)
+    c.removed.push(...b.removed)
+    c.queued = b.queued
+    c.released.push(...b.released)
+    c.newKeys = b.newKeys
+    c.denials = b.denials
+    return c
+  }
+}
+
+/** TxChanges as JSON */
+export interface ChangesBody {
+  refs: Array<[string, boolean]>
+  pins: PinChange[]
+  removed: string[]
+  queued: boolean
+  released: Array<[number, number]>
+  newKeys: boolean
+  denials: boolean
 }
 
 export interface Watchers {
@@ -36,6 +73,10 @@ export interface Watchers {
   queued: Set<() => void>
   released: Set<(blocks: number, bytes: number) => void>
   newKeys: Set<() => void>
+  /** the operator's denials changed (here or in another process) */
+  denials: Set<() => void>
+  /** changes made in other processes may have been missed (their feed was cut): followers read everything again */
+  lost: Set<() => void>
   /** told inside the transaction, before it commits (gc's protection) */
   newRefs: Set<(keys: string[]) => void>
 }
@@ -107,6 +148,11 @@ export class ChangeFeed {
     })
   }
 
+  /** what another process committed, told as it arrives (./remote-feed.ts) */
+  tellRemote (c: TxChanges): void {
+    this.tell(c)
+  }
+
   private tell (c: TxChanges): void {
     const w = this.w
     // a watcher's fault is its own: the write has committed, and the others are still told
@@ -125,6 +171,14 @@ export class ChangeFeed {
     for (const [blocks, bytes] of c.released) each(w.released, blocks, bytes)
     if (c.queued) each(w.queued)
     if (c.newKeys) each(w.newKeys)
+    if (c.denials) each(w.denials)
+  }
+
+  /** followers of the changes may have missed some */
+  tellLost (): void {
+    for (const fn of this.w.lost) {
+      try { fn() } catch (err) { queueMicrotask(() => { throw err }) }
+    }
   }
 }
 

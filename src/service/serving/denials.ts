@@ -49,13 +49,21 @@ export interface DenialsOptions {
 export class Denials {
   private operator: { list: CompiledList, records: DenialRecord[] } = { list: new CompiledList(), records: [] }
 
+  private unwatch: () => void = () => {}
+
   private constructor (private readonly o: DenialsOptions) {}
 
-  /** The denials with the operator's rules as the ledger has them now. */
+  /** The denials with the operator's rules as the ledger has them now, read again after each change (another front end's too). */
   static async open (o: DenialsOptions): Promise<Denials> {
     const d = new Denials(o)
+    d.unwatch = o.ledger?.watch(() => { void d.reload().catch(() => {}) }) ?? (() => {})
     await d.reload()
     return d
+  }
+
+  /** stops following the ledger's changes */
+  close (): void {
+    this.unwatch()
   }
 
   /** Reads the operator's rules from the ledger again (after `pind deny add|rm`). */

@@ -1,0 +1,57 @@
+/**
+ * What several serves sharing one ledger coordinate through it: which front
+ * ends are alive (each beats, `pind status` lists them), and leases, so that
+ * work meant to run once (the expiry sweep, the archive, reconciliation, gc,
+ * a region of the provide sweep) runs on one front end at a time and moves to
+ * another when its holder stops beating. A ledger one serve owns (LMDB)
+ * keeps the same promises for the processes that open it in turn.
+ *
+ * Times are the ledger's: a store shared by several machines measures a
+ * lease against its own clock, so the front ends' clocks need not agree.
+ */
+
+/** a front end as it registered itself */
+export interface FrontEndRecord {
+  /** its libp2p peer id: one per data dir */
+  id: string
+  /** the URL it serves HTTP at (as it listens) */
+  url: string
+  version: string
+  /** where its blocks are (BlockBackend.describe()) */
+  blockstore: string
+  /** the embedded facilitator's settler address, when it settles itself */
+  settler?: string
+  /** when it started (UTC) */
+  startedAt: string
+  /** its last beat (UTC, the ledger's clock) */
+  seenAt: string
+}
+
+export interface FrontEnds {
+  /** registers this front end, or refreshes its record and its beat */
+  beat(fe: Omit<FrontEndRecord, 'seenAt'>): Promise<void>
+  /** removes it (a clean stop) */
+  leave(id: string): Promise<void>
+  /** the front ends that beat within `withinMs` (every recorded one: undefined), most recently seen first */
+  list(withinMs?: number): Promise<FrontEndRecord[]>
+}
+
+export interface LeaseRecord {
+  name: string
+  holder: string
+  /** when it lapses unless renewed (UTC, the ledger's clock) */
+  until: string
+}
+
+export interface Leases {
+  /**
+   * Takes the lease `name` for `holder` for `ttlMs`, or renews it when
+   * `holder` holds it: true. False while another holder's lease has not
+   * lapsed; nothing changes then.
+   */
+  take(name: string, holder: string, ttlMs: number): Promise<boolean>
+  /** gives it up if `holder` holds it (another front end may take it at once) */
+  release(name: string, holder: string): Promise<void>
+  /** the leases not lapsed */
+  held(): Promise<LeaseRecord[]>
+}
