@@ -60,14 +60,15 @@ export async function readKeyFile (dir: string, kid: string): Promise<KeyFile | 
     const st = await fh.stat()
     if (!st.isFile()) throw new KeyStoreError(`key file ${path} is not a regular file`)
     assertOwnerOnly(path, st.mode, 'chmod 600')
-    return parseKeyFile(path, kid, await fh.readFile('utf8'))
+    return parseKeyFile(`key file ${path}`, kid, await fh.readFile('utf8'))
   } finally {
     await fh.close()
   }
 }
 
-function parseKeyFile (path: string, kid: string, text: string): KeyFile {
-  const bad = (why: string): KeyStoreError => new KeyStoreError(`key file ${path} ${why}`)
+/** A key's JSON, checked; `where` names it in errors ("key file <path>"). */
+export function parseKeyFile (where: string, kid: string, text: string): KeyFile {
+  const bad = (why: string): KeyStoreError => new KeyStoreError(`${where} ${why}`)
   let raw: unknown
   try {
     raw = JSON.parse(text)

@@ -1,34 +1,30 @@
 /**
  * The token signing keys: one file per key in the data dir's `keys/` folder
- * (mode 0700; file format in key-file.ts). The newest active key signs; every
- * active key verifies, so tokens survive a rotation until the old key is
- * retired. `pind keys` changes the folder from another process while a server
- * runs, so the server must notice without a restart.
+ * (mode 0700; file format in key-file.ts), or in the ledger several front ends
+ * share (key-source.ts). The newest active key signs; every active key
+ * verifies, so tokens survive a rotation until the old key is retired. `pind
+ * keys` changes them from another process while a server runs (or another
+ * front end does), so the server must notice without a restart.
  *
  * Algorithm: EdDSA over Ed25519. Deterministic signatures (no per-signature
  * nonce whose reuse or bias leaks the key, unlike ECDSA/ES256), small keys and
  * tokens, fast, and no curve or padding parameters to get wrong.
  *
  * Noticing changes: `refresh()` (called by TokenService before each issue and
- * verify) stats the folder at most once per `checkIntervalMs` (default 1 s) and
- * re-reads it when its inode, mtime or ctime changed. Every write is a rename
- * into the folder, which always bumps its mtime; unlike fs.watch this cannot
- * miss an event (watchers drop events under load, on network filesystems and
- * when the folder is replaced) and needs no handle to close. Because mtimes are
- * coarse (a kernel tick), a folder changed within the last 2 s is re-read on
- * every check until it settles, so two quick changes in one tick are not lost.
- * A folder that fails to load fails closed: refresh() keeps throwing until a
- * reload succeeds, rather than verifying with a possibly stale key set.
+ * verify) asks the source for its stamp at most once per `checkIntervalMs`
+ * (default 1 s) and re-reads the keys when it changed (the folder's inode,
+ * mtime and ctime; the ledger's version), or when the source cannot tell yet.
+ * Keys that fail to load fail closed: refresh() keeps throwing until a reload
+ * succeeds, rather than verifying with a possibly stale key set.
  */
-import { mkdir, readdir, stat } from 'node:fs/promises'
-import type { BigIntStats } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose'
 import { z } from 'zod/v4'
 import { text } from '../kernel/api-shapes.js'
 import { KeyStoreError, UnknownKeyError } from './errors.js'
-import { assertOwnerOnly, kidOfEntry, readKeyFile, writeKeyFile, type KeyFile, type KeyStatus } from './key-file.js'
+import type { KeyFile, KeyStatus } from './key-file.js'
+import { folderKeySource, type KeySource } from './key-source.js'
 
 export const KEY_ALG = 'EdDSA'
 
@@ -78,12 +74,9 @@ interface LoadedKey {
   privateKey?: CryptoKey
 }
 
-const SETTLE_MS = 2000
-
 export class KeyStore {
   private keys = new Map<string, LoadedKey>()
-  private stamp = ''
-  private unsettled = false
+  private stamp: string | undefined
   private failure: Error | undefined
   private lastCheck = -Infinity
   private pendingCheck: Promise<void> | undefined
@@ -92,15 +85,20 @@ export class KeyStore {
   private readonly checkIntervalMs: number
   private readonly clock: () => Date
 
-  private constructor (readonly dir: string, opts: KeyStoreOptions) {
+  /** where the keys are, for messages */
+  readonly where: string
+
+  private constructor (private readonly source: KeySource, opts: KeyStoreOptions) {
+    this.where = source.where
     this.checkIntervalMs = opts.checkIntervalMs ?? 1000
     this.clock = opts.clock ?? (() => new Date())
   }
 
-  /** Opens (creating it 0700 if needed) the key folder; creates a key if none is active. */
-  static async open (dir: string, opts: KeyStoreOptions = {}): Promise<KeyStore> {
-    await mkdir(dir, { recursive: true, mode: 0o700 })
-    const store = new KeyStore(dir, opts)
+  /** Opens the keys (a folder: created 0700 if needed); creates a key if none is active. */
+  static async open (source: KeySource | string, opts: KeyStoreOptions = {}): Promise<KeyStore> {
+    const from = typeof source === 'string' ? folderKeySource(source) : source
+    await from.open()
+    const store = new KeyStore(from, opts)
     await store.reload()
     if (store.activeKeys().length === 0) await store.rotate()
     return store
@@ -120,7 +118,7 @@ export class KeyStore {
   active (): SigningKey {
     const newest = this.activeKeys().at(-1)
     if (newest?.privateKey === undefined) {
-      throw new KeyStoreError(`no active signing key in ${this.dir}; run \`pind keys rotate\``)
+      throw new KeyStoreError(`no active signing key in ${this.where}; run \`pind keys rotate\``)
     }
     return { kid: newest.file.kid, alg: newest.file.alg, privateKey: newest.privateKey }
   }
@@ -151,7 +149,7 @@ export class KeyStore {
       privateJwk: await exportJWK(privateKey),
       publicJwk: await exportJWK(publicKey)
     }
-    await writeKeyFile(this.dir, file)
+    await this.source.write(file)
     await this.reload()
     return infoOf(file)
   }
@@ -160,13 +158,13 @@ export class KeyStore {
   async retire (kid: string): Promise<KeyInfo> {
     await this.reload()
     const k = this.keys.get(kid)
-    if (k === undefined) throw new UnknownKeyError(kid, this.dir)
+    if (k === undefined) throw new UnknownKeyError(kid, this.where)
     if (k.file.status === 'retired') return infoOf(k.file)
     if (this.activeKeys().at(-1) === k) {
       throw new KeyStoreError(`key ${kid} is the current signing key; run \`pind keys rotate\` first, then retire it`)
     }
     const file: KeyFile = { ...k.file, status: 'retired', retiredAt: this.clock().toISOString() }
-    await writeKeyFile(this.dir, file)
+    await this.source.write(file)
     await this.reload()
     return infoOf(file)
   }
@@ -175,13 +173,12 @@ export class KeyStore {
   async reload (): Promise<void> {
     const generation = ++this.started
     try {
-      const st = await this.statDir()
-      const keys = await loadKeys(this.dir)
+      const stamp = await this.source.stamp()
+      const keys = await this.loadKeys()
       if (generation < this.applied) return // a reload that started later already landed
       this.applied = generation
       this.keys = keys
-      this.stamp = stampOf(st)
-      this.unsettled = Date.now() - Number(st.mtimeMs) < SETTLE_MS
+      this.stamp = stamp
       this.failure = undefined
     } catch (err) {
       if (generation >= this.applied) {
@@ -207,22 +204,21 @@ export class KeyStore {
   }
 
   private async check (): Promise<void> {
-    let st: BigIntStats
+    let stamp: string | undefined
     try {
-      st = await this.statDir()
+      stamp = await this.source.stamp()
     } catch (err) {
       this.failure = err as Error
       throw err
     }
-    if (this.failure === undefined && !this.unsettled && stampOf(st) === this.stamp) return
+    if (this.failure === undefined && stamp !== undefined && stamp === this.stamp) return
     await this.reload()
   }
 
-  private async statDir (): Promise<BigIntStats> {
-    const st = await stat(this.dir, { bigint: true })
-    if (!st.isDirectory()) throw new KeyStoreError(`key folder ${this.dir} is not a directory`)
-    assertOwnerOnly(this.dir, Number(st.mode), 'chmod 700')
-    return st
+  private async loadKeys (): Promise<Map<string, LoadedKey>> {
+    const keys = new Map<string, LoadedKey>()
+    for (const file of await this.source.load()) keys.set(file.kid, await importKeys(this.source.whereIs(file.kid), file))
+    return keys
   }
 
   private sorted (): LoadedKey[] {
@@ -254,24 +250,8 @@ function infoOf (f: KeyFile): KeyInfo {
   }
 }
 
-function stampOf (st: BigIntStats): string {
-  return `${st.ino}:${st.mtimeNs}:${st.ctimeNs}`
-}
 
-async function loadKeys (dir: string): Promise<Map<string, LoadedKey>> {
-  const keys = new Map<string, LoadedKey>()
-  for (const name of await readdir(dir)) {
-    const kid = kidOfEntry(name)
-    if (kid === undefined) continue
-    const file = await readKeyFile(dir, kid)
-    if (file === undefined) continue
-    keys.set(kid, await importKeys(dir, file))
-  }
-  return keys
-}
-
-async function importKeys (dir: string, file: KeyFile): Promise<LoadedKey> {
-  const where = `key file ${dir}/${file.kid}.json`
+async function importKeys (where: string, file: KeyFile): Promise<LoadedKey> {
   if (file.alg !== KEY_ALG) throw new KeyStoreError(`${where} uses alg ${file.alg}; this pind signs with ${KEY_ALG} only`)
   try {
     // the thumbprint covers only public members, so equal thumbprints mean the halves belong together
