@@ -14,9 +14,10 @@ import type { Logger } from '../kernel/log.js'
 import type { AuthorizationStateReader } from '../payment/authorization-state.js'
 import type { Denials } from '../service/serving/denials.js'
 import { openCore, type Core, type CoreOptions } from './core.js'
+import type { LedgerSettings } from './open-ledger.js'
 
 /** the settings the components are built from */
-export type AssemblySettings = Pick<Config, 'denylist' | 'rpcUrl' | 'network' | 'asset'>
+export type AssemblySettings = Pick<Config, 'denylist' | 'rpcUrl' | 'network' | 'asset'> & Partial<LedgerSettings>
 
 export interface Components {
   readonly core: Core
@@ -36,7 +37,7 @@ export interface AssemblyOptions extends CoreOptions {
 }
 
 export async function assemble (paths: DataDirLayout, settings: AssemblySettings, opts: AssemblyOptions): Promise<Components> {
-  const core = await openCore(paths, opts)
+  const core = await openCore(paths, { ...opts, ledger: settings })
   const stops: Array<() => Promise<void>> = [async () => { await core.close() }]
   let denylists: Promise<DenylistSources> | undefined
   let denials: Promise<Denials> | undefined
@@ -54,7 +55,9 @@ export async function assemble (paths: DataDirLayout, settings: AssemblySettings
     denials: async () => await (denials ??= (async () => {
       const { Denials } = await import('../service/serving/denials.js')
       const files = await components.denylists()
-      return await Denials.open({ ledger: core.ledger.denials, files: () => files.files() })
+      const d = await Denials.open({ ledger: core.ledger.denials, files: () => files.files() })
+      stops.push(async () => { d.close() })
+      return d
     })()),
     chain: async () => {
       const rpcUrl = settings.rpcUrl

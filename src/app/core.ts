@@ -8,6 +8,7 @@
  * the data dir's lock.
  */
 import { KeyStore } from '../auth/keystore.js'
+import { folderKeySource, ledgerKeySource } from '../auth/key-source.js'
 import { TokenService } from '../auth/tokens.js'
 import { settingDefault } from '../config/settings.js'
 import type { DataDirLayout } from '../datadir/layout.js'
@@ -20,12 +21,16 @@ import { DirectImports } from '../ipfs/direct-import.js'
 import { InFlightBlocks } from '../ipfs/in-flight-blocks.js'
 import { WriteJournals } from '../ipfs/write-journal.js'
 import type { Ledger, RecordedSettings, UpgradeProgress } from '../ledger/ledger.js'
-import { openLmdbLedger } from '../ledger/lmdb/ledger.js'
+import { openLedger, type LedgerSettings } from './open-ledger.js'
 import type { ServableIndex } from '../service/serving/servable-blocks.js'
 import type { GcDeps } from '../service/background/gc.js'
 import { blocksHeld, settlementActions } from '../service/payments/settlement-fulfil.js'
 
 export interface CoreOptions {
+  /** which ledger (--ledger, --database-*); default: what the data dir records, else its LMDB file */
+  ledger?: Partial<LedgerSettings>
+  /** record the ledger's database in the data dir (serve) */
+  recordLedger?: boolean
   /** how long an expired pin keeps its blocks; default: what the last serve recorded, else the setting's default */
   graceMs?: number
   /**
@@ -53,11 +58,12 @@ export interface Core {
   /**
    * may this block be served: answered synchronously (bitswap asks for every
    * block). LMDB answers from its memory-mapped file, current with every
-   * commit; a ledger a round trip away would answer from ServableBlocks
-   * (service/serving/servable-blocks.ts), which loading every pin at start
-   * makes too slow to start with for a local file (measured: +2-3 s at 100,000 pins)
+   * commit; PostgreSQL from ServableBlocks (service/serving/servable-blocks.ts),
+   * loaded at the open and kept by the ledger's changes (./open-ledger.ts)
    */
   servedBlocks: ServableIndex
+  /** which ledger, for logs (no password) */
+  ledgerDescription: string
   /** where the blocks are (disk or an S3 bucket) */
   blocks: BlockBackend
   staging: BlockStaging
@@ -87,11 +93,13 @@ export interface Core {
 /** Opens the ledger (upgrading its indexes) and builds the core over it. */
 export async function openCore (paths: DataDirLayout, opts: CoreOptions = {}): Promise<Core> {
   let graceMs = 0
-  const ledger = await openLmdbLedger(paths.ledger, {
+  const opened = await openLedger(paths, opts.ledger ?? {}, {
     graceMs: (recorded) => (graceMs = opts.graceMs ?? (recorded.expiryGrace ?? settingDefault('expiryGrace')) * 1000),
     upgrade: opts.upgradeLater === true ? 'before-serving' : 'all',
-    onUpgrade: opts.onUpgrade
+    ...(opts.onUpgrade != null ? { onUpgrade: opts.onUpgrade } : {}),
+    ...(opts.recordLedger === true ? { record: true } : {})
   })
+  const { ledger } = opened
   try {
     const recorded = await ledger.recordedSettings()
     const blocks = opts.blocks ?? new FsBackend(paths.blocks)
@@ -100,7 +108,9 @@ export async function openCore (paths: DataDirLayout, opts: CoreOptions = {}): P
     const lock = new CommitLock()
     const inFlight = new InFlightBlocks(lock)
     let keys: Promise<KeyStore> | undefined
-    const keystore = async (): Promise<KeyStore> => await (keys ??= KeyStore.open(paths.keys))
+    // shared by every front end when the ledger is (a token one issues verifies on all), else the data dir's own
+    const keySource = ledger.signingKeys != null ? ledgerKeySource(ledger.signingKeys, `the ledger (${opened.describe})`) : folderKeySource(paths.keys)
+    const keystore = async (): Promise<KeyStore> => await (keys ??= KeyStore.open(keySource))
     const tokens = (ks: KeyStore, issuer: string, ttlSeconds: number): TokenService =>
       new TokenService({ keystore: ks, issuer, audience: issuer, ttlSeconds, isRevoked: async (c) => await ledger.tokens.isRevoked(c) })
     return {
@@ -108,7 +118,8 @@ export async function openCore (paths: DataDirLayout, opts: CoreOptions = {}): P
       recorded,
       graceMs,
       ledger,
-      servedBlocks: ledger.servedBlocks(),
+      servedBlocks: opened.servedBlocks,
+      ledgerDescription: opened.describe,
       blocks,
       staging,
       usage,
@@ -121,10 +132,10 @@ export async function openCore (paths: DataDirLayout, opts: CoreOptions = {}): P
       keystore,
       tokens,
       recordedTokens: async () => recorded.tokenIssuer != null && recorded.tokenTtl != null ? tokens(await keystore(), recorded.tokenIssuer, recorded.tokenTtl) : undefined,
-      close: async () => { await ledger.close() }
+      close: async () => { await opened.close() }
     }
   } catch (err) {
-    await ledger.close()
+    await opened.close()
     throw err
   }
 }

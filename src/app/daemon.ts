@@ -34,7 +34,9 @@ import { operatorStatus, type PaymentsCheck } from '../service/admin/status.js'
 import { archiveDelayMs, startArchiver } from '../service/background/archiver.js'
 import { startExpirySweeper } from '../service/background/expiry.js'
 import { removeUnreferenced } from '../service/background/gc.js'
+import { FrontEndBeat, FrontEndConflictError } from '../service/background/front-end-beat.js'
 import { GcSchedule } from '../service/background/gc-schedule.js'
+import { LeaseKeeper } from '../service/background/lease-keeper.js'
 import { Maintenance } from '../service/background/maintenance.js'
 import { Reprovider } from '../service/background/reprovider.js'
 import { metricsSources } from '../service/health/metrics-sources.js'
@@ -54,6 +56,15 @@ import { paymentGate, paymentsCheck, pricesOf, settlementReconciliation } from '
 import { apiRoutes } from './serve/routes.js'
 import { listenFailure, StartupError } from './startup-errors.js'
 
+/** how often this serve records that it is alive in the ledger (`pind status`; a front end unseen for three is gone) */
+const BEAT_INTERVAL_MS = 5_000
+/**
+ * the term of the leases on work that runs on one front end at a time, renewed every third of it:
+ * when a front end dies, another takes its work over within this (README, "Several front ends")
+ */
+const LEASE_TTL_MS = 30_000
+const LEASES = { expiry: 'expiry sweep', archive: 'archive', reconcile: 'settlement reconciliation', gc: 'gc' } as const
+
 /** blocks in flight per pin fetch: twice what saturates loopback, so latency to a remote origin is covered too (docs/internals.md, daemon.ts) */
 const BLOCKS_IN_FLIGHT = 32
 /**
@@ -72,6 +83,8 @@ export interface Daemon {
   dataDir: string
   /** whether paid writes can work (the start-up summary, the logs) */
   payments(): PaymentsCheck
+  /** where the ledger is (for the start-up summary; never a password) */
+  ledger: string
   /** where the blocks are (for the start-up summary) */
   blocks: string
   stop(deadlineMs: number): Promise<void>
@@ -109,7 +122,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
 
     // the ledger's indexes are upgraded here, before libp2p starts; what serving does not depend on, once it serves (below)
     progress('opening the ledger')
-    const components = await assemble(paths, config, { graceMs: config.expiryGrace * 1000, blocks, onUpgrade: ledgerUpgradeProgress(log, progress), upgradeLater: true, log, follow: true })
+    const components = await assemble(paths, config, { graceMs: config.expiryGrace * 1000, blocks, onUpgrade: ledgerUpgradeProgress(log, progress), upgradeLater: true, recordLedger: true, log, follow: true })
     life.add('ledger and denylists', async () => { await components.stop() })
     const { core } = components
     const { ledger, staging, usage } = core
@@ -137,35 +150,6 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
     const discard = async (b: Array<{ cid: CID, bytes: number }>): Promise<{ removed: number, freedBytes: number }> => await removeUnreferenced(core.gc, b)
     progress('removing the blocks of unfinished uploads')
     await recoverTicketWrites({ journals: core.journals, discard, tickets: ledger.tickets, log })
-
-    // settlement notes earlier runs left, reconciled against the token's authorization state on chain
-    const chain = await components.chain()
-    const settlements = settlementReconciliation(config, notes, chain, new Date(startedAt), core.settlement, log.child({ component: 'settlements' }))
-    await life.start('settlement reconciler', settlements.component)
-    // what requests retrying a payment with an open note check it with
-    const openNotes: OpenNoteDeps = { notes, ledger: pins, fulfil: core.settlement.fulfil, log: log.child({ component: 'settlements' }), ...(chain != null ? { chain } : {}) }
-
-    // gc by itself: on a schedule, and when the bytes pins released pass the watermark
-    const maintenance = new Maintenance()
-    const gc = new GcSchedule(core.gc, {
-      intervalMs: config.gcInterval * 1000,
-      watermarkBytes: config.gcWatermark,
-      log: log.child({ component: 'gc' }),
-      committed: async () => { await pins.committed() },
-      maintenance,
-      onRun: (r) => { metrics.gcRun(r.trigger, r.outcome, r.removedBlocks, r.freedBytes, r.seconds) }
-    })
-    await life.start('gc', gc)
-    const unwatchReleased = pins.watchReleased((_blocks, bytes) => { gc.released(bytes) })
-    life.add('gc: released blocks', unwatchReleased)
-
-    // the DHT's provider records of what is pinned here, renewed region by region
-    const provideKind = config.provideStrategy === 'all' ? 'blocks' : 'roots'
-    const announcer = ipfs.routing.announcer
-    const reprovider = announcer != null
-      ? new Reprovider({ keys: ledger.provides, kind: provideKind, announcer, intervalMs: config.reprovideInterval * 1000, log: log.child({ component: 'reprovider' }), onRegion: (r) => { metrics.provided(r.provided, r.failed) } })
-      : undefined
-    if (reprovider != null) await life.start('reprovider', reprovider)
 
     // the HTTP server listens now (its port makes the public URL) and answers 503 until every route is added
     const router = new Router()
@@ -196,6 +180,49 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
     // the gate after the HTTP address is ours: a start that cannot listen says that alone, no payment warnings before it
     const prices = pricesOf(config)
     const gate = paymentGate(config, prices, log, (event, amount, reason) => { metrics.payment(event, amount, reason) })
+
+    // this serve among the front ends that share the ledger (refused beside ones it cannot work with),
+    // and the leases on the work that runs on one of them at a time
+    await life.start('front end beat', joined(new FrontEndBeat({
+      frontEnds: ledger.frontEnds,
+      self: { id: ipfs.peerId, url, version: VERSION, blockstore: blocks.describe(), ...(gate?.settler != null ? { settler: gate.settler } : {}), startedAt: new Date(startedAt).toISOString() },
+      sharedBlocks: blocks.kind === 's3',
+      intervalMs: BEAT_INTERVAL_MS,
+      log
+    })))
+    const leases = new LeaseKeeper({ leases: ledger.leases, holder: ipfs.peerId, names: Object.values(LEASES), ttlMs: LEASE_TTL_MS, log: log.child({ component: 'leases' }) })
+    await life.start('leases', leases)
+
+    // settlement notes earlier runs left, reconciled against the token's authorization state on chain
+    const chain = await components.chain()
+    const settlements = settlementReconciliation(config, notes, chain, new Date(startedAt), core.settlement, log.child({ component: 'settlements' }), () => leases.holds(LEASES.reconcile))
+    await life.start('settlement reconciler', settlements.component)
+    // what requests retrying a payment with an open note check it with
+    const openNotes: OpenNoteDeps = { notes, ledger: pins, fulfil: core.settlement.fulfil, log: log.child({ component: 'settlements' }), ...(chain != null ? { chain } : {}) }
+
+    // gc by itself: on a schedule, and when the bytes pins released pass the watermark
+    const maintenance = new Maintenance()
+    const gc = new GcSchedule(core.gc, {
+      intervalMs: config.gcInterval * 1000,
+      watermarkBytes: config.gcWatermark,
+      log: log.child({ component: 'gc' }),
+      committed: async () => { await pins.committed() },
+      maintenance,
+      onRun: (r) => { metrics.gcRun(r.trigger, r.outcome, r.removedBlocks, r.freedBytes, r.seconds) },
+      when: () => leases.holds(LEASES.gc)
+    })
+    await life.start('gc', gc)
+    const unwatchReleased = pins.watchReleased((_blocks, bytes) => { gc.released(bytes) })
+    life.add('gc: released blocks', unwatchReleased)
+
+    // the DHT's provider records of what is pinned here, renewed region by region
+    const provideKind = config.provideStrategy === 'all' ? 'blocks' : 'roots'
+    const announcer = ipfs.routing.announcer
+    const reprovider = announcer != null
+      ? new Reprovider({ keys: ledger.provides, kind: provideKind, announcer, intervalMs: config.reprovideInterval * 1000, log: log.child({ component: 'reprovider' }), onRegion: (r) => { metrics.provided(r.provided, r.failed) } })
+      : undefined
+    if (reprovider != null) await life.start('reprovider', reprovider)
+
     metrics.watch(metricsSources(pins, async () => await usage.current(), () => ipfs.connections().length,
       () => gate != null ? { settlesPending: gate.settlesPending, ...(gate.balance?.balance != null ? { settlerBalanceWei: gate.balance.balance } : {}), ...(gate.nonceRecoveries != null ? { settlerNonceRecoveries: gate.nonceRecoveries } : {}) } : undefined, {
         ...(routingOn ? { routing: () => ipfs.routing.status() } : {}),
@@ -259,8 +286,8 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
     }, log))
     if (config.metricsListen != null) await life.start('metrics listener', metricsListener(config.metricsListen, metrics, log))
 
-    await life.start('expiry sweeper', startedBy(() => startExpirySweeper(pins, config.expiryGrace * 1000, config.expirySweepInterval * 1000, log)))
-    await life.start('archiver', startedBy(() => startArchiver(pins, archiveDelayMs(config.paymentTimeout), ARCHIVE_INTERVAL_MS, log)))
+    await life.start('expiry sweeper', startedBy(() => startExpirySweeper(pins, config.expiryGrace * 1000, config.expirySweepInterval * 1000, log, () => leases.holds(LEASES.expiry))))
+    await life.start('archiver', startedBy(() => startArchiver(pins, archiveDelayMs(config.paymentTimeout), ARCHIVE_INTERVAL_MS, log, () => leases.holds(LEASES.archive))))
     // pins by CID: their DAGs fetched from the network, queued ones resumed
     await life.start('pin fetcher', new PinFetcher({
       ledger: pins,
@@ -314,6 +341,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
       multiaddrs: ipfs.multiaddrs(),
       dataDir: paths.root,
       payments,
+      ledger: core.ledgerDescription,
       blocks: blocks.describe(),
       stop: async (deadlineMs) => {
         draining = true
@@ -327,6 +355,21 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
   } catch (err) {
     await life.stop()
     throw err
+  }
+}
+
+/** the front end's beat, its refusal to join the others as a start-up error */
+function joined (beat: FrontEndBeat): Component {
+  return {
+    start: async () => {
+      try {
+        await beat.start()
+      } catch (err) {
+        if (err instanceof FrontEndConflictError) throw new StartupError(err.message)
+        throw err
+      }
+    },
+    stop: async () => { await beat.stop() }
   }
 }
 

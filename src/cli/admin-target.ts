@@ -39,16 +39,22 @@ export async function runAdmin<T> (config: Readonly<Config>, label: string, ops:
     if (!existsSync(paths.adminSocket)) throw new CliError(`pind serve (pid ${holder.pid}) holds ${paths.root} but its admin socket ${paths.adminSocket} is missing`)
     return { result: await ops.viaServe(paths.adminSocket), how: { via: 'serve', pid: holder.pid } }
   }
-  if (!existsSync(paths.ledger)) throw new CliError(`${paths.root} is not a pind data dir (no ledger.mdb); run pind serve on it first`)
+  if (!existsSync(paths.ledger) && !existsSync(paths.ledgerRecord)) throw new CliError(`${paths.root} is not a pind data dir (no ledger.mdb), nor one whose ledger is in PostgreSQL (no ledger.json); run pind serve on it first`)
   const lock = acquireLock(paths.lock, paths.root, `pind ${label}`)
   try {
     // lmdb and the rest of the core load only now (--help stays instant)
     const { assemble } = await import('../app/components.js')
+    const { ledgerSettingsOf, LedgerChoiceError } = await import('../app/open-ledger.js')
+    const { LedgerRecordError } = await import('../datadir/ledger-record.js')
     const { silentLogger } = await import('../kernel/log.js')
     const blocks = await ops.blocks?.(paths)
     try {
-      const settings: AssemblySettings = { denylist: config.denylist ?? [], rpcUrl: config.rpcUrl, network: config.network, asset: config.asset }
-      const c = await assemble(paths, settings, { log: silentLogger, ...(blocks != null ? { blocks } : {}) })
+      const settings: AssemblySettings = { denylist: config.denylist ?? [], rpcUrl: config.rpcUrl, network: config.network, asset: config.asset, ...ledgerSettingsOf(config) }
+      const c = await assemble(paths, settings, { log: silentLogger, ...(blocks != null ? { blocks } : {}) }).catch((err: unknown) => {
+        // which ledger, and whether it opens, is the operator's to fix: the message says how
+        if (err instanceof LedgerChoiceError || err instanceof LedgerRecordError) throw new CliError(err.message)
+        throw err
+      })
       try {
         return { result: await ops.locally(c), how: { via: 'data-dir' } }
       } finally {

@@ -65,7 +65,7 @@ async function runImport (file: string, o: { merge?: boolean, json?: boolean }, 
     const source = fileLines(input)
     const opts: ImportOptions = { merge: o.merge === true, onProgress: (phase, c) => { progress.update(phase === 'checking' ? `checking: ${count(c.lines)} lines` : `writing: ${count(c.pins)} pins, ${count(c.payments)} payments, ${count(c.tickets)} tickets`) } }
 
-    const fresh = !existsSync(paths.ledger)
+    const fresh = !existsSync(paths.ledger) && !existsSync(paths.ledgerRecord)
     // a new ledger is created only once the input has been checked
     if (fresh) await checkImport(source, undefined, opts)
     if (!existsSync(paths.root)) {
@@ -86,7 +86,8 @@ async function runImport (file: string, o: { merge?: boolean, json?: boolean }, 
     try {
       // the core a serve would run on (admin-target.ts opens it so for the other commands)
       const { openCore } = await import('../app/core.js')
-      const core = await openCore(paths)
+      const { ledgerSettingsOf } = await import('../app/open-ledger.js')
+      const core = await openCore(paths, { ledger: ledgerSettingsOf(config), recordLedger: true })
       try {
         if (!fresh) await checkImport(source, core.ledger, opts)
         result = await writeImport(source, core.ledger, opts)

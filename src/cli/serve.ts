@@ -9,6 +9,9 @@ import { startDaemon } from '../app/daemon.js'
 import { DataDirLockedError } from '../datadir/lock.js'
 import { BlockstoreRecordError } from '../datadir/blockstore-record.js'
 import { BackendChoiceError } from '../ipfs/open-backend.js'
+import { LedgerChoiceError } from '../app/open-ledger.js'
+import { LedgerRecordError } from '../datadir/ledger-record.js'
+import { LedgerSchemaError } from '../ledger/errors.js'
 import { S3ConfigError } from '../ipfs/s3-settings.js'
 import { applyRuntime, RuntimeSettingError, type RuntimeTuning } from '../runtime/apply.js'
 import type { Logger } from '../kernel/log.js'
@@ -66,8 +69,8 @@ export async function serve (config: Readonly<Config>, log: Logger): Promise<voi
       process.stderr.write(`pind: ${err.message}\n`)
       process.exit(1)
     }
-    // the block store is misconfigured (credentials, bucket, a data dir recorded for another store)
-    if (err instanceof BackendChoiceError || err instanceof S3ConfigError || err instanceof BlockstoreRecordError) {
+    // the block store or the ledger is misconfigured (credentials, bucket, database, a data dir recorded for another store)
+    if (err instanceof BackendChoiceError || err instanceof S3ConfigError || err instanceof BlockstoreRecordError || err instanceof LedgerChoiceError || err instanceof LedgerRecordError || err instanceof LedgerSchemaError) {
       process.stderr.write(`pind: ${err.message}\n`)
       process.exit(2)
     }
@@ -84,6 +87,7 @@ export async function serve (config: Readonly<Config>, log: Logger): Promise<voi
     `  peer id:    ${daemon.peerId}`,
     ...daemon.multiaddrs.map((ma, i) => `  ${i === 0 ? 'libp2p:    ' : '           '} ${ma}`),
     `  data dir:   ${daemon.dataDir}`,
+    `  ledger:     ${daemon.ledger}`,
     `  blocks:     ${daemon.blocks}`,
     `  network:    ${config.network}`,
     `  pay to:     ${config.payTo ?? '(not configured: paid writes answer 503)'}`,

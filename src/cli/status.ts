@@ -69,6 +69,11 @@ function text (r: Obj): string {
   for (const m of rev.byMonth as Obj[]) lines.push(`  ${m.month}  ${String(m.usdc).padStart(14)} USDC  ${m.payments} payment(s)`)
   const n = r.settlementNotes as Obj
   const open = n.unchecked + n['unused-pending'] + n['paid-unfulfilled']
+  const fronts = r.frontEnds as Obj[]
+  if (fronts.length > 0) {
+    lines.push(`front ends: ${fronts.length} recorded in this ledger`)
+    for (const f of fronts) lines.push(`  ${f.id} at ${f.url}, seen ${f.seenAt}${f.leases.length > 0 ? `; runs ${(f.leases as string[]).join(', ')}` : ''}`)
+  }
   lines.push(`settlement notes: ${open === 0 ? 'none' : `${n.unchecked} unchecked, ${n['unused-pending']} unused-pending, ${n['paid-unfulfilled']} paid-unfulfilled (${n.paidUnfulfilledUsdc} USDC: refund or re-pin, then pind settlements close)`}`)
   return lines.join('\n')
 }

@@ -49,7 +49,7 @@ export function loadConfig (sources: ConfigSources): ConfigResult {
       out[s.key] = s.parse(picked.raw)
       origins[s.key] = picked.where
     } catch (err) {
-      const shown = s.secret === true ? '(hidden)' : JSON.stringify(picked.raw)
+      const shown = s.secret === true ? '(hidden)' : JSON.stringify(withoutPassword(picked.raw))
       errors.push(`invalid ${picked.where}: ${shown}: ${(err as Error).message}`)
     }
   }
@@ -117,4 +117,10 @@ function crossCheck (c: Config, errors: string[]): void {
   if (embedded && c.payTo == null) errors.push('a settler key is set (the embedded facilitator) but no --pay-to: payments would have nowhere to go; set --pay-to <address> (or remove the settler key to run without paid writes)')
   // (a routing value that did not parse is reported already)
   if (c.routing?.includes('delegated') === true && c.delegatedRoutingUrl == null) errors.push('--routing delegated needs --delegated-routing-url')
+}
+
+/** a value as an error may show it: a URL's password (user:password@) masked */
+function withoutPassword (raw: unknown): unknown {
+  if (typeof raw !== 'string') return raw
+  return raw.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/:@]*):.*@/i, '$1:***@')
 }

@@ -32,6 +32,23 @@ export type OriginPolicy = typeof ORIGIN_POLICIES[number]
 export const BLOCKSTORES = ['fs', 's3'] as const
 export type BlockstoreKind = typeof BLOCKSTORES[number]
 
+export const LEDGERS = ['lmdb', 'postgres'] as const
+export type LedgerKind = typeof LEDGERS[number]
+
+export const DATABASE_SSL_MODES = ['disable', 'require', 'verify-ca', 'verify-full'] as const
+export type DatabaseSslMode = typeof DATABASE_SSL_MODES[number]
+
+/** a postgres:// URL with no password in it (the password is a secret: the environment or a 0600 file) */
+const databaseUrl: Parser<string> = (raw) => {
+  const s = str(raw)
+  let u: URL
+  try { u = new URL(s) } catch { throw new ConfigValueError('expected a URL such as postgres://pind@db.example:5432/pind') }
+  if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:') throw new ConfigValueError('expected a postgres:// URL such as postgres://pind@db.example:5432/pind')
+  if (u.password !== '') throw new ConfigValueError('the URL holds a password: put it in PIND_DATABASE_PASSWORD or a file named by --database-password-file (mode 0600), never in a flag or a config file')
+  if (u.pathname.length <= 1) throw new ConfigValueError('the URL names no database: postgres://user@host:port/<database>')
+  return s
+}
+
 const multiaddrString: Parser<string> = (raw) => {
   const s = str(raw)
   try { multiaddr(s) } catch { throw new ConfigValueError('expected a multiaddr such as /ip4/127.0.0.1/tcp/4001') }
@@ -190,6 +207,15 @@ export interface Config {
   gcInterval: number
   gcWatermark: number
   denylist: string[]
+  /** absent: lmdb, or what the data dir records (ledger.json) */
+  ledger?: LedgerKind
+  databaseUrl?: string
+  databasePassword?: string
+  databasePasswordFile?: string
+  databasePoolSize: number
+  databaseStatementTimeout: number
+  databaseSslmode?: DatabaseSslMode
+  databaseCaFile?: string
   /** absent: fs, or what the data dir records (blockstore.json) */
   blockstore?: BlockstoreKind
   s3Endpoint?: string
@@ -295,6 +321,15 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'metricsListen', flag: '--metrics-listen <host:port>', env: 'PIND_METRICS_LISTEN', parse: hostPort, description: 'also serve GET /metrics (Prometheus) on this separate address, e.g. 127.0.0.1:9464; it is always on the admin socket' },
   { key: 'denylist', flag: '--denylist <paths>', env: 'PIND_DENYLIST', default: [], parse: list(str), description: 'IPIP-383 denylists (Kubo\'s compact *.deny format, e.g. Bad Bits): files, or directories whose *.deny files are all read; comma-separated; reloaded when they change. Denied content answers 410 at the gateway, is not sent over bitswap and is refused (451) by paid writes' },
   { key: 'shutdownTimeout', flag: '--shutdown-timeout <duration>', env: 'PIND_SHUTDOWN_TIMEOUT', default: 10, parse: duration(0, 3600), description: 'how long in-flight requests may finish after SIGTERM' },
+  // the ledger: global, because every admin command on a stopped data dir opens it
+  { key: 'ledger', flag: '--ledger <lmdb|postgres>', env: 'PIND_LEDGER', global: true, parse: oneOf(LEDGERS), description: 'where the ledger lives: lmdb (ledger.mdb in the data dir) or postgres (the database of --database-url, which several serves can share); default: what the data dir records, else lmdb' },
+  { key: 'databaseUrl', flag: '--database-url <url>', env: 'PIND_DATABASE_URL', global: true, parse: databaseUrl, description: 'the PostgreSQL database of --ledger postgres, e.g. postgres://pind@db.example:5432/pind (no password in it: PIND_DATABASE_PASSWORD or --database-password-file); default: what the data dir records' },
+  { key: 'databasePassword', env: 'PIND_DATABASE_PASSWORD', global: true, secret: true, parse: str, description: 'the database password (environment only; or the password file)' },
+  { key: 'databasePasswordFile', flag: '--database-password-file <file>', env: 'PIND_DATABASE_PASSWORD_FILE', global: true, parse: str, description: 'file holding the database password (mode 0600)' },
+  { key: 'databasePoolSize', flag: '--database-pool-size <n>', env: 'PIND_DATABASE_POOL_SIZE', global: true, default: 10, parse: int(1, 1000), description: 'connections this process keeps to the database at most' },
+  { key: 'databaseStatementTimeout', flag: '--database-statement-timeout <duration>', env: 'PIND_DATABASE_STATEMENT_TIMEOUT', global: true, default: 30, parse: duration(1, 3600), description: 'the database cancels a statement that runs longer than this' },
+  { key: 'databaseSslmode', flag: '--database-sslmode <mode>', env: 'PIND_DATABASE_SSLMODE', global: true, parse: oneOf(DATABASE_SSL_MODES), description: 'TLS to the database: disable, require (encrypted, the server not verified), verify-ca (its certificate chains to --database-ca-file), verify-full (that, and it names the host); default verify-full, or disable for a loopback host' },
+  { key: 'databaseCaFile', flag: '--database-ca-file <file>', env: 'PIND_DATABASE_CA_FILE', global: true, parse: str, description: 'PEM file of the CA the database\'s certificate must chain to (default: the system\'s CAs)' },
   // block storage: global, because gc, settlements and blocks migrate work on the blocks too
   { key: 'blockstore', flag: '--blockstore <fs|s3>', env: 'PIND_BLOCKSTORE', global: true, parse: oneOf(BLOCKSTORES), description: 'where blocks live: fs (blocks/ in the data dir) or s3 (a bucket); default: what the data dir records, else fs' },
   { key: 's3Endpoint', flag: '--s3-endpoint <url>', env: 'PIND_S3_ENDPOINT', global: true, parse: httpUrl, description: 'S3 API endpoint (R2: https://<account>.r2.cloudflarestorage.com, B2: https://s3.<region>.backblazeb2.com); default AWS S3 of the region' },

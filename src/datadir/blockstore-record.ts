@@ -7,10 +7,9 @@
  * bucket and prefix: a different bucket or prefix, or --blockstore fs, is
  * refused rather than serving an empty store.
  *
- * Written atomically (temporary file, fsync, rename, fsync of the folder).
+ * Written atomically (./atomic-json.ts).
  */
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs'
-import { dirname } from 'node:path'
+import { readJsonRecord, writeJsonAtomically } from './atomic-json.js'
 
 export interface S3Record {
   /** absent: AWS S3 itself */
@@ -35,19 +34,8 @@ export class BlockstoreRecordError extends Error {
 }
 
 export function readBlockstoreRecord (path: string): BlockstoreRecord | undefined {
-  let text: string
-  try {
-    text = readFileSync(path, 'utf8')
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined
-    throw new BlockstoreRecordError(`cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
-  }
-  let rec: Partial<BlockstoreRecord>
-  try {
-    rec = JSON.parse(text) as Partial<BlockstoreRecord>
-  } catch {
-    throw new BlockstoreRecordError(`${path} is not valid JSON`)
-  }
+  const rec = readJsonRecord(path, (m) => new BlockstoreRecordError(m)) as Partial<BlockstoreRecord> | undefined
+  if (rec == null) return undefined
   if (rec.backend === 'fs') return rec as BlockstoreRecord
   const s3 = rec.s3
   if (rec.backend !== 's3' || s3 == null || typeof s3.bucket !== 'string' || typeof s3.prefix !== 'string' || typeof s3.region !== 'string' || typeof s3.forcePathStyle !== 'boolean') {
@@ -57,15 +45,5 @@ export function readBlockstoreRecord (path: string): BlockstoreRecord | undefine
 }
 
 export function writeBlockstoreRecord (path: string, rec: BlockstoreRecord): void {
-  const tmp = `${path}.${process.pid}.tmp`
-  const fd = openSync(tmp, 'w', 0o600)
-  try {
-    writeSync(fd, JSON.stringify(rec, null, 2) + '\n')
-    fsyncSync(fd)
-  } finally {
-    closeSync(fd)
-  }
-  renameSync(tmp, path)
-  const dir = openSync(dirname(path), 'r')
-  try { fsyncSync(dir) } finally { closeSync(dir) }
+  writeJsonAtomically(path, rec)
 }

@@ -6,6 +6,10 @@ import { join } from 'node:path'
 export interface DataDirLayout {
   root: string
   ledger: string
+  /** where the ledger is when it is not ledger.mdb (a PostgreSQL database); see ledger-record.ts */
+  ledgerRecord: string
+  /** libp2p's own records (the peer store) when the ledger is a shared database: each front end keeps its own */
+  peerStore: string
   blocks: string
   /** per-import staging folders; committed blocks are renamed into `blocks` (or PUT to the bucket) */
   staging: string
@@ -28,6 +32,8 @@ export function layout (root: string): DataDirLayout {
   return {
     root,
     ledger: join(root, 'ledger.mdb'),
+    ledgerRecord: join(root, 'ledger.json'),
+    peerStore: join(root, 'peers.mdb'),
     blocks: join(root, 'blocks'),
     staging: join(root, 'staging'),
     blockstoreRecord: join(root, 'blockstore.json'),

@@ -4,7 +4,7 @@
  * from s3-client.ts so that what only names a bucket (the admin API, migrations, serve's start-up
  * checks) does not load the SDK: a data dir with its blocks on disk never loads it.
  */
-import { readFileSync, statSync } from 'node:fs'
+import { readSecretFile } from '../kernel/secret-file.js'
 import { z } from 'zod/v4'
 
 export const S3_TUNING = {
@@ -80,14 +80,7 @@ export function readS3Credentials (c: S3CredentialSources): S3Credentials {
     return { accessKeyId: c.s3AccessKeyId, secretAccessKey: c.s3SecretAccessKey, ...(c.s3SessionToken != null ? { sessionToken: c.s3SessionToken } : {}) }
   }
   if (file == null) throw new S3ConfigError('S3 credentials are missing: set PIND_S3_ACCESS_KEY_ID and PIND_S3_SECRET_ACCESS_KEY, or --s3-credentials-file <file> (mode 0600)')
-  let text: string
-  try {
-    if ((statSync(file).mode & 0o077) !== 0) throw new S3ConfigError(`the S3 credentials file ${file} must not be readable by group or others (chmod 600)`)
-    text = readFileSync(file, 'utf8')
-  } catch (err) {
-    if (err instanceof S3ConfigError) throw err
-    throw new S3ConfigError(`cannot read the S3 credentials file ${file}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`)
-  }
+  const text = readSecretFile(file, 'the S3 credentials file', (m) => new S3ConfigError(m))
   const values: Record<string, string> = {}
   for (const line of text.split(/\r?\n/)) {
     const m = /^\s*([A-Za-z_]+)\s*=\s*(\S+)\s*$/.exec(line)

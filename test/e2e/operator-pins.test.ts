@@ -121,10 +121,14 @@ describe('operator tools on real pins', () => {
     expect(BigInt(s.revenue.total)).toBeGreaterThan(0n)
     expect(s.serve).toMatchObject({ pid: pind.pid, peerId: pind.peerId, peers: { connected: 0 }, payments: { state: 'ready', ok: true, settler: chain.settlerAddress } })
     expect(s.settlementNotes).toMatchObject({ unchecked: 0, 'paid-unfulfilled': 0 })
+    // the one front end of its ledger, running every piece of background work
+    expect(s.frontEnds).toEqual([expect.objectContaining({ id: pind.peerId, url: pind.url })])
+    expect([...s.frontEnds[0].leases].sort()).toEqual(['archive', 'expiry sweep', 'gc', 'settlement reconciliation'])
     const text = await runPind(['status', '--data-dir', dataDir])
     expect(text.out).toMatch(/^serve:\s+running \(pid \d+/m)
     expect(text.out).toMatch(/^pins:\s+2 pinned, 0 queued, 0 pinning, 1 failed \(1 taken down\)/m)
     expect(text.out).toMatch(new RegExp(`^  ${month}\\s+\\S+ USDC  3 payment\\(s\\)`, 'm'))
+    expect(text.out).toMatch(new RegExp(`^  ${pind.peerId} at ${pind.url}, seen \\S+; runs `, 'm'))
   })
 
   it('offline, on the stopped data dir: pins ls, pins rm <requestid>, status; a restarted serve keeps the takedown', async () => {

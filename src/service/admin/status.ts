@@ -17,7 +17,7 @@ export type PaymentsCheck = PaymentsStatus | { state: 'no-pay-to' | 'no-facilita
 
 export interface StatusDeps {
   /** pins and payments are read from one snapshot of it; the settlement notes as they are */
-  ledger: Pick<Ledger, 'snapshot' | 'notes'>
+  ledger: Pick<Ledger, 'snapshot' | 'notes' | 'frontEnds' | 'leases'>
   dataDir: string
   usage: () => Promise<Usage>
   /** a running serve */
@@ -66,7 +66,7 @@ export async function operatorStatus (d: StatusDeps, now: Date = new Date()) {
     notes[state] = (notes[state] ?? 0) + 1
     if (state === 'paid-unfulfilled') unfulfilled += BigInt(n.amount)
   }
-  const [used, fs] = await Promise.all([d.usage(), statfs(d.dataDir).catch(() => undefined)])
+  const [used, fs, frontEnds, leases] = await Promise.all([d.usage(), statfs(d.dataDir).catch(() => undefined), d.ledger.frontEnds.list(), d.ledger.leases.held()])
   const report: Record<string, unknown> = {
     dataDir: d.dataDir,
     pins: { ...pins, takenDown },
@@ -78,6 +78,8 @@ export async function operatorStatus (d: StatusDeps, now: Date = new Date()) {
     },
     revenue: { total: total.toString(), totalUsdc: formatUsdc(total), byMonth: revenue },
     settlementNotes: { ...notes, paidUnfulfilledAmount: unfulfilled.toString(), paidUnfulfilledUsdc: formatUsdc(unfulfilled) },
+    // the serves that share this ledger, each with the background work it holds
+    frontEnds: frontEnds.map(f => ({ ...f, leases: leases.filter(l => l.holder === f.id).map(l => l.name) })),
     serve: null
   }
   if (d.live != null) {

@@ -28,14 +28,15 @@ export function archiveDelayMs (paymentTimeoutSeconds: number): number {
   return paymentTimeoutSeconds * 1000 + 60_000
 }
 
-export function startArchiver (pins: Pick<PinLedger, 'archiveDue'>, delayMs: number, intervalMs: number, log: Logger): Archiver {
+/** `when`: passes on the schedule only while it says so (./lease-keeper.ts) */
+export function startArchiver (pins: Pick<PinLedger, 'archiveDue'>, delayMs: number, intervalMs: number, log: Logger, when?: () => boolean): Archiver {
   let stopped = false
   const periodic = startPeriodic(async () => {
     const now = Date.now()
     const total = await pins.archiveDue(new Date(now - delayMs), async () => { await new Promise(resolve => setImmediate(resolve)) }, () => stopped, undefined, new Date(now))
     if (total > 0) log.debug('removed pins archived', { count: total })
     return total
-  }, intervalMs, (err) => { log.error('archiving removed pins failed', { error: err }) })
+  }, intervalMs, (err) => { log.error('archiving removed pins failed', { error: err }) }, when)
   return {
     pass: periodic.run,
     // a pass under way ends after its current batch

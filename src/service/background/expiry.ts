@@ -16,11 +16,12 @@ export interface ExpirySweeper {
   stop(): Promise<void>
 }
 
-export function startExpirySweeper (pins: PinLedger, graceMs: number, intervalMs: number, log: Logger): ExpirySweeper {
+/** `when`: sweeps on the schedule only while it says so (./lease-keeper.ts) */
+export function startExpirySweeper (pins: PinLedger, graceMs: number, intervalMs: number, log: Logger, when?: () => boolean): ExpirySweeper {
   const periodic = startPeriodic(async () => {
     const n = await sweepExpired(pins, new Date(Date.now() - graceMs))
     if (n > 0) log.info('expired pins swept', { count: n })
     return n
-  }, intervalMs, (err) => { log.error('expiry sweep failed', { error: err }) })
+  }, intervalMs, (err) => { log.error('expiry sweep failed', { error: err }) }, when)
   return { sweep: periodic.run, stop: periodic.stop }
 }

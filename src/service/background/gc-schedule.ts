@@ -45,6 +45,8 @@ export interface GcScheduleOptions {
   onRun?: (r: GcRunReport) => void
   /** how long the watermark waits after a skipped run before it tries again (default SKIPPED_RETRY_MS) */
   skippedRetryMs?: number
+  /** runs by interval and watermark happen only while it says so (this front end holds gc's lease: ./lease-keeper.ts) */
+  when?: () => boolean
 }
 
 export class GcSchedule {
@@ -62,7 +64,7 @@ export class GcSchedule {
   /** runs every interval from now on (the watermark's runs need no start) */
   start (): void {
     if (this.opts.intervalMs > 0 && this.timer == null && !this.stopped) {
-      this.timer = setInterval(() => { void this.run('interval') }, this.opts.intervalMs)
+      this.timer = setInterval(() => { if (this.opts.when?.() !== false) void this.run('interval') }, this.opts.intervalMs)
       this.timer.unref()
     }
   }
@@ -98,7 +100,7 @@ export class GcSchedule {
 
   private checkWatermark (): void {
     if (this.opts.watermarkBytes > 0 && this.estimate >= this.opts.watermarkBytes && this.running == null && !this.stopped &&
-      performance.now() >= this.watermarkNotBefore) void this.run('watermark')
+      performance.now() >= this.watermarkNotBefore && this.opts.when?.() !== false) void this.run('watermark')
   }
 
   /** the watermark starts no run for `ms`, then looks again (a release meanwhile does not start one either) */

@@ -8,7 +8,8 @@ export interface Periodic<T> {
   stop(): Promise<void>
 }
 
-export function startPeriodic<T> (task: () => Promise<T>, intervalMs: number, onError: (err: Error) => void): Periodic<T> {
+/** `when`: scheduled runs happen only while it says so (this front end holds the work's lease); run() always runs */
+export function startPeriodic<T> (task: () => Promise<T>, intervalMs: number, onError: (err: Error) => void, when: () => boolean = () => true): Periodic<T> {
   let running: Promise<T> | undefined
   let stopped = false
   const run = async (): Promise<T> => {
@@ -16,7 +17,7 @@ export function startPeriodic<T> (task: () => Promise<T>, intervalMs: number, on
     return await running
   }
   const timer = setInterval(() => {
-    if (stopped) return
+    if (stopped || !when()) return
     run().catch(onError)
   }, intervalMs)
   timer.unref()

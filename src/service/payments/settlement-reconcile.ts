@@ -187,6 +187,8 @@ export interface ReconcilerOptions {
   release?: ReconcileOptions['release']
   /** when serve started: its own younger notes may still be settling */
   startedAt: Date
+  /** passes on the schedule happen only while it says so (this front end holds the lease: src/service/background/lease-keeper.ts); run() always runs */
+  when?: () => boolean
 }
 
 /**
@@ -206,6 +208,11 @@ export function settlementReconciler (notes: SettlementNotes, chain: Authorizati
     return await pass
   }
   const tick = (): void => {
+    if (o.when?.() === false) {
+      timer = setTimeout(tick, o.intervalMs)
+      timer.unref()
+      return
+    }
     run().then((r) => {
       if (r.error != null && !abort.signal.aborted) {
         o.log.warn('settlement notes could not be reconciled; retrying later', { error: r.error, retryInSeconds: Math.round(o.intervalMs / 1000) })

@@ -1,0 +1,130 @@
+/**
+ * Which ledger a data dir uses, and opening it: LMDB in the data dir's own
+ * ledger.mdb (the default), or a PostgreSQL database several serves share
+ * (--ledger postgres, --database-url; recorded in ledger.json, so admin
+ * commands on the stopped data dir open the same one). The only place that
+ * knows both implementations.
+ */
+import { existsSync } from 'node:fs'
+import { isIP } from 'node:net'
+import type { Config } from '../config/settings.js'
+import type { DataDirLayout } from '../datadir/layout.js'
+import { readSecretFile } from '../kernel/secret-file.js'
+import { readLedgerRecord, writeLedgerRecord } from '../datadir/ledger-record.js'
+import { LedgerSchemaError } from '../ledger/errors.js'
+import type { Ledger, RecordedSettings, UpgradeProgress } from '../ledger/ledger.js'
+import { openLmdbDatastore } from '../ledger/lmdb/datastore.js'
+import { openLmdbLedger } from '../ledger/lmdb/ledger.js'
+import { openPostgresLedger } from '../ledger/postgres/ledger.js'
+import { ServableBlocks, type ServableIndex } from '../service/serving/servable-blocks.js'
+
+/** the settings a ledger is chosen and opened with */
+export type LedgerSettings = Pick<Config, 'ledger' | 'databaseUrl' | 'databasePassword' | 'databasePasswordFile' | 'databasePoolSize' | 'databaseStatementTimeout' | 'databaseSslmode' | 'databaseCaFile'>
+
+const LEDGER_KEYS = ['ledger', 'databaseUrl', 'databasePassword', 'databasePasswordFile', 'databasePoolSize', 'databaseStatementTimeout', 'databaseSslmode', 'databaseCaFile'] as const
+
+/** the ledger settings of a configuration (those it sets) */
+export function ledgerSettingsOf (config: Partial<Config>): Partial<LedgerSettings> {
+  return Object.fromEntries(LEDGER_KEYS.filter(k => config[k] != null).map(k => [k, config[k]])) as Partial<LedgerSettings>
+}
+
+export class LedgerChoiceError extends Error {
+  override name = 'LedgerChoiceError'
+}
+
+export interface OpenLedgerOptions {
+  graceMs: (recorded: Partial<RecordedSettings>) => number
+  upgrade: 'before-serving' | 'all'
+  onUpgrade?: (p: UpgradeProgress) => void
+  /** write ledger.json when the data dir starts using a database (serve) */
+  record?: boolean
+}
+
+export interface OpenedLedger {
+  ledger: Ledger
+  /** may this block be served, answered synchronously */
+  servedBlocks: ServableIndex
+  /** what the ledger is, for logs: never a password */
+  describe: string
+  close(): Promise<void>
+}
+
+export async function openLedger (paths: DataDirLayout, s: Partial<LedgerSettings>, o: OpenLedgerOptions): Promise<OpenedLedger> {
+  const recorded = readLedgerRecord(paths.ledgerRecord)
+  const kind = s.ledger ?? (recorded != null ? 'postgres' : 'lmdb')
+  if (kind === 'lmdb') {
+    if (recorded != null) throw new LedgerChoiceError(`this data dir's ledger is in PostgreSQL (${recorded.url}, ${paths.ledgerRecord}): drop --ledger lmdb (PIND_LEDGER)`)
+    const ledger = await openLmdbLedger(paths.ledger, { graceMs: o.graceMs, upgrade: o.upgrade, ...(o.onUpgrade != null ? { onUpgrade: o.onUpgrade } : {}) })
+    // LMDB answers from its memory-mapped file, current with every commit (loading every pin first cost 2-3 s of start-up at 100,000 pins)
+    return { ledger, servedBlocks: ledger.servedBlocks(), describe: `LMDB ${paths.ledger}`, close: async () => { await ledger.close() } }
+  }
+  const url = s.databaseUrl ?? recorded?.url
+  if (url == null) throw new LedgerChoiceError('--ledger postgres needs --database-url (PIND_DATABASE_URL)')
+  if (existsSync(paths.ledger)) {
+    throw new LedgerChoiceError(`this data dir has its own ledger (${paths.ledger}): a PostgreSQL ledger starts in a fresh data dir; move the records with \`pind export-ledger\` here and \`pind import-ledger --ledger postgres\` in the new one`)
+  }
+  const peers = openLmdbDatastore(paths.peerStore)
+  try {
+    const ledger = await openPostgresLedger({
+      connectionString: withPassword(url, password(s)),
+      poolSize: s.databasePoolSize ?? 10,
+      statementTimeoutMs: (s.databaseStatementTimeout ?? 30) * 1000,
+      ssl: { mode: s.databaseSslmode ?? (isLocal(url) ? 'disable' : 'verify-full'), ...(s.databaseCaFile != null ? { caFile: s.databaseCaFile } : {}) },
+      graceMs: o.graceMs,
+      datastore: peers.datastore
+    }).catch((err: unknown) => {
+      if (err instanceof LedgerSchemaError) throw err
+      // the message names the database without its password (src/ledger/postgres/connection.ts)
+      throw new LedgerChoiceError(`cannot open the ledger's database ${url}: ${(err as Error).message}`)
+    })
+    try {
+      if (o.record === true && recorded?.url !== url) writeLedgerRecord(paths.ledgerRecord, { backend: 'postgres', url, since: new Date().toISOString() })
+      // a round trip per block would not do for bitswap: served from memory, kept by the ledger's changes
+      const served = new ServableBlocks(ledger.pins)
+      await served.load()
+      return {
+        ledger,
+        servedBlocks: served,
+        describe: `PostgreSQL ${url}`,
+        close: async () => {
+          served.close()
+          await ledger.close()
+          await peers.close()
+        }
+      }
+    } catch (err) {
+      await ledger.close()
+      throw err
+    }
+  } catch (err) {
+    await peers.close()
+    throw err
+  }
+}
+
+/** the password from the environment or its file (0600), if any */
+function password (s: Partial<LedgerSettings>): string | undefined {
+  if (s.databasePassword != null && s.databasePasswordFile != null) throw new LedgerChoiceError('set either PIND_DATABASE_PASSWORD or --database-password-file, not both')
+  if (s.databasePassword != null) return s.databasePassword
+  const file = s.databasePasswordFile
+  if (file == null) return undefined
+  return readSecretFile(file, 'the database password file', (m) => new LedgerChoiceError(m)).replace(/\r?\n$/, '')
+}
+
+function withPassword (url: string, pw: string | undefined): string {
+  if (pw == null) return url
+  const u = new URL(url)
+  u.password = encodeURIComponent(pw)
+  return u.toString()
+}
+
+/** a database on this machine (loopback, or a Unix socket named by ?host=/path): no TLS unless asked for */
+function isLocal (url: string): boolean {
+  const u = new URL(url)
+  const socket = u.searchParams.get('host')
+  if (socket?.startsWith('/') === true) return true
+  const host = u.hostname.replace(/^\[|\]$/g, '')
+  if (host === '' || host === 'localhost') return true
+  if (isIP(host) === 4) return host.startsWith('127.')
+  return host === '::1'
+}
