@@ -5,7 +5,9 @@
  * commands on the stopped data dir open the same one). The only place that
  * knows both implementations.
  */
-import { existsSync } from 'node:fs'
+import { existsSync, renameSync } from 'node:fs'
+import { MemoryDatastore } from 'datastore-core'
+import { folderKeySource, ledgerKeySource, type KeySource } from '../auth/key-source.js'
 import { isIP } from 'node:net'
 import type { Config } from '../config/settings.js'
 import type { DataDirLayout } from '../datadir/layout.js'
@@ -127,4 +129,68 @@ function isLocal (url: string): boolean {
   if (host === '' || host === 'localhost') return true
   if (isIP(host) === 4) return host.startsWith('127.')
   return host === '::1'
+}
+
+/** both ledgers of `pind ledger migrate`, and how to make the data dir use the target once it is verified */
+export interface MigrationSides {
+  from: Ledger
+  to: Ledger
+  keysFrom: KeySource
+  keysTo: KeySource
+  /** the data dir uses the target from now on (ledger.json written or set aside; the old LMDB files kept beside, renamed) */
+  switchOver(): void
+  close(): Promise<void>
+}
+
+/** Opens the data dir's ledger and the one `to` names, for a migration between them (serve stopped: the caller holds the lock). */
+export async function openMigration (paths: DataDirLayout, s: Partial<LedgerSettings>, to: 'lmdb' | 'postgres'): Promise<MigrationSides> {
+  const recorded = readLedgerRecord(paths.ledgerRecord)
+  const current = recorded != null ? 'postgres' : 'lmdb'
+  if (current === to) throw new LedgerChoiceError(`this data dir's ledger is in ${to === 'lmdb' ? 'LMDB' : 'PostgreSQL'} already${recorded != null ? ` (${recorded.url})` : ''}`)
+  const url = to === 'postgres' ? s.databaseUrl : recorded?.url
+  if (url == null) throw new LedgerChoiceError('--to postgres needs --database-url (PIND_DATABASE_URL)')
+  if (to === 'postgres' && !existsSync(paths.ledger)) throw new LedgerChoiceError(`this data dir has no ledger to move (${paths.ledger})`)
+  const pg = await openPostgresLedger({
+    connectionString: withPassword(url, password(s)),
+    poolSize: s.databasePoolSize ?? 10,
+    statementTimeoutMs: (s.databaseStatementTimeout ?? 30) * 1000,
+    ssl: { mode: s.databaseSslmode ?? (isLocal(url) ? 'disable' : 'verify-full'), ...(s.databaseCaFile != null ? { caFile: s.databaseCaFile } : {}) },
+    graceMs: () => 0,
+    // libp2p's records stay with the front end: not moved
+    datastore: new MemoryDatastore()
+  }).catch((err: unknown) => {
+    if (err instanceof LedgerSchemaError) throw err
+    throw new LedgerChoiceError(`cannot open the database ${url}: ${(err as Error).message}`)
+  })
+  let lmdb: Awaited<ReturnType<typeof openLmdbLedger>>
+  try {
+    lmdb = await openLmdbLedger(paths.ledger, { graceMs: () => 0, upgrade: 'all' })
+  } catch (err) {
+    await pg.close()
+    throw err
+  }
+  const folder = folderKeySource(paths.keys)
+  const shared = ledgerKeySource(pg.signingKeys, `the database ${url}`)
+  await folder.open()
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-')
+  return {
+    from: to === 'postgres' ? lmdb : pg,
+    to: to === 'postgres' ? pg : lmdb,
+    keysFrom: to === 'postgres' ? folder : shared,
+    keysTo: to === 'postgres' ? shared : folder,
+    switchOver: () => {
+      if (to === 'postgres') {
+        writeLedgerRecord(paths.ledgerRecord, { backend: 'postgres', url, since: new Date().toISOString() })
+        for (const f of [paths.ledger, `${paths.ledger}-lock`, paths.ledgerArchive, `${paths.ledgerArchive}-lock`]) {
+          if (existsSync(f)) renameSync(f, `${f}.moved-to-postgres-${stamp}`)
+        }
+      } else {
+        renameSync(paths.ledgerRecord, `${paths.ledgerRecord}.moved-to-lmdb-${stamp}`)
+      }
+    },
+    close: async () => {
+      await lmdb.close()
+      await pg.close()
+    }
+  }
 }

@@ -17,6 +17,7 @@ import { exportLedgerCommand } from './export-ledger.js'
 import { gcCommand } from './gc.js'
 import { denyCommand } from './deny.js'
 import { importLedgerCommand } from './import-ledger.js'
+import { ledgerCommand } from './ledger.js'
 import { keysCommand } from './keys.js'
 import { pinsCommand } from './pins.js'
 import { routingCommand } from './routing.js'
@@ -63,6 +64,7 @@ export function buildProgram (): Command {
   gcCommand(program)
   exportLedgerCommand(program)
   importLedgerCommand(program)
+  ledgerCommand(program)
   keysCommand(program)
   settlementsCommand(program)
   pinsCommand(program)

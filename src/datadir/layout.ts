@@ -6,6 +6,8 @@ import { join } from 'node:path'
 export interface DataDirLayout {
   root: string
   ledger: string
+  /** removed pins and their payments, moved out of `ledger` (src/ledger/lmdb/archive.ts) */
+  ledgerArchive: string
   /** where the ledger is when it is not ledger.mdb (a PostgreSQL database); see ledger-record.ts */
   ledgerRecord: string
   /** libp2p's own records (the peer store) when the ledger is a shared database: each front end keeps its own */
@@ -32,6 +34,7 @@ export function layout (root: string): DataDirLayout {
   return {
     root,
     ledger: join(root, 'ledger.mdb'),
+    ledgerArchive: join(root, 'ledger-archive.mdb'),
     ledgerRecord: join(root, 'ledger.json'),
     peerStore: join(root, 'peers.mdb'),
     blocks: join(root, 'blocks'),

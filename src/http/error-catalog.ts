@@ -115,7 +115,7 @@ export const FAULTS: readonly string[] = [
   'StalledError', 'P2pListenError', 'BlockHashMismatchError', 'CorruptBlockError', 'HealthCheckError', 'ImportError', 'CannotFulfilError',
   'HeaderError', 'RuleError', 'DenylistConfigError', 'AdminCallError',
   'BlockstoreRecordError', 'BackendChoiceError', 'S3ConfigError', 'S3RequestError', 'S3DeadlineError', 'RuntimeSettingError',
-  'UpgradeHalted', 'LedgerChoiceError', 'LedgerRecordError', 'FrontEndConflictError'
+  'UpgradeHalted', 'LedgerChoiceError', 'LedgerRecordError', 'FrontEndConflictError', 'LedgerMigrateError'
 ]
 
 /** What an error becomes on the wire. */

@@ -23,4 +23,6 @@ export interface TokenLedger {
   wasIssued(jti: string): Promise<boolean>
   revokedAt(jti: string): Promise<string | undefined>
   listIssued(): Promise<Array<IssuedTokenRecord & { revoked?: string }>>
+  /** every revocation, of recorded tokens and wallet tokens alike (what a move to another ledger carries) */
+  revocations(): Promise<{ tokens: Array<{ jti: string, at: string }>, owners: Array<{ owner: string, iat: number }> }>
 }

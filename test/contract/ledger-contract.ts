@@ -625,6 +625,16 @@ export function describeLedgerContract (name: string, open: () => Promise<Opened
     })
 
     describe('tokens', () => {
+      it('revocations lists every revoked jti (recorded or not) and every owner revocation, the latest time per owner', async () => {
+        expect(await ledger.tokens.revocations()).toEqual({ tokens: [], owners: [] })
+        await ledger.tokens.revokeToken('jti-wallet', new Date('2026-11-01T00:00:00.000Z'))
+        await ledger.tokens.revokeOwner('0x' + 'E5'.repeat(20), new Date('2026-11-02T00:00:00.000Z'))
+        await ledger.tokens.revokeOwner('0x' + 'e5'.repeat(20), new Date('2026-11-01T00:00:00.000Z'))
+        const r = await ledger.tokens.revocations()
+        expect(r.tokens).toEqual([{ jti: 'jti-wallet', at: '2026-11-01T00:00:00.000Z' }])
+        expect(r.owners).toEqual([{ owner: '0x' + 'e5'.repeat(20), iat: Date.parse('2026-11-02T00:00:00.000Z') / 1000 }])
+      })
+
       it('revokeToken revokes one jti; revokeOwner the owner\'s tokens issued at or before its time', async () => {
         const owner = '0x' + 'd4'.repeat(20)
         const at = new Date('2026-11-28T12:00:00.000Z')

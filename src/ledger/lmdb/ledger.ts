@@ -82,7 +82,8 @@ export class LmdbLedger implements Ledger {
       isRevoked: async (claims) => tokens.isRevoked(claims),
       wasIssued: async (jti) => tokens.wasIssued(jti),
       revokedAt: async (jti) => tokens.revokedAt(jti),
-      listIssued: async () => [...tokens.listIssued()]
+      listIssued: async () => [...tokens.listIssued()],
+      revocations: async () => tokens.revocations()
     }
     const denials = new DenialLedger(env)
     const denialWatchers = new Set<() => void>()

@@ -53,6 +53,13 @@ export class TokenLedger {
     return this.revokedJti.get(jti)
   }
 
+  revocations (): { tokens: Array<{ jti: string, at: string }>, owners: Array<{ owner: string, iat: number }> } {
+    return {
+      tokens: [...this.revokedJti.getRange()].map(({ key, value }) => ({ jti: key, at: value })),
+      owners: [...this.revokedOwners.getRange()].map(({ key, value }) => ({ owner: key, iat: value }))
+    }
+  }
+
   * listIssued (): Generator<IssuedTokenRecord & { revoked?: string }> {
     for (const { value } of this.issued.getRange()) {
       const revoked = this.revokedJti.get(value.jti) ?? (this.isRevoked({ jti: value.jti, sub: value.owner, iat: Math.floor(Date.parse(value.issuedAt) / 1000) }) ? 'by owner' : undefined)

@@ -26,6 +26,10 @@ export function tokenLedger (db: Db): TokenLedger {
     isRevoked,
     wasIssued: async (jti) => (await db.query('SELECT 1 FROM tokens_issued WHERE jti = $1', [jti])).rows.length > 0,
     revokedAt: async (jti) => (await db.query<{ at: string }>('SELECT at FROM tokens_revoked WHERE jti = $1', [jti])).rows[0]?.at,
+    revocations: async () => ({
+      tokens: (await db.query<{ jti: string, at: string }>('SELECT jti, at FROM tokens_revoked ORDER BY jti')).rows.map(r => ({ jti: r.jti, at: r.at })),
+      owners: (await db.query<{ owner: string, iat: string }>('SELECT owner, iat FROM owners_revoked ORDER BY owner')).rows.map(r => ({ owner: r.owner, iat: Number(r.iat) }))
+    }),
     listIssued: async () => {
       const r = await db.query<{ record: IssuedTokenRecord, at: string | null, by_owner: boolean }>(`SELECT t.record, r.at,
         EXISTS (SELECT 1 FROM owners_revoked o WHERE o.owner = (t.record->>'owner') COLLATE "C" AND floor(extract(epoch FROM (t.record->>'issuedAt')::timestamptz)) <= o.iat) AS by_owner

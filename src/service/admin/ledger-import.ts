@@ -48,6 +48,11 @@ export class ImportError extends PindError {
 export interface ImportOptions {
   /** add to a ledger that already holds pins (ids it already has are refused) */
   merge?: boolean
+  /**
+   * finish an import that stopped part way (a migration): records the ledger
+   * holds already are skipped, not refused; the caller verifies them
+   */
+  resume?: boolean
   now?: Date
   /** records per transaction */
   batchSize?: number
@@ -116,7 +121,7 @@ export async function checkImport (source: LineSource, target: ImportTarget | un
 }
 
 async function checkLines (source: LineSource, target: ImportTarget | undefined, opts: ImportOptions): Promise<ImportCheck> {
-  if (target != null && opts.merge !== true && !(await ledgerIsEmpty(target))) {
+  if (target != null && opts.merge !== true && opts.resume !== true && !(await ledgerIsEmpty(target))) {
     throw new ImportError('the ledger already holds pins, payments or upload tickets; import-ledger fills an empty ledger (use --merge to add to this one: requestids, payments and tickets it already holds are refused)')
   }
   const errors: string[] = []
@@ -250,11 +255,13 @@ export async function writeImport (source: LineSource, target: ImportTarget, opt
           }
           result.requeued++
         }
-        pins.push(entry)
+        if (opts.resume !== true || !(await target.pins.known(entry.pin.requestid))) pins.push(entry)
       } else if (obj.type === 'payment') {
-        payments.push(paymentFromLine(obj))
+        const p = paymentFromLine(obj)
+        if (opts.resume !== true || !(await target.pins.knownPayment(p.id))) payments.push(p)
       } else if (obj.type === 'ticket') {
-        tickets.push(ticketFromLine(obj))
+        const t = ticketFromLine(obj)
+        if (opts.resume !== true || (await target.tickets.get(t.id)) == null) tickets.push(t)
       }
     } catch (err) {
       if (err instanceof LineError) throw new ImportError(`line ${n}: ${err.message} (the input changed since it was checked?)`)
