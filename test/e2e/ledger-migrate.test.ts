@@ -31,6 +31,19 @@ afterAll(async () => {
   await chain?.stop()
 })
 
+/** a serve on `dataDir` takes one paid upload of `bytes` and stops: the upload's CID */
+async function paidUpload (dataDir: string, bytes: Uint8Array, extra: string[] = []): Promise<string> {
+  const { args, env } = chainArgs(chain)
+  const s = await startPind({ dataDir, args: [...args, ...extra], env })
+  try {
+    const r = await payingFetch(chain, chain.payers[0]!.privateKey)(`${s.url}/upload`, { method: 'POST', body: uploadForm(bytes), headers: { 'x-pin-duration-months': '1' } })
+    expect(r.status).toBe(201)
+    return (await r.json() as { cid: string }).cid
+  } finally {
+    expect(await s.stop()).toBe(0)
+  }
+}
+
 const pind = async (dataDir: string, ...args: string[]): Promise<{ code: number | null, out: string, err: string }> =>
   await runPind([...args, '--data-dir', dataDir])
 
@@ -39,16 +52,9 @@ describe('pind ledger migrate', () => {
     const dataDir = tempDir('pind-migrate-')
     const { args, env } = chainArgs(chain)
     const serve = async (): Promise<PindProcess> => await startPind({ dataDir, args: [...args, '--token-issuer', 'pind-migrate-test'], env })
-    let s = await serve()
     const bytes = randomBytes(200_000)
-    let cid: string
-    try {
-      const r = await payingFetch(chain, chain.payers[0]!.privateKey)(`${s.url}/upload`, { method: 'POST', body: uploadForm(bytes), headers: { 'x-pin-duration-months': '1' } })
-      expect(r.status).toBe(201)
-      cid = (await r.json() as { cid: string }).cid
-    } finally {
-      expect(await s.stop()).toBe(0)
-    }
+    const cid = await paidUpload(dataDir, bytes, ['--token-issuer', 'pind-migrate-test'])
+    let s: PindProcess
     const mint = async (): Promise<string> => {
       const r = await pind(dataDir, 'keys', 'mint', '--owner', OWNER, '--json')
       expect(r.code, r.err).toBe(0)
@@ -96,14 +102,7 @@ describe('pind ledger migrate', () => {
   it('resumes into a database that holds the records already, and refuses one that holds others without switching', async () => {
     // a ledger with a pin, exported and imported (as a run that stopped after its records would leave it)
     const source = tempDir('pind-migrate-')
-    const { args, env } = chainArgs(chain)
-    const s = await startPind({ dataDir: source, args, env })
-    try {
-      const r = await payingFetch(chain, chain.payers[0]!.privateKey)(`${s.url}/upload`, { method: 'POST', body: uploadForm(randomBytes(5000)), headers: { 'x-pin-duration-months': '1' } })
-      expect(r.status).toBe(201)
-    } finally {
-      expect(await s.stop()).toBe(0)
-    }
+    await paidUpload(source, randomBytes(5000))
     const file = join(tempDir('pind-migrate-'), 'l.jsonl')
     expect((await pind(source, 'export-ledger', '--with-blocks', '-o', file)).code).toBe(0)
     const { url } = await db.freshDatabase()
@@ -116,13 +115,7 @@ describe('pind ledger migrate', () => {
 
     // a database holding records of another ledger: refused before anything is written, the data dir untouched
     const differs = tempDir('pind-migrate-')
-    const s2 = await startPind({ dataDir: differs, args, env })
-    try {
-      const r = await payingFetch(chain, chain.payers[0]!.privateKey)(`${s2.url}/upload`, { method: 'POST', body: uploadForm(randomBytes(5000)), headers: { 'x-pin-duration-months': '1' } })
-      expect(r.status).toBe(201)
-    } finally {
-      expect(await s2.stop()).toBe(0)
-    }
+    await paidUpload(differs, randomBytes(5000))
     const refused = await pind(differs, 'ledger', 'migrate', '--to', 'postgres', '--database-url', url)
     expect(refused.code).toBe(1)
     expect(refused.err).toMatch(/the target holds pin .*, which this ledger does not: move into an empty database \(nothing was written\)/)
