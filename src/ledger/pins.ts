@@ -16,6 +16,12 @@ export interface PinLedger extends LedgerChanges {
   /** Is the pin live (not removed, not failed, before pinned_until plus the grace)? A function of the record alone. */
   isLive(pin: PinRecord, now?: Date): boolean
 
+  /**
+   * A `created` for a new pin: after every one this ledger handed out, to
+   * any front end sharing it, by a whole millisecond at least (clients that
+   * page with before=<created> parsed to milliseconds page exactly).
+   */
+  nextCreated(): Promise<{ us: number, iso: string }>
   get(requestid: string): Promise<PinRecord | undefined>
   /** whether a pin with this requestid was ever recorded (archived ones too) */
   known(requestid: string): Promise<boolean>

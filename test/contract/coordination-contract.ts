@@ -7,6 +7,8 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import type { FrontEndRecord } from '../../src/ledger/coordination.js'
+import { newRequestid } from '../../src/ledger/requestid.js'
+import { pinRecord } from '../helpers/records.js'
 import type { OpenedLedger } from './ledger-contract.js'
 
 function frontEnd (id: string, over: Partial<FrontEndRecord> = {}): Omit<FrontEndRecord, 'seenAt'> {
@@ -72,6 +74,18 @@ export function describeCoordinationContract (name: string, open: () => Promise<
       const sweep = (await leases.held()).find(l => l.name === 'sweep')
       expect(sweep?.holder).toBe('b')
       expect(Date.parse(sweep?.until ?? '')).toBeGreaterThan(Date.now() + 50_000)
+    })
+
+    it('nextCreated hands out increasing values a whole millisecond apart, also when asked many times at once, and after every pin recorded', async () => {
+      const many = await Promise.all(Array.from({ length: 40 }, async () => await t.ledger.pins.nextCreated()))
+      const us = many.map(c => c.us).sort((a, b) => a - b)
+      for (let i = 1; i < us.length; i++) expect((us[i] as number) - (us[i - 1] as number)).toBeGreaterThanOrEqual(1000)
+      for (const c of many) expect(Date.parse(c.iso) * 1000).toBe(Math.floor(c.us / 1000) * 1000)
+      // an imported pin from the future: nothing handed out after it is at or before it
+      const ahead = Date.now() * 1000 + 3_600_000_000
+      const pin = { ...pinRecord(newRequestid(), 'bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy'), createdUs: ahead, created: new Date(ahead / 1000).toISOString() }
+      await t.ledger.transaction(async (tx) => { await tx.importPins([{ pin }], []) })
+      expect((await t.ledger.pins.nextCreated()).us).toBeGreaterThanOrEqual(ahead + 1000)
     })
 
     it('of many holders taking one lease at once exactly one gets it', async () => {

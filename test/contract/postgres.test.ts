@@ -305,6 +305,20 @@ describe('PostgreSQL ledger', () => {
     }
   })
 
+  it('two front ends hand out `created` values a whole millisecond apart from each other', async () => {
+    const db = await server.freshDatabase()
+    const [a, b] = await Promise.all([open(db.url), open(db.url)])
+    try {
+      const all = await Promise.all(Array.from({ length: 60 }, async (_, i) => (await (i % 2 === 0 ? a : b).pins.nextCreated()).us))
+      const us = [...all].sort((x, y) => x - y)
+      for (let i = 1; i < us.length; i++) expect((us[i] as number) - (us[i - 1] as number)).toBeGreaterThanOrEqual(1000)
+    } finally {
+      await a.close()
+      await b.close()
+      await db.drop()
+    }
+  })
+
   it('two front ends on one database: a payment buys one pin and a ticket makes one, whichever front end asks', async () => {
     const db = await server.freshDatabase()
     const [a, b] = await Promise.all([open(db.url), open(db.url)])

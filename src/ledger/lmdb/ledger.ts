@@ -14,6 +14,7 @@ import type { PaymentRecord, PinRecord } from '../records.js'
 import type { UploadTicket } from '../tickets.js'
 import { lmdbFrontEnds, lmdbLeases } from './coordination.js'
 import { LmdbDatastore } from './datastore.js'
+import { clockReady, nextCreated } from '../clock.js'
 import { DenialLedger } from './denials.js'
 import { listAllOwners, listPins } from './listing.js'
 import { openLedgerEnv, type LedgerEnv } from './open.js'
@@ -223,6 +224,8 @@ async function * eachOf<T> (items: Iterable<T>): AsyncGenerator<T> {
 
 function pinsOf (p: PinLedger): PinLedgerContract {
   return {
+    // one process writes this ledger: its own clock, seeded from the ledger (an upgrade may still be reading it)
+    nextCreated: async () => { await clockReady(); return nextCreated() },
     graceMs: p.graceMs,
     isLive: (pin, now) => p.isLive(pin, now),
     get: async (id) => p.get(id),

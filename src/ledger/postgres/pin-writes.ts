@@ -124,4 +124,6 @@ export async function importPins (tx: Tx, pins: Array<{ pin: PinRecord, blocks?:
     if (pin.removed == null && unsettled(pin)) await enqueue(tx, pin)
   }
   seedClock(maxUs)
+  // no front end hands out a `created` at or before an imported pin's
+  if (maxUs > 0) await tx.q('UPDATE clock SET last_us = GREATEST(last_us, $1)', [maxUs])
 }

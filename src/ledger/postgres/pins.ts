@@ -3,6 +3,7 @@
  * the pool, each write one transaction (./pin-writes.ts), walks in keyset
  * pages so a large ledger is never read in one result.
  */
+import { isoMicros } from '../clock.js'
 import type { CID } from 'multiformats/cid'
 import type { PinChange } from '../changes.js'
 import type { PinLedger } from '../pins.js'
@@ -55,6 +56,11 @@ export function pinLedger (p: PinLedgerParts): PinLedger {
   }
   let holds = 0
   return {
+    // one row every front end steps: a value after every one handed out, by a millisecond at least
+    nextCreated: async () => {
+      const us = Number((await db.query<{ us: string }>('UPDATE clock SET last_us = GREATEST(last_us + 1000, $1) RETURNING last_us AS us', [Date.now() * 1000])).rows[0]?.us)
+      return { us, iso: isoMicros(us) }
+    },
     graceMs,
     isLive: (pin, now = new Date()) => isLive(pin, now, graceMs),
     get: async (id) => id.length > MAX_REQUESTID_LENGTH ? undefined : await getPin(db, id),

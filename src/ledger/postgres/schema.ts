@@ -23,6 +23,7 @@
  *   settling, settlements_closed, tokens_*, owners_revoked, denials, denials_log, facts
  *   front_ends, leases, signing_keys (version 2): what several front ends coordinate through (./coordination.ts)
  *   changes (version 2): each write's changes, for the other processes' watchers (./remote-feed.ts)
+ *   clock (version 2): the last `created` handed out to any front end (PinLedger.nextCreated)
  */
 import type pg from 'pg'
 import { LedgerSchemaError } from '../errors.js'
@@ -162,6 +163,11 @@ CREATE TABLE changes (
   body json NOT NULL
 );
 CREATE INDEX changes_at ON changes (at);
+CREATE TABLE clock (
+  one boolean PRIMARY KEY DEFAULT true CHECK (one),
+  last_us bigint NOT NULL
+);
+INSERT INTO clock (last_us) SELECT coalesce(max(created_us), 0) FROM pins;
 CREATE SEQUENCE signing_keys_version;
 CREATE TABLE signing_keys (
   kid text COLLATE "C" PRIMARY KEY,

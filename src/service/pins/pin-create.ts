@@ -16,7 +16,7 @@ import { PIN_WITHOUT_PAYMENT } from '../../auth/permissions.js'
 import type { TokenService, VerifiedToken } from '../../auth/tokens.js'
 import { ConflictError, InputTooLargeError, InvalidInputError, NotFoundError, PaymentRequiredError, TooManyRequestsError, UnavailableError } from '../../kernel/errors.js'
 import { StorageUnavailableError, type BlockBackend } from '../../ipfs/block-backend.js'
-import { addMonths, clockReady, nextCreated } from '../../ledger/clock.js'
+import { addMonths } from '../../ledger/clock.js'
 import { PinGoneError } from '../../ledger/errors.js'
 import type { PinLedger } from '../../ledger/pins.js'
 import type { PaymentInfo, PaymentRecord, PinRecord } from '../../ledger/records.js'
@@ -38,7 +38,7 @@ import type { CID } from 'multiformats/cid'
 export const PIN_PRICING_RULE = 'A pin by CID is priced on the size its root block declares (dag-pb: block + link Tsizes, or the UnixFS file size when larger; raw: the block), or on X-Pin-Size (bytes) when that is larger or the root cannot be read within a few seconds, or else at the minimum price. When every probe for root blocks is busy the answer is 503 with Retry-After, never a quote made without the root. The pin holds at most maxBytes (what the payment covers), counting each repeated link; a DAG that turns out larger, or that links to a codec this service cannot walk, fails at once and keeps nothing. Payment is settled when the pin is accepted (202) and is not refunded if the content cannot be fetched.'
 
 export interface PinCreateDeps {
-  ledger: Pick<PinLedger, 'create' | 'get' | 'payment' | 'paymentUsed' | 'renew' | 'clearSettling' | 'markSettleUncertain' | 'markSettling'>
+  ledger: Pick<PinLedger, 'create' | 'get' | 'payment' | 'paymentUsed' | 'renew' | 'clearSettling' | 'markSettleUncertain' | 'markSettling' | 'nextCreated'>
   gate?: Pick<PaymentGate, 'challenge' | 'decide' | 'settle' | 'settleRefusal'>
   tokens: Pick<TokenService, 'issue'>
   once: Pick<PaymentOnce, 'finished' | 'run'>
@@ -222,8 +222,7 @@ async function paidNow (w: PinWrite, payment: VerifiedPayment, q: PinQuote, purp
   const owner = w.replaces?.owner ?? payment.payer
   // the pin as it will be recorded, kept in the settlement note: should the process die once the
   // money has moved, reconciliation records it (settlement-fulfil.ts) instead of leaving it to an operator
-  await clockReady()
-  const draft = newPin(w, owner, q.maxBytes, { id: payment.id, payer: payment.payer, amount: payment.amount.toString(), network: d.network, asset: d.asset, method: 'x402' }, q.declared, d)
+  const draft = newPin(w, owner, q.maxBytes, { id: payment.id, payer: payment.payer, amount: payment.amount.toString(), network: d.network, asset: d.asset, method: 'x402' }, q.declared, d, await d.ledger.nextCreated())
   const settled = await settleNoted(gate, d.ledger, payment, purpose, { pin: draft, proof: payment.proof })
   if (!settled.ok) {
     throw await gate.settleRefusal(q.quote, settled, 'nothing was pinned')
@@ -252,8 +251,7 @@ async function paidNow (w: PinWrite, payment: VerifiedPayment, q: PinQuote, purp
 
 async function unpaid (w: PinWrite, auth: VerifiedToken, d: PinCreateDeps): Promise<PinOutcome> {
   const info: PaymentInfo = { id: `operator-token:${auth.jti}`, payer: auth.owner, amount: '0', network: d.network, asset: d.asset, method: 'operator-token' }
-  await clockReady()
-  const pin = newPin(w, w.replaces?.owner ?? auth.owner, d.pinMaxBytes, info, undefined, d)
+  const pin = newPin(w, w.replaces?.owner ?? auth.owner, d.pinMaxBytes, info, undefined, d, await d.ledger.nextCreated())
   try {
     await d.ledger.create(pin)
   } catch (err) {
@@ -264,8 +262,7 @@ async function unpaid (w: PinWrite, auth: VerifiedToken, d: PinCreateDeps): Prom
   return { pin: toPinStatus(pin, d.delegates()), location: `${d.publicUrl}/pins/${pin.requestid}` }
 }
 
-function newPin (w: PinWrite, owner: string, maxBytes: number, payment: PaymentInfo, declared: PinQuote['declared'], d: PinCreateDeps): PinRecord {
-  const created = nextCreated()
+function newPin (w: PinWrite, owner: string, maxBytes: number, payment: PaymentInfo, declared: PinQuote['declared'], d: PinCreateDeps, created: { us: number, iso: string }): PinRecord {
   const createdAt = new Date(Math.floor(created.us / 1000))
   const r = w.request
   return {

@@ -25,7 +25,6 @@ import { ConflictError, ForbiddenError, GoneError, NotFoundError, UnavailableErr
 import { StorageTimeoutError, StorageUnavailableError, type BlockBackend } from '../../ipfs/block-backend.js'
 import type { DirectImport, DirectImports } from '../../ipfs/direct-import.js'
 import type { WriteJournal, WriteJournals } from '../../ipfs/write-journal.js'
-import { clockReady } from '../../ledger/clock.js'
 import { TicketClaimError } from '../../ledger/errors.js'
 import type { Ledger } from '../../ledger/ledger.js'
 import type { PinLedger } from '../../ledger/pins.js'
@@ -38,7 +37,7 @@ import type { Refusal } from '../serving/serve-policy.js'
 import { importBody, MULTIPART_SLACK, refuseDenied, uploadBody, uploadedPin, type FileReader, type UploadOutcome } from './upload.js'
 
 export interface TicketUploadDeps {
-  ledger: Pick<PinLedger, 'payment'>
+  ledger: Pick<PinLedger, 'payment' | 'nextCreated'>
   tickets: Pick<UploadTickets, 'check' | 'noteFailed'>
   /** the ledger a ticket's claim and the pin it makes are written to, in one transaction */
   records: Pick<Ledger, 'transaction'>
@@ -94,7 +93,6 @@ export async function uploadWithTicket (input: TicketUploadInput, d: TicketUploa
     // durable before the pin is recorded: every write has succeeded
     await imp.stored()
     const storedMs = Math.round(performance.now() - t0) - importMs
-    await clockReady()
     const pin = await ticketPin(ticket, imported, imp.bytes, d)
     const blocks = imp.cids.map(String)
     try {
@@ -183,12 +181,12 @@ export async function recoverTicketWrites (r: TicketWritesRecovery): Promise<num
 
 /** The pin a ticket's upload records: pinned, paid by the ticket's payment. */
 async function ticketPin (t: UploadTicket, imported: { cid: CID, fileSize: number, name?: string }, dagSize: number, d: TicketUploadDeps): Promise<PinRecord> {
-  const paid = await d.ledger.payment(t.paymentId)
+  const [paid, created] = await Promise.all([d.ledger.payment(t.paymentId), d.ledger.nextCreated()])
   return uploadedPin(t.payer, t.months, imported, dagSize, {
     id: t.paymentId, payer: t.payer, amount: t.amount, network: paid?.network ?? t.network, asset: t.asset, method: 'x402',
     ...(paid?.tx ?? t.tx) != null ? { tx: paid?.tx ?? t.tx } : {},
     settledAt: paid?.at ?? t.createdAt
-  })
+  }, created)
 }
 
 async function checked<T> (fn: () => Promise<T>): Promise<T> {

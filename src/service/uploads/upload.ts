@@ -10,7 +10,7 @@ import { importFile, TooLargeError, type ImportTarget } from '../../ipfs/import.
 import { RETRY_AFTER_S, StorageTimeoutError, StorageUnavailableError, type BlockBackend } from '../../ipfs/block-backend.js'
 import type { CommitLock } from '../../ipfs/commit-lock.js'
 import type { BlockStaging, StagedImport } from '../../ipfs/staging.js'
-import { addMonths, clockReady, nextCreated } from '../../ledger/clock.js'
+import { addMonths } from '../../ledger/clock.js'
 import { PaymentReusedError } from '../../ledger/errors.js'
 import type { PinLedger } from '../../ledger/pins.js'
 import type { SettlementNotes, SettlingRecord } from '../../ledger/settlements.js'
@@ -38,7 +38,7 @@ const REPLAY_BASE_MS = 10_000
 const REPLAY_MIN_RATE = 256 * 1024
 
 export interface UploadDeps {
-  ledger: Pick<PinLedger, 'create' | 'get' | 'payment' | 'paymentUsed' | 'clearSettling' | 'markSettleUncertain' | 'markSettling'>
+  ledger: Pick<PinLedger, 'create' | 'get' | 'payment' | 'paymentUsed' | 'clearSettling' | 'markSettleUncertain' | 'markSettling' | 'nextCreated'>
   staging: Pick<BlockStaging, 'begin' | 'commit' | 'discard' | 'discarding' | 'seal'>
   lock: Pick<CommitLock, 'shared'>
   gate: Pick<PaymentGate, 'decide' | 'settle' | 'settleRefusal'>
@@ -220,8 +220,7 @@ async function paidUpload (input: UploadInput, payment: VerifiedPayment, maxFile
     // the CID is known only now: denied content (its root or any block) is refused before the
     // payment is settled, so the payer is not charged, and its staged blocks go (finally, below)
     refuseDenied(imported.cid, staged.cids, d)
-    await clockReady()
-    const draft = uploadPin(payment, months, imported, staged, d)
+    const draft = uploadPin(payment, months, imported, staged, d, await d.ledger.nextCreated())
     // the store must answer before anyone is charged (one round trip, made while the staged blocks
     // are flushed): if it went away while the body streamed in, the answer is 503 and the payment is not used
     const ready = storeReady(d)
@@ -317,14 +316,13 @@ function finishLater (staged: StagedImport, pin: PinRecord, record: PaymentRecor
 }
 
 /** The pin an upload records: pinned from the start; payment fields as known before settlement. */
-function uploadPin (payment: VerifiedPayment, months: number, imported: { cid: CID, fileSize: number, name?: string }, staged: StagedImport, d: UploadDeps): PinRecord {
+function uploadPin (payment: VerifiedPayment, months: number, imported: { cid: CID, fileSize: number, name?: string }, staged: StagedImport, d: UploadDeps, created: { us: number, iso: string }): PinRecord {
   return uploadedPin(payment.payer, months, imported, staged.bytes,
-    { id: payment.id, payer: payment.payer, amount: payment.amount.toString(), network: d.network, asset: d.asset, method: 'x402' })
+    { id: payment.id, payer: payment.payer, amount: payment.amount.toString(), network: d.network, asset: d.asset, method: 'x402' }, created)
 }
 
 /** The pin of an uploaded file (a paid upload's, a ticket's): pinned from now for `months`, paid by `payment`. */
-export function uploadedPin (owner: string, months: number, imported: { cid: CID, fileSize: number, name?: string }, dagSize: number, payment: PinRecord['payment']): PinRecord {
-  const created = nextCreated()
+export function uploadedPin (owner: string, months: number, imported: { cid: CID, fileSize: number, name?: string }, dagSize: number, payment: PinRecord['payment'], created: { us: number, iso: string }): PinRecord {
   const createdAt = new Date(Math.floor(created.us / 1000))
   return {
     requestid: newRequestid(createdAt.getTime()),
