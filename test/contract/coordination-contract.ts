@@ -153,7 +153,7 @@ export function describeCoordinationContract (name: string, open: () => Promise<
         expect(await pins.claimFetches('a', 6, 60_000)).toEqual(all)
         expect((await pins.finishFetch(done as string, [], 10, 'pinned'))?.status).toBe('pinned')
         expect((await pins.failFetch(failed as string, 'not found'))?.status).toBe('failed')
-        expect((await pins.remove(removed as string, 'deleted'))?.removed).toBeDefined()
+        expect((await pins.remove(removed as string, 'unpinned'))?.removed).toBeDefined()
         expect((await pins.takeDown(takenDown as string, 'court order'))?.takedown).toBeDefined()
         await pins.releaseFetches('a', [released as string])
         // 'b' may not release what 'a' holds
