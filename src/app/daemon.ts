@@ -291,6 +291,8 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
     // pins by CID: their DAGs fetched from the network, queued ones resumed
     await life.start('pin fetcher', new PinFetcher({
       ledger: pins,
+      // front ends sharing the ledger claim each pin under their peer id: one fetches it (FETCH_LEASE_MS)
+      holder: ipfs.peerId,
       staging,
       lock: core.lock,
       node: ipfs,

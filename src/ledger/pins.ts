@@ -70,8 +70,27 @@ export interface PinLedger extends LedgerChanges {
   /** Extends a pin by `months` paid with `payment`; PinGoneError when it is gone, PaymentReusedError when the payment is used. */
   renew(requestid: string, months: number, payment: PaymentRecord | undefined, until: (pin: PinRecord) => Date): Promise<PinRecord>
 
-  /** requestids of pins waiting for their DAG to be fetched (queued or pinning) */
+  /** requestids of pins waiting for their DAG to be fetched (queued or pinning), oldest first, claimed or not */
   pendingFetches(): Promise<string[]>
+  /**
+   * Claims for `holder` up to `limit` pins waiting to be fetched, oldest
+   * first: those whose next attempt is due by `dueBy` (fetch.nextAttemptAt,
+   * default now) and that no lease holds (never claimed, released, or its
+   * lease lapsed: the holder's own lapsed claims too). Each lease lasts
+   * `leaseMs` on the ledger's clock. Holders claiming at once never get the
+   * same pin, so front ends sharing the ledger fetch each pin once.
+   */
+  claimFetches(holder: string, limit: number, leaseMs: number, dueBy?: Date): Promise<string[]>
+  /**
+   * Extends to `leaseMs` from now the claims `holder` still has among
+   * `requestids`, and returns those: a pin missing from the answer is no
+   * longer this holder's to fetch (taken by another after its lease lapsed,
+   * finished, failed, removed).
+   */
+  renewFetches(holder: string, requestids: string[], leaseMs: number): Promise<string[]>
+  /** Ends `holder`'s claims on these pins (every claim it has: undefined), so any holder may claim them at once. */
+  releaseFetches(holder: string, requestids?: string[]): Promise<void>
+  /** pinned with its blocks, out of the queue (its claim ends: so it does on failFetch, remove and takeDown) */
   finishFetch(requestid: string, blocks: Array<string | CID>, dagSize: number, details: string): Promise<PinRecord | undefined>
   failFetch(requestid: string, details: string): Promise<PinRecord | undefined>
 

@@ -4,15 +4,25 @@
  * time until they lapse. Run unchanged against each implementation, beside
  * the ledger contract (./ledger-contract.ts).
  */
+import { createHash } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { CID } from 'multiformats/cid'
+import * as Digest from 'multiformats/hashes/digest'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import type { FrontEndRecord } from '../../src/ledger/coordination.js'
+import type { PinRecord } from '../../src/ledger/records.js'
 import { newRequestid } from '../../src/ledger/requestid.js'
-import { pinRecord } from '../helpers/records.js'
+import { paidPin, pinRecord } from '../helpers/records.js'
 import type { OpenedLedger } from './ledger-contract.js'
 
 function frontEnd (id: string, over: Partial<FrontEndRecord> = {}): Omit<FrontEndRecord, 'seenAt'> {
   return { id, url: `http://127.0.0.1:${1000 + id.length}`, version: '0.1.0', blockstore: 's3 bucket/blocks/', startedAt: new Date().toISOString(), ...over }
+}
+
+let blockSeq = 0
+/** a fresh CIDv1 (raw, sha256) */
+function newCid (): string {
+  return CID.createV1(0x55, Digest.create(0x12, createHash('sha256').update(`claimed block ${++blockSeq} ${Math.random()}`).digest())).toString()
 }
 
 export function describeCoordinationContract (name: string, open: () => Promise<OpenedLedger>): void {
@@ -94,6 +104,104 @@ export function describeCoordinationContract (name: string, open: () => Promise<
       expect(got.filter(Boolean)).toHaveLength(1)
       const winner = `holder-${got.indexOf(true)}`
       expect((await leases.held()).find(l => l.name === 'reconcile')?.holder).toBe(winner)
+    })
+
+    describe('fetch claims', () => {
+      const sorted = (xs: string[]): string[] => [...xs].sort()
+      /** `n` pins by CID waiting for the fetcher, oldest first */
+      const queue = async (n: number, pin: Partial<PinRecord> = {}): Promise<string[]> => {
+        const ids: string[] = []
+        for (let i = 0; i < n; i++) {
+          const p = paidPin(newRequestid(), newCid(), { pin: { status: 'queued', source: 'pin', pinnedUntil: new Date(Date.now() + 86400_000).toISOString(), ...pin } })
+          await t.ledger.pins.create(p.pin, p.payment)
+          ids.push(p.pin.requestid)
+        }
+        return ids
+      }
+
+      it('holders claiming at once get disjoint pins, oldest first; a claimed pin goes to no other holder until its lease lapses, and renewing keeps it', async () => {
+        const { pins } = t.ledger
+        const ids = await queue(6)
+        const [a, b] = await Promise.all([pins.claimFetches('a', 3, 60_000), pins.claimFetches('b', 3, 60_000)])
+        expect(a).toHaveLength(3)
+        expect(b).toHaveLength(3)
+        expect(sorted([...a, ...b])).toEqual(sorted(ids))
+        // each holder's pins in queue order
+        expect(a).toEqual(ids.filter(id => a.includes(id)))
+        expect(b).toEqual(ids.filter(id => b.includes(id)))
+        // nothing left for anyone, the holders themselves included
+        expect(await pins.claimFetches('c', 10, 60_000)).toEqual([])
+        expect(await pins.claimFetches('a', 10, 60_000)).toEqual([])
+        // still queued, claimed or not
+        expect(sorted(await pins.pendingFetches())).toEqual(sorted(ids))
+        // only a holder renews its own claims
+        expect(await pins.renewFetches('a', [...a, ...b], 60_000)).toEqual(a)
+        expect(await pins.renewFetches('c', ids, 60_000)).toEqual([])
+
+        // a short lease: taken by another once it lapses, not before
+        const [late] = await queue(1)
+        expect(await pins.claimFetches('a', 10, 400)).toEqual([late])
+        expect(await pins.claimFetches('b', 10, 60_000)).toEqual([])
+        await sleep(600)
+        expect(await pins.claimFetches('b', 10, 60_000)).toEqual([late])
+        // 'a' lost it: renewing says so
+        expect(await pins.renewFetches('a', [late as string], 60_000)).toEqual([])
+        expect(await pins.renewFetches('b', [late as string], 60_000)).toEqual([late])
+
+        // renewed before it lapses, a short lease is kept past its first term
+        const [kept] = await queue(1)
+        expect(await pins.claimFetches('a', 10, 500)).toEqual([kept])
+        for (let i = 0; i < 4; i++) {
+          await sleep(200)
+          expect(await pins.renewFetches('a', [kept as string], 500)).toEqual([kept])
+        }
+        expect(await pins.claimFetches('b', 10, 60_000)).toEqual([])
+      })
+
+      it('finishFetch, failFetch, remove and takeDown end a claim; a released claim is free at once', async () => {
+        const { pins } = t.ledger
+        const [done, failed, removed, takenDown, released, other] = await queue(6)
+        const all = [done, failed, removed, takenDown, released, other] as string[]
+        expect(await pins.claimFetches('a', 6, 60_000)).toEqual(all)
+        expect((await pins.finishFetch(done as string, [], 10, 'pinned'))?.status).toBe('pinned')
+        expect((await pins.failFetch(failed as string, 'not found'))?.status).toBe('failed')
+        expect((await pins.remove(removed as string, 'unpinned'))?.removed).toBeDefined()
+        expect((await pins.takeDown(takenDown as string, 'court order'))?.takedown).toBeDefined()
+        await pins.releaseFetches('a', [released as string])
+        // 'b' may not release what 'a' holds
+        await pins.releaseFetches('b')
+        expect(await pins.renewFetches('a', all, 60_000)).toEqual([other])
+        expect(await pins.claimFetches('b', 10, 60_000)).toEqual([released])
+        // releasing every claim of a holder (a restarted front end's from before)
+        await pins.releaseFetches('a')
+        expect(await pins.renewFetches('a', all, 60_000)).toEqual([])
+        expect(await pins.claimFetches('c', 10, 60_000)).toEqual([other])
+      })
+
+      it('a pin whose next attempt is not due yet is not claimed until it is', async () => {
+        const { pins } = t.ledger
+        const at = Date.now() + 60_000
+        const [due, waiting] = await queue(2)
+        await pins.update(waiting as string, p => ({ ...p, fetch: { attempts: 1, giveUpAt: new Date(at + 3600_000).toISOString(), nextAttemptAt: new Date(at).toISOString() } }))
+        expect(await pins.claimFetches('a', 10, 60_000)).toEqual([due])
+        expect(await pins.claimFetches('a', 10, 60_000, new Date(at - 1))).toEqual([])
+        expect(await pins.claimFetches('a', 10, 60_000, new Date(at))).toEqual([waiting])
+      })
+
+      it('of many holders claiming at once, each pin is claimed by one', async () => {
+        const { pins } = t.ledger
+        const ids = await queue(40)
+        const rounds = await Promise.all(Array.from({ length: 12 }, async (_, i) => {
+          const mine: string[] = []
+          for (let k = 0; k < 3; k++) mine.push(...await pins.claimFetches(`holder-${i}`, 2, 60_000))
+          return mine
+        }))
+        const claimed = rounds.flat()
+        expect(claimed).toHaveLength(ids.length)
+        expect(sorted(claimed)).toEqual(sorted(ids))
+        // and each holder renews exactly what it was given
+        for (const [i, mine] of rounds.entries()) expect(sorted(await pins.renewFetches(`holder-${i}`, ids, 60_000))).toEqual(sorted(mine))
+      })
     })
   })
 }

@@ -16,6 +16,7 @@ import { lmdbFrontEnds, lmdbLeases } from './coordination.js'
 import { LmdbDatastore } from './datastore.js'
 import { clockReady, nextCreated } from '../clock.js'
 import { DenialLedger } from './denials.js'
+import { FetchClaims } from './fetch-claims.js'
 import { listAllOwners, listPins } from './listing.js'
 import { openLedgerEnv, type LedgerEnv } from './open.js'
 import { PinLedger } from './pins.js'
@@ -223,6 +224,7 @@ async function * eachOf<T> (items: Iterable<T>): AsyncGenerator<T> {
 }
 
 function pinsOf (p: PinLedger): PinLedgerContract {
+  const claims = new FetchClaims({ pendingFetches: () => p.pendingFetches(), get: (id) => p.get(id) })
   return {
     // one process writes this ledger: its own clock, seeded from the ledger (an upgrade may still be reading it)
     nextCreated: async () => { await clockReady(); return nextCreated() },
@@ -246,6 +248,9 @@ function pinsOf (p: PinLedger): PinLedgerContract {
     takeDown: async (id, reason, at) => await p.takeDown(id, reason, at),
     renew: async (id, months, payment, until) => await p.renew(id, months, payment, until),
     pendingFetches: async () => p.pendingFetches(),
+    claimFetches: async (holder, limit, leaseMs, dueBy) => claims.claim(holder, limit, leaseMs, dueBy),
+    renewFetches: async (holder, ids, leaseMs) => claims.renew(holder, ids, leaseMs),
+    releaseFetches: async (holder, ids) => { claims.release(holder, ids) },
     finishFetch: async (id, blocks, dagSize, details) => await p.finishFetch(id, blocks, dagSize, details),
     failFetch: async (id, details) => await p.failFetch(id, details),
     blocksOf: async (id) => p.blocksOf(id),

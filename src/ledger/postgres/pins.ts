@@ -10,6 +10,7 @@ import type { PinLedger } from '../pins.js'
 import { isLive, type PinRecord } from '../records.js'
 import { archiveDue } from './archive.js'
 import { blocksOf, holdsRefs, releaseRefs } from './block-refs.js'
+import { fetchClaims } from './fetch-claims.js'
 import { listPins } from './listing.js'
 import { cidKey, getPayment, getPin, storableKey, type Db } from './pin-store.js'
 import { createPin, failFetch, finishFetch, removePin, renewPin, takeDownPin, updatePin } from './pin-writes.js'
@@ -89,6 +90,7 @@ export function pinLedger (p: PinLedgerParts): PinLedger {
     takeDown: async (id, reason, at = new Date()) => await write(async (tx) => await takeDownPin(tx, id, reason, at)),
     renew: async (id, months, payment, until) => await write(async (tx) => await renewPin(tx, id, months, payment, until)),
     pendingFetches: async () => (await db.query<{ requestid: string }>('SELECT requestid FROM fetch_queue ORDER BY created_us, requestid')).rows.map(r => r.requestid),
+    ...fetchClaims(db),
     finishFetch: async (id, blocks: Array<string | CID>, dagSize, details) => await write(async (tx) => await finishFetch(tx, id, blocks, dagSize, details)),
     failFetch: async (id, details) => await write(async (tx) => await failFetch(tx, id, details)),
     blocksOf: async (id) => await blocksOf(db, id),

@@ -17,7 +17,8 @@
  *                   makes a payment buy one thing only
  *   pin_blocks      requestid → the block CIDs (v1) the pin holds
  *   block_refs      block CID (v1) → how many pins hold it (rows locked by each write)
- *   fetch_queue     pins by CID still to fetch
+ *   fetch_queue     pins by CID still to fetch; holder and lease_until (version 2): the
+ *                   front end fetching it, until when (./fetch-claims.ts)
  *   provides        the provide schedule: (kind, kad) → multihash, holders, due, last
  *   tickets         upload tickets; a claim is a compare-and-set on claimed_by
  *   settling, settlements_closed, tokens_*, owners_revoked, denials, denials_log, facts
@@ -174,6 +175,7 @@ CREATE TABLE signing_keys (
   key json NOT NULL,
   version bigint NOT NULL
 );
+ALTER TABLE fetch_queue ADD COLUMN holder text COLLATE "C", ADD COLUMN lease_until timestamptz;
 `
   }
 ]

@@ -8,6 +8,13 @@
  *                          └─ cannot succeed (larger than paid, a codec it
  *                             cannot walk…), or retry window over ─▶ failed
  *
+ * Front ends sharing a ledger fetch each pin once: this one fetches only the
+ * pins it has claimed in the ledger under its `holder` id, renews those
+ * claims every third of the lease while it fetches, and gives a pin up when
+ * its claim is lost. A front end that dies stops renewing: its pins are
+ * claimed by another within the lease plus half of it (the interval at which
+ * each fetcher looks for lapsed claims).
+ *
  * At most `concurrency` pins are fetched at once; each attempt dials the
  * pin's origins (and configured peers) first, then fetches the DAG with
  * bounded parallelism into a staging area. Only a complete DAG within the
@@ -28,7 +35,11 @@ import type { Logger } from '../../kernel/log.js'
 import type { Refusal } from '../serving/serve-policy.js'
 
 export interface PinFetcherOptions {
-  ledger: Pick<PinLedger, 'pendingFetches' | 'get' | 'update' | 'failFetch' | 'finishFetch' | 'watchQueued' | 'watchRemoved'>
+  ledger: Pick<PinLedger, 'pendingFetches' | 'claimFetches' | 'renewFetches' | 'releaseFetches' | 'get' | 'update' | 'failFetch' | 'finishFetch' | 'watchQueued' | 'watchRemoved'>
+  /** who claims the pins this fetcher fetches: one id per front end (its peer id) */
+  holder: string
+  /** how long a claim lasts unrenewed (FETCH_LEASE_MS unless a test says otherwise) */
+  leaseMs?: number
   staging: Pick<BlockStaging, 'begin' | 'commit' | 'discard'>
   /** commits hold it shared so gc never sweeps between commit and ledger record */
   lock: Pick<CommitLock, 'shared'>
@@ -57,11 +68,18 @@ export interface PinFetcherOptions {
   refusal?: (cid: CID) => Refusal | undefined
 }
 
+/** a claim's lease: renewed every third of it, so a pin waits at most about this long plus half of it for another front end when its fetcher's dies */
+export const FETCH_LEASE_MS = 60_000
 const FIRST_BACKOFF_MS = 5_000
 const MAX_BACKOFF_MS = 15 * 60_000
 const PROGRESS_EVERY_MS = 1_000
 /** how long before the end of the retry window the last attempt is due (see attempt) */
 const LAST_ATTEMPT_BEFORE_MS = 1_000
+
+/** the abort reason of a fetch whose pin another front end now holds */
+class ClaimLostError extends Error {
+  override name = 'ClaimLostError'
+}
 
 export class PinFetcher {
   private readonly running = new Map<string, { abort: AbortController, done: Promise<void> }>()
@@ -73,19 +91,48 @@ export class PinFetcher {
   private waking: Promise<void> | undefined
   private wakeAgain = false
   private readonly unwatch: Array<() => void> = []
+  private readonly leaseMs: number
 
-  constructor (private readonly o: PinFetcherOptions) {}
+  constructor (private readonly o: PinFetcherOptions) {
+    this.leaseMs = o.leaseMs ?? FETCH_LEASE_MS
+  }
 
   /**
    * Picks up the queue as the ledger has it (after a restart: where it left off), then follows
    * the ledger: a pin queued wakes it, a pin removed or taken down stops its fetch.
    */
   async start (): Promise<void> {
+    // claims under this holder are from an earlier run of this front end, whose fetches ended with it
+    await this.o.ledger.releaseFetches(this.o.holder)
     const pending = await this.o.ledger.pendingFetches()
     if (pending.length > 0) this.o.log.info('resuming pin fetches', { count: pending.length })
     this.unwatch.push(this.o.ledger.watchQueued(() => { this.wake() }))
     this.unwatch.push(this.o.ledger.watchRemoved((requestid) => { this.cancel(requestid) }))
+    const renewing = setInterval(() => { void this.renewClaims() }, this.leaseMs / 3)
+    // pins whose claims lapsed (their front end died) are waited for by no watcher: look for them
+    const looking = setInterval(() => { this.wake() }, this.leaseMs / 2)
+    renewing.unref()
+    looking.unref()
+    this.unwatch.push(() => { clearInterval(renewing) }, () => { clearInterval(looking) })
     this.wake()
+  }
+
+  /** Keeps the claims of the pins being fetched; one lost (its lease lapsed and another front end took it) stops its fetch. */
+  private async renewClaims (): Promise<void> {
+    const held = [...this.running.keys()]
+    if (held.length === 0 || this.stopped) return
+    let kept: Set<string>
+    try {
+      kept = new Set(await this.o.ledger.renewFetches(this.o.holder, held, this.leaseMs))
+    } catch (err) {
+      // the next renewal may still come within the lease
+      this.o.log.warn('could not renew pin fetch claims', { error: (err as Error).message })
+      return
+    }
+    for (const id of held) {
+      if (kept.has(id)) continue
+      this.running.get(id)?.abort.abort(new ClaimLostError('another front end holds this pin'))
+    }
   }
 
   /** The pin was removed: stop fetching it. */
@@ -129,15 +176,27 @@ export class PinFetcher {
   private async pass (): Promise<void> {
     clearTimeout(this.timer)
     const now = Date.now()
-    let nextDue = Infinity
-    for (const id of await this.o.ledger.pendingFetches()) {
-      if (this.stopped || this.running.size >= this.o.concurrency) return
+    const free = this.o.concurrency - this.running.size
+    if (this.stopped || free <= 0) return
+    const { ledger, holder } = this.o
+    const claimed = await ledger.claimFetches(holder, free, this.leaseMs, new Date(now))
+    const unused: string[] = []
+    for (const id of claimed) {
+      // claimed again after its lease lapsed while this fetcher still fetches it: that fetch goes on
       if (this.running.has(id)) continue
-      const pin = await this.o.ledger.get(id)
-      if (pin == null || this.stopped || this.running.has(id)) continue
-      const due = pin.fetch?.nextAttemptAt != null ? Date.parse(pin.fetch.nextAttemptAt) : 0
-      if (due > now) { nextDue = Math.min(nextDue, due); continue }
+      const pin = this.stopped ? undefined : await ledger.get(id)
+      if (pin == null || this.stopped || withdrawn(pin)) { unused.push(id); continue }
       this.launch(pin)
+    }
+    if (unused.length > 0) await ledger.releaseFetches(holder, unused)
+    if (this.stopped || claimed.length >= free) return
+    // nothing else due now: wake when the soonest pin waiting for its next attempt is due
+    let nextDue = Infinity
+    for (const id of await ledger.pendingFetches()) {
+      if (this.stopped) return
+      const pin = await ledger.get(id)
+      const due = pin?.fetch?.nextAttemptAt != null ? Date.parse(pin.fetch.nextAttemptAt) : 0
+      if (due > now) nextDue = Math.min(nextDue, due)
     }
     if (nextDue !== Infinity) {
       this.timer = setTimeout(() => { this.wake() }, Math.max(50, nextDue - now))
@@ -149,6 +208,9 @@ export class PinFetcher {
     const abort = new AbortController()
     const done = this.attempt(pin, abort.signal)
       .catch((err: Error) => { this.o.log.error('pin fetch failed unexpectedly', { requestid: pin.requestid, error: err }) })
+      // a pin left queued (to retry later, or on shutdown) is free for any front end at once; a finished, failed or lost one is no longer this holder's
+      .then(async () => { await this.o.ledger.releaseFetches(this.o.holder, [pin.requestid]) })
+      .catch((err: Error) => { this.o.log.warn('could not release a pin fetch claim', { requestid: pin.requestid, error: err.message }) })
       .finally(() => {
         this.running.delete(pin.requestid)
         this.wake()
@@ -242,6 +304,12 @@ export class PinFetcher {
         return
       }
       if (signal.aborted) {
+        if (signal.reason instanceof ClaimLostError) {
+          // another front end fetches it now: what was staged here is not needed
+          log.info('pin fetch stopped: its claim was lost', { requestid: id })
+          await this.dropStaged(id)
+          return
+        }
         // removed or shutting down: a removed pin's staging goes now; on shutdown the queue resumes at the next start
         const now = await ledger.get(id)
         if (now != null && withdrawn(now)) await this.dropStaged(id)
