@@ -4,7 +4,7 @@
  * postgresql 15, /usr/lib/postgresql/15/bin).
  *
  *   node scripts/postgres.mjs start [--dir D]   prints one JSON line: {"url", "dir", "port"}
- *   node scripts/postgres.mjs stop --dir D [--rm]
+ *   node scripts/postgres.mjs stop --dir D [--rm] [--immediate]
  *
  * The cluster listens on 127.0.0.1 at a random free port and on a Unix
  * socket in its data dir, trusts every local connection (no password), and
@@ -61,9 +61,13 @@ async function giveToPostgres (path) {
 /**
  * Starts a cluster in `dir` (created, with initdb, when it holds none; a new
  * temp dir when absent) and creates the database `pind`. Returns its URL,
- * data dir and port.
+ * data dir and port. `port`: listen on this one (a cluster started again
+ * where its clients look for it), not a random free one. `durable`: a
+ * commit is written out before it returns (synchronous_commit on), so that
+ * it survives a crash of the server (fsync stays off: only the machine's
+ * crash would lose it).
  *
- * @param {{ dir?: string }} [opts]
+ * @param {{ dir?: string, port?: number, durable?: boolean }} [opts]
  * @returns {Promise<{ url: string, dir: string, port: number }>}
  */
 export async function startPostgres (opts = {}) {
@@ -85,14 +89,14 @@ export async function startPostgres (opts = {}) {
   }
   let lastErr
   for (let attempt = 0; attempt < 5; attempt++) {
-    const port = await freePort()
+    const port = opts.port ?? await freePort()
     try {
-      await pg('pg_ctl', ['-D', dir, '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`, '-l', join(dir, 'log'), '-w', '-t', '60', 'start'])
+      await pg('pg_ctl', ['-D', dir, '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=${opts.durable === true ? 'on' : 'off'} -c full_page_writes=off`, '-l', join(dir, 'log'), '-w', '-t', '60', 'start'])
     } catch (err) {
       lastErr = err
       // lost the port to another process meanwhile: another one
       const log = existsSync(join(dir, 'log')) ? readFileSync(join(dir, 'log'), 'utf8') : ''
-      if (/could not bind|Address already in use/.test(log)) continue
+      if (opts.port == null && /could not bind|Address already in use/.test(log)) continue
       throw err
     }
     try {
@@ -109,16 +113,17 @@ export async function startPostgres (opts = {}) {
 }
 
 /**
- * Stops the cluster in `dir` (fast shutdown: open sessions are ended); with
- * `remove`, deletes it and the temp dir startPostgres made around it.
+ * Stops the cluster in `dir` (fast shutdown: open sessions are ended; mode
+ * `immediate`: a crash, sessions cut without a word); with `remove`, deletes
+ * it and the temp dir startPostgres made around it.
  *
- * @param {{ dir: string, remove?: boolean }} opts
+ * @param {{ dir: string, remove?: boolean, mode?: 'fast' | 'immediate' }} opts
  * @returns {Promise<void>}
  */
 export async function stopPostgres (opts) {
   const dir = resolve(opts.dir)
   if (existsSync(join(dir, 'postmaster.pid'))) {
-    await pg('pg_ctl', ['-D', dir, '-m', 'fast', '-w', '-t', '60', 'stop']).catch(async (err) => {
+    await pg('pg_ctl', ['-D', dir, '-m', opts.mode ?? 'fast', '-w', '-t', '60', 'stop']).catch(async (err) => {
       // the server is gone already when its pid file is stale: nothing to stop
       if (!existsSync(join(dir, 'postmaster.pid'))) return
       const pid = Number(readFileSync(join(dir, 'postmaster.pid'), 'utf8').split('\n')[0])
@@ -143,9 +148,9 @@ function main (argv) {
   if (cmd === 'start') {
     startPostgres({ dir }).then((c) => { process.stdout.write(JSON.stringify(c) + '\n') }, (err) => { process.stderr.write(`${err.message}\n`); process.exitCode = 1 })
   } else if (cmd === 'stop' && dir != null) {
-    stopPostgres({ dir, remove: argv.includes('--rm') }).catch((err) => { process.stderr.write(`${err.message}\n`); process.exitCode = 1 })
+    stopPostgres({ dir, remove: argv.includes('--rm'), mode: argv.includes('--immediate') ? 'immediate' : 'fast' }).catch((err) => { process.stderr.write(`${err.message}\n`); process.exitCode = 1 })
   } else {
-    process.stderr.write('usage: node scripts/postgres.mjs start [--dir D] | stop --dir D [--rm]\n')
+    process.stderr.write('usage: node scripts/postgres.mjs start [--dir D] | stop --dir D [--rm] [--immediate]\n')
     process.exitCode = 2
   }
 }

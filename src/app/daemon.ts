@@ -230,8 +230,11 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
         s3Up: () => blocks.kind === 's3' ? blocks.writable() : undefined,
         sending: sendingStatus,
         uploadChunks: () => staging.chunkBudget,
-        gcUnreferencedBytes: () => gc.unreferencedBytes
+        gcUnreferencedBytes: () => gc.unreferencedBytes,
+        ...(ledger.poolStats != null ? { ledgerPool: () => (ledger.poolStats as NonNullable<typeof ledger.poolStats>).call(ledger) } : {}),
+        leases: () => ({ names: Object.values(LEASES), held: leases.held() })
       }))
+    ledger.observeCalls?.((operation, seconds, ok) => { metrics.ledgerCall(operation, seconds, ok) })
     if (gate != null) {
       progress('checking the payment settings')
       await life.start('payment gate', gate)

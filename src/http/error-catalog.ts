@@ -36,7 +36,7 @@ export const REASONS = {
   TOO_MANY_REQUESTS: 'this client is over one of its limits; retry after Retry-After',
   UNAVAILABLE_FOR_LEGAL_REASONS: 'the content is not accepted by this service (the operator\'s denials); nothing was charged',
   INTERNAL_SERVER_ERROR: 'the server failed; the details are in its log',
-  SERVICE_UNAVAILABLE: 'the service cannot do it now (starting, busy, payments not ready); retry after Retry-After',
+  SERVICE_UNAVAILABLE: 'the service cannot do it now (starting, busy, payments not ready, its block store or ledger database unreachable); retry after Retry-After',
   SHUTTING_DOWN: 'the server is shutting down; retry shortly'
 } as const
 
@@ -83,6 +83,8 @@ export const ERRORS: Record<string, Entry<any>> = {
   // ipfs/block-backend.ts: the block store (an S3 bucket) unreachable, or too slow
   StorageUnavailableError: { status: 503, reason: 'SERVICE_UNAVAILABLE', headers: retryAfter },
   StorageTimeoutError: { status: 504, reason: 'SERVICE_UNAVAILABLE', headers: retryAfter },
+  // ledger/: the ledger's database (PostgreSQL) unreachable or failing over
+  LedgerUnavailableError: { status: 503, reason: 'SERVICE_UNAVAILABLE', headers: retryAfter },
   // admin: pind blocks migrate, one maintenance task at a time
   MigrateError: { status: 409, reason: 'CONFLICT' },
   MaintenanceBusyError: { status: 409, reason: 'CONFLICT' },

@@ -1,5 +1,5 @@
 /** The ledger's errors: what a caller may catch and answer, whatever store is behind the ledger. */
-import { PindError } from '../kernel/errors.js'
+import { PindError, UnavailableError } from '../kernel/errors.js'
 
 /** The pin was removed (or never existed) by the time a write reached it. */
 export class PinGoneError extends PindError {
@@ -28,4 +28,17 @@ export class TicketClaimError extends PindError {
 /** The ledger was written by a pind this one cannot read (a newer schema), or is not a ledger. */
 export class LedgerSchemaError extends PindError {
   override name = 'LedgerSchemaError'
+}
+
+/**
+ * The ledger's database cannot be reached now (refused, cut, shutting down,
+ * failing over, no connection in time): nothing was written by the call that
+ * failed; the caller may retry once it is back. Its message never holds the
+ * database's password.
+ */
+export class LedgerUnavailableError extends UnavailableError {
+  override name = 'LedgerUnavailableError'
+  constructor (message = 'the ledger\'s database is unreachable right now; retry after Retry-After', retryAfterSeconds = 5) {
+    super(message, retryAfterSeconds)
+  }
 }

@@ -99,4 +99,18 @@ export interface Ledger {
    */
   upgradeLater(onProgress?: (p: UpgradeProgress) => void): { done: Promise<boolean>, stop(): Promise<void> }
   close(): Promise<void>
+  /** a ledger on a database server: its connection pool now (for metrics; absent for LMDB) */
+  poolStats?(): LedgerPoolStats
+  /** a ledger on a database server: `fn` is told each call's operation (`pins.get`, …), duration and whether it failed */
+  observeCalls?(fn: LedgerCallObserver): void
 }
+
+export interface LedgerPoolStats {
+  /** connections open, idle among them, and callers waiting for one */
+  total: number
+  idle: number
+  waiting: number
+}
+
+/** operation: a fixed name (`area.method`), never SQL; ok: false when the call threw */
+export type LedgerCallObserver = (operation: string, seconds: number, ok: boolean) => void

@@ -27,6 +27,11 @@
  *   pind_gc_removed_blocks_total / pind_gc_freed_bytes_total   what those runs removed
  *   pind_gc_duration_seconds                                histogram of those runs
  *   pind_gc_unreferenced_bytes_estimate                     bytes released since the last run's mark (the watermark's measure)
+ * with --ledger postgres:
+ *   pind_ledger_pool_connections / pind_ledger_pool_idle_connections / pind_ledger_pool_waiting   the pool's connections open, idle, and callers waiting for one
+ *   pind_ledger_call_duration_seconds{operation}            histogram of ledger calls by contract method (pins.get, notes.markSettling, …)
+ *   pind_ledger_call_failures_total{operation}              those that failed (the database unreachable among them)
+ *   pind_leases_held{lease}                                 1 while this front end holds the lease (gc, expiry, archive, reconcile), else 0
  * with --routing on:
  *   pind_routing_table_peers / pind_dht_records_stored      (routing table; records others store here)
  *   pind_provide_keys / pind_provide_pending                (CIDs announced; due now)
@@ -62,6 +67,10 @@ export interface MetricsSources {
   uploadChunks?(): { inUse: number, waits: number }
   /** serve's gc schedule: bytes released since its last run (an estimate) */
   gcUnreferencedBytes?(): number
+  /** a ledger on a database server: its connection pool */
+  ledgerPool?(): { total: number, idle: number, waiting: number }
+  /** the leases front ends sharing a ledger take turns on, and whether this one holds each */
+  leases?(): { names: readonly string[], held: readonly string[] }
 }
 
 export class Metrics {
@@ -82,6 +91,9 @@ export class Metrics {
   private readonly gcFreed: client.Counter
   private readonly gcSeconds: client.Histogram
   private readonly paymentChildren = new Map<string, { inc: () => void }>()
+  private ledgerSeconds: client.Histogram<'operation'> | undefined
+  private ledgerFailures: client.Counter<'operation'> | undefined
+  private readonly ledgerChildren = new Map<string, client.Histogram.Internal<'operation'>>()
 
   /** what components report as they work (counters, histograms) and the process's own figures: made first, before the components */
   constructor () {
@@ -129,9 +141,10 @@ export class Metrics {
     }
     new client.Gauge({
       name: 'pind_pins', help: 'pins by status (live pins) and removed', labelNames: ['status'], registers: [r],
-      async collect () { for (const [status, n] of Object.entries(await sources.pinCounts())) this.set({ status }, n) }
+      // a ledger away (its database unreachable) keeps the last figures: the scrape goes on, the pool's gauges with it
+      async collect () { for (const [status, n] of Object.entries(await sources.pinCounts().catch(() => ({})))) this.set({ status }, n) }
     })
-    new client.Gauge({ name: 'pind_fetch_queue_depth', help: 'pins by CID waiting or being fetched', registers: [r], async collect () { this.set(await sources.fetchQueueDepth()) } })
+    new client.Gauge({ name: 'pind_fetch_queue_depth', help: 'pins by CID waiting or being fetched', registers: [r], async collect () { const n = await sources.fetchQueueDepth().catch(() => undefined); if (n != null) this.set(n) } })
     // each reads the current usage itself (set from the other's collect, it would show the previous scrape's)
     // (a bucket away fails the walk: the last figures stay, the scrape goes on)
     new client.Gauge({ name: 'pind_blockstore_blocks', help: 'blocks in the block store (files on disk or objects in S3)', registers: [r], async collect () { const u = await sources.blockstoreUsage().catch(() => undefined); if (u != null) this.set(u.blocks) } })
@@ -163,6 +176,22 @@ export class Metrics {
     if (gcEstimate != null) {
       new client.Gauge({ name: 'pind_gc_unreferenced_bytes_estimate', help: 'bytes of blocks released since the last gc run\'s mark, estimated from the pins\' sizes (--gc-watermark is compared with it)', registers: [r], collect () { this.set(gcEstimate()) } })
     }
+    const pool = sources.ledgerPool
+    if (pool != null) {
+      new client.Gauge({ name: 'pind_ledger_pool_connections', help: 'connections the ledger\'s pool holds open to the database', registers: [r], collect () { this.set(pool().total) } })
+      new client.Gauge({ name: 'pind_ledger_pool_idle_connections', help: 'of those, idle', registers: [r], collect () { this.set(pool().idle) } })
+      new client.Gauge({ name: 'pind_ledger_pool_waiting', help: 'ledger calls waiting for a pooled connection', registers: [r], collect () { this.set(pool().waiting) } })
+    }
+    const leases = sources.leases
+    if (leases != null) {
+      new client.Gauge({
+        name: 'pind_leases_held', help: 'per lease: 1 while this front end holds it (the work it guards runs here), else 0', labelNames: ['lease'], registers: [r],
+        collect () {
+          const l = leases()
+          for (const lease of l.names) this.set({ lease }, l.held.includes(lease) ? 1 : 0)
+        }
+      })
+    }
     const routing = sources.routing
     if (routing != null) {
       new client.Gauge({ name: 'pind_routing_table_peers', help: 'peers in the DHT routing table', registers: [r], collect () { this.set(routing().routingTable) } })
@@ -174,6 +203,21 @@ export class Metrics {
       new client.Gauge({ name: 'pind_provide_pending', help: 'CIDs due to be announced now (new or due again)', registers: [r], async collect () { this.set((await provides()).pending) } })
       new client.Gauge({ name: 'pind_provide_oldest_pending_seconds', help: 'how late the most overdue announcement is (0: none is due)', registers: [r], async collect () { this.set((await provides()).oldestPendingSeconds) } })
     }
+  }
+
+  /** one ledger call (a ledger on a database server): its operation is a contract method's name, a fixed set */
+  ledgerCall (operation: string, seconds: number, ok: boolean): void {
+    const r = this.registry
+    this.ledgerSeconds ??= new client.Histogram({ name: 'pind_ledger_call_duration_seconds', help: 'ledger calls to the database by operation (the ledger contract\'s method), however many statements each ran', labelNames: ['operation'], buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 30], registers: [r] })
+    this.ledgerFailures ??= new client.Counter({ name: 'pind_ledger_call_failures_total', help: 'ledger calls that failed, by operation (the database unreachable, a timeout, or a refusal of the contract)', labelNames: ['operation'], registers: [r] })
+    // one child per operation: a label hash per call would cost more than the call's bookkeeping
+    let child = this.ledgerChildren.get(operation)
+    if (child == null) {
+      child = this.ledgerSeconds.labels({ operation })
+      this.ledgerChildren.set(operation, child)
+    }
+    child.observe(seconds)
+    if (!ok) this.ledgerFailures.inc({ operation })
   }
 
   provided (done: number, failed: number): void {

@@ -17,13 +17,18 @@ export interface TestPostgres {
   freshDatabase(): Promise<{ url: string, drop(): Promise<void> }>
   /** Turns TLS on (a reload: connections open stay as they are): a new CA, and a certificate for 127.0.0.1 it signed; the CA's PEM file. */
   enableTls(): Promise<{ caFile: string }>
+  /** Stops the server as a crash would (pg_ctl -m immediate): every connection cut, the data kept. */
+  crash(): Promise<void>
+  /** Starts the server again on its data dir and port (after crash()). */
+  restart(): Promise<void>
   stop(): Promise<void>
 }
 
 let databases = 0
 
-export async function startTestPostgres (): Promise<TestPostgres> {
-  const cluster = await startPostgres()
+/** `durable`: commits survive crash() (the default cluster may lose the last ones, as a crash of a server with synchronous_commit off would) */
+export async function startTestPostgres (opts: { durable?: boolean } = {}): Promise<TestPostgres> {
+  const cluster = await startPostgres({ durable: opts.durable === true })
   // a worker that dies without its afterAll still takes its server with it
   const onExit = (): void => {
     if (!existsSync(join(cluster.dir, 'postmaster.pid'))) return
@@ -32,7 +37,10 @@ export async function startTestPostgres (): Promise<TestPostgres> {
     try { execFileSync(process.getuid?.() === 0 ? 'runuser' : bin, process.getuid?.() === 0 ? ['-u', 'postgres', '--', bin, ...args] : args, { stdio: 'ignore' }) } catch {}
   }
   process.once('exit', onExit)
-  const admin = new pg.Client({ connectionString: cluster.url })
+  let admin = new pg.Client({ connectionString: cluster.url })
+  // a connection the server cut (crash()) is not an uncaught error
+  const quiet = (c: pg.Client): void => { c.on('error', () => {}) }
+  quiet(admin)
   try {
     await admin.connect()
   } catch (err) {
@@ -67,6 +75,16 @@ export async function startTestPostgres (): Promise<TestPostgres> {
       await admin.query('ALTER SYSTEM SET ssl = on')
       await admin.query('SELECT pg_reload_conf()')
       return { caFile: join(d, 'ca.crt') }
+    },
+    crash: async () => {
+      await stopPostgres({ dir: cluster.dir, mode: 'immediate' })
+      await admin.end().catch(() => {})
+    },
+    restart: async () => {
+      await startPostgres({ dir: cluster.dir, port: cluster.port, durable: opts.durable === true })
+      admin = new pg.Client({ connectionString: cluster.url })
+      quiet(admin)
+      await admin.connect()
     },
     stop: async () => {
       await admin.end().catch(() => {})

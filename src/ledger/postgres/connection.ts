@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs'
 import pg from 'pg'
 import type { ConnectionOptions } from 'node:tls'
+import { LedgerUnavailableError } from '../errors.js'
 
 export interface PostgresTls {
   /**
@@ -84,6 +85,38 @@ function tlsOf (ssl: PostgresTls): false | ConnectionOptions {
   if (ca == null) throw new Error(`PostgreSQL TLS mode ${mode} needs a CA file`)
   // verify-ca: the chain is checked, the name is not (libpq's meaning)
   return mode === 'verify-ca' ? { ca, rejectUnauthorized: true, checkServerIdentity: () => undefined } : { ca, rejectUnauthorized: true }
+}
+
+/** socket errors that mean the server is not there (or went away) */
+const NET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN'])
+
+/**
+ * Whether `err` says the database cannot be reached now rather than that a
+ * statement was wrong: a refused, reset or cut connection, the server
+ * shutting down or not yet accepting (57P01-57P03), a connection exception
+ * (class 08), or no connection within the connect timeout.
+ */
+export function unreachable (err: unknown): boolean {
+  if (!(err instanceof Error)) return false
+  const code = (err as { code?: unknown }).code
+  if (typeof code === 'string') {
+    if (NET_CODES.has(code) || code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03') return true
+  }
+  // node-postgres says these in words, with no code
+  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|Connection terminated unexpectedly/i.test(err.message)
+}
+
+/**
+ * What the ledger throws for a database error: a LedgerUnavailableError when
+ * it means the database is unreachable (the HTTP layer answers it with 503
+ * and Retry-After), else the error itself; the password redacted from both.
+ */
+export function dbError (err: unknown, connectionString: string): unknown {
+  const clean = redact(err, connectionString)
+  if (!unreachable(clean)) return clean
+  const e = new LedgerUnavailableError()
+  e.cause = clean
+  return e
 }
 
 /** the connection string without the TLS parameters the `ssl` option replaces (node-postgres lets the string's win) */

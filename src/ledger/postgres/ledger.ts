@@ -14,10 +14,10 @@ import { randomUUID } from 'node:crypto'
 import type { Datastore } from 'interface-datastore'
 import pg from 'pg'
 import { seedClock } from '../clock.js'
-import type { Ledger, LedgerSnapshot, LedgerTransaction, RecordedSettings, UpgradeProgress } from '../ledger.js'
+import type { Ledger, LedgerCallObserver, LedgerPoolStats, LedgerSnapshot, LedgerTransaction, RecordedSettings, UpgradeProgress } from '../ledger.js'
 import type { PinLedger } from '../pins.js'
 import type { ProvideSchedule } from '../provides.js'
-import { clientConfig, createPool, redact, type PostgresConnectionOptions } from './connection.js'
+import { clientConfig, createPool, dbError, redact, type PostgresConnectionOptions } from './connection.js'
 import { frontEnds, leases, signingKeys } from './coordination.js'
 import { denialLedger } from './denials.js'
 import { insertPayment, json, type Db } from './pin-store.js'
@@ -109,21 +109,62 @@ export class PostgresLedger implements Ledger {
   /** the pool, its errors redacted */
   private readonly db: Db
   private closing: Promise<void> | undefined
+  /** told each contract call's duration (metrics), when set */
+  private observer: LedgerCallObserver | undefined
 
   constructor (private readonly pool: pg.Pool, private readonly o: PostgresLedgerOptions, graceMs: number) {
     const cs = o.connectionString
-    this.db = { query: (async (sql: string, params?: unknown[]) => await pool.query(sql, params).catch((err: unknown) => { throw redact(err, cs) })) as Db['query'] }
+    // every statement's error passes here or through write(): one place maps "unreachable" to LedgerUnavailableError
+    this.db = { query: (async (sql: string, params?: unknown[]) => await pool.query(sql, params).catch((err: unknown) => { throw dbError(err, cs) })) as Db['query'] }
     const write = async <T>(fn: (tx: Tx) => Promise<T>): Promise<T> => await this.write(fn, RETRIES)
-    this.pins = pinLedger({ db: this.db, watchers: this.watchers, graceMs, write, committed: async () => { await this.committed() } })
-    this.tickets = uploadTickets(this.db, write)
-    this.notes = settlementNotes(this.db, write)
-    this.tokens = tokenLedger(this.db)
-    this.denials = denialLedger(this.db, write, this.watchers)
-    this.provides = provideSchedule(this.db, this.watchers)
+    const t = <T extends object>(area: string, o: T): T => this.timed(area, o)
+    this.pins = t('pins', pinLedger({ db: this.db, watchers: this.watchers, graceMs, write, committed: async () => { await this.committed() } }))
+    this.tickets = t('tickets', uploadTickets(this.db, write))
+    this.notes = t('notes', settlementNotes(this.db, write))
+    this.tokens = t('tokens', tokenLedger(this.db))
+    this.denials = t('denials', denialLedger(this.db, write, this.watchers))
+    this.provides = t('provides', provideSchedule(this.db, this.watchers))
     this.remote = new RemoteFeed({ connect: () => new pg.Client(clientConfig(o)), pool, origin: this.origin, feed: this.feed })
-    this.frontEnds = frontEnds(this.db)
-    this.leases = leases(this.db)
-    this.signingKeys = signingKeys(this.db)
+    this.frontEnds = t('frontEnds', frontEnds(this.db))
+    this.leases = t('leases', leases(this.db))
+    this.signingKeys = t('signingKeys', signingKeys(this.db))
+  }
+
+  poolStats (): LedgerPoolStats {
+    return { total: this.pool.totalCount, idle: this.pool.idleCount, waiting: this.pool.waitingCount }
+  }
+
+  observeCalls (fn: LedgerCallObserver): void {
+    this.observer = fn
+  }
+
+  /**
+   * `o` with each method that returns a promise timed for the observer as
+   * `area.method` (a fixed set of names, whatever SQL runs); other results
+   * (watchers, iterators) pass untouched.
+   */
+  private timed<T extends object> (area: string, o: T): T {
+    const wrapped = new Map<PropertyKey, unknown>()
+    return new Proxy(o, {
+      get: (target, prop, receiver) => {
+        const v = Reflect.get(target, prop, receiver)
+        if (typeof v !== 'function' || typeof prop !== 'string') return v
+        let w = wrapped.get(prop)
+        if (w == null) {
+          const op = `${area}.${prop}`
+          w = (...args: unknown[]): unknown => {
+            const observer = this.observer
+            const start = performance.now()
+            const out = (v as (...a: unknown[]) => unknown).apply(target, args)
+            if (observer == null || !(out instanceof Promise)) return out
+            out.then(() => { observer(op, (performance.now() - start) / 1000, true) }, () => { observer(op, (performance.now() - start) / 1000, false) })
+            return out
+          }
+          wrapped.set(prop, w)
+        }
+        return w
+      }
+    })
   }
 
   /** resolves once every write begun before it has settled */
@@ -140,7 +181,7 @@ export class PostgresLedger implements Ledger {
         return await run
       } catch (err) {
         if (attempt < retries && retryable(err)) continue
-        throw redact(err, this.o.connectionString)
+        throw dbError(err, this.o.connectionString)
       } finally {
         this.inflight.delete(run)
       }
@@ -206,7 +247,7 @@ export class PostgresLedger implements Ledger {
     try {
       return await openSnapshot(this.pool)
     } catch (err) {
-      throw redact(err, this.o.connectionString)
+      throw dbError(err, this.o.connectionString)
     }
   }
 

@@ -7,7 +7,7 @@ import type { Usage } from '../../ipfs/blockstore-usage.js'
 import type { PinLedger } from '../../ledger/pins.js'
 import type { MetricsSources } from '../../metrics/registry.js'
 
-export function metricsSources (pins: PinLedger, usage: () => Promise<Usage>, connections: () => number, payments?: MetricsSources['payments'], extra: Pick<MetricsSources, 'routing' | 'provides' | 's3Up' | 'sending' | 'uploadChunks' | 'gcUnreferencedBytes'> = {}): MetricsSources {
+export function metricsSources (pins: PinLedger, usage: () => Promise<Usage>, connections: () => number, payments?: MetricsSources['payments'], extra: Pick<MetricsSources, 'routing' | 'provides' | 's3Up' | 'sending' | 'uploadChunks' | 'gcUnreferencedBytes' | 'ledgerPool' | 'leases'> = {}): MetricsSources {
   const counts = cached(60_000, async () => await pins.countByStatus())
   return {
     pinCounts: counts,
@@ -20,7 +20,9 @@ export function metricsSources (pins: PinLedger, usage: () => Promise<Usage>, co
     ...(extra.s3Up != null ? { s3Up: extra.s3Up } : {}),
     ...(extra.sending != null ? { sending: extra.sending } : {}),
     ...(extra.uploadChunks != null ? { uploadChunks: extra.uploadChunks } : {}),
-    ...(extra.gcUnreferencedBytes != null ? { gcUnreferencedBytes: extra.gcUnreferencedBytes } : {})
+    ...(extra.gcUnreferencedBytes != null ? { gcUnreferencedBytes: extra.gcUnreferencedBytes } : {}),
+    ...(extra.ledgerPool != null ? { ledgerPool: extra.ledgerPool } : {}),
+    ...(extra.leases != null ? { leases: extra.leases } : {})
   }
 }
 
@@ -29,8 +31,11 @@ function cached<T> (ms: number, fn: () => T): () => T {
   let value: T | undefined
   return () => {
     if (value === undefined || Date.now() - at > ms) {
-      value = fn()
+      const v = fn()
+      value = v
       at = Date.now()
+      // a failed read (the ledger's database away) is not kept: the next scrape reads again
+      if (v instanceof Promise) v.catch(() => { if (value === v) at = -Infinity })
     }
     return value
   }

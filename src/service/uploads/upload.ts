@@ -262,6 +262,9 @@ async function paidUpload (input: UploadInput, payment: VerifiedPayment, maxFile
         await d.ledger.create(pin, record, staged.cids)
         ms.ledger = lap()
       } catch (err) {
+        // paid and stored, not recorded (the ledger's database away, say): the note stays, and the sealed
+        // folder with it, so that reconciliation or a retry of this payment can record the pin (settlement-fulfil.ts)
+        keep = true
         d.log.error('upload settled but its pin could not be recorded', { payment: payment.id, tx: settled.tx, cid, error: err })
         throw err
       }

@@ -8,6 +8,7 @@ import { readdirSync } from 'node:fs'
 import { serialize } from 'node:v8'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
+import { LedgerUnavailableError } from '../../../src/ledger/errors.js'
 import { PindError, InsufficientFundsError, InvalidInputError, LegallyRefusedError, OperationNotAllowedError, PaymentRequiredError, ReplayRefusedError, TooManyRequestsError, UnauthorizedError, UnavailableError } from '../../../src/kernel/errors.js'
 import { ERRORS, FAULTS, REASONS, errorAnswer, statusesOf, type Reason } from '../../../src/http/error-catalog.js'
 import { openApiDocument } from '../../../src/http/openapi.js'
@@ -87,6 +88,7 @@ describe('the error catalog', () => {
     expect(errorAnswer(challenge)).toBe(errorAnswer(challenge)) // serialized once
     expect(errorAnswer(new InsufficientFundsError('broke'))).toMatchObject({ status: 402, reason: 'INSUFFICIENT_FUNDS', headers: {} })
     expect(errorAnswer(new ReplayRefusedError(new UnavailableError('later', 5)))).toMatchObject({ status: 503, headers: { 'retry-after': '5' } })
+    expect(errorAnswer(new LedgerUnavailableError())).toMatchObject({ status: 503, reason: 'SERVICE_UNAVAILABLE', headers: { 'retry-after': '5' } })
   })
 
   it('answers anything else with a 500 that tells nothing', () => {
