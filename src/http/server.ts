@@ -235,7 +235,9 @@ export function createHttpServer (router: Router, log: Logger, opts: HttpServerO
 function closeAfterResponse (req: IncomingMessage, res: ServerResponse): void {
   const writeHead = res.writeHead
   res.writeHead = function (this: ServerResponse, ...args: unknown[]) {
-    if (req.complete && !this.hasHeader('connection')) this.setHeader('connection', 'close')
+    // a request without a body may not be marked complete yet when a synchronous handler answers
+    const bodyArriving = !req.complete && (req.headers['transfer-encoding'] != null || Number(req.headers['content-length'] ?? 0) > 0)
+    if (!bodyArriving && !this.hasHeader('connection')) this.setHeader('connection', 'close')
     return (writeHead as (...a: unknown[]) => ServerResponse).apply(this, args)
   } as typeof res.writeHead
 }
