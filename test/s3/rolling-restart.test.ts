@@ -27,7 +27,7 @@ let haproxy: ChildProcess | undefined
 beforeAll(async () => {
   chain = await startDevChain({ payers: 1 })
   db = await startTestPostgres()
-})
+}, 240_000)
 afterAll(async () => {
   if (haproxy?.pid != null && haproxy.exitCode == null) {
     const exited = new Promise(resolve => haproxy?.once('exit', resolve))
@@ -36,7 +36,7 @@ afterAll(async () => {
   }
   await db?.stop()
   await chain?.stop()
-})
+}, 240_000)
 
 /** a server's row of the balancer's stats page (CSV; its first line names the columns) */
 async function serverStats (statsUrl: string, server: string): Promise<Record<string, string>> {
@@ -176,4 +176,4 @@ it('restarts each front end in turn under load without losing a request', async 
   }
   expect(await usdcBalance(chain, payer.address)).toBe(balanceBefore - paid)
   for (const f of fronts) expect(await f.stop()).toBe(0)
-})
+}, 240_000)
