@@ -87,6 +87,8 @@ export interface Daemon {
   ledger: string
   /** where the blocks are (for the start-up summary) */
   blocks: string
+  /** /ready answers 503 and every response closes its connection, while all else is served as before (the stop's drain) */
+  drain(): void
   stop(deadlineMs: number): Promise<void>
   /** while stop() runs: the step it is in (the HTTP server's drain, then the components' stops) */
   stopping(): string | undefined
@@ -312,6 +314,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
     life.add('commit retries', () => { retry.stop() })
 
     apiRoutes(router, {
+      draining: () => http.draining(),
       config,
       core,
       blocks,
@@ -348,6 +351,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
       payments,
       ledger: core.ledgerDescription,
       blocks: blocks.describe(),
+      drain: () => { http.drain() },
       stop: async (deadlineMs) => {
         draining = true
         await http.close(deadlineMs)

@@ -62,7 +62,8 @@ export class Lifecycle {
 /**
  * How long the steps after the HTTP drain may take, all together. With the
  * default --shutdown-timeout (10 s) a stop ends within 25 s, inside the
- * systemd unit's TimeoutStopSec (30 s).
+ * systemd unit's TimeoutStopSec (30 s); a --shutdown-drain comes before and
+ * adds to it (the README says to raise TimeoutStopSec by as much).
  */
 export const STOP_STEPS_MS = 15_000
 

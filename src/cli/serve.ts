@@ -128,7 +128,16 @@ export async function serve (config: Readonly<Config>, log: Logger): Promise<voi
     // has sent it, and the child dies with the unit's cgroup
     const told = notifyServiceManager({ STOPPING: '1' }, log)
     const deadlineMs = config.shutdownTimeout * 1000
-    stopWithin(async () => { await daemon.stop(deadlineMs) }, deadlineMs + STOP_STEPS_MS, () => daemon.stopping(), log).then(async (outcome) => {
+    const drainMs = config.shutdownDrain * 1000
+    // the drain comes first and is not part of the stop's budget: it only waits, serving as before
+    const drained = drainMs > 0
+      ? new Promise<void>(resolve => {
+        daemon.drain()
+        log.notice('draining', { seconds: config.shutdownDrain })
+        setTimeout(resolve, drainMs)
+      })
+      : Promise.resolve()
+    drained.then(async () => await stopWithin(async () => { await daemon.stop(deadlineMs) }, deadlineMs + STOP_STEPS_MS, () => daemon.stopping(), log)).then(async (outcome) => {
       if (outcome === 'gave up') process.exit(1)
       await Promise.race([told, new Promise(resolve => setTimeout(resolve, STOPPING_NOTIFY_MS).unref())])
       log.notice('stopped')

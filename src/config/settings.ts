@@ -202,6 +202,7 @@ export interface Config {
   httpMaxStreamsPerClient: number
   metricsListen?: string
   shutdownTimeout: number
+  shutdownDrain: number
   expiryGrace: number
   expirySweepInterval: number
   gcInterval: number
@@ -321,6 +322,9 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'metricsListen', flag: '--metrics-listen <host:port>', env: 'PIND_METRICS_LISTEN', parse: hostPort, description: 'also serve GET /metrics (Prometheus) on this separate address, e.g. 127.0.0.1:9464; it is always on the admin socket' },
   { key: 'denylist', flag: '--denylist <paths>', env: 'PIND_DENYLIST', default: [], parse: list(str), description: 'IPIP-383 denylists (Kubo\'s compact *.deny format, e.g. Bad Bits): files, or directories whose *.deny files are all read; comma-separated; reloaded when they change. Denied content answers 410 at the gateway, is not sent over bitswap and is refused (451) by paid writes' },
   { key: 'shutdownTimeout', flag: '--shutdown-timeout <duration>', env: 'PIND_SHUTDOWN_TIMEOUT', default: 10, parse: duration(0, 3600), description: 'how long in-flight requests may finish after SIGTERM' },
+  // 0 for a single node (nothing polls /ready, so waiting would only delay the stop); behind a balancer
+  // set it above the balancer's check interval x fall count, so it stops sending before serve closes
+  { key: 'shutdownDrain', flag: '--shutdown-drain <duration>', env: 'PIND_SHUTDOWN_DRAIN', default: 0, parse: duration(0, 300), description: 'after SIGTERM, how long /ready answers 503 (draining) while every other request is still served, with Connection: close, before serve stops accepting (behind a load balancer: longer than its check interval x fall count); 0 = no drain' },
   // the ledger: global, because every admin command on a stopped data dir opens it
   { key: 'ledger', flag: '--ledger <lmdb|postgres>', env: 'PIND_LEDGER', global: true, parse: oneOf(LEDGERS), description: 'where the ledger lives: lmdb (ledger.mdb in the data dir) or postgres (the database of --database-url, which several serves can share); default: what the data dir records, else lmdb' },
   { key: 'databaseUrl', flag: '--database-url <url>', env: 'PIND_DATABASE_URL', global: true, parse: databaseUrl, description: 'the PostgreSQL database of --ledger postgres, e.g. postgres://pind@db.example:5432/pind (no password in it: PIND_DATABASE_PASSWORD or --database-password-file); default: what the data dir records' },

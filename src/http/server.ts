@@ -27,6 +27,12 @@ export interface HttpServer {
   /** stop accepting; wait for in-flight requests up to `deadlineMs`, then close the rest */
   close(deadlineMs: number): Promise<void>
   inFlight(): number
+  /**
+   * from now on every response carries Connection: close, so a proxy opens a new connection
+   * (which its balancing sends elsewhere once /ready fails) rather than reusing one to a server about to close
+   */
+  drain(): void
+  draining(): boolean
   /** with `starting`: from now on requests are routed (until then every one answers 503) */
   ready(): void
 }
@@ -63,6 +69,7 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/
 
 export function createHttpServer (router: Router, log: Logger, opts: HttpServerOptions = {}): HttpServer {
   let closing = false
+  let draining = false
   let starting = opts.starting === true
   let inFlight = 0
   let idleWaiters: Array<() => void> = []
@@ -142,6 +149,7 @@ export function createHttpServer (router: Router, log: Logger, opts: HttpServerO
     const upstream = proxies.size > 0 && proxies.has(normalize(req.socket.remoteAddress ?? '')) ? req.headers['x-request-id'] : undefined
     const reqId = typeof upstream === 'string' && REQUEST_ID.test(upstream) ? upstream : randomUUID()
     res.setHeader('x-request-id', reqId)
+    if (draining) closeAfterResponse(req, res)
     // every line logged while this request is handled (payments, pins, errors) names it and its client
     logContext.run({ reqId, client }, () => { void handle(req, res, reqId, client) })
   })
@@ -172,6 +180,8 @@ export function createHttpServer (router: Router, log: Logger, opts: HttpServerO
     server,
     inFlight: () => inFlight,
     ready: () => { starting = false },
+    drain: () => { draining = true },
+    draining: () => draining,
     listen: async (host, port) => {
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject)
@@ -215,6 +225,21 @@ export function createHttpServer (router: Router, log: Logger, opts: HttpServerO
       await closed
     }
   }
+}
+
+/**
+ * Connection: close on this response, unless the request's body is still arriving (an early 402 or 413):
+ * node destroys a closing socket once the response is written, and a client still sending gets a reset
+ * in place of the answer. That connection stays open, its body read, and the next response closes it.
+ */
+function closeAfterResponse (req: IncomingMessage, res: ServerResponse): void {
+  const writeHead = res.writeHead
+  res.writeHead = function (this: ServerResponse, ...args: unknown[]) {
+    // a request without a body may not be marked complete yet when a synchronous handler answers
+    const bodyArriving = !req.complete && (req.headers['transfer-encoding'] != null || Number(req.headers['content-length'] ?? 0) > 0)
+    if (!bodyArriving && !this.hasHeader('connection')) this.setHeader('connection', 'close')
+    return (writeHead as (...a: unknown[]) => ServerResponse).apply(this, args)
+  } as typeof res.writeHead
 }
 
 /** An error's answer as raw HTTP/1.1 bytes, for a socket node:http no longer writes responses on; the connection closes after it. */

@@ -42,3 +42,22 @@ it('finishes an in-flight upload after SIGTERM, then exits 0', async () => {
   expect((await r.json() as any).status).toBe('pinned')
   expect(await exited).toBe(0)
 })
+
+it('with --shutdown-drain, answers /ready 503 (draining) after SIGTERM while still serving the rest with Connection: close, then exits 0', async () => {
+  const { args, env } = chainArgs(chain)
+  const pind = await startPind({ args: [...args, '--shutdown-drain', '3'], env })
+  expect((await fetch(`${pind.url}/ready`)).status).toBe(200)
+  const exited = pind.stop('SIGTERM')
+  const ready = await waitFor(async () => {
+    const r = await fetch(`${pind.url}/ready`)
+    return r.status === 503 ? r : undefined
+  }, '/ready to answer 503')
+  expect((await ready.json() as { error: { details: string } }).error.details).toMatch(/^draining/)
+  expect(ready.headers.get('connection')).toBe('close')
+  // the rest is served as before, on a new connection too
+  const health = await fetch(`${pind.url}/health`)
+  expect(health.status).toBe(200)
+  expect(health.headers.get('connection')).toBe('close')
+  expect(await exited).toBe(0)
+  expect(pind.stderr()).toContain('"msg":"draining"')
+})

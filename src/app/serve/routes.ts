@@ -73,6 +73,8 @@ export interface ApiDeps {
   discard: (b: Array<{ cid: CID, bytes: number }>) => Promise<{ removed: number, freedBytes: number }>
   /** bytes a ticket upload left unreferenced (gc's watermark counts them) */
   onLeftover: (bytes: number) => void
+  /** a stop's drain has begun (GET /ready answers 503) */
+  draining: () => boolean
   log: Logger
 }
 
@@ -96,7 +98,7 @@ export function apiRoutes (router: Router, d: ApiDeps): void {
     log: log.child({ component: 'health' })
   }
   const health = async (): Promise<HealthReport> => await checkHealth(healthDeps)
-  healthRoutes(router, health, async () => await checkReadiness(health, d.payments))
+  healthRoutes(router, health, async () => await checkReadiness(health, d.payments), d.draining)
   agentCardRoutes(router, buildAgentCard({
     publicUrl,
     network: config.network,

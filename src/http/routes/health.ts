@@ -1,11 +1,12 @@
 import type { HealthReport } from '../../service/health/health.js'
 import type { ReadyReport } from '../../service/health/readiness.js'
+import { ShuttingDownError } from '../../kernel/errors.js'
 import { JsonText, sendJson } from '../respond.js'
 import type { Router } from '../router.js'
 import { operation, response, schema, type Obj, type PathItems } from '../openapi-parts.js'
 
 /** GET /health: liveness (ledger, blockstore, libp2p). GET /ready: and paid writes can work (for load balancers). */
-export function healthRoutes (router: Router, check: () => Promise<HealthReport>, ready?: () => Promise<ReadyReport>): void {
+export function healthRoutes (router: Router, check: () => Promise<HealthReport>, ready?: () => Promise<ReadyReport>, draining?: () => boolean): void {
   // a passing report is given again while nothing in it changes (service/health/health.ts): serialized once
   let last: { report: HealthReport, body: JsonText } | undefined
   router.add('GET', '/health', async ({ res }) => {
@@ -15,6 +16,8 @@ export function healthRoutes (router: Router, check: () => Promise<HealthReport>
   })
   if (ready != null) {
     router.add('GET', '/ready', async ({ res }) => {
+      // a stop has begun: the balancer takes this front end out while it still serves what it is sent
+      if (draining?.() === true) throw new ShuttingDownError('draining: this front end is stopping; it still serves requests until it closes', 5)
       const report = await ready()
       sendJson(res, report.status === 'ready' ? 200 : 503, report)
     })
@@ -48,7 +51,7 @@ function readyOp (): Obj {
     description: 'The health checks plus `payments`, whose `state` is `ready`, `low-balance` (works; the settler needs gas soon), `starting`, `no-pay-to`, `no-facilitator`, `unreachable` (the RPC or facilitator does not answer), `unfunded` (the settler cannot pay gas) or `asset-misconfigured`. A node whose payments cannot work is alive (`/health` 200) but not ready (503).',
     responses: {
       200: response('Every check passed, payments included.', schema('Ready')),
-      503: response('A check failed (`status: not-ready`; the failing check carries `error`), or the server is shutting down (a Failure).', { anyOf: [schema('Ready'), schema('Failure')] })
+      503: response('A check failed (`status: not-ready`; the failing check carries `error`), or the server is draining before a stop (a Failure whose `details` begin `draining`: still serving every other request) or shutting down (a Failure).', { anyOf: [schema('Ready'), schema('Failure')] })
     }
   })
 }

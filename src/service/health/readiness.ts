@@ -2,7 +2,8 @@
  * Readiness for load balancers (GET /ready): the health checks plus whether
  * paid writes can work now. A node whose payments cannot work (no pay-to, an
  * RPC or facilitator that does not answer, a settler that cannot pay gas)
- * is alive (/health 200) but not ready (/ready 503).
+ * is alive (/health 200) but not ready (/ready 503), as is one draining
+ * before a stop (http/routes/health.ts).
  */
 import { z } from 'zod/v4'
 import { text } from '../../kernel/api-shapes.js'
