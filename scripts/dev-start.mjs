@@ -14,6 +14,11 @@
  * PIND_DATA_DIR given instead must be empty: nothing else is ever removed).
  * Where the gateway runs goes to <data dir>/dev-s3.json (endpoint, bucket,
  * its folder and pids; the credentials stay in that folder's s3.json).
+ *
+ * `npm start -- --postgres`: the ledger goes to a throwaway PostgreSQL cluster
+ * on 127.0.0.1 (scripts/postgres.mjs), removed when this stops, so this mode
+ * too uses a data dir of its own, ./pind-dev-data-pg (emptied at every
+ * start; -s3-pg with both). Where it runs goes to <data dir>/dev-postgres.json.
  */
 import { spawn } from 'node:child_process'
 import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
@@ -23,12 +28,14 @@ import { startDevChain } from './devchain/index.mjs'
 
 const root = resolve(fileURLToPath(new URL('..', import.meta.url)))
 const withS3 = process.argv.includes('--s3')
-const serveArgs = process.argv.slice(2).filter(a => a !== '--s3')
-const dataDir = resolve(process.env.PIND_DATA_DIR ?? join(root, withS3 ? 'pind-dev-data-s3' : 'pind-dev-data'))
-if (withS3) {
+const withPostgres = process.argv.includes('--postgres')
+const serveArgs = process.argv.slice(2).filter(a => a !== '--s3' && a !== '--postgres')
+const suffix = `${withS3 ? '-s3' : ''}${withPostgres ? '-pg' : ''}`
+const dataDir = resolve(process.env.PIND_DATA_DIR ?? join(root, `pind-dev-data${suffix}`))
+if (withS3 || withPostgres) {
   if (process.env.PIND_DATA_DIR == null) rmSync(dataDir, { recursive: true, force: true })
   else if (existsSync(dataDir) && readdirSync(dataDir).length > 0) {
-    process.stderr.write(`npm start -- --s3: ${dataDir} is not empty; the throwaway bucket lives in RAM, so --s3 needs an empty data dir (or unset PIND_DATA_DIR to use ./pind-dev-data-s3)\n`)
+    process.stderr.write(`npm start -- ${withS3 ? '--s3' : '--postgres'}: ${dataDir} is not empty; the throwaway ${withS3 ? 'bucket' : 'database'} goes when this stops, so it needs an empty data dir (or unset PIND_DATA_DIR to use ./pind-dev-data${suffix})\n`)
     process.exit(2)
   }
 }
@@ -47,8 +54,23 @@ if (withS3) {
   process.stdout.write(`dev S3: ${s3.endpoint}, bucket ${bucket} (data in RAM, gone when this stops)\n`)
 }
 
-// (a chain that fails to start must not leave the gateway's daemons behind)
-const chain = await startDevChain({ payers: 3 }).catch(async (err) => { await s3?.stop(); throw err })
+let postgres
+if (withPostgres) {
+  const { startPostgres } = await import('./postgres.mjs')
+  process.stdout.write('starting a throwaway PostgreSQL cluster...\n')
+  postgres = await startPostgres().catch(async (err) => { await s3?.stop(); throw err })
+  serveArgs.push('--ledger', 'postgres', '--database-url', postgres.url)
+  writeFileSync(join(dataDir, 'dev-postgres.json'), JSON.stringify(postgres, null, 2) + '\n', { mode: 0o600 })
+  process.stdout.write(`dev PostgreSQL: ${postgres.url} (gone when this stops)\n`)
+}
+const stopPostgres = async () => {
+  if (postgres == null) return
+  const { stopPostgres } = await import('./postgres.mjs')
+  await stopPostgres({ dir: postgres.dir, remove: true }).catch(() => {})
+}
+
+// (a chain that fails to start must not leave the gateway's daemons or the database behind)
+const chain = await startDevChain({ payers: 3 }).catch(async (err) => { await s3?.stop(); await stopPostgres(); throw err })
 const settlerKeyFile = join(dataDir, 'settler.key')
 writeFileSync(settlerKeyFile, chain.settlerKey + '\n', { mode: 0o600 })
 const { stop, ...info } = chain
@@ -84,5 +106,6 @@ for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
 child.on('exit', async (code, signal) => {
   await stop()
   await s3?.stop()
+  await stopPostgres()
   process.exit(code ?? (signal != null ? 0 : 1))
 })
