@@ -1,46 +1,39 @@
 /**
- * The front ends and leases of ../coordination.ts on LMDB. One serve holds
- * the data dir (its lock), so a lease is contended only by the processes that
- * open the ledger in turn; the records still say who held what until when,
- * as a shared ledger's do.
+ * The front ends and leases of ../coordination.ts for LMDB, in this process's
+ * memory: one serve holds the data dir (its lock), so no other process beats
+ * or contends, and writing a beat and four lease renewals to the file every
+ * few seconds would only cost an idle serve its commits. `pind status`
+ * through the running serve reads them here; on a stopped data dir there is
+ * no front end to list.
  */
 import type { FrontEndRecord, FrontEnds, LeaseRecord, Leases } from '../coordination.js'
-import type { LedgerEnv } from './open.js'
 
-export function lmdbFrontEnds (env: LedgerEnv): FrontEnds {
-  const db = env.db<FrontEndRecord>('frontends')
+export function memoryFrontEnds (): FrontEnds {
+  const all = new Map<string, FrontEndRecord>()
   return {
-    beat: async (fe) => { await db.put(fe.id, { ...fe, seenAt: new Date().toISOString() }) },
-    leave: async (id) => { await db.remove(id) },
+    beat: async (fe) => { all.set(fe.id, { ...fe, seenAt: new Date().toISOString() }) },
+    leave: async (id) => { all.delete(id) },
     list: async (withinMs) => {
       const since = withinMs != null ? Date.now() - withinMs : -Infinity
-      const all: FrontEndRecord[] = []
-      for (const { value } of db.getRange()) if (Date.parse(value.seenAt) >= since) all.push(value)
-      return all.sort((a, b) => b.seenAt.localeCompare(a.seenAt))
+      return [...all.values()].filter(f => Date.parse(f.seenAt) >= since).sort((a, b) => b.seenAt.localeCompare(a.seenAt))
     }
   }
 }
 
-export function lmdbLeases (env: LedgerEnv): Leases {
-  const db = env.db<LeaseRecord>('leases')
+export function memoryLeases (): Leases {
+  const all = new Map<string, LeaseRecord>()
   return {
-    take: async (name, holder, ttlMs) => await env.transaction(() => {
+    take: async (name, holder, ttlMs) => {
       const now = Date.now()
-      const current = db.get(name)
+      const current = all.get(name)
       if (current != null && current.holder !== holder && Date.parse(current.until) > now) return false
-      void db.put(name, { name, holder, until: new Date(now + ttlMs).toISOString() })
+      all.set(name, { name, holder, until: new Date(now + ttlMs).toISOString() })
       return true
-    }),
-    release: async (name, holder) => {
-      await env.transaction(() => {
-        if (db.get(name)?.holder === holder) void db.remove(name)
-      })
     },
+    release: async (name, holder) => { if (all.get(name)?.holder === holder) all.delete(name) },
     held: async () => {
       const now = Date.now()
-      const out: LeaseRecord[] = []
-      for (const { value } of db.getRange()) if (Date.parse(value.until) > now) out.push(value)
-      return out
+      return [...all.values()].filter(l => Date.parse(l.until) > now).sort((a, b) => a.name.localeCompare(b.name))
     }
   }
 }

@@ -12,7 +12,7 @@ import type { PinLedger as PinLedgerContract } from '../pins.js'
 import type { PinQuery } from '../query.js'
 import type { PaymentRecord, PinRecord } from '../records.js'
 import type { UploadTicket } from '../tickets.js'
-import { lmdbFrontEnds, lmdbLeases } from './coordination.js'
+import { memoryFrontEnds, memoryLeases } from './coordination.js'
 import { LmdbDatastore } from './datastore.js'
 import { clockReady, nextCreated } from '../clock.js'
 import { DenialLedger } from './denials.js'
@@ -99,8 +99,8 @@ export class LmdbLedger implements Ledger {
       history: async () => [...denials.history()]
     }
     this.provides = provideScheduleOf(lmdbPins.provides)
-    this.frontEnds = lmdbFrontEnds(env)
-    this.leases = lmdbLeases(env)
+    this.frontEnds = memoryFrontEnds()
+    this.leases = memoryLeases()
   }
 
   /** what the serve policy asks for every block, answered from the memory-mapped file */
