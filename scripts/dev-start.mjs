@@ -35,7 +35,9 @@ const dataDir = resolve(process.env.PIND_DATA_DIR ?? join(root, `pind-dev-data${
 if (withS3 || withPostgres) {
   if (process.env.PIND_DATA_DIR == null) rmSync(dataDir, { recursive: true, force: true })
   else if (existsSync(dataDir) && readdirSync(dataDir).length > 0) {
-    process.stderr.write(`npm start -- ${withS3 ? '--s3' : '--postgres'}: ${dataDir} is not empty; the throwaway ${withS3 ? 'bucket' : 'database'} goes when this stops, so it needs an empty data dir (or unset PIND_DATA_DIR to use ./pind-dev-data${suffix})\n`)
+    process.stderr.write(withS3
+      ? `npm start -- --s3: ${dataDir} is not empty; the throwaway bucket lives in RAM, so --s3 needs an empty data dir (or unset PIND_DATA_DIR to use ./pind-dev-data${suffix})\n`
+      : `npm start -- --postgres: ${dataDir} is not empty; the throwaway database goes when this stops, so --postgres needs an empty data dir (or unset PIND_DATA_DIR to use ./pind-dev-data${suffix})\n`)
     process.exit(2)
   }
 }
