@@ -32,6 +32,23 @@ export interface OpenedLedger {
   close(): Promise<void>
 }
 
+/** an OpenedLedger whose reopen closes the ledger and opens the same store again with `open`; `cleanup` removes the store */
+export async function reopenable<L extends Ledger> (open: () => Promise<L>, cleanup: () => Promise<void>): Promise<OpenedLedger> {
+  let current = await open()
+  return {
+    ledger: current,
+    reopen: async () => {
+      await current.close()
+      current = await open()
+      return current
+    },
+    close: async () => {
+      await current.close()
+      await cleanup()
+    }
+  }
+}
+
 /** tests an implementation may declare it fails (see the file's comment) */
 export const GAP = {
   settledReplacement: 'a replacement created settled releases its predecessor at once',

@@ -4,26 +4,13 @@ import { join } from 'node:path'
 import { openLmdbLedger, type LmdbLedger } from '../../src/ledger/lmdb/ledger.js'
 import { tempDir } from '../helpers/pind.js'
 import { describeCoordinationContract } from './coordination-contract.js'
-import { describeLedgerContract, type OpenedLedger } from './ledger-contract.js'
+import { describeLedgerContract, reopenable, type OpenedLedger } from './ledger-contract.js'
 
 async function openLmdb (): Promise<OpenedLedger> {
   const dir = tempDir('pind-contract-')
   // the file serve opens (src/datadir/layout.ts)
   const path = join(dir, 'ledger.mdb')
-  const open = async (): Promise<LmdbLedger> => await openLmdbLedger(path, { graceMs: () => 0 })
-  let current = await open()
-  return {
-    ledger: current,
-    reopen: async () => {
-      await current.close()
-      current = await open()
-      return current
-    },
-    close: async () => {
-      await current.close()
-      rmSync(dir, { recursive: true, force: true })
-    }
-  }
+  return await reopenable(async (): Promise<LmdbLedger> => await openLmdbLedger(path, { graceMs: () => 0 }), async () => { rmSync(dir, { recursive: true, force: true }) })
 }
 
 describeLedgerContract('LMDB', openLmdb)

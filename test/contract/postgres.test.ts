@@ -28,7 +28,7 @@ import { tempDir } from '../helpers/pind.js'
 import { startTestPostgres, type TestPostgres } from '../helpers/postgres.js'
 import { OWNER, paidPin, pinRecord } from '../helpers/records.js'
 import { describeCoordinationContract } from './coordination-contract.js'
-import { describeLedgerContract, type OpenedLedger } from './ledger-contract.js'
+import { describeLedgerContract, reopenable, type OpenedLedger } from './ledger-contract.js'
 
 let server: TestPostgres
 beforeAll(async () => { server = await startTestPostgres() })
@@ -37,20 +37,7 @@ afterAll(async () => { await server?.stop() })
 async function openPostgres (): Promise<OpenedLedger> {
   const db = await server.freshDatabase()
   const datastore = new MemoryDatastore()
-  const open = async (): Promise<PostgresLedger> => await openPostgresLedger({ connectionString: db.url, graceMs: () => 0, datastore })
-  let current = await open()
-  return {
-    ledger: current,
-    reopen: async () => {
-      await current.close()
-      current = await open()
-      return current
-    },
-    close: async () => {
-      await current.close()
-      await db.drop()
-    }
-  }
+  return await reopenable(async () => await openPostgresLedger({ connectionString: db.url, graceMs: () => 0, datastore }), async () => { await db.drop() })
 }
 
 describeLedgerContract('PostgreSQL', openPostgres)
