@@ -105,7 +105,7 @@ export async function openCore (paths: DataDirLayout, opts: CoreOptions = {}): P
     const blocks = opts.blocks ?? new FsBackend(paths.blocks)
     const usage = new BlockstoreUsageTracker(async () => await blocks.usage())
     const staging = new BlockStaging(blocks, paths.staging, (n, bytes) => { usage.added(n, bytes) })
-    const lock = new CommitLock()
+    const lock = new CommitLock(ledger.blockFence)
     const inFlight = new InFlightBlocks(lock)
     let keys: Promise<KeyStore> | undefined
     // shared by every front end when the ledger is (a token one issues verifies on all), else the data dir's own

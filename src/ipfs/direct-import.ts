@@ -97,7 +97,14 @@ export class DirectImports {
         await this.shared.take()
         // held before it is written: gc cannot delete it from here on, and it is released with the import;
         // the commit lock stays held (shared) until the write has ended
-        writeEnded = await this.inFlight.hold(cid)
+        try {
+          writeEnded = await this.inFlight.hold(cid)
+        } catch (err) {
+          // not held (the ledger's block fence did not answer): nothing is written
+          this.shared.give()
+          own.give()
+          throw err
+        }
         if (released) {
           // the import was given up while this block waited for room: nothing is written
           writeEnded()

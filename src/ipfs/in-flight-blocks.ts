@@ -3,7 +3,9 @@
  * ticket uploads, direct-import.ts). No pin references them until the upload
  * claims its ticket, so gc would delete them: each is registered here before
  * it is written, and gc's delete batch (commit lock held exclusively) skips
- * every registered block.
+ * every registered block; other front ends' gc skips it through the mark
+ * the commit lock makes in the ledger's block fence (one statement per block
+ * on PostgreSQL, none on LMDB).
  *
  * Registration happens under the commit lock held shared, so it never falls
  * inside a delete batch, and the lock stays held until the block's write has
@@ -18,23 +20,37 @@ import type { CID } from 'multiformats/cid'
 
 export class InFlightBlocks {
   private readonly counts = new Map<string, number>()
+  /** each registration's mark in the lock's fence (front ends sharing a block store), taken away at its release */
+  private readonly marks = new Map<string, Array<() => Promise<void>>>()
 
-  constructor (private readonly lock: Pick<CommitLock, 'shared'>) {}
+  constructor (private readonly lock: Pick<CommitLock, 'shared' | 'mark'>) {}
 
   /**
-   * Registers a block (under the commit lock, shared): from the moment this
-   * resolves, gc leaves it alone. The lock stays held until the function it
-   * resolves to is called: call it once the block's write has ended (stored
-   * or failed), or at once when there is no write; always, or gc and blocks
-   * migrate wait forever.
+   * Registers a block (under the commit lock, shared, and marked in its
+   * fence): from the moment this resolves, gc leaves it alone, here and on
+   * the front ends sharing the block store. The lock stays held until the
+   * function it resolves to is called: call it once the block's write has
+   * ended (stored or failed), or at once when there is no write; always, or
+   * gc and blocks migrate wait forever. Rejects (nothing held) when the mark
+   * could not be made.
    */
   async hold (cid: CID): Promise<() => void> {
     const name = blockName(cid)
     let ended!: () => void
     const writeEnded = new Promise<void>(resolve => { ended = resolve })
-    await new Promise<void>(resolve => {
+    await new Promise<void>((resolve, reject) => {
       void this.lock.shared(async () => {
+        let unmark
+        try {
+          unmark = await this.lock.mark([cid])
+        } catch (err) {
+          reject(err)
+          return
+        }
         this.counts.set(name, (this.counts.get(name) ?? 0) + 1)
+        const marks = this.marks.get(name)
+        if (marks == null) this.marks.set(name, [unmark])
+        else marks.push(unmark)
         resolve()
         await writeEnded
       })
@@ -49,6 +65,10 @@ export class InFlightBlocks {
       const n = (this.counts.get(name) ?? 0) - 1
       if (n > 0) this.counts.set(name, n)
       else this.counts.delete(name)
+      const marks = this.marks.get(name)
+      const unmark = marks?.pop()
+      if (marks?.length === 0) this.marks.delete(name)
+      void unmark?.()
     }
   }
 

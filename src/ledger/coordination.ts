@@ -55,3 +55,26 @@ export interface Leases {
   /** the leases not lapsed */
   held(): Promise<LeaseRecord[]>
 }
+
+/**
+ * Blocks a front end is writing to the block store its ledger's other front
+ * ends share, before a pin references them (a commit, an upload with a
+ * ticket). Another front end's gc sweeps that store: it decides and deletes
+ * each batch with the fence closed, skipping every marked block, and no mark
+ * is made while the fence is closed. So a block is never deleted between the
+ * moment a front end decides to write it (or finds it stored already) and
+ * the ledger record that makes it live. A ledger one process owns (LMDB)
+ * has none: the commit lock in memory does this there.
+ */
+export interface BlockFence {
+  /**
+   * Marks these blocks (by stored name) for at most `ttlMs`, or until
+   * unmarked: resolves once every sweep will see the mark, having waited
+   * while the fence was closed. Returns the mark's ticket.
+   */
+  mark(names: readonly string[], ttlMs: number): Promise<string>
+  /** takes a mark away (a lapsed one is ignored by sweeps anyway) */
+  unmark(ticket: string): Promise<void>
+  /** runs `fn` with the fence closed, telling it which of `names` are marked (marks not lapsed) */
+  closed<T>(names: readonly string[], fn: (marked: ReadonlySet<string>) => Promise<T>): Promise<T>
+}

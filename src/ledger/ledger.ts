@@ -5,7 +5,7 @@
  * reads one consistent snapshot. Nothing here names a storage library.
  */
 import type { Datastore } from 'interface-datastore'
-import type { FrontEnds, Leases } from './coordination.js'
+import type { BlockFence, FrontEnds, Leases } from './coordination.js'
 import type { DenialLedger } from './denials.js'
 import type { PinLedger } from './pins.js'
 import type { ProvideSchedule } from './provides.js'
@@ -82,6 +82,8 @@ export interface Ledger {
   readonly leases: Leases
   /** the token signing keys, when several serves share this ledger (./signing-keys.ts); absent: each data dir's keys/ folder */
   readonly signingKeys?: SigningKeyRecords
+  /** blocks being written to a block store several serves share (./coordination.ts); absent when one serve owns the ledger */
+  readonly blockFence?: BlockFence
   /** Runs `fn`'s writes as one transaction: all committed once `fn` resolves, none if it (or a write's check) fails. */
   transaction<T>(fn: (tx: LedgerTransaction) => Promise<T>): Promise<T>
   snapshot(): Promise<LedgerSnapshot>

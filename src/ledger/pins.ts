@@ -90,8 +90,14 @@ export interface PinLedger extends LedgerChanges {
   renewFetches(holder: string, requestids: string[], leaseMs: number): Promise<string[]>
   /** Ends `holder`'s claims on these pins (every claim it has: undefined), so any holder may claim them at once. */
   releaseFetches(holder: string, requestids?: string[]): Promise<void>
-  /** pinned with its blocks, out of the queue (its claim ends: so it does on failFetch, remove and takeDown) */
+  /**
+   * Pinned with its blocks, out of the queue (its claim ends: so it does on
+   * failFetch, remove and takeDown). Only a pin still in the fetch queue:
+   * of two front ends that both fetched it, the first to finish (or fail) it
+   * wins, and the other's call changes nothing (undefined).
+   */
   finishFetch(requestid: string, blocks: Array<string | CID>, dagSize: number, details: string): Promise<PinRecord | undefined>
+  /** failed, out of the queue; as finishFetch, only a pin still in the fetch queue */
   failFetch(requestid: string, details: string): Promise<PinRecord | undefined>
 
   /** the block keys a pin references */

@@ -178,6 +178,22 @@ export function describeCoordinationContract (name: string, open: () => Promise<
         expect(await pins.claimFetches('c', 10, 60_000)).toEqual([other])
       })
 
+      it('a pin fetched by two holders (the first one\'s lease lapsed) is finished once: the later finish or failure changes nothing and its blocks are held once', async () => {
+        const { pins } = t.ledger
+        const [id] = await queue(1) as [string]
+        expect(await pins.claimFetches('a', 1, 100)).toEqual([id])
+        await sleep(150)
+        expect(await pins.claimFetches('b', 1, 60_000)).toEqual([id])
+        const block = newCid()
+        expect((await pins.finishFetch(id, [block], 10, 'pinned by b'))?.status).toBe('pinned')
+        expect(await pins.finishFetch(id, [block], 10, 'pinned by a')).toBeUndefined()
+        expect(await pins.failFetch(id, 'a gave up')).toBeUndefined()
+        expect(await pins.refCount(block)).toBe(1)
+        expect(await pins.get(id)).toMatchObject({ status: 'pinned', statusDetails: 'pinned by b' })
+        expect(await pins.remove(id, 'unpinned')).toBeDefined()
+        expect(await pins.refCount(block)).toBe(0)
+      })
+
       it('a pin whose next attempt is not due yet is not claimed until it is', async () => {
         const { pins } = t.ledger
         const at = Date.now() + 60_000

@@ -12,6 +12,8 @@ import * as Digest from 'multiformats/hashes/digest'
 import { MemoryDatastore } from 'datastore-core'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { blockName } from '../../src/ipfs/block-backend.js'
+import { CommitLock } from '../../src/ipfs/commit-lock.js'
 import { LedgerSchemaError, PaymentReusedError } from '../../src/ledger/errors.js'
 import type { CommittedChanges } from '../../src/ledger/changes.js'
 import type { Ledger } from '../../src/ledger/ledger.js'
@@ -20,6 +22,7 @@ import { createPool, type PostgresTls } from '../../src/ledger/postgres/connecti
 import { openPostgresLedger, type PostgresLedger } from '../../src/ledger/postgres/ledger.js'
 import { SCHEMA_VERSION } from '../../src/ledger/postgres/schema.js'
 import { newRequestid } from '../../src/ledger/requestid.js'
+import { runGc } from '../../src/service/background/gc.js'
 import { ServableBlocks } from '../../src/service/serving/servable-blocks.js'
 import { exportLedger, parseExportOptions } from '../../src/service/admin/ledger-export.js'
 import { checkImport, writeImport } from '../../src/service/admin/ledger-import.js'
@@ -328,6 +331,75 @@ describe('PostgreSQL ledger', () => {
       expect(claims.filter(r => r.status === 'fulfilled')).toHaveLength(1)
       for (const r of claims) if (r.status === 'rejected') expect(r.reason).toMatchObject({ name: 'TicketClaimError', why: 'used' })
       expect(await b.pins.refCount(root)).toBe(2)
+    } finally {
+      await a.close()
+      await b.close()
+      await db.drop()
+    }
+  })
+
+  it('the block fence: a front end\'s gc skips blocks another marked, a mark waits while a sweep batch runs, and lapsed or taken-away marks are not seen', async () => {
+    const db = await server.freshDatabase()
+    const [a, b] = await Promise.all([open(db.url), open(db.url)])
+    try {
+      const block = (i: number): CID => CID.createV1(0x55, Digest.create(0x12, createHash('sha256').update(`fence ${i}`).digest()))
+      const [x, y, z] = [block(1), block(2), block(3)]
+      const stored = new Map([x, y, z].map(c => [blockName(c), 10]))
+      const store = {
+        list: async function * () { yield [...stored].map(([name, size]) => ({ name, size })) },
+        sizeOf: async (s: { name: string }) => stored.get(s.name),
+        remove: async (gone: Array<{ name: string }>) => {
+          for (const g of gone) stored.delete(g.name)
+          return { removed: gone.length, freedBytes: gone.length * 10 }
+        }
+      }
+      const lockA = new CommitLock(a.blockFence)
+      const lockB = new CommitLock(b.blockFence)
+      // B commits x (held until its ledger record, here: until `recorded`), A's gc sweeps meanwhile
+      let recorded!: () => void
+      const committing = lockB.shared(async () => { await new Promise<void>(resolve => { recorded = resolve }) }, [x])
+      await vi.waitFor(() => { expect(recorded).toBeTypeOf('function') })
+      const first = await runGc({ pins: a.pins, blocks: store, lock: lockA, graceMs: 0 })
+      expect(first.removedBlocks).toBe(2)
+      expect([...stored.keys()]).toEqual([blockName(x)])
+      recorded()
+      await committing
+      // the mark went with the commit: the next sweep takes x
+      expect((await runGc({ pins: a.pins, blocks: store, lock: lockA, graceMs: 0 })).removedBlocks).toBe(1)
+
+      // a mark asked for while A's batch decides and deletes waits for the batch to end
+      const order: string[] = []
+      let batchGo!: () => void
+      const batch = lockA.exclusive(async (marked) => {
+        order.push(`batch sees ${marked.size}`)
+        await new Promise<void>(resolve => { batchGo = resolve })
+        order.push('batch deleted')
+      }, [blockName(y)])
+      await vi.waitFor(() => { expect(order).toEqual(['batch sees 0']) })
+      const marking = b.blockFence.mark([blockName(y)], 60_000).then((t) => { order.push('marked'); return t })
+      // the mark's statement waits on the fence's lock (seen by PostgreSQL as a lock wait)
+      const admin = new pg.Client({ connectionString: db.url })
+      await admin.connect()
+      try {
+        await vi.waitFor(async () => {
+          const waiting = await admin.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
+          expect(waiting.rows[0]?.n).toBe(1)
+        }, { timeout: 10_000 })
+      } finally {
+        await admin.end()
+      }
+      expect(order).toEqual(['batch sees 0'])
+      batchGo()
+      await batch
+      const ticket = await marking
+      expect(order).toEqual(['batch sees 0', 'batch deleted', 'marked'])
+      expect([...await lockA.exclusive(async (m) => m, [blockName(y), blockName(z)])]).toEqual([blockName(y)])
+      await b.blockFence.unmark(ticket)
+      expect([...await lockA.exclusive(async (m) => m, [blockName(y)])]).toEqual([])
+      // a mark that lapsed (its front end died while writing) is not seen
+      await b.blockFence.mark([blockName(z)], 1)
+      await new Promise(resolve => setTimeout(resolve, 20))
+      expect([...await lockA.exclusive(async (m) => m, [blockName(z)])]).toEqual([])
     } finally {
       await a.close()
       await b.close()

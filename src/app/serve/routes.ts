@@ -145,7 +145,8 @@ export function apiRoutes (router: Router, d: ApiDeps): void {
       log,
       refusal,
       storage: blocks,
-      openNotes: d.openNotes
+      openNotes: d.openNotes,
+      leases: ledger.leases
     }
   })
   jwksRoutes(router, d.keystore)

@@ -36,6 +36,8 @@ export class FetchQueue {
     const keys = [...new Set(blocks.map(cidKey))]
     let done: PinRecord | undefined
     await this.t.env.transaction(() => {
+      // the first to finish or fail it wins
+      if (this.t.fetchQueue.get(requestid) == null) return
       this.t.fetchQueue.remove(requestid)
       const pin = this.store.getPin(requestid)
       if (pin == null || withdrawn(pin)) return
@@ -52,6 +54,7 @@ export class FetchQueue {
   async failFetch (requestid: string, details: string): Promise<PinRecord | undefined> {
     let failed: PinRecord | undefined
     await this.t.env.transaction(() => {
+      if (this.t.fetchQueue.get(requestid) == null) return
       this.t.fetchQueue.remove(requestid)
       const pin = this.store.getPin(requestid)
       if (pin == null || withdrawn(pin)) return

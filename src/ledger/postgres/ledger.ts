@@ -18,6 +18,7 @@ import type { Ledger, LedgerCallObserver, LedgerPoolStats, LedgerSnapshot, Ledge
 import type { PinLedger } from '../pins.js'
 import type { ProvideSchedule } from '../provides.js'
 import { clientConfig, createPool, dbError, redact, type PostgresConnectionOptions } from './connection.js'
+import { blockFence } from './block-fence.js'
 import { frontEnds, leases, signingKeys } from './coordination.js'
 import { denialLedger } from './denials.js'
 import { insertPayment, json, type Db } from './pin-store.js'
@@ -98,6 +99,7 @@ export class PostgresLedger implements Ledger {
   readonly frontEnds: Ledger['frontEnds']
   readonly leases: Ledger['leases']
   readonly signingKeys: NonNullable<Ledger['signingKeys']>
+  readonly blockFence: NonNullable<Ledger['blockFence']>
   private readonly watchers: Watchers = { committed: new Set(), removed: new Set(), queued: new Set(), released: new Set(), newKeys: new Set(), denials: new Set(), lost: new Set(), newRefs: new Set() }
   private readonly feed = new ChangeFeed(this.watchers)
   /** this ledger among the processes sharing the database: its own changes are not told to it twice */
@@ -128,6 +130,7 @@ export class PostgresLedger implements Ledger {
     this.frontEnds = t('frontEnds', frontEnds(this.db))
     this.leases = t('leases', leases(this.db))
     this.signingKeys = t('signingKeys', signingKeys(this.db))
+    this.blockFence = t('blockFence', blockFence(pool, (err) => dbError(err, cs)))
   }
 
   poolStats (): LedgerPoolStats {

@@ -100,6 +100,6 @@ export async function enqueue (tx: Tx, pin: PinRecord): Promise<void> {
   tx.changes.queued = true
 }
 
-export async function dequeue (tx: Tx, requestid: string): Promise<void> {
-  await tx.q('DELETE FROM fetch_queue WHERE requestid = $1', [requestid])
+export async function dequeue (tx: Tx, requestid: string): Promise<boolean> {
+  return (await tx.q('DELETE FROM fetch_queue WHERE requestid = $1', [requestid])).rowCount === 1
 }

@@ -91,7 +91,8 @@ export async function renewPin (tx: Tx, requestid: string, months: number, payme
 
 /** PinLedger.finishFetch: pinned, its blocks held, out of the queue; what it replaced is released. */
 export async function finishFetch (tx: Tx, requestid: string, blocks: Array<string | CID>, dagSize: number, details: string): Promise<PinRecord | undefined> {
-  await dequeue(tx, requestid)
+  // the first to finish or fail it wins (two front ends may both have fetched it, one after its claim lapsed)
+  if (!await dequeue(tx, requestid)) return undefined
   const pin = await getPin(tx, requestid, true)
   if (pin == null || withdrawn(pin)) return undefined
   const done: PinRecord = { ...pin, status: 'pinned', dagSize, statusDetails: details }
@@ -104,7 +105,7 @@ export async function finishFetch (tx: Tx, requestid: string, blocks: Array<stri
 
 /** PinLedger.failFetch */
 export async function failFetch (tx: Tx, requestid: string, details: string): Promise<PinRecord | undefined> {
-  await dequeue(tx, requestid)
+  if (!await dequeue(tx, requestid)) return undefined
   const pin = await getPin(tx, requestid, true)
   if (pin == null || withdrawn(pin)) return undefined
   const failed: PinRecord = { ...pin, status: 'failed', statusDetails: details }

@@ -25,12 +25,13 @@
  *   front_ends, leases, signing_keys (version 2): what several front ends coordinate through (./coordination.ts)
  *   changes (version 2): each write's changes, for the other processes' watchers (./remote-feed.ts)
  *   clock (version 2): the last `created` handed out to any front end (PinLedger.nextCreated)
+ *   block_marks (version 3): blocks a front end is writing before a pin references them (./block-fence.ts)
  */
 import type pg from 'pg'
 import { LedgerSchemaError } from '../errors.js'
 
 /** the newest schema this code knows (the last migration's version) */
-export const SCHEMA_VERSION = 2
+export const SCHEMA_VERSION = 3
 
 /** a lock id of its own: hashtext('pind ledger schema') taken once, as a constant */
 const MIGRATION_LOCK = 0x70696e64
@@ -176,6 +177,18 @@ CREATE TABLE signing_keys (
   version bigint NOT NULL
 );
 ALTER TABLE fetch_queue ADD COLUMN holder text COLLATE "C", ADD COLUMN lease_until timestamptz;
+`
+  },
+  {
+    version: 3,
+    sql: `
+CREATE TABLE block_marks (
+  ticket text COLLATE "C" NOT NULL,
+  name text COLLATE "C" NOT NULL,
+  until timestamptz NOT NULL,
+  PRIMARY KEY (ticket, name)
+);
+CREATE INDEX block_marks_name ON block_marks (name);
 `
   }
 ]

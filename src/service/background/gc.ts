@@ -9,7 +9,10 @@
  * on disk, ListObjectsV2 pages in S3); delete unmarked blocks in batches
  * while holding the commit lock exclusively, skipping any block a pin
  * started to reference since the mark (commits hold the lock shared, so a
- * block is never deleted between its commit and its ledger record).
+ * block is never deleted between its commit and its ledger record). Front
+ * ends sharing the ledger and the block store: each batch also closes the
+ * ledger's block fence and skips the blocks other front ends marked as
+ * being written (commit-lock.ts).
  * In-flight uploads and fetches live in staging/, which gc never touches;
  * blocks that settlement notes hold for a paid upload still to be recorded
  * are kept too (GcDeps.held), and so are the blocks an upload with a
@@ -114,17 +117,17 @@ export async function runGc (d: GcDeps, opts: GcOptions = {}, onProgress?: (p: G
         return
       }
       const before = { removed: progress.removed, freed: progress.freedBytes }
-      await d.lock.exclusive(async () => {
-        // (inside the exclusive lock: no upload registers a block while this batch is decided and deleted)
+      await d.lock.exclusive(async (marked) => {
+        // (inside the exclusive lock and the closed fence: no upload, here or on another front end, registers a block while this batch is decided and deleted)
         const gone: StoredBlock[] = []
         for (const b of todo) {
-          if (!protectedNow.has(b.name) && d.inFlight?.has(b.name) !== true && !await referencedNow(d.pins, b.name)) gone.push(b)
+          if (!protectedNow.has(b.name) && !marked.has(b.name) && d.inFlight?.has(b.name) !== true && !await referencedNow(d.pins, b.name)) gone.push(b)
         }
         kept += todo.length - gone.length
         const r = await d.blocks.remove(gone)
         progress.removed += r.removed
         progress.freedBytes += r.freedBytes
-      }).finally(() => { d.onRemoved?.(progress.removed - before.removed, progress.freedBytes - before.freed) })
+      }, todo.map(b => b.name)).finally(() => { d.onRemoved?.(progress.removed - before.removed, progress.freedBytes - before.freed) })
     }
     for await (const page of d.blocks.list(signal)) {
       for (const b of page) {
@@ -165,15 +168,15 @@ export async function removeUnreferenced (d: Pick<GcDeps, 'pins' | 'blocks' | 'l
   if (blocks.length === 0) return { removed: 0, freedBytes: 0 }
   const held = new Set<string>()
   for (const c of await d.held?.() ?? []) held.add(nameOf(c))
-  const r = await d.lock.exclusive(async () => {
+  const r = await d.lock.exclusive(async (marked) => {
     const gone = new Map<string, StoredBlock>()
     for (const b of blocks) {
       const name = blockName(b.cid)
-      if (held.has(name) || d.inFlight?.has(name) === true || await referencedNow(d.pins, name)) continue
+      if (held.has(name) || marked.has(name) || d.inFlight?.has(name) === true || await referencedNow(d.pins, name)) continue
       gone.set(name, { name, size: b.bytes })
     }
     return await d.blocks.remove([...gone.values()])
-  })
+  }, blocks.map(b => blockName(b.cid)))
   d.onRemoved?.(r.removed, r.freedBytes)
   return r
 }

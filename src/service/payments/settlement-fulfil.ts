@@ -90,7 +90,7 @@ export async function fulfilFromNote (d: FulfilDeps, note: SettlingRecord, tx?: 
     }
     await d.staging.commit(staged)
     await d.ledger.create(pin, record, blocks)
-  })
+  }, blocks)
   return pin
 }
 

@@ -12,11 +12,13 @@
  * A token carrying the `pins:create-unpaid` permission (operator-issued)
  * creates pins without payment, capped at the service's pin limit.
  */
+import { randomUUID } from 'node:crypto'
 import { PIN_WITHOUT_PAYMENT } from '../../auth/permissions.js'
 import type { TokenService, VerifiedToken } from '../../auth/tokens.js'
 import { ConflictError, InputTooLargeError, InvalidInputError, NotFoundError, PaymentRequiredError, TooManyRequestsError, UnavailableError } from '../../kernel/errors.js'
 import { StorageUnavailableError, type BlockBackend } from '../../ipfs/block-backend.js'
 import { addMonths } from '../../ledger/clock.js'
+import type { Leases } from '../../ledger/coordination.js'
 import { PinGoneError } from '../../ledger/errors.js'
 import type { PinLedger } from '../../ledger/pins.js'
 import type { PaymentInfo, PaymentRecord, PinRecord } from '../../ledger/records.js'
@@ -57,6 +59,8 @@ export interface PinCreateDeps {
   storage?: Pick<BlockBackend, 'writable'>
   /** reconciles the open settlement note of a retried payment at once (noted-retry.ts) */
   openNotes?: OpenNoteDeps
+  /** the ledger's leases: a replacement holds one on the pin it replaces while it settles, against replacements through other front ends */
+  leases?: Pick<Leases, 'take' | 'release'>
 }
 
 export interface PinWrite {
@@ -199,16 +203,29 @@ function newQuote (w: PinWrite, d: PinCreateDeps, probed: ProbeResult, cid: stri
 
 /** replacements of one pin settle one at a time in this process (keyed by the replaced requestid) */
 const replacing = new Map<string, Promise<unknown>>()
+/** how long a replacement's lease outlives a front end that died while it settled */
+const REPLACE_LEASE_MS = 5 * 60_000
 
 async function paid (w: PinWrite, payment: VerifiedPayment, q: PinQuote, purpose: string, gate: NonNullable<PinCreateDeps['gate']>, d: PinCreateDeps): Promise<PinOutcome> {
   const replaces = w.replaces
   if (replaces == null) return await paidNow(w, payment, q, purpose, gate, d)
-  // two paid replacements of one pin at once: the second finds it replaced before it settles, not after (then its payer paid for nothing)
-  const before = replacing.get(replaces.requestid) ?? Promise.resolve()
+  // two paid replacements of one pin at once: the second finds it replaced before it settles, not after (then its payer paid for nothing);
+  // in this process they take turns, and through other front ends the lease on the replaced pin keeps all but one out
+  const id = replaces.requestid
+  const before = replacing.get(id) ?? Promise.resolve()
   const run = before.catch(() => {}).then(async () => {
-    const current = await d.ledger.get(replaces.requestid)
-    if (current == null || current.removed != null) throw new ConflictError(`pin ${replaces.requestid} was replaced or removed while this request was being verified; nothing was charged: replace the current pin instead`)
-    return await paidNow(w, payment, q, purpose, gate, d)
+    const lease = `replace:${id}`
+    const holder = randomUUID()
+    if (d.leases != null && !await d.leases.take(lease, holder, REPLACE_LEASE_MS)) {
+      throw new ConflictError(`pin ${id} is being replaced through another front end of this service; nothing was charged: read it again (GET /pins/${id}) and replace the current pin`)
+    }
+    try {
+      const current = await d.ledger.get(id)
+      if (current == null || current.removed != null) throw new ConflictError(`pin ${id} was replaced or removed while this request was being verified; nothing was charged: replace the current pin instead`)
+      return await paidNow(w, payment, q, purpose, gate, d)
+    } finally {
+      await d.leases?.release(lease, holder).catch(() => {})
+    }
   })
   replacing.set(replaces.requestid, run)
   try {

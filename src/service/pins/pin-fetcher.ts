@@ -281,7 +281,7 @@ export class PinFetcher {
         tCommitted = Date.now()
         this.staged.delete(id)
         return await ledger.finishFetch(id, r.cids, r.bytes, `pinned: ${r.blocks} blocks, ${r.bytes} bytes`)
-      })
+      }, r.cids)
       const tDone = Date.now()
       log.info('pin fetched', { requestid: id, cid: started.cid, blocks: r.blocks, bytes: r.bytes, ms: tDone - t0 })
       // where the time went: queued → attempt, dial, fetch (first block, window), commit, ledger

@@ -268,7 +268,7 @@ async function paidUpload (input: UploadInput, payment: VerifiedPayment, maxFile
         d.log.error('upload settled but its pin could not be recorded', { payment: payment.id, tx: settled.tx, cid, error: err })
         throw err
       }
-    })
+    }, staged.cids)
     d.log.info('upload pinned', { requestid: pin.requestid, cid: pin.cid, bytes: imported.fileSize, payer: payment.payer, tx: settled.tx, importMs: ms.import, sealMs: ms.seal, readyMs: ms.ready, settleMs: ms.settle, commitMs: ms.commit, ledgerMs: ms.ledger })
     const token = await d.tokens.issue(payment.payer)
     return { replayed: false, result: uploadBody(pin, d), settlement: settled.header, token, location: `${d.publicUrl}/pins/${pin.requestid}` }
@@ -313,7 +313,7 @@ function finishLater (staged: StagedImport, pin: PinRecord, record: PaymentRecor
     await d.lock.shared(async () => {
       await d.staging.commit(staged)
       await d.ledger.create(pin, record, staged.cids)
-    })
+    }, staged.cids)
     d.log.warn('a paid upload is pinned now: the block storage answered again', { requestid: pin.requestid, cid: pin.cid, payment: record.id })
   }, (err) => err instanceof PaymentReusedError || /exists already/.test(String((err as Error)?.message)))
 }

@@ -186,7 +186,8 @@ export async function openService (chain: DevChain, gate: PaymentGate, log: Logg
       log,
       refusal,
       storage,
-      openNotes
+      openNotes,
+      leases: core.ledger.leases
     },
     deny: async (cid) => {
       await runDenyOp({ op: 'add', target: cid.toString(), reason: 'a test takedown', by: 'test' }, { ledger: core.ledger.denials, pins: core.ledger.pins, denials })

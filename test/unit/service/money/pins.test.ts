@@ -259,6 +259,31 @@ describe('POST /pins/{requestid}: two replacements of one pin at once', () => {
   })
 })
 
+describe('POST /pins/{requestid}: a replacement under way through another front end', () => {
+  // the lease another front end holds on the replaced pin while it settles its replacement (as routes.ts wires it: the ledger's leases)
+  it('is refused before anything is charged while the other holds the pin\'s lease, and goes through once it is released', async () => {
+    const { requestid, auth } = await paidPin()
+    const old = await s.core.ledger.pins.get(requestid) as PinRecord
+    const w = pinWrite(newCid(), { auth, replaces: old })
+    const payment = await paymentFor(w)
+    const before = await usdcBalance(chain, chain.payTo)
+    expect(await s.core.ledger.leases.take(`replace:${requestid}`, 'another front end', 60_000)).toBe(true)
+
+    await expect(createPin({ ...w, paymentHeader: payment }, s.pins)).rejects.toThrow(/being replaced through another front end.*nothing was charged/)
+    expect(await usdcBalance(chain, chain.payTo)).toBe(before)
+    expect(await s.core.ledger.pins.paymentUsed(idOf(payment))).toBe(false)
+    expect(await s.core.ledger.pins.get(requestid)).toMatchObject({ requestid, cid: old.cid })
+    expect((await s.core.ledger.pins.get(requestid))?.removed).toBeUndefined()
+
+    await s.core.ledger.leases.release(`replace:${requestid}`, 'another front end')
+    const r = await createPin({ ...w, paymentHeader: payment }, s.pins)
+    expect(r.pin.requestid).not.toBe(requestid)
+    expect((await s.core.ledger.pins.get(requestid))?.removed?.why).toBe('replaced')
+    // the replacement's own lease is given back: none is left held
+    expect((await s.core.ledger.leases.held()).map(l => l.name)).not.toContain(`replace:${requestid}`)
+  })
+})
+
 describe('POST /pins/{requestid}/renew', () => {
   it('extends pinned_until by the months paid, charged on the file bytes the upload was priced on', async () => {
     const bytes = randomFile(70_000)
