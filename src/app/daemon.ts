@@ -35,6 +35,7 @@ import { archiveDelayMs, startArchiver } from '../service/background/archiver.js
 import { startExpirySweeper } from '../service/background/expiry.js'
 import { removeUnreferenced } from '../service/background/gc.js'
 import { FrontEndBeat, FrontEndConflictError } from '../service/background/front-end-beat.js'
+import { FrontEndTakeover } from '../service/background/front-end-takeover.js'
 import { GcSchedule } from '../service/background/gc-schedule.js'
 import { LeaseKeeper } from '../service/background/lease-keeper.js'
 import { Maintenance } from '../service/background/maintenance.js'
@@ -63,7 +64,10 @@ const BEAT_INTERVAL_MS = 5_000
  * when a front end dies, another takes its work over within this (README, "Several front ends")
  */
 const LEASE_TTL_MS = 30_000
-const LEASES = { expiry: 'expiry sweep', archive: 'archive', reconcile: 'settlement reconciliation', gc: 'gc' } as const
+const LEASES = { expiry: 'expiry sweep', archive: 'archive', reconcile: 'settlement reconciliation', gc: 'gc', takeover: 'front end takeover' } as const
+/** a front end silent this long has stopped for good: forgotten, its provider records handed over (front-end-takeover.ts) */
+const DEAD_AFTER_MS = 60_000
+const TAKEOVER_INTERVAL_MS = 15_000
 
 /** blocks in flight per pin fetch: twice what saturates loopback, so latency to a remote origin is covered too (docs/internals.md, daemon.ts) */
 const BLOCKS_IN_FLIGHT = 32
@@ -221,9 +225,18 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
     const provideKind = config.provideStrategy === 'all' ? 'blocks' : 'roots'
     const announcer = ipfs.routing.announcer
     const reprovider = announcer != null
-      ? new Reprovider({ keys: ledger.provides, kind: provideKind, announcer, intervalMs: config.reprovideInterval * 1000, log: log.child({ component: 'reprovider' }), onRegion: (r) => { metrics.provided(r.provided, r.failed) } })
+      ? new Reprovider({ keys: ledger.provides, kind: provideKind, announcer, intervalMs: config.reprovideInterval * 1000, self: ipfs.peerId, log: log.child({ component: 'reprovider' }), onRegion: (r) => { metrics.provided(r.provided, r.failed) } })
       : undefined
     if (reprovider != null) await life.start('reprovider', reprovider)
+    await life.start('front end takeover', new FrontEndTakeover({
+      frontEnds: ledger.frontEnds,
+      provides: ledger.provides,
+      self: ipfs.peerId,
+      deadAfterMs: DEAD_AFTER_MS,
+      intervalMs: TAKEOVER_INTERVAL_MS,
+      when: () => leases.holds(LEASES.takeover),
+      log: log.child({ component: 'front ends' })
+    }))
 
     metrics.watch(metricsSources(pins, async () => await usage.current(), () => ipfs.connections().length,
       () => gate != null ? { settlesPending: gate.settlesPending, ...(gate.balance?.balance != null ? { settlerBalanceWei: gate.balance.balance } : {}), ...(gate.nonceRecoveries != null ? { settlerNonceRecoveries: gate.nonceRecoveries } : {}) } : undefined, {

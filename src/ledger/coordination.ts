@@ -25,14 +25,18 @@ export interface FrontEndRecord {
   startedAt: string
   /** its last beat (UTC, the ledger's clock) */
   seenAt: string
+  /** when it stopped cleanly (UTC), if it has not beaten since: expected back (a restart), forgotten if it is not */
+  leftAt?: string
 }
 
 export interface FrontEnds {
   /** registers this front end, or refreshes its record and its beat */
   beat(fe: Omit<FrontEndRecord, 'seenAt'>): Promise<void>
-  /** removes it (a clean stop) */
+  /** marks it stopped (a clean stop: `leftAt`, until it beats again) */
   leave(id: string): Promise<void>
-  /** the front ends that beat within `withinMs` (every recorded one: undefined), most recently seen first */
+  /** removes it (one that stopped beating for good: ./background/front-end-takeover.ts) */
+  forget(id: string): Promise<void>
+  /** the front ends that beat within `withinMs` (every recorded one: undefined), stopped ones too, most recently seen first */
   list(withinMs?: number): Promise<FrontEndRecord[]>
 }
 

@@ -39,8 +39,24 @@ export interface ProvideSchedule {
   due(kind: ProvideKind, until: number, limit: number, after?: { due: number, kad: Buffer }): Promise<ProvideKey[]>
   /** the keys in a keyspace region */
   inRange(kind: ProvideKind, range: KeyRange): Promise<ProvideKey[]>
-  /** sets when keys are due next (and when they were last announced) */
-  reschedule(kind: ProvideKind, updates: Array<{ kad: Buffer, due: number, at?: number }>): Promise<void>
+  /**
+   * Sets when keys are due next (and when they were last announced, and by
+   * which front end: its peer id, which the DHT's records of them name).
+   */
+  reschedule(kind: ProvideKind, updates: Array<{ kad: Buffer, due: number, at?: number, by?: string }>): Promise<void>
+  /**
+   * Takes keys to announce, so that front ends sharing the schedule announce
+   * each once: every key whose due time is still the one given is set due at
+   * `until` (should the taker die, the key is due again then). Returns the
+   * kads of the keys taken.
+   */
+  claim(kind: ProvideKind, keys: ReadonlyArray<{ kad: Buffer, due: number }>, until: number): Promise<Buffer[]>
+  /**
+   * Makes due now every key (of either kind) that front end `by` announced
+   * last, whose DHT records name only it: it stopped for good. Returns how
+   * many. A schedule one serve owns records no announcer (0).
+   */
+  reannounce(by: string): Promise<number>
   count(kind: ProvideKind): Promise<number>
   countDue(kind: ProvideKind, until: number): Promise<number>
   firstDue(kind: ProvideKind): Promise<number | undefined>

@@ -31,7 +31,7 @@ export function describeCoordinationContract (name: string, open: () => Promise<
     beforeEach(async () => { t = await open() })
     afterEach(async () => { await t.close() })
 
-    it('a beat registers a front end and refreshes it; leave removes it; list is most recently seen first', async () => {
+    it('a beat registers a front end and refreshes it; leave marks it stopped until it beats again; forget removes it; list is most recently seen first', async () => {
       const { frontEnds } = t.ledger
       expect(await frontEnds.list()).toEqual([])
       await frontEnds.beat(frontEnd('peer-a'))
@@ -48,6 +48,12 @@ export function describeCoordinationContract (name: string, open: () => Promise<
       expect(Date.parse(both[0]?.seenAt ?? '')).toBeGreaterThan(Date.parse(a?.seenAt ?? ''))
       expect(both[1]?.settler).toBe('0x' + 'ab'.repeat(20))
       await frontEnds.leave('peer-a')
+      const left = await frontEnds.list()
+      expect(left.map(f => [f.id, f.leftAt != null])).toEqual([['peer-a', true], ['peer-b', false]])
+      expect(Number.isNaN(Date.parse(left[0]?.leftAt ?? ''))).toBe(false)
+      await frontEnds.beat(frontEnd('peer-a'))
+      expect((await frontEnds.list()).find(f => f.id === 'peer-a')?.leftAt).toBeUndefined()
+      await frontEnds.forget('peer-a')
       expect((await frontEnds.list()).map(f => f.id)).toEqual(['peer-b'])
     })
 

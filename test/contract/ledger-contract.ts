@@ -783,6 +783,27 @@ export function describeLedgerContract (name: string, open: () => Promise<Opened
         expect(await ledger.provides.count('roots')).toBe(0)
       })
 
+      it('claim takes each key whose due time is still the one read, once: a key another took meanwhile is left out', async () => {
+        const roots = [newCid(), newCid(), newCid()]
+        for (const r of roots) { const p = paid(r); await ledger.pins.create(p.pin, p.payment, [r]) }
+        const now = Date.now()
+        const due = await ledger.provides.due('roots', now, 10)
+        expect(due).toHaveLength(3)
+        const [a, b, c] = due as [ProvideKey, ProvideKey, ProvideKey]
+        const until = now + HOUR
+        expect((await ledger.provides.claim('roots', [a], until)).map(k => k.toString('hex'))).toEqual([a.kad.toString('hex')])
+        // the same key read before it was taken: not taken twice; the others are
+        const second = await ledger.provides.claim('roots', [a, b, c], until)
+        expect(sorted(second.map(k => k.toString('hex')))).toEqual(sorted([b, c].map(k => k.kad.toString('hex'))))
+        expect(await ledger.provides.countDue('roots', now)).toBe(0)
+        expect(await ledger.provides.firstDue('roots')).toBe(until)
+        // as read now (due at `until`), it can be taken again
+        expect(await ledger.provides.claim('roots', [{ kad: a.kad, due: until }], until + 1)).toHaveLength(1)
+        // the announcer recorded with a reschedule does not change what is due
+        await ledger.provides.reschedule('roots', [{ kad: b.kad, due: now, at: now, by: 'peer-b' }])
+        expect(await ledger.provides.countDue('roots', now)).toBe(1)
+      })
+
       it('identity CIDs are never scheduled', async () => {
         const root = identityCid('tiny root')
         const leaf = identityCid('tiny leaf')

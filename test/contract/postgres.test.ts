@@ -407,6 +407,32 @@ describe('PostgreSQL ledger', () => {
     }
   })
 
+  it('reannounce makes due at once every key a front end announced last, once, of either kind', async () => {
+    const db = await server.freshDatabase()
+    const ledger = await open(db.url)
+    try {
+      const cids = Array.from({ length: 4 }, (_, i) => CID.createV1(0x55, Digest.create(0x12, createHash('sha256').update(`reannounce ${i}`).digest())).toString())
+      for (const c of cids) { const p = paidPin(newRequestid(), c); await ledger.pins.create(p.pin, p.payment, [c]) }
+      const now = Date.now()
+      const later = now + 3600_000
+      const roots = await ledger.provides.due('roots', now, 10)
+      const blocks = await ledger.provides.due('blocks', now, 10)
+      await ledger.provides.reschedule('roots', roots.map((k, i) => ({ kad: k.kad, due: later, at: now, by: i < 3 ? 'dead' : 'alive' })))
+      await ledger.provides.reschedule('blocks', blocks.map(k => ({ kad: k.kad, due: later, at: now, by: 'dead' })))
+      // a failed announcement (no `by`) keeps who announced it last
+      await ledger.provides.reschedule('roots', [{ kad: (roots[0] as { kad: Buffer }).kad, due: later }])
+      expect(await ledger.provides.countDue('roots', Date.now())).toBe(0)
+      expect(await ledger.provides.reannounce('dead')).toBe(3 + 4)
+      expect(await ledger.provides.countDue('roots', Date.now())).toBe(3)
+      expect(await ledger.provides.countDue('blocks', Date.now())).toBe(4)
+      expect(await ledger.provides.reannounce('dead')).toBe(0)
+      expect(await ledger.provides.reannounce('alive')).toBe(1)
+    } finally {
+      await ledger.close()
+      await db.drop()
+    }
+  })
+
   it('concurrent creates and removes of pins sharing blocks leave exact counts, and the change events applied in order give the referenced set', async () => {
     const db = await server.freshDatabase()
     const ledger = await open(db.url)

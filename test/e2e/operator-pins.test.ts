@@ -123,7 +123,7 @@ describe('operator tools on real pins', () => {
     expect(s.settlementNotes).toMatchObject({ unchecked: 0, 'paid-unfulfilled': 0 })
     // the one front end of its ledger, running every piece of background work
     expect(s.frontEnds).toEqual([expect.objectContaining({ id: pind.peerId, url: pind.url })])
-    expect([...s.frontEnds[0].leases].sort()).toEqual(['archive', 'expiry sweep', 'gc', 'settlement reconciliation'])
+    expect([...s.frontEnds[0].leases].sort()).toEqual(['archive', 'expiry sweep', 'front end takeover', 'gc', 'settlement reconciliation'])
     const text = await runPind(['status', '--data-dir', dataDir])
     expect(text.out).toMatch(/^serve:\s+running \(pid \d+/m)
     expect(text.out).toMatch(/^pins:\s+2 pinned, 0 queued, 0 pinning, 1 failed \(1 taken down\)/m)

@@ -12,7 +12,11 @@ export function memoryFrontEnds (): FrontEnds {
   const all = new Map<string, FrontEndRecord>()
   return {
     beat: async (fe) => { all.set(fe.id, { ...fe, seenAt: new Date().toISOString() }) },
-    leave: async (id) => { all.delete(id) },
+    leave: async (id) => {
+      const fe = all.get(id)
+      if (fe != null) all.set(id, { ...fe, leftAt: new Date().toISOString() })
+    },
+    forget: async (id) => { all.delete(id) },
     list: async (withinMs) => {
       const since = withinMs != null ? Date.now() - withinMs : -Infinity
       return [...all.values()].filter(f => Date.parse(f.seenAt) >= since).sort((a, b) => b.seenAt.localeCompare(a.seenAt))

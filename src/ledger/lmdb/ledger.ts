@@ -286,6 +286,9 @@ function provideScheduleOf (k: ProvideKeys): Ledger['provides'] {
     },
     inRange: async (kind, range) => [...k.inRange(kind, range)],
     reschedule: async (kind, updates) => { await k.reschedule(kind, updates) },
+    claim: async (kind, keys, until) => await k.claim(kind, keys, until),
+    // one serve owns this schedule: its records name the serve that comes back with this data dir
+    reannounce: async () => 0,
     count: async (kind) => k.count(kind),
     countDue: async (kind, until) => k.countDue(kind, until),
     firstDue: async (kind) => k.firstDue(kind),

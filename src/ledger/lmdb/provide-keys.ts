@@ -148,6 +148,26 @@ export class ProvideKeys {
     }
   }
 
+  /** ProvideSchedule.claim: each key whose due is still `due` is due at `until` */
+  async claim (kind: ProvideKind, keys: ReadonlyArray<{ kad: Buffer, due: number }>, until: number): Promise<Buffer[]> {
+    const d = this.dbs[kind]
+    const taken: Buffer[] = []
+    for (let i = 0; i < keys.length; i += RESCHEDULE_BATCH) {
+      const chunk = keys.slice(i, i + RESCHEDULE_BATCH)
+      await this.env.transaction(() => {
+        for (const k of chunk) {
+          const rec = d.keys.get(k.kad)
+          if (rec == null || rec.due !== k.due) continue
+          d.due.remove(dueKey(rec.due, k.kad))
+          d.keys.put(k.kad, { ...rec, due: until })
+          d.due.put(dueKey(until, k.kad), 1)
+          taken.push(k.kad)
+        }
+      })
+    }
+    return taken
+  }
+
   count (kind: ProvideKind): number {
     return this.dbs[kind].keys.getCount()
   }

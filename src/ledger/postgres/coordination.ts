@@ -15,7 +15,10 @@ export function frontEnds (db: Db): FrontEnds {
       await db.query(`INSERT INTO front_ends (id, record, seen_at) VALUES ($1, $2, now())
         ON CONFLICT (id) DO UPDATE SET record = excluded.record, seen_at = excluded.seen_at`, [fe.id, json(fe)])
     },
-    leave: async (id) => { await db.query('DELETE FROM front_ends WHERE id = $1', [id]) },
+    leave: async (id) => {
+      await db.query('UPDATE front_ends SET record = (record::jsonb || jsonb_build_object(\'leftAt\', $2::text))::json WHERE id = $1', [id, new Date().toISOString()])
+    },
+    forget: async (id) => { await db.query('DELETE FROM front_ends WHERE id = $1', [id]) },
     list: async (withinMs) => {
       const r = await db.query<{ record: Omit<FrontEndRecord, 'seenAt'>, seen_at: Date }>(
         `SELECT record, seen_at FROM front_ends ${withinMs != null ? "WHERE seen_at >= now() - $1 * interval '1 millisecond'" : ''} ORDER BY seen_at DESC, id`,

@@ -1,6 +1,8 @@
 /**
  * This serve in the ledger's list of front ends (src/ledger/coordination.ts):
- * it beats every interval and leaves at a clean stop, so `pind status` names
+ * it beats every interval and leaves at a clean stop (marked stopped, not
+ * removed: a front end that does not come back is forgotten, and its provider
+ * records handed over, by ./front-end-takeover.ts), so `pind status` names
  * the serves sharing the ledger and when each was last seen. Before its first
  * beat it refuses to join serves it cannot work beside: blocks on a disk of
  * their own or in another bucket (a pin made through one would be missing on
@@ -33,7 +35,7 @@ export class FrontEndBeat {
   constructor (private readonly o: FrontEndBeatOptions) {}
 
   async start (): Promise<void> {
-    const others = (await this.o.frontEnds.list(this.o.intervalMs * ALIVE_BEATS)).filter(f => f.id !== this.o.self.id)
+    const others = (await this.o.frontEnds.list(this.o.intervalMs * ALIVE_BEATS)).filter(f => f.id !== this.o.self.id && f.leftAt == null)
     const conflict = conflictWith(this.o.self, this.o.sharedBlocks, others)
     if (conflict != null) throw new FrontEndConflictError(conflict)
     await this.o.frontEnds.beat(this.o.self)

@@ -16,6 +16,12 @@
  * announcement is retried with backoff. Released CIDs (removed, replaced,
  * expired or failed pins) leave the schedule in the ledger transaction that
  * releases them, so they are simply never announced again.
+ *
+ * Front ends sharing a ledger share its schedule, and so the sweep: each
+ * takes the keys it announces (ProvideSchedule.claim, a compare-and-set on
+ * their due time), so a key is announced by one of them per slot, and
+ * records which front end announced it. The records of a front end that
+ * stops for good are handed over (./front-end-takeover.ts).
  */
 import { bitsOf, hasPrefix, keyFraction, prefixRange } from '../../ipfs/routing/keyspace.js'
 import type { Region } from '../../ipfs/routing/region.js'
@@ -38,6 +44,8 @@ export interface ReproviderOptions {
   log: Logger
   /** regions worked on at once */
   concurrency?: number
+  /** this front end (its peer id), recorded as the announcer of what it announced (ProvideSchedule.reannounce) */
+  self?: string
   onRegion?: (r: RegionReport) => void
 }
 
@@ -80,6 +88,12 @@ const FRESH_DELAY_MS = 250
 const MAX_SLEEP_MS = 60_000
 /** due keys read at a time while looking for one no worker has claimed */
 const PICK_BATCH = 64
+/**
+ * how long a key taken for announcing stays out of other front ends' way
+ * (ProvideSchedule.claim): should this one die meanwhile, the key is due
+ * again after this
+ */
+const CLAIM_MS = 10 * 60_000
 const FIRST_BACKOFF_MS = 5_000
 const MAX_BACKOFF_MS = 5 * 60_000
 
@@ -165,13 +179,15 @@ export class Reprovider {
     }
   }
 
-  /** The most overdue key no worker is busy with. */
+  /** The most overdue key no worker (here or on a front end sharing the schedule) is busy with, taken. */
   private async pick (now: number): Promise<ProvideKey | undefined> {
     let after: ProvideKey | undefined
     for (;;) {
       const keys = await this.o.keys.due(this.o.kind, now, PICK_BATCH, after)
       for (const key of keys) {
-        if (![...this.claims].some(c => hasPrefix(key.kad, c))) return key
+        if ([...this.claims].some(c => hasPrefix(key.kad, c))) continue
+        const until = now + CLAIM_MS
+        if ((await this.o.keys.claim(this.o.kind, [key], until)).length === 1) return { ...key, due: until }
       }
       if (keys.length < PICK_BATCH) return undefined
       after = keys[keys.length - 1]
@@ -182,6 +198,8 @@ export class Reprovider {
     const t0 = Date.now()
     const signal = this.abort.signal
     let held = claim
+    /** keys taken in the schedule and not yet rescheduled: due again at once if this work fails */
+    let taken: ProvideKey[] = [key]
     try {
       const half = t0 + this.o.intervalMs / 2
       // a lone key (or two) is not worth exploring a region for
@@ -195,14 +213,18 @@ export class Reprovider {
         held = region.prefix
       }
       if (region.prefix.length < 256) this.prefixLen = Math.round((this.prefixLen * 3 + region.prefix.length) / 4)
-      const batch = await this.collect(prefixRange(region.prefix), half, MAX_BATCH)
-      if (!batch.some(k => k.kad.equals(key.kad))) batch.push(key)
+      // the region's other due keys, each taken unless another front end took it first
+      const others = (await this.collect(prefixRange(region.prefix), half, MAX_BATCH)).filter(k => !k.kad.equals(key.kad))
+      const got = new Set((await this.o.keys.claim(this.o.kind, others, Date.now() + CLAIM_MS)).map(k => k.toString('hex')))
+      const batch = [key, ...others.filter(k => got.has(k.kad.toString('hex')))]
+      taken = batch
       const out = await this.o.announcer.announce(region, batch, signal)
       const now = Date.now()
       await this.o.keys.reschedule(this.o.kind, [
-        ...out.provided.map(k => ({ kad: k.kad, due: this.nextSlot(k.kad, now), at: now })),
+        ...out.provided.map(k => ({ kad: k.kad, due: this.nextSlot(k.kad, now), at: now, ...(this.o.self != null ? { by: this.o.self } : {}) })),
         ...out.failed.map(k => ({ kad: k.kad, due: now + this.backoff() }))
       ])
+      taken = []
       this.stats.provided += out.provided.length
       this.stats.failed += out.failed.length
       this.stats.regions++
@@ -214,6 +236,9 @@ export class Reprovider {
       this.o.onRegion?.(report)
       this.o.log.debug('region announced', { ...report, ...(Object.keys(out.errors ?? {}).length > 0 ? { errors: out.errors } : {}) })
     } catch (err) {
+      // what was taken and not announced is due again, for this front end or another
+      const now = Date.now()
+      await this.o.keys.reschedule(this.o.kind, taken.map(k => ({ kad: k.kad, due: now }))).catch(() => {})
       if (signal.aborted) return
       // no peers to ask (offline, or not bootstrapped yet): everything waits, with backoff
       this.failures++

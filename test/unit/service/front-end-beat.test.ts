@@ -37,13 +37,19 @@ function beat (id: string, self: Partial<FrontEndRecord> = {}, sharedBlocks = tr
 }
 
 describe('FrontEndBeat', () => {
-  it('registers this serve, lets a second on the same bucket with its own settler join, and leaves at the stop', async () => {
+  it('registers this serve, lets a second on the same bucket with its own settler join, and is marked stopped at the stop: then its settler key is free for another', async () => {
     const a = beat('peer-a', { settler: SETTLER })
     await a.start()
     await beat('peer-b', { settler: '0x' + 'd5'.repeat(20) }).start()
     expect((await ledger.frontEnds.list()).map(f => f.id).sort()).toEqual(['peer-a', 'peer-b'])
     await a.stop()
-    expect((await ledger.frontEnds.list()).map(f => f.id)).toEqual(['peer-b'])
+    const listed = await ledger.frontEnds.list()
+    expect(listed.find(f => f.id === 'peer-a')?.leftAt).toBeDefined()
+    expect(listed.find(f => f.id === 'peer-b')?.leftAt).toBeUndefined()
+    await beat('peer-c', { settler: SETTLER }).start()
+    // a beat after the stop (a restart) clears the mark
+    await beat('peer-a', { settler: '0x' + 'e6'.repeat(20) }).start()
+    expect((await ledger.frontEnds.list()).find(f => f.id === 'peer-a')?.leftAt).toBeUndefined()
   })
 
   it('its own record from an earlier run is no conflict', async () => {
