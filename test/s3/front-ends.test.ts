@@ -3,7 +3,8 @@
  * real Ceph RADOS Gateway, with the built binary, the dev chain and the real
  * x402 client: a pin paid through one is listed, read and deleted through the
  * other; the same signed payment sent to both at once charges once and pins
- * once; a third front end that cannot work beside them is refused at start.
+ * once; gc on one while the other uploads leaves every acknowledged upload
+ * whole; a third front end that cannot work beside them is refused at start.
  */
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
@@ -15,8 +16,8 @@ import { runPind, startPind, tempDir, type PindProcess } from '../helpers/pind.j
 import { waitFor } from '../helpers/ports.js'
 import { startTestPostgres, type TestPostgres } from '../helpers/postgres.js'
 
-/** anvil's fourth default account (10,000 ETH): the second front end's settler, as each needs its own */
-const SECOND_SETTLER = '0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6'
+/** a key that settles nothing (the third front end, refused before it could) */
+const UNUSED_SETTLER = '0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a7'
 
 let chain: DevChain
 let db: TestPostgres
@@ -39,7 +40,8 @@ beforeAll(async () => {
   url = (await db.freshDatabase()).url
   blocks = await blockstoreUnderTest('s3')
   a = await serve(chain.settlerKey)
-  b = await serve(SECOND_SETTLER)
+  // each its own settler key (anvil accounts 1 and 0, both with ETH)
+  b = await serve(chain.deployerKey)
 })
 afterAll(async () => {
   await a?.stop()
@@ -94,13 +96,53 @@ describe('two front ends sharing a ledger and a bucket', () => {
     }
   })
 
+  it('gc on one front end while the other takes uploads, of blocks gc may be deleting too: every acknowledged upload reads back byte for byte from both', async () => {
+    const pay = payingFetch(chain, chain.payers[0]!.privateKey)
+    const uploadTo = async (fe: PindProcess, bytes: Buffer): Promise<{ cid: string, requestid: string, token: string }> => {
+      const r = await pay(`${fe.url}/upload`, { method: 'POST', body: uploadForm(bytes), headers: { 'x-pin-duration-months': '1' } })
+      expect(r.status, await r.clone().text()).toBe(201)
+      return { ...await r.json() as { cid: string, requestid: string }, token: r.headers.get('x-wallet-auth-token') as string }
+    }
+    // garbage the uploads below find stored (their commits skip what is there): uploaded through b, deleted
+    const files = Array.from({ length: 6 }, (_, i) => randomBytes(1024 * 1024 + 5_000 * i))
+    for (const f of files.slice(0, 3)) {
+      const up = await uploadTo(b, f)
+      expect((await fetch(`${b.url}/pins/${up.requestid}`, { method: 'DELETE', headers: { authorization: `Bearer ${up.token}` } })).status).toBe(202)
+    }
+    const acked: Array<{ cid: string, bytes: Buffer }> = []
+    let uploading = true
+    let runs = 0
+    const gcLoop = (async () => {
+      while (uploading || runs === 0) {
+        const r = await runPind(['gc', '--json', '--data-dir', a.dataDir], { env: blocks.env })
+        expect(r.code, r.err).toBe(0)
+        runs++
+      }
+    })()
+    try {
+      for (const f of [...files.slice(0, 3), ...files.slice(3), ...files.slice(0, 3)]) acked.push({ cid: (await uploadTo(b, f)).cid, bytes: f })
+    } finally {
+      uploading = false
+    }
+    await gcLoop
+    const last = await runPind(['gc', '--json', '--data-dir', a.dataDir], { env: blocks.env })
+    expect(last.code, last.err).toBe(0)
+    expect(runs).toBeGreaterThan(1)
+    for (const { cid, bytes } of acked) {
+      for (const fe of [a, b]) {
+        const got = await waitFor(async () => { const g = await fetch(`${fe.url}/ipfs/${cid}`); return g.status === 200 ? Buffer.from(await g.arrayBuffer()) : undefined }, `${cid} served by ${fe.url}`, 5_000)
+        expect(got.equals(bytes)).toBe(true)
+      }
+    }
+  })
+
   it('pind status names both; a third front end on its own disk, or with a settler key in use, is refused at start', async () => {
     const status = await runPind(['status', '--data-dir', a.dataDir, '--json'])
     expect(status.code, status.err).toBe(0)
     expect(JSON.parse(status.out).frontEnds.map((f: { id: string }) => f.id).sort()).toEqual([a.peerId, b.peerId].sort())
 
     const { args } = chainArgs(chain)
-    const onDisk = await runPind(['serve', '--data-dir', tempDir('pind-fleet-'), '--port', '0', '--p2p-listen', '/ip4/127.0.0.1/tcp/0', ...args, '--ledger', 'postgres', '--database-url', url], { env: { PIND_SETTLER_KEY: SECOND_SETTLER.replace(/7a6$/, '7a7') } })
+    const onDisk = await runPind(['serve', '--data-dir', tempDir('pind-fleet-'), '--port', '0', '--p2p-listen', '/ip4/127.0.0.1/tcp/0', ...args, '--ledger', 'postgres', '--database-url', url], { env: { PIND_SETTLER_KEY: UNUSED_SETTLER } })
     expect(onDisk.code).not.toBe(0)
     expect(onDisk.err).toMatch(/front ends sharing a ledger need shared blocks; start every one with --blockstore s3/)
     const sameKey = await runPind(['serve', '--data-dir', tempDir('pind-fleet-'), '--port', '0', '--p2p-listen', '/ip4/127.0.0.1/tcp/0', ...args, '--ledger', 'postgres', '--database-url', url, ...blocks.args], { env: { ...blocks.env, PIND_SETTLER_KEY: chain.settlerKey } })
