@@ -17,6 +17,7 @@ import { LedgerSchemaError } from '../ledger/errors.js'
 import type { Ledger, RecordedSettings, UpgradeProgress } from '../ledger/ledger.js'
 import { openLmdbDatastore } from '../ledger/lmdb/datastore.js'
 import { openLmdbLedger } from '../ledger/lmdb/ledger.js'
+import type { PostgresConnectionOptions } from '../ledger/postgres/connection.js'
 import { openPostgresLedger } from '../ledger/postgres/ledger.js'
 import { ServableBlocks, type ServableIndex } from '../service/serving/servable-blocks.js'
 
@@ -68,10 +69,7 @@ export async function openLedger (paths: DataDirLayout, s: Partial<LedgerSetting
   const peers = openLmdbDatastore(paths.peerStore)
   try {
     const ledger = await openPostgresLedger({
-      connectionString: withPassword(url, password(s)),
-      poolSize: s.databasePoolSize ?? 10,
-      statementTimeoutMs: (s.databaseStatementTimeout ?? 30) * 1000,
-      ssl: { mode: s.databaseSslmode ?? (isLocal(url) ? 'disable' : 'verify-full'), ...(s.databaseCaFile != null ? { caFile: s.databaseCaFile } : {}) },
+      ...connection(url, s),
       graceMs: o.graceMs,
       datastore: peers.datastore
     }).catch((err: unknown) => {
@@ -142,6 +140,16 @@ export interface MigrationSides {
   close(): Promise<void>
 }
 
+/** how to reach the database `url` names, from the settings (the password from the environment or its file) */
+function connection (url: string, s: Partial<LedgerSettings>): PostgresConnectionOptions {
+  return {
+    connectionString: withPassword(url, password(s)),
+    poolSize: s.databasePoolSize ?? 10,
+    statementTimeoutMs: (s.databaseStatementTimeout ?? 30) * 1000,
+    ssl: { mode: s.databaseSslmode ?? (isLocal(url) ? 'disable' : 'verify-full'), ...(s.databaseCaFile != null ? { caFile: s.databaseCaFile } : {}) }
+  }
+}
+
 /** Opens the data dir's ledger and the one `to` names, for a migration between them (serve stopped: the caller holds the lock). */
 export async function openMigration (paths: DataDirLayout, s: Partial<LedgerSettings>, to: 'lmdb' | 'postgres'): Promise<MigrationSides> {
   const recorded = readLedgerRecord(paths.ledgerRecord)
@@ -151,10 +159,7 @@ export async function openMigration (paths: DataDirLayout, s: Partial<LedgerSett
   if (url == null) throw new LedgerChoiceError('--to postgres needs --database-url (PIND_DATABASE_URL)')
   if (to === 'postgres' && !existsSync(paths.ledger)) throw new LedgerChoiceError(`this data dir has no ledger to move (${paths.ledger})`)
   const pg = await openPostgresLedger({
-    connectionString: withPassword(url, password(s)),
-    poolSize: s.databasePoolSize ?? 10,
-    statementTimeoutMs: (s.databaseStatementTimeout ?? 30) * 1000,
-    ssl: { mode: s.databaseSslmode ?? (isLocal(url) ? 'disable' : 'verify-full'), ...(s.databaseCaFile != null ? { caFile: s.databaseCaFile } : {}) },
+    ...connection(url, s),
     graceMs: () => 0,
     // libp2p's records stay with the front end: not moved
     datastore: new MemoryDatastore()
