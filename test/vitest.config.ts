@@ -8,6 +8,7 @@ import { defineConfig } from 'vitest/config'
  */
 const BOTH_BACKENDS = [
   'test/e2e/upload.test.ts',
+  'test/e2e/upload-car.test.ts',
   'test/e2e/upload-ticket.test.ts',
   'test/e2e/pins-by-cid.test.ts',
   'test/e2e/gc-concurrent.test.ts',

@@ -5,6 +5,7 @@
  * before any payment, and the DAG walker refuses a link to anything else at
  * once (a pin that cannot be walked fails; retrying would not help).
  */
+import { createHash } from 'node:crypto'
 import * as dagCbor from '@ipld/dag-cbor'
 import * as dagJson from '@ipld/dag-json'
 import * as dagPb from '@ipld/dag-pb'
@@ -30,6 +31,15 @@ export function codecOf (code: number): BlockCodec<number, unknown> | undefined 
   return CODECS.get(code)
 }
 const HASH_NAMES = new Map(PIN_HASHERS.map(h => [h.code, h.name]))
+
+/** multihash code → node:crypto's name for the same hash (PIN_HASHERS): for checks in one synchronous call, or streamed */
+export const NODE_HASHES: ReadonlyMap<number, string> = new Map([[sha256.code, 'sha256'], [sha512.code, 'sha512']])
+
+/** whether `bytes` hash to `cid` with one of PIN_HASHERS (false for any other hash function) */
+export function hashesTo (cid: CID, bytes: Uint8Array): boolean {
+  const algorithm = NODE_HASHES.get(cid.multihash.code)
+  return algorithm != null && createHash(algorithm).update(bytes).digest().equals(cid.multihash.digest)
+}
 
 /** "codec 0x…, which …" when this node cannot decode blocks of `cid`'s codec */
 export function unknownCodec (cid: CID): string | undefined {

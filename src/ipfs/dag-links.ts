@@ -56,9 +56,14 @@ export async function linksOf (helia: Pick<Helia, 'getCodec'>, cid: CID, bytes: 
   if (cid.code === RAW_CODE) return []
   if (cid.code === dagPb.code) return dagPb.decode(bytes).Links.map(l => l.Hash).filter(c => c.multihash.code !== IDENTITY_HASH)
   const codec = await helia.getCodec(cid.code)
+  return cidsIn(codec.decode(bytes)).filter(c => c.multihash.code !== IDENTITY_HASH)
+}
+
+/** The CIDs a decoded block (dag-cbor, dag-json, …) holds, in order. */
+export function cidsIn (value: unknown): CID[] {
   const out: CID[] = []
-  walk(codec.decode(bytes), out, 0)
-  return out.filter(c => c.multihash.code !== IDENTITY_HASH)
+  walk(value, out, 0)
+  return out
 }
 
 function walk (value: unknown, out: CID[], depth: number): void {

@@ -37,6 +37,7 @@ import * as Digest from 'multiformats/hashes/digest'
 import { createHash, randomBytes } from 'node:crypto'
 import { handOver } from '../runtime/buffers.js'
 import { blockName, CorruptBlockError, notFound, StorageUnavailableError, type BlockBackend, type BlockBuffers, type StagedBlock, type StoredBlock } from './block-backend.js'
+import { NODE_HASHES } from './codecs.js'
 import { eachLimited } from './fs-backend.js'
 import type { ReadCache } from './read-cache.js'
 import { readFully } from './staging-log.js'
@@ -339,8 +340,6 @@ async function readStaged (b: StagedBlock, logs: StagedFiles, buffers: BlockBuff
 
 /** a body longer than this is refused without reading it (no block is near it) */
 const MAX_OBJECT_BYTES = 16 * 1_048_576
-/** the hashes blocks are checked with (the ones pind pins: codecs.ts PIN_HASHERS) */
-const HASHES: Record<number, string> = { [SHA2_256]: 'sha256', 0x13: 'sha512' }
 
 /**
  * A GetObject body as the pieces it arrived in (no copy into one buffer). A
@@ -362,7 +361,7 @@ async function bodyPieces (out: GetObjectCommandOutput, name: string, verify: bo
 
 async function readBody (out: GetObjectCommandOutput, name: string, verify: boolean): Promise<Uint8Array[]> {
   const mh = verify ? Digest.decode(base32upper.decode(name)) : undefined
-  const algorithm = mh != null ? HASHES[mh.code] : undefined
+  const algorithm = mh != null ? NODE_HASHES.get(mh.code) : undefined
   if (mh != null && algorithm == null) throw new CorruptBlockError(`block ${name} uses hash 0x${mh.code.toString(16)}, which this node cannot verify; it is not served`)
   const length = out.ContentLength
   if (length != null && length > MAX_OBJECT_BYTES) throw new CorruptBlockError(`block ${name} is stored as ${length} bytes, more than any block; it is not served`)

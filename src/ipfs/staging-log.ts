@@ -20,10 +20,10 @@
  * failed write is found in memory only: a sealed import, the only kind taken
  * over after a crash, had no failed write (its import would have failed).
  */
-import { createHash } from 'node:crypto'
 import { open, type FileHandle } from 'node:fs/promises'
 import { CID } from 'multiformats/cid'
 import { blockName, type StagedBlock } from './block-backend.js'
+import { hashesTo } from './codecs.js'
 
 /** "PSB1", read as a u32 LE */
 const MAGIC = 0x31425350
@@ -31,7 +31,6 @@ const HEADER = 12
 /** bytes written between background flushes */
 export const SYNC_EVERY = 2 * 1_048_576
 /** the sha2-256 multihash code: the only hash an upload writes */
-const SHA2_256 = 0x12
 
 interface Place { cid: CID, offset: number, size: number }
 
@@ -84,8 +83,7 @@ export class StagingLog {
         } catch {
           break
         }
-        const digest = createHash('sha256').update(body.subarray(cidLength)).digest()
-        if (cid.multihash.code === SHA2_256 && digest.equals(cid.multihash.digest)) log.places.set(blockName(cid), { cid, offset, size })
+        if (hashesTo(cid, body.subarray(cidLength))) log.places.set(blockName(cid), { cid, offset, size })
         else log.damaged.add(blockName(cid))
         at = offset + size
       }

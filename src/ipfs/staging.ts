@@ -27,12 +27,13 @@
  * Commits run under the blockstore's commit lock so gc (which takes it
  * exclusively) never sweeps between a commit and its ledger record.
  */
-import { createHash, randomUUID } from 'node:crypto'
+import { randomUUID } from 'node:crypto'
 import { mkdir, readdir, readFile, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { CID } from 'multiformats/cid'
 import { notFound, type BlockBackend, type StagedBlock } from './block-backend.js'
 import { ChunkBudget } from './chunk-budget.js'
+import { hashesTo } from './codecs.js'
 import { ChunkPool, type Chunker } from './chunk-pool.js'
 import { fsyncPath } from './fs-backend.js'
 import { CHUNK_SIZE, type ImportTarget } from './import.js'
@@ -43,8 +44,6 @@ import { StagingLog } from './staging-log.js'
 const STAGING_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 /** the staging log's name in its folder (no block file is named so: theirs end in .data) */
 const LOG = 'blocks.log'
-/** the sha2-256 multihash code: the only hash this service writes */
-const SHA2_256 = 0x12
 /**
  * idle chunk buffers kept between uploads, 4 MiB at most: what one import
  * holds (a chunk being filled, its own leaf being written) and a little more.
@@ -66,6 +65,7 @@ export type StagingLayout = 'files' | 'log'
 interface Layout {
   blockstore: ImportTarget
   synced: () => Promise<void>
+  /** the blocks a commit stores (BlockStaging.keepOnly narrows them) */
   blocks: () => StagedBlock[]
   /** no more writes: releases the file handle a log holds */
   close: () => Promise<void>
@@ -206,6 +206,20 @@ export class BlockStaging {
   }
 
   /**
+   * Leaves out of the commit every staged block not in `keep` (a CAR's
+   * blocks its root does not reach): `cids` and `bytes` become those of
+   * `keep`, in its order. Call once the import has written its last block.
+   */
+  keepOnly (staged: StagedImport, keep: readonly CID[]): void {
+    const wanted = new Set(keep.map(c => c.toString()))
+    const all = staged.layout.blocks
+    const kept = (): StagedBlock[] => all().filter(b => wanted.has(b.cid.toString()))
+    staged.layout.blocks = kept
+    staged.cids.splice(0, staged.cids.length, ...keep)
+    staged.bytes = kept().reduce((n, b) => n + b.size, 0)
+  }
+
+  /**
    * Stores every staged block durably in the block backend (once their
    * flushes are done), then removes the staging folder. Call under the
    * commit lock.
@@ -315,10 +329,9 @@ async function stagedFile (files: StagingFiles, root: string, cid: CID): Promise
   return bytes.byteLength
 }
 
-/** A block that does not hash to its CID (or not with sha2-256) can never be committed. */
+/** A block that does not hash to its CID (with sha2-256, or sha2-512 as a CAR's may) can never be committed. */
 function checkHash (cid: CID, bytes: Uint8Array): void {
-  const digest = createHash('sha256').update(bytes).digest()
-  if (cid.multihash.code !== SHA2_256 || !digest.equals(cid.multihash.digest)) throw new UnusableImportError(`block ${cid.toString()} does not hash to its CID`)
+  if (!hashesTo(cid, bytes)) throw new UnusableImportError(`block ${cid.toString()} does not hash to its CID`)
 }
 
 /** Removes a staging folder; retried if a late write races the removal (ENOTEMPTY). A name that is not one (a note's, read back) is ignored. */

@@ -2,7 +2,7 @@ import type { TokenService } from '../../auth/tokens.js'
 import { InvalidInputError, NotFoundError, ReplayRefusedError, UnavailableError } from '../../kernel/errors.js'
 import type { Ledger } from '../../ledger/ledger.js'
 import type { UploadTickets } from '../../ledger/tickets.js'
-import { upload, type FileReader, type UploadDeps } from '../../service/uploads/upload.js'
+import { CAR_TYPE, upload, type FileReader, type UploadDeps } from '../../service/uploads/upload.js'
 import { buyTicket, ticketBody, type TicketBuyDeps } from '../../service/uploads/upload-ticket.js'
 import { uploadWithTicket, type TicketUploadDeps } from '../../service/uploads/ticket-upload.js'
 import { bearer } from '../bearer.js'
@@ -43,10 +43,10 @@ export interface TicketRouteDeps {
 export function uploadRoutes (router: Router, deps: Omit<UploadDeps, 'gate'> & { gate?: UploadDeps['gate'], ticket?: TicketRouteDeps }): void {
   const ticketDeps = deps.ticket
   if (ticketDeps != null) ticketRoutes(router, deps, ticketDeps)
-  router.add('POST', '/upload', async ({ req, res, countAsPaid }) => {
+  router.add('POST', '/upload', async ({ req, res, url, countAsPaid }) => {
     const ticket = req.headers[TICKET_HEADER]
     if (ticket != null && ticketDeps != null) {
-      await ticketUpload(req, res, typeof ticket === 'string' ? ticket : '', deps, ticketDeps)
+      await ticketUpload(req, res, url, typeof ticket === 'string' ? ticket : '', deps, ticketDeps)
       countAsPaid() // answered without an error: it was paid (by its ticket)
       return
     }
@@ -56,7 +56,7 @@ export function uploadRoutes (router: Router, deps: Omit<UploadDeps, 'gate'> & {
     // the price is based on X-Upload-Size (the file's bytes), else on Content-Length (the whole body's)
     const fileBytes = typeof req.headers[UPLOAD_SIZE_HEADER] === 'string' ? byteCount(req, UPLOAD_SIZE_HEADER, 'X-Upload-Size must be a whole number of bytes') : undefined
     const bodyBytes = byteCount(req, 'content-length', fileBytes != null ? undefined : 'Content-Length must be a whole number of bytes')
-    const file: FileReader = async (consume, limits) => await readSingleFile(req, async (f) => await consume({ name: f.filename, bytes: f.stream }), limits)
+    const file = fileReader(req, url)
     let r
     try {
       r = await upload({
@@ -84,12 +84,22 @@ export function uploadRoutes (router: Router, deps: Omit<UploadDeps, 'gate'> & {
   })
 }
 
+/**
+ * The request's one file part; a CAR when the part says so (its content type
+ * application/vnd.ipld.car) or the request does (`?format=car`).
+ */
+function fileReader (req: IncomingMessage, url: URL): FileReader {
+  const format = url.searchParams.get('format')
+  if (format != null && format !== 'car') throw new InvalidInputError('format may only be car (the file part is a CAR whose DAG is pinned as it is); without it the file is imported as UnixFS')
+  return async (consume, limits) => await readSingleFile(req, async (f) => await consume({ name: f.filename, type: format === 'car' ? CAR_TYPE : f.mimeType, bytes: f.stream }), limits)
+}
+
 /** POST /upload with X-Upload-Ticket: the upload the ticket paid for (no payment header). */
-async function ticketUpload (req: IncomingMessage, res: ServerResponse, ticket: string, deps: Parameters<typeof uploadRoutes>[1], t: TicketRouteDeps): Promise<void> {
+async function ticketUpload (req: IncomingMessage, res: ServerResponse, url: URL, ticket: string, deps: Parameters<typeof uploadRoutes>[1], t: TicketRouteDeps): Promise<void> {
   if (req.headers[PAYMENT_HEADER] != null) throw new InvalidInputError('send either a payment or X-Upload-Ticket, not both')
   if (!UUID.test(ticket.trim())) throw new InvalidInputError('X-Upload-Ticket must be the id of a ticket bought with POST /upload/tickets')
   const { owner } = await bearer(req, t.verifier)
-  const file: FileReader = async (consume, limits) => await readSingleFile(req, async (f) => await consume({ name: f.filename, bytes: f.stream }), limits)
+  const file = fileReader(req, url)
   const r = await uploadWithTicket({ ticket: ticket.trim().toLowerCase(), owner, file }, {
     ledger: deps.ledger, tickets: t.tickets, records: t.records, direct: t.direct, slots: deps.slots, publicUrl: deps.publicUrl, log: deps.log,
     discard: t.discard, retries: t.retries,
@@ -196,12 +206,13 @@ function uploadFileOp (o: OpenApiInput): Obj {
     summary: 'Upload a file and pin it (paid)',
     description: [
       `\`multipart/form-data\` with exactly one part, a file named \`file\`, of at most ${o.uploadMaxBytes} bytes. Imported as UnixFS: CIDv1, raw leaves, 1 MiB chunks, balanced DAG.`,
+      'A **CAR** (CARv1 or CARv2) as the part, with content type `application/vnd.ipld.car` or `?format=car`, is pinned as the DAG it holds: it must name exactly one root and hold the root\'s whole DAG; every block is hash-checked against its CID as it streams (codecs dag-pb, raw, dag-cbor, dag-json, json; sha2-256 or sha2-512; identity CIDs need no block), a block is at most 2 MiB, blocks sent twice are kept once and blocks the root does not reach are not kept. Priced, limited and pinned as a file on the CAR\'s bytes; the pin is the root. A CAR that is truncated, has a block that does not match its CID, misses a block of the DAG or does not hold its root is refused (400, naming the first bad or missing CID) before the payment settles: nothing is charged or kept.',
       'The 402 challenge is quoted on `X-Upload-Size` (the file size) when sent, else on `Content-Length` (framing included); neither → 411. The paid request may carry at most that many file bytes: the cap is enforced on the bytes streamed (413, nothing kept).',
       'With `X-Upload-Ticket` (a prepaid ticket, `POST /upload/tickets`) and the payer\'s wallet token instead of a payment, the file may carry up to the ticket\'s bytes (413 past them, the ticket still usable) and its blocks go to the block store while the body arrives; claiming the ticket and recording the pin are one transaction, so a ticket makes one pin. Another wallet\'s token answers 403, an unknown ticket 404, a used one (or one another upload is using right now) 409, an expired one 410. A failed upload leaves the ticket usable; the 201 carries no `PAYMENT-RESPONSE` and no token (the caller has one).',
       'Paid per request, nothing is stored until the payment is settled. The same payment presented again for the same content answers 200 with the original pin (`replayed: true`) and no new token. A payment already used is known from the request head: it takes no upload slot, its body is hashed (never stored), may be at most the original file plus multipart framing, and must arrive within 10 s plus 1 s per 256 KiB of the original; a head that cannot be the same upload is refused at once and its connection closed without reading the body.'
     ].join('\n\n'),
     security: [{ x402: [] }, { bearer: [] }],
-    parameters: [ref('parameters', 'DurationMonths'), ref('parameters', 'UploadSize'), ticketParameter()],
+    parameters: [ref('parameters', 'DurationMonths'), ref('parameters', 'UploadSize'), ticketParameter(), { name: 'format', in: 'query', required: false, description: '`car`: the file part is a CAR whose DAG is pinned as it is (as its content type `application/vnd.ipld.car` says too).', schema: { type: 'string', enum: ['car'] } }],
     requestBody: {
       required: true,
       content: {
@@ -218,7 +229,7 @@ function uploadFileOp (o: OpenApiInput): Obj {
         'PAYMENT-RESPONSE': ref('headers', 'PaymentResponse'),
         ...tokenHeaders()
       }),
-      400: failure('The body is not multipart/form-data with one part named `file` (or is malformed or truncated, or the client aborted), X-Pin-Duration-Months, X-Upload-Size or Content-Length is malformed, or the price would exceed the service\'s maximum price.'),
+      400: failure('The body is not multipart/form-data with one part named `file` (or is malformed or truncated, or the client aborted), X-Pin-Duration-Months, X-Upload-Size or Content-Length is malformed, the price would exceed the service\'s maximum price, or a CAR cannot be pinned (the details name the problem and the first bad or missing CID).'),
       401: unauthorized('With X-Upload-Ticket: no bearer token, or an invalid one.'),
       403: failure('With X-Upload-Ticket: the ticket was bought by another wallet.'),
       404: failure('With X-Upload-Ticket: no such ticket.'),

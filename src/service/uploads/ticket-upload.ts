@@ -82,19 +82,24 @@ export async function uploadWithTicket (input: TicketUploadInput, d: TicketUploa
   let journal: WriteJournal | undefined
   let imp: DirectImport | undefined
   let claimed = false
+  /** a CAR's blocks its root does not reach: deleted once the upload lets go of them */
+  let unreached: Array<{ cid: CID, bytes: number }> = []
   const t0 = performance.now()
   try {
     journal = await d.journals?.open(ticket.id)
     imp = d.direct.begin(journal)
     const imported = await importBody(input.file, imp, { maxFileBytes: ticket.bytes, maxBodyBytes: ticket.bytes + MULTIPART_SLACK })
     const importMs = Math.round(performance.now() - t0)
+    // a CAR's pin holds the blocks its root reaches; the others it wrote are deleted once it is recorded
+    const held = imported.reachable ?? imp.cids
     // denied content is refused as a paid upload's is; what it wrote is deleted below
-    refuseDenied(imported.cid, imp.cids, d)
+    refuseDenied(imported.cid, held, d)
     // durable before the pin is recorded: every write has succeeded
     await imp.stored()
     const storedMs = Math.round(performance.now() - t0) - importMs
-    const pin = await ticketPin(ticket, imported, imp.bytes, d)
-    const blocks = imp.cids.map(String)
+    const kept = new Set(held.map(String))
+    const pin = await ticketPin(ticket, imported, imp.written.reduce((n, b) => kept.has(b.cid.toString()) ? n + b.bytes : n, 0), d)
+    const blocks = [...kept]
     try {
       await d.records.transaction(async (tx) => {
         await tx.claimTicket(ticket.id, input.owner, pin.requestid)
@@ -105,6 +110,7 @@ export async function uploadWithTicket (input: TicketUploadInput, d: TicketUploa
       if (err instanceof TicketClaimError) throw answerTo(err)
       throw err
     }
+    if (imported.reachable != null) unreached = imp.written.filter(b => !kept.has(b.cid.toString()))
     // importMs: the body received, hashed and its blocks handed to their writes; storedMs: the writes still running after that; the rest is the claim
     d.log.info('upload pinned with a ticket', { requestid: pin.requestid, cid: pin.cid, bytes: imported.fileSize, payer: ticket.payer, ticket: ticket.id, importMs, storedMs, ms: Math.round(performance.now() - t0) })
     return { replayed: false, result: uploadBody(pin, d), location: `${d.publicUrl}/pins/${pin.requestid}` }
@@ -117,6 +123,7 @@ export async function uploadWithTicket (input: TicketUploadInput, d: TicketUploa
     try {
       // the blocks are the pin's now, or this failed upload's to delete
       await imp?.release()
+      if (unreached.length > 0) await d.discard(unreached).catch(() => { /* left to the next gc */ })
       if (imp != null && !claimed) await discardFailed(ticket.id, imp, journal, d)
       // (a journal left behind names blocks a pin holds, or none: the next start finds nothing to delete)
       else await journal?.remove().catch((err: unknown) => { d.log.warn('could not remove an upload\'s write journal', { ticket: ticket.id, error: (err as Error).message }) })

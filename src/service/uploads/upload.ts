@@ -5,7 +5,8 @@
  * the owner's wallet token. Unpaid or refused work leaves nothing behind.
  */
 import type { TokenService } from '../../auth/tokens.js'
-import { BodyTooLargeError, InputTimeoutError, InputTooLargeError, LengthRequiredError, PaymentRequiredError, RefusedError, ReplayRefusedError, UnavailableError } from '../../kernel/errors.js'
+import { BodyTooLargeError, InputTimeoutError, InputTooLargeError, InvalidInputError, LengthRequiredError, PaymentRequiredError, RefusedError, ReplayRefusedError, UnavailableError } from '../../kernel/errors.js'
+import { CarError, importCar } from '../../ipfs/car-import.js'
 import { importFile, TooLargeError, type ImportTarget } from '../../ipfs/import.js'
 import { RETRY_AFTER_S, StorageTimeoutError, StorageUnavailableError, type BlockBackend } from '../../ipfs/block-backend.js'
 import type { CommitLock } from '../../ipfs/commit-lock.js'
@@ -39,7 +40,7 @@ const REPLAY_MIN_RATE = 256 * 1024
 
 export interface UploadDeps {
   ledger: Pick<PinLedger, 'create' | 'get' | 'payment' | 'paymentUsed' | 'clearSettling' | 'markSettleUncertain' | 'markSettling' | 'nextCreated'>
-  staging: Pick<BlockStaging, 'begin' | 'commit' | 'discard' | 'discarding' | 'seal'>
+  staging: Pick<BlockStaging, 'begin' | 'commit' | 'discard' | 'discarding' | 'keepOnly' | 'seal'>
   lock: Pick<CommitLock, 'shared'>
   gate: Pick<PaymentGate, 'decide' | 'settle' | 'settleRefusal'>
   tokens: Pick<TokenService, 'issue'>
@@ -74,7 +75,10 @@ export interface UploadDeps {
  * else holds them. (A callback rather than an iterable: the limits and the
  * abort apply to the whole input, framing included, around the file.)
  */
-export type FileReader = <T>(consume: (file: { name?: string, bytes: AsyncIterable<Uint8Array> }) => Promise<T>, limits: { maxBodyBytes: number, signal?: AbortSignal }) => Promise<T>
+export type FileReader = <T>(consume: (file: { name?: string, type?: string, bytes: AsyncIterable<Uint8Array> }) => Promise<T>, limits: { maxBodyBytes: number, signal?: AbortSignal }) => Promise<T>
+
+/** a file part of this content type is a CAR: its DAG is pinned as it is (car-import.ts) */
+export const CAR_TYPE = 'application/vnd.ipld.car'
 
 export interface UploadInput {
   months: number
@@ -215,6 +219,8 @@ async function paidUpload (input: UploadInput, payment: VerifiedPayment, maxFile
   const lap = (): number => { const now = performance.now(); const d = Math.round(now - mark); mark = now; return d }
   try {
     const imported = await importBody(input.file, staged, { maxFileBytes, maxBodyBytes: maxFileBytes + MULTIPART_SLACK })
+    // a CAR's blocks its root does not reach are not kept
+    if (imported.reachable != null) d.staging.keepOnly(staged, imported.reachable)
     ms.import = lap()
     const cid = imported.cid.toString()
     // the CID is known only now: denied content (its root or any block) is refused before the
@@ -416,15 +422,29 @@ function usedElsewhere (): PaymentRequiredError {
   return new PaymentRequiredError('this payment was already used for another request; sign a new payment')
 }
 
-export async function importBody (file: FileReader, target: { blockstore: ImportTarget, chunker: StagedImport['chunker'] }, limits: { maxFileBytes: number, maxBodyBytes: number, signal?: AbortSignal }): Promise<{ cid: CID, fileSize: number, name?: string }> {
+/** what a body imported as: a file's UnixFS DAG, or a CAR's DAG (then `reachable`: the blocks its root reaches, all that may be kept) */
+export interface ImportedBody {
+  cid: CID
+  /** the bytes priced: the file's, or the CAR's */
+  fileSize: number
+  name?: string
+  reachable?: CID[]
+}
+
+export async function importBody (file: FileReader, target: { blockstore: ImportTarget, chunker: StagedImport['chunker'] }, limits: { maxFileBytes: number, maxBodyBytes: number, signal?: AbortSignal }): Promise<ImportedBody> {
   const { maxFileBytes, maxBodyBytes, signal } = limits
   try {
     return await file(async (f) => {
+      if (isCar(f.type)) {
+        const car = await importCar(f.bytes, { blockstore: target.blockstore, maxBytes: maxFileBytes, ...(signal != null ? { signal } : {}) })
+        return { cid: car.cid, fileSize: car.carBytes, name: sanitizeName(f.name), reachable: car.reachable }
+      }
       // the reader's chunks are held by nobody else (FileReader): the chunker frees them once copied
       const r = await importFile(f.bytes, { blockstore: target.blockstore, chunker: target.chunker({ ownsInput: true }), maxBytes: maxFileBytes, ...(signal != null ? { signal } : {}) })
       return { ...r, name: sanitizeName(f.name) }
     }, { maxBodyBytes, ...(signal != null ? { signal } : {}) })
   } catch (err) {
+    if (err instanceof CarError) throw new InvalidInputError(`${err.message}; nothing was kept or charged`)
     if (err instanceof BodyTooLargeError) {
       throw new InputTooLargeError(`the request body is larger than ${maxBodyBytes} bytes (the file declared and paid for, and its multipart framing); nothing was kept`)
     }
@@ -433,6 +453,11 @@ export async function importBody (file: FileReader, target: { blockstore: Import
     }
     throw err
   }
+}
+
+/** a part's content type names a CAR (parameters such as `version=1` aside) */
+function isCar (type: string | undefined): boolean {
+  return type != null && type.split(';')[0]?.trim().toLowerCase() === CAR_TYPE
 }
 
 function quoteOf (p: VerifiedPayment, months: number, d: UploadDeps): Quote {
