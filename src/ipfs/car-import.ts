@@ -8,7 +8,8 @@
  * those); a block sent twice is kept once. Codecs and hash functions are
  * those pind pins (codecs.ts); identity CIDs carry their bytes and are not
  * stored. A block is at most 2 MiB (what bitswap carries): a section that
- * claims more is refused before its bytes are buffered.
+ * claims more is refused before its bytes are buffered; a CAR holds at most
+ * MAX_CAR_BLOCKS blocks.
  */
 import { asyncIterableReader, createDecoder } from '@ipld/car/decoder'
 import { CID } from 'multiformats/cid'
@@ -20,6 +21,8 @@ import { PindError } from '../kernel/errors.js'
 
 /** the largest block (and CAR header) read: bitswap's limit */
 export const MAX_CAR_BLOCK = 2 * 1024 * 1024
+/** blocks one CAR may hold (each is a staged file and a ledger reference): 100 MB of 1 KiB blocks */
+export const MAX_CAR_BLOCKS = 100_000
 
 /** A CAR that cannot be pinned: the message names the problem (and the first bad or missing CID). */
 export class CarError extends PindError {
@@ -39,7 +42,8 @@ export interface CarImportResult {
 
 const HASHERS = new Map(PIN_HASHERS.map(h => [h.code, h]))
 
-export async function importCar (source: AsyncIterable<Uint8Array>, o: { blockstore: ImportTarget, maxBytes: number, signal?: AbortSignal }): Promise<CarImportResult> {
+export async function importCar (source: AsyncIterable<Uint8Array>, o: { blockstore: ImportTarget, maxBytes: number, maxBlocks?: number, signal?: AbortSignal }): Promise<CarImportResult> {
+  const maxBlocks = o.maxBlocks ?? MAX_CAR_BLOCKS
   let carBytes = 0
   const counted = (async function * () {
     for await (const chunk of source) {
@@ -59,6 +63,7 @@ export async function importCar (source: AsyncIterable<Uint8Array>, o: { blockst
     for await (const { cid, bytes } of decoder.blocks()) {
       const key = cid.toString()
       if (read.has(key)) continue
+      if (read.size >= maxBlocks) throw new CarError(`the CAR holds more than ${maxBlocks} blocks, the most one upload may`)
       const why = unknownCodec(cid) ?? (cid.multihash.code === identity.code ? undefined : unknownHash(cid))
       if (why != null) throw new CarError(`block ${key} has ${why}`)
       if (!await matches(cid, bytes)) throw new CarError(`block ${key} does not match its CID (its bytes hash to something else)`)

@@ -115,6 +115,8 @@ describe('importCar', () => {
     const big = await block(raw, Buffer.alloc(MAX_CAR_BLOCK + 1))
     expect((await refusal(await car([big.cid], [big]))).message).toMatch(/a block may be at most 2097152 bytes/)
     expect(await refusal(good, good.byteLength - 1)).toBeInstanceOf(TooLargeError)
+    const tooMany = await importCar(pieces(good), { blockstore: new MemoryBlockstore(), maxBytes: 10_000, maxBlocks: 2 }).then(() => undefined, (err: Error) => err)
+    expect(tooMany?.message).toBe('the CAR holds more than 2 blocks, the most one upload may')
     expect((await read(good, good.byteLength)).result.cid.equals(parent.cid)).toBe(true)
     // a dag-pb block is dag-pb
     const pb = await block(dagPb, { Data: new Uint8Array(0), Links: [{ Hash: a.cid, Name: 'a', Tsize: 1 }] })
