@@ -7,15 +7,13 @@
  * disk, or (vitest project s3) in a bucket of a real Ceph RADOS Gateway.
  */
 import { createHash, randomBytes } from 'node:crypto'
-import { CarWriter } from '@ipld/car/writer'
-import { MemoryBlockstore } from 'blockstore-core'
 import { CID } from 'multiformats/cid'
 import * as raw from 'multiformats/codecs/raw'
 import { sha256 } from 'multiformats/hashes/sha2'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startDevChain, usdcBalance, type DevChain } from '../../scripts/devchain/index.mjs'
-import { importFile } from '../../src/ipfs/import.js'
 import { blockstoreUnderTest, type BlockstoreUnderTest } from '../helpers/backend.js'
+import { carOf, dagOf, type Block } from '../helpers/car.js'
 import { chainArgs, payingFetch } from '../helpers/paying-client.js'
 import { startPind, type PindProcess } from '../helpers/pind.js'
 
@@ -35,27 +33,6 @@ afterAll(async () => {
   await chain?.stop()
 })
 
-interface Block { cid: CID, bytes: Uint8Array }
-
-/** a file's UnixFS blocks, as a client that builds its own DAG has them */
-async function dagOf (content: Uint8Array): Promise<{ root: CID, blocks: Block[] }> {
-  const out: Block[] = []
-  const store = new MemoryBlockstore()
-  const recording = { put: async (cid: CID, bytes: Uint8Array) => { out.push({ cid, bytes: Uint8Array.from(bytes) }); return await store.put(cid, bytes) }, has: store.has.bind(store), get: store.get.bind(store) }
-  const { cid } = await importFile((async function * () { yield content })(), { blockstore: recording, maxBytes: content.byteLength })
-  return { root: cid, blocks: out }
-}
-
-async function car (root: CID, blocks: Block[]): Promise<Uint8Array> {
-  const { writer, out } = CarWriter.create([root])
-  const chunks: Uint8Array[] = []
-  const done = (async () => { for await (const c of out) chunks.push(c) })()
-  for (const b of blocks) await writer.put(b)
-  await writer.close()
-  await done
-  return Buffer.concat(chunks)
-}
-
 const carForm = (bytes: Uint8Array, type = 'application/vnd.ipld.car'): FormData => {
   const form = new FormData()
   form.append('file', new Blob([bytes], { type }), 'dag.car')
@@ -68,7 +45,7 @@ describe('POST /upload with a CAR', () => {
     const content = randomBytes(2_300_000)
     const dag = await dagOf(content)
     const stray = { cid: CID.createV1(raw.code, await sha256.digest(Buffer.from('stray'))), bytes: Buffer.from('stray') }
-    const bytes = await car(dag.root, [...dag.blocks, stray])
+    const bytes = await carOf([dag.root], [...dag.blocks, stray])
     const pay = payingFetch(chain, chain.payers[0]!.privateKey)
     const r = await pay(`${pind.url}/upload`, { method: 'POST', body: carForm(bytes), headers: { 'x-upload-size': String(bytes.byteLength) } })
     expect(r.status, await r.clone().text()).toBe(201)
@@ -91,7 +68,7 @@ describe('POST /upload with a CAR', () => {
     const dag = await dagOf(randomBytes(2_300_000))
     const leaves = dag.blocks.filter(b => !b.cid.equals(dag.root))
     const missing = leaves[1] as Block
-    const bytes = await car(dag.root, dag.blocks.filter(b => b !== missing))
+    const bytes = await carOf([dag.root], dag.blocks.filter(b => b !== missing))
     const payer = chain.payers[1]!
     const before = await usdcBalance(chain, payer.address)
     const stored = await blocks.count(pind.dataDir)
@@ -110,7 +87,7 @@ describe('POST /upload with a CAR', () => {
     const content = randomBytes(1_500_000)
     const dag = await dagOf(content)
     const stray = { cid: CID.createV1(raw.code, await sha256.digest(Buffer.from('stray of a ticket'))), bytes: Buffer.from('stray of a ticket') }
-    const bytes = await car(dag.root, [stray, ...dag.blocks])
+    const bytes = await carOf([dag.root], [stray, ...dag.blocks])
     const bought = await payingFetch(chain, chain.payers[1]!.privateKey)(`${pind.url}/upload/tickets`, { method: 'POST', headers: { 'x-upload-size': String(bytes.byteLength), 'x-pin-duration-months': '1' } })
     expect(bought.status).toBe(201)
     const { ticket } = await bought.json() as { ticket: string }

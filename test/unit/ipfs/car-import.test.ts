@@ -4,7 +4,6 @@
  * pins. What a good CAR stages, and each way a bad one is refused, naming the
  * first bad or missing CID.
  */
-import { CarWriter } from '@ipld/car/writer'
 import * as dagCbor from '@ipld/dag-cbor'
 import * as dagJson from '@ipld/dag-json'
 import * as dagPb from '@ipld/dag-pb'
@@ -17,23 +16,12 @@ import { sha256, sha512 } from 'multiformats/hashes/sha2'
 import type { MultihashHasher } from 'multiformats/hashes/interface'
 import { describe, expect, it } from 'vitest'
 import { CarError, importCar, MAX_CAR_BLOCK } from '../../../src/ipfs/car-import.js'
-import { importFile, TooLargeError } from '../../../src/ipfs/import.js'
-
-interface Block { cid: CID, bytes: Uint8Array }
+import { TooLargeError } from '../../../src/ipfs/import.js'
+import { carOf, dagOf, type Block } from '../../helpers/car.js'
 
 async function block (codec: { code: number, encode: (v: any) => Uint8Array }, value: unknown, hasher: MultihashHasher<number> = sha256): Promise<Block> {
   const bytes = codec.encode(value)
   return { cid: CID.createV1(codec.code, await hasher.digest(bytes)), bytes }
-}
-
-async function car (roots: CID[], blocks: Block[]): Promise<Uint8Array> {
-  const { writer, out } = CarWriter.create(roots)
-  const chunks: Uint8Array[] = []
-  const done = (async () => { for await (const c of out) chunks.push(c) })()
-  for (const b of blocks) await writer.put(b)
-  await writer.close()
-  await done
-  return Buffer.concat(chunks)
 }
 
 /** CARv2: pragma, header (characteristics, data offset and size, no index), then the CARv1 */
@@ -63,13 +51,10 @@ describe('importCar', () => {
   it('a UnixFS file\'s CAR (v1 and v2): its root and every block, each hash-checked and staged; a block sent twice kept once, one the root does not reach left out', async () => {
     const content = Buffer.alloc(2_500_000, 7)
     content.write('not all the same', 1_200_000)
-    // the importer's blocks as it puts them (copied: its buffers are reused)
-    const blocks: Block[] = []
-    const source = new MemoryBlockstore()
-    const recording = { put: async (cid: CID, bytes: Uint8Array) => { blocks.push({ cid, bytes: Uint8Array.from(bytes) }); return await source.put(cid, bytes) }, has: source.has.bind(source), get: source.get.bind(source) }
-    const file = await importFile(pieces(content, 65_536), { blockstore: recording, maxBytes: 3_000_000 })
+    const { root, blocks } = await dagOf(pieces(content, 65_536))
+    const file = { cid: root }
     const stray = await block(raw, Buffer.from('not part of the DAG'))
-    const bytes = await car([file.cid], [...blocks, blocks[0] as Block, stray])
+    const bytes = await carOf([file.cid], [...blocks, blocks[0] as Block, stray])
     for (const form of [bytes, carV2(bytes)]) {
       const { result, store } = await read(form)
       expect(result.cid.equals(file.cid)).toBe(true)
@@ -86,7 +71,7 @@ describe('importCar', () => {
     const inline = CID.createV1(dagCbor.code, identity.digest(dagCbor.encode({ inline: leaf.cid })))
     const mid = await block(dagJson, { leaf: leaf.cid, inline, alsoPlain: jsonLeaf.cid })
     const root = await block(dagCbor, { mid: mid.cid, list: [mid.cid] })
-    const { result } = await read(await car([root.cid], [root, jsonLeaf, mid, leaf]))
+    const { result } = await read(await carOf([root.cid], [root, jsonLeaf, mid, leaf]))
     expect(result.cid.equals(root.cid)).toBe(true)
     expect(new Set(result.reachable.map(String))).toEqual(new Set([root, mid, leaf, jsonLeaf].map(b => b.cid.toString())))
   })
@@ -95,31 +80,31 @@ describe('importCar', () => {
     const a = await block(raw, Buffer.from('a'))
     const b = await block(raw, Buffer.from('b'))
     const parent = await block(dagCbor, { a: a.cid, b: b.cid })
-    const good = await car([parent.cid], [parent, a, b])
+    const good = await carOf([parent.cid], [parent, a, b])
 
-    expect((await refusal(await car([], [a]))).message).toMatch(/exactly one root; this one names 0/)
-    expect((await refusal(await car([a.cid, b.cid], [a, b]))).message).toMatch(/exactly one root; this one names 2/)
-    expect((await refusal(await car([parent.cid], [a, b]))).message).toBe(`the CAR names root ${parent.cid.toString()} but does not hold it`)
-    const missing = await refusal(await car([parent.cid], [parent, a]))
+    expect((await refusal(await carOf([], [a]))).message).toMatch(/exactly one root; this one names 0/)
+    expect((await refusal(await carOf([a.cid, b.cid], [a, b]))).message).toMatch(/exactly one root; this one names 2/)
+    expect((await refusal(await carOf([parent.cid], [a, b]))).message).toBe(`the CAR names root ${parent.cid.toString()} but does not hold it`)
+    const missing = await refusal(await carOf([parent.cid], [parent, a]))
     expect(missing).toBeInstanceOf(CarError)
     expect(missing.message).toMatch(new RegExp(`missing block ${b.cid.toString()} \\(linked from ${parent.cid.toString()}\\)`))
-    const lying = await refusal(await car([parent.cid], [parent, a, { cid: b.cid, bytes: Buffer.from('not b') }]))
+    const lying = await refusal(await carOf([parent.cid], [parent, a, { cid: b.cid, bytes: Buffer.from('not b') }]))
     expect(lying.message).toBe(`block ${b.cid.toString()} does not match its CID (its bytes hash to something else)`)
     expect((await refusal(good.subarray(0, good.byteLength - 1))).message).toMatch(/cannot be read: it is truncated/)
     const foreign = { cid: CID.createV1(0x71, await sha256.digest(Buffer.from('x'))), bytes: Buffer.from('x') }
     const unknownCodec = { cid: CID.createV1(0x0129 + 1, await sha256.digest(Buffer.from('y'))), bytes: Buffer.from('y') }
-    expect((await refusal(await car([unknownCodec.cid], [unknownCodec]))).message).toMatch(/has codec 0x12a, which this service cannot pin/)
-    expect((await refusal(await car([foreign.cid], [foreign]))).message).toMatch(/is not valid dag-cbor/)
+    expect((await refusal(await carOf([unknownCodec.cid], [unknownCodec]))).message).toMatch(/has codec 0x12a, which this service cannot pin/)
+    expect((await refusal(await carOf([foreign.cid], [foreign]))).message).toMatch(/is not valid dag-cbor/)
     const md5ish = { cid: CID.createV1(raw.code, { code: 0xd5, size: 16, digest: new Uint8Array(16), bytes: Uint8Array.from([0xd5, 0x01, 16, ...new Uint8Array(16)]) } as any), bytes: Buffer.from('z') }
-    expect((await refusal(await car([md5ish.cid], [md5ish]))).message).toMatch(/hash function 0xd5/)
+    expect((await refusal(await carOf([md5ish.cid], [md5ish]))).message).toMatch(/hash function 0xd5/)
     const big = await block(raw, Buffer.alloc(MAX_CAR_BLOCK + 1))
-    expect((await refusal(await car([big.cid], [big]))).message).toMatch(/a block may be at most 2097152 bytes/)
+    expect((await refusal(await carOf([big.cid], [big]))).message).toMatch(/a block may be at most 2097152 bytes/)
     expect(await refusal(good, good.byteLength - 1)).toBeInstanceOf(TooLargeError)
     const tooMany = await importCar(pieces(good), { blockstore: new MemoryBlockstore(), maxBytes: 10_000, maxBlocks: 2 }).then(() => undefined, (err: Error) => err)
     expect(tooMany?.message).toBe('the CAR holds more than 2 blocks, the most one upload may')
     expect((await read(good, good.byteLength)).result.cid.equals(parent.cid)).toBe(true)
     // a dag-pb block is dag-pb
     const pb = await block(dagPb, { Data: new Uint8Array(0), Links: [{ Hash: a.cid, Name: 'a', Tsize: 1 }] })
-    expect((await read(await car([pb.cid], [pb, a]))).result.reachable).toHaveLength(2)
+    expect((await read(await carOf([pb.cid], [pb, a]))).result.reachable).toHaveLength(2)
   })
 })
