@@ -1,8 +1,9 @@
 /**
  * Streaming UnixFS import with a byte cap enforced on the bytes actually
- * received. Layout (documented in the README): CIDv1, raw leaves, fixed-size
- * 1 MiB chunks, balanced DAG of up to 1024 links per node; a file of one chunk
- * is a single raw block.
+ * received. Layout (documented in the README): IPIP-499's `unixfs-v1-2025`
+ * profile for files: CIDv1, raw leaves, fixed-size 1 MiB chunks, balanced
+ * DAG of up to 1024 links per node; a file of one chunk is a single raw block
+ * (test/unit/ipfs/cid-profile.test.ts holds it to the reference importer).
  */
 import { unixfs, type AddOptions } from '@helia/unixfs'
 import type { Blockstore } from 'interface-blockstore'
@@ -13,6 +14,8 @@ import type { Chunker } from './chunk-pool.js'
 import { Window } from './window.js'
 
 export const CHUNK_SIZE = 1_048_576
+/** the CID profile files are imported with (IPIP-499), as the agent card and the OpenAPI document name it */
+export const UNIXFS_PROFILE = 'unixfs-v1-2025'
 /**
  * Leaves being written at once, per import. Each holds a 1 MiB chunk buffer,
  * so this is what one upload keeps in memory (plus the chunk being filled);

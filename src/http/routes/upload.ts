@@ -2,6 +2,7 @@ import type { TokenService } from '../../auth/tokens.js'
 import { InvalidInputError, NotFoundError, ReplayRefusedError, UnavailableError } from '../../kernel/errors.js'
 import type { Ledger } from '../../ledger/ledger.js'
 import type { UploadTickets } from '../../ledger/tickets.js'
+import { UNIXFS_PROFILE } from '../../ipfs/import.js'
 import { CAR_TYPE, upload, type FileReader, type UploadDeps } from '../../service/uploads/upload.js'
 import { buyTicket, ticketBody, type TicketBuyDeps } from '../../service/uploads/upload-ticket.js'
 import { uploadWithTicket, type TicketUploadDeps } from '../../service/uploads/ticket-upload.js'
@@ -205,7 +206,7 @@ function uploadFileOp (o: OpenApiInput): Obj {
     tag: 'upload',
     summary: 'Upload a file and pin it (paid)',
     description: [
-      `\`multipart/form-data\` with exactly one part, a file named \`file\`, of at most ${o.uploadMaxBytes} bytes. Imported as UnixFS: CIDv1, raw leaves, 1 MiB chunks, balanced DAG.`,
+      `\`multipart/form-data\` with exactly one part, a file named \`file\`, of at most ${o.uploadMaxBytes} bytes. Imported as UnixFS with IPIP-499's \`${UNIXFS_PROFILE}\` CID profile (CIDv1, raw leaves, 1 MiB chunks, balanced DAG of up to 1024 links per node, a one-chunk file its raw leaf): any implementation of the profile computes the same CID before paying.`,
       'A **CAR** (CARv1 or CARv2) as the part, with content type `application/vnd.ipld.car` or `?format=car`, is pinned as the DAG it holds: it must name exactly one root and hold the root\'s whole DAG; every block is hash-checked against its CID as it streams (codecs dag-pb, raw, dag-cbor, dag-json, json; sha2-256 or sha2-512; identity CIDs need no block), a block is at most 2 MiB, blocks sent twice are kept once and blocks the root does not reach are not kept. Priced, limited and pinned as a file on the CAR\'s bytes; the pin is the root. A CAR that is truncated, has a block that does not match its CID, misses a block of the DAG or does not hold its root is refused (400, naming the first bad or missing CID) before the payment settles: nothing is charged or kept.',
       'The 402 challenge is quoted on `X-Upload-Size` (the file size) when sent, else on `Content-Length` (framing included); neither → 411. The paid request may carry at most that many file bytes: the cap is enforced on the bytes streamed (413, nothing kept).',
       'With `X-Upload-Ticket` (a prepaid ticket, `POST /upload/tickets`) and the payer\'s wallet token instead of a payment, the file may carry up to the ticket\'s bytes (413 past them, the ticket still usable) and its blocks go to the block store while the body arrives; claiming the ticket and recording the pin are one transaction, so a ticket makes one pin. Another wallet\'s token answers 403, an unknown ticket 404, a used one (or one another upload is using right now) 409, an expired one 410. A failed upload leaves the ticket usable; the 201 carries no `PAYMENT-RESPONSE` and no token (the caller has one).',

@@ -6,6 +6,7 @@
 import { z } from 'zod/v4'
 import { describeFormula, formatUsdc, type PriceSettings } from '../../payment/pricing.js'
 import { VERSION } from '../../kernel/version.js'
+import { UNIXFS_PROFILE } from '../../ipfs/import.js'
 import { PIN_PRICING_RULE } from '../pins/pin-create.js'
 
 export const A2A_PROTOCOL_VERSION = '0.3.0'
@@ -114,7 +115,7 @@ export function buildAgentCard (c: AgentCardInput): z.output<typeof AgentCard> {
       {
         id: 'upload',
         name: 'Upload and pin a file',
-        description: `POST ${url}/upload as multipart/form-data with one part named "file" (at most ${c.uploadMaxBytes} bytes). Paid via x402; answers with the CID, a gateway URL and a wallet token.`,
+        description: `POST ${url}/upload as multipart/form-data with one part named "file" (at most ${c.uploadMaxBytes} bytes). Files are imported with the ${UNIXFS_PROFILE} CID profile (IPIP-499: CIDv1, raw leaves, 1 MiB chunks, balanced, 1024 links per node), so the CID can be computed before paying; a CAR (part type application/vnd.ipld.car) is pinned as the DAG it holds. Paid via x402; answers with the CID, a gateway URL and a wallet token.`,
         tags: ['ipfs', 'upload', 'x402', 'storage'],
         examples: ['curl -F file=@report.pdf -H "X-Pin-Duration-Months: 12" <url>/upload (with an x402 client)'],
         inputModes: ['multipart/form-data'],

@@ -7,7 +7,7 @@
 import type { TokenService } from '../../auth/tokens.js'
 import { BodyTooLargeError, InputTimeoutError, InputTooLargeError, InvalidInputError, LengthRequiredError, PaymentRequiredError, RefusedError, ReplayRefusedError, UnavailableError } from '../../kernel/errors.js'
 import { CarError, importCar } from '../../ipfs/car-import.js'
-import { importFile, TooLargeError, type ImportTarget } from '../../ipfs/import.js'
+import { importFile, TooLargeError, UNIXFS_PROFILE, type ImportTarget } from '../../ipfs/import.js'
 import { RETRY_AFTER_S, StorageTimeoutError, StorageUnavailableError, type BlockBackend } from '../../ipfs/block-backend.js'
 import type { CommitLock } from '../../ipfs/commit-lock.js'
 import type { BlockStaging, StagedImport } from '../../ipfs/staging.js'
@@ -94,7 +94,7 @@ export interface UploadInput {
 /** The body an upload answers: the pin it created (OpenAPI: UploadResult, derived from this) */
 export const UploadResult = z.object({
   requestid: text('the pin\'s requestid (GET /pins/{requestid})', { format: 'uuid' }),
-  cid: text('CIDv1 of the file (raw leaves, 1 MiB chunks)', { examples: ['bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy'] }),
+  cid: text(`CIDv1 of the file (IPIP-499 profile ${UNIXFS_PROFILE}: raw leaves, 1 MiB chunks, balanced, 1024 links per node), or the root of a CAR`, { examples: ['bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy'] }),
   name: text('the uploaded filename (sanitized)', { maxLength: 255 }).optional(),
   size: count('file bytes'),
   dag_size: count('bytes of all blocks'),
