@@ -25,12 +25,16 @@
  * --during-upgrade: start the requests at once, beside the upgrade, as
  * before.
  *
+ * --ledger postgres: the same pins moved into a throwaway PostgreSQL (scripts/postgres.mjs)
+ * with `pind ledger migrate --to postgres` before serve starts (no upgrade to wait for);
+ * scripts/bench-frontends.mjs runs it so, for its GET /pins row (target there: p99 < 20 ms).
+ *
  * With `--json`, for scripts/bench.mjs, it also measures the baselines of the start and of
  * `pind keys mint`: serve up on an empty data dir (before the large one), and `pind --version`
  * (the same binary's process start, as many times as tokens are minted); then prints a last
  * line with the figures as JSON (each mint timed on its own, through the running serve).
  *
- * Usage: node scripts/bench-pins-list.mjs [--requests 1000] [--pagings 10] [--owners 100] [--per-owner 1000] [--binary] [--bin <path>] [--during-upgrade] [--keep] [--json]
+ * Usage: node scripts/bench-pins-list.mjs [--requests 1000] [--pagings 10] [--owners 100] [--per-owner 1000] [--binary] [--bin <path>] [--during-upgrade] [--ledger lmdb|postgres] [--keep] [--json]
  *   (default runs the bundle: node dist/pind.cjs; --binary runs dist/pind; --bin <path> runs that binary,
  *   e.g. a baseline's copy: give each binary its own PKG_NATIVE_CACHE_PATH when comparing two)
  */
@@ -44,6 +48,7 @@ import * as Digest from 'multiformats/hashes/digest'
 import { Pool } from 'undici'
 import { BINARY, jsonResult, median, pindEnv, ROOT, startServe } from './bench-lib.mjs'
 import { isoMicros, openBenchLedger } from './bench-ledger.mjs'
+import { startPostgres, stopPostgres } from './postgres.mjs'
 
 const argv = process.argv.slice(2)
 const opt = (name, def) => { const i = argv.indexOf(`--${name}`); return i >= 0 ? Number(argv[i + 1]) : def }
@@ -56,6 +61,7 @@ const json = argv.includes('--json')
 const binPath = argv.includes('--bin') ? argv[argv.indexOf('--bin') + 1] : undefined
 const useBinary = argv.includes('--binary') || binPath != null
 const duringUpgrade = argv.includes('--during-upgrade')
+const onPostgres = argv.includes('--ledger') && argv[argv.indexOf('--ledger') + 1] === 'postgres'
 const [bin, binArgs] = useBinary ? [binPath ?? BINARY, []] : [process.execPath, [join(ROOT, 'dist/pind.cjs')]]
 /** how long the background upgrade may take before the benchmark gives up */
 const UPGRADE_TIMEOUT_MS = 20 * 60_000
@@ -101,12 +107,18 @@ const pct = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.
 const stats = (xs) => { const s = [...xs].sort((a, b) => a - b); return { p50: pct(s, 0.5), p99: pct(s, 0.99), max: s[s.length - 1], n: s.length } }
 
 const dir = mkdtempSync(join(tmpdir(), 'pind-bench-pins-list-'))
-let pind, pool
+let pind, pool, db
 try {
-  console.log(`bench-pins-list: ${OWNERS} owners × ${PER_OWNER} pins, ${useBinary ? `binary ${binPath ?? 'dist/pind'}` : 'bundle dist/pind.cjs'}, Node ${process.version}; sequential requests over one keep-alive connection`)
+  console.log(`bench-pins-list: ${OWNERS} owners × ${PER_OWNER} pins${onPostgres ? ' on PostgreSQL' : ''}, ${useBinary ? `binary ${binPath ?? 'dist/pind'}` : 'bundle dist/pind.cjs'}, Node ${process.version}; sequential requests over one keep-alive connection`)
   let t = performance.now()
   const firstPins = await buildLedger(dir)
   console.log(`setup: ${OWNERS * PER_OWNER} pins written with lmdb in ${((performance.now() - t) / 1000).toFixed(1)} s`)
+  if (onPostgres) {
+    t = performance.now()
+    db = await startPostgres()
+    execFileSync(bin, [...binArgs, 'ledger', 'migrate', '--to', 'postgres', '--database-url', db.url, '--data-dir', dir, '--json'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: pindEnv() })
+    console.log(`setup: moved into PostgreSQL (${db.url}) with pind ledger migrate in ${((performance.now() - t) / 1000).toFixed(1)} s`)
+  }
   let emptyUpMs
   if (json) {
     // the baseline of "serve up": the same start on an empty data dir
@@ -121,7 +133,9 @@ try {
   rmSync(pind.dataDir, { recursive: true, force: true })
   t = performance.now()
   // the mints and their baseline are timed once the upgrade is over (it keeps a core busy while it runs)
-  if (!duringUpgrade) {
+  if (onPostgres) {
+    console.log(`serve up in ${pind.ms.toFixed(0)} ms; requests start now`)
+  } else if (!duringUpgrade) {
     // the background upgrade's end: serve's log line (JSON lines on stderr)
     const logged = (msg) => pind.stderr().split('\n').some(line => { try { return JSON.parse(line).msg === msg } catch { return false } })
     for (;;) {
@@ -209,7 +223,7 @@ try {
   console.log(`target p99 < 10 ms for GET /pins: ${worst < 10 ? 'met' : 'NOT met'} (worst p99 ${worst.toFixed(2)} ms)`)
   const worstRow = rows.slice(2).find(([, s]) => s.p99 === worst)[0]
   jsonResult({
-    pins: OWNERS * PER_OWNER, serveUpMs: pind.ms, emptyServeUpMs: emptyUpMs,
+    pins: OWNERS * PER_OWNER, ledger: onPostgres ? 'postgres' : 'lmdb', serveUpMs: pind.ms, emptyServeUpMs: emptyUpMs,
     mintMs: median(mintMs), mints: mintMs, versionMs: median(versionMs), versions: versionMs,
     healthP99: rows[0][1].p99, pinsP99: worst, pinsP99Request: worstRow,
     rows: Object.fromEntries(rows.map(([label, s]) => [label, s]))
@@ -217,6 +231,7 @@ try {
 } finally {
   await pool?.close()
   await pind?.stop()
+  if (db != null) await stopPostgres({ dir: db.dir, remove: true })
   if (argv.includes('--keep')) console.log(`kept ${dir}`)
   else rmSync(dir, { recursive: true, force: true })
 }

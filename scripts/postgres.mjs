@@ -65,9 +65,10 @@ async function giveToPostgres (path) {
  * where its clients look for it), not a random free one. `durable`: a
  * commit is written out before it returns (synchronous_commit on), so that
  * it survives a crash of the server (fsync stays off: only the machine's
- * crash would lose it).
+ * crash would lose it). `settings`: more server settings (`-c name=value`),
+ * e.g. `{ shared_preload_libraries: 'pg_stat_statements' }` (scripts/bench-frontends.mjs).
  *
- * @param {{ dir?: string, port?: number, durable?: boolean }} [opts]
+ * @param {{ dir?: string, port?: number, durable?: boolean, settings?: Record<string, string> }} [opts]
  * @returns {Promise<{ url: string, dir: string, port: number }>}
  */
 export async function startPostgres (opts = {}) {
@@ -91,7 +92,7 @@ export async function startPostgres (opts = {}) {
   for (let attempt = 0; attempt < 5; attempt++) {
     const port = opts.port ?? await freePort()
     try {
-      await pg('pg_ctl', ['-D', dir, '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=${opts.durable === true ? 'on' : 'off'} -c full_page_writes=off`, '-l', join(dir, 'log'), '-w', '-t', '60', 'start'])
+      await pg('pg_ctl', ['-D', dir, '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=${opts.durable === true ? 'on' : 'off'} -c full_page_writes=off${Object.entries(opts.settings ?? {}).map(([k, v]) => ` -c ${k}=${v}`).join('')}`, '-l', join(dir, 'log'), '-w', '-t', '60', 'start'])
     } catch (err) {
       lastErr = err
       // lost the port to another process meanwhile: another one
