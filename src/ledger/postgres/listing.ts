@@ -35,9 +35,10 @@ export async function listPins (db: Db, owner: string | undefined, q: PinQuery, 
     where.push(exact ? `${column} = ${p(name)}` : `${column} LIKE ${p(`%${likeLiteral(name)}%`)} ESCAPE '\\'`)
   }
   if (q.meta != null) where.push(`meta @> ${p(json(textual(q.meta)))}::jsonb`)
-  const r = await db.query<{ total: string, page: PinRecord[] }>(`WITH m AS (SELECT created_us, record FROM pins WHERE ${where.join(' AND ')})
-    SELECT (SELECT count(*) FROM m) AS total,
-      (SELECT coalesce(json_agg(record ORDER BY created_us DESC), '[]'::json) FROM (SELECT created_us, record FROM m ORDER BY created_us DESC LIMIT ${p(q.limit)}) l) AS page`, params)
+  // the count and the page each read the matches themselves: a shared CTE would be materialized with every match's record
+  const matches = `FROM pins WHERE ${where.join(' AND ')}`
+  const r = await db.query<{ total: string, page: PinRecord[] }>(`SELECT (SELECT count(*) ${matches}) AS total,
+      (SELECT coalesce(json_agg(record ORDER BY created_us DESC), '[]'::json) FROM (SELECT created_us, record ${matches} ORDER BY created_us DESC LIMIT ${p(q.limit)}) l) AS page`, params)
   const row = r.rows[0]
   return { count: Number(row?.total ?? 0), results: row?.page ?? [] }
 }
