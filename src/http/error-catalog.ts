@@ -100,6 +100,7 @@ export const ERRORS: Record<string, Entry<any>> = {
   BlockMissingError: { status: 404, reason: 'NOT_FOUND' },
   UnsupportedContentError: { status: 400, reason: 'BAD_REQUEST' },
   CarError: { status: 400, reason: 'BAD_REQUEST' },
+  DirectoryError: { status: 400, reason: 'BAD_REQUEST' },
   InvalidContentError: { status: 406, reason: 'NOT_ACCEPTABLE', details: (e: Error) => `${e.message}; it cannot be deserialized, ask for ?format=raw or ?format=car` },
   // service/
   ExportOptionsError: { status: 400, reason: 'BAD_REQUEST' }

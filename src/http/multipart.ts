@@ -1,7 +1,8 @@
 /**
- * Streaming multipart/form-data for POST /upload: exactly one file part named
- * "file" and nothing else. The file part is handed to `consume` as a stream
- * while the body is still arriving; nothing is buffered whole.
+ * Streaming multipart/form-data for POST /upload: one file part named "file"
+ * and nothing else (readSingleFile), or several, a directory's (readFiles).
+ * Each file part is handed to `consume` as a stream while the body is still
+ * arriving; nothing is buffered whole.
  */
 import type { IncomingMessage } from 'node:http'
 import type { Readable } from 'node:stream'
@@ -45,11 +46,30 @@ export interface ReadOptions {
   signal?: AbortSignal
 }
 
+/** One file part: `consume` gets it as a stream while the body still arrives. */
 export async function readSingleFile<T> (req: IncomingMessage, consume: (file: UploadedFile) => Promise<T>, opts: ReadOptions = {}): Promise<T> {
+  return await readFiles(req, async (files) => {
+    for await (const file of files) return await consume(file)
+    throw noFile()
+  }, { ...opts, maxFiles: 1 })
+}
+
+const noFile = (): InvalidInputError => new InvalidInputError('the form has no part named "file": send the file as a multipart part named "file"')
+
+/**
+ * Several file parts, all named "file" (a directory's files, each named by
+ * its path): `consume` gets them one after the other as they arrive, each a
+ * stream to read to its end before the next comes (the parser waits on it).
+ * At most `maxFiles`; any other part or field is refused, as is a form
+ * without a file.
+ */
+export async function readFiles<T> (req: IncomingMessage, consume: (files: AsyncIterable<UploadedFile>) => Promise<T>, opts: ReadOptions & { maxFiles: number }): Promise<T> {
   assertMultipart(req)
+  const maxParts = opts.maxFiles === 1 ? MAX_PARTS : opts.maxFiles + 1
   let bb
   try {
-    bb = new Busboy({ headers: req.headers as { 'content-type': string }, limits: { parts: MAX_PARTS, fieldSize: 1024, headerPairs: 20 } })
+    // preservePath: a directory's file parts are named by their paths
+    bb = new Busboy({ headers: req.headers as { 'content-type': string }, preservePath: opts.maxFiles > 1, limits: { parts: maxParts, fieldSize: 1024, headerPairs: 20 } })
   } catch {
     throw new InvalidInputError('malformed multipart/form-data header')
   }
@@ -59,6 +79,10 @@ export async function readSingleFile<T> (req: IncomingMessage, consume: (file: U
     let consumed: Promise<T> | undefined
     let finished = false
     let read = 0
+    let files = 0
+    /** parts arrived and not yet taken by the consumer; who waits for the next */
+    const waiting: UploadedFile[] = []
+    let wake: (() => void) | undefined
     const count = (chunk: Buffer): void => {
       read += chunk.length
       if (opts.maxBodyBytes != null && read > opts.maxBodyBytes) fail(new BodyTooLargeError(opts.maxBodyBytes))
@@ -70,6 +94,7 @@ export async function readSingleFile<T> (req: IncomingMessage, consume: (file: U
       fileStream?.destroy(err as Error)
       req.unpipe(bb)
       req.resume()
+      wake?.()
       settle()
     }
     const settle = (): void => {
@@ -82,11 +107,25 @@ export async function readSingleFile<T> (req: IncomingMessage, consume: (file: U
         return
       }
       if (!finished) return
+      wake?.()
       if (consumed == null) {
-        reject(new InvalidInputError('the form has no part named "file": send the file as a multipart part named "file"'))
+        reject(noFile())
         return
       }
       consumed.then(resolve, reject)
+    }
+    const parts = async function * (): AsyncGenerator<UploadedFile> {
+      for (;;) {
+        if (failure != null) throw failure
+        const next = waiting.shift()
+        if (next != null) {
+          yield next
+          continue
+        }
+        if (finished) return
+        await new Promise<void>(resolve => { wake = resolve })
+        wake = undefined
+      }
     }
     bb.on('file', (name, stream, filename, _enc, mimeType) => {
       // a body cut inside this part errors the part's stream; whoever reads it sees the error
@@ -100,21 +139,25 @@ export async function readSingleFile<T> (req: IncomingMessage, consume: (file: U
       }
       if (name !== FILE_PART) {
         stream.resume()
-        fail(new InvalidInputError(`unexpected form part "${name}": send exactly one part, named "file"`))
+        fail(new InvalidInputError(`unexpected form part "${name}": send ${opts.maxFiles === 1 ? 'exactly one part' : 'only parts'}, named "file"`))
         return
       }
-      if (consumed != null) {
+      if (++files > opts.maxFiles) {
         stream.resume()
-        fail(new InvalidInputError('more than one "file" part: send exactly one file per upload'))
+        fail(new InvalidInputError(opts.maxFiles === 1 ? 'more than one "file" part: send exactly one file per upload' : `more than ${opts.maxFiles} "file" parts: at most ${opts.maxFiles} files per upload`))
         return
       }
       fileStream = stream
-      consumed = consume({ filename, mimeType, stream })
-      // the consumer gave up (e.g. the byte cap): stop parsing now rather than wait for a body nobody reads
-      consumed.catch((err: unknown) => { fail(err) })
+      waiting.push({ filename, mimeType, stream })
+      wake?.()
+      if (consumed == null) {
+        consumed = consume(parts())
+        // the consumer gave up (e.g. the byte cap): stop parsing now rather than wait for a body nobody reads
+        consumed.catch((err: unknown) => { fail(err) })
+      }
     })
-    bb.on('field', (name) => { fail(new InvalidInputError(`unexpected form field "${name}": send exactly one part, named "file"`)) })
-    bb.on('partsLimit', () => { fail(new InvalidInputError(`too many form parts (at most ${MAX_PARTS}); send exactly one part, named "file"`)) })
+    bb.on('field', (name) => { fail(new InvalidInputError(`unexpected form field "${name}": send ${opts.maxFiles === 1 ? 'exactly one part' : 'only parts'}, named "file"`)) })
+    bb.on('partsLimit', () => { fail(new InvalidInputError(opts.maxFiles === 1 ? `too many form parts (at most ${MAX_PARTS}); send exactly one part, named "file"` : `more than ${opts.maxFiles} "file" parts: at most ${opts.maxFiles} files per upload`)) })
     bb.on('error', () => { fail(new InvalidInputError('malformed or truncated multipart/form-data body')) })
     bb.on('finish', () => {
       finished = true

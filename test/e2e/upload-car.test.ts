@@ -101,9 +101,9 @@ describe('POST /upload with a CAR', () => {
     expect(await blocks.count(pind.dataDir)).toBe(stored + dag.blocks.length)
   })
 
-  it('?format= other than car is a 400 before anything is read', async () => {
+  it('?format= other than car or directory is a 400 before anything is read', async () => {
     const r = await fetch(`${pind.url}/upload?format=tar`, { method: 'POST', body: carForm(new Uint8Array(10)) })
     expect(r.status).toBe(400)
-    expect((await r.json() as { error: { details: string } }).error.details).toMatch(/format may only be car/)
+    expect((await r.json() as { error: { details: string } }).error.details).toMatch(/format may be car .* or directory/)
   })
 })

@@ -2,6 +2,7 @@ import type { TokenService } from '../../auth/tokens.js'
 import { InvalidInputError, NotFoundError, ReplayRefusedError, UnavailableError } from '../../kernel/errors.js'
 import type { Ledger } from '../../ledger/ledger.js'
 import type { UploadTickets } from '../../ledger/tickets.js'
+import { MAX_DIRECTORY_FILES } from '../../ipfs/directory-import.js'
 import { UNIXFS_PROFILE } from '../../ipfs/import.js'
 import { CAR_TYPE, upload, type FileReader, type UploadDeps } from '../../service/uploads/upload.js'
 import { buyTicket, ticketBody, type TicketBuyDeps } from '../../service/uploads/upload-ticket.js'
@@ -10,7 +11,7 @@ import { bearer } from '../bearer.js'
 import { PAYMENT_HEADER } from '../../payment/gate.js'
 import { errorAnswer } from '../error-catalog.js'
 import { byteCount, DURATION_HEADER, parseMonths, UPLOAD_SIZE_HEADER } from '../write-headers.js'
-import { readSingleFile } from '../multipart.js'
+import { readFiles, readSingleFile, type UploadedFile } from '../multipart.js'
 import { answerUnread, sendJson } from '../respond.js'
 import type { Router } from '../router.js'
 import type { IncomingMessage, ServerResponse } from 'node:http'
@@ -91,8 +92,15 @@ export function uploadRoutes (router: Router, deps: Omit<UploadDeps, 'gate'> & {
  */
 function fileReader (req: IncomingMessage, url: URL): FileReader {
   const format = url.searchParams.get('format')
-  if (format != null && format !== 'car') throw new InvalidInputError('format may only be car (the file part is a CAR whose DAG is pinned as it is); without it the file is imported as UnixFS')
+  if (format === 'directory') {
+    return async (consume, limits) => await readFiles(req, async (parts) => await consume({ directory: pathsOf(parts) }), { ...limits, maxFiles: MAX_DIRECTORY_FILES })
+  }
+  if (format != null && format !== 'car') throw new InvalidInputError('format may be car (the file part is a CAR whose DAG is pinned as it is) or directory (every file part, named by its path, in one directory); without it the one file part is imported as UnixFS')
   return async (consume, limits) => await readSingleFile(req, async (f) => await consume({ name: f.filename, type: format === 'car' ? CAR_TYPE : f.mimeType, bytes: f.stream }), limits)
+}
+
+async function * pathsOf (parts: AsyncIterable<UploadedFile>): AsyncGenerator<{ path: string, bytes: AsyncIterable<Uint8Array> }> {
+  for await (const p of parts) yield { path: p.filename, bytes: p.stream }
 }
 
 /** POST /upload with X-Upload-Ticket: the upload the ticket paid for (no payment header). */
@@ -213,7 +221,7 @@ function uploadFileOp (o: OpenApiInput): Obj {
       'Paid per request, nothing is stored until the payment is settled. The same payment presented again for the same content answers 200 with the original pin (`replayed: true`) and no new token. A payment already used is known from the request head: it takes no upload slot, its body is hashed (never stored), may be at most the original file plus multipart framing, and must arrive within 10 s plus 1 s per 256 KiB of the original; a head that cannot be the same upload is refused at once and its connection closed without reading the body.'
     ].join('\n\n'),
     security: [{ x402: [] }, { bearer: [] }],
-    parameters: [ref('parameters', 'DurationMonths'), ref('parameters', 'UploadSize'), ticketParameter(), { name: 'format', in: 'query', required: false, description: '`car`: the file part is a CAR whose DAG is pinned as it is (as its content type `application/vnd.ipld.car` says too).', schema: { type: 'string', enum: ['car'] } }],
+    parameters: [ref('parameters', 'DurationMonths'), ref('parameters', 'UploadSize'), ticketParameter(), { name: 'format', in: 'query', required: false, description: `\`car\`: the file part is a CAR whose DAG is pinned as it is (as its content type \`application/vnd.ipld.car\` says too). \`directory\`: every part named \`file\` (1 to ${MAX_DIRECTORY_FILES}), each part's filename its relative path, becomes one UnixFS directory (the same profile; HAMT-sharded above 256 KiB of estimated block bytes), pinned by its root; the response lists each file's CID. Paths: \`/\`-separated, relative, no empty, \`.\` or \`..\` segment, none twice, none both a file and a directory (400 otherwise). The byte limit counts all files.`, schema: { type: 'string', enum: ['car', 'directory'] } }],
     requestBody: {
       required: true,
       content: {

@@ -113,7 +113,7 @@ export async function uploadWithTicket (input: TicketUploadInput, d: TicketUploa
     if (imported.reachable != null) unreached = imp.written.filter(b => !kept.has(b.cid.toString()))
     // importMs: the body received, hashed and its blocks handed to their writes; storedMs: the writes still running after that; the rest is the claim
     d.log.info('upload pinned with a ticket', { requestid: pin.requestid, cid: pin.cid, bytes: imported.fileSize, payer: ticket.payer, ticket: ticket.id, importMs, storedMs, ms: Math.round(performance.now() - t0) })
-    return { replayed: false, result: uploadBody(pin, d), location: `${d.publicUrl}/pins/${pin.requestid}` }
+    return { replayed: false, result: uploadBody(pin, d, imported.files), location: `${d.publicUrl}/pins/${pin.requestid}` }
   } catch (err) {
     if (err instanceof StorageUnavailableError || err instanceof StorageTimeoutError) {
       throw new StorageUnavailableError('the block storage went away during the upload; your ticket was not used: retry shortly with it')

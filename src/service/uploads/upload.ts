@@ -7,6 +7,7 @@
 import type { TokenService } from '../../auth/tokens.js'
 import { BodyTooLargeError, InputTimeoutError, InputTooLargeError, InvalidInputError, LengthRequiredError, PaymentRequiredError, RefusedError, ReplayRefusedError, UnavailableError } from '../../kernel/errors.js'
 import { CarError, importCar } from '../../ipfs/car-import.js'
+import { DirectoryError, importDirectory, type DirectoryImportResult } from '../../ipfs/directory-import.js'
 import { importFile, TooLargeError, UNIXFS_PROFILE, type ImportTarget } from '../../ipfs/import.js'
 import { RETRY_AFTER_S, StorageTimeoutError, StorageUnavailableError, type BlockBackend } from '../../ipfs/block-backend.js'
 import type { CommitLock } from '../../ipfs/commit-lock.js'
@@ -75,7 +76,10 @@ export interface UploadDeps {
  * else holds them. (A callback rather than an iterable: the limits and the
  * abort apply to the whole input, framing included, around the file.)
  */
-export type FileReader = <T>(consume: (file: { name?: string, type?: string, bytes: AsyncIterable<Uint8Array> }) => Promise<T>, limits: { maxBodyBytes: number, signal?: AbortSignal }) => Promise<T>
+export type FileReader = <T>(consume: (body: BodyContent) => Promise<T>, limits: { maxBodyBytes: number, signal?: AbortSignal }) => Promise<T>
+
+/** what an upload's body holds: one file (or a CAR), or a directory's files, each named by its relative path */
+export type BodyContent = { name?: string, type?: string, bytes: AsyncIterable<Uint8Array> } | { directory: AsyncIterable<{ path?: string, bytes: AsyncIterable<Uint8Array> }> }
 
 /** a file part of this content type is a CAR: its DAG is pinned as it is (car-import.ts) */
 export const CAR_TYPE = 'application/vnd.ipld.car'
@@ -111,6 +115,11 @@ export const UploadResult = z.object({
     transaction: text('the settlement transaction')
   }),
   gateway_url: text('where the content is served', { format: 'uri' }),
+  files: z.array(z.object({
+    path: text('the file\'s path in the directory'),
+    cid: text('the file\'s CID'),
+    size: count('its bytes')
+  })).meta({ description: 'a directory upload\'s files (not on a replay)' }).optional(),
   replayed: z.literal(true).meta({ description: 'present on a retry with a payment already settled for this content' }).optional(),
   token_hint: text('on a replay: how to get a new wallet token').optional()
 }).meta({ description: 'The pin an upload created' })
@@ -277,7 +286,7 @@ async function paidUpload (input: UploadInput, payment: VerifiedPayment, maxFile
     }, staged.cids)
     d.log.info('upload pinned', { requestid: pin.requestid, cid: pin.cid, bytes: imported.fileSize, payer: payment.payer, tx: settled.tx, importMs: ms.import, sealMs: ms.seal, readyMs: ms.ready, settleMs: ms.settle, commitMs: ms.commit, ledgerMs: ms.ledger })
     const token = await d.tokens.issue(payment.payer)
-    return { replayed: false, result: uploadBody(pin, d), settlement: settled.header, token, location: `${d.publicUrl}/pins/${pin.requestid}` }
+    return { replayed: false, result: uploadBody(pin, d, imported.files), settlement: settled.header, token, location: `${d.publicUrl}/pins/${pin.requestid}` }
   } finally {
     // a failed cleanup must not hide the request's own outcome (the folder is swept at the next start anyway)
     if (!keep) await d.staging.discard(staged).catch((err: Error) => { d.log.warn('could not remove a staging folder', { error: err.message }) })
@@ -422,19 +431,24 @@ function usedElsewhere (): PaymentRequiredError {
   return new PaymentRequiredError('this payment was already used for another request; sign a new payment')
 }
 
-/** what a body imported as: a file's UnixFS DAG, or a CAR's DAG (then `reachable`: the blocks its root reaches, all that may be kept) */
+/** what a body imported as: a file's UnixFS DAG, a CAR's DAG (then `reachable`: the blocks its root reaches, all that may be kept), or a directory's (then `files`) */
 export interface ImportedBody {
   cid: CID
-  /** the bytes priced: the file's, or the CAR's */
+  /** the bytes priced: the file's, the CAR's, or all the directory's files' */
   fileSize: number
   name?: string
   reachable?: CID[]
+  files?: DirectoryImportResult['files']
 }
 
 export async function importBody (file: FileReader, target: { blockstore: ImportTarget, chunker: StagedImport['chunker'] }, limits: { maxFileBytes: number, maxBodyBytes: number, signal?: AbortSignal }): Promise<ImportedBody> {
   const { maxFileBytes, maxBodyBytes, signal } = limits
   try {
     return await file(async (f) => {
+      if ('directory' in f) {
+        const dir = await importDirectory(f.directory, { blockstore: target.blockstore, maxBytes: maxFileBytes, ...(signal != null ? { signal } : {}) })
+        return { cid: dir.cid, fileSize: dir.fileSize, files: dir.files }
+      }
       if (isCar(f.type)) {
         const car = await importCar(f.bytes, { blockstore: target.blockstore, maxBytes: maxFileBytes, ...(signal != null ? { signal } : {}) })
         return { cid: car.cid, fileSize: car.carBytes, name: sanitizeName(f.name), reachable: car.reachable }
@@ -444,7 +458,7 @@ export async function importBody (file: FileReader, target: { blockstore: Import
       return { ...r, name: sanitizeName(f.name) }
     }, { maxBodyBytes, ...(signal != null ? { signal } : {}) })
   } catch (err) {
-    if (err instanceof CarError) throw new InvalidInputError(`${err.message}; nothing was kept or charged`)
+    if (err instanceof CarError || err instanceof DirectoryError) throw new InvalidInputError(`${err.message}; nothing was kept or charged`)
     if (err instanceof BodyTooLargeError) {
       throw new InputTooLargeError(`the request body is larger than ${maxBodyBytes} bytes (the file declared and paid for, and its multipart framing); nothing was kept`)
     }
@@ -465,8 +479,9 @@ function quoteOf (p: VerifiedPayment, months: number, d: UploadDeps): Quote {
 }
 
 /** an uploaded file's pin: pinned, its sizes known and its payment settled */
-export function uploadBody (pin: PinRecord, d: Pick<UploadDeps, 'publicUrl'>): z.output<typeof UploadResult> {
+export function uploadBody (pin: PinRecord, d: Pick<UploadDeps, 'publicUrl'>, files?: ImportedBody['files']): z.output<typeof UploadResult> {
   return {
+    ...(files != null ? { files: files.map(f => ({ path: f.path, cid: f.cid.toString(), size: f.size })) } : {}),
     requestid: pin.requestid,
     cid: pin.cid,
     name: pin.name,

@@ -2,29 +2,21 @@
  * Files import as IPIP-499's `unixfs-v1-2025` profile (../shared/spec/ipip-0499.md):
  * CIDv1, raw leaves, 1 MiB chunks, balanced layout, 1,024 links per node, a
  * one-chunk file its raw leaf. pind's own streaming importer (src/ipfs/import.ts)
- * against ipfs-unixfs-importer set to that profile: the same CID for files of
+ * against ipfs-unixfs-importer's `profile: 'unixfs-v1-2025'`: the same CID for files of
  * every shape, so an agent computes the CID it will pay for before it pays.
  */
 import { randomBytes } from 'node:crypto'
 import { MemoryBlockstore } from 'blockstore-core'
 import { importer } from 'ipfs-unixfs-importer'
-import { fixedSize } from 'ipfs-unixfs-importer/chunker'
-import { balanced } from 'ipfs-unixfs-importer/layout'
 import { describe, expect, it } from 'vitest'
 import { importFile, UNIXFS_PROFILE } from '../../../src/ipfs/import.js'
 
 const MiB = 1_048_576
 
-/** the reference: ipfs-unixfs-importer with the profile's parameters */
+/** the reference: ipfs-unixfs-importer's own implementation of the profile */
 async function referenceCid (content: Uint8Array): Promise<string> {
   let last
-  for await (const entry of importer([{ content: [content] }], new MemoryBlockstore(), {
-    cidVersion: 1,
-    rawLeaves: true,
-    reduceSingleLeafToSelf: true,
-    chunker: fixedSize({ chunkSize: MiB }),
-    layout: balanced({ maxChildrenPerNode: 1024 })
-  })) last = entry
+  for await (const entry of importer([{ content: [content] }], new MemoryBlockstore(), { profile: UNIXFS_PROFILE })) last = entry
   return String(last?.cid)
 }
 
