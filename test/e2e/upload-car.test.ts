@@ -101,6 +101,26 @@ describe('POST /upload with a CAR', () => {
     expect(await blocks.count(pind.dataDir)).toBe(stored + dag.blocks.length)
   })
 
+  it('a CAR of the upload limit plus one byte: 413 while it streams, nothing charged or kept', async () => {
+    const LIMIT = 104_857_600
+    const rawBlock = async (bytes: Uint8Array): Promise<Block> => ({ cid: CID.createV1(raw.code, await sha256.digest(bytes)), bytes })
+    const blocksOf = async (last: number): Promise<Block[]> => [...await Promise.all(Array.from({ length: 99 }, async () => await rawBlock(randomBytes(1_048_576)))), await rawBlock(randomBytes(last))]
+    // a root that holds them all is not needed: the cap stops the CAR before its DAG is looked at
+    let blocksIn = await blocksOf(1_000_000)
+    const root = blocksIn[0] as Block
+    let bytes = await carOf([root.cid], blocksIn)
+    blocksIn = [...blocksIn.slice(0, 99), await rawBlock(randomBytes(1_000_000 + (LIMIT + 1 - bytes.byteLength)))]
+    bytes = await carOf([root.cid], blocksIn)
+    expect(bytes.byteLength).toBe(LIMIT + 1)
+    const payer = chain.payers[1]!
+    const before = await usdcBalance(chain, payer.address)
+    const stored = await blocks.count(pind.dataDir)
+    const r = await payingFetch(chain, payer.privateKey)(`${pind.url}/upload`, { method: 'POST', body: carForm(bytes), headers: { 'x-upload-size': String(LIMIT) } })
+    expect(r.status).toBe(413)
+    expect(await usdcBalance(chain, payer.address)).toBe(before)
+    expect(await blocks.count(pind.dataDir)).toBe(stored)
+  })
+
   it('?format= other than car or directory is a 400 before anything is read', async () => {
     const r = await fetch(`${pind.url}/upload?format=tar`, { method: 'POST', body: carForm(new Uint8Array(10)) })
     expect(r.status).toBe(400)

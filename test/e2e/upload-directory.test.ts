@@ -7,7 +7,10 @@
  * HAMT-sharded, and a bad path is a 400 before anything is charged. Blocks on
  * disk, or (vitest project s3) in a bucket of a real Ceph RADOS Gateway.
  */
+import { spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import * as dagPb from '@ipld/dag-pb'
 import { MemoryBlockstore } from 'blockstore-core'
 import { UnixFS } from 'ipfs-unixfs'
@@ -16,8 +19,9 @@ import { CID } from 'multiformats/cid'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startDevChain, usdcBalance, type DevChain } from '../../scripts/devchain/index.mjs'
 import { blockstoreUnderTest, type BlockstoreUnderTest } from '../helpers/backend.js'
+import { carOf, dagOf } from '../helpers/car.js'
 import { chainArgs, payingFetch } from '../helpers/paying-client.js'
-import { startPind, type PindProcess } from '../helpers/pind.js'
+import { ROOT, startPind, tempDir, type PindProcess } from '../helpers/pind.js'
 
 let chain: DevChain
 let pind: PindProcess
@@ -88,6 +92,41 @@ describe('POST /upload?format=directory', () => {
     const one = files[1_234] as [string, Uint8Array]
     expect(Buffer.from(await (await fetch(`${pind.url}/ipfs/${cid}/${one[0]}`)).arrayBuffer()).toString()).toBe('file 1234')
     expect(CID.parse(cid).version).toBe(1)
+  })
+
+  it('scripts/upload.mjs uploads a directory (every file by its path) and a CAR, and prints the root and the site\'s URL', async () => {
+    const dir = tempDir('pind-upload-dir-')
+    const files: Files = [['index.html', Buffer.from('<h1>hello</h1>')], ['docs/a.txt', Buffer.from('a')], ['docs/deep/b.bin', randomBytes(70_000)]]
+    for (const [path, bytes] of files) {
+      mkdirSync(dirname(join(dir, 'site', path)), { recursive: true })
+      writeFileSync(join(dir, 'site', path), bytes)
+    }
+    const want = await expected(files)
+    const env = { ...process.env, PIND_URL: pind.url, PAYER_KEY: chain.payers[0]!.privateKey, PIND_USDC: chain.usdc }
+    const site = spawnSync(process.execPath, [join(ROOT, 'scripts/upload.mjs'), join(dir, 'site')], { env, encoding: 'utf8' })
+    expect(site.status, site.stderr).toBe(0)
+    expect(site.stdout).toMatch(new RegExp(`^cid: +${want.root}$`, 'm'))
+    expect(site.stdout).toMatch(new RegExp(`^gateway url: +${pind.url}/ipfs/${want.root}/$`, 'm'))
+    expect(site.stdout).toMatch(/^files: +3$/m)
+
+    const dag = await dagOf(randomBytes(1_200_000))
+    writeFileSync(join(dir, 'dag.car'), await carOf([dag.root], dag.blocks))
+    const car = spawnSync(process.execPath, [join(ROOT, 'scripts/upload.mjs'), join(dir, 'dag.car')], { env, encoding: 'utf8' })
+    expect(car.status, car.stderr).toBe(0)
+    expect(car.stdout).toMatch(new RegExp(`^cid: +${dag.root.toString()}$`, 'm'))
+  })
+
+  it('a path over 4 KB, or more files than the limit (100,000 empty ones sent): 400 before anything is charged', async () => {
+    const payer = chain.payers[1]!
+    const pay = payingFetch(chain, payer.privateKey)
+    const before = await usdcBalance(chain, payer.address)
+    const long = await pay(`${pind.url}/upload?format=directory`, { method: 'POST', body: form([[`${'d/'.repeat(2100)}f.txt`, Buffer.from('x')]]) })
+    expect(long.status).toBe(400)
+    expect((await long.json() as { error: { details: string } }).error.details).toMatch(/is longer than 4096 bytes/)
+    const many = await pay(`${pind.url}/upload?format=directory`, { method: 'POST', body: form(Array.from({ length: 100_000 }, (_, i) => [`f${i}`, new Uint8Array(0)])) })
+    expect(many.status).toBe(400)
+    expect((await many.json() as { error: { details: string } }).error.details).toMatch(/more than 10000 .*files/)
+    expect(await usdcBalance(chain, payer.address)).toBe(before)
   })
 
   it('a path that climbs out, is absolute, empty inside, sent twice or both file and directory: 400 naming it, nothing charged or kept', async () => {
