@@ -197,7 +197,11 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
 
     // settlement notes earlier runs left, reconciled against the token's authorization state on chain
     const chain = await components.chain()
-    const settlements = settlementReconciliation(config, notes, chain, new Date(startedAt), core.settlement, log.child({ component: 'settlements' }), () => leases.holds(LEASES.reconcile))
+    const settlements = settlementReconciliation(config, notes, chain, new Date(startedAt), core.settlement, log.child({ component: 'settlements' }), () => leases.holds(LEASES.reconcile), {
+      // notes are stamped with the front end that wrote them (routes.ts); one unseen for three beats is gone
+      self: ipfs.peerId,
+      alive: async () => new Set((await ledger.frontEnds.list(3 * BEAT_INTERVAL_MS)).map(f => f.id))
+    })
     await life.start('settlement reconciler', settlements.component)
     // what requests retrying a payment with an open note check it with
     const openNotes: OpenNoteDeps = { notes, ledger: pins, fulfil: core.settlement.fulfil, log: log.child({ component: 'settlements' }), ...(chain != null ? { chain } : {}) }
