@@ -197,10 +197,13 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
 
     // settlement notes earlier runs left, reconciled against the token's authorization state on chain
     const chain = await components.chain()
+    // each payment's work done once; a note whose request is over is reconciled without waiting
+    const once = new PaymentOnce()
     const settlements = settlementReconciliation(config, notes, chain, new Date(startedAt), core.settlement, log.child({ component: 'settlements' }), () => leases.holds(LEASES.reconcile), {
       // notes are stamped with the front end that wrote them (routes.ts); one unseen for three beats is gone
       self: ipfs.peerId,
-      alive: async () => new Set((await ledger.frontEnds.list(3 * BEAT_INTERVAL_MS)).map(f => f.id))
+      alive: async () => new Set((await ledger.frontEnds.list(3 * BEAT_INTERVAL_MS)).map(f => f.id)),
+      running: (id) => once.isRunning(id)
     })
     await life.start('settlement reconciler', settlements.component)
     // what requests retrying a payment with an open note check it with
@@ -332,7 +335,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
       gate,
       payments,
       prices,
-      once: new PaymentOnce(),
+      once,
       keystore,
       tokens,
       clientOf,

@@ -39,6 +39,11 @@ const READS_IN_FLIGHT = 4
 export interface ReconcileOptions {
   /** when the process that writes notes started: its younger notes may still be in flight (skipped); absent = none are */
   liveSince?: Date
+  /**
+   * whether a request of this process is doing a payment's work now: its own younger notes are in
+   * flight only while it is (one whose request is over, its record having failed, is read at once)
+   */
+  running?: (paymentId: string) => boolean
   /** this front end (SettlingRecord.by): notes without `by` are taken for its own */
   self?: string
   /** the front ends alive now: another one's notes are left to it (counted as in flight) */
@@ -82,7 +87,7 @@ export async function reconcileSettlements (notes: SettlementNotes, chain: Autho
     if (opts.ownOnly === true && (note.by == null || note.by !== opts.self)) continue
     // another live front end's note is its own to reconcile (its request may still be settling)
     const others = !mine && opts.alive?.has(note.by as string) === true
-    if (others || (mine && note.settleFailedAt == null && opts.liveSince != null && Date.parse(note.at) >= opts.liveSince.getTime() && now.getTime() - Date.parse(note.at) < IN_FLIGHT_MS)) {
+    if (others || (mine && note.settleFailedAt == null && opts.liveSince != null && Date.parse(note.at) >= opts.liveSince.getTime() && now.getTime() - Date.parse(note.at) < IN_FLIGHT_MS && opts.running?.(note.paymentId) !== false)) {
       report.inFlight++
       continue
     }
@@ -210,6 +215,8 @@ export interface ReconcilerOptions {
   self?: string
   /** the front ends alive now (each reconciles its own notes) */
   alive?: () => Promise<ReadonlySet<string>>
+  /** see ReconcileOptions.running */
+  running?: (paymentId: string) => boolean
   /** passes on the schedule happen only while it says so (this front end holds the lease: src/service/background/lease-keeper.ts); run() always runs */
   when?: () => boolean
 }
@@ -231,6 +238,7 @@ export function settlementReconciler (notes: SettlementNotes, chain: Authorizati
       signal: abort.signal,
       ownOnly,
       ...(o.self != null ? { self: o.self } : {}),
+      ...(o.running != null ? { running: o.running } : {}),
       ...(o.alive != null ? { alive: await o.alive() } : {}),
       ...(o.fulfil != null ? { fulfil: o.fulfil } : {}),
       ...(o.release != null ? { release: o.release } : {})

@@ -333,7 +333,7 @@ describe('reconcileSettlements', () => {
     expect(logged.filter(l => l.level === 'warn')).toEqual([])
   })
 
-  it('among front ends sharing a ledger: a live one\'s notes are its own, a dead one\'s are reconciled at once, an upload\'s waits for the one that staged it', async () => {
+  it('among front ends sharing a ledger: a live one\'s notes are its own, a dead one\'s are reconciled at once, an upload\'s waits for the one that staged it; a note whose request is over is not in flight', async () => {
     const liveSince = new Date(Date.now() - 60_000)
     const note = async (by: string | undefined, fulfil?: SettlingRecord['fulfil']): Promise<SettlingRecord> => {
       const a = await signAuthorization(chain, payerKey())
@@ -362,6 +362,13 @@ describe('reconcileSettlements', () => {
     expect(own.confirmed.map(n => n.paymentId)).toEqual([live.paymentId])
     const back = await reconcileSettlements(notes, real, log, { self: 'fe-dead', alive: new Set(['fe-dead']), ownOnly: true, ...settlementActions(fulfilDeps()) })
     expect(back.confirmed.map(n => n.paymentId)).toEqual([upload.paymentId])
+
+    // its own young note is in flight only while its request runs: once that is over (its record failed), it is read at once
+    const running = new Set([mine.paymentId])
+    expect((await reconcileSettlements(notes, real, log, { liveSince, self: 'fe-self', alive, running: (id) => running.has(id) })).inFlight).toBe(1)
+    running.clear()
+    const over = await reconcileSettlements(notes, real, log, { liveSince, self: 'fe-self', alive, running: (id) => running.has(id) })
+    expect(over.confirmed.map(n => n.paymentId)).toEqual([mine.paymentId])
   })
 })
 
