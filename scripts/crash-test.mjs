@@ -194,8 +194,9 @@ export async function runCrashTest ({ rounds = 5, concurrency = 20, bundle = fal
         if (waiting.length > 0) await new Promise(resolve => setTimeout(resolve, 200))
       }
       for (const cid of fulfilled.values()) {
-        const body = Buffer.from(await (await fetch(`${back.url}/ipfs/${cid}`)).arrayBuffer())
-        if (!sent.has(sha(body))) throw new Error(`round ${round}: ${cid}, recorded from a settlement note, does not hold any file that was sent`)
+        const r = await fetch(`${back.url}/ipfs/${cid}`)
+        const body = Buffer.from(await r.arrayBuffer())
+        if (!sent.has(sha(body))) throw new Error(`round ${round}: ${cid}, recorded from a settlement note, does not hold any file that was sent (${r.status}: ${body.subarray(0, 200)})` + (frontEnds > 1 ? fronts.map((f, i) => `\nfront end ${i + 1} said of it:\n` + f.err().split('\n').filter(l => l.includes(cid)).join('\n').slice(-3000)).join('') : ''))
       }
       // every acknowledged pin is there and hash-checks (pins by CID resume and finish)
       for (const a of acked) {

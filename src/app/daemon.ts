@@ -8,7 +8,7 @@
  * stop runs in reverse.
  */
 import type { IncomingMessage } from 'node:http'
-import type { CID } from 'multiformats/cid'
+import { CID } from 'multiformats/cid'
 import type { Config } from '../config/settings.js'
 import { acquireLock } from '../datadir/lock.js'
 import { layout } from '../datadir/layout.js'
@@ -223,6 +223,13 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
     await life.start('gc', gc)
     const unwatchReleased = pins.watchReleased((_blocks, bytes) => { gc.released(bytes) })
     life.add('gc: released blocks', unwatchReleased)
+    // front ends sharing the bucket: what this one found absent (or present) may have changed by another's hand
+    if (blocks.kind === 's3') {
+      life.add('shared blocks', pins.watchCommitted((c) => {
+        if (c.referenced.length + c.released.length > 0) blocks.forget([...c.referenced, ...c.released].map(s => CID.parse(s)))
+      }))
+      life.add('shared blocks: feed lost', pins.watchLost(() => { blocks.forget() }))
+    }
 
     // the DHT's provider records of what is pinned here, renewed region by region
     const provideKind = config.provideStrategy === 'all' ? 'blocks' : 'roots'
