@@ -347,8 +347,10 @@ export async function runSoak (opts = {}) {
           ...(o.body != null ? { body: o.body() } : {})
         })
       } catch (err) {
-        // a refused or reset connection while the service restarts: the client tries again
-        if ((state.restarting || Date.now() < state.restartGraceUntil) && performance.now() < giveUpAt && !state.stopping) {
+        // a refused or reset connection while the service restarts: the client tries again; so does a read
+        // sent on a kept-alive connection the server closed meanwhile (its 5 s idle timeout; a loaded machine's timers run late)
+        const staleIdle = err?.code === 'UND_ERR_SOCKET' && (o.method ?? 'GET') === 'GET' && attempt === 0
+        if ((staleIdle || state.restarting || Date.now() < state.restartGraceUntil) && performance.now() < giveUpAt && !state.stopping) {
           state.retries.connection++
           await sleep(100)
           continue

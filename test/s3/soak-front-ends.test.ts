@@ -19,6 +19,7 @@ describe('soak, two front ends', () => {
     try {
       const blockstore = await blockstoreUnderTest('s3')
       const s = await runSoak({ minutes: 0.5, clients: 2, quoteClients: 1, restartAt: 0.5, sampleMs: 2000, idleSeconds: 2, gcEverySeconds: 10, bundle: true, frontEnds: 2, database: (await db.freshDatabase()).url, blockstore, log: (l) => { lines.push(l) } })
+        .catch((err: Error) => { throw new Error(`${err.message}\n${lines.join('\n')}`, { cause: err }) })
       const report = lines.join('\n')
       expect(s.restart?.exit, report).toBe(0)
       expect(s.paidWrites, report).toBeGreaterThan(0)
