@@ -71,7 +71,7 @@ export interface ReconcileReport {
   pending: number
   /** every paid-unfulfilled note, waiting for an operator */
   awaitingOperator: number
-  /** notes of requests that may still be settling in this serve: not read */
+  /** notes of requests that may still be settling in this serve, or another live front end's (its own to reconcile): not read */
   inFlight: number
   /** the chain could not be read: the notes not read were left as they were */
   error?: string
@@ -138,7 +138,7 @@ export async function reconcileSettlements (notes: SettlementNotes, chain: Autho
       if (err instanceof CannotFulfilError && await notes.get(v.read.paymentId) == null) {
         // a retried request recorded it meanwhile (noted-retry.ts): nothing is left to do
         continue
-      } else if (err instanceof CannotFulfilError && v.read.fulfil?.upload != null && v.read.by != null && v.read.by !== opts.self) {
+      } else if (err instanceof CannotFulfilError && v.read.fulfil?.upload != null && v.read.by != null && opts.self != null && v.read.by !== opts.self) {
         // its staged blocks are on the disk of the front end that wrote it: left to that one's passes
         log.info('a paid upload\'s settlement note waits for the front end that staged it', { payment: v.read.paymentId, frontEnd: v.read.by })
         continue
