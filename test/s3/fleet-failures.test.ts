@@ -19,7 +19,7 @@
 import { randomBytes } from 'node:crypto'
 import { FsBlockstore } from 'blockstore-fs'
 import pg from 'pg'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest'
 import { startDevChain, usdcBalance, type DevChain } from '../../scripts/devchain/index.mjs'
 import { rawCid, startPeer, type Peer } from '../../scripts/peer/index.mjs'
 import { blockstoreUnderTest, type BlockstoreUnderTest } from '../helpers/backend.js'
@@ -207,6 +207,7 @@ describe('two front ends on one ledger and one bucket, when things fail', () => 
   it('kill -9 of one front end under load: the survivor serves every acknowledged write, takes its pins and its settlement notes over', async () => {
     const f = await fleet()
     const fronts = [await f.start(0), await f.start(1)]
+    onTestFailed(() => { for (const fe of fronts) console.log(`${fe.url} (exit ${String(fe.proc.exitCode ?? fe.proc.signalCode)}):\n${fe.stderr().slice(-3000)}`) })
     const before = await balances()
     const pay = chain.payers.map(p => payingFetch(chain, p.privateKey))
 
@@ -273,13 +274,14 @@ describe('two front ends on one ledger and one bucket, when things fail', () => 
     const payments = await reconciles(survivor, before)
     // at least the payment settled as it died: recorded from its note
     expect(payments - l.acked.length - held.length).toBeGreaterThan(0)
-    console.log(`kill -9 of a front end: ${l.acked.length} writes acknowledged (${ackedAtKill} before the kill), ${l.errors.length} cut by it; ${orphaned.length} claimed pin(s) taken over ${takeover.toFixed(0)} s after it; ${leftByKill} settlement note(s) left by it, all reconciled (${payments - l.acked.length - held.length} paid write(s) recorded from them, ${staged} of them uploads it had staged, recorded by it once started again; ${after.length} left, unused)`)
+    console.log(`kill -9 of a front end: ${l.acked.length} writes acknowledged (${ackedAtKill} before the kill), ${l.errors.length} cut by it; ${orphaned.length} claimed pin(s) taken over ${takeover.toFixed(0)} s after it; ${leftByKill} settlement note(s) left by it, all reconciled (${payments - l.acked.length - held.length} paid write(s) recorded from them, ${staged} of the notes a paid upload's it had staged, left to it and checked by it once started again; ${after.length} left, unused)`)
     for (const fe of [survivor, restarted]) expect(await fe.stop()).toBe(0)
   }, 420_000)
 
   it('PostgreSQL stops and starts again under load: 503 with Retry-After meanwhile, both recover by themselves, nothing lost, nothing charged twice', async () => {
     const f = await fleet()
     const fronts = [await f.start(0), await f.start(1)]
+    onTestFailed(() => { for (const fe of fronts) console.log(`${fe.url} (exit ${String(fe.proc.exitCode ?? fe.proc.signalCode)}):\n${fe.stderr().slice(-3000)}`) })
     const before = await balances()
     const l = load(() => fronts, 6)
     await waitFor(() => l.acked.length >= 6 ? true : undefined, 'six writes acknowledged under load', 120_000)
