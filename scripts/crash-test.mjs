@@ -20,7 +20,15 @@
  *     scanned == marked and nothing to remove).
  * With --s3 (or `blockstore` from a test) the blocks live in an S3 bucket of a
  * throwaway Ceph RADOS Gateway (scripts/s3/): the same checks hold.
- * Usage: node scripts/crash-test.mjs [rounds=5] [concurrency=20] [--bundle] [--s3]
+ * With --front-ends 2 (or `frontEnds` and `database` from a test) two serves share
+ * a PostgreSQL ledger (a throwaway cluster, scripts/postgres.mjs) and the bucket
+ * (--s3 implied), each with its own data dir and settler key; the writes are
+ * spread over both, each round kills one of them while the other keeps serving,
+ * and the checks run through the survivor: it reconciles the dead one's notes
+ * once it counts it gone (unseen for three beats), but for a paid upload's,
+ * whose staged blocks are on the dead one's disk: the killed one, started
+ * again, records those itself.
+ * Usage: node scripts/crash-test.mjs [rounds=5] [concurrency=20] [--bundle] [--s3] [--front-ends 2]
  */
 import { spawn } from 'node:child_process'
 import { createHash, randomBytes } from 'node:crypto'
@@ -34,14 +42,22 @@ import { wrapFetchWithPayment, x402Client } from '@x402/fetch'
 import { privateKeyToAccount } from 'viem/accounts'
 import { startDevChain } from './devchain/index.mjs'
 import { startPeer } from './peer/index.mjs'
+import { startPostgres, stopPostgres } from './postgres.mjs'
 
 const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)))
 const sha = (b) => createHash('sha256').update(b).digest('hex')
 
-export async function runCrashTest ({ rounds = 5, concurrency = 20, bundle = false, log = console.log, blockstore = { args: [], env: {} } } = {}) {
+export async function runCrashTest ({ rounds = 5, concurrency = 20, bundle = false, log = console.log, blockstore = { args: [], env: {} }, frontEnds = 1, database } = {}) {
+  if (frontEnds > 2) throw new Error('--front-ends: 1 or 2 (the dev chain funds two settler keys)')
+  if (frontEnds > 1 && (database == null || !blockstore.args.includes('s3'))) throw new Error('several front ends need a PostgreSQL ledger (database) and an S3 bucket (blockstore)')
   const cmd = bundle ? [process.execPath, join(ROOT, 'dist/pind.cjs')] : [join(ROOT, 'dist/pind')]
-  const dataDir = mkdtempSync(join(tmpdir(), 'pind-crash-'))
+  const dataDirs = Array.from({ length: frontEnds }, (_, i) => mkdtempSync(join(tmpdir(), `pind-crash-${i + 1}-`)))
   const chain = await startDevChain({ payers: 2 })
+  // each front end its own settler key (anvil accounts 1 and 0 hold ETH); a shared ledger, and reconciliation every 5 s
+  const settlers = [chain.settlerKey, chain.deployerKey]
+  const fleetArgs = database != null ? ['--ledger', 'postgres', '--database-url', database, ...(frontEnds > 1 ? ['--expiry-sweep-interval', '5s'] : [])] : []
+  /** the front end whose data dir commands run on (through its admin socket while it runs) */
+  let via = 0
   const origin = await startPeer()
   const acked = [] // { kind, cid, hash, requestid, token }
   let orphansFreed = 0
@@ -49,8 +65,8 @@ export async function runCrashTest ({ rounds = 5, concurrency = 20, bundle = fal
   /** sha256 of every file sent: what a pin recorded from a settlement note must hold */
   const sent = new Set()
   const procs = new Set()
-  const run = (args) => {
-    const p = spawn(cmd[0], [...cmd.slice(1), ...args, '--data-dir', dataDir, ...blockstore.args], { env: { ...process.env, ...blockstore.env, PIND_SETTLER_KEY: chain.settlerKey }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const run = (args, i = via) => {
+    const p = spawn(cmd[0], [...cmd.slice(1), ...args, '--data-dir', dataDirs[i], ...blockstore.args], { env: { ...process.env, ...blockstore.env, PIND_SETTLER_KEY: settlers[i] }, stdio: ['ignore', 'pipe', 'pipe'] })
     procs.add(p)
     p.on('exit', () => procs.delete(p))
     let out = ''
@@ -60,9 +76,9 @@ export async function runCrashTest ({ rounds = 5, concurrency = 20, bundle = fal
     const exit = new Promise(resolve => p.on('exit', code => resolve(code)))
     return { p, out: () => out, err: () => err, exit }
   }
-  const serve = async () => {
+  const serve = async (i = 0) => {
     const s = run(['serve', '--port', '0', '--p2p-listen', '/ip4/127.0.0.1/tcp/0', '--token-issuer', 'crash-test',
-      '--rpc-url', chain.rpcUrl, '--asset', chain.usdc, '--pay-to', chain.payTo, '--rate-limit-unpaid', '0', '--pin-stall-timeout', '2s', '--origin-addresses', 'any'])
+      '--rpc-url', chain.rpcUrl, '--asset', chain.usdc, '--pay-to', chain.payTo, '--rate-limit-unpaid', '0', '--pin-stall-timeout', '2s', '--origin-addresses', 'any', ...fleetArgs], i)
     const deadline = Date.now() + 30_000
     for (;;) {
       if (s.p.exitCode != null) throw new Error(`pind exited at start: ${s.err()}`)
@@ -75,7 +91,7 @@ export async function runCrashTest ({ rounds = 5, concurrency = 20, bundle = fal
     }
   }
   const command = async (...args) => {
-    const c = run(args)
+    const c = run(args, via)
     const code = await c.exit
     if (code !== 0) throw new Error(`pind ${args.join(' ')} exited ${code}: ${c.err()}`)
     return c.out()
@@ -85,9 +101,15 @@ export async function runCrashTest ({ rounds = 5, concurrency = 20, bundle = fal
     spendControls: { allowedAssets: [{ network: 'eip155:167000', asset: chain.usdc }] }
   })))
 
+  /** the running front ends (several: they stay up across rounds, the killed one started again) */
+  const fronts = []
+  /** requestids recorded from settlement notes, as logged by any front end */
+  const fulfilledSeen = new Set()
   try {
     for (let round = 1; round <= rounds; round++) {
-      const s = await serve()
+      for (let i = 0; i < frontEnds; i++) fronts[i] ??= await serve(i)
+      const victim = (round - 1) % frontEnds
+      const s = fronts[victim]
       // kill once a random number of the operations (under half) have finished, plus a random
       // moment: the rest are mid-upload, mid-settle, mid-commit or mid-fetch
       const target = Math.floor(Math.random() * Math.ceil(concurrency / 2))
@@ -101,12 +123,12 @@ export async function runCrashTest ({ rounds = 5, concurrency = 20, bundle = fal
         try {
           if (i % 4 === 3) {
             const cid = await origin.addBytes(bytes)
-            const r = await pay[i % 2](`${s.url}/pins`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ cid, origins: origin.multiaddrs() }) })
+            const r = await pay[i % 2](`${fronts[(i >> 2) % frontEnds].url}/pins`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ cid, origins: origin.multiaddrs() }) })
             if (r.status === 202) acked.push({ kind: 'pin', cid, hash: sha(bytes), requestid: (await r.json()).requestid, token: r.headers.get('x-wallet-auth-token') })
           } else {
             const form = new FormData()
             form.append('file', new Blob([bytes]), 'f.bin')
-            const r = await pay[i % 2](`${s.url}/upload`, { method: 'POST', body: form })
+            const r = await pay[i % 2](`${fronts[i % frontEnds].url}/upload`, { method: 'POST', body: form })
             if (process.env.CRASH_DEBUG) log(`upload ${r.status}`)
             if (r.status === 201) acked.push({ kind: 'upload', cid: (await r.json()).cid, hash: sha(bytes) })
           }
@@ -120,9 +142,27 @@ export async function runCrashTest ({ rounds = 5, concurrency = 20, bundle = fal
       const atKill = finished
       s.p.kill('SIGKILL')
       await s.exit
+      fronts[victim] = undefined
       await Promise.allSettled(ops)
 
-      const back = await serve()
+      let back
+      if (frontEnds === 1) {
+        back = fronts[0] = await serve(0)
+      } else {
+        via = (victim + 1) % frontEnds
+        back = fronts[via]
+        // the survivor leaves the dead one's notes alone until it counts it gone (three beats, 15 s)
+        const deadline = Date.now() + 60_000
+        while (JSON.parse(await command('settlements', 'check', '--json')).inFlight > 0) {
+          if (Date.now() > deadline) throw new Error(`round ${round}: the survivor did not take the dead front end's settlement notes over`)
+          await new Promise(resolve => setTimeout(resolve, 1000))
+        }
+        // started again, the killed one records the paid uploads it had staged (its own pass, without the lease)
+        fronts[victim] = await serve(victim)
+        via = victim
+        await command('settlements', 'check', '--json')
+        via = (victim + 1) % frontEnds
+      }
       // settlements cut by the kill before their record was written left notes, which serve
       // reconciles with the chain in the background from its start; check runs after that pass
       const check = JSON.parse(await command('settlements', 'check', '--json'))
@@ -134,12 +174,13 @@ export async function runCrashTest ({ rounds = 5, concurrency = 20, bundle = fal
       // writes whose payment settled but whose request was killed before recording them: recorded by
       // reconciliation (serve's pass at start, or the check), uploads from their kept staging folders
       const fulfilled = new Map((check.fulfilled ?? []).map(f => [f.requestid, f.cid]))
-      for (const line of back.err().split('\n')) {
+      for (const line of fronts.map(f => f.err()).join('\n').split('\n')) {
         if (line.includes('the pin it bought is recorded now')) {
           const l = JSON.parse(line)
-          fulfilled.set(l.requestid, l.cid)
+          if (!fulfilledSeen.has(l.requestid)) fulfilled.set(l.requestid, l.cid)
         }
       }
+      for (const id of fulfilled.keys()) fulfilledSeen.add(id)
       fulfilledInAll += fulfilled.size
       const unfulfilled = notes.filter(n => n.state === 'paid-unfulfilled')
       if (unfulfilled.length > 0) throw new Error(`round ${round}: paid settlement notes were not fulfilled: ${unfulfilled.map(n => n.purpose).join(', ')}`)
@@ -153,8 +194,9 @@ export async function runCrashTest ({ rounds = 5, concurrency = 20, bundle = fal
         if (waiting.length > 0) await new Promise(resolve => setTimeout(resolve, 200))
       }
       for (const cid of fulfilled.values()) {
-        const body = Buffer.from(await (await fetch(`${back.url}/ipfs/${cid}`)).arrayBuffer())
-        if (!sent.has(sha(body))) throw new Error(`round ${round}: ${cid}, recorded from a settlement note, does not hold any file that was sent`)
+        const r = await fetch(`${back.url}/ipfs/${cid}`)
+        const body = Buffer.from(await r.arrayBuffer())
+        if (!sent.has(sha(body))) throw new Error(`round ${round}: ${cid}, recorded from a settlement note, does not hold any file that was sent (${r.status}: ${body.subarray(0, 200)})` + (frontEnds > 1 ? fronts.map((f, i) => `\nfront end ${i + 1} said of it:\n` + f.err().split('\n').filter(l => l.includes(cid)).join('\n').slice(-3000)).join('') : ''))
       }
       // every acknowledged pin is there and hash-checks (pins by CID resume and finish)
       for (const a of acked) {
@@ -185,30 +227,36 @@ export async function runCrashTest ({ rounds = 5, concurrency = 20, bundle = fal
       if (dry.removedBlocks !== 0 || dry.scannedBlocks !== dry.markedBlocks) {
         throw new Error(`round ${round}: after gc, ${dry.scannedBlocks} block files vs ${dry.markedBlocks} referenced, ${dry.removedBlocks} still removable`)
       }
-      log(`round ${round}: killed after ${atKill} of ${concurrency} operations had finished (${acked.length} acknowledged in all); ${lines.length} pins in the ledger, all paid; ${fulfilled.size} paid write(s) recorded from their settlement notes, pinned and hash-checked; ${notes.length} settlement note(s) left (${paidUnfulfilled} paid-unfulfilled, ${notes.length - paidUnfulfilled} unused-pending); gc freed ${gc.removedBlocks} orphaned blocks (${gc.freedBytes} bytes); ${dry.scannedBlocks} blocks left, all referenced; every acknowledged pin hash-checks`)
-      back.p.kill('SIGTERM')
-      await back.exit
+      log(`round ${round}: killed${frontEnds > 1 ? ` front end ${victim + 1} of ${frontEnds}` : ''} after ${atKill} of ${concurrency} operations had finished (${acked.length} acknowledged in all); ${lines.length} pins in the ledger, all paid; ${fulfilled.size} paid write(s) recorded from their settlement notes, pinned and hash-checked; ${notes.length} settlement note(s) left (${paidUnfulfilled} paid-unfulfilled, ${notes.length - paidUnfulfilled} unused-pending); gc freed ${gc.removedBlocks} orphaned blocks (${gc.freedBytes} bytes); ${dry.scannedBlocks} blocks left, all referenced; every acknowledged pin hash-checks`)
+      if (frontEnds === 1 || round === rounds) {
+        for (const [i, f] of fronts.entries()) { f.p.kill('SIGTERM'); await f.exit; fronts[i] = undefined }
+      }
     }
     return { rounds, acknowledged: acked.length, orphansFreed, fulfilled: fulfilledInAll }
   } finally {
     for (const p of procs) p.kill('SIGKILL')
     await origin.stop().catch(() => {})
     await chain.stop()
-    rmSync(dataDir, { recursive: true, force: true })
+    for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true })
   }
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const args = process.argv.slice(2)
+  const at = args.indexOf('--front-ends')
+  const frontEnds = at >= 0 ? Number(args.splice(at, 2)[1]) : 1
   const nums = args.filter(a => /^\d+$/.test(a)).map(Number)
-  const s3 = args.includes('--s3') ? await (await import('./s3/index.mjs')).startS3() : undefined
+  // several front ends share a PostgreSQL ledger and a bucket
+  const s3 = args.includes('--s3') || frontEnds > 1 ? await (await import('./s3/index.mjs')).startS3() : undefined
+  const pg = frontEnds > 1 ? await startPostgres() : undefined
   try {
     const blockstore = s3 != null
       ? { args: ['--blockstore', 's3', '--s3-endpoint', s3.endpoint, '--s3-bucket', await s3.createBucket(`crash-${Date.now()}`), '--s3-force-path-style'], env: s3.env() }
       : undefined
-    const r = await runCrashTest({ rounds: nums[0] ?? 5, concurrency: nums[1] ?? 20, bundle: args.includes('--bundle'), ...(blockstore != null ? { blockstore } : {}) })
-    console.log(`crash test passed${s3 != null ? ' (blocks in S3)' : ''}: ${r.rounds} kill -9 rounds, ${r.acknowledged} acknowledged writes, all intact; ${r.fulfilled} paid writes recorded from settlement notes, all pinned and intact`)
+    const r = await runCrashTest({ rounds: nums[0] ?? 5, concurrency: nums[1] ?? 20, bundle: args.includes('--bundle'), frontEnds, ...(blockstore != null ? { blockstore } : {}), ...(pg != null ? { database: pg.url } : {}) })
+    console.log(`crash test passed${pg != null ? ` (${frontEnds} front ends on PostgreSQL, blocks in S3)` : s3 != null ? ' (blocks in S3)' : ''}: ${r.rounds} kill -9 rounds, ${r.acknowledged} acknowledged writes, all intact; ${r.fulfilled} paid writes recorded from settlement notes, all pinned and intact`)
   } finally {
+    if (pg != null) await stopPostgres({ dir: pg.dir, remove: true })
     await s3?.stop()
   }
 }

@@ -32,6 +32,12 @@ export interface SoakOptions {
   /** extra environment for pind */
   env?: Record<string, string>
   log?: (line: string) => void
+  /** serves sharing the ledger (1 or 2): more than one needs `database` and an S3 `blockstore`; clients keep to one each, the first is sampled and restarted */
+  frontEnds?: number
+  /** a PostgreSQL database URL: the ledger (--ledger postgres) */
+  database?: string
+  /** where the blocks live: extra flags and environment for every pind command (default: blocks on disk) */
+  blockstore?: { args: string[], env: Record<string, string> }
 }
 
 export interface SoakSample {
@@ -118,7 +124,7 @@ export interface SoakSummary {
     /** the machine's 1-minute load average over the loaded phase */
     loadAvg: { mean: number, max: number }
   }
-  /** ledger.mdb after the run (serve stopped), by sub-database: scripts/ledger-stats.mjs */
+  /** ledger.mdb after the run (serve stopped), by sub-database: scripts/ledger-stats.mjs; on PostgreSQL (frontEnds > 1) only `lines`, empty */
   ledger: {
     pageSize: number
     fileBytes: number

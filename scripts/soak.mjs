@@ -41,10 +41,18 @@
  * of each sub-database of ledger.mdb, and bytes per paid write of each
  * (scripts/ledger-stats.mjs) — lmdb maps the file, so its growth is RSS.
  *
+ * With --front-ends 2 (or `frontEnds`, `database` and an S3 `blockstore` from a
+ * test) two serves share a PostgreSQL ledger (a throwaway cluster,
+ * scripts/postgres.mjs) and a bucket of a throwaway Ceph RADOS Gateway
+ * (scripts/s3/), each with its own data dir, port and settler key: each client
+ * keeps to one of them, the first is the one sampled and restarted (the
+ * other serves on), and every live write is read back through each of them.
+ * The ledger's bytes are then PostgreSQL's, not reported.
+ *
  * Usage: node scripts/soak.mjs [minutes=30] [clients=16] [--quote-clients N]
  *   [--csv file] [--json file] [--restart-at 0.33] [--no-restart] [--idle 60]
  *   [--max-live 24] [--gc-every 300] [--sample-every 10] [--keep-history]
- *   [--binary path/to/pind | --bundle] [--bare-runtime]
+ *   [--binary path/to/pind | --bundle] [--bare-runtime] [--front-ends 2]
  * pind runs with the production runtime environment of scripts/pind.service (GLIBC_TUNABLES,
  * NODE_OPTIONS, PIND_RUNTIME_*: docs/runtime.md); --bare-runtime leaves it out.
  * Env SOAK_ENV: extra environment for pind on top, e.g. SOAK_ENV='MALLOC_ARENA_MAX=2'.
@@ -224,19 +232,26 @@ export async function runSoak (opts = {}) {
     minutes = 30, clients = 16, quoteClients = Math.ceil(clients / 2), restart = true, restartAt = 1 / 3,
     sampleMs = 10_000, idleSeconds = 60, maxLive = 24, gcEverySeconds = 300, maxUploadBytes = 60_000_000,
     maxPinBytes = 16_000_000, pruneHistory = true, bundle = false, binary, csv, log = console.log, env: extraEnv = {}, signal,
-    runtimeEnv = unitRuntimeEnv()
+    runtimeEnv = unitRuntimeEnv(), frontEnds = 1, database, blockstore = { args: [], env: {} }
   } = opts
+  if (frontEnds > 2) throw new Error('--front-ends: 1 or 2 (the dev chain funds two settler keys)')
+  if (frontEnds > 1 && (database == null || !blockstore.args.includes('s3'))) throw new Error('several front ends need a PostgreSQL ledger (database) and an S3 bucket (blockstore)')
   const durationS = minutes * 60
   const cmd = bundle ? [process.execPath, join(ROOT, 'dist/pind.cjs')] : [binary ?? join(ROOT, 'dist/pind')]
   const work = mkdtempSync(join(tmpdir(), 'pind-soak-'))
   const dataDir = join(work, 'data')
+  const dataDirs = Array.from({ length: frontEnds }, (_, i) => i === 0 ? dataDir : join(work, `data-${i + 1}`))
   const csvPath = csv ?? join(work, 'soak.csv')
   const procs = new Set()
   let chain
   let origin
   const agent = new Agent({ connections: 64, keepAliveTimeout: 10_000, bodyTimeout: 120_000, headersTimeout: 120_000 })
   const state = {
-    serve: undefined,
+    /** the running serves; the first is the one sampled and restarted */
+    serves: [],
+    get serve () { return this.serves[0] },
+    /** while set, every client's requests go to this front end (the reads back through each) */
+    through: undefined,
     restarting: false,
     stopping: false,
     requests: 0,
@@ -257,9 +272,10 @@ export async function runSoak (opts = {}) {
     if (state.errorCount <= 20) log(`! t=${state.t0 == null ? 0 : Math.round((performance.now() - state.t0) / 1000)}s ${op}: ${what}`)
   }
 
-  const run = (args) => {
-    const p = spawn(cmd[0], [...cmd.slice(1), ...args, '--data-dir', dataDir], {
-      env: { ...process.env, PIND_SETTLER_KEY: chain.settlerKey, ...runtimeEnv, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe']
+  const run = (args, i = 0) => {
+    // several front ends: each its own settler key (anvil accounts 1 and 0 hold ETH)
+    const p = spawn(cmd[0], [...cmd.slice(1), ...args, '--data-dir', dataDirs[i], ...blockstore.args], {
+      env: { ...process.env, PIND_SETTLER_KEY: [chain.settlerKey, chain.deployerKey][i], ...blockstore.env, ...runtimeEnv, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe']
     })
     procs.add(p)
     let out = ''
@@ -276,12 +292,13 @@ export async function runSoak (opts = {}) {
     return c.out()
   }
 
-  let port
-  const serve = async () => {
+  const ports = []
+  const serve = async (i = 0) => {
     const t0 = performance.now()
+    const port = ports[i] ??= await freePort()
     const s = run(['serve', '--port', String(port), '--p2p-listen', '/ip4/127.0.0.1/tcp/0', '--token-issuer', 'soak',
       '--rpc-url', chain.rpcUrl, '--asset', chain.usdc, '--pay-to', chain.payTo,
-      '--trusted-proxies', '127.0.0.1', '--origin-addresses', 'any'])
+      '--trusted-proxies', '127.0.0.1', '--origin-addresses', 'any', ...(database != null ? ['--ledger', 'postgres', '--database-url', database] : [])], i)
     let buf = ''
     s.p.stderr.on('data', b => {
       buf += b
@@ -322,15 +339,18 @@ export async function runSoak (opts = {}) {
       let r
       try {
         state.requests++
-        r = await request(`${state.serve.url}${path}`, {
+        // a client keeps to one front end (the last number of its address picks it)
+        r = await request(`${state.serves[state.through ?? Number(xff.split('.')[3]) % frontEnds].url}${path}`, {
           dispatcher: agent,
           method: o.method ?? 'GET',
           headers: { 'x-forwarded-for': xff, ...(o.headers ?? {}) },
           ...(o.body != null ? { body: o.body() } : {})
         })
       } catch (err) {
-        // a refused or reset connection while the service restarts: the client tries again
-        if ((state.restarting || Date.now() < state.restartGraceUntil) && performance.now() < giveUpAt && !state.stopping) {
+        // a refused or reset connection while the service restarts: the client tries again; so does a read
+        // sent on a kept-alive connection the server closed meanwhile (its 5 s idle timeout; a loaded machine's timers run late)
+        const staleIdle = err?.code === 'UND_ERR_SOCKET' && (o.method ?? 'GET') === 'GET' && attempt === 0
+        if ((staleIdle || state.restarting || Date.now() < state.restartGraceUntil) && performance.now() < giveUpAt && !state.stopping) {
           state.retries.connection++
           await sleep(100)
           continue
@@ -419,10 +439,9 @@ export async function runSoak (opts = {}) {
     chain = await startDevChain({ payers: clients, pruneHistory, cachePath: chainHome })
     origin = await startPeer({ blocksDir: join(work, 'origin') })
     const originFs = unixfs(origin.helia)
-    port = await freePort()
     writeFileSync(csvPath, 't_s,phase,pid,rss_mib,rss_anon_mib,rss_file_mib,heap_used_mib,heap_total_mib,external_mib,array_buffers_mib,fds,ledger_mib,blocks_mib,blocks_files,requests,errors,load1,send_budget_mib,chunk_buffers,ledger_rss_mib,v8_malloced_mib,v8_peak_malloced_mib\n')
     state.restartGraceUntil = 0
-    state.serve = await serve()
+    for (let i = 0; i < frontEnds; i++) state.serves[i] = await serve(i)
     const payTo0 = await usdcBalance(chain, chain.payTo)
     const balances0 = await Promise.all(chain.payers.map(p => usdcBalance(chain, p.address)))
     log(`soak: ${minutes} min, ${clients} paying clients, ${quoteClients} quote clients, restart ${restart ? `at ${Math.round(restartAt * 100)}%` : 'off'}; pid ${state.serve.pid} up in ${state.serve.startMs.toFixed(0)} ms; CSV ${csvPath}`)
@@ -643,7 +662,7 @@ export async function runSoak (opts = {}) {
       restartInfo.drainMs = performance.now() - t0
       restartInfo.exit = code
       if (code !== 0) error('restart', `serve exited ${code} on SIGTERM`)
-      state.serve = await serve()
+      state.serves[0] = await serve()
       restartInfo.startMs = state.serve.startMs
       restartInfo.downMs = performance.now() - t0
       // connections cut during the switch may still surface for a moment
@@ -684,15 +703,18 @@ export async function runSoak (opts = {}) {
         await sleep(200)
       }
     }
-    const queue = [...liveWrites]
-    await Promise.all(Array.from({ length: 4 }, async () => {
-      for (let w = queue.shift(); w != null; w = queue.shift()) {
-        verify.live++
-        const before = state.errorCount
-        if (w.pinned && await readWhole('verify', payers[w.client], w)) verify.verified++
-        else vfail(`${w.kind} ${w.cid} (${w.requestid}) did not read back: ${state.errors.slice(before).join('; ').slice(0, 300)}`)
-      }
-    }))
+    // through each front end in turn
+    for (let fe = 0; fe < frontEnds; fe++) {
+      if (frontEnds > 1) state.through = fe
+      const queue = [...liveWrites]
+      await Promise.all(Array.from({ length: 4 }, async () => {
+        for (let w = queue.shift(); w != null; w = queue.shift()) {
+          if (fe === 0) verify.live++
+          const before = state.errorCount
+          if (w.pinned && await readWhole('verify', payers[w.client], w)) { if (fe === 0) verify.verified++ } else vfail(`${w.kind} ${w.cid} (${w.requestid}) did not read back${frontEnds > 1 ? ` through front end ${fe + 1}` : ''}: ${state.errors.slice(before).join('; ').slice(0, 300)}`)
+        }
+      }))
+    }
     for (const w of allWrites.filter(x => x.deleted)) {
       verify.deleted++
       if (w.verifiedBeforeDelete) verify.deletedVerifiedBefore++
@@ -702,6 +724,7 @@ export async function runSoak (opts = {}) {
       if (r.statusCode === 404) verify.deletedGone++
       else vfail(`deleted pin ${w.requestid} answers ${r.statusCode}`)
     }
+    state.through = undefined
 
     // ---- money ----
     const exported = (await command('export-ledger', '--records', 'payments')).trim().split('\n').map(l => JSON.parse(l)).filter(l => l.type === 'payment')
@@ -729,11 +752,12 @@ export async function runSoak (opts = {}) {
     if (money.payToDelta !== money.charged) money.mismatches.push(`payee received ${money.payToDelta}, the ledger charged ${money.charged}`)
 
     // ---- the ledger's bytes, by sub-database (serve stopped: the ledger is read on its own) ----
-    const last = state.serve
-    last.p.kill('SIGTERM')
-    if (await last.exit !== 0) error('stop', 'serve did not exit 0 on SIGTERM')
-    const ledgerSt = ledgerStats(dataDir)
-    const ledger = {
+    for (const last of state.serves) {
+      last.p.kill('SIGTERM')
+      if (await last.exit !== 0) error('stop', 'serve did not exit 0 on SIGTERM')
+    }
+    const ledgerSt = database == null ? ledgerStats(dataDir) : undefined
+    const ledger = ledgerSt == null ? { lines: [] } : {
       pageSize: ledgerSt.pageSize,
       fileBytes: ledgerSt.fileBytes,
       freePages: ledgerSt.freePages,
@@ -849,8 +873,18 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const interrupt = new AbortController()
   process.once('SIGINT', () => { interrupt.abort(new Error('interrupted')); process.once('SIGINT', () => process.exit(130)) })
   process.once('SIGTERM', () => { interrupt.abort(new Error('terminated')) })
+  // several front ends share a throwaway PostgreSQL and a bucket of a throwaway Ceph RADOS Gateway
+  const frontEnds = Number(opt('front-ends') ?? 1)
+  const s3 = frontEnds > 1 ? await (await import('./s3/index.mjs')).startS3() : undefined
+  const pg = frontEnds > 1 ? await (await import('./postgres.mjs')).startPostgres() : undefined
+  const blockstore = s3 != null
+    ? { args: ['--blockstore', 's3', '--s3-endpoint', s3.endpoint, '--s3-bucket', await s3.createBucket(`soak-${Date.now()}`), '--s3-force-path-style'], env: s3.env() }
+    : undefined
   const summary = await runSoak({
     signal: interrupt.signal,
+    frontEnds,
+    ...(pg != null ? { database: pg.url } : {}),
+    ...(blockstore != null ? { blockstore } : {}),
     ...(opt('binary') != null ? { binary: resolve(opt('binary')) } : {}),
     minutes: Number(positional[0] ?? 30),
     clients: Number(positional[1] ?? 16),
@@ -866,6 +900,9 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     ...(args.includes('--bare-runtime') ? { runtimeEnv: {} } : {}),
     csv: resolve(opt('csv') ?? `soak-${stamp}.csv`),
     env
+  }).finally(async () => {
+    if (pg != null) await (await import('./postgres.mjs')).stopPostgres({ dir: pg.dir, remove: true })
+    await s3?.stop()
   })
   if (opt('json') != null) writeFileSync(opt('json'), JSON.stringify(summary, (_, v) => typeof v === 'bigint' ? String(v) : v, 2))
   process.exitCode = summary.writes.ok && summary.money.ok && summary.errors === 0 ? 0 : 1

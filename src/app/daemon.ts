@@ -8,7 +8,7 @@
  * stop runs in reverse.
  */
 import type { IncomingMessage } from 'node:http'
-import type { CID } from 'multiformats/cid'
+import { CID } from 'multiformats/cid'
 import type { Config } from '../config/settings.js'
 import { acquireLock } from '../datadir/lock.js'
 import { layout } from '../datadir/layout.js'
@@ -201,7 +201,14 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
 
     // settlement notes earlier runs left, reconciled against the token's authorization state on chain
     const chain = await components.chain()
-    const settlements = settlementReconciliation(config, notes, chain, new Date(startedAt), core.settlement, log.child({ component: 'settlements' }), () => leases.holds(LEASES.reconcile))
+    // each payment's work done once; a note whose request is over is reconciled without waiting
+    const once = new PaymentOnce()
+    const settlements = settlementReconciliation(config, notes, chain, new Date(startedAt), core.settlement, log.child({ component: 'settlements' }), () => leases.holds(LEASES.reconcile), {
+      // notes are stamped with the front end that wrote them (routes.ts); one unseen for three beats is gone
+      self: ipfs.peerId,
+      alive: async () => new Set((await ledger.frontEnds.list(3 * BEAT_INTERVAL_MS)).map(f => f.id)),
+      running: (id) => once.isRunning(id)
+    })
     await life.start('settlement reconciler', settlements.component)
     // what requests retrying a payment with an open note check it with
     const openNotes: OpenNoteDeps = { notes, ledger: pins, fulfil: core.settlement.fulfil, log: log.child({ component: 'settlements' }), ...(chain != null ? { chain } : {}) }
@@ -220,6 +227,13 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
     await life.start('gc', gc)
     const unwatchReleased = pins.watchReleased((_blocks, bytes) => { gc.released(bytes) })
     life.add('gc: released blocks', unwatchReleased)
+    // front ends sharing the bucket: what this one found absent (or present) may have changed by another's hand
+    if (blocks.kind === 's3') {
+      life.add('shared blocks', pins.watchCommitted((c) => {
+        if (c.referenced.length + c.released.length > 0) blocks.forget([...c.referenced, ...c.released].map(s => CID.parse(s)))
+      }))
+      life.add('shared blocks: feed lost', pins.watchLost(() => { blocks.forget() }))
+    }
 
     // the DHT's provider records of what is pinned here, renewed region by region
     const provideKind = config.provideStrategy === 'all' ? 'blocks' : 'roots'
@@ -341,7 +355,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
       gate,
       payments,
       prices,
-      once: new PaymentOnce(),
+      once,
       keystore,
       tokens,
       clientOf,

@@ -86,6 +86,11 @@ export interface BlockBackend {
   ready(): Promise<void>
   /** a short description for logs and admin output (never credentials) */
   describe(): string
+  /**
+   * Blocks another process sharing the store wrote or removed (front ends on one ledger and one
+   * bucket): what this one remembers of them, present or absent, is dropped; none named: all of it.
+   */
+  forget?(cids?: CID[]): void
   close(): Promise<void>
 }
 

@@ -49,8 +49,10 @@ const NAME = /^B[A-Z2-7]+$/
 const KNOWN_MAX = 20_000
 /**
  * names found missing, for a while: a peer's wantlist or a fetch asking again
- * costs no request. Every write goes through this process (one serve per data
- * dir and prefix), and a write forgets the name here, so this never hides a block.
+ * costs no request. A write through this process forgets the name here, and
+ * so does one by another front end sharing the bucket once the ledger tells
+ * of it (forget: serve drops the blocks another one's pins reference), so
+ * this never hides a block a pin holds.
  */
 const ABSENT_MAX = 10_000
 const ABSENT_TTL_MS = 30_000
@@ -87,6 +89,19 @@ export class S3Backend implements BlockBackend {
 
   private get bucket (): string {
     return this.conn.location.bucket
+  }
+
+  forget (cids?: CID[]): void {
+    if (cids == null) {
+      this.known.clear()
+      this.absent.clear()
+      return
+    }
+    for (const cid of cids) {
+      const name = blockName(cid)
+      this.known.delete(name)
+      this.absent.delete(name)
+    }
   }
 
   async has (cid: CID, signal?: AbortSignal): Promise<boolean> {

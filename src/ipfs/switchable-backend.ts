@@ -36,6 +36,10 @@ export class SwitchableBackend implements BlockBackend {
     return this.current.kind
   }
 
+  forget (cids?: CID[]): void {
+    this.current.forget?.(cids)
+  }
+
   /** the backend in use now */
   get active (): BlockBackend {
     return this.current

@@ -19,6 +19,12 @@ export interface SettlingRecord {
   amount: string
   purpose: string
   at: string
+  /**
+   * the front end whose request wrote it (its peer id; absent in notes of older versions):
+   * front ends sharing a ledger tell their own notes, which may still be settling, from
+   * those of one that died, and only the writer holds an upload's staged blocks
+   */
+  by?: string
   /** the authorization's validBefore (unix seconds, decimal): it cannot be used from then on; absent in notes of older versions */
   validBefore?: string
   state?: SettlementState

@@ -16,8 +16,8 @@ import { runPind, startPind, tempDir, type PindProcess } from '../helpers/pind.j
 import { waitFor } from '../helpers/ports.js'
 import { startTestPostgres, type TestPostgres } from '../helpers/postgres.js'
 
-/** a key that settles nothing (the third front end, refused before it could) */
-const UNUSED_SETTLER = '0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a7'
+/** anvil's fourth default account: a key no front end settles with (the dev chain gives it no ETH) */
+const OTHER_KEY = '0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6'
 
 let chain: DevChain
 let db: TestPostgres
@@ -40,7 +40,7 @@ beforeAll(async () => {
   url = (await db.freshDatabase()).url
   blocks = await blockstoreUnderTest('s3')
   a = await serve(chain.settlerKey)
-  // each its own settler key (anvil accounts 1 and 0, both with ETH)
+  // the second front end's settler, as each needs its own: anvil's first account (the dev chain funds three), with ETH for gas
   b = await serve(chain.deployerKey)
 })
 afterAll(async () => {
@@ -142,7 +142,7 @@ describe('two front ends sharing a ledger and a bucket', () => {
     expect(JSON.parse(status.out).frontEnds.map((f: { id: string }) => f.id).sort()).toEqual([a.peerId, b.peerId].sort())
 
     const { args } = chainArgs(chain)
-    const onDisk = await runPind(['serve', '--data-dir', tempDir('pind-fleet-'), '--port', '0', '--p2p-listen', '/ip4/127.0.0.1/tcp/0', ...args, '--ledger', 'postgres', '--database-url', url], { env: { PIND_SETTLER_KEY: UNUSED_SETTLER } })
+    const onDisk = await runPind(['serve', '--data-dir', tempDir('pind-fleet-'), '--port', '0', '--p2p-listen', '/ip4/127.0.0.1/tcp/0', ...args, '--ledger', 'postgres', '--database-url', url], { env: { PIND_SETTLER_KEY: OTHER_KEY } })
     expect(onDisk.code).not.toBe(0)
     expect(onDisk.err).toMatch(/front ends sharing a ledger need shared blocks; start every one with --blockstore s3/)
     const sameKey = await runPind(['serve', '--data-dir', tempDir('pind-fleet-'), '--port', '0', '--p2p-listen', '/ip4/127.0.0.1/tcp/0', ...args, '--ledger', 'postgres', '--database-url', url, ...blocks.args], { env: { ...blocks.env, PIND_SETTLER_KEY: chain.settlerKey } })

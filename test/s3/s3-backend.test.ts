@@ -2,7 +2,8 @@
  * The S3 block backend on the run's Ceph RADOS Gateway, in-process: listing
  * in pages (only block-named keys), deleting in batches with exact byte
  * counts, a body the store checks against the block's hash, and a missing
- * block that becomes present as soon as this process writes it.
+ * block that becomes present as soon as this process writes it, or as soon
+ * as it is told that another process sharing the bucket did.
  */
 import { randomBytes } from 'node:crypto'
 import { PutObjectCommand } from '@aws-sdk/client-s3'
@@ -64,5 +65,20 @@ describe('S3Backend', () => {
     expect(await backend.blockstore.has(cid)).toBe(true) // …until this process writes it
     expect(Buffer.from(await backend.read(cid) as Uint8Array).equals(good)).toBe(true)
     await expect(backend.probe()).resolves.toBeUndefined()
+  })
+
+  it('a block another process wrote to the bucket (a front end sharing it) is seen once the ledger tells of it', async () => {
+    const bytes = randomBytes(3000)
+    const cid = rawCid(bytes)
+    expect(await backend.blockstore.has(cid)).toBe(false) // remembered as missing…
+    await s3c().send(new PutObjectCommand({ Bucket: bucket, Key: `${S3_PREFIX}${blockName(cid)}`, Body: bytes }))
+    expect(await backend.blockstore.has(cid)).toBe(false) // …for a while, though another wrote it…
+    backend.forget([cid])
+    expect(await backend.blockstore.has(cid)).toBe(true) // …until told (serve: the pin referencing it, from the change feed)
+    const other = rawCid(randomBytes(10))
+    expect(await backend.blockstore.has(other)).toBe(false)
+    backend.forget()
+    await s3c().send(new PutObjectCommand({ Bucket: bucket, Key: `${S3_PREFIX}${blockName(other)}`, Body: 'x' }))
+    expect(await backend.blockstore.has(other)).toBe(true)
   })
 })

@@ -67,13 +67,13 @@ export function paymentsCheck (config: Readonly<Config>, gate: PaymentGate | und
  * (a first pass once started, then on an interval), and what the admin
  * `settlements` commands use of it.
  */
-export function settlementReconciliation (config: Readonly<Config>, notes: SettlementNotes, chain: AuthorizationStateReader | undefined, startedAt: Date, act: ReturnType<typeof settlementActions>, log: Logger, when?: () => boolean): { component: Component, admin: SettlementsAdminDeps } {
+export function settlementReconciliation (config: Readonly<Config>, notes: SettlementNotes, chain: AuthorizationStateReader | undefined, startedAt: Date, act: ReturnType<typeof settlementActions>, log: Logger, when?: () => boolean, fleet?: { self: string, alive: () => Promise<ReadonlySet<string>>, running: (paymentId: string) => boolean }): { component: Component, admin: SettlementsAdminDeps } {
   if (chain == null) {
     return {
       component: { start: () => { void logSummary(notes, log, 'no --rpc-url to check them against the chain').catch((err: unknown) => { log.warn('could not read the settlement notes', { error: (err as Error).message }) }) }, stop: () => {} },
       admin: { notes, release: act.release }
     }
   }
-  const reconciler = settlementReconciler(notes, chain, { intervalMs: Math.min(config.expirySweepInterval, RECONCILE_INTERVAL_S) * 1000, log, startedAt, ...act, ...(when != null ? { when } : {}) })
+  const reconciler = settlementReconciler(notes, chain, { intervalMs: Math.min(config.expirySweepInterval, RECONCILE_INTERVAL_S) * 1000, log, startedAt, ...act, ...(when != null ? { when } : {}), ...fleet })
   return { component: reconciler, admin: { notes, reconcile: reconciler.run, release: act.release } }
 }

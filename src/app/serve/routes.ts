@@ -36,6 +36,7 @@ import { checkHealth, HealthCheckError, type HealthCheck, type HealthDeps, type 
 import { checkReadiness } from '../../service/health/readiness.js'
 import type { OpenNoteDeps } from '../../service/payments/noted-retry.js'
 import type { PaymentOnce } from '../../service/payments/paid-once.js'
+import { notesStampedBy } from '../../service/payments/settle.js'
 import { SizeProbe } from '../../service/pins/size-probe.js'
 import { refusingDenied } from '../../service/serving/denials.js'
 import type { Refusal, ServePolicy } from '../../service/serving/serve-policy.js'
@@ -122,14 +123,16 @@ export function apiRoutes (router: Router, d: ApiDeps): void {
     streams: { slots: new StreamSlots(config.httpMaxStreamsPerClient), clientOf: d.clientOf }
   })
   const delegates = (): string[] => ipfs.multiaddrs()
+  // the settlement notes paid writes leave say which front end wrote them (settlement-reconcile.ts)
+  const pins = notesStampedBy(ledger.pins, ipfs.peerId)
   pinRoutes(router, {
-    ledger: ledger.pins,
+    ledger: pins,
     tokens: d.tokens,
     delegates,
     clientOf: d.clientOf,
     refusal,
     create: {
-      ledger: ledger.pins,
+      ledger: pins,
       gate: d.gate,
       tokens: d.tokens,
       once: d.once,
@@ -160,7 +163,7 @@ export function apiRoutes (router: Router, d: ApiDeps): void {
   }))
   authRoutes(router, { siwe: new SiweChallenges({ publicUrl, chainId: chainIdOf(config.network) }), tokens: d.tokens, clientOf: d.clientOf })
   uploadRoutes(router, {
-    ledger: ledger.pins,
+    ledger: pins,
     staging: core.staging,
     lock: core.lock,
     gate: d.gate,

@@ -150,5 +150,9 @@ export function createPool (o: PostgresConnectionOptions): pg.Pool {
   })
   // an idle connection the server dropped: the pool discards it, and the next query opens another
   pool.on('error', () => {})
+  // one lent out (a transaction between its statements, a snapshot being read) has no listener of the
+  // pool's: its error would be uncaught and stop the process; its next statement fails instead, and
+  // the connection is released as broken
+  pool.on('connect', (client) => { client.on('error', () => {}) })
   return pool
 }

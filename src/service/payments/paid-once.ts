@@ -11,6 +11,11 @@ export class PaymentOnce {
     await this.running.get(paymentId)?.catch(() => {})
   }
 
+  /** whether a request is doing this payment's work now (its settlement note may still be recorded by it) */
+  isRunning (paymentId: string): boolean {
+    return this.running.has(paymentId)
+  }
+
   async run<T> (paymentId: string, fn: () => Promise<T>): Promise<{ first: true, value: T } | { first: false }> {
     const existing = this.running.get(paymentId)
     if (existing != null) {

@@ -12,6 +12,13 @@ import type { SettlementFulfilment } from '../../ledger/settlements.js'
 import { validBeforeOf } from '../../payment/authorization-state.js'
 import type { PaymentGate, SettleOutcome, VerifiedPayment } from '../../payment/gate.js'
 
+/** The ledger with every note it writes stamped with the front end `by` (SettlingRecord.by). */
+export function notesStampedBy<T extends Pick<PinLedger, 'markSettling'>> (ledger: T, by: string): T {
+  const stamped = Object.create(ledger) as T
+  stamped.markSettling = async (rec) => { await ledger.markSettling({ ...rec, by }) }
+  return stamped
+}
+
 /** `fulfil`: what reconciliation may record by itself if the process dies once the money moved (see SettlingRecord) */
 export async function settleNoted (gate: Pick<PaymentGate, 'settle'>, ledger: Pick<PinLedger, 'clearSettling' | 'markSettleUncertain' | 'markSettling'>, payment: VerifiedPayment, purpose: string, fulfil?: SettlementFulfilment): Promise<SettleOutcome> {
   const validBefore = validBeforeOf(payment)

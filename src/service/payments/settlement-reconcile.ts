@@ -13,6 +13,11 @@
  *     are recorded now (settlement-fulfil.ts). Any other is
  *     `paid-unfulfilled`, warned about once and never read again; an
  *     operator closes it (`pind settlements close`).
+ * Front ends sharing a ledger (SettlingRecord.by): a note another live front
+ * end wrote is that one's to reconcile (its request may still be settling),
+ * one whose writer died is reconciled by the front end holding the lease; an
+ * upload's note waits for its writer, which alone holds the staged blocks,
+ * unless they are all in the store already.
  * A chain that cannot be read leaves the notes as they are. Serve runs a pass
  * in the background at start and then every interval; `pind settlements
  * check` runs one at once.
@@ -34,6 +39,17 @@ const READS_IN_FLIGHT = 4
 export interface ReconcileOptions {
   /** when the process that writes notes started: its younger notes may still be in flight (skipped); absent = none are */
   liveSince?: Date
+  /**
+   * whether a request of this process is doing a payment's work now: its own younger notes are in
+   * flight only while it is (one whose request is over, its record having failed, is read at once)
+   */
+  running?: (paymentId: string) => boolean
+  /** this front end (SettlingRecord.by): notes without `by` are taken for its own */
+  self?: string
+  /** the front ends alive now: another one's notes are left to it (counted as in flight) */
+  alive?: ReadonlySet<string>
+  /** read only this front end's own notes (`by` is `self`): a pass by a front end that does not hold the reconciliation lease */
+  ownOnly?: boolean
   now?: Date
   /** stops a pass between reads; nothing is written once it fires */
   signal?: AbortSignal
@@ -55,7 +71,7 @@ export interface ReconcileReport {
   pending: number
   /** every paid-unfulfilled note, waiting for an operator */
   awaitingOperator: number
-  /** notes of requests that may still be settling in this serve: not read */
+  /** notes of requests that may still be settling in this serve, or another live front end's (its own to reconcile): not read */
   inFlight: number
   /** the chain could not be read: the notes not read were left as they were */
   error?: string
@@ -67,7 +83,11 @@ export async function reconcileSettlements (notes: SettlementNotes, chain: Autho
   const todo: Array<{ note: SettlingRecord, authorizer: `0x${string}`, nonce: `0x${string}` }> = []
   for (const note of await notes.all()) {
     if (note.state === 'paid-unfulfilled') continue
-    if (note.settleFailedAt == null && opts.liveSince != null && Date.parse(note.at) >= opts.liveSince.getTime() && now.getTime() - Date.parse(note.at) < IN_FLIGHT_MS) {
+    const mine = note.by == null || note.by === opts.self
+    if (opts.ownOnly === true && (note.by == null || note.by !== opts.self)) continue
+    // another live front end's note is its own to reconcile (its request may still be settling)
+    const others = !mine && opts.alive?.has(note.by as string) === true
+    if (others || (mine && note.settleFailedAt == null && opts.liveSince != null && Date.parse(note.at) >= opts.liveSince.getTime() && now.getTime() - Date.parse(note.at) < IN_FLIGHT_MS && opts.running?.(note.paymentId) !== false)) {
       report.inFlight++
       continue
     }
@@ -117,6 +137,10 @@ export async function reconcileSettlements (notes: SettlementNotes, chain: Autho
     } catch (err) {
       if (err instanceof CannotFulfilError && await notes.get(v.read.paymentId) == null) {
         // a retried request recorded it meanwhile (noted-retry.ts): nothing is left to do
+        continue
+      } else if (err instanceof CannotFulfilError && v.read.fulfil?.upload != null && v.read.by != null && opts.self != null && v.read.by !== opts.self) {
+        // its staged blocks are on the disk of the front end that wrote it: left to that one's passes
+        log.info('a paid upload\'s settlement note waits for the front end that staged it', { payment: v.read.paymentId, frontEnd: v.read.by })
         continue
       } else if (err instanceof CannotFulfilError) {
         log.warn(`a paid settlement note cannot be fulfilled: ${err.message}`, { payment: v.read.paymentId })
@@ -187,6 +211,12 @@ export interface ReconcilerOptions {
   release?: ReconcileOptions['release']
   /** when serve started: its own younger notes may still be settling */
   startedAt: Date
+  /** this front end's id (SettlingRecord.by) */
+  self?: string
+  /** the front ends alive now (each reconciles its own notes) */
+  alive?: () => Promise<ReadonlySet<string>>
+  /** see ReconcileOptions.running */
+  running?: (paymentId: string) => boolean
   /** passes on the schedule happen only while it says so (this front end holds the lease: src/service/background/lease-keeper.ts); run() always runs */
   when?: () => boolean
 }
@@ -202,18 +232,30 @@ export function settlementReconciler (notes: SettlementNotes, chain: Authorizati
   let queue: Promise<unknown> = Promise.resolve()
   let timer: NodeJS.Timeout | undefined
   let started = false
-  const run = async (): Promise<ReconcileReport> => {
-    const pass = queue.then(async () => await reconcileSettlements(notes, chain, o.log, { liveSince: o.startedAt, signal: abort.signal, ...(o.fulfil != null ? { fulfil: o.fulfil } : {}), ...(o.release != null ? { release: o.release } : {}) }))
+  const run = async (ownOnly = false): Promise<ReconcileReport> => {
+    const pass = queue.then(async () => await reconcileSettlements(notes, chain, o.log, {
+      liveSince: o.startedAt,
+      signal: abort.signal,
+      ownOnly,
+      ...(o.self != null ? { self: o.self } : {}),
+      ...(o.running != null ? { running: o.running } : {}),
+      ...(o.alive != null ? { alive: await o.alive() } : {}),
+      ...(o.fulfil != null ? { fulfil: o.fulfil } : {}),
+      ...(o.release != null ? { release: o.release } : {})
+    }))
     queue = pass.catch(() => {})
     return await pass
   }
   const tick = (): void => {
-    if (o.when?.() === false) {
+    // without the lease, only this front end's own notes: another holds the pass over all, but an
+    // upload's note can be fulfilled only where its blocks were staged
+    const ownOnly = o.when?.() === false
+    if (ownOnly && o.self == null) {
       timer = setTimeout(tick, o.intervalMs)
       timer.unref()
       return
     }
-    run().then((r) => {
+    run(ownOnly).then((r) => {
       if (r.error != null && !abort.signal.aborted) {
         o.log.warn('settlement notes could not be reconciled; retrying later', { error: r.error, retryInSeconds: Math.round(o.intervalMs / 1000) })
       }
@@ -232,7 +274,7 @@ export function settlementReconciler (notes: SettlementNotes, chain: Authorizati
       timer = setTimeout(tick, 0)
       timer.unref()
     },
-    run,
+    run: async () => await run(),
     stop: async () => {
       abort.abort(new Error('stopped'))
       clearTimeout(timer)

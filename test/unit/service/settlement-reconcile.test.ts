@@ -332,6 +332,44 @@ describe('reconcileSettlements', () => {
     expect(await notes.get(young.paymentId)).toBeUndefined()
     expect(logged.filter(l => l.level === 'warn')).toEqual([])
   })
+
+  it('among front ends sharing a ledger: a live one\'s notes are its own, a dead one\'s are reconciled at once, an upload\'s waits for the one that staged it; a note whose request is over is not in flight', async () => {
+    const liveSince = new Date(Date.now() - 60_000)
+    const note = async (by: string | undefined, fulfil?: SettlingRecord['fulfil']): Promise<SettlingRecord> => {
+      const a = await signAuthorization(chain, payerKey())
+      await useAuthorization(chain, a)
+      const n = { ...noteFor(a, fulfil != null ? { fulfil } : {}), ...(by != null ? { by } : {}) }
+      await pins.markSettling(n)
+      return n
+    }
+    // written after this front end started, so all young: by itself, by a live other, by one that died
+    const mine = await note('fe-self')
+    const live = await note('fe-live')
+    const dead = await note('fe-dead')
+    // a paid upload the dead one staged on its own disk: nothing here to record it from
+    const upload = await note('fe-dead', { proof: 'p', pin: pinRecord('req-up', 'bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy', { status: 'pinned' }), upload: { staging: '0b6cdb43-35d5-4d6b-9b3b-43a6a4a4c3a1', blocks: ['bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy'] } })
+    const alive = new Set(['fe-self', 'fe-live'])
+    const r = await reconcileSettlements(notes, real, log, { liveSince, self: 'fe-self', alive, ...settlementActions(fulfilDeps()) })
+    expect(r.error).toBeUndefined()
+    expect(r.inFlight).toBe(2)
+    expect(r.confirmed.map(n => n.paymentId)).toEqual([dead.paymentId])
+    expect((await notes.get(mine.paymentId))?.state).toBeUndefined()
+    expect((await notes.get(live.paymentId))?.state).toBeUndefined()
+    expect(await notes.get(upload.paymentId)).toEqual(upload)
+
+    // the live one's own pass (it does not hold the lease) reads its notes alone; the one that staged the upload, back, records it or hands it on
+    const own = await reconcileSettlements(notes, real, log, { self: 'fe-live', alive, ownOnly: true })
+    expect(own.confirmed.map(n => n.paymentId)).toEqual([live.paymentId])
+    const back = await reconcileSettlements(notes, real, log, { self: 'fe-dead', alive: new Set(['fe-dead']), ownOnly: true, ...settlementActions(fulfilDeps()) })
+    expect(back.confirmed.map(n => n.paymentId)).toEqual([upload.paymentId])
+
+    // its own young note is in flight only while its request runs: once that is over (its record failed), it is read at once
+    const running = new Set([mine.paymentId])
+    expect((await reconcileSettlements(notes, real, log, { liveSince, self: 'fe-self', alive, running: (id) => running.has(id) })).inFlight).toBe(1)
+    running.clear()
+    const over = await reconcileSettlements(notes, real, log, { liveSince, self: 'fe-self', alive, running: (id) => running.has(id) })
+    expect(over.confirmed.map(n => n.paymentId)).toEqual([mine.paymentId])
+  })
 })
 
 describe('the background reconciler', () => {
