@@ -46,9 +46,9 @@ export interface ProvideSchedule {
   reschedule(kind: ProvideKind, updates: Array<{ kad: Buffer, due: number, at?: number, by?: string }>): Promise<void>
   /**
    * Takes keys to announce, so that front ends sharing the schedule announce
-   * each once: every key whose due time is still the one given is set due at
-   * `until` (should the taker die, the key is due again then). Returns the
-   * kads of the keys taken.
+   * each once: every key whose due time is still the one given, and that no
+   * one holds (or whose holder's `until` has passed: it died), is held until
+   * `until` (ms) or until it is rescheduled. Returns the kads of the keys taken.
    */
   claim(kind: ProvideKind, keys: ReadonlyArray<{ kad: Buffer, due: number }>, until: number): Promise<Buffer[]>
   /**

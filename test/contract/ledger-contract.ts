@@ -783,25 +783,27 @@ export function describeLedgerContract (name: string, open: () => Promise<Opened
         expect(await ledger.provides.count('roots')).toBe(0)
       })
 
-      it('claim takes each key whose due time is still the one read, once: a key another took meanwhile is left out', async () => {
+      it('claim holds each key once until it is rescheduled or the hold passes; a key read before it was announced is not taken', async () => {
         const roots = [newCid(), newCid(), newCid()]
         for (const r of roots) { const p = paid(r); await ledger.pins.create(p.pin, p.payment, [r]) }
         const now = Date.now()
         const due = await ledger.provides.due('roots', now, 10)
         expect(due).toHaveLength(3)
         const [a, b, c] = due as [ProvideKey, ProvideKey, ProvideKey]
-        const until = now + HOUR
-        expect((await ledger.provides.claim('roots', [a], until)).map(k => k.toString('hex'))).toEqual([a.kad.toString('hex')])
-        // the same key read before it was taken: not taken twice; the others are
-        const second = await ledger.provides.claim('roots', [a, b, c], until)
-        expect(sorted(second.map(k => k.toString('hex')))).toEqual(sorted([b, c].map(k => k.kad.toString('hex'))))
-        expect(await ledger.provides.countDue('roots', now)).toBe(0)
-        expect(await ledger.provides.firstDue('roots')).toBe(until)
-        // as read now (due at `until`), it can be taken again
-        expect(await ledger.provides.claim('roots', [{ kad: a.kad, due: until }], until + 1)).toHaveLength(1)
-        // the announcer recorded with a reschedule does not change what is due
-        await ledger.provides.reschedule('roots', [{ kad: b.kad, due: now, at: now, by: 'peer-b' }])
-        expect(await ledger.provides.countDue('roots', now)).toBe(1)
+        const hex = (ks: Buffer[]): string[] => sorted(ks.map(k => k.toString('hex')))
+        expect(hex(await ledger.provides.claim('roots', [a], now + HOUR))).toEqual(hex([a.kad]))
+        // held: not taken again, however it is read; the others are
+        expect(hex(await ledger.provides.claim('roots', [a, b], now + HOUR))).toEqual(hex([b.kad]))
+        // holding changes nothing of when keys are due
+        expect(await ledger.provides.countDue('roots', now)).toBe(3)
+        // announced by its holder (rescheduled, naming the announcer): free again, at its new due time only
+        await ledger.provides.reschedule('roots', [{ kad: a.kad, due: now + 2 * HOUR, at: now, by: 'peer-a' }])
+        expect(await ledger.provides.claim('roots', [a], now + HOUR)).toEqual([])
+        expect(hex(await ledger.provides.claim('roots', [{ kad: a.kad, due: now + 2 * HOUR }], now + HOUR))).toEqual(hex([a.kad]))
+        // a hold that has passed (its holder died) is taken over
+        expect(hex(await ledger.provides.claim('roots', [c], Date.now() - 1))).toEqual(hex([c.kad]))
+        expect(hex(await ledger.provides.claim('roots', [c], now + HOUR))).toEqual(hex([c.kad]))
+        expect(await ledger.provides.countDue('roots', now)).toBe(2)
       })
 
       it('identity CIDs are never scheduled', async () => {

@@ -286,7 +286,7 @@ function provideScheduleOf (k: ProvideKeys): Ledger['provides'] {
     },
     inRange: async (kind, range) => [...k.inRange(kind, range)],
     reschedule: async (kind, updates) => { await k.reschedule(kind, updates) },
-    claim: async (kind, keys, until) => await k.claim(kind, keys, until),
+    claim: async (kind, keys, until) => k.claim(kind, keys, until),
     // one serve owns this schedule: its records name the serve that comes back with this data dir
     reannounce: async () => 0,
     count: async (kind) => k.count(kind),

@@ -49,6 +49,8 @@ interface KindDbs {
 
 export class ProvideKeys {
   private readonly dbs: Record<ProvideKind, KindDbs>
+  /** keys held to be announced (claim), by kad (hex): until when */
+  private readonly held: Record<ProvideKind, Map<string, number>> = { roots: new Map(), blocks: new Map() }
   private readonly listeners = new Set<() => void>()
 
   constructor (private readonly env: LedgerEnv) {
@@ -132,6 +134,7 @@ export class ProvideKeys {
   /** The next due time after a (re)announcement, or a retry time after a failure, for each key. */
   async reschedule (kind: ProvideKind, updates: Array<{ kad: Buffer, due: number, at?: number }>): Promise<void> {
     const d = this.dbs[kind]
+    for (const u of updates) this.held[kind].delete(u.kad.toString('hex'))
     // a region's announcement may carry 20,000 keys: a transaction per RESCHEDULE_BATCH (LedgerEnv.transaction, "transaction sizes"); each key's update stands alone
     for (let i = 0; i < updates.length; i += RESCHEDULE_BATCH) {
       const chunk = updates.slice(i, i + RESCHEDULE_BATCH)
@@ -148,22 +151,21 @@ export class ProvideKeys {
     }
   }
 
-  /** ProvideSchedule.claim: each key whose due is still `due` is due at `until` */
-  async claim (kind: ProvideKind, keys: ReadonlyArray<{ kad: Buffer, due: number }>, until: number): Promise<Buffer[]> {
+  /**
+   * ProvideSchedule.claim: each key still due as read and held by no one is
+   * held until `until` or its reschedule. Holds live in memory: one serve
+   * owns this schedule, and they mean nothing after its restart.
+   */
+  claim (kind: ProvideKind, keys: ReadonlyArray<{ kad: Buffer, due: number }>, until: number): Buffer[] {
     const d = this.dbs[kind]
+    const held = this.held[kind]
+    const now = Date.now()
     const taken: Buffer[] = []
-    for (let i = 0; i < keys.length; i += RESCHEDULE_BATCH) {
-      const chunk = keys.slice(i, i + RESCHEDULE_BATCH)
-      await this.env.transaction(() => {
-        for (const k of chunk) {
-          const rec = d.keys.get(k.kad)
-          if (rec == null || rec.due !== k.due) continue
-          d.due.remove(dueKey(rec.due, k.kad))
-          d.keys.put(k.kad, { ...rec, due: until })
-          d.due.put(dueKey(until, k.kad), 1)
-          taken.push(k.kad)
-        }
-      })
+    for (const k of keys) {
+      const key = k.kad.toString('hex')
+      if (d.keys.get(k.kad)?.due !== k.due || (held.get(key) ?? 0) > now) continue
+      held.set(key, until)
+      taken.push(k.kad)
     }
     return taken
   }

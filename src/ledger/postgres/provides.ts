@@ -83,7 +83,7 @@ export function provideSchedule (db: Db, watchers: Watchers): ProvideSchedule {
       // each key's update stands alone: a key released meanwhile is simply not there to update
       for (let i = 0; i < updates.length; i += RESCHEDULE_BATCH) {
         const chunk = updates.slice(i, i + RESCHEDULE_BATCH)
-        await db.query(`UPDATE provides p SET due = u.due, at = coalesce(u.at, p.at), by = coalesce(u.by, p.by)
+        await db.query(`UPDATE provides p SET due = u.due, at = coalesce(u.at, p.at), by = coalesce(u.by, p.by), claimed_until = NULL
           FROM unnest($2::bytea[], $3::bigint[], $4::bigint[], $5::text[]) AS u(kad, due, at, by) WHERE p.kind = $1 AND p.kad = u.kad`,
         [kind, chunk.map(u => u.kad), chunk.map(u => Math.max(0, Math.floor(u.due))), chunk.map(u => u.at == null ? null : Math.floor(u.at)), chunk.map(u => u.by ?? null)])
       }
@@ -92,10 +92,12 @@ export function provideSchedule (db: Db, watchers: Watchers): ProvideSchedule {
       const taken: Buffer[] = []
       for (let i = 0; i < keys.length; i += RESCHEDULE_BATCH) {
         const chunk = keys.slice(i, i + RESCHEDULE_BATCH)
-        // a compare-and-set on each key's due: of two front ends taking one key, the second finds it moved
-        const r = await db.query<{ kad: Buffer }>(`UPDATE provides p SET due = $2
-          FROM unnest($3::bytea[], $4::bigint[]) AS k(kad, due) WHERE p.kind = $1 AND p.kad = k.kad AND p.due = k.due
-          RETURNING p.kad`, [kind, Math.floor(until), chunk.map(k => k.kad), chunk.map(k => Math.floor(k.due))])
+        // held by no one (or by one past its until), and still due when it was read (not announced meanwhile):
+        // of two front ends taking one key, the row lock makes the second find it held
+        const r = await db.query<{ kad: Buffer }>(`UPDATE provides p SET claimed_until = $2
+          FROM unnest($3::bytea[], $4::bigint[]) AS k(kad, due)
+          WHERE p.kind = $1 AND p.kad = k.kad AND p.due = k.due AND (p.claimed_until IS NULL OR p.claimed_until <= $5)
+          RETURNING p.kad`, [kind, Math.floor(until), chunk.map(k => k.kad), chunk.map(k => Math.floor(k.due)), Date.now()])
         for (const row of r.rows) taken.push(row.kad)
       }
       return taken

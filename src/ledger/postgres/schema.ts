@@ -26,7 +26,8 @@
  *   changes (version 2): each write's changes, for the other processes' watchers (./remote-feed.ts)
  *   clock (version 2): the last `created` handed out to any front end (PinLedger.nextCreated)
  *   block_marks (version 3): blocks a front end is writing before a pin references them (./block-fence.ts)
- *   provides.by (version 3): the front end that announced a key last (ProvideSchedule.reannounce)
+ *   provides.by, claimed_until (version 3): the front end that announced a key last
+ *                   (ProvideSchedule.reannounce), until when one holds it to announce it (claim)
  */
 import type pg from 'pg'
 import { LedgerSchemaError } from '../errors.js'
@@ -190,7 +191,7 @@ CREATE TABLE block_marks (
   PRIMARY KEY (ticket, name)
 );
 CREATE INDEX block_marks_name ON block_marks (name);
-ALTER TABLE provides ADD COLUMN by text COLLATE "C";
+ALTER TABLE provides ADD COLUMN by text COLLATE "C", ADD COLUMN claimed_until bigint;
 CREATE INDEX provides_by ON provides (by) WHERE by IS NOT NULL;
 `
   }

@@ -18,8 +18,8 @@
  * releases them, so they are simply never announced again.
  *
  * Front ends sharing a ledger share its schedule, and so the sweep: each
- * takes the keys it announces (ProvideSchedule.claim, a compare-and-set on
- * their due time), so a key is announced by one of them per slot, and
+ * takes the keys it announces (ProvideSchedule.claim: held until announced
+ * and rescheduled), so a key is announced by one of them per slot, and
  * records which front end announced it. The records of a front end that
  * stops for good are handed over (./front-end-takeover.ts).
  */
@@ -90,8 +90,8 @@ const MAX_SLEEP_MS = 60_000
 const PICK_BATCH = 64
 /**
  * how long a key taken for announcing stays out of other front ends' way
- * (ProvideSchedule.claim): should this one die meanwhile, the key is due
- * again after this
+ * (ProvideSchedule.claim): should this one die meanwhile, another takes it
+ * after this
  */
 const CLAIM_MS = 10 * 60_000
 const FIRST_BACKOFF_MS = 5_000
@@ -186,8 +186,7 @@ export class Reprovider {
       const keys = await this.o.keys.due(this.o.kind, now, PICK_BATCH, after)
       for (const key of keys) {
         if ([...this.claims].some(c => hasPrefix(key.kad, c))) continue
-        const until = now + CLAIM_MS
-        if ((await this.o.keys.claim(this.o.kind, [key], until)).length === 1) return { ...key, due: until }
+        if ((await this.o.keys.claim(this.o.kind, [key], now + CLAIM_MS)).length === 1) return key
       }
       if (keys.length < PICK_BATCH) return undefined
       after = keys[keys.length - 1]
