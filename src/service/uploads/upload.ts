@@ -253,6 +253,9 @@ async function paidUpload (input: UploadInput, payment: VerifiedPayment, maxFile
       throw await d.gate.settleRefusal(quoteOf(payment, months, d), settled, 'nothing was pinned')
     }
     ms.settle = lap()
+    // paid: from here the staged folder stays with the payment's note until the pin is recorded, whatever fails
+    // (the ledger's block fence unreachable before the commit, the store during it, the ledger after it)
+    keep = true
     const pin: PinRecord = { ...draft, payment: { ...draft.payment, network: settled.network, tx: settled.tx, settledAt: new Date().toISOString() } }
     const record: PaymentRecord = {
       id: payment.id, requestid: pin.requestid, purpose: `upload:${cid}`, payer: payment.payer, amount: pin.payment.amount,
@@ -264,7 +267,6 @@ async function paidUpload (input: UploadInput, payment: VerifiedPayment, maxFile
         await d.staging.commit(staged)
       } catch (err) {
         // paid but not stored: the note stays, and with it the staging folder, for reconciliation to retry
-        keep = true
         d.log.error('upload settled but its blocks could not be stored', { payment: payment.id, tx: settled.tx, error: err })
         if (d.retry != null && (err instanceof StorageUnavailableError || err instanceof StorageTimeoutError)) {
           finishLater(staged, pin, record, d, d.retry)
@@ -276,10 +278,10 @@ async function paidUpload (input: UploadInput, payment: VerifiedPayment, maxFile
       try {
         await d.ledger.create(pin, record, staged.cids)
         ms.ledger = lap()
+        keep = false
       } catch (err) {
         // paid and stored, not recorded (the ledger's database away, say): the note stays, and the sealed
         // folder with it, so that reconciliation or a retry of this payment can record the pin (settlement-fulfil.ts)
-        keep = true
         d.log.error('upload settled but its pin could not be recorded', { payment: payment.id, tx: settled.tx, cid, error: err })
         throw err
       }

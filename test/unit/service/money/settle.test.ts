@@ -14,7 +14,9 @@ import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { startDevChain, usdcBalance, type DevChain } from '../../../../scripts/devchain/index.mjs'
 import { rawCid } from '../../../../scripts/peer/index.mjs'
+import { CommitLock } from '../../../../src/ipfs/commit-lock.js'
 import type { Logger } from '../../../../src/kernel/log.js'
+import { LedgerUnavailableError } from '../../../../src/ledger/errors.js'
 import { addMonths } from '../../../../src/ledger/clock.js'
 import type { PinRecord } from '../../../../src/ledger/records.js'
 import { newRequestid } from '../../../../src/ledger/requestid.js'
@@ -139,6 +141,29 @@ describe('a retry after an uncertain settlement reconciles its note', () => {
     expect(filesUnder(s.core.paths.staging)).toEqual([])
     expect((await s.core.ledger.pins.refCount(retry.result.cid)) > 0).toBe(true)
     expect((await usdcBalance(chain, chain.payTo)) - before).toBe(200_000n)
+  })
+
+  it('upload, paid, then the ledger\'s block fence does not answer before the commit: 503, the note keeps the staged file; the retry records the pin, charged once', async () => {
+    const bytes = randomFile(90_000)
+    const payment = await payFor(chain, payerKey(), upload(uploadOf(bytes), s.upload))
+    const before = await usdcBalance(chain, chain.payTo)
+    // a shared ledger's fence (front ends on PostgreSQL) whose database went away between the settlement and the commit
+    const fenceDown = new CommitLock({
+      mark: async () => { throw new LedgerUnavailableError('the ledger\'s database is unreachable right now') },
+      unmark: async () => {},
+      closed: async (_names, fn) => await fn(new Set())
+    })
+
+    await expect(upload(uploadOf(bytes, payment), { ...s.upload, lock: fenceDown })).rejects.toMatchObject({ name: 'LedgerUnavailableError' })
+
+    const staged = (await s.core.ledger.notes.get(idOf(payment)))?.fulfil?.upload?.staging as string
+    expect(existsSync(join(s.core.paths.staging, staged))).toBe(true)
+    expect((await usdcBalance(chain, chain.payTo)) - before).toBe(90_000n)
+    const retry = await upload(uploadOf(bytes, payment), s.upload)
+    expect(retry.replayed).toBe(true)
+    expect(await pinsOf(s, owner())).toEqual([retry.result.requestid])
+    expect(await all(s.core.ledger.notes.all())).toEqual([])
+    expect((await usdcBalance(chain, chain.payTo)) - before).toBe(90_000n)
   })
 
   it('upload, the money did not move: the retry does the upload and settles it, once; the first attempt\'s staged file goes', async () => {
