@@ -251,8 +251,10 @@ export class Reprovider {
   /** Keys of a range due before `until`, up to `limit`. */
   private async collect (range: ReturnType<typeof prefixRange>, until: number, limit: number): Promise<ProvideKey[]> {
     const out: ProvideKey[] = []
+    // announced less than half an interval ago (by another worker or front end, just now): not again yet
+    const recent = until - this.o.intervalMs
     for (const k of await this.o.keys.inRange(this.o.kind, range)) {
-      if (k.due > until) continue
+      if (k.due > until || k.at > recent) continue
       out.push(k)
       if (out.length >= limit) break
     }
