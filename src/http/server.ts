@@ -137,9 +137,12 @@ export function createHttpServer (router: Router, log: Logger, opts: HttpServerO
   // requestTimeout stays off (a 100 MB upload on a slow link is legitimate); a
   // connection that stops moving bytes is cut by the idle timeout instead. Node's
   // own head timeout is off too: src/http/connections.ts keeps its own, per socket.
-  const server = createServer({ requestTimeout: 0, headersTimeout: 0, keepAliveTimeout: 5000, maxHeaderSize: 16 * 1024, requireHostHeader: false })
+  // The Keep-Alive header advertises how long an idle connection is kept: never longer than the head
+  // timeout that cuts it (a client trusting a longer figure would send into a closing socket).
+  const headTimeoutMs = opts.headTimeoutMs ?? 20_000
+  const server = createServer({ requestTimeout: 0, headersTimeout: 0, keepAliveTimeout: Math.min(5000, headTimeoutMs), maxHeaderSize: 16 * 1024, requireHostHeader: false })
   limitConnections(server, {
-    headTimeoutMs: opts.headTimeoutMs ?? 20_000,
+    headTimeoutMs,
     maxConnections: opts.maxConnections ?? 0,
     maxPerClient: opts.maxConnectionsPerClient ?? 0,
     exempt: new Set(opts.trustedProxies ?? [])

@@ -2,6 +2,7 @@
  * CORS for browser x402 clients, and connection limits (a client that stops
  * sending is cut off; oversized headers are refused).
  */
+import { Agent, get } from 'node:http'
 import { connect } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startPind, type PindProcess } from '../helpers/pind.js'
@@ -44,6 +45,17 @@ describe('connection limits', () => {
     const r = await fetch(`${open.url}/health`, { headers: { 'x-big': 'a'.repeat(20_000) } })
     expect(r.status).toBe(431)
     expect((await fetch(`${open.url}/health`)).status).toBe(200)
+  })
+
+  it('never advertises a keep-alive longer than the head timeout that closes an idle connection', async () => {
+    // a client trusting `timeout=5` would send its next request into a socket cut after 2 s
+    const keepAlive = await new Promise<string | undefined>((resolve, reject) => {
+      get(`${open.url}/health`, { agent: new Agent({ keepAlive: true }) }, (res) => {
+        res.resume()
+        resolve(res.headers['keep-alive'] as string | undefined)
+      }).on('error', reject)
+    })
+    expect(keepAlive).toBe('timeout=2')
   })
 
   it('closes a connection whose request head never completes (slowloris)', async () => {
