@@ -119,7 +119,9 @@ export const FAULTS: readonly string[] = [
   'StalledError', 'P2pListenError', 'BlockHashMismatchError', 'CorruptBlockError', 'HealthCheckError', 'ImportError', 'CannotFulfilError',
   'HeaderError', 'RuleError', 'DenylistConfigError', 'AdminCallError',
   'BlockstoreRecordError', 'BackendChoiceError', 'S3ConfigError', 'S3RequestError', 'S3DeadlineError', 'RuntimeSettingError',
-  'UpgradeHalted', 'LedgerChoiceError', 'LedgerRecordError', 'FrontEndConflictError', 'LedgerMigrateError'
+  'UpgradeHalted', 'LedgerChoiceError', 'LedgerRecordError', 'FrontEndConflictError', 'LedgerMigrateError',
+  // a site's invalid _redirects file: a 500 (the spec's error handling) whose details the gateway writes itself
+  'RedirectsFileError'
 ]
 
 /** What an error becomes on the wire. */
