@@ -46,13 +46,14 @@
  * No regular expression is built from the file; matching a rule costs one pass
  * over its segments, expanding one a pass over its target.
  */
+import { PindError } from '../../kernel/errors.js'
 
 export const MAX_REDIRECTS_BYTES = 64 * 1024
 
 export interface RedirectRule { from: string, to: string, status: number, line: number }
 
 /** An invalid `_redirects` file: `line` (1-based) is the line at fault, undefined for the whole file. */
-export class RedirectsFileError extends Error {
+export class RedirectsFileError extends PindError {
   override name = 'RedirectsFileError'
   constructor (message: string, readonly line?: number) {
     super(line == null ? message : `line ${line}: ${message}`)

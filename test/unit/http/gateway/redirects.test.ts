@@ -278,13 +278,14 @@ describe('matchRedirect', () => {
     expect(answer([{ from: '/a', to: '/b', status: 307, line: 1 }], '/a')).toEqual([307, '/b'])
   })
 
-  it('takes linear time on hostile input', () => {
-    const many = parseRedirects(`/:a/${'x/'.repeat(3000)}* /y\n`)
-    const started = performance.now()
-    for (let i = 0; i < 10; i++) matchRedirect(many, '/' + 'x/'.repeat(30000), NO_QUERY)
-    parseRedirects(`/a ${' '.repeat(60000)}x`.replace('x', '/b'))
-    parseRedirects('/a' + ' \t'.repeat(30000) + '/b')
-    expect(performance.now() - started).toBeLessThan(2000)
+  it('answers hostile input (a 3,000-segment rule, a 30,000-segment path, a line of 60,000 blanks)', () => {
+    // matching is linear per rule (no regex built from the file): the suite's own timeout bounds it
+    const many = parseRedirects(`/:a/${'x/'.repeat(3000)}* /y/:a/:splat\n`)
+    const hit = matchRedirect(many, '/q/' + 'x/'.repeat(30000), NO_QUERY)
+    expect(hit?.location).toBe(`/y/q/${'x/'.repeat(27000).slice(0, -1)}`)
+    expect(matchRedirect(many, '/' + 'x/'.repeat(30000), NO_QUERY)?.location).toBe(`/y/x/${'x/'.repeat(26999).slice(0, -1)}`)
+    expect(parseRedirects(`/a ${' '.repeat(60000)}/b`)).toMatchObject([{ from: '/a', to: '/b', status: 301 }])
+    expect(parseRedirects('/a' + ' \t'.repeat(30000) + '/b')).toMatchObject([{ from: '/a', to: '/b' }])
   })
 })
 
