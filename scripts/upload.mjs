@@ -15,7 +15,9 @@
  * dev payer from <data dir>/dev-chain.json), PIND_DATA_DIR (default ./pind-dev-data),
  * PIND_USDC (the asset's address; default: the dev chain's).
  * Prints the CID (the root), the wallet token and the gateway URL (for a
- * directory, the site's: its index.html is served there).
+ * directory, the site's: its index.html is served there), and, when the
+ * service runs the subdomain gateway (--gateway-domain), the site's URL: its
+ * own origin, where HTML runs and _redirects is followed.
  */
 import { existsSync, openAsBlob, readdirSync, readFileSync, statSync } from 'node:fs'
 import { basename, join, relative, resolve, sep } from 'node:path'
@@ -95,4 +97,6 @@ process.stdout.write(`cid:         ${body.cid}\n`)
 process.stdout.write(`paid:        ${body.price.usdc} USDC (tx ${body.price.transaction})\n`)
 process.stdout.write(`token:       ${token}\n`)
 process.stdout.write(`gateway url: ${body.gateway_url}${isDirectory ? '/' : ''}\n`)
+// with the subdomain gateway on (pind serve --gateway-domain), the site's own origin
+if (body.site_url != null) process.stdout.write(`site url:    ${body.site_url}\n`)
 if (body.files != null) process.stdout.write(`files:       ${body.files.length}\n`)

@@ -91,6 +91,13 @@ const ipAddress: Parser<string> = (raw) => {
   return s
 }
 
+/** a DNS name (no port, no scheme), lowercase: `localhost`, `example.net` */
+const domainName: Parser<string> = (raw) => {
+  const s = str(raw).toLowerCase().replace(/\.$/, '')
+  if (s.length > 200 || !/^(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))*$/.test(s)) throw new ConfigValueError('expected a domain name such as example.net or localhost (no scheme, no port)')
+  return s
+}
+
 const hostPort: Parser<string> = (raw) => {
   const s = str(raw)
   const m = /^(.+):(\d{1,5})$/.exec(s)
@@ -188,6 +195,7 @@ export interface Config {
   originAddresses: OriginPolicy
   gatewayPolicy: GatewayPolicy
   gatewayNetworkTimeout: number
+  gatewayDomain?: string
   corsOrigins: string[]
   rateLimitUnpaid: number
   rateLimitReads: number
@@ -306,6 +314,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'expirySweepInterval', flag: '--expiry-sweep-interval <duration>', env: 'PIND_EXPIRY_SWEEP_INTERVAL', default: 3600, parse: duration(1, 86400), description: 'how often serve sweeps pins past pinned_until + grace' },
   { key: 'gcInterval', flag: '--gc-interval <duration>', env: 'PIND_GC_INTERVAL', default: 3600, parse: duration(0, 30 * 86400), description: 'how often serve runs gc by itself (as `pind gc`: expired pins swept, unreferenced blocks removed); 0 = never on a schedule' },
   { key: 'gcWatermark', flag: '--gc-watermark <bytes>', env: 'PIND_GC_WATERMARK', default: 1_073_741_824, parse: int(0, 2 ** 50), description: 'serve also runs gc as soon as the blocks released since its last run (an estimate from removed pins\' sizes) pass this many bytes; 0 = never by watermark' },
+  { key: 'gatewayDomain', flag: '--gateway-domain <domain>', env: 'PIND_GATEWAY_DOMAIN', parse: domainName, description: 'the subdomain gateway: content is served as websites at http(s)://{cidv1-base32}.ipfs.{domain}/ (each root an origin of its own: HTML inline, _redirects followed), and /ipfs/{cid} on the domain itself redirects there; needs DNS for *.ipfs.{domain} (and a wildcard certificate at the TLS proxy). Unset: the path gateway alone' },
   { key: 'gatewayNetworkTimeout', flag: '--gateway-network-timeout <duration>', env: 'PIND_GATEWAY_NETWORK_TIMEOUT', default: 0, parse: duration(0, 300), description: 'above 0: the gateway also serves content it does not hold, fetched per block from connected peers within this time (not stored); 0 = never' },
   { key: 'corsOrigins', flag: '--cors-origins <origins>', env: 'PIND_CORS_ORIGINS', default: ['*'], parse: list(corsOrigin), description: 'browser origins allowed by CORS, comma-separated (* = any; "none" = CORS off)' },
   { key: 'rateLimitUnpaid', flag: '--rate-limit-unpaid <per-minute>', env: 'PIND_RATE_LIMIT_UNPAID', default: 120, parse: int(0, 1_000_000), description: 'write requests that do not turn out paid (402s, invalid payments or tokens, sign-in challenges) per client address per minute; 0 = unlimited' },

@@ -35,7 +35,7 @@ export const REASONS = {
   RANGE_NOT_SATISFIABLE: 'the byte range is outside the content',
   TOO_MANY_REQUESTS: 'this client is over one of its limits; retry after Retry-After',
   UNAVAILABLE_FOR_LEGAL_REASONS: 'the content is not accepted by this service (the operator\'s denials); nothing was charged',
-  INTERNAL_SERVER_ERROR: 'the server failed; the details are in its log',
+  INTERNAL_SERVER_ERROR: 'the server failed (the details are in its log), or a site\'s _redirects file is invalid (the details say where)',
   SERVICE_UNAVAILABLE: 'the service cannot do it now (starting, busy, payments not ready, its block store or ledger database unreachable); retry after Retry-After',
   SHUTTING_DOWN: 'the server is shutting down; retry shortly'
 } as const
@@ -101,6 +101,8 @@ export const ERRORS: Record<string, Entry<any>> = {
   UnsupportedContentError: { status: 400, reason: 'BAD_REQUEST' },
   CarError: { status: 400, reason: 'BAD_REQUEST' },
   DirectoryError: { status: 400, reason: 'BAD_REQUEST' },
+  // a site's _redirects file that cannot be read (web-redirects-file spec: a 500 that says why; its owner's fault, not ours)
+  RedirectsFileError: { status: 500, reason: 'INTERNAL_SERVER_ERROR', details: (e: Error) => `the site's _redirects file is invalid: ${e.message}` },
   InvalidContentError: { status: 406, reason: 'NOT_ACCEPTABLE', details: (e: Error) => `${e.message}; it cannot be deserialized, ask for ?format=raw or ?format=car` },
   // service/
   ExportOptionsError: { status: 400, reason: 'BAD_REQUEST' }

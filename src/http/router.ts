@@ -26,8 +26,33 @@ export type Handler = (ctx: RequestContext) => Promise<void> | void
 
 interface Route { method: string, pattern: string, segments: string[], handler: Handler, implicit?: true }
 
+/**
+ * Requests routed by their Host rather than their path (the subdomain gateway's content origins):
+ * `route` answers with the handler for the request, or undefined when its host is not one of these.
+ */
+export interface HostRoute {
+  /** the route's name in the request log and metrics */
+  pattern: string
+  route(req: IncomingMessage, url: URL): Handler | undefined
+}
+
 export class Router {
   private readonly routes: Route[] = []
+  private hostRoute: HostRoute | undefined
+
+  /** Routes requests by Host first (one such route at most). */
+  byHost (route: HostRoute): this {
+    if (this.hostRoute != null) throw new Error('a router takes one host route')
+    this.hostRoute = route
+    return this
+  }
+
+  /** The handler the request's Host chooses, before any path route; undefined when none does. */
+  matchHost (req: IncomingMessage, url: URL): { handler: Handler, pattern: string } | undefined {
+    if (this.hostRoute == null) return undefined
+    const handler = this.hostRoute.route(req, url)
+    return handler == null ? undefined : { handler, pattern: this.hostRoute.pattern }
+  }
 
   add (method: string, pattern: string, handler: Handler): this {
     this.routes.push({ method, pattern, segments: split(pattern), handler })

@@ -124,6 +124,12 @@ export function createHttpServer (router: Router, log: Logger, opts: HttpServerO
       if (opts.cors != null && applyCors(req, res, opts.cors)) return
       admission = opts.rateLimiter?.admit(req, client)
       ctx.url = parseUrl(req.url)
+      const byHost = router.matchHost(req, ctx.url)
+      if (byHost != null) {
+        ctx.route = byHost.pattern
+        await byHost.handler(ctx)
+        return
+      }
       const { handler, params, pattern } = router.match(req.method ?? 'GET', ctx.url.pathname)
       ctx.params = params
       ctx.route = pattern

@@ -31,7 +31,8 @@ beforeAll(async () => {
   chain = await startDevChain({ payers: 2 })
   blocks = await blockstoreUnderTest()
   const { args, env } = chainArgs(chain)
-  pind = await startPind({ args: [...args, ...blocks.args], env: { ...env, ...blocks.env } })
+  // the subdomain gateway on: uploads name the site's origin too
+  pind = await startPind({ args: [...args, ...blocks.args, '--gateway-domain', 'localhost'], env: { ...env, ...blocks.env } })
 })
 
 afterAll(async () => {
@@ -108,6 +109,7 @@ describe('POST /upload?format=directory', () => {
     expect(site.stdout).toMatch(new RegExp(`^cid: +${want.root}$`, 'm'))
     expect(site.stdout).toMatch(new RegExp(`^gateway url: +${pind.url}/ipfs/${want.root}/$`, 'm'))
     expect(site.stdout).toMatch(/^files: +3$/m)
+    expect(site.stdout).toMatch(new RegExp(`^site url: +http://${want.root}\\.ipfs\\.localhost:${new URL(pind.url).port}/$`, 'm'))
 
     const dag = await dagOf(randomBytes(1_200_000))
     writeFileSync(join(dir, 'dag.car'), await carOf([dag.root], dag.blocks))

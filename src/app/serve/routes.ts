@@ -4,7 +4,7 @@
  * the signing keys and the OpenAPI document.
  */
 import type { IncomingMessage } from 'node:http'
-import type { CID } from 'multiformats/cid'
+import { CID } from 'multiformats/cid'
 import type { KeyStore } from '../../auth/keystore.js'
 import { SiweChallenges } from '../../auth/siwe.js'
 import type { TokenService } from '../../auth/tokens.js'
@@ -13,6 +13,7 @@ import { openApiDocument } from '../../http/openapi.js'
 import type { Router } from '../../http/router.js'
 import { agentCardRoutes } from '../../http/routes/agent-card.js'
 import { authRoutes } from '../../http/routes/auth.js'
+import { siteOriginTemplate, siteUrlFor } from '../../http/gateway/site-host.js'
 import { gatewayRoutes } from '../../http/routes/gateway.js'
 import { healthRoutes } from '../../http/routes/health.js'
 import { jwksRoutes } from '../../http/routes/jwks.js'
@@ -83,6 +84,7 @@ export function apiRoutes (router: Router, d: ApiDeps): void {
   const { config, core, blocks, ipfs, policy, publicUrl, log } = d
   const { ledger } = core
   const networkGateway = config.gatewayNetworkTimeout > 0
+  const domain = config.gatewayDomain
   const refusal = (cid: CID): Refusal | undefined => policy.refusal(cid)
   // one deps object for every request: checkHealth keeps its checks and its last passing report by it
   const healthDeps: HealthDeps = {
@@ -109,6 +111,7 @@ export function apiRoutes (router: Router, d: ApiDeps): void {
     payTo: config.payTo,
     prices: d.prices,
     uploadMaxBytes: config.uploadMaxBytes,
+    ...(domain != null ? { siteOrigin: siteOriginTemplate(publicUrl, domain) } : {}),
     p2p: { peerId: ipfs.peerId, multiaddrs: ipfs.multiaddrs(), routing: config.routing, provideStrategy: config.provideStrategy }
   }))
   // the ledger decides what is served: by default the roots of live pins and the
@@ -120,7 +123,8 @@ export function apiRoutes (router: Router, d: ApiDeps): void {
     blockstore: refusingDenied(networkGateway ? networkReadThrough(blocks.blockstore, d.network, config.gatewayNetworkTimeout * 1000, d.find) : blocks.blockstore, refusal),
     isServable,
     refusal: (root, path) => policy.refusal(root, path),
-    streams: { slots: new StreamSlots(config.httpMaxStreamsPerClient), clientOf: d.clientOf }
+    streams: { slots: new StreamSlots(config.httpMaxStreamsPerClient), clientOf: d.clientOf },
+    ...(domain != null ? { sites: { domain, trustedProxies: new Set(config.trustedProxies) } } : {})
   })
   const delegates = (): string[] => ipfs.multiaddrs()
   // the settlement notes paid writes leave say which front end wrote them (settlement-reconcile.ts)
@@ -174,6 +178,7 @@ export function apiRoutes (router: Router, d: ApiDeps): void {
     slots: new Slots(config.uploadConcurrency),
     replaySlots: new Slots(REPLAY_CHECKS),
     publicUrl,
+    ...(domain != null ? { siteUrl: (cid: string) => siteUrlFor(CID.parse(cid), publicUrl, domain) } : {}),
     network: config.network,
     asset: config.asset,
     log,

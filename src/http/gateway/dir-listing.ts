@@ -33,6 +33,8 @@ export interface ListingContext {
   cid: CID
   /** show a link to the parent directory */
   hasParent: boolean
+  /** where a CID links to; default its path on this gateway, /ipfs/{cid} */
+  cidHref?: (cid: CID) => string
 }
 
 /** Streams the listing page, one chunk per row. */
@@ -50,8 +52,9 @@ export async function * renderListing (ctx: ListingContext, items: AsyncIterable
   if (ctx.hasParent) yield '<tr><td><a href="../">..</a></td><td></td><td></td></tr>\n'
   for await (const item of items) {
     const cid = item.cid.toString()
+    const href = ctx.cidHref?.(item.cid) ?? `/ipfs/${cid}`
     yield `<tr><td><a href="./${escapeHtml(encodeURIComponent(item.name))}">${escapeHtml(item.name)}</a></td>` +
-      `<td><a href="/ipfs/${escapeHtml(cid)}"><code>${escapeHtml(cid)}</code></a></td>` +
+      `<td><a href="${escapeHtml(href)}"><code>${escapeHtml(cid)}</code></a></td>` +
       `<td class="s" title="${item.size} bytes">${escapeHtml(formatBytes(item.size))}</td></tr>\n`
   }
   yield '</tbody></table></body></html>\n'

@@ -63,7 +63,7 @@ export function paramsHash (parts: unknown[]): string {
 
 export type ByteDecision =
   | { status: 304 }
-  | { status: 200 | 206, start: number, end: number, headers: Headers }
+  | { status: 200 | 206 | 404 | 410 | 451, start: number, end: number, headers: Headers }
 
 /**
  * Decides a byte response of `size` bytes from If-None-Match and Range

@@ -21,11 +21,11 @@ import type { CID } from 'multiformats/cid'
 import type { Blockstore } from 'interface-blockstore'
 import type { IncomingMessage } from 'node:http'
 import { releaseHandedOver } from '../../runtime/buffers.js'
-import { InvalidInputError, NotFoundError, NotHeldError, TooManyRequestsError } from '../../kernel/errors.js'
+import { InvalidInputError, NotFoundError, NotHeldError, OperationNotAllowedError, TooManyRequestsError } from '../../kernel/errors.js'
 import { isAnswered } from '../error-catalog.js'
 import {
-  CODEC_CBOR, CODEC_DAG_CBOR, CODEC_DAG_JSON, CODEC_DAG_PB, CODEC_JSON, CODEC_RAW,
-  InvalidContentError,
+  BlockMissingError, CODEC_CBOR, CODEC_DAG_CBOR, CODEC_DAG_JSON, CODEC_DAG_PB, CODEC_JSON, CODEC_RAW,
+  ContentNotFoundError, InvalidContentError,
   findChild, hasBlock, isIdentity, listDirectory, loadEntry, piecesLength, readBlockPieces, readBlockRange, readFile, resolvePath,
   type DirectoryEntry, type FileEntry, type LocalBlockstore
 } from '../../ipfs/content.js'
@@ -33,12 +33,14 @@ import { carStream, resolveEntityBytes, type CarPlan } from '../../ipfs/content-
 import { SNIFF_BYTES, contentDisposition, detectContentType, isPassiveType } from '../gateway/content-type.js'
 import { DIR_LISTING_CSP, DIR_LISTING_VERSION, renderListing } from '../gateway/dir-listing.js'
 import { Sender, pump, responseSignal } from '../gateway/pump.js'
-import { GatewayQuery, notAcceptable, parseGatewayRequest, truncate, type GatewayRequest } from '../gateway/request.js'
+import { GatewayQuery, notAcceptable, parseCid, parseGatewayRequest, splitContentPath, truncate, type GatewayRequest } from '../gateway/request.js'
 import {
   baseHeaders, contentLocation, decideBytes, etagMatches, mediaTypeOf, paramsHash, sendBytes, sendNotModified,
-  type Headers
+  type ByteDecision, type Headers
 } from '../gateway/respond.js'
-import type { RequestContext, Router } from '../router.js'
+import { MAX_REDIRECTS_BYTES, matchRedirect, parseRedirects, RedirectsFileError, type RedirectRule } from '../gateway/redirects.js'
+import { routeHost, siteLabel, siteUrl, type PublicHost, type SiteHosts } from '../gateway/site-host.js'
+import type { Handler, RequestContext, Router } from '../router.js'
 import type { StreamSlots } from '../stream-slots.js'
 import { goneDenied } from '../../service/serving/denials.js'
 import type { Refusal } from '../../service/serving/serve-policy.js'
@@ -68,10 +70,19 @@ export interface GatewayDeps {
   allowActiveContent?: boolean
   /** GETs under way per client at most (../stream-slots.ts); past it 429. Absent: unlimited */
   streams?: { slots: StreamSlots, clientOf(req: IncomingMessage): string }
+  /**
+   * the subdomain gateway (../gateway/site-host.ts): content origins `{cid}.ipfs.{domain}`, where
+   * active content (HTML, scripts) is served inline and `_redirects` files are followed; `/ipfs/{cid}`
+   * on the domain itself moves there (301). Absent: the path gateway alone.
+   */
+  sites?: SiteHosts
 }
 
+/** a content origin being served: its root, where the client reached it, and the parsed `_redirects` files */
+interface Site { root: CID, at: PublicHost, domain: string, redirects: RedirectsCache }
+
 export function gatewayRoutes (router: Router, deps: GatewayDeps): void {
-  router.add('GET', '/ipfs/*', async (ctx) => {
+  const handle = async (ctx: RequestContext, site?: Site): Promise<void> => {
     // every answer, error bodies (JSON) too: make sure nothing sniffs them into something else
     ctx.res.setHeader('x-content-type-options', 'nosniff')
     const streams = deps.streams
@@ -82,8 +93,49 @@ export function gatewayRoutes (router: Router, deps: GatewayDeps): void {
       }
       ctx.res.once('close', () => { streams.slots.give(client) })
     }
-    await serveGateway(ctx, deps)
+    await serveGateway(ctx, deps, site)
+  }
+  router.add('GET', '/ipfs/*', async (ctx) => { await handle(ctx) })
+  const sites = deps.sites
+  if (sites == null) return
+  const redirects = new RedirectsCache()
+  router.byHost({
+    pattern: 'site /*',
+    route: (req, url): Handler | undefined => {
+      const host = routeHost(req, url, sites)
+      switch (host.kind) {
+        case 'other': return undefined
+        case 'moved': return (ctx) => { redirect(ctx, 301, host.location) }
+        case 'domain': {
+          // the path gateway's content paths move to their content origin (the root CID checked, the rest after the move)
+          if (!url.pathname.startsWith('/ipfs/')) return undefined
+          const { cidText } = splitContentPath(url.pathname)
+          if (cidText === '') return undefined // /ipfs/?uri=… (the URI router) and the path gateway's 400
+          const root = parseCid(cidText)
+          const rest = url.pathname.slice('/ipfs/'.length + cidText.length)
+          return (ctx) => { redirect(ctx, 301, siteUrl(root, host.at, sites.domain, `${rest}${url.search}`)) }
+        }
+        case 'site': {
+          const site: Site = { root: host.root, at: host.at, domain: sites.domain, redirects }
+          return async (ctx) => {
+            const method = ctx.req.method
+            if (method === 'OPTIONS') {
+              ctx.res.writeHead(204, { allow: 'GET, HEAD, OPTIONS', 'content-length': '0' })
+              ctx.res.end()
+              return
+            }
+            if (method !== 'GET' && method !== 'HEAD') throw new OperationNotAllowedError(`${method ?? ''} is not supported on a content origin; use GET, HEAD, OPTIONS`, 'GET, HEAD, OPTIONS')
+            await handle(ctx, site)
+          }
+        }
+      }
+    }
   })
+}
+
+function redirect (ctx: RequestContext, status: number, location: string): void {
+  ctx.res.writeHead(status, { location, 'content-length': '0', 'cache-control': 'public, max-age=29030400, immutable' })
+  ctx.res.end()
 }
 
 /** the largest identity CID (inline bytes) served: the limit Kubo/boxo's verifcid sets */
@@ -115,14 +167,25 @@ interface Ctx {
   signal: AbortSignal
   headers: Headers
   head: boolean
+  /** served on its content origin (subdomain gateway) */
+  site: Site | undefined
+  /** active content (HTML, SVG, scripts) inline: on a content origin, or where the operator allows it */
+  inline: boolean
 }
 
-async function serveGateway (rc: RequestContext, deps: GatewayDeps): Promise<void> {
+async function serveGateway (rc: RequestContext, deps: GatewayDeps, site?: Site): Promise<void> {
   const { req, res, url } = rc
-  const gw = parseGatewayRequest(url, req.headers.accept)
+  if (site == null && url.search !== '' && (url.pathname === '/ipfs/' || url.pathname === '/ipfs')) {
+    const uri = url.searchParams.get('uri')
+    if (uri != null) { routeUri(rc, uri); return }
+  }
+  // on a content origin the URL's path is a path under the Host's root: the content path /ipfs/{root}{path}
+  const contentUrl = site == null ? url : new URL(`/ipfs/${site.root.toString()}${url.pathname}${url.search}`, url)
+  const gw = parseGatewayRequest(contentUrl, req.headers.accept)
   const bs = deps.blockstore
 
-  if (req.headers['service-worker'] === 'script' && (gw.segments.length === 0 || deps.allowActiveContent !== true)) {
+  // a content origin is the site's own: its service worker is scoped to it
+  if (site == null && req.headers['service-worker'] === 'script' && (gw.segments.length === 0 || deps.allowActiveContent !== true)) {
     throw new InvalidInputError('service worker registration is not allowed here')
   }
 
@@ -144,10 +207,10 @@ async function serveGateway (rc: RequestContext, deps: GatewayDeps): Promise<voi
   }
 
   const signal = responseSignal(res)
-  const headers = baseHeaders(url)
+  const headers = baseHeaders(contentUrl)
   const location = contentLocation(gw, url)
   if (location != null) headers['content-location'] = location
-  const ctx: Ctx = { rc, deps, bs, gw, signal, headers, head: req.method === 'HEAD' }
+  const ctx: Ctx = { rc, deps, bs, gw, signal, headers, head: req.method === 'HEAD', site, inline: site != null || deps.allowActiveContent === true }
 
   try {
     switch (gw.format) {
@@ -269,7 +332,14 @@ async function serveCar (ctx: Ctx): Promise<void> {
 
 async function serveDeserialized (ctx: Ctx): Promise<void> {
   const { gw, rc } = ctx
-  const resolved = await resolvePath(ctx.bs, gw.root, gw.segments, { signal: ctx.signal })
+  let resolved: Awaited<ReturnType<typeof resolvePath>>
+  try {
+    resolved = await resolvePath(ctx.bs, gw.root, gw.segments, { signal: ctx.signal })
+  } catch (err) {
+    // a path the site does not have (not a block this node lacks): its _redirects file may answer
+    if (ctx.site != null && isNoSuchPath(err) && await followRedirects(ctx, ctx.site)) return
+    throw err
+  }
   ctx.headers['x-ipfs-roots'] = resolved.roots.join(',')
   const entry = await loadEntry(ctx.bs, resolved.cid, { signal: ctx.signal })
   switch (entry.kind) {
@@ -302,13 +372,20 @@ function dispositionHeader (attachment: boolean, filename: string | undefined): 
   return value == null ? {} : { 'content-disposition': value }
 }
 
-async function serveFile (ctx: Ctx, file: FileEntry, name: string | undefined): Promise<void> {
-  const { gw, rc, deps } = ctx
+/**
+ * A file, whole or the range asked for. `status`: a `_redirects` rule's 404, 410 or 451 page, sent
+ * whole with that status (no range, no 304: the page stands for what is missing, not for itself).
+ */
+async function serveFile (ctx: Ctx, file: FileEntry, name: string | undefined, status?: 404 | 410 | 451): Promise<void> {
+  const { gw, rc } = ctx
   const etag = `"${file.cid}"`
   const size = Number(file.size)
+  const decide = (headers: Headers): ByteDecision => status == null
+    ? decideBytes(rc.req, size, headers)
+    : { status, start: 0, end: size, headers: { ...headers, 'content-length': String(size) } }
   // which bytes go out (304, 206 or 200) does not depend on the type: decided
   // first, so the body's reads (and their read-ahead) start at once
-  const range = decideBytes(rc.req, size, { etag })
+  const range = decide({ etag })
   // the body waits for its writer (send budget, client) before each piece, and frees its block when held up long
   const sender = new Sender(rc.res, ctx.signal)
   const body = range.status !== 304 && !ctx.head && range.end > range.start
@@ -341,15 +418,15 @@ async function serveFile (ctx: Ctx, file: FileEntry, name: string | undefined): 
     }
     const contentType = await detectContentType(name, sniff)
     const active = !isPassiveType(contentType)
-    const attachment = gw.download || (active && deps.allowActiveContent !== true)
+    const attachment = gw.download || (active && !ctx.inline)
     const headers: Headers = {
       ...ctx.headers,
       etag,
       'content-type': contentType,
       ...dispositionHeader(attachment, gw.filename ?? (attachment ? name : undefined))
     }
-    if (active && deps.allowActiveContent !== true) headers['content-security-policy'] = 'sandbox'
-    const d = decideBytes(rc.req, size, headers)
+    if (active && !ctx.inline) headers['content-security-policy'] = 'sandbox'
+    const d = decide(headers)
     if (d.status === 304) { sendNotModified(rc.res, headers); return }
     if (body == null) {
       rc.res.writeHead(d.status, d.headers)
@@ -397,12 +474,138 @@ async function serveDirectory (ctx: Ctx, dir: DirectoryEntry): Promise<void> {
   if (etagMatches(rc.req, etag)) { sendNotModified(rc.res, headers); return }
   rc.res.writeHead(200, headers)
   if (ctx.head) { rc.res.end(); return }
+  const site = ctx.site
   const page = renderListing({
     displayPath: `/ipfs/${[gw.root.toString(), ...gw.segments].join('/')}/`,
     cid: dir.cid,
-    hasParent: gw.segments.length > 0
+    hasParent: gw.segments.length > 0,
+    // on a content origin /ipfs/… is a path of the site: a CID links to its own origin
+    ...(site != null ? { cidHref: (cid: CID) => siteUrlOrPath(cid, site) } : {})
   }, listDirectory(ctx.bs, dir, { signal: ctx.signal }))
   await pump(rc.res, page, ctx.signal)
+}
+
+// ---- content origins: _redirects, the URI router -------------------------
+
+/** a path that does not exist under the root (not a block missing here) */
+function isNoSuchPath (err: unknown): boolean {
+  return err instanceof ContentNotFoundError && !(err instanceof BlockMissingError)
+}
+
+/** what the parsed `_redirects` files kept may add up to, counted by their bytes */
+const REDIRECTS_CACHE_BYTES = 4 * 1024 * 1024
+
+/** parsed `_redirects` files by CID (immutable: never stale), the most recently used within REDIRECTS_CACHE_BYTES */
+class RedirectsCache {
+  private readonly files = new Map<string, { rules: RedirectRule[] | RedirectsFileError, bytes: number }>()
+  private bytes = 0
+
+  async rules (ctx: Ctx, file: FileEntry): Promise<RedirectRule[]> {
+    const key = file.cid.toString()
+    let got = this.files.get(key)
+    if (got == null) {
+      const read = { rules: await readRedirects(ctx, file), bytes: Math.min(Number(file.size), MAX_REDIRECTS_BYTES) }
+      // another request may have read it meanwhile: one entry, counted once
+      got = this.files.get(key)
+      if (got != null) return this.rules(ctx, file)
+      got = read
+      this.bytes += got.bytes
+      for (const [k, v] of this.files) {
+        if (this.bytes <= REDIRECTS_CACHE_BYTES) break
+        this.files.delete(k)
+        this.bytes -= v.bytes
+      }
+    } else {
+      this.files.delete(key)
+    }
+    this.files.set(key, got)
+    if (got.rules instanceof RedirectsFileError) throw got.rules
+    return got.rules
+  }
+}
+
+async function readRedirects (ctx: Ctx, file: FileEntry): Promise<RedirectRule[] | RedirectsFileError> {
+  if (file.size > BigInt(MAX_REDIRECTS_BYTES)) {
+    return new RedirectsFileError(`it is ${file.size} bytes; it may be ${MAX_REDIRECTS_BYTES} at most`)
+  }
+  const chunks: Uint8Array[] = []
+  for await (const chunk of readFile(ctx.bs, file, { offset: 0n, length: file.size }, { signal: ctx.signal })) chunks.push(chunk)
+  try {
+    return parseRedirects(new TextDecoder('utf-8', { fatal: true }).decode(Buffer.concat(chunks)))
+  } catch (err) {
+    if (err instanceof RedirectsFileError) return err
+    if (err instanceof TypeError) return new RedirectsFileError('it is not UTF-8 text')
+    throw err
+  }
+}
+
+/**
+ * The first rule of the root's `_redirects` (web-redirects-file spec) matching a path the site does
+ * not have: a 3xx redirects; a 200 serves its target in place of the path (a rewrite); a 404, 410
+ * or 451 serves its target page with that status. False when there is no file or no rule matches.
+ */
+async function followRedirects (ctx: Ctx, site: Site): Promise<boolean> {
+  const { rc, gw } = ctx
+  const root = await loadEntry(ctx.bs, gw.root, { signal: ctx.signal })
+  if (root.kind !== 'directory') return false
+  const fileCid = await findChild(ctx.bs, root, '_redirects', { signal: ctx.signal })
+  if (fileCid == null) return false
+  const file = await loadEntry(ctx.bs, fileCid, { signal: ctx.signal })
+  if (file.kind !== 'file') return false
+  const match = matchRedirect(await site.redirects.rules(ctx, file), rc.url.pathname, rc.url.searchParams)
+  if (match == null) return false
+  if (match.status >= 300 && match.status < 400) {
+    // the file's own characters, percent-encoded where a header could not carry them
+    const location = match.location.replace(/[^\x21-\x7e]/gu, c => encodeURIComponent(c))
+    rc.res.writeHead(match.status, { ...ctx.headers, location, 'content-length': '0' })
+    rc.res.end()
+    return true
+  }
+  // a rewrite or an error page: the target is a path of this site
+  if (!match.location.startsWith('/')) throw new RedirectsFileError(`status ${match.status} serves a page of this site, not ${truncate(match.location, 80)}`, match.rule.line)
+  const target = splitContentPath(`/ipfs/${gw.root.toString()}${match.location.replace(/[?#].*$/, '')}`)
+  let entry: Awaited<ReturnType<typeof loadEntry>>
+  try {
+    entry = await loadEntry(ctx.bs, (await resolvePath(ctx.bs, gw.root, target.segments, { signal: ctx.signal })).cid, { signal: ctx.signal })
+    if (entry.kind === 'directory') {
+      const index = await findChild(ctx.bs, entry, 'index.html', { signal: ctx.signal })
+      if (index == null) throw new ContentNotFoundError(`${match.location} is a directory without index.html`)
+      entry = await loadEntry(ctx.bs, index, { signal: ctx.signal })
+    }
+  } catch (err) {
+    if (isNoSuchPath(err)) throw new NotFoundError(`${truncate(rc.url.pathname, 200)} is not in this site, nor ${truncate(match.location, 200)}, where its _redirects line ${match.rule.line} sends it`)
+    throw err
+  }
+  if (entry.kind !== 'file') throw new NotFoundError(`${truncate(match.location, 200)} (_redirects line ${match.rule.line}) is not a file`)
+  const name = target.segments[target.segments.length - 1] ?? 'index.html'
+  await serveFile(ctx, entry, name, match.status === 200 ? undefined : match.status as 404 | 410 | 451)
+  return true
+}
+
+/** A CID's content origin, or its path on this host when it has none (too long for a DNS label). */
+function siteUrlOrPath (cid: CID, site: Site): string {
+  try {
+    return siteUrl(cid, site.at, site.domain, '/')
+  } catch {
+    return `${site.at.proto}://${site.domain}/ipfs/${cid.toString()}`
+  }
+}
+
+/**
+ * The URI router (subdomain gateway spec): `/ipfs/?uri=ipfs://{cid}/{path}` (what a browser's
+ * registerProtocolHandler sends) moves to `/ipfs/{cid}/{path}`, from where the usual routing goes on.
+ */
+function routeUri (rc: RequestContext, uri: string): void {
+  const m = /^ipfs:\/\/([^/?#]+)([^#]*)/i.exec(uri)
+  if (m == null) {
+    if (/^ipns:\/\//i.test(uri)) throw new InvalidInputError('this gateway serves /ipfs/ content only, not IPNS names')
+    throw new InvalidInputError(`uri must be ipfs://{cid}[/{path}], not ${truncate(uri, 80)}`)
+  }
+  const root = parseCid(m[1] as string)
+  const rest = m[2] ?? ''
+  // the rest as a URL writes it (percent-encoded, dot segments resolved): nothing else reaches the header
+  const u = new URL(rest.startsWith('/') ? rest : `/${rest}`, 'http://x')
+  redirect(rc, 301, `/ipfs/${root.toString()}${rest === '' ? '' : `${u.pathname}${u.search}`}`)
 }
 
 // ---- the OpenAPI description of this route (src/http/openapi.ts) -----------
@@ -454,6 +657,7 @@ function gatewayOperation (method: 'get' | 'head', withPath: boolean): Obj {
       '- `raw` / `application/vnd.ipld.raw`: the block of the CID alone (no path);',
       '- `car` / `application/vnd.ipld.car`: a CARv1 of the path\'s blocks and, per `dag-scope`, the terminal block, the entity or the whole DAG (`entity-bytes` for a byte range of a file); `version=1`, `order=dfs|unk`, `dups=y|n`;',
       '- `dag-json`, `dag-cbor`, `json`, `cbor`: a block of that very codec, unconverted.',
+      'With the subdomain gateway on (`--gateway-domain`), `{cidv1-base32}.ipfs.{domain}` serves the same content as a website at `/` of an origin of its own (HTML inline, `index.html`, `_redirects`), and this path on the domain itself answers 301 to it. `/ipfs/?uri=ipfs://{cid}/{path}` answers 301 to `/ipfs/{cid}/{path}`.',
       'Not supported: TAR (406), IPNS records (400: /ipfs only). Files and blocks support one byte range (`Range`, `If-Range`; several ranges get the whole entity with 200); every success has an `ETag` and honours `If-None-Match` (304). Content is immutable: `Cache-Control: public, max-age=29030400, immutable`.'
     ].join('\n'),
     parameters: [...Object.keys(GatewayQuery.shape).map(k => parameterKey('Gateway', k)), ...Object.keys(gatewayParameters())].map(k => ref('parameters', k)),
@@ -478,9 +682,9 @@ function gatewayOperation (method: 'get' | 'head', withPath: boolean): Obj {
         headers: hdrs(['Content-Range', 'ETag', 'Cache-Control', 'X-Ipfs-Path', 'X-Ipfs-Roots', 'Accept-Ranges']),
         ...body({ '*/*': binary() })
       },
-      301: { description: 'A directory asked for without a trailing `/`: `Location` is the same URL with it.', headers: { Location: ref('headers', 'Location') } },
+      301: { description: 'A directory asked for without a trailing `/`: `Location` is the same URL with it. On the gateway domain (`--gateway-domain`): `Location` is the content origin, `{scheme}://{cidv1-base32}.ipfs.{domain}/{path}?{query}`.', headers: { Location: ref('headers', 'Location') } },
       304: { description: '`If-None-Match` matches the ETag of the selected representation.', headers: hdrs(['ETag', 'Cache-Control']) },
-      400: err('Not a valid CID or path segment (`.`, `..`, bad percent-encoding), an unknown `format`, a bad `dag-scope` or `entity-bytes` (or entity-bytes with another dag-scope, or entirely outside the file), `format=raw` with a path, an IPNS record asked for, a codec that cannot be deserialized, or a service-worker registration.'),
+      400: err('A CID longer than a DNS label on the gateway domain, not a valid CID or path segment (`.`, `..`, bad percent-encoding), an unknown `format`, a bad `dag-scope` or `entity-bytes` (or entity-bytes with another dag-scope, or entirely outside the file), `format=raw` with a path, an IPNS record asked for, a codec that cannot be deserialized, or a service-worker registration.'),
       404: err('The CID is not served by this gateway (no live pin, per the operator\'s policy), not held by this node, or a block under the path is missing.'),
       410: err('The CID, the path, or a block under it is denied by this service (the operator\'s takedowns or denylists, `GONE`; the details say why). A response already streaming when it reaches a denied block is cut.'),
       406: err('The format cannot be produced: TAR, an unsupported CAR variant (version, order, dups), a typed format for a block of another codec, a symlink or UnixFS metadata asked for deserialized, content that cannot be deserialized, or `dag-scope=all` over a codec whose links cannot be walked.'),

@@ -112,6 +112,7 @@ async function ticketUpload (req: IncomingMessage, res: ServerResponse, url: URL
   const r = await uploadWithTicket({ ticket: ticket.trim().toLowerCase(), owner, file }, {
     ledger: deps.ledger, tickets: t.tickets, records: t.records, direct: t.direct, slots: deps.slots, publicUrl: deps.publicUrl, log: deps.log,
     discard: t.discard, retries: t.retries,
+    ...(deps.siteUrl != null ? { siteUrl: deps.siteUrl } : {}),
     ...(t.journals != null ? { journals: t.journals } : {}),
     ...(t.onLeftover != null ? { onLeftover: t.onLeftover } : {}),
     ...(deps.refusal != null ? { refusal: deps.refusal } : {}),

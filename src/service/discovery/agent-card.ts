@@ -46,6 +46,8 @@ export interface AgentCardInput {
   payTo?: string
   prices: PriceSettings
   uploadMaxBytes: number
+  /** the subdomain gateway's content origins, `{scheme}://{cid}.ipfs.{domain}{:port}/` (--gateway-domain) */
+  siteOrigin?: string
   /** how the node is reachable on the IPFS network */
   p2p?: { peerId: string, multiaddrs: string[], routing: string[], provideStrategy: string }
 }
@@ -124,7 +126,7 @@ export function buildAgentCard (c: AgentCardInput): z.output<typeof AgentCard> {
       {
         id: 'retrieve',
         name: 'Retrieve content',
-        description: `GET ${url}/ipfs/{cid}[/path] — free, with Range and ETag support; ?format=raw|car for verifiable (trustless) responses.`,
+        description: `GET ${url}/ipfs/{cid}[/path] — free, with Range and ETag support; ?format=raw|car for verifiable (trustless) responses.${c.siteOrigin != null ? ` Websites: a directory upload is served at ${c.siteOrigin} (CIDv1 base32; an origin of its own, index.html, _redirects), where /ipfs/{cid} on the gateway domain redirects.` : ''}`,
         tags: ['ipfs', 'gateway', 'retrieval'],
         examples: ['GET /ipfs/bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy'],
         inputModes: ['text/plain'],

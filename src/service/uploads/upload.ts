@@ -53,6 +53,8 @@ export interface UploadDeps {
   /** replays of used payments whose bodies are checked at once (see replay) */
   replaySlots: Pick<Slots, 'release' | 'take'>
   publicUrl: string
+  /** the content origin a root is served at as a website (the subdomain gateway); absent: none */
+  siteUrl?: (cid: string) => string | undefined
   network: string
   asset: string
   log: Logger
@@ -115,6 +117,7 @@ export const UploadResult = z.object({
     transaction: text('the settlement transaction')
   }),
   gateway_url: text('where the content is served', { format: 'uri' }),
+  site_url: text('where the content is served as a website, in an origin of its own (when the operator runs the subdomain gateway, --gateway-domain)', { format: 'uri' }).optional(),
   files: z.array(z.object({
     path: text('the file\'s path in the directory'),
     cid: text('the file\'s CID'),
@@ -481,7 +484,8 @@ function quoteOf (p: VerifiedPayment, months: number, d: UploadDeps): Quote {
 }
 
 /** an uploaded file's pin: pinned, its sizes known and its payment settled */
-export function uploadBody (pin: PinRecord, d: Pick<UploadDeps, 'publicUrl'>, files?: ImportedBody['files']): z.output<typeof UploadResult> {
+export function uploadBody (pin: PinRecord, d: Pick<UploadDeps, 'publicUrl' | 'siteUrl'>, files?: ImportedBody['files']): z.output<typeof UploadResult> {
+  const site = d.siteUrl?.(pin.cid)
   return {
     ...(files != null ? { files: files.map(f => ({ path: f.path, cid: f.cid.toString(), size: f.size })) } : {}),
     requestid: pin.requestid,
@@ -495,7 +499,8 @@ export function uploadBody (pin: PinRecord, d: Pick<UploadDeps, 'publicUrl'>, fi
     months: pin.months,
     owner: pin.owner,
     price: { amount: pin.payment.amount, usdc: formatUsdc(BigInt(pin.payment.amount)), asset: pin.payment.asset, network: pin.payment.network, transaction: pin.payment.tx as string },
-    gateway_url: `${d.publicUrl}/ipfs/${pin.cid}`
+    gateway_url: `${d.publicUrl}/ipfs/${pin.cid}`,
+    ...(site != null ? { site_url: site } : {})
   }
 }
 
