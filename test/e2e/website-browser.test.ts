@@ -111,8 +111,10 @@ async function upload (files: Array<[string, string | Buffer]>): Promise<string>
   for (const [path, content] of files) form.append('file', new Blob([typeof content === 'string' ? Buffer.from(content) : content]), path)
   const r = await payingFetch(chain, chain.payers[0]!.privateKey)(`${pind.url}/upload?format=directory`, { method: 'POST', body: form })
   expect(r.status, await r.clone().text()).toBe(201)
-  const { cid } = await r.json() as { cid: string }
+  const { cid, site_url: site } = await r.json() as { cid: string, site_url?: string }
   expect(cid).toMatch(/^bafy[a-z2-7]+$/) // CIDv1 base32: a valid DNS label
+  // the upload answers where the site is: the origin the browser opens below
+  expect(site).toBe(`${origin(cid)}/`)
   return cid
 }
 
