@@ -39,7 +39,7 @@ import {
   type ByteDecision, type Headers
 } from '../gateway/respond.js'
 import { MAX_REDIRECTS_BYTES, matchRedirect, parseRedirects, RedirectsFileError, type RedirectRule } from '../gateway/redirects.js'
-import { routeHost, siteLabel, siteUrl, type PublicHost, type SiteHosts } from '../gateway/site-host.js'
+import { routeHost, siteUrl, type PublicHost, type SiteHosts } from '../gateway/site-host.js'
 import type { Handler, RequestContext, Router } from '../router.js'
 import type { StreamSlots } from '../stream-slots.js'
 import { goneDenied } from '../../service/serving/denials.js'
@@ -108,7 +108,7 @@ export function gatewayRoutes (router: Router, deps: GatewayDeps): void {
         case 'moved': return (ctx) => { redirect(ctx, 301, host.location) }
         case 'domain': {
           // the path gateway's content paths move to their content origin (the root CID checked, the rest after the move)
-          if (!url.pathname.startsWith('/ipfs/')) return undefined
+          if (!url.pathname.startsWith('/ipfs/') || (req.method !== 'GET' && req.method !== 'HEAD')) return undefined
           const { cidText } = splitContentPath(url.pathname)
           if (cidText === '') return undefined // /ipfs/?uri=… (the URI router) and the path gateway's 400
           const root = parseCid(cidText)

@@ -160,12 +160,13 @@ describe('content origins', () => {
     expect(JSON.parse(text(await get(`${long.toString()}.ipfs.localhost:${s.port}`, '/'))).error.details).toMatch(/DNS label/)
   })
 
-  it('take GET, HEAD and OPTIONS only', async () => {
+  it('take GET, HEAD and OPTIONS only (and the domain moves only those)', async () => {
     const { request } = await import('node:http')
-    const status = await new Promise<number>((resolve, reject) => {
-      request(`http://127.0.0.1:${s.port}/`, { method: 'POST', headers: { host: at(site) }, agent: false }, (res) => { res.resume(); resolve(res.statusCode ?? 0) }).on('error', reject).end()
+    const post = async (host: string, path: string): Promise<number> => await new Promise<number>((resolve, reject) => {
+      request(`http://127.0.0.1:${s.port}${path}`, { method: 'POST', headers: { host }, agent: false }, (res) => { res.resume(); resolve(res.statusCode ?? 0) }).on('error', reject).end()
     })
-    expect(status).toBe(405)
+    expect(await post(at(site), '/')).toBe(405)
+    expect(await post(`localhost:${s.port}`, `/ipfs/${site.toString()}/`)).toBe(405)
   })
 
   it('list a directory without index.html with CID links to their own origins', async () => {
