@@ -135,16 +135,24 @@ export function x402For (chain, privateKey) {
 /**
  * The whole paid exchange with a lean client: unpaid POST /upload → 402 (pind answers as soon as
  * the head is read) → sign the EIP-3009 authorization → paid POST → 201. Resolves with the time
- * and the response body.
+ * and the response body. `path`: another upload path (e.g. `/upload?format=car`).
  */
-export async function paidUpload (url, bytes, { client, http }) {
+export async function paidUpload (url, bytes, payer, path = '/upload') {
+  return await paidPost(async (headers) => await multipartPost(`${url}${path}`, bytes, headers), payer)
+}
+
+/**
+ * The same exchange for any request: `post(headers)` sends it (the first time with no payment
+ * headers), and must send the whole body each time. Resolves with the time and the 201's body.
+ */
+export async function paidPost (post, { client, http }) {
   const t0 = performance.now()
-  const unpaid = await multipartPost(`${url}/upload`, bytes)
+  const unpaid = await post({})
   const challenge = await unpaid.body.text()
   if (unpaid.statusCode !== 402) throw new Error(`expected 402, got ${unpaid.statusCode} ${challenge}`)
   const required = http.getPaymentRequiredResponse(n => unpaid.headers[n.toLowerCase()], JSON.parse(challenge))
   const headers = http.encodePaymentSignatureHeader(await client.createPaymentPayload(required))
-  const paid = await multipartPost(`${url}/upload`, bytes, headers)
+  const paid = await post(headers)
   const text = await paid.body.text()
   if (paid.statusCode !== 201) throw new Error(`upload failed: ${paid.statusCode} ${text}`)
   return { ms: performance.now() - t0, body: JSON.parse(text) }

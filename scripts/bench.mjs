@@ -2,7 +2,7 @@
 /**
  * `npm run bench`: the benchmark summary. Runs the project's benchmark
  * scripts, each as a child process with `--json` (it prints its figures as a last JSON line),
- * at sizes that finish in about 10 minutes in all on a 2-core machine, and prints one line per
+ * at sizes that finish in about 13 minutes in all on a 2-core machine (bench-site alone ~3.5), and prints one line per
  * row: the figure, the baseline measured in the same run, their ratio (figure / baseline), the
  * target and whether it is met; then how many rows met their target and the load average at
  * the start and the end (the figures mean little on a loaded machine: a warning when the
@@ -40,7 +40,8 @@ const JOBS = {
   upload: { script: 'bench-upload.mjs', full: ['--runs', '3', '--mb', '100'], quick: ['--runs', '1', '--mb', '2'] },
   gateway: { script: 'bench-gateway.mjs', full: ['100000000', '5', '--no-ranges'], quick: ['2000000', '1', '--no-ranges'] },
   s3: { script: 'bench-s3.mjs', full: ['--runs', '2', '--mb', '100', '--gc-blocks', '0', '--no-tickets'], quick: ['--runs', '1', '--mb', '2', '--gc-blocks', '0', '--no-tickets'], needs: cephMissing },
-  pin: { script: 'bench-pin.mjs', full: ['100', '--runs', '3'], quick: ['4', '--runs', '1'] }
+  pin: { script: 'bench-pin.mjs', full: ['100', '--runs', '3'], quick: ['4', '--runs', '1'] },
+  site: { script: 'bench-site.mjs', full: ['--binary', '--runs', '3'], quick: ['--binary', '--quick'] }
 }
 
 const ms = (x) => `${x.toLocaleString('en-US', { maximumFractionDigits: x < 20 ? 2 : 0, minimumFractionDigits: x < 20 ? 2 : 0 })} ms`
@@ -61,6 +62,8 @@ const ROWS = [
   { name: 'gateway', label: 'gateway GET {mb} MB', job: 'gateway', unit: perS('MB/s'), figure: j => j.pindMBps, baselineLabel: 'node:http file server', baseline: j => j.baselineMBps, target: { on: 'ratio', atLeast: 0.80 } },
   { name: 's3-gateway', label: 'S3: gateway GET {mb} MB', job: 's3', unit: perS('MB/s'), figure: j => j.readMBps, baselineLabel: 'raw SDK GET', baseline: j => j.getMBps, target: { on: 'ratio', atLeast: 0.80 } },
   { name: 's3-upload', label: 'S3: paid upload {mb} MB', job: 's3', unit: perS('MB/s'), figure: j => j.uploadMBps, baselineLabel: 'raw SDK PUT', baseline: j => j.putMBps, target: { on: 'ratio', atLeast: 0.70 } },
+  { name: 'car-upload', label: 'paid CAR upload {mb} MB', job: 'site', unit: perS('MB/s'), figure: j => j.carMBps, baselineLabel: 'the same as a file', baseline: j => j.fileMBps, target: { on: 'ratio', atLeast: 0.90 } },
+  { name: 'dir-upload', label: 'paid directory, {files} files', job: 'site', unit: perS('MB/s'), figure: j => j.dirMBps, baselineLabel: '@helia/unixfs addAll', baseline: j => j.dirBaselineMBps, target: { on: 'ratio', atLeast: 0.70 } },
   { name: 'pin', label: 'pin by CID {mib} MiB', job: 'pin', unit: perS('MiB/s'), figure: j => j.pindMiBps, baselineLabel: 'helia pins.add', baseline: j => j.heliaMiBps, target: { on: 'ratio', atLeast: 1.5 } },
   { name: 'pins-p99', label: 'GET /pins p99, {pins} pins', job: 'pinsList', unit: ms, figure: j => j.pinsP99, baselineLabel: 'GET /health p99', baseline: j => j.healthP99, target: { on: 'figure', below: 10 } },
   { name: 'keys-mint', label: 'pind keys mint via serve', job: 'pinsList', unit: ms, figure: j => j.mintMs, baselineLabel: 'pind --version', baseline: j => j.versionMs, target: { on: 'figure', below: 200 } }
@@ -122,11 +125,12 @@ const targetText = (row) => row.target.on === 'ratio'
 
 const rows = ROWS.filter(r => only == null || only.includes(r.name))
 /** a row's label with its sizes: from the script's figures, else the sizes asked for */
-const planned = quick ? { pins: 1_000, mb: 2, mib: 4 } : { pins: 100_000, mb: 100, mib: 100 }
+const planned = quick ? { pins: 1_000, mb: 2, mib: 4, files: 200 } : { pins: 100_000, mb: 100, mib: 100, files: 10_000 }
 const labelOf = (r, j = {}) => r.label
   .replace('{pins}', (j.pins ?? planned.pins).toLocaleString('en-US'))
   .replace('{mb}', String(j.mb ?? (j.bytes != null ? j.bytes / 1e6 : planned.mb)))
   .replace('{mib}', String(j.mib ?? planned.mib))
+  .replace('{files}', (j.files ?? planned.files).toLocaleString('en-US'))
 const startLoad = loadavg()
 const t0 = performance.now()
 say(`pind benchmark summary${quick ? ' (--quick: tiny sizes, the figures are noise)' : ''}: ${binary}, Node ${process.version}, ${new Date().toISOString()}`)
