@@ -75,6 +75,8 @@ export async function readFiles<T> (req: IncomingMessage, consume: (files: Async
   }
   return await new Promise<T>((resolve, reject) => {
     let failure: unknown
+    /** the failure is a part stream's AbortError: the consumer stopped reading it (its own error says why) */
+    let failureIsConsumerStop = false
     let fileStream: Readable | undefined
     let consumed: Promise<T> | undefined
     let finished = false
@@ -103,7 +105,7 @@ export async function readFiles<T> (req: IncomingMessage, consume: (files: Async
       if (failure != null) {
         // wait for the consumer to let go of the stream before reporting
         if (consumed == null) reject(failure)
-        else consumed.then(() => { reject(failure) }, () => { reject(failure) })
+        else consumed.then(() => { reject(failure) }, (err: unknown) => { reject(failureIsConsumerStop ? err : failure) })
         return
       }
       if (!finished) return
@@ -131,7 +133,12 @@ export async function readFiles<T> (req: IncomingMessage, consume: (files: Async
       // a body cut inside this part errors the part's stream; whoever reads it sees the error
       // through its iterator, and once nobody does (refused, or the consumer stopped) it must
       // not become an uncaught 'error' that takes the process down
-      stream.on('error', (err: Error) => { fail(new InvalidInputError(`malformed or truncated multipart/form-data body (${err.message.slice(0, 80)})`)) })
+      stream.on('error', (err: Error) => {
+        // an AbortError is the consumer letting go of the stream (an import that refused it and is
+        // still tidying up, say): the consumer's own failure, when it comes, is the answer
+        if (failure == null && err.name === 'AbortError') failureIsConsumerStop = true
+        fail(new InvalidInputError(`malformed or truncated multipart/form-data body (${err.message.slice(0, 80)})`))
+      })
       if (failure != null) {
         // already refused (busboy may still emit parts it had buffered): never start a consumer now
         stream.resume()

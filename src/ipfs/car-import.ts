@@ -16,6 +16,7 @@ import { CID } from 'multiformats/cid'
 import { identity } from 'multiformats/hashes/identity'
 import { codecOf, PIN_HASHERS, unknownCodec, unknownHash } from './codecs.js'
 import { cidsIn } from './dag-links.js'
+import { WriteBehind } from './write-behind.js'
 import { TooLargeError, type ImportTarget } from './import.js'
 import { PindError } from '../kernel/errors.js'
 
@@ -56,6 +57,8 @@ export async function importCar (source: AsyncIterable<Uint8Array>, o: { blockst
   const decoder = createDecoder(capped(asyncIterableReader(counted)))
   /** block (string) → its links and size, for the walk */
   const read = new Map<string, { cid: CID, links: CID[], size: number }>()
+  // the next block is read and hashed while earlier ones are written
+  const writer = new WriteBehind(o.blockstore)
   let roots: CID[]
   try {
     roots = (await decoder.header()).roots
@@ -68,10 +71,15 @@ export async function importCar (source: AsyncIterable<Uint8Array>, o: { blockst
       if (why != null) throw new CarError(`block ${key} has ${why}`)
       if (!await matches(cid, bytes)) throw new CarError(`block ${key} does not match its CID (its bytes hash to something else)`)
       const links = linksOf(cid, bytes)
-      if (cid.multihash.code !== identity.code) await o.blockstore.put(cid, bytes)
+      if (cid.multihash.code !== identity.code) await writer.put(cid, bytes)
       read.set(key, { cid, links, size: bytes.byteLength })
     }
+    await writer.flush()
   } catch (err) {
+    // nothing still being written once the caller discards what was staged
+    await writer.settle()
+    // the store failed, not the CAR: not the client's 400
+    if (writer.isWriteFailure(err)) throw err
     if (err instanceof CarError || err instanceof TooLargeError || (o.signal?.aborted === true)) throw err
     if ((err as Error)?.name === 'TooLargeError' || (err as Error)?.name === 'BodyTooLargeError') throw err
     throw new CarError(`the CAR cannot be read: ${(err as Error).message === 'Unexpected end of data' ? 'it is truncated' : (err as Error).message}`)

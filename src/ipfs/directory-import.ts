@@ -12,6 +12,7 @@ import { importer } from 'ipfs-unixfs-importer'
 import type { CID } from 'multiformats/cid'
 import { PindError } from '../kernel/errors.js'
 import { TooLargeError, UNIXFS_PROFILE, type ImportTarget } from './import.js'
+import { WriteBehind } from './write-behind.js'
 
 /** files one directory upload may hold */
 export const MAX_DIRECTORY_FILES = 10_000
@@ -59,11 +60,20 @@ export async function importDirectory (files: AsyncIterable<{ path?: string, byt
   })()
   const out: DirectoryImportResult['files'] = []
   let root: CID | undefined
-  // one file at a time: the next part of the body arrives only once this one is read
-  for await (const entry of importer(source, o.blockstore, { profile: UNIXFS_PROFILE, wrapWithDirectory: true, fileImportConcurrency: 1 })) {
-    const path = entry.path ?? ''
-    if (path === '') root = entry.cid
-    else if (sizes.has(path)) out.push({ path, cid: entry.cid, size: sizes.get(path) as number })
+  // one file at a time (the next part of the body arrives only once this one is read), its
+  // blocks written behind the import: small files do not each wait for their own write
+  const writer = new WriteBehind(o.blockstore)
+  try {
+    for await (const entry of importer(source, writer, { profile: UNIXFS_PROFILE, wrapWithDirectory: true, fileImportConcurrency: 1 })) {
+      const path = entry.path ?? ''
+      if (path === '') root = entry.cid
+      else if (sizes.has(path)) out.push({ path, cid: entry.cid, size: sizes.get(path) as number })
+    }
+    await writer.flush()
+  } catch (err) {
+    // nothing still being written once the caller discards what was staged
+    await writer.settle()
+    throw err
   }
   if (root == null || paths.size === 0) throw new DirectoryError('a directory upload needs at least one file part')
   const order = new Map([...paths].map((p, i) => [p, i]))

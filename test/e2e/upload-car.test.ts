@@ -116,7 +116,7 @@ describe('POST /upload with a CAR', () => {
     const before = await usdcBalance(chain, payer.address)
     const stored = await blocks.count(pind.dataDir)
     const r = await payingFetch(chain, payer.privateKey)(`${pind.url}/upload`, { method: 'POST', body: carForm(bytes), headers: { 'x-upload-size': String(LIMIT) } })
-    expect(r.status).toBe(413)
+    expect(r.status, await r.clone().text()).toBe(413)
     expect(await usdcBalance(chain, payer.address)).toBe(before)
     expect(await blocks.count(pind.dataDir)).toBe(stored)
   })

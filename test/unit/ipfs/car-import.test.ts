@@ -107,4 +107,27 @@ describe('importCar', () => {
     const pb = await block(dagPb, { Data: new Uint8Array(0), Links: [{ Hash: a.cid, Name: 'a', Tsize: 1 }] })
     expect((await read(await carOf([pb.cid], [pb, a]))).result.reachable).toHaveLength(2)
   })
+
+  it('passes a failing store\'s own error on, not a 400 about the CAR, once no write is under way', async () => {
+    const dag = await dagOf(Buffer.alloc(3_000_000, 7))
+    const car = await carOf([dag.root], dag.blocks)
+    let underWay = 0
+    let puts = 0
+    const failing = new MemoryBlockstore()
+    const put = failing.put.bind(failing)
+    failing.put = async (cid, bytes) => {
+      underWay++
+      try {
+        await new Promise(resolve => setTimeout(resolve, 5))
+        if (++puts === 2) throw Object.assign(new Error('no space left on device'), { code: 'ENOSPC' })
+        return await put(cid, bytes)
+      } finally {
+        underWay--
+      }
+    }
+    const err = await importCar(pieces(car), { blockstore: failing, maxBytes: 10_000_000 }).then(() => undefined, (e: Error) => e)
+    expect(err).not.toBeInstanceOf(CarError)
+    expect(err?.message).toBe('no space left on device')
+    expect(underWay).toBe(0)
+  })
 })
