@@ -6,6 +6,8 @@
  * assembles the document.
  */
 
+import type { PriceSettings } from '../payment/pricing.js'
+
 export type Obj = Record<string, unknown>
 
 export interface OpenApiInput {
@@ -15,6 +17,8 @@ export interface OpenApiInput {
   asset: string
   maxMonths: number
   uploadMaxBytes: number
+  /** the prices and payee: each paid operation is marked with `x-payment-info` */
+  payment?: { prices: PriceSettings, payTo?: string }
 }
 
 /** path items by OpenAPI path, as a route module describes its routes */

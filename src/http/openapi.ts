@@ -29,7 +29,9 @@ import { WriteHeaders } from './write-headers.js'
 import { Failure, REASONS } from './error-catalog.js'
 import { COMMON, commonResponse, parameterKey, path, ref, schema, type Obj, type OpenApiInput } from './openapi-parts.js'
 import { GatewayQuery } from './gateway/request.js'
+import { PAID_OPERATIONS, paymentInfo } from '../service/discovery/paid-operations.js'
 import { agentCardOperations } from './routes/agent-card.js'
+import { discoveryOperations } from './routes/discovery.js'
 import { authOperations, SiweChallenge, SiweToken } from './routes/auth.js'
 import { gatewayOperations, gatewayParameters } from './routes/gateway.js'
 import { healthOperations } from './routes/health.js'
@@ -45,6 +47,26 @@ const REASON_LIST = Object.keys(REASONS)
 
 export function openApiDocument (o: OpenApiInput): Obj {
   const derived = fromZod(o)
+  const paths: Record<string, Obj> = {
+    ...pinOperations(o),
+    ...uploadOperations(o),
+    ...authOperations(),
+    ...gatewayOperations(),
+    ...healthOperations(),
+    ...discoveryOperations(),
+    ...agentCardOperations(),
+    ...jwksOperations(),
+    ...openApiOperations()
+  }
+  // each paid operation says how it is paid (the same terms as /.well-known/x402)
+  const pay = o.payment
+  if (pay != null) {
+    for (const op of PAID_OPERATIONS) {
+      const item = paths[op.path]?.[op.method.toLowerCase()] as Obj | undefined
+      if (item == null) throw new Error(`no OpenAPI operation for the paid route ${op.method} ${op.path}`)
+      item['x-payment-info'] = paymentInfo(op, { network: o.network, asset: o.asset, prices: pay.prices, ...(pay.payTo != null ? { payTo: pay.payTo } : {}) })
+    }
+  }
   return {
     openapi: '3.1.0',
     info: {
@@ -62,16 +84,7 @@ export function openApiDocument (o: OpenApiInput): Obj {
       { name: 'gateway', description: 'Path and trustless gateway for the content this node serves; free.' },
       { name: 'service', description: 'Discovery and liveness.' }
     ],
-    paths: {
-      ...pinOperations(o),
-      ...uploadOperations(o),
-      ...authOperations(),
-      ...gatewayOperations(),
-      ...healthOperations(),
-      ...agentCardOperations(),
-      ...jwksOperations(),
-      ...openApiOperations()
-    },
+    paths,
     components: {
       schemas: schemas(derived.schemas),
       parameters: parameters(derived.parameters),
@@ -91,6 +104,8 @@ function description (o: OpenApiInput): string {
       'The payment is verified before the work and settled after it; the success response carries `PAYMENT-RESPONSE` and a wallet token in `x-wallet-auth-token`.',
     '',
     `**Duration.** \`X-Pin-Duration-Months\` (1–${o.maxMonths}, default 1) on paid writes.`,
+    '',
+    '**Discovery.** Each paid operation is marked with `x-payment-info` (price model, network, asset), as listed by `GET /.well-known/x402`; every 402 carries the x402 `bazaar` extension (the request\'s method, body schema, headers and an output example). `GET /llms.txt` describes the API for language models, `GET /` for people.',
     '',
     '**Prepaid uploads.** `POST /upload/tickets` sells a single-use upload ticket, priced and paid as `POST /upload` would be for a file of `X-Upload-Size` bytes, settled at once. `POST /upload` with `X-Upload-Ticket` and the payer\'s wallet token then streams the file with no settlement in its way: its blocks go to the block store while the body arrives. A failed upload leaves the ticket usable.',
     '',

@@ -25,6 +25,7 @@ import { describeFormula, formatUsdc, type PriceSettings } from './pricing.js'
 import { z } from 'zod/v4'
 import { ADDRESS, count, DIGITS, text, USDC } from '../kernel/api-shapes.js'
 import { Eip3009Payload } from './x402-shapes.js'
+import type { PaidRoute } from './bazaar.js'
 
 export interface PaymentSettings {
   network: string
@@ -92,7 +93,12 @@ export interface Quote {
   description: string
   /** extra readable facts for the 402 body (e.g. how the size was determined) */
   notes?: Pick<Terms, 'sizeSource' | 'maxBytes' | 'pinned_until_now' | 'pinned_until_after'>
+  /** the paid route and the request's path: the 402 carries its bazaar discovery extension (bazaar.ts) */
+  discovery?: { route: PaidRoute, path: string }
 }
+
+/** the bazaar's service metadata of every 402 (resource.serviceName, resource.tags) */
+const SERVICE = { serviceName: 'pind', tags: ['ipfs', 'pinning', 'storage'] }
 
 export interface VerifiedPayment {
   payer: string
@@ -301,7 +307,8 @@ export class PaymentGate {
     let built = this.challenges.get(key)
     if (built == null) {
       const req = await this.requirementsFor(q)
-      const pr = await this.rs.createPaymentRequiredResponse([req], { url: q.resourceUrl, description: q.description, mimeType: 'application/json' }, details)
+      const d = q.discovery
+      const pr = await this.rs.createPaymentRequiredResponse([req], { url: q.resourceUrl, description: q.description, mimeType: 'application/json', ...SERVICE }, details, d?.route.extensionsFor(d.path))
       built = new (insufficient ? InsufficientFundsError : PaymentRequiredError)(details, encodePaymentRequiredHeader(pr), this.readableTerms(q))
       if (this.challenges.size >= 1000) this.challenges.delete(this.challenges.keys().next().value as string)
       this.challenges.set(key, built)
@@ -465,7 +472,7 @@ export class PaymentGate {
 /** a quote's fields and the reason, as one string (NUL-separated: no field holds one) */
 function challengeKey (q: Quote, reason: string): string {
   const n = q.notes
-  return `${q.amount}\0${q.months}\0${q.bytes}\0${q.resourceUrl}\0${q.description}\0${n?.sizeSource ?? '\u0001'}\0${n?.maxBytes ?? '\u0001'}\0${n?.pinned_until_now ?? '\u0001'}\0${n?.pinned_until_after ?? '\u0001'}\0${reason}`
+  return `${q.amount}\0${q.months}\0${q.bytes}\0${q.resourceUrl}\0${q.description}\0${q.discovery?.route.key ?? ''} ${q.discovery?.path ?? ''}\0${n?.sizeSource ?? '\u0001'}\0${n?.maxBytes ?? '\u0001'}\0${n?.pinned_until_now ?? '\u0001'}\0${n?.pinned_until_after ?? '\u0001'}\0${reason}`
 }
 
 class DeadlineError extends Error {}

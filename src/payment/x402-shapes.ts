@@ -42,10 +42,12 @@ export const X402PaymentRequired = z.object({
   resource: z.object({
     url: text('the resource paid for', { format: 'uri' }),
     description: z.string().optional(),
-    mimeType: z.string().optional()
+    mimeType: z.string().optional(),
+    serviceName: text('the bazaar\'s service name').optional(),
+    tags: z.array(z.string()).meta({ description: 'the bazaar\'s topical tags' }).optional()
   }),
   accepts: z.array(X402PaymentRequirements).min(1),
-  extensions: Extensions.optional()
+  extensions: Extensions.meta({ description: '`bazaar`: the x402 discovery extension (extensions-bazaar.md): how the request is made (method, body type, the JSON Schema of the body, headers; `routeTemplate` for parameterised routes) and an output example' }).optional()
 }).meta({ description: 'The decoded PAYMENT-REQUIRED header (x402 v2 PaymentRequired)' })
 
 /** the `payload` of an exact-EVM payment: an EIP-3009 transferWithAuthorization and its signature */

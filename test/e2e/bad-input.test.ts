@@ -150,7 +150,7 @@ function cidCases (): Case[] {
 
 function traversalCases (): Case[] {
   const cid = A.cid
-  // [path, may it be served? (URL normalisation turns it into the CID itself)]
+  // [path, may it be served? (URL normalisation turns it into the CID itself, or into / : the landing page)]
   const paths: Array<[string, boolean?]> = [
     ['/ipfs/../../etc/passwd'], ['/ipfs/..%2f..%2fetc%2fpasswd'], ['/ipfs/%2e%2e/%2e%2e/etc/passwd'], ['/ipfs/%2E%2E/%2E%2E/etc/passwd'],
     [`/ipfs/${cid}/../../../etc/passwd`], [`/ipfs/${cid}/..%2f..%2f..%2fetc%2fpasswd`], [`/ipfs/${cid}/%2e%2e/%2e%2e/etc/passwd`],
@@ -159,11 +159,11 @@ function traversalCases (): Case[] {
     [`/ipfs/${cid}/%ff%fe`], [`/ipfs/${cid}/%`], [`/ipfs/${cid}/%%32%65`], [`/ipfs/${cid}/%u002e%u002e`], [`/ipfs/${cid}/%zz`],
     [`/ipfs/${cid}/..\\..\\etc\\passwd`], [`/ipfs/${cid}\\..\\..\\etc\\passwd`], ['/ipfs\\..\\etc\\passwd'], [`/ipfs/${cid}/%5c..%5c..%5cetc%5cpasswd`],
     [`/ipfs/${cid}/.`, true], [`/ipfs/${cid}/%2e`, true], [`/ipfs/${cid}/./././`, true], [`/ipfs/${cid}/a/..`, true], [`/ipfs/${cid}/a/%2e%2e/`, true],
-    [`//ipfs/${cid}/../..`], ['/ipfs//..//..//etc/passwd'], [`/ipfs/${cid}/;/../`, true], [`/ipfs/${cid}/file:///etc/passwd`],
+    [`//ipfs/${cid}/../..`, true], ['/ipfs//..//..//etc/passwd'], [`/ipfs/${cid}/;/../`, true], [`/ipfs/${cid}/file:///etc/passwd`],
     [`/ipfs/${cid}/C:\\Windows\\win.ini`], [`/ipfs/${cid}/\u00ff\u00fe`], [`/ipfs/${cid}/%2F%2F%2F`], [`/ipfs/${cid}/a%2Fb`], [`/ipfs/${cid}/%2e%2e%5c`],
     [`/ipfs/${cid}/` + '..%2f'.repeat(500)], [`/ipfs/${cid}/` + 'a/'.repeat(3000)], [`/ipfs/${cid}/` + '%2e%2e%2f'.repeat(900)],
     [`/ipfs/${cid}/` + 'x'.repeat(15_000)], ['/ipfs/' + 'a'.repeat(20_000)], [`/ipfs/${cid}/` + '/'.repeat(5000) + 'x'],
-    ['/ipfs'], ['/ipfs/'], ['/ipfs/%20'], ['/ipfs/.'], ['/ipfs/..'], ['/ipns/' + cid], ['/ipfs/ipfs/' + cid], ['/IPFS/' + cid],
+    ['/ipfs'], ['/ipfs/'], ['/ipfs/%20'], ['/ipfs/.'], ['/ipfs/..', true], ['/ipns/' + cid], ['/ipfs/ipfs/' + cid], ['/IPFS/' + cid],
     [`/ipfs/${cid}?format=../../etc/passwd`], [`/ipfs/${cid}?format=%00`], [`/ipfs/${cid}?format=tar`], [`/ipfs/${cid}?format=ipns-record`],
     [`/ipfs/${cid}?format=car&dag-scope=../..`], [`/ipfs/${cid}?format=car&entity-bytes=a:b`], [`/ipfs/${cid}?format=car&entity-bytes=99999999999999999999:1`],
     [`/ipfs/${cid}?format=car&entity-bytes=5:1`], [`/ipfs/${cid}?format=car&car-version=2`], [`/ipfs/${cid}?format=car&car-order=random`],
@@ -404,7 +404,8 @@ const ROUTES: Array<[string, string[]]> = [
   ['/upload', ['POST']], ['/pins', ['GET', 'HEAD', 'POST']], ['/pins/{A}', ['GET', 'HEAD', 'POST', 'DELETE']], ['/pins/{A}/renew', ['POST']],
   ['/ipfs/{cid}', ['GET', 'HEAD']], ['/health', ['GET', 'HEAD']], ['/auth/challenge', ['POST']], ['/auth/token', ['POST']],
   ['/.well-known/jwks.json', ['GET', 'HEAD']], ['/openapi.json', ['GET', 'HEAD']], ['/.well-known/agent.json', ['GET', 'HEAD']],
-  ['/.well-known/agent-card.json', ['GET', 'HEAD']], ['/metrics', []], ['/nope', []], ['/', []]
+  ['/.well-known/agent-card.json', ['GET', 'HEAD']], ['/', ['GET', 'HEAD']], ['/llms.txt', ['GET', 'HEAD']], ['/.well-known/x402', ['GET', 'HEAD']],
+  ['/metrics', []], ['/nope', []]
 ]
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'TRACE', 'PROPFIND', 'PROPPATCH', 'MKCOL', 'COPY', 'MOVE', 'LOCK', 'UNLOCK', 'SEARCH', 'QUERY',
   'PURGE', 'REPORT', 'LINK', 'UNLINK', 'ACL', 'BIND', 'REBIND', 'UNBIND', 'MERGE', 'MKACTIVITY', 'MKCALENDAR', 'CHECKOUT', 'NOTIFY', 'SUBSCRIBE', 'UNSUBSCRIBE', 'M-SEARCH',

@@ -11,7 +11,9 @@ import type { TokenService } from '../../auth/tokens.js'
 import type { Config } from '../../config/settings.js'
 import { openApiDocument } from '../../http/openapi.js'
 import type { Router } from '../../http/router.js'
+import { paidRoutes } from '../../http/paid-routes.js'
 import { agentCardRoutes } from '../../http/routes/agent-card.js'
+import { discoveryRoutes } from '../../http/routes/discovery.js'
 import { authRoutes } from '../../http/routes/auth.js'
 import { siteOriginTemplate, siteUrlFor } from '../../http/gateway/site-host.js'
 import { gatewayRoutes } from '../../http/routes/gateway.js'
@@ -33,6 +35,9 @@ import type { PaymentGate } from '../../payment/gate.js'
 import type { PriceSettings } from '../../payment/pricing.js'
 import type { PaymentsCheck } from '../../service/admin/status.js'
 import { buildAgentCard } from '../../service/discovery/agent-card.js'
+import { landingPage } from '../../service/discovery/landing.js'
+import { llmsTxt } from '../../service/discovery/llms-txt.js'
+import { x402Resources, type DiscoveryInput } from '../../service/discovery/paid-operations.js'
 import { checkHealth, HealthCheckError, type HealthCheck, type HealthDeps, type HealthReport } from '../../service/health/health.js'
 import { checkReadiness } from '../../service/health/readiness.js'
 import type { OpenNoteDeps } from '../../service/payments/noted-retry.js'
@@ -102,6 +107,22 @@ export function apiRoutes (router: Router, d: ApiDeps): void {
   }
   const health = async (): Promise<HealthReport> => await checkHealth(healthDeps)
   healthRoutes(router, health, async () => await checkReadiness(health, d.payments), d.draining)
+  // the paid routes as the discovery channels describe them: the bazaar extension of each 402, the documents below
+  const paid = paidRoutes({ publicUrl, network: config.network, asset: config.asset, maxMonths: config.maxMonths })
+  const discovery: DiscoveryInput = {
+    publicUrl,
+    network: config.network,
+    asset: config.asset,
+    assetName: config.assetName,
+    prices: d.prices,
+    uploadMaxBytes: config.uploadMaxBytes,
+    ...(config.payTo != null ? { payTo: config.payTo } : {})
+  }
+  discoveryRoutes(router, {
+    landing: () => landingPage({ ...discovery, version: VERSION }),
+    llmsTxt: () => llmsTxt(discovery),
+    x402: () => x402Resources(discovery)
+  })
   agentCardRoutes(router, buildAgentCard({
     publicUrl,
     network: config.network,
@@ -153,7 +174,8 @@ export function apiRoutes (router: Router, d: ApiDeps): void {
       refusal,
       storage: blocks,
       openNotes: d.openNotes,
-      leases: ledger.leases
+      leases: ledger.leases,
+      paidRoutes: paid
     }
   })
   jwksRoutes(router, d.keystore)
@@ -163,7 +185,8 @@ export function apiRoutes (router: Router, d: ApiDeps): void {
     network: config.network,
     asset: config.asset,
     maxMonths: config.maxMonths,
-    uploadMaxBytes: config.uploadMaxBytes
+    uploadMaxBytes: config.uploadMaxBytes,
+    payment: { prices: d.prices, ...(config.payTo != null ? { payTo: config.payTo } : {}) }
   }))
   authRoutes(router, { siwe: new SiweChallenges({ publicUrl, chainId: chainIdOf(config.network) }), tokens: d.tokens, clientOf: d.clientOf })
   uploadRoutes(router, {
@@ -187,6 +210,7 @@ export function apiRoutes (router: Router, d: ApiDeps): void {
     retry: d.retry,
     notes: ledger.notes,
     openNotes: d.openNotes,
+    paidRoutes: paid,
     ticket: {
       tickets: ledger.tickets,
       records: ledger,

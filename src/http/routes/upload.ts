@@ -131,7 +131,8 @@ function ticketRoutes (router: Router, deps: Parameters<typeof uploadRoutes>[1],
       ledger: deps.ledger, tickets: t.tickets, records: t.records, gate: deps.gate, tokens: deps.tokens, once: deps.once, prices: deps.prices,
       uploadMaxBytes: deps.uploadMaxBytes, validitySeconds: t.validitySeconds, publicUrl: deps.publicUrl, network: deps.network, asset: deps.asset, log: deps.log,
       ...(deps.storage != null ? { storage: deps.storage } : {}),
-      ...(deps.openNotes != null ? { openNotes: deps.openNotes } : {})
+      ...(deps.openNotes != null ? { openNotes: deps.openNotes } : {}),
+      ...(deps.paidRoutes != null ? { paidRoutes: deps.paidRoutes } : {})
     }
     const r = await buyTicket({ months, ...(fileBytes != null ? { fileBytes } : {}), ...(typeof paymentHeader === 'string' ? { payment: paymentHeader } : {}) }, d)
     countAsPaid()

@@ -8,6 +8,7 @@ import { describeFormula, formatUsdc, type PriceSettings } from '../../payment/p
 import { VERSION } from '../../kernel/version.js'
 import { UNIXFS_PROFILE } from '../../ipfs/import.js'
 import { PIN_PRICING_RULE } from '../pins/pin-create.js'
+import { discoveryLinks, PAID_OPERATIONS } from './paid-operations.js'
 
 export const A2A_PROTOCOL_VERSION = '0.3.0'
 export const X402_A2A_EXTENSION = 'https://github.com/google-agentic-commerce/a2a-x402/blob/main/spec/v0.2'
@@ -69,7 +70,7 @@ export function buildAgentCard (c: AgentCardInput): z.output<typeof AgentCard> {
       stateTransitionHistory: false,
       extensions: [{
         uri: X402_A2A_EXTENSION,
-        description: 'Write calls (POST /pins, POST /upload) are paid per request with x402 v2: answer the 402 challenge in the PAYMENT-REQUIRED header and retry with PAYMENT-SIGNATURE.',
+        description: `Write calls (${PAID_OPERATIONS.map(op => `${op.method} ${op.path}`).join(', ')}) are paid per request with x402 v2: answer the 402 challenge in the PAYMENT-REQUIRED header (it carries the bazaar discovery extension) and retry with PAYMENT-SIGNATURE. The paid resources: params.discovery.x402.`,
         required: true,
         params: {
           x402Version: 2,
@@ -90,7 +91,9 @@ export function buildAgentCard (c: AgentCardInput): z.output<typeof AgentCard> {
             maxMonths: c.prices.maxMonths,
             durationHeader: 'X-Pin-Duration-Months',
             pinsByCid: PIN_PRICING_RULE
-          }
+          },
+          // where the rest is described: for people, for language models, as OpenAPI, as an x402 resource list
+          discovery: discoveryLinks(url)
         }
       }]
     },

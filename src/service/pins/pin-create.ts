@@ -24,6 +24,7 @@ import type { PinLedger } from '../../ledger/pins.js'
 import type { PaymentInfo, PaymentRecord, PinRecord } from '../../ledger/records.js'
 import { newRequestid } from '../../ledger/requestid.js'
 import type { Logger } from '../../kernel/log.js'
+import type { PaidRoutes } from '../../payment/bazaar.js'
 import { identifyPayment, type PaymentGate, type PaymentIdentity, type Quote, type VerifiedPayment } from '../../payment/gate.js'
 import { bytesCoveredBy, priceFor, type PriceSettings } from '../../payment/pricing.js'
 import { reconcileOpenNote, type OpenNoteDeps } from '../payments/noted-retry.js'
@@ -61,6 +62,8 @@ export interface PinCreateDeps {
   openNotes?: OpenNoteDeps
   /** the ledger's leases: a replacement holds one on the pin it replaces while it settles, against replacements through other front ends */
   leases?: Pick<Leases, 'take' | 'release'>
+  /** the paid routes' bazaar declarations: each 402 carries its route's (payment/bazaar.ts) */
+  paidRoutes?: PaidRoutes
 }
 
 export interface PinWrite {
@@ -184,14 +187,17 @@ function newQuote (w: PinWrite, d: PinCreateDeps, probed: ProbeResult, cid: stri
     : claimed != null
       ? 'the X-Pin-Size header (the root block could not be read in time)'
       : 'no size known (the root block could not be read in time and no X-Pin-Size was sent): minimum price'
+  const path = w.replaces != null ? `/pins/${w.replaces.requestid}` : '/pins'
+  const route = w.replaces != null ? d.paidRoutes?.replace : d.paidRoutes?.pin
   return {
     maxBytes,
     declared: probed.size,
     quote: {
+      ...(route != null ? { discovery: { route, path } } : {}),
       amount,
       months: w.months,
       bytes: BigInt(bytes),
-      resourceUrl: `${d.publicUrl}/pins${w.replaces != null ? `/${w.replaces.requestid}` : ''}`,
+      resourceUrl: `${d.publicUrl}${path}`,
       description: `Pin ${cid} (up to ${maxBytes} bytes) for ${w.months} month(s)`,
       notes: {
         sizeSource,

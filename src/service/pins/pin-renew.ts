@@ -50,6 +50,7 @@ export async function renewPin (r: RenewRequest, d: PinCreateDeps): Promise<PinO
     months: r.months,
     bytes,
     resourceUrl: `${d.publicUrl}/pins/${pin.requestid}/renew`,
+    ...(d.paidRoutes != null ? { discovery: { route: d.paidRoutes.renew, path: `/pins/${pin.requestid}/renew` } } : {}),
     description: `Renew pin ${pin.requestid} (${bytes} bytes) for ${r.months} more month(s), until ${until.toISOString()}`,
     notes: { pinned_until_now: pin.pinnedUntil, pinned_until_after: until.toISOString() }
   }

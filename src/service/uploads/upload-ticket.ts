@@ -25,6 +25,7 @@ import type { PinLedger } from '../../ledger/pins.js'
 import { ticketPurpose, type UploadTicket, type UploadTickets } from '../../ledger/tickets.js'
 import type { PaymentRecord } from '../../ledger/records.js'
 import type { Logger } from '../../kernel/log.js'
+import type { PaidRoutes } from '../../payment/bazaar.js'
 import { identifyPayment, type PaymentGate, type PaymentIdentity, type Quote, type VerifiedPayment } from '../../payment/gate.js'
 import { formatUsdc, priceFor, type PriceSettings } from '../../payment/pricing.js'
 import { reconcileOpenNote, type OpenNoteDeps } from '../payments/noted-retry.js'
@@ -55,6 +56,8 @@ export interface TicketBuyDeps {
   storage?: Pick<BlockBackend, 'writable'>
   /** reconciles the open settlement note of a retried payment at once (noted-retry.ts) */
   openNotes?: OpenNoteDeps
+  /** the paid routes' bazaar declarations: each 402 carries its route's (payment/bazaar.ts) */
+  paidRoutes?: PaidRoutes
 }
 
 export interface TicketBuy {
@@ -102,6 +105,7 @@ export async function buyTicket (input: TicketBuy, d: TicketBuyDeps): Promise<Ti
     months: input.months,
     bytes: BigInt(declared),
     resourceUrl: `${d.publicUrl}/upload/tickets`,
+    ...(d.paidRoutes != null ? { discovery: { route: d.paidRoutes.ticket, path: '/upload/tickets' } } : {}),
     description: `A ticket to upload and pin a file of up to ${declared} bytes for ${input.months} month(s)`,
     notes: { sizeSource: 'X-Upload-Size header' }
   }

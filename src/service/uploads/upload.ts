@@ -22,6 +22,7 @@ import type { Logger } from '../../kernel/log.js'
 import type { CID } from 'multiformats/cid'
 import { z } from 'zod/v4'
 import { ADDRESS, count, DIGITS, LOWER_ADDRESS, text, USDC } from '../../kernel/api-shapes.js'
+import type { PaidRoutes } from '../../payment/bazaar.js'
 import { identifyPayment, type PaymentGate, type PaymentIdentity, type Quote, type VerifiedPayment } from '../../payment/gate.js'
 import { formatUsdc, priceFor, type PriceSettings } from '../../payment/pricing.js'
 import { reconcileOpenNote, type OpenNoteDeps } from '../payments/noted-retry.js'
@@ -68,6 +69,8 @@ export interface UploadDeps {
   notes?: Pick<SettlementNotes, 'get'>
   /** reconciles the open note of a retried payment at once (noted-retry.ts) */
   openNotes?: OpenNoteDeps
+  /** the paid routes' bazaar declarations: each 402 carries its route's (payment/bazaar.ts) */
+  paidRoutes?: PaidRoutes
 }
 
 /**
@@ -150,6 +153,7 @@ export async function upload (input: UploadInput, d: UploadDeps): Promise<Upload
     months,
     bytes: BigInt(declared),
     resourceUrl: `${d.publicUrl}/upload`,
+    ...(d.paidRoutes != null ? { discovery: { route: d.paidRoutes.upload, path: '/upload' } } : {}),
     description: `Pin an uploaded file of up to ${declared} bytes for ${months} month(s)`,
     notes: { sizeSource: input.fileBytes != null ? 'X-Upload-Size header' : 'Content-Length of the request' }
   }
@@ -480,7 +484,7 @@ function isCar (type: string | undefined): boolean {
 }
 
 function quoteOf (p: VerifiedPayment, months: number, d: UploadDeps): Quote {
-  return { amount: p.amount, months, bytes: 0n, resourceUrl: `${d.publicUrl}/upload`, description: 'Pin an uploaded file' }
+  return { amount: p.amount, months, bytes: 0n, resourceUrl: `${d.publicUrl}/upload`, description: 'Pin an uploaded file', ...(d.paidRoutes != null ? { discovery: { route: d.paidRoutes.upload, path: '/upload' } } : {}) }
 }
 
 /** an uploaded file's pin: pinned, its sizes known and its payment settled */

@@ -16,6 +16,7 @@ import { Jwks, KeyStore } from '../../../src/auth/keystore.js'
 import { errorAnswer } from '../../../src/http/error-catalog.js'
 import { errorBody } from '../../../src/http/error-response.js'
 import { openApiRoutes } from '../../../src/http/routes/openapi.js'
+import { paidRoutes } from '../../../src/http/paid-routes.js'
 import { Router } from '../../../src/http/router.js'
 import type { PinRecord } from '../../../src/ledger/records.js'
 import { createLogger } from '../../../src/kernel/log.js'
@@ -43,6 +44,9 @@ const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'tr
 
 /** the routes src/http/routes/*.ts register (method, router pattern) */
 const ROUTES: Array<[string, string]> = [
+  ['GET', '/'],
+  ['GET', '/llms.txt'],
+  ['GET', '/.well-known/x402'],
   ['GET', '/.well-known/agent-card.json'],
   ['GET', '/.well-known/agent.json'],
   ['GET', '/.well-known/jwks.json'],
@@ -378,7 +382,8 @@ describe('schemas match the bodies pind builds', () => {
         bytes: 10_000_000n,
         resourceUrl: `${input.publicUrl}/pins`,
         description: 'Pin bafy… for 3 month(s)',
-        notes: { sizeSource: 'the X-Pin-Size header', maxBytes: '10000000' }
+        notes: { sizeSource: 'the X-Pin-Size header', maxBytes: '10000000' },
+        discovery: { route: paidRoutes({ publicUrl: input.publicUrl, network: input.network, asset: input.asset, maxMonths: 24 }).pin, path: '/pins' }
       }
       const err = errorAnswer(await gate.challenge(quote, 'this write must be paid'))
       expect(err.status).toBe(402)
@@ -388,6 +393,7 @@ describe('schemas match the bodies pind builds', () => {
       expect(problems(header, schemaOf('X402PaymentRequired'))).toEqual([])
       // and the zod schema the document derives it from (@x402/core builds the header, pind only describes it)
       expect(X402PaymentRequired.safeParse(header).error?.issues ?? []).toEqual([])
+      expect(Object.keys((header as { extensions: object }).extensions)).toEqual(['bazaar'])
     } finally {
       gate.stop()
       await new Promise<void>(resolve => { facilitator.close(() => { resolve() }) })

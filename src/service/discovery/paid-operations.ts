@@ -1,0 +1,97 @@
+/**
+ * The paid operations, as every discovery channel names them: the
+ * `/.well-known/x402` list, the OpenAPI document's `x-payment-info`,
+ * llms.txt and the landing page. The bazaar extension of their 402s is
+ * declared beside the routes (src/http/paid-routes.ts).
+ */
+import type { PaidRoutes } from '../../payment/bazaar.js'
+import { describeFormula, formatUsdc, type PriceSettings } from '../../payment/pricing.js'
+
+export interface PaidOperation {
+  key: keyof PaidRoutes
+  method: 'POST'
+  /** the OpenAPI path (`{param}`) */
+  path: string
+  /** the route with `:param` segments (the bazaar's routeTemplate), for parameterised paths */
+  routeTemplate?: string
+  operationId: string
+  summary: string
+  /** what the price is computed on, in a line */
+  priceModel: string
+  /** the headers it takes besides PAYMENT-SIGNATURE */
+  headers: string[]
+}
+
+export const PAID_OPERATIONS: readonly PaidOperation[] = [
+  { key: 'pin', method: 'POST', path: '/pins', operationId: 'addPin', summary: 'Pin a CID (IPFS Pinning Service API)', priceModel: 'the DAG size its root block declares (or X-Pin-Size when larger), per month', headers: ['X-Pin-Duration-Months', 'X-Pin-Size'] },
+  { key: 'replace', method: 'POST', path: '/pins/{requestid}', routeTemplate: '/pins/:requestid', operationId: 'replacePinByRequestId', summary: 'Replace one of your pins with another CID', priceModel: 'as POST /pins, for the new CID', headers: ['Authorization', 'X-Pin-Duration-Months', 'X-Pin-Size'] },
+  { key: 'renew', method: 'POST', path: '/pins/{requestid}/renew', routeTemplate: '/pins/:requestid/renew', operationId: 'renewPinByRequestId', summary: 'Add months to one of your pins', priceModel: 'the pin\'s size, per added month', headers: ['Authorization', 'X-Pin-Duration-Months'] },
+  { key: 'upload', method: 'POST', path: '/upload', operationId: 'upload', summary: 'Upload a file (or a CAR, or a directory) and pin it', priceModel: 'X-Upload-Size (else Content-Length), per month', headers: ['X-Pin-Duration-Months', 'X-Upload-Size'] },
+  { key: 'ticket', method: 'POST', path: '/upload/tickets', operationId: 'buyUploadTicket', summary: 'Buy a prepaid, single-use upload ticket', priceModel: 'X-Upload-Size, per month (as POST /upload)', headers: ['X-Pin-Duration-Months', 'X-Upload-Size'] }
+]
+
+/** what the discovery documents say about this service's payments */
+export interface DiscoveryInput {
+  publicUrl: string
+  network: string
+  asset: string
+  assetName: string
+  payTo?: string
+  prices: PriceSettings
+  uploadMaxBytes: number
+}
+
+/** the links every discovery document gives, by name */
+export function discoveryLinks (publicUrl: string): Record<'landing' | 'openapi' | 'agentCard' | 'llmsTxt' | 'x402', string> {
+  return {
+    landing: `${publicUrl}/`,
+    openapi: `${publicUrl}/openapi.json`,
+    agentCard: `${publicUrl}/.well-known/agent-card.json`,
+    llmsTxt: `${publicUrl}/llms.txt`,
+    x402: `${publicUrl}/.well-known/x402`
+  }
+}
+
+/** the price model of every paid operation: the OpenAPI `x-payment-info`, and each entry of /.well-known/x402 */
+export function paymentInfo (op: PaidOperation, d: Pick<DiscoveryInput, 'network' | 'asset' | 'payTo' | 'prices'>): Record<string, unknown> {
+  return {
+    protocol: 'x402',
+    x402Version: 2,
+    scheme: 'exact',
+    network: d.network,
+    asset: d.asset,
+    ...(d.payTo != null ? { payTo: d.payTo } : {}),
+    price: {
+      model: 'bytes-months',
+      basis: op.priceModel,
+      formula: describeFormula(d.prices),
+      ratePerGbMonth: d.prices.rate.toString(),
+      minimum: d.prices.minimum.toString(),
+      maximum: d.prices.maximum.toString(),
+      unit: 'atomic units of the asset (10^-6 USDC)',
+      minimumUsdc: formatUsdc(d.prices.minimum),
+      maxMonths: d.prices.maxMonths
+    }
+  }
+}
+
+/** GET /.well-known/x402: the paid resources */
+export function x402Resources (d: DiscoveryInput): Record<string, unknown> {
+  const url = d.publicUrl
+  return {
+    version: 1,
+    x402Version: 2,
+    resources: PAID_OPERATIONS.filter(op => op.routeTemplate == null).map(op => `${url}${op.path}`),
+    items: PAID_OPERATIONS.map(op => ({
+      method: op.method,
+      resource: `${url}${op.path}`,
+      ...(op.routeTemplate != null ? { routeTemplate: op.routeTemplate } : {}),
+      operationId: op.operationId,
+      description: op.summary,
+      headers: op.headers,
+      payment: paymentInfo(op, d)
+    })),
+    instructions: `Send the request without payment: the 402 carries the terms in PAYMENT-REQUIRED (base64 JSON, x402 v2, with the bazaar extension describing the request) and in its JSON body. Sign an EIP-3009 authorization of exactly that amount and retry with PAYMENT-SIGNATURE. Details: ${url}/llms.txt`,
+    links: discoveryLinks(url)
+  }
+}
