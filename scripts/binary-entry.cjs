@@ -8,9 +8,9 @@
 // A cache made after the start's code has run holds those functions compiled too
 // (vm.Script#createCachedData). One cache per kind of start (serve, --version or --help, any
 // other command) and per NODE_OPTIONS (V8 rejects a cache made under other flags). A cache that is
-// missing or rejected is written once the code has run: serve's when it says its modules are
-// loaded (globalThis[Symbol.for('pind.codeLoaded')], before it changes V8 flags at run time), the
-// others' at exit.
+// missing or rejected is written once the code has run: serve's when it says it serves (modules
+// loaded, ledger opened, libp2p started, listening: globalThis[Symbol.for('pind.codeLoaded')],
+// before it changes V8 flags at run time), the others' at exit.
 // Where: $PKG_NATIVE_CACHE_PATH (the unit and the image set it to the data dir's .native/),
 // else ~/.cache; a folder that cannot be made or written leaves the start as it was.
 // The umask is src/app/umask.ts's, set here first: the cache is the owner's alone (0700, 0600).
@@ -59,7 +59,7 @@ function runWithCodeCache () {
     } catch {}
   }
   globalThis[Symbol.for('pind.codeLoaded')] = write
-  // serve's only once its modules are loaded: a serve that stopped earlier (a bad setting) ran few
+  // serve's only once it serves: a serve that stopped earlier (a bad setting) ran few
   if (kind !== 'serve') process.on('exit', write)
   const mod = new Module(file, module)
   mod.filename = file

@@ -18,7 +18,6 @@ import type { Ledger, RecordedSettings, UpgradeProgress } from '../ledger/ledger
 import { openLmdbDatastore } from '../ledger/lmdb/datastore.js'
 import { openLmdbLedger } from '../ledger/lmdb/ledger.js'
 import type { PostgresConnectionOptions } from '../ledger/postgres/connection.js'
-import { openPostgresLedger } from '../ledger/postgres/ledger.js'
 import { ServableBlocks, type ServableIndex } from '../service/serving/servable-blocks.js'
 
 /** the settings a ledger is chosen and opened with */
@@ -66,6 +65,8 @@ export async function openLedger (paths: DataDirLayout, s: Partial<LedgerSetting
   if (existsSync(paths.ledger)) {
     throw new LedgerChoiceError(`this data dir has its own ledger (${paths.ledger}): a PostgreSQL ledger starts in a fresh data dir; move the records with \`pind export-ledger\` here and \`pind import-ledger --ledger postgres\` in the new one`)
   }
+  // loaded here, not at the top: pg and the PostgreSQL ledger were a tenth of an LMDB serve's module evaluation (docs/performance.md)
+  const { openPostgresLedger } = await import('../ledger/postgres/ledger.js')
   const peers = openLmdbDatastore(paths.peerStore)
   try {
     const ledger = await openPostgresLedger({
@@ -158,6 +159,7 @@ export async function openMigration (paths: DataDirLayout, s: Partial<LedgerSett
   const url = to === 'postgres' ? s.databaseUrl : recorded?.url
   if (url == null) throw new LedgerChoiceError('--to postgres needs --database-url (PIND_DATABASE_URL)')
   if (to === 'postgres' && !existsSync(paths.ledger)) throw new LedgerChoiceError(`this data dir has no ledger to move (${paths.ledger})`)
+  const { openPostgresLedger } = await import('../ledger/postgres/ledger.js')
   const pg = await openPostgresLedger({
     ...connection(url, s),
     graceMs: () => 0,

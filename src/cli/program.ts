@@ -6,7 +6,6 @@
  */
 import { Command, Option } from 'commander'
 import { SETTINGS, type Setting } from '../config/settings.js'
-import { codeLoaded } from '../app/code-loaded.js'
 import { secureDataDir } from '../datadir/secure.js'
 import { versionLine } from '../kernel/version.js'
 import { checksumErrors } from './checksums.js'
@@ -57,7 +56,6 @@ export function buildProgram (): Command {
     const secured = secureDataDir(config.dataDir)
     for (const f of secured.fixed) log.warn('closed group and other access to the data dir', { path: f.path, was: f.mode })
     const { serve } = await import('./serve.js')
-    codeLoaded()
     await serve(config, log)
   })
 

@@ -16,6 +16,7 @@ import { S3ConfigError } from '../ipfs/s3-settings.js'
 import { applyRuntime, RuntimeSettingError, type RuntimeTuning } from '../runtime/apply.js'
 import type { Logger } from '../kernel/log.js'
 import { StartupError } from '../app/startup-errors.js'
+import { codeLoaded } from '../app/code-loaded.js'
 import { STOP_STEPS_MS, stopWithin } from '../app/lifecycle.js'
 import { COMMIT, VERSION } from '../kernel/version.js'
 import { notifyServiceManager, startupReporter } from './notify.js'
@@ -149,4 +150,9 @@ export async function serve (config: Readonly<Config>, log: Logger): Promise<voi
   }
   process.on('SIGINT', onSignal)
   process.on('SIGTERM', onSignal)
+  // the binary's code cache of serve's start, if it has none, now that the start's code has run
+  // (the functions of the ledger's opening, libp2p's start and the listeners too), then the one
+  // V8 flag set at run time: a cache made under changed flags is rejected at the next start
+  codeLoaded()
+  runtime.serving()
 }

@@ -31,6 +31,12 @@ export interface RuntimeTuning {
   readonly active: Record<string, string | number | boolean>
   /** full collections run so far by the idle collection and the heap trim */
   collections(): number
+  /**
+   * The V8 flag set at run time (`--runtime-heap-growing-percent`), once serve serves: the
+   * binary's code cache of serve's start is made before it (a cache made under changed flags is
+   * rejected at the next start), and the start's few dozen MiB of heap grow as V8 decides.
+   */
+  serving(): void
   stop(): void
 }
 
@@ -50,8 +56,9 @@ export function applyRuntime (settings: RuntimeSettings, opts: { collect?: () =>
   if (wanted.length > 0 && collect == null) {
     throw new RuntimeSettingError(`${wanted.join(' and ')} need V8's gc exposed: start pind with NODE_OPTIONS=--expose-gc, or turn ${wanted.length > 1 ? 'them' : 'it'} off`)
   }
+  const percent = settings.runtimeHeapGrowingPercent
+  if (percent > 0 && !Number.isInteger(percent)) throw new RangeError(`heap growing percent must be a positive integer, not ${percent}`)
   releaseBuffersEarly(settings.runtimeReleaseBuffers)
-  if (settings.runtimeHeapGrowingPercent > 0) limitHeapGrowth(settings.runtimeHeapGrowingPercent)
   const idle = settings.runtimeIdleCollection && collect != null ? collectWhenIdle({ collect }) : undefined
   const trim = settings.runtimeHeapTrim && collect != null ? trimRetainedPages({ collect }) : undefined
   return {
@@ -63,6 +70,7 @@ export function applyRuntime (settings: RuntimeSettings, opts: { collect?: () =>
       ...startEnvironment()
     },
     collections: () => (idle?.runs ?? 0) + (trim?.runs ?? 0),
+    serving: () => { if (percent > 0) limitHeapGrowth(percent) },
     stop: () => { idle?.stop(); trim?.stop() }
   }
 }

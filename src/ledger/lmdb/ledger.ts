@@ -38,11 +38,12 @@ export interface LmdbLedgerOptions {
 export async function openLmdbLedger (path: string, opts: LmdbLedgerOptions): Promise<LmdbLedger> {
   const env = await openLedgerEnv(path)
   try {
-    const pins = new PinLedger(env, { graceMs: opts.graceMs(recordedSettings(env)) })
+    // the sub-databases opened in one transaction each time (created, on a new ledger: ./open.ts)
+    const pins = env.opening(() => new PinLedger(env, { graceMs: opts.graceMs(recordedSettings(env)) }))
     // a large ledger's new index holds the event loop: before anything else starts
     if (opts.upgrade === 'before-serving') await pins.upgradeBeforeServing(opts.onUpgrade)
     else await pins.upgrade(opts.onUpgrade)
-    return new LmdbLedger(env, pins)
+    return env.opening(() => new LmdbLedger(env, pins))
   } catch (err) {
     await env.close()
     throw err
