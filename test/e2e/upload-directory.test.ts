@@ -118,6 +118,12 @@ describe('POST /upload?format=directory', () => {
     expect(car.stdout).toMatch(new RegExp(`^cid: +${dag.root.toString()}$`, 'm'))
   })
 
+  it('the agent card and llms.txt name where sites are served (--gateway-domain)', async () => {
+    const origin = `http://{cid}.ipfs.localhost:${new URL(pind.url).port}/`
+    expect(await (await fetch(`${pind.url}/llms.txt`)).text()).toContain(`A directory as a website: \`${origin}\``)
+    expect(JSON.stringify(await (await fetch(`${pind.url}/.well-known/agent-card.json`)).json())).toContain(`served at ${origin}`)
+  })
+
   it('a path over 4 KB, or more files than the limit (100,000 empty ones sent): 400 before anything is charged', async () => {
     const payer = chain.payers[1]!
     const pay = payingFetch(chain, payer.privateKey)

@@ -116,7 +116,8 @@ export function apiRoutes (router: Router, d: ApiDeps): void {
     assetName: config.assetName,
     prices: d.prices,
     uploadMaxBytes: config.uploadMaxBytes,
-    ...(config.payTo != null ? { payTo: config.payTo } : {})
+    ...(config.payTo != null ? { payTo: config.payTo } : {}),
+    ...(domain != null ? { siteOrigin: siteOriginTemplate(publicUrl, domain) } : {})
   }
   discoveryRoutes(router, {
     landing: () => landingPage({ ...discovery, version: VERSION }),

@@ -93,6 +93,7 @@ export function llmsTxt (d: DiscoveryInput): string {
     '',
     `- \`GET ${url}/ipfs/{cid}[/path]\`: the file or a directory listing; Range and ETag work.`,
     '- `?format=raw` (a block) or `?format=car` (the DAG) for verifiable responses.',
+    ...(d.siteOrigin != null ? [`- A directory as a website: \`${d.siteOrigin}\` (the CIDv1 in base32; an origin of its own: HTML runs there, \`index.html\` and \`_redirects\` are followed). An upload's answer gives it as \`site_url\`.`] : []),
     '',
     '## Errors',
     '',

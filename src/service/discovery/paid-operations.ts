@@ -39,6 +39,8 @@ export interface DiscoveryInput {
   payTo?: string
   prices: PriceSettings
   uploadMaxBytes: number
+  /** the subdomain gateway's content origins, `{scheme}://{cid}.ipfs.{domain}{:port}/` (--gateway-domain) */
+  siteOrigin?: string
 }
 
 /** the links every discovery document gives, by name */
