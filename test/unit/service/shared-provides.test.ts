@@ -28,11 +28,17 @@ const log = createLogger({ level: 'error' })
 class CountingAnnouncer implements Announcer {
   k = 20
   readonly announced = new Map<string, number>()
+  /** its first announce waits for this (so that two reprovers both take part, whatever the machine's load) */
+  before?: Promise<void>
+  /** told after each announce */
+  onAnnounced?: () => void
   async region (key: AnnounceKey): Promise<Region> { return { prefix: bitsOf(key.kad, 2), peers: [], lookups: 3, complete: true } }
   async single (key: AnnounceKey): Promise<Region> { return { prefix: bitsOf(key.kad, 256), peers: [], lookups: 1, complete: true } }
   async announce (_r: Region, keys: AnnounceKey[]): Promise<AnnounceOutcome> {
     await new Promise(resolve => setTimeout(resolve, 5))
+    await this.before
     for (const k of keys) this.announced.set(k.kad.toString('hex'), (this.announced.get(k.kad.toString('hex')) ?? 0) + 1)
+    this.onAnnounced?.()
     return { provided: keys, failed: [], peers: 20, reachable: 20, records: keys.length * 20, errors: {} }
   }
 }
@@ -70,7 +76,11 @@ describe('the provide sweep shared by two front ends', () => {
   it('each key is announced once, by one of them, which is recorded as its announcer', async () => {
     await pinMany(60)
     const announcers = [new CountingAnnouncer(), new CountingAnnouncer()]
-    const [ra, rb] = [a, b].map((l, i) => new Reprovider({ keys: l.provides, kind: 'roots', announcer: announcers[i] as Announcer, intervalMs: 3_600_000, concurrency: 4, self: `peer-${i}`, log }))
+    // the first announces only once the second has (on a loaded machine one could otherwise sweep
+    // every region before the other has read the schedule); one region at a time, so it holds one
+    // region while it waits and the other finds the rest
+    announcers[0]!.before = new Promise<void>(resolve => { announcers[1]!.onAnnounced = resolve })
+    const [ra, rb] = [a, b].map((l, i) => new Reprovider({ keys: l.provides, kind: 'roots', announcer: announcers[i] as Announcer, intervalMs: 3_600_000, concurrency: i === 0 ? 1 : 4, self: `peer-${i}`, log }))
     for (const r of [ra, rb]) { r?.start(); stops.push(async () => { await r?.stop() }) }
     await waitFor(async () => (await a.provides.countDue('roots', Date.now() + 60_000)) === 0 ? true : undefined, 'every key announced', 20_000)
     const counts = new Map<string, number>()
