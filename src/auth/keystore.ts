@@ -15,7 +15,9 @@
  * (default 1 s) and re-reads the keys when it changed (the folder's inode,
  * mtime and ctime; the ledger's version), or when the source cannot tell yet.
  * Keys that fail to load fail closed: refresh() keeps throwing until a reload
- * succeeds, rather than verifying with a possibly stale key set.
+ * succeeds, rather than verifying with a possibly stale key set; while it
+ * fails, every call checks again (single-flight), so a source that is back is
+ * used at once.
  */
 import { randomBytes } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
@@ -194,10 +196,9 @@ export class KeyStore {
   /** Re-reads the folder if it changed; checks at most once per checkIntervalMs. Cheap; call per request. */
   async refresh (): Promise<void> {
     if (this.pendingCheck !== undefined) return await this.pendingCheck
-    if (performance.now() - this.lastCheck < this.checkIntervalMs) {
-      if (this.failure !== undefined) throw this.failure
-      return
-    }
+    // a failed check is not kept for the interval: a ledger that was away and is back (or a key file
+    // fixed) is seen by the very next call, which keeps failing closed until a reload succeeds
+    if (this.failure === undefined && performance.now() - this.lastCheck < this.checkIntervalMs) return
     this.lastCheck = performance.now()
     this.pendingCheck = this.check().finally(() => { this.pendingCheck = undefined })
     return await this.pendingCheck

@@ -106,7 +106,7 @@ describe('serve on a PostgreSQL ledger that goes away', () => {
     await waitFor(async () => (await fetch(`${base}/health`)).status === 200 ? true : undefined, '/health answers 200 again')
     expect((await fetch(`${base}/ready`)).status).toBe(200)
     const retried = await upload()
-    expect(retried.status, await retried.clone().text()).toBe(201)
+    expect(retried.status, `${await retried.clone().text()}\n${pind.stderr()}`).toBe(201)
     const pinned = await pinIt()
     expect(pinned.status, await pinned.clone().text()).toBe(202)
     // each payment charged once, the same payments again being replays

@@ -246,6 +246,9 @@ async function paidNow (w: PinWrite, payment: VerifiedPayment, q: PinQuote, purp
   // the pin as it will be recorded, kept in the settlement note: should the process die once the
   // money has moved, reconciliation records it (settlement-fulfil.ts) instead of leaving it to an operator
   const draft = newPin(w, owner, q.maxBytes, { id: payment.id, payer: payment.payer, amount: payment.amount.toString(), network: d.network, asset: d.asset, method: 'x402' }, q.declared, d, await d.ledger.nextCreated())
+  // a replacement made with the owner's token needs no new one; signed before the money moves (a key
+  // store that cannot be read answers 503 with the payment unused, never after it was charged)
+  const token = w.replaces == null || w.auth == null ? await d.tokens.issue(owner) : undefined
   const settled = await settleNoted(gate, d.ledger, payment, purpose, { pin: draft, proof: payment.proof })
   if (!settled.ok) {
     throw await gate.settleRefusal(q.quote, settled, 'nothing was pinned')
@@ -267,8 +270,6 @@ async function paidNow (w: PinWrite, payment: VerifiedPayment, q: PinQuote, purp
     throw err
   }
   d.log.info('pin accepted', { requestid: pin.requestid, cid: pin.cid, payer: payment.payer, tx: settled.tx, maxBytes: q.maxBytes })
-  // a replacement made with the owner's token needs no new one
-  const token = w.replaces == null || w.auth == null ? await d.tokens.issue(owner) : undefined
   return { pin: toPinStatus(pin, d.delegates()), settlement: settled.header, location: `${d.publicUrl}/pins/${pin.requestid}`, ...(token != null ? { token } : {}) }
 }
 

@@ -147,6 +147,8 @@ async function paid (months: number, bytes: number, payment: VerifiedPayment, qu
   const purpose = ticketPurpose(draft.id)
   // the ticket as it will be recorded, kept in the settlement note: should the process die once
   // the money has moved, reconciliation records it (settlement-fulfil.ts)
+  // signed before the money moves: a key store that cannot be read answers 503 with the payment unused
+  const token = await d.tokens.issue(payment.payer)
   const settled = await settleNoted(d.gate, d.ledger, payment, purpose, { ticket: draft, proof: payment.proof })
   if (!settled.ok) throw await d.gate.settleRefusal(quote, settled, 'no ticket was issued')
   const ticket: UploadTicket = { ...draft, network: settled.network, tx: settled.tx }
@@ -161,7 +163,6 @@ async function paid (months: number, bytes: number, payment: VerifiedPayment, qu
     throw err
   }
   d.log.info('upload ticket sold', { ticket: ticket.id, payer: ticket.payer, bytes, months, tx: settled.tx, expiresAt: ticket.expiresAt })
-  const token = await d.tokens.issue(payment.payer)
   return { replayed: false, result: ticketBody(ticket, d.publicUrl), settlement: settled.header, token, location: `${d.publicUrl}/upload/tickets/${ticket.id}` }
 }
 

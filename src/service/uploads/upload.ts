@@ -253,6 +253,9 @@ async function paidUpload (input: UploadInput, payment: VerifiedPayment, maxFile
     const unreachable = await ready
     if (unreachable != null) throw unreachable
     ms.ready = lap()
+    // the wallet token is signed before the money moves: a key store that cannot be read (a ledger
+    // away) answers 503 with the payment unused, never after it was charged
+    const token = await d.tokens.issue(payment.payer)
     const settled = await settleNoted(d.gate, d.ledger, payment, `upload:${cid}`, { pin: draft, proof: payment.proof, upload: { staging: staged.id, blocks: staged.cids.map(String) } })
     if (!settled.ok) {
       // the payment may have gone through: its note keeps the staged blocks for reconciliation to commit
@@ -294,7 +297,6 @@ async function paidUpload (input: UploadInput, payment: VerifiedPayment, maxFile
       }
     }, staged.cids)
     d.log.info('upload pinned', { requestid: pin.requestid, cid: pin.cid, bytes: imported.fileSize, payer: payment.payer, tx: settled.tx, importMs: ms.import, sealMs: ms.seal, readyMs: ms.ready, settleMs: ms.settle, commitMs: ms.commit, ledgerMs: ms.ledger })
-    const token = await d.tokens.issue(payment.payer)
     return { replayed: false, result: uploadBody(pin, d, imported.files), settlement: settled.header, token, location: `${d.publicUrl}/pins/${pin.requestid}` }
   } finally {
     // a failed cleanup must not hide the request's own outcome (the folder is swept at the next start anyway)

@@ -3,6 +3,7 @@ import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'n
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { KeyStore } from '../../../src/auth/keystore.js'
+import { folderKeySource, type KeySource } from '../../../src/auth/key-source.js'
 
 let root: string
 let dir: string
@@ -117,6 +118,27 @@ describe('permissions and bad files', () => {
     await chmod(path, 0o600)
     await store.refresh()
     expect(store.active().kid).toBe(store.list()[0]!.kid)
+  })
+})
+
+describe('a source that fails for a while', () => {
+  it('is checked again by the very next call once a check failed, not after the interval', async () => {
+    const folder = folderKeySource(dir)
+    let away = false
+    const source: KeySource = { ...folder, stamp: async () => { if (away) throw new Error('the ledger is away'); return await folder.stamp() } }
+    // an hour between checks: only a failure may shorten it
+    const store = await KeyStore.open(source, { checkIntervalMs: 3_600_000 })
+    const kid = store.active().kid
+    await store.reload()
+    away = true
+    await expect(store.reload()).rejects.toThrow('the ledger is away')
+    await expect(store.refresh()).rejects.toThrow('the ledger is away')
+    away = false
+    await store.refresh()
+    expect(store.active().kid).toBe(kid)
+    // healthy again: the interval applies (a source that fails now is not asked within it)
+    away = true
+    await store.refresh()
   })
 })
 

@@ -286,3 +286,40 @@ describe('a retry after an uncertain settlement reconciles its note', () => {
     expect((await usdcBalance(chain, chain.payTo)) - before).toBe(80_000n)
   })
 })
+
+describe('the wallet token cannot be signed (signing keys in a ledger that is away)', () => {
+  const uploadOf = (bytes: Uint8Array, payment?: string): UploadInput => ({ months: 1, fileBytes: bytes.length, file: fileOf(bytes), ...(payment != null ? { payment } : {}) })
+  /** the service's token signer, its key store unreadable */
+  const keysAway = (): Service['tokens'] => Object.assign(Object.create(s.tokens) as Service['tokens'], {
+    issue: async () => { throw new LedgerUnavailableError() }
+  })
+
+  it('upload: 503 before the money moves, nothing staged or noted; the same payment then uploads, charged once', async () => {
+    const bytes = randomFile(70_000)
+    const payment = await payFor(chain, payerKey(), upload(uploadOf(bytes), s.upload))
+    const before = await usdcBalance(chain, chain.payTo)
+    await expect(upload(uploadOf(bytes, payment), { ...s.upload, tokens: keysAway() })).rejects.toMatchObject({ name: 'LedgerUnavailableError' })
+    expect(await usdcBalance(chain, chain.payTo)).toBe(before)
+    expect(await all(s.core.ledger.notes.all())).toEqual([])
+    expect(filesUnder(s.core.paths.staging)).toEqual([])
+    expect(await pinsOf(s, owner())).toEqual([])
+    const done = await upload(uploadOf(bytes, payment), s.upload)
+    expect(done.replayed).toBe(false)
+    expect(done.token?.token).toBeTypeOf('string')
+    expect((await usdcBalance(chain, chain.payTo)) - before).toBe(70_000n)
+  })
+
+  it('POST /pins: 503 before the money moves; the same payment then pins, charged once', async () => {
+    const cid = rawCid(randomBytes(64)).toString()
+    const w: PinWrite = { request: parsePinRequest({ cid }), months: 1, claimedBytes: 40_000, client: '127.0.0.1' }
+    const payment = await payFor(chain, payerKey(), createPin(w, s.pins))
+    const before = await usdcBalance(chain, chain.payTo)
+    await expect(createPin({ ...w, paymentHeader: payment }, { ...s.pins, tokens: keysAway() })).rejects.toMatchObject({ name: 'LedgerUnavailableError' })
+    expect(await usdcBalance(chain, chain.payTo)).toBe(before)
+    expect(await all(s.core.ledger.notes.all())).toEqual([])
+    expect(await pinsOf(s, owner())).toEqual([])
+    const done = await createPin({ ...w, paymentHeader: payment }, s.pins)
+    expect(done.token?.token).toBeTypeOf('string')
+    expect((await usdcBalance(chain, chain.payTo)) - before).toBe(40_000n)
+  })
+})
