@@ -185,7 +185,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
 
     // the gate after the HTTP address is ours: a start that cannot listen says that alone, no payment warnings before it
     const prices = pricesOf(config)
-    const gate = paymentGate(config, prices, log, (event, amount, reason) => { metrics.payment(event, amount, reason) })
+    const gate = paymentGate(config, prices, log, (event, amount, reason, network) => { metrics.payment(event, amount, reason, network) })
 
     // this serve among the front ends that share the ledger (refused beside ones it cannot work with),
     // and the leases on the work that runs on one of them at a time
@@ -253,7 +253,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
     }))
 
     metrics.watch(metricsSources(pins, async () => await usage.current(), () => ipfs.connections().length,
-      () => gate != null ? { settlesPending: gate.settlesPending, ...(gate.balance?.balance != null ? { settlerBalanceWei: gate.balance.balance } : {}), ...(gate.nonceRecoveries != null ? { settlerNonceRecoveries: gate.nonceRecoveries } : {}) } : undefined, {
+      () => gate != null ? { settlesPending: gate.settlesPending, ...(gate.balance?.balance != null ? { settlerBalanceWei: gate.balance.balance } : {}), ...(gate.nonceRecoveries != null ? { settlerNonceRecoveries: gate.nonceRecoveries } : {}), networks: gate.status().networks.map(n => ({ network: n.network, ok: n.ok, ...(n.settlerBalanceWei != null ? { settlerBalanceWei: BigInt(n.settlerBalanceWei) } : {}) })) } : undefined, {
         ...(routingOn ? { routing: () => ipfs.routing.status() } : {}),
         ...(reprovider != null ? { provides: async () => await reprovider.status() } : {}),
         s3Up: () => blocks.kind === 's3' ? blocks.writable() : undefined,

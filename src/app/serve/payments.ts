@@ -11,6 +11,8 @@ import type { Logger } from '../../kernel/log.js'
 import type { SettlementNotes } from '../../ledger/settlements.js'
 import type { AuthorizationStateReader } from '../../payment/authorization-state.js'
 import type { FacilitatorChoice } from '../../payment/facilitator.js'
+import type { NetworkTerms } from '../../payment/lane.js'
+import { paymentNetworks, type PaymentNetwork } from '../../config/networks.js'
 import { PaymentGate } from '../../payment/gate.js'
 import type { PriceSettings } from '../../payment/pricing.js'
 import type { SettlementsAdminDeps } from '../../service/admin/settlements-admin.js'
@@ -26,33 +28,53 @@ export function pricesOf (config: Readonly<Config>): PriceSettings {
   return { rate: config.priceRate, minimum: config.priceMin, maximum: config.priceMax, maxMonths: config.maxMonths }
 }
 
-/** The payment gate, when this server can take payments (a pay-to address and a facilitator); built, not started. */
-export function paymentGate (config: Readonly<Config>, prices: PriceSettings, log: Logger, onEvent: ConstructorParameters<typeof PaymentGate>[2]): PaymentGate | undefined {
-  if (config.payTo == null) {
+/**
+ * The payment gate, when this server can take payments (a pay-to address and a
+ * facilitator on at least one network: the single-network settings, then the
+ * `networks` entries, docs/networks.md); built, not started.
+ */
+export function paymentGate (config: Readonly<Config>, prices: PriceSettings, log: Logger, onEvent: ConstructorParameters<typeof PaymentGate>[2], env: Record<string, string | undefined> = process.env): PaymentGate | undefined {
+  const all = paymentNetworks(config)
+  if (all.length === 0) {
     log.warn('no --pay-to address: paid writes are disabled')
     return undefined
   }
-  const settlerKey = config.settlerKey ?? (config.settlerKeyFile != null ? privateKeyHex(readFileSync(config.settlerKeyFile, 'utf8')) : undefined)
-  let facilitator: FacilitatorChoice
-  if (settlerKey != null && config.rpcUrl != null) facilitator = { kind: 'embedded', network: config.network, rpcUrl: config.rpcUrl, settlerKey, asset: config.asset }
-  else if (config.facilitatorUrl != null) facilitator = { kind: 'remote', url: config.facilitatorUrl }
-  else {
-    log.warn('no facilitator (settler key + RPC URL, or --facilitator-url): paid writes are disabled')
-    return undefined
+  const terms: NetworkTerms[] = []
+  for (const n of all) {
+    const facilitator = facilitatorOf(n, env)
+    if (facilitator == null) {
+      log.warn('no facilitator (settler key + RPC URL, or --facilitator-url): paid writes are disabled', { network: n.network })
+      continue
+    }
+    terms.push({
+      network: n.network,
+      asset: n.asset,
+      assetName: n.assetName,
+      assetVersion: n.assetVersion,
+      payTo: n.payTo,
+      ...(n.rpcUrl != null ? { rpcUrl: n.rpcUrl } : {}),
+      facilitator,
+      settlerMinBalance: n.settlerMinBalance ?? config.settlerMinBalance
+    })
   }
+  const [first, ...more] = terms
+  if (first == null) return undefined
   return new PaymentGate({
-    network: config.network,
-    asset: config.asset,
-    assetName: config.assetName,
-    assetVersion: config.assetVersion,
-    payTo: config.payTo,
+    ...first,
+    ...(more.length > 0 ? { more } : {}),
     maxTimeoutSeconds: config.paymentTimeout,
     prices,
-    rpcUrl: config.rpcUrl,
-    facilitator,
-    settlerMinBalance: config.settlerMinBalance,
     settleDeadlineMs: config.settleTimeout * 1000
   }, log.child({ component: 'payment' }), onEvent)
+}
+
+/** what settles one network's payments: its settler key (never logged) with its RPC, or its facilitator URL */
+function facilitatorOf (n: PaymentNetwork, env: Record<string, string | undefined>): FacilitatorChoice | undefined {
+  const raw = n.settlerKey ?? (n.settlerKeyFile != null ? readFileSync(n.settlerKeyFile, 'utf8') : n.settlerKeyEnv != null ? env[n.settlerKeyEnv] : undefined)
+  const settlerKey = raw != null ? privateKeyHex(raw) : undefined
+  if (settlerKey != null && n.rpcUrl != null) return { kind: 'embedded', network: n.network, rpcUrl: n.rpcUrl, settlerKey, asset: n.asset }
+  if (n.facilitatorUrl != null) return { kind: 'remote', url: n.facilitatorUrl }
+  return undefined
 }
 
 /** whether paid writes can work, and why not (/ready, `pind status`, the start-up summary) */

@@ -91,6 +91,12 @@ export async function reconcileSettlements (notes: SettlementNotes, chain: Autho
       report.inFlight++
       continue
     }
+    // a payment made on another network than the one this chain reader reads is not read here
+    // (its authorization state is on its own chain): left as it is, for an operator
+    if (note.network != null && chain.network != null && note.network !== chain.network) {
+      report.awaitingOperator++
+      continue
+    }
     const id = PAYMENT_ID.exec(note.paymentId)
     if (id == null) {
       log.warn('a settlement note has no payer:nonce payment id and cannot be checked against the chain', { payment: note.paymentId })
