@@ -367,6 +367,10 @@ export class PaymentGate {
       throw new UnavailableError(this.lanes.length > 1 ? `the payment on ${lane.network} could not be verified right now; retry shortly (or pay on another network)` : 'the payment could not be verified right now; retry shortly', VERIFY_RETRY_S)
     }
     if (!verify.isValid) {
+      if (!await lane.answers()) {
+        this.log.warn('payment verification failed while the network\'s RPC does not answer', { network: lane.network, reason: verify.invalidReason })
+        throw new UnavailableError(this.lanes.length > 1 ? `the payment on ${lane.network} could not be verified right now (its RPC does not answer); it was not used: retry shortly (or pay on another network)` : 'the payment could not be verified right now; it was not used: retry shortly', VERIFY_RETRY_S)
+      }
       this.onEvent?.('refused', undefined, undefined, lane.network)
       const code = verify.invalidReason ?? 'invalid_payment'
       return { type: 'payment-required', error: await this.challenge(q, `the payment was refused: ${code}`, INSUFFICIENT_FUNDS.has(code)) }

@@ -153,11 +153,23 @@ export class NetworkLane {
   /** throws the 503 a payment on this network gets while it cannot be taken (nothing is used) */
   assertUsable (): void {
     if (!this.ready) throw new UnavailableError(`payments${this.on} are temporarily unavailable (${this.lastError}); retry shortly`, 15)
+
     if (this.balance?.funding === 'unfunded') {
       // before any payment is used: the settlement could not pay its gas (read again soon: the funding shows at once)
       this.balance.refresh()
       throw new UnavailableError(`payments${this.on} are temporarily unavailable (this service's settlement account cannot pay gas); retry later`, 60)
     }
+  }
+
+  /**
+   * After a refused verification: does this network's RPC answer? A dead RPC makes a good payment
+   * look invalid (its reads fail inside the verifier): that is this side's trouble, a 503, not the
+   * payer's. Read through the settler's balance (at most once a second); true without a watched settler.
+   */
+  async answers (): Promise<boolean> {
+    if (this.balance == null) return true
+    await this.balance.readIfOlder(1000)
+    return this.balance.lastError == null
   }
 
   /** this network's requirements for an amount (the lane must be initialised) */

@@ -9,10 +9,12 @@ import { ExactEvmScheme } from '@x402/evm/exact/client'
 import { privateKeyToAccount } from 'viem/accounts'
 import type { DevChain } from '../../scripts/devchain/index.mjs'
 
+/** a client that pays on the chain's own network only (of several in a 402's accepts, it picks that one) */
 function clientFor (chain: DevChain, privateKey: `0x${string}`): x402Client {
+  const network = (chain.network ?? 'eip155:167000') as `${string}:${string}`
   return x402Client.fromConfig({
-    schemes: [{ network: 'eip155:167000', client: new ExactEvmScheme(toClientEvmSigner(privateKeyToAccount(privateKey))) }],
-    spendControls: { allowedAssets: [{ network: 'eip155:167000', asset: chain.usdc }] }
+    schemes: [{ network, client: new ExactEvmScheme(toClientEvmSigner(privateKeyToAccount(privateKey))) }],
+    spendControls: { allowedAssets: [{ network, asset: chain.usdc }] }
   })
 }
 
