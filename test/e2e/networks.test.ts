@@ -1,7 +1,7 @@
 /**
  * Payments on two networks at once (issue 38, docs/networks.md): two anvil
  * chains (ids 167000 and 8453, each with its own EIP-3009 USDC) and one pind
- * (the bundle) accepting both — the first from the single-network flags, the
+ * (the packaged binary: npm run build) accepting both — the first from the single-network flags, the
  * second from PIND_NETWORKS with its settler key in a variable named by the
  * entry. The real x402 client pays on the network it is given; each payment
  * settles on its own chain and the balances on both reconcile to the unit.
@@ -14,7 +14,7 @@ import { decodePaymentRequiredHeader, decodePaymentSignatureHeader, encodePaymen
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startDevChain, usdcBalance, type DevChain } from '../../scripts/devchain/index.mjs'
 import { chainArgs, payingFetch, signChallenge, uploadChallenge, uploadForm } from '../helpers/paying-client.js'
-import { runPind, startPind, type PindProcess } from '../helpers/pind.js'
+import { BINARY, runPind, startPind, type PindProcess } from '../helpers/pind.js'
 import { freePort, waitFor } from '../helpers/ports.js'
 
 let taiko: DevChain
@@ -55,6 +55,7 @@ beforeAll(async () => {
   metricsPort = await freePort()
   const a = chainArgs(taiko)
   pind = await startPind({
+    binary: BINARY,
     args: [...a.args, '--metrics-listen', `127.0.0.1:${metricsPort}`],
     env: {
       ...a.env,
@@ -112,7 +113,7 @@ describe('payments on two networks', () => {
     expect(await balances()).toEqual({ ...mid, basePayer: mid.basePayer! - PRICE, basePayTo: mid.basePayTo! + PRICE })
 
     // the ledger export records the network each was paid on, the pins and the payments
-    const exp = await runPind(['export-ledger', '--data-dir', pind.dataDir])
+    const exp = await runPind(['export-ledger', '--data-dir', pind.dataDir], { binary: BINARY })
     expect(exp.code, exp.err).toBe(0)
     const lines = exp.out.split('\n').filter(l => l !== '').map(l => JSON.parse(l) as Record<string, unknown>)
     const pins = lines.filter(l => l.type === 'pin')
@@ -122,7 +123,7 @@ describe('payments on two networks', () => {
     expect(JSON.stringify(lines)).not.toContain(base.settlerKey.slice(2))
 
     // pind status: revenue by network
-    const st = await runPind(['status', '--json', '--data-dir', pind.dataDir])
+    const st = await runPind(['status', '--json', '--data-dir', pind.dataDir], { binary: BINARY })
     expect(st.code, st.err).toBe(0)
     const status = JSON.parse(st.out)
     expect(status.revenue.byNetwork).toEqual([
