@@ -53,7 +53,7 @@ import { assemble } from './components.js'
 import { Lifecycle, startedBy, type Component } from './lifecycle.js'
 import { startServeNode } from './serve/ipfs-node.js'
 import { adminSocket, metricsListener } from './serve/listeners.js'
-import { paymentGate, paymentsCheck, pricesOf, settlementReconciliation } from './serve/payments.js'
+import { networkChains, paymentGate, paymentsCheck, pricesOf, settlementReconciliation } from './serve/payments.js'
 import { apiRoutes } from './serve/routes.js'
 import { listenFailure, StartupError } from './startup-errors.js'
 
@@ -201,6 +201,8 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
 
     // settlement notes earlier runs left, reconciled against the token's authorization state on chain
     const chain = await components.chain()
+    // several networks: each one's chain (a note, or a retried payment, is read on the chain it was paid on)
+    const chains = networkChains(config, chain)
     // each payment's work done once; a note whose request is over is reconciled without waiting
     const once = new PaymentOnce()
     const settlements = settlementReconciliation(config, notes, chain, new Date(startedAt), core.settlement, log.child({ component: 'settlements' }), () => leases.holds(LEASES.reconcile), {
@@ -208,10 +210,10 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
       self: ipfs.peerId,
       alive: async () => new Set((await ledger.frontEnds.list(3 * BEAT_INTERVAL_MS)).map(f => f.id)),
       running: (id) => once.isRunning(id)
-    })
+    }, chains)
     await life.start('settlement reconciler', settlements.component)
     // what requests retrying a payment with an open note check it with
-    const openNotes: OpenNoteDeps = { notes, ledger: pins, fulfil: core.settlement.fulfil, log: log.child({ component: 'settlements' }), ...(chain != null ? { chain } : {}) }
+    const openNotes: OpenNoteDeps = { notes, ledger: pins, fulfil: core.settlement.fulfil, log: log.child({ component: 'settlements' }), ...(chain != null ? { chain } : {}), ...(chains.size > 1 ? { chains } : {}) }
 
     // gc by itself: on a schedule, and when the bytes pins released pass the watermark
     const maintenance = new Maintenance()

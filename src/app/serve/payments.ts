@@ -9,7 +9,7 @@ import { privateKeyHex } from '../../config/parse.js'
 import type { Config } from '../../config/settings.js'
 import type { Logger } from '../../kernel/log.js'
 import type { SettlementNotes } from '../../ledger/settlements.js'
-import type { AuthorizationStateReader } from '../../payment/authorization-state.js'
+import { authorizationStateReader, type AuthorizationStateReader } from '../../payment/authorization-state.js'
 import type { FacilitatorChoice } from '../../payment/facilitator.js'
 import type { NetworkTerms } from '../../payment/lane.js'
 import { paymentNetworks, type PaymentNetwork } from '../../config/networks.js'
@@ -18,7 +18,7 @@ import type { PriceSettings } from '../../payment/pricing.js'
 import type { SettlementsAdminDeps } from '../../service/admin/settlements-admin.js'
 import type { PaymentsCheck } from '../../service/admin/status.js'
 import type { settlementActions } from '../../service/payments/settlement-fulfil.js'
-import { logSummary, settlementReconciler } from '../../service/payments/settlement-reconcile.js'
+import { logSummary, settlementReconciler, type ReconcileReport } from '../../service/payments/settlement-reconcile.js'
 import type { Component } from '../lifecycle.js'
 
 /** a note still unused is read again at most this long after the last pass */
@@ -85,17 +85,60 @@ export function paymentsCheck (config: Readonly<Config>, gate: PaymentGate | und
 }
 
 /**
+ * The chain readers of the networks beside the first one's (`first`, from the single-network
+ * settings' --rpc-url): each network with an rpcUrl, by CAIP-2 id, the first included.
+ */
+export function networkChains (config: Readonly<Config>, first: AuthorizationStateReader | undefined): Map<string, AuthorizationStateReader> {
+  const out = new Map<string, AuthorizationStateReader>()
+  if (first?.network != null) out.set(first.network, first)
+  for (const n of paymentNetworks(config)) {
+    if (n.rpcUrl == null || out.has(n.network)) continue
+    out.set(n.network, authorizationStateReader({ network: n.network, rpcUrl: n.rpcUrl, asset: n.asset }))
+  }
+  return out
+}
+
+/**
  * Reconciliation of the settlement notes earlier runs left, as a component
  * (a first pass once started, then on an interval), and what the admin
- * `settlements` commands use of it.
+ * `settlements` commands use of it. Several networks: one reconciler per
+ * network with an RPC, each reading the notes of payments made on it (notes
+ * of older versions: on --network); an admin pass runs them in turn.
  */
-export function settlementReconciliation (config: Readonly<Config>, notes: SettlementNotes, chain: AuthorizationStateReader | undefined, startedAt: Date, act: ReturnType<typeof settlementActions>, log: Logger, when?: () => boolean, fleet?: { self: string, alive: () => Promise<ReadonlySet<string>>, running: (paymentId: string) => boolean }): { component: Component, admin: SettlementsAdminDeps } {
-  if (chain == null) {
+export function settlementReconciliation (config: Readonly<Config>, notes: SettlementNotes, chain: AuthorizationStateReader | undefined, startedAt: Date, act: ReturnType<typeof settlementActions>, log: Logger, when?: () => boolean, fleet?: { self: string, alive: () => Promise<ReadonlySet<string>>, running: (paymentId: string) => boolean }, chains?: ReadonlyMap<string, AuthorizationStateReader>): { component: Component, admin: SettlementsAdminDeps } {
+  const readers = [...(chains ?? new Map<string, AuthorizationStateReader>()).values()]
+  if (chain != null && !readers.includes(chain)) readers.unshift(chain)
+  if (readers.length === 0) {
     return {
       component: { start: () => { void logSummary(notes, log, 'no --rpc-url to check them against the chain').catch((err: unknown) => { log.warn('could not read the settlement notes', { error: (err as Error).message }) }) }, stop: () => {} },
       admin: { notes, release: act.release }
     }
   }
-  const reconciler = settlementReconciler(notes, chain, { intervalMs: Math.min(config.expirySweepInterval, RECONCILE_INTERVAL_S) * 1000, log, startedAt, ...act, ...(when != null ? { when } : {}), ...fleet })
-  return { component: reconciler, admin: { notes, reconcile: reconciler.run, release: act.release } }
+  const reconcilers = readers.map(r => settlementReconciler(notes, r, { intervalMs: Math.min(config.expirySweepInterval, RECONCILE_INTERVAL_S) * 1000, log: readers.length > 1 ? log.child({ network: r.network }) : log, startedAt, legacyNetwork: config.network, ...act, ...(when != null ? { when } : {}), ...fleet }))
+  if (reconcilers.length === 1) {
+    const reconciler = reconcilers[0] as typeof reconcilers[number]
+    return { component: reconciler, admin: { notes, reconcile: reconciler.run, release: act.release } }
+  }
+  const component: Component = {
+    start: () => { for (const r of reconcilers) r.start() },
+    stop: async () => { await Promise.all(reconcilers.map(async r => { await r.stop() })) }
+  }
+  // an admin pass: every network's in turn, their reports summed (each note is read by one of them)
+  const reconcile = async (): Promise<ReconcileReport> => {
+    const all: ReconcileReport = { checked: 0, dropped: [], confirmed: [], fulfilled: [], pending: 0, awaitingOperator: 0, inFlight: 0 }
+    for (const r of reconcilers) {
+      const one = await r.run()
+      all.checked += one.checked
+      all.dropped.push(...one.dropped)
+      all.confirmed.push(...one.confirmed)
+      all.fulfilled.push(...one.fulfilled)
+      all.pending += one.pending
+      // every reconciler counts every paid-unfulfilled note, and every live one's notes
+      all.awaitingOperator = Math.max(all.awaitingOperator, one.awaitingOperator)
+      all.inFlight = Math.max(all.inFlight, one.inFlight)
+      if (one.error != null) all.error ??= one.error
+    }
+    return all
+  }
+  return { component, admin: { notes, reconcile, release: act.release } }
 }
