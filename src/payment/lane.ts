@@ -124,6 +124,8 @@ export class NetworkLane {
     }
     await this.warm?.()
     await this.rs.initialize()
+    // a network that comes up after start: its settler's balance, unread while the RPC was away, read now
+    if (this.balance?.lastError != null) await this.balance.read()
     this.initialised = true
     this.ready = true
     this.o.onInitialised()
