@@ -165,6 +165,34 @@ describe('payments on two networks', () => {
     expect(await balances()).toEqual({ ...before, basePayer: before.basePayer! - PRICE, basePayTo: before.basePayTo! + PRICE })
   })
 
+  it('one network\'s unfunded settler stops only that network: 503 with nothing charged there, the other goes on', async () => {
+    const setBalance = async (wei: bigint): Promise<void> => {
+      const r = await fetch(base.rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'anvil_setBalance', params: [base.settlerAddress, `0x${wei.toString(16)}`] }) })
+      expect((await r.json() as any).error).toBeUndefined()
+    }
+    await setBalance(0n)
+    const r = await waitFor(async () => {
+      const r = await ready()
+      return r.checks.payments.networks?.['eip155:8453']?.state === 'unfunded' ? r : undefined
+    }, '/ready to name eip155:8453 unfunded')
+    expect(r.status).toBe('ready')
+    expect(r.checks.payments).toMatchObject({ ok: true, state: 'degraded', networks: { 'eip155:167000': { ok: true, state: 'ready' } } })
+    const before = await balances()
+    const onBase = await upload(base)
+    expect(onBase.status).toBe(503)
+    expect(onBase.headers.get('retry-after')).not.toBeNull()
+    expect((await onBase.json() as any).error.details).toMatch(/eip155:8453/)
+    expect(await balances()).toEqual(before)
+    const onTaiko = await upload(taiko)
+    expect(onTaiko.status, await onTaiko.clone().text()).toBe(201)
+    expect(await balances()).toEqual({ ...before, taikoPayer: before.taikoPayer! - PRICE, taikoPayTo: before.taikoPayTo! + PRICE })
+    // funded again: both work
+    await setBalance(10n ** 21n)
+    await waitFor(async () => (await ready()).checks.payments.state === 'ready' ? true : undefined, 'both networks ready again')
+    const again = await upload(base)
+    expect(again.status, await again.clone().text()).toBe(201)
+  })
+
   it('with one chain\'s RPC gone, payments on the other go on, a payment on the dead one gets 503, and /ready names it', async () => {
     const taikoBefore = await usdcBalance(taiko, taiko.payers[0]!.address)
     await base.stop()
