@@ -86,12 +86,16 @@ describe('payments on two networks', () => {
     const x402 = await (await fetch(`${pind.url}/.well-known/x402`)).text()
     const card = await (await fetch(`${pind.url}/.well-known/agent-card.json`)).text()
     const llms = await (await fetch(`${pind.url}/llms.txt`)).text()
-    for (const doc of [x402, card, llms]) {
+    const landing = await (await fetch(`${pind.url}/`)).text()
+    const openapi = await (await fetch(`${pind.url}/openapi.json`)).json() as any
+    expect(openapi.paths['/upload'].post['x-payment-info'].accepts.map((a: any) => a.network)).toEqual(['eip155:167000', 'eip155:8453'])
+    expect(JSON.parse(card).capabilities.extensions[0].params.accepts.map((a: any) => a.network)).toEqual(['eip155:167000', 'eip155:8453'])
+    for (const doc of [x402, card, llms, landing, JSON.stringify(openapi)]) {
       expect(doc).toContain('eip155:167000')
       expect(doc).toContain('eip155:8453')
     }
     // never a settler key
-    for (const doc of [x402, card, llms, JSON.stringify(await ready())]) {
+    for (const doc of [x402, card, llms, landing, JSON.stringify(openapi), JSON.stringify(await ready())]) {
       expect(doc).not.toContain(base.settlerKey.slice(2))
       expect(doc).not.toContain(taiko.settlerKey.slice(2))
     }
@@ -212,5 +216,18 @@ describe('payments on two networks', () => {
     const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()
     expect(metrics).toContain('pind_network_payments_up{network="eip155:8453"} 0')
     expect(metrics).toContain('pind_network_payments_up{network="eip155:167000"} 1')
+  })
+})
+
+describe('a bad networks entry', () => {
+  it('stops serve at start with a message naming the entry, and no key in it', async () => {
+    const a = chainArgs(taiko)
+    const r = await runPind(['serve', '--data-dir', pind.dataDir + '-bad', '--port', '0', ...a.args], {
+      binary: BINARY,
+      env: { ...a.env, PIND_NETWORKS: JSON.stringify([{ network: 'eip155:8453', asset: base.usdc, payTo: base.payTo, rpcUrl: 'http://127.0.0.1:1', settlerKeyEnv: 'PIND_BASE_KEY' }, { network: 'eip155:8453', asset: base.usdc, payTo: '0x12', facilitatorUrl: 'http://127.0.0.1:1' }]), PIND_BASE_KEY: base.settlerKey }
+    })
+    expect(r.code).not.toBe(0)
+    expect(r.err).toMatch(/invalid PIND_NETWORKS: entry 2 \(eip155:8453\): payTo: expected a 0x-prefixed 20-byte hex address/)
+    expect(r.err + r.out).not.toContain(base.settlerKey.slice(2))
   })
 })
