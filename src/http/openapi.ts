@@ -39,6 +39,8 @@ import { jwksOperations } from './routes/jwks.js'
 import { openApiOperations } from './routes/openapi.js'
 import { pinOperations } from './routes/pins.js'
 import { uploadOperations } from './routes/upload.js'
+import { usageOperations } from './routes/usage.js'
+import { Usage } from '../service/usage/usage.js'
 
 export type { OpenApiInput } from './openapi-parts.js'
 
@@ -50,6 +52,7 @@ export function openApiDocument (o: OpenApiInput): Obj {
   const paths: Record<string, Obj> = {
     ...pinOperations(o),
     ...uploadOperations(o),
+    ...usageOperations(),
     ...authOperations(),
     ...gatewayOperations(),
     ...healthOperations(),
@@ -131,7 +134,7 @@ SCHEMAS.add(Pin, { id: 'Pin' }).add(Origins, { id: 'Origins' }).add(PinMeta, { i
   .add(SiweChallengeRequest, { id: 'SiweChallengeRequest' }).add(SiweTokenRequest, { id: 'SiweTokenRequest' })
   .add(X402PaymentRequirements, { id: 'X402PaymentRequirements' }).add(X402PaymentRequired, { id: 'X402PaymentRequired' })
   .add(X402PaymentPayload, { id: 'X402PaymentPayload' }).add(X402SettleResponse, { id: 'X402SettleResponse' })
-  .add(UploadRequest, { id: 'UploadRequest' }).add(Jwks, { id: 'Jwks' }).add(Failure, { id: 'Failure' })
+  .add(UploadRequest, { id: 'UploadRequest' }).add(Jwks, { id: 'Jwks' }).add(Usage, { id: 'Usage' }).add(Failure, { id: 'Failure' })
   .add(Health, { id: 'Health' }).add(CheckResult, { id: 'HealthCheck' }).add(Ready, { id: 'Ready' }).add(AgentCard, { id: 'AgentCard' })
   // query and header parameters defined as a zod object: each field is a parameter in components.parameters, not a schema
   .add(PinQueryParams, { id: 'PinQueryParams' }).add(GatewayQuery, { id: 'GatewayQuery' }).add(WriteHeaders, { id: 'WriteHeaders' })

@@ -19,6 +19,7 @@ import { siteOriginTemplate, siteUrlFor } from '../../http/gateway/site-host.js'
 import { gatewayRoutes } from '../../http/routes/gateway.js'
 import { healthRoutes } from '../../http/routes/health.js'
 import { jwksRoutes } from '../../http/routes/jwks.js'
+import { usageRoutes } from '../../http/routes/usage.js'
 import { openApiRoutes } from '../../http/routes/openapi.js'
 import { pinRoutes } from '../../http/routes/pins.js'
 import { uploadRoutes } from '../../http/routes/upload.js'
@@ -179,6 +180,7 @@ export function apiRoutes (router: Router, d: ApiDeps): void {
       paidRoutes: paid
     }
   })
+  usageRoutes(router, { ledger: pins, tokens: d.tokens })
   jwksRoutes(router, d.keystore)
   openApiRoutes(router, () => openApiDocument({
     publicUrl,

@@ -237,6 +237,7 @@ function pinsOf (p: PinLedger): PinLedgerContract {
     livePinsOf: async (cid, now) => p.livePinsOf(cid, now),
     list: async (owner: string | undefined, q: PinQuery, now?: Date) => owner == null ? listAllOwners(p, q, now) : listPins(p, owner, q, now),
     countByStatus: async (now) => p.countByStatus(now),
+    usage: async (owner, now) => p.usage(owner, now),
     payment: async (id) => p.payment(id),
     paymentUsed: async (id) => p.paymentUsed(id),
     knownPayment: async (id) => p.knownPayment(id),
