@@ -4,6 +4,7 @@
  * take a wallet token; another owner's requestid is a 404, never a 403.
  */
 import type { IncomingMessage } from 'node:http'
+import type { SignInWithX } from '../../auth/siwx.js'
 import type { TokenService, VerifiedToken } from '../../auth/tokens.js'
 import { NotFoundError } from '../../kernel/errors.js'
 import type { PinRecord } from '../../ledger/records.js'
@@ -18,7 +19,7 @@ import { toPinStatus, type PinStatus } from '../../service/pins/pin-status.js'
 import { withDenial } from '../../service/serving/denials.js'
 import type { Refusal } from '../../service/serving/serve-policy.js'
 import type { CID } from 'multiformats/cid'
-import { bearer } from '../bearer.js'
+import { bearer, owner as ownerOf } from '../bearer.js'
 import { byteCount, DURATION_HEADER, parseMonths, PIN_SIZE_HEADER } from '../write-headers.js'
 import { sendJson } from '../respond.js'
 import type { Router } from '../router.js'
@@ -33,12 +34,15 @@ export interface PinRoutesDeps {
   clientOf(req: IncomingMessage): string
   /** why a pin's CID is denied: its owner sees it in the PinStatus (service/serving/denials.ts withDenial) */
   refusal?: (cid: CID) => Refusal | undefined
+  /** Sign-In-With-X on the owner endpoints that only read or remove (GET /pins, GET and DELETE /pins/{id}); absent: bearer tokens only */
+  siwx?: SignInWithX
 }
 
 export function pinRoutes (router: Router, d: PinRoutesDeps): void {
   const shown = (status: PinStatus): PinStatus => d.refusal != null ? withDenial(status, d.refusal) : status
+  const signedIn = async (req: IncomingMessage, url: URL): Promise<string> => await ownerOf(req, url.pathname + url.search, d.tokens, d.siwx)
   router.add('GET', '/pins', async ({ req, res, url }) => {
-    const { owner } = await bearer(req, d.tokens)
+    const owner = await signedIn(req, url)
     const q = parsePinQuery(url.searchParams)
     const { count, results } = await d.ledger.list(owner, q)
     const delegates = d.delegates()
@@ -53,13 +57,13 @@ export function pinRoutes (router: Router, d: PinRoutesDeps): void {
     return pin
   }
 
-  router.add('GET', '/pins/:requestid', async ({ req, res, params }) => {
-    const { owner } = await bearer(req, d.tokens)
+  router.add('GET', '/pins/:requestid', async ({ req, res, params, url }) => {
+    const owner = await signedIn(req, url)
     sendJson(res, 200, shown(toPinStatus(await ownPin(owner, params.requestid as string), d.delegates())))
   })
 
-  router.add('DELETE', '/pins/:requestid', async ({ req, res, params, countAsPaid }) => {
-    const { owner } = await bearer(req, d.tokens)
+  router.add('DELETE', '/pins/:requestid', async ({ req, res, params, url, countAsPaid }) => {
+    const owner = await signedIn(req, url)
     const pin = await ownPin(owner, params.requestid as string)
     await d.ledger.remove(pin.requestid, 'unpinned')
     countAsPaid()
