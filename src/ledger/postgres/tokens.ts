@@ -33,9 +33,10 @@ export function tokenLedger (db: Db): TokenLedger {
     }),
     useNonce: async (nonce, until, now = new Date()) => {
       // one statement: a few expired nonces forgotten (never this one: a row is changed once per
-      // statement), then this one taken unless it is held still; the primary key decides a race
+      // statement; none another call is forgetting: no waits between callers), then this one
+      // taken unless it is held still; the primary key decides a race
       const r = await db.query(`WITH forgotten AS (
-          DELETE FROM siwx_nonces WHERE nonce IN (SELECT nonce FROM siwx_nonces WHERE until < $3 AND nonce <> $1 ORDER BY until LIMIT 16))
+          DELETE FROM siwx_nonces WHERE nonce IN (SELECT nonce FROM siwx_nonces WHERE until < $3 AND nonce <> $1 ORDER BY until LIMIT 16 FOR UPDATE SKIP LOCKED))
         INSERT INTO siwx_nonces (nonce, until) VALUES ($1, $2)
         ON CONFLICT (nonce) DO UPDATE SET until = excluded.until WHERE siwx_nonces.until < $3
         RETURNING 1`, [nonce, until.toISOString(), now.toISOString()])
