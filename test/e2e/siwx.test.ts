@@ -41,7 +41,7 @@ beforeAll(async () => {
   expect((await publicClient.waitForTransactionReceipt({ hash: tx })).status).toBe('success')
   expect(await publicClient.getCode({ address: wallet })).toMatch(/^0x[0-9a-f]{20,}/)
   const { args, env } = chainArgs(chain)
-  pind = await startPind({ args, env })
+  pind = await startPind({ args, env: { ...env, PIND_LOG_LEVEL: 'info' } })
 })
 afterAll(async () => {
   await pind?.stop()
@@ -120,6 +120,11 @@ describe('Sign-In-With-X on the owner endpoints', () => {
     expect(del.status, await del.clone().text()).toBe(202)
     const gone = await withSiwx(one, await signIn(await unsigned(one), `${pind.url}${one}`, eoa(account)))
     expect(gone.status).toBe(404)
+
+    // the log has the requests, not the headers
+    expect(pind.stdout() + pind.stderr()).toMatch(/"path":"\/pins"/)
+    expect(pind.stdout() + pind.stderr()).not.toContain(header.slice(0, 60))
+    expect(pind.stdout() + pind.stderr()).not.toContain(JSON.parse(Buffer.from(header, 'base64').toString()).signature)
 
     // bearer tokens still work, and a bad one is answered with a challenge too
     const token = up.headers.get('x-wallet-auth-token') as string

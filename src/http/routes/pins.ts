@@ -23,7 +23,7 @@ import { bearer, owner as ownerOf } from '../bearer.js'
 import { byteCount, DURATION_HEADER, parseMonths, PIN_SIZE_HEADER } from '../write-headers.js'
 import { sendJson } from '../respond.js'
 import type { Router } from '../router.js'
-import { bearerOnly, failure, JSON_LIMIT, jsonBody, jsonBodyErrors, legalReasons, operation, ownerPaid, paidOrOperator, paymentRequired, ref, response, schema, tokenHeaders, type Obj, type OpenApiInput, type PathItems, unauthorized, writesUnavailable } from '../openapi-parts.js'
+import { failure, JSON_LIMIT, jsonBody, jsonBodyErrors, legalReasons, operation, ownerPaid, ownerSignedIn, paidOrOperator, paymentRequired, ref, response, schema, signInRequired, tokenHeaders, type Obj, type OpenApiInput, type PathItems, unauthorized, writesUnavailable } from '../openapi-parts.js'
 
 export interface PinRoutesDeps {
   ledger: PinLedger
@@ -146,12 +146,12 @@ function listPinsOp (): Obj {
     tag: 'pins',
     summary: 'List your pin objects',
     description: 'The token owner\'s pins matching every filter, newest first. Without `status`, only `pinned` pins are listed. `count` counts every pin matching all filters (`before`/`after` included), so paging with `before=<created of the oldest>` ends when `count` equals the page length.',
-    security: bearerOnly(),
+    security: ownerSignedIn(),
     parameters: ['cid', 'name', 'match', 'status', 'before', 'after', 'limit', 'meta'].map(p => ref('parameters', p)),
     responses: {
       200: response('The matching pins (PinResults).', schema('PinResults')),
       400: failure('A filter is malformed or given more than once (e.g. more than 10 CIDs, an unknown status, limit outside 1–1000, before/after not RFC 3339, meta not a JSON object of strings).'),
-      401: unauthorized('No, a malformed, expired, revoked or unknown-key bearer token.')
+      401: signInRequired('No, a malformed, expired, revoked or unknown-key bearer token, or a SIGN-IN-WITH-X header that does not sign in.')
     }
   })
 }
@@ -161,10 +161,10 @@ function getPinOp (): Obj {
     id: 'getPinByRequestId',
     tag: 'pins',
     summary: 'Get a pin object and its status',
-    security: bearerOnly(),
+    security: ownerSignedIn(),
     responses: {
       200: response('The pin (PinStatus); `info.status_details` tells fetch progress or the reason for failure.', schema('PinStatus')),
-      401: unauthorized('No or an invalid bearer token.'),
+      401: signInRequired('No or an invalid bearer token or SIGN-IN-WITH-X header.'),
       404: failure('No live (or failed) pin with this requestid for this owner: unknown, another owner\'s, removed, replaced, or expired past the grace period.')
     }
   })
@@ -176,10 +176,10 @@ function deletePinOp (): Obj {
     tag: 'pins',
     summary: 'Remove a pin object',
     description: 'Unpins at once: the content stops being served and a fetch in progress is cancelled. Blocks are released for the next `pind gc`. Not refunded.',
-    security: bearerOnly(),
+    security: ownerSignedIn(),
     responses: {
       202: { description: 'Removed (no body).' },
-      401: unauthorized('No or an invalid bearer token.'),
+      401: signInRequired('No or an invalid bearer token or SIGN-IN-WITH-X header.'),
       404: failure('No live (or failed) pin with this requestid for this owner.')
     }
   })
