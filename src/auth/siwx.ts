@@ -27,6 +27,11 @@ export const CLOCK_SKEW_MS = 5 * 60 * 1000
 /** the longest SIGN-IN-WITH-X header taken (base64 characters): an EIP-6492 signature with its factory call fits well */
 export const MAX_HEADER_CHARS = 8192
 export const SIWX_HEADER = 'sign-in-with-x'
+/**
+ * contract-wallet checks (each an eth_call) in flight at most; past that a sign-in answers 503:
+ * a forged signature for any address costs one, so the RPC is not flooded by them
+ */
+export const MAX_CONTRACT_CHECKS = 8
 export const STATEMENT = 'Sign in to pind to manage your pins. This costs nothing.'
 
 /** A SIGN-IN-WITH-X header that does not sign anyone in (its message is for the client: a 401). */
@@ -66,6 +71,7 @@ const SIGNATURE = /^0x(?:[0-9a-fA-F]{2})+$/
 export class SignInWithX {
   private readonly origin: URL
   private contract: EVMMessageVerifier | undefined
+  private contractChecks = 0
 
   constructor (private readonly o: SiwxOptions) {
     this.origin = new URL(new URL(o.publicUrl).origin)
@@ -146,8 +152,15 @@ export class SignInWithX {
     return async (args) => {
       if (await x.verifyEVMSignature(args.message, args.address, args.signature)) return true
       if (this.o.contractVerifier == null) return false
+      // thrown here: the package answers invalid_siwx_verifier_error, which verify() makes a 503
+      if (this.contractChecks >= MAX_CONTRACT_CHECKS) throw new Error('too many contract-wallet sign-ins being checked')
       this.contract ??= this.o.contractVerifier()
-      return await this.contract(args)
+      this.contractChecks++
+      try {
+        return await this.contract(args)
+      } finally {
+        this.contractChecks--
+      }
     }
   }
 }

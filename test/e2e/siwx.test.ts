@@ -11,6 +11,8 @@
  * owner, a huge or malformed header, both credentials at once.
  */
 import { randomBytes } from 'node:crypto'
+import { x402Client, x402HTTPClient } from '@x402/core/client'
+import { createSIWxClientHook } from '@x402/extensions/sign-in-with-x'
 import type { CompleteSIWxInfo } from '@x402/extensions/sign-in-with-x'
 import { getAddress, type Address, type Hex } from 'viem'
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts'
@@ -177,6 +179,22 @@ describe('Sign-In-With-X on the owner endpoints', () => {
     await expect401(await withSiwx('/pins', await signFields({ ...await fields('/pins'), issuedAt: at(-2000), expirationTime: at(-1000) }, account.address, sign)), /invalid_siwx_expired/)
     await expect401(await withSiwx('/pins', await signFields({ ...await fields('/pins'), notBefore: at(60 * minute) }, account.address, sign)), /invalid_siwx_not_yet_valid/)
     await expect401(await withSiwx('/pins', await signFields({ ...await fields('/pins'), issuedAt: at(10 * minute), expirationTime: at(15 * minute) }, account.address, sign)), /invalid_siwx_issued_at_in_future/)
+  })
+
+  it('works with the client docs/siwx.md shows (a 401 retried through x402HTTPClient and the SIWX hook)', async () => {
+    const key = generatePrivateKey()
+    // as in docs/siwx.md
+    const http = new x402HTTPClient(new x402Client()).onPaymentRequired(createSIWxClientHook(privateKeyToAccount(key)))
+    async function ownerFetch (url: string, init: RequestInit = {}): Promise<Response> {
+      const r = await fetch(url, init)
+      if (r.status !== 401 || r.headers.get('payment-required') == null) return r
+      const headers = await http.handlePaymentRequired(http.getPaymentRequiredResponse(n => r.headers.get(n)), url)
+      if (headers == null) return r
+      return await fetch(url, { ...init, headers: { ...Object.fromEntries(new Headers(init.headers)), ...headers } })
+    }
+    const r = await ownerFetch(`${pind.url}/pins?status=queued,pinning,pinned,failed`)
+    expect(r.status, await r.clone().text()).toBe(200)
+    expect(await r.json()).toEqual({ count: 0, results: [] })
   })
 
   it('refuses a huge, a malformed and an empty header with 401, and stays up', async () => {
