@@ -70,11 +70,14 @@ const SIGNATURE = /^0x(?:[0-9a-fA-F]{2})+$/
 
 export class SignInWithX {
   private readonly origin: URL
+  /** the public URL without a trailing slash: resource URIs are it plus the request's path */
+  private readonly base: string
   private contract: EVMMessageVerifier | undefined
   private contractChecks = 0
 
   constructor (private readonly o: SiwxOptions) {
     this.origin = new URL(new URL(o.publicUrl).origin)
+    this.base = o.publicUrl.replace(/\/+$/, '')
   }
 
   /**
@@ -82,10 +85,11 @@ export class SignInWithX {
    * pay (`accepts: []`, the package's "auth-only" route) and a fresh
    * `sign-in-with-x` challenge for `resource` (the request's URL).
    */
+  /** `resource`: the request's path and query */
   async challenge (resource: string, error: string): Promise<string> {
     const { buildSIWxSchema, SIGN_IN_WITH_X } = await siwx()
     const now = Date.now()
-    const uri = new URL(resource, this.origin).href
+    const uri = new URL(this.base + resource).href
     const required = {
       x402Version: 2,
       error,
@@ -111,8 +115,13 @@ export class SignInWithX {
     return Buffer.from(JSON.stringify(required)).toString('base64')
   }
 
-  /** The wallet a SIGN-IN-WITH-X header signs in (lowercase); SiwxError when it does not, SiwxUnavailableError when that cannot be told now. */
-  async verify (header: string): Promise<string> {
+  /**
+   * The wallet a SIGN-IN-WITH-X header signs in (lowercase); SiwxError when it does not,
+   * SiwxUnavailableError when that cannot be told now. `path`: the request's path; the
+   * message's URI must name it (the spec asks only for the origin: a header signed for
+   * one endpoint is not taken at another, e.g. a list's at a DELETE).
+   */
+  async verify (header: string, path: string): Promise<string> {
     if (header.length > MAX_HEADER_CHARS) throw new SiwxError(`the SIGN-IN-WITH-X header is over ${MAX_HEADER_CHARS} characters`, 'pind_siwx_too_large')
     const x = await siwx()
     let p: SIWxPayload
@@ -130,6 +139,10 @@ export class SignInWithX {
     if (p.version !== '1') throw new SiwxError('version must be "1"', 'pind_siwx_malformed')
     const fields = await x.validateSIWxMessage(p, this.origin, { maxAge: MAX_AGE_MS })
     if (!fields.isValid) throw new SiwxError(fields.invalidMessage, fields.invalidReason)
+    const expected = new URL(this.base + path).pathname
+    if (new URL(p.uri).pathname !== expected) {
+      throw new SiwxError(`the message's URI is for ${new URL(p.uri).pathname.slice(0, 200)}, this request is for ${expected}: sign this request's challenge`, 'invalid_siwx_uri_mismatch')
+    }
     let checked: Awaited<ReturnType<Siwx['verifySIWxSignature']>>
     try {
       checked = await x.verifySIWxSignature(p, { evmVerifier: this.verifier(x) })

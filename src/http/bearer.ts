@@ -37,7 +37,7 @@ export async function owner (req: IncomingMessage, resource: string, tokens: Tok
     if (signed == null) return (await bearer(req, tokens)).owner
     if (req.headers.authorization != null) throw new UnauthorizedError('send Authorization: Bearer or SIGN-IN-WITH-X, not both')
     if (typeof signed !== 'string' || signed === '') throw new UnauthorizedError('the SIGN-IN-WITH-X header is empty')
-    return await siwx.verify(signed)
+    return await siwx.verify(signed, new URL(resource, 'http://x').pathname)
   } catch (err) {
     if (!(err instanceof UnauthorizedError || err instanceof SiwxError)) throw err
     const details = signed == null && req.headers.authorization == null

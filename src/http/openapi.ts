@@ -252,7 +252,7 @@ function securitySchemes (o: OpenApiInput): Obj {
         `Sign-In-With-X (the x402 \`sign-in-with-x\` extension: CAIP-122, an EIP-4361 message on ${o.network}) on \`GET /pins\`, \`GET\` and \`DELETE /pins/{requestid}\`, instead of a bearer token.`,
         '1. Call the endpoint without credentials: the 401 carries `PAYMENT-REQUIRED`, base64 of an x402 v2 PaymentRequired with `accepts: []` and `extensions["sign-in-with-x"]` (a fresh 32-hex nonce, issued now, expiring in 5 minutes, bound to this service\'s domain and URI).',
         '2. Build the EIP-4361 message from those fields and your address, sign it with `personal_sign` (an EOA; an EIP-1271 contract wallet through its signer; an EIP-6492 signature for a wallet not deployed yet), and send base64 of the JSON fields plus `address` and `signature` as `SIGN-IN-WITH-X` (@x402/extensions\' `createSIWxClientHook` or `createSIWxPayload` + `encodeSIWxHeader` do this).',
-        'Each header is good for one request: its nonce is used then, on every front end. Refused with 401: a used nonce, another domain or URI origin, another chain, `issuedAt` over 5 minutes old or in the future, past `expirationTime`, before `notBefore`, a signature that is not the address\'s, a header over 8192 characters.'
+        'Each header is good for one request: its nonce is used then, on every front end. Refused with 401: a used nonce, another domain or URI origin, a URI whose path is not the request path, another chain, `issuedAt` over 5 minutes old or in the future, past `expirationTime`, before `notBefore`, a signature that is not the address\'s, a header over 8192 characters.'
       ].join('\n')
     },
     x402: {

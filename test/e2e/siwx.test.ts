@@ -8,7 +8,8 @@
  * not deployed yet. Refused with 401: a replay, another domain or URI
  * origin, another chain, too old, expired, not yet valid, issued in the
  * future, another key's signature, a 1271 wallet signed by someone not its
- * owner, a huge or malformed header, both credentials at once.
+ * owner, a header signed for another path, a huge or malformed header,
+ * both credentials at once.
  */
 import { randomBytes } from 'node:crypto'
 import { x402Client, x402HTTPClient } from '@x402/core/client'
@@ -118,6 +119,8 @@ describe('Sign-In-With-X on the owner endpoints', () => {
     const foreign = await withSiwx(one, await signIn(await unsigned(one), `${pind.url}${one}`, eoa(stranger)), 'DELETE')
     expect(foreign.status).toBe(404)
 
+    // a header signed for the list is not taken to delete
+    await expect401(await withSiwx(one, await signIn(await unsigned('/pins'), list, eoa(account)), 'DELETE'), /URI is for \/pins, this request is for \/pins\/.*invalid_siwx_uri_mismatch/)
     const del = await withSiwx(one, await signIn(await unsigned(one, 'DELETE'), `${pind.url}${one}`, eoa(account)), 'DELETE')
     expect(del.status, await del.clone().text()).toBe(202)
     const gone = await withSiwx(one, await signIn(await unsigned(one), `${pind.url}${one}`, eoa(account)))
