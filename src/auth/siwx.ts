@@ -83,9 +83,9 @@ export class SignInWithX {
   /**
    * The `PAYMENT-REQUIRED` value of a 401 (base64 JSON, x402 v2): nothing to
    * pay (`accepts: []`, the package's "auth-only" route) and a fresh
-   * `sign-in-with-x` challenge for `resource` (the request's URL).
+   * `sign-in-with-x` challenge for `resource` (the request's path and
+   * query, under the public URL).
    */
-  /** `resource`: the request's path and query */
   async challenge (resource: string, error: string): Promise<string> {
     const { buildSIWxSchema, SIGN_IN_WITH_X } = await siwx()
     const now = Date.now()
@@ -138,7 +138,8 @@ export class SignInWithX {
     if (!SIGNATURE.test(p.signature)) throw new SiwxError('signature must be 0x-prefixed hex', 'invalid_siwx_malformed_signature')
     if (p.version !== '1') throw new SiwxError('version must be "1"', 'pind_siwx_malformed')
     const fields = await x.validateSIWxMessage(p, this.origin, { maxAge: MAX_AGE_MS })
-    if (!fields.isValid) throw new SiwxError(fields.invalidMessage, fields.invalidReason)
+    // the package's messages quote the header's fields: bounded here
+    if (!fields.isValid) throw new SiwxError(fields.invalidMessage.slice(0, 300), fields.invalidReason)
     const expected = new URL(this.base + path).pathname
     if (new URL(p.uri).pathname !== expected) {
       throw new SiwxError(`the message's URI is for ${new URL(p.uri).pathname.slice(0, 200)}, this request is for ${expected}: sign this request's challenge`, 'invalid_siwx_uri_mismatch')
@@ -153,7 +154,7 @@ export class SignInWithX {
     if (!checked.isValid) {
       if (checked.invalidReason === 'invalid_siwx_verifier_error') throw new SiwxUnavailableError('the signature could not be checked against the chain now; retry shortly')
       const why = this.o.contractVerifier != null ? 'for a contract wallet: its isValidSignature refused it' : 'contract wallets cannot sign in here: the service has no RPC to ask them'
-      throw new SiwxError(checked.invalidReason === 'invalid_siwx_signature' ? `the signature is not the address's (${why})` : checked.invalidMessage, checked.invalidReason)
+      throw new SiwxError(checked.invalidReason === 'invalid_siwx_signature' ? `the signature is not the address's (${why})` : checked.invalidMessage.slice(0, 300), checked.invalidReason)
     }
     const until = new Date(Date.parse(p.issuedAt) + MAX_AGE_MS + CLOCK_SKEW_MS)
     if (!(await this.o.useNonce(p.nonce, until))) throw new SiwxError('this nonce was used already: sign a new challenge for each request', 'invalid_siwx_nonce')
