@@ -7,6 +7,7 @@ import type { IncomingMessage } from 'node:http'
 import { CID } from 'multiformats/cid'
 import type { KeyStore } from '../../auth/keystore.js'
 import { SiweChallenges } from '../../auth/siwe.js'
+import { SignInWithX } from '../../auth/siwx.js'
 import type { TokenService } from '../../auth/tokens.js'
 import type { Config } from '../../config/settings.js'
 import { openApiDocument } from '../../http/openapi.js'
@@ -31,7 +32,7 @@ import type { RoutingStatus } from '../../ipfs/routing/index.js'
 import type { SwitchableBackend } from '../../ipfs/switchable-backend.js'
 import type { Logger } from '../../kernel/log.js'
 import { VERSION } from '../../kernel/version.js'
-import { chainIdOf } from '../../payment/chain.js'
+import { chainIdOf, verifierClientFor } from '../../payment/chain.js'
 import type { PaymentGate } from '../../payment/gate.js'
 import type { PriceSettings } from '../../payment/pricing.js'
 import type { PaymentsCheck } from '../../service/admin/status.js'
@@ -152,9 +153,17 @@ export function apiRoutes (router: Router, d: ApiDeps): void {
   const delegates = (): string[] => ipfs.multiaddrs()
   // the settlement notes paid writes leave say which front end wrote them (settlement-reconcile.ts)
   const pins = notesStampedBy(ledger.pins, ipfs.peerId)
+  const rpcUrl = config.rpcUrl
   pinRoutes(router, {
     ledger: pins,
     tokens: d.tokens,
+    // contract wallets (EIP-1271, EIP-6492) are asked through the payment RPC, when there is one
+    siwx: new SignInWithX({
+      publicUrl,
+      network: config.network,
+      useNonce: async (nonce, until) => await ledger.tokens.useNonce(nonce, until),
+      ...(rpcUrl != null ? { contractVerifier: () => verifierClientFor(config.network, rpcUrl).verifyMessage } : {})
+    }),
     delegates,
     clientOf: d.clientOf,
     refusal,

@@ -86,7 +86,8 @@ export class LmdbLedger implements Ledger {
       wasIssued: async (jti) => tokens.wasIssued(jti),
       revokedAt: async (jti) => tokens.revokedAt(jti),
       listIssued: async () => [...tokens.listIssued()],
-      revocations: async () => tokens.revocations()
+      revocations: async () => tokens.revocations(),
+      useNonce: async (nonce, until, now) => await tokens.useNonce(nonce, until, now)
     }
     const denials = new DenialLedger(env)
     const denialWatchers = new Set<() => void>()
