@@ -164,10 +164,11 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
     const clientOf = (req: IncomingMessage): string => clientKey(clientIp(req, proxies))
     configureSending({ budgetBytes: config.httpSendBudget, minRate: config.httpMinSendRate, graceMs: config.httpMinSendRateGrace * 1000, log: log.child({ component: 'http' }) })
     const connections = connectionLimits({ maxConnections: config.httpMaxConnections, maxPerClient: config.httpMaxConnectionsPerClient })
+    const rateLimiter = new RateLimiter({ unpaidPerMinute: config.rateLimitUnpaid, readsPerMinute: config.rateLimitReads, trustedProxies: config.trustedProxies })
     const http = createHttpServer(router, log, {
       onRequest: (r) => { metrics.request(r.method, r.route, r.status, r.seconds, r.bytesIn, r.bytesOut) },
       cors: { origins: config.corsOrigins.filter(o => o !== 'none') },
-      rateLimiter: new RateLimiter({ unpaidPerMinute: config.rateLimitUnpaid, readsPerMinute: config.rateLimitReads, trustedProxies: config.trustedProxies }),
+      rateLimiter,
       headTimeoutMs: config.httpHeadTimeout * 1000,
       idleTimeoutMs: config.httpIdleTimeout * 1000,
       maxConnections: connections.maxConnections,
@@ -359,6 +360,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
       keystore,
       tokens,
       clientOf,
+      read: (req) => { rateLimiter.admitRead(req) },
       openNotes,
       retry,
       discard,

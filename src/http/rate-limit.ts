@@ -105,6 +105,14 @@ export class RateLimiter {
     }
   }
 
+  /**
+   * Takes one unit of the client's read limit for a request that arrived as a write and turned out
+   * a read (an MCP call that reads: its unpaid-write unit is given back by the route); throws over it.
+   */
+  admitRead (req: IncomingMessage, client?: string): void {
+    this.take(this.reads, this.limits.readsPerMinute, req, 'reads', false, client)
+  }
+
   private take (buckets: Map<string, Bucket>, perMinute: number, req: IncomingMessage, what: string, mayBorrow: boolean, client?: string): { bucket: Bucket, lent: boolean } | undefined {
     if (perMinute <= 0) return undefined
     const key = this.keyOf(client ?? clientIp(req, this.proxies))

@@ -21,7 +21,8 @@ import { healthRoutes } from '../../http/routes/health.js'
 import { jwksRoutes } from '../../http/routes/jwks.js'
 import { openApiRoutes } from '../../http/routes/openapi.js'
 import { pinRoutes } from '../../http/routes/pins.js'
-import { uploadRoutes } from '../../http/routes/upload.js'
+import { mcpRoutes } from '../../http/routes/mcp.js'
+import { uploadRoutes, type UploadRouteDeps } from '../../http/routes/upload.js'
 import { StreamSlots } from '../../http/stream-slots.js'
 import type { BlockNetwork } from '../../ipfs/network.js'
 import { networkReadThrough } from '../../ipfs/network-read.js'
@@ -43,6 +44,7 @@ import { checkReadiness } from '../../service/health/readiness.js'
 import type { OpenNoteDeps } from '../../service/payments/noted-retry.js'
 import type { PaymentOnce } from '../../service/payments/paid-once.js'
 import { notesStampedBy } from '../../service/payments/settle.js'
+import type { PinCreateDeps } from '../../service/pins/pin-create.js'
 import { SizeProbe } from '../../service/pins/size-probe.js'
 import { refusingDenied } from '../../service/serving/denials.js'
 import type { Refusal, ServePolicy } from '../../service/serving/serve-policy.js'
@@ -74,6 +76,8 @@ export interface ApiDeps {
   tokens: TokenService
   /** what per-client limits count by */
   clientOf: (req: IncomingMessage) => string
+  /** takes one unit of the client's read limit (an MCP call that reads) */
+  read?: (req: IncomingMessage) => void
   openNotes: OpenNoteDeps
   retry: RetryLater
   /** deletes blocks a failed ticket upload wrote, unless a pin holds them */
@@ -151,13 +155,7 @@ export function apiRoutes (router: Router, d: ApiDeps): void {
   const delegates = (): string[] => ipfs.multiaddrs()
   // the settlement notes paid writes leave say which front end wrote them (settlement-reconcile.ts)
   const pins = notesStampedBy(ledger.pins, ipfs.peerId)
-  pinRoutes(router, {
-    ledger: pins,
-    tokens: d.tokens,
-    delegates,
-    clientOf: d.clientOf,
-    refusal,
-    create: {
+  const create: PinCreateDeps = {
       ledger: pins,
       gate: d.gate,
       tokens: d.tokens,
@@ -177,8 +175,8 @@ export function apiRoutes (router: Router, d: ApiDeps): void {
       openNotes: d.openNotes,
       leases: ledger.leases,
       paidRoutes: paid
-    }
-  })
+  }
+  pinRoutes(router, { ledger: pins, tokens: d.tokens, delegates, clientOf: d.clientOf, refusal, create })
   jwksRoutes(router, d.keystore)
   openApiRoutes(router, () => openApiDocument({
     publicUrl,
@@ -190,7 +188,7 @@ export function apiRoutes (router: Router, d: ApiDeps): void {
     payment: { prices: d.prices, ...(config.payTo != null ? { payTo: config.payTo } : {}) }
   }))
   authRoutes(router, { siwe: new SiweChallenges({ publicUrl, chainId: chainIdOf(config.network) }), tokens: d.tokens, clientOf: d.clientOf })
-  uploadRoutes(router, {
+  const uploads: UploadRouteDeps = {
     ledger: pins,
     staging: core.staging,
     lock: core.lock,
@@ -223,6 +221,23 @@ export function apiRoutes (router: Router, d: ApiDeps): void {
       verifier: d.tokens,
       validitySeconds: config.uploadTicketValidity
     }
+  }
+  uploadRoutes(router, uploads)
+  // the MCP endpoint: the same services, deps and limits as the routes above (its SDK loaded on its first request)
+  const { ticket: _ticket, ...upload } = uploads
+  mcpRoutes(router, {
+    publicUrl,
+    maxMonths: config.maxMonths,
+    uploadMaxBytes: config.uploadMaxBytes,
+    ledger: pins,
+    tokens: d.tokens,
+    delegates,
+    refusal,
+    create,
+    upload,
+    clientOf: d.clientOf,
+    ...(d.read != null ? { read: d.read } : {}),
+    log
   })
 }
 
