@@ -202,4 +202,43 @@ describe('POST /mcp', () => {
     const huge = await fetch(`${pind.url}/mcp`, { method: 'POST', headers, body: JSON.stringify({ ...list, id: 1, params: { pad: 'x'.repeat(2 * 1024 * 1024) } }) })
     expect(huge.status).toBe(413)
   })
+
+  it('is named by the discovery documents: /.well-known/x402 (every tool, the paid ones with their terms), llms.txt, the agent card, the landing page', async () => {
+    const { tools } = await client.listTools()
+    const x402 = await (await fetch(`${pind.url}/.well-known/x402`)).json() as { mcp: { endpoint: string, transport: string, tools: Array<{ tool: string, payment?: Record<string, unknown> }> } }
+    expect(x402.mcp.endpoint).toBe(`${pind.url}/mcp`)
+    expect(x402.mcp.tools.map(t => t.tool).sort()).toEqual(tools.map(t => t.name).sort())
+    expect(x402.mcp.tools.filter(t => t.payment != null).map(t => t.tool).sort()).toEqual([...PAID].sort())
+    const llms = await (await fetch(`${pind.url}/llms.txt`)).text()
+    for (const t of tools) expect(llms).toContain(`\`${t.name}\``)
+    expect(llms).toContain(`"url":"${pind.url}/mcp"`)
+    const card = await (await fetch(`${pind.url}/.well-known/agent-card.json`)).json() as { skills: Array<{ id: string, description: string }> }
+    expect(card.skills.find(s => s.id === 'mcp')?.description).toContain(`${pind.url}/mcp`)
+    expect(await (await fetch(`${pind.url}/`)).text()).toContain('/mcp</code>')
+  })
+})
+
+describe('POST /mcp under the per-client limits', () => {
+  it('counts paid tools and quotes against the unpaid-write limit, and initialize, tools/list and reads against the read limit', async () => {
+    const limited = await startPind({ args: ['--rate-limit-unpaid', '3', '--rate-limit-reads', '1000'] })
+    try {
+      const c = await mcpClient(limited.url) // initialize and its notification: reads
+      for (let i = 0; i < 5; i++) await c.listTools() // reads
+      const refusals: string[] = []
+      for (let i = 0; i < 3; i++) {
+        // no payments configured on this one: each is a tool error, and each counts
+        const r = await call(c, 'pin_cid', { cid: 'bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy' })
+        refusals.push(r.content[0]?.text ?? '')
+      }
+      expect(refusals.every(t => t.startsWith('SERVICE_UNAVAILABLE: payments are not configured'))).toBe(true)
+      await expect(call(c, 'upload_content', { content: 'x' })).rejects.toThrow(/TOO_MANY_REQUESTS.*unpaid write requests/)
+      // reads still go through
+      expect((await c.listTools()).tools.length).toBe(8)
+      const read = await call(c, 'get_pin', { requestid: 'x', wallet_token: 'not-a-token' })
+      expect(read.content[0]?.text).toMatch(/^UNAUTHORIZED: /)
+      await c.close()
+    } finally {
+      await limited.stop()
+    }
+  })
 })

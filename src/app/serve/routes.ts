@@ -21,7 +21,7 @@ import { healthRoutes } from '../../http/routes/health.js'
 import { jwksRoutes } from '../../http/routes/jwks.js'
 import { openApiRoutes } from '../../http/routes/openapi.js'
 import { pinRoutes } from '../../http/routes/pins.js'
-import { mcpRoutes } from '../../http/routes/mcp.js'
+import { mcpRoutes, type McpLimits } from '../../http/routes/mcp.js'
 import { uploadRoutes, type UploadRouteDeps } from '../../http/routes/upload.js'
 import { StreamSlots } from '../../http/stream-slots.js'
 import type { BlockNetwork } from '../../ipfs/network.js'
@@ -76,8 +76,8 @@ export interface ApiDeps {
   tokens: TokenService
   /** what per-client limits count by */
   clientOf: (req: IncomingMessage) => string
-  /** takes one unit of the client's read limit (an MCP call that reads) */
-  read?: (req: IncomingMessage) => void
+  /** the per-client limits as the MCP route applies them (it admits its own requests) */
+  mcpLimits?: McpLimits
   openNotes: OpenNoteDeps
   retry: RetryLater
   /** deletes blocks a failed ticket upload wrote, unless a pin holds them */
@@ -236,7 +236,7 @@ export function apiRoutes (router: Router, d: ApiDeps): void {
     create,
     upload,
     clientOf: d.clientOf,
-    ...(d.read != null ? { read: d.read } : {}),
+    ...(d.mcpLimits != null ? { limits: d.mcpLimits } : {}),
     log
   })
 }

@@ -13,6 +13,7 @@
  * (initialize, tools/list, reads of pins) as reads.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import { MCP_PATH } from '../../service/discovery/paid-operations.js'
 import { readJson } from '../json-body.js'
 import type { Router } from '../router.js'
 import { failure, jsonBody, jsonBodyErrors, operation, response, type OpenApiInput, type PathItems } from '../openapi-parts.js'
@@ -21,12 +22,18 @@ import { MCP_INLINE_MAX_BYTES, mcpBodyLimit, mcpTools, type McpToolDeps, type To
 export interface McpRouteDeps extends Omit<McpToolDeps, 'inlineMaxBytes' | 'endpoint'> {
   /** what per-client limits count by */
   clientOf: (req: IncomingMessage) => string
-  /** takes one unit of the client's read limit (throws TooManyRequestsError over it) */
-  read?: (req: IncomingMessage) => void
+  /** the per-client limits, which leave POST /mcp to this route (RateLimits.admittedByRoute) */
+  limits?: McpLimits
   uploadMaxBytes: number
 }
 
-export const MCP_PATH = '/mcp'
+/** The per-client limits (http/rate-limit.ts), as the route applies them. */
+export interface McpLimits {
+  /** one unit of the client's read limit; throws TooManyRequestsError over it */
+  read: (req: IncomingMessage) => void
+  /** one unit of the unpaid-write limit, given back by `refund` once the call turned out paid or authorized */
+  write: (req: IncomingMessage, credentials: boolean) => { refund: () => void, done: () => void }
+}
 
 export function mcpRoutes (router: Router, d: McpRouteDeps): void {
   /** built on the first request (registering a route uses none of its deps) */
@@ -44,15 +51,23 @@ export function mcpRoutes (router: Router, d: McpRouteDeps): void {
     if (Array.isArray(body)) { rpcError(res, 400, -32600, 'JSON-RPC batches are not accepted here: send one message per request'); return }
     if (body == null || typeof body !== 'object') { rpcError(res, 400, -32600, 'the body must be one JSON-RPC message (an object)'); return }
     const client = d.clientOf(req)
-    const message = body as { method?: unknown, params?: { name?: unknown } }
+    const message = body as { method?: unknown, params?: { name?: unknown, _meta?: Record<string, unknown> } }
     const tool = message.method === 'tools/call' && typeof message.params?.name === 'string' ? tools.byName.get(message.params.name) : undefined
-    if (tool?.write !== true) {
-      // not a write: it counts against the read limit instead
-      countAsPaid()
-      d.read?.(req)
+    // a write counts against the unpaid-write limit until it turns out paid or authorized, as its
+    // HTTP route does; anything else (initialize, tools/list, pin reads) against the read limit
+    let paid = countAsPaid
+    if (tool?.write === true) {
+      const credentials = message.params?._meta?.['x402/payment'] != null || req.headers.authorization != null
+      const admission = d.limits?.write(req, credentials)
+      if (admission != null) {
+        res.on('close', () => { admission.done() })
+        paid = () => { admission.refund() }
+      }
+    } else {
+      d.limits?.read(req)
     }
     const { handleMcp } = await (sdk ??= import('../mcp/server.js'))
-    await handleMcp({ tools: tools.list, endpoint: tools.endpoint, log: d.log }, { req, res, body, url, client, countAsPaid })
+    await handleMcp({ tools: tools.list, endpoint: tools.endpoint, log: d.log }, { req, res, body, url, client, countAsPaid: paid })
   })
 }
 
