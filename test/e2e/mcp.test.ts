@@ -169,6 +169,45 @@ describe('POST /mcp', () => {
     }
   })
 
+  it('replaces a pin (paid, the old requestid gone), answers a pin\'s payment sent again with the same pin, and a malformed payment with the challenge', async () => {
+    const payer = chain.payers[0]!
+    const cid = uploaded.cid
+    const pinned = await callPaying(client, chain, payer.privateKey, 'pin_cid', { cid, name: 'first', months: 1, wallet_token: uploaded.token })
+    expect(pinned.result.isError).toBeFalsy()
+    const first = pinned.result.structuredContent?.pin as Record<string, any>
+    // the challenge declares pin_cid to the bazaar
+    expect(((pinned.challenge.extensions as Record<string, any>).bazaar as DiscoveryExtension).info.input).toMatchObject({ type: 'mcp', tool: 'pin_cid' })
+    const before = await usdcBalance(chain, payer.address)
+    const again = await call(client, 'pin_cid', { cid, name: 'first', months: 1, wallet_token: uploaded.token }, pinned.payment)
+    expect(again.isError).toBeFalsy()
+    expect(again.structuredContent?.pin.requestid).toBe(first.requestid)
+    expect(again._meta?.['x402/payment-response']).toBeUndefined()
+    expect(await usdcBalance(chain, payer.address)).toBe(before)
+
+    // another wallet's token cannot replace or delete it
+    const other = await callPaying(client, chain, chain.payers[1]!.privateKey, 'pin_cid', { cid, name: 'other', months: 1 })
+    const otherToken = other.result.structuredContent?.wallet_token as string
+    const foreignDelete = await call(client, 'delete_pin', { requestid: first.requestid, wallet_token: otherToken })
+    expect(foreignDelete.content[0]?.text).toMatch(/^NOT_FOUND: /)
+    const foreignReplace = await call(client, 'replace_pin', { requestid: first.requestid, cid, name: 'stolen', wallet_token: otherToken })
+    expect(foreignReplace.content[0]?.text).toMatch(/^NOT_FOUND: /)
+
+    const replaced = await callPaying(client, chain, payer.privateKey, 'replace_pin', { requestid: first.requestid, cid, name: 'second', months: 1, wallet_token: uploaded.token })
+    expect(replaced.result.isError).toBeFalsy()
+    expect(replaced.challenge.accepts[0]?.amount).toBe(pinned.challenge.accepts[0]?.amount)
+    expect(await usdcBalance(chain, payer.address)).toBe(before - BigInt(replaced.challenge.accepts[0]!.amount))
+    const second = replaced.result.structuredContent?.pin as Record<string, any>
+    expect(second.requestid).not.toBe(first.requestid)
+    expect(second.pin.name).toBe('second')
+    expect(replaced.result.structuredContent?.wallet_token).toBeUndefined()
+    expect((await call(client, 'get_pin', { requestid: first.requestid, wallet_token: uploaded.token })).content[0]?.text).toMatch(/^NOT_FOUND: /)
+
+    // a payment that is not an x402 payload: the tool asks for payment, nothing is charged
+    const junk = await call(client, 'pin_cid', { cid, months: 1 }, { x402Version: 2, payload: 'junk' } as any)
+    expect(paymentRequiredOf(junk)?.error).toMatch(/does not match|not a valid/)
+    expect(await usdcBalance(chain, payer.address)).toBe(before - BigInt(replaced.challenge.accepts[0]!.amount))
+  })
+
   it('refuses inline content over the limit before any quote, and bad arguments with a clear message', async () => {
     const big = await call(client, 'upload_content', { content: Buffer.alloc(1024 * 1024 + 1, 7).toString('base64'), encoding: 'base64' })
     expect(big.isError).toBe(true)
