@@ -227,7 +227,7 @@ describe('POST /mcp', () => {
     expect(unknown.content[0]?.text).toMatch(/no_such_tool/)
   })
 
-  it('answers GET and DELETE with 405, a batch and a body over the limit with an error', async () => {
+  it('answers GET and DELETE with 405; a batch, a message nested too deeply and a body over the limit with an error', async () => {
     for (const method of ['GET', 'DELETE']) {
       const r = await fetch(`${pind.url}/mcp`, { method, headers: { accept: 'text/event-stream' } })
       expect(r.status).toBe(405)
@@ -238,6 +238,9 @@ describe('POST /mcp', () => {
     const batch = await fetch(`${pind.url}/mcp`, { method: 'POST', headers, body: JSON.stringify(Array.from({ length: 50 }, (_, i) => ({ ...list, id: i }))) })
     expect(batch.status).toBe(400)
     expect((await batch.json() as { error: { message: string } }).error.message).toMatch(/batches are not accepted/)
+    const deep = await fetch(`${pind.url}/mcp`, { method: 'POST', headers, body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"pin_cid","arguments":{"cid":"x"},"_meta":{"x402/payment":${'['.repeat(100_000)}${']'.repeat(100_000)}}}}` })
+    expect(deep.status).toBe(400)
+    expect((await deep.json() as { error: { message: string } }).error.message).toMatch(/nested more than 32 levels/)
     const huge = await fetch(`${pind.url}/mcp`, { method: 'POST', headers, body: JSON.stringify({ ...list, id: 1, params: { pad: 'x'.repeat(2 * 1024 * 1024) } }) })
     expect(huge.status).toBe(413)
   })

@@ -50,6 +50,8 @@ export function mcpRoutes (router: Router, d: McpRouteDeps): void {
     const body = await readJson(req, tools.limit)
     if (Array.isArray(body)) { rpcError(res, 400, -32600, 'JSON-RPC batches are not accepted here: send one message per request'); return }
     if (body == null || typeof body !== 'object') { rpcError(res, 400, -32600, 'the body must be one JSON-RPC message (an object)'); return }
+    // no tool takes more than a few levels: a deeper message is refused before anything walks it
+    if (nestedDeeper(body, MAX_DEPTH)) { rpcError(res, 400, -32600, `the message is nested more than ${MAX_DEPTH} levels deep`); return }
     const client = d.clientOf(req)
     const message = body as { method?: unknown, params?: { name?: unknown, _meta?: Record<string, unknown> } }
     const tool = message.method === 'tools/call' && typeof message.params?.name === 'string' ? tools.byName.get(message.params.name) : undefined
@@ -96,6 +98,21 @@ export function mcpOperations (o: OpenApiInput): PathItems {
       })
     }
   }
+}
+
+/** how deep a message may nest (arrays and objects): a tool call with a payment is about 6 */
+const MAX_DEPTH = 32
+
+/** whether `v` nests deeper than `max` levels (walked without recursion, a bounded body) */
+function nestedDeeper (v: unknown, max: number): boolean {
+  const stack: Array<[unknown, number]> = [[v, 1]]
+  while (stack.length > 0) {
+    const [x, depth] = stack.pop() as [unknown, number]
+    if (x == null || typeof x !== 'object') continue
+    if (depth > max) return true
+    for (const child of Object.values(x)) if (child != null && typeof child === 'object') stack.push([child, depth + 1])
+  }
+  return false
 }
 
 function rpcError (res: ServerResponse, status: number, code: number, message: string): void {
