@@ -20,11 +20,12 @@
  */
 import { randomBytes } from 'node:crypto'
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
-import { validateDiscoveryExtension, type DiscoveryExtension } from '@x402/extensions/bazaar'
+import type { PaymentRequired } from '@x402/core/types'
+import { extractDiscoveryInfo, validateDiscoveryExtension, validateDiscoveryExtensionSpec, type DiscoveryExtension } from '@x402/extensions/bazaar'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startDevChain, usdcBalance, type DevChain } from '../../scripts/devchain/index.mjs'
 import { call, callPaying, mcpClient, paymentRequiredOf } from '../helpers/mcp-client.js'
-import { chainArgs } from '../helpers/paying-client.js'
+import { chainArgs, clientFor } from '../helpers/paying-client.js'
 import { startPind, type PindProcess } from '../helpers/pind.js'
 
 let chain: DevChain
@@ -75,6 +76,10 @@ describe('POST /mcp', () => {
     const bazaar = (pr?.extensions as Record<string, unknown>).bazaar as DiscoveryExtension
     expect(bazaar.info.input).toMatchObject({ type: 'mcp', tool: 'upload_content', toolName: 'upload_content', transport: 'streamable-http' })
     expect(validateDiscoveryExtension(bazaar)).toEqual({ valid: true })
+    expect(validateDiscoveryExtensionSpec(bazaar as unknown as Record<string, unknown>)).toEqual({ valid: true })
+    // what a facilitator catalogues from the payment a client makes of it: the tool at the endpoint
+    const payload = await clientFor(chain, chain.payers[0]!.privateKey).createPaymentPayload(pr as PaymentRequired)
+    expect(extractDiscoveryInfo(payload, payload.accepted)).toMatchObject({ resourceUrl: `${pind.url}/mcp`, toolName: 'upload_content', x402Version: 2 })
     // the declared input schema is the one tools/list gives (which names its draft)
     const { tools } = await client.listTools()
     const { $schema: _draft, ...listed } = (tools.find(t => t.name === 'upload_content')?.inputSchema ?? {}) as Record<string, unknown>
