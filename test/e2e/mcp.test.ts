@@ -26,7 +26,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startDevChain, usdcBalance, type DevChain } from '../../scripts/devchain/index.mjs'
 import { call, callPaying, mcpClient, paymentRequiredOf } from '../helpers/mcp-client.js'
 import { chainArgs, clientFor } from '../helpers/paying-client.js'
-import { startPind, type PindProcess } from '../helpers/pind.js'
+import { runPind, startPind, type PindProcess } from '../helpers/pind.js'
 
 let chain: DevChain
 let pind: PindProcess
@@ -262,6 +262,25 @@ describe('POST /mcp', () => {
     const card = await (await fetch(`${pind.url}/.well-known/agent-card.json`)).json() as { skills: Array<{ id: string, description: string }> }
     expect(card.skills.find(s => s.id === 'mcp')?.description).toContain(`${pind.url}/mcp`)
     expect(await (await fetch(`${pind.url}/`)).text()).toContain('/mcp</code>')
+  })
+})
+
+describe('POST /mcp and the operator\'s denials', () => {
+  it('refuses a pin of denied content before any quote, and its upload after verifying the payment and before settling it: nothing is charged', async () => {
+    const denied = await runPind(['deny', 'add', uploaded.cid, '--reason', 'test takedown', '--data-dir', pind.dataDir])
+    expect(denied.code, denied.err).toBe(0)
+    const pin = await call(client, 'pin_cid', { cid: uploaded.cid })
+    expect(pin.isError).toBe(true)
+    expect(paymentRequiredOf(pin)).toBeUndefined()
+    expect(pin.content[0]?.text).toMatch(/^UNAVAILABLE_FOR_LEGAL_REASONS: /)
+    const payer = chain.payers[1]!
+    const before = await usdcBalance(chain, payer.address)
+    const { result } = await callPaying(client, chain, payer.privateKey, 'upload_content', { content: text })
+    expect(result.isError).toBe(true)
+    expect(result.content[0]?.text).toMatch(/^UNAVAILABLE_FOR_LEGAL_REASONS: /)
+    expect(result.structuredContent?.status).toBe(451)
+    expect(await usdcBalance(chain, payer.address)).toBe(before)
+    expect(await runPind(['deny', 'rm', uploaded.cid, '--data-dir', pind.dataDir])).toMatchObject({ code: 0 })
   })
 })
 
