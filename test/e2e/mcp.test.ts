@@ -22,6 +22,7 @@ import { randomBytes } from 'node:crypto'
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import type { PaymentRequired } from '@x402/core/types'
 import { extractDiscoveryInfo, validateDiscoveryExtension, validateDiscoveryExtensionSpec, type DiscoveryExtension } from '@x402/extensions/bazaar'
+import { generatePrivateKey } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startDevChain, usdcBalance, type DevChain } from '../../scripts/devchain/index.mjs'
 import { call, callPaying, mcpClient, paymentRequiredOf } from '../helpers/mcp-client.js'
@@ -211,6 +212,16 @@ describe('POST /mcp', () => {
     const junk = await call(client, 'pin_cid', { cid, months: 1 }, { x402Version: 2, payload: 'junk' } as any)
     expect(paymentRequiredOf(junk)?.error).toMatch(/does not match|not a valid/)
     expect(await usdcBalance(chain, payer.address)).toBe(before - BigInt(replaced.challenge.accepts[0]!.amount))
+  })
+
+  it('answers a payment that does not verify (the payer has no USDC) with a PaymentRequired naming the reason, and nothing is pinned', async () => {
+    const broke = generatePrivateKey()
+    const { result } = await callPaying(client, chain, broke, 'upload_content', { content: `${text} from a broke payer` })
+    expect(result.isError).toBe(true)
+    const pr = paymentRequiredOf(result)
+    expect(pr?.error).toMatch(/the payment was refused: .*insufficient/)
+    expect(pr?.accepts[0]?.amount).toBe('1000')
+    expect(result.structuredContent).toEqual(JSON.parse(result.content[0]?.text ?? ''))
   })
 
   it('refuses inline content over the limit before any quote, and bad arguments with a clear message', async () => {
