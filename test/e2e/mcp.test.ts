@@ -301,8 +301,11 @@ describe('POST /mcp under the per-client limits', () => {
     try {
       const c = await mcpClient(limited.url) // initialize and its notification: reads
       for (let i = 0; i < 5; i++) await c.listTools() // reads
+      // a refused message counts as an unpaid write, as a refused HTTP write does
+      const batch = await fetch(`${limited.url}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '[]' })
+      expect(batch.status).toBe(400)
       const refusals: string[] = []
-      for (let i = 0; i < 3; i++) {
+      for (let i = 0; i < 2; i++) {
         // no payments configured on this one: each is a tool error, and each counts
         const r = await call(c, 'pin_cid', { cid: 'bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy' })
         refusals.push(r.content[0]?.text ?? '')
@@ -313,6 +316,11 @@ describe('POST /mcp under the per-client limits', () => {
       expect((await c.listTools()).tools.length).toBe(8)
       const read = await call(c, 'get_pin', { requestid: 'x', wallet_token: 'not-a-token' })
       expect(read.content[0]?.text).toMatch(/^UNAUTHORIZED: /)
+      // a large body is counted before it is read: one may run ahead of the empty allowance (its payment
+      // would be inside), and having turned out unpaid it is owed: the next is refused unread
+      const big = 'x'.repeat(200_000)
+      expect((await call(c, 'upload_content', { content: big })).content[0]?.text).toMatch(/^SERVICE_UNAVAILABLE: /)
+      await expect(call(c, 'upload_content', { content: big })).rejects.toThrow(/TOO_MANY_REQUESTS/)
       await c.close()
     } finally {
       await limited.stop()

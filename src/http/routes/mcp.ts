@@ -10,7 +10,8 @@
  * JSON-RPC message per request (no batches: one request, one limit unit);
  * a paid tool, a quote and delete_pin count as writes (the unpaid-write
  * limit, given back once the call turns out paid or authorized), the rest
- * (initialize, tools/list, reads of pins) as reads.
+ * (initialize, tools/list, reads of pins) as reads. A body over 64 KiB is
+ * counted as a write before it is read, a refused message as a write.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { MCP_PATH } from '../../service/discovery/paid-operations.js'
@@ -27,12 +28,15 @@ export interface McpRouteDeps extends Omit<McpToolDeps, 'inlineMaxBytes' | 'endp
   uploadMaxBytes: number
 }
 
+/** what a counted write holds (http/rate-limit.ts Admission) */
+interface Admission { refund: () => void, done: () => void }
+
 /** The per-client limits (http/rate-limit.ts), as the route applies them. */
 export interface McpLimits {
   /** one unit of the client's read limit; throws TooManyRequestsError over it */
   read: (req: IncomingMessage) => void
   /** one unit of the unpaid-write limit, given back by `refund` once the call turned out paid or authorized */
-  write: (req: IncomingMessage, credentials: boolean) => { refund: () => void, done: () => void }
+  write: (req: IncomingMessage, credentials: boolean) => Admission
 }
 
 export function mcpRoutes (router: Router, d: McpRouteDeps): void {
@@ -47,11 +51,27 @@ export function mcpRoutes (router: Router, d: McpRouteDeps): void {
   let sdk: Promise<typeof import('../mcp/server.js')> | undefined
   router.add('POST', MCP_PATH, async ({ req, res, url, countAsPaid }) => {
     const tools = built ??= setup()
+    // which limit a call counts against is known once its body is read: a body that may be large
+    // (only an inline upload is) is counted as a write before it is read, so that no client reads
+    // big bodies into this process past its unpaid-write limit. One may run ahead of an empty
+    // allowance at a time (its payment is inside), as a request with a PAYMENT-SIGNATURE header may.
+    let admission: Admission | undefined
+    const admitWrite = (credentials: boolean): Admission | undefined => {
+      const a = d.limits?.write(req, credentials)
+      if (a != null) res.on('close', () => { a.done() })
+      return a
+    }
+    const declared = Number(req.headers['content-length'])
+    if (!(declared <= SMALL_BODY)) admission = admitWrite(true)
+    const refused = (message: string): void => {
+      admission ??= admitWrite(false) // a refused message is an unpaid write
+      rpcError(res, 400, -32600, message)
+    }
     const body = await readJson(req, tools.limit)
-    if (Array.isArray(body)) { rpcError(res, 400, -32600, 'JSON-RPC batches are not accepted here: send one message per request'); return }
-    if (body == null || typeof body !== 'object') { rpcError(res, 400, -32600, 'the body must be one JSON-RPC message (an object)'); return }
+    if (Array.isArray(body)) { refused('JSON-RPC batches are not accepted here: send one message per request'); return }
+    if (body == null || typeof body !== 'object') { refused('the body must be one JSON-RPC message (an object)'); return }
     // no tool takes more than a few levels: a deeper message is refused before anything walks it
-    if (nestedDeeper(body, MAX_DEPTH)) { rpcError(res, 400, -32600, `the message is nested more than ${MAX_DEPTH} levels deep`); return }
+    if (nestedDeeper(body, MAX_DEPTH)) { refused(`the message is nested more than ${MAX_DEPTH} levels deep`); return }
     const client = d.clientOf(req)
     const message = body as { method?: unknown, params?: { name?: unknown, _meta?: Record<string, unknown> } }
     const tool = message.method === 'tools/call' && typeof message.params?.name === 'string' ? tools.byName.get(message.params.name) : undefined
@@ -59,13 +79,10 @@ export function mcpRoutes (router: Router, d: McpRouteDeps): void {
     // HTTP route does; anything else (initialize, tools/list, pin reads) against the read limit
     let paid = countAsPaid
     if (tool?.write === true) {
-      const credentials = message.params?._meta?.['x402/payment'] != null || req.headers.authorization != null
-      const admission = d.limits?.write(req, credentials)
-      if (admission != null) {
-        res.on('close', () => { admission.done() })
-        paid = () => { admission.refund() }
-      }
+      const a = admission ?? admitWrite(message.params?._meta?.['x402/payment'] != null || req.headers.authorization != null)
+      if (a != null) paid = () => { a.refund() }
     } else {
+      admission?.refund()
       d.limits?.read(req)
     }
     const { handleMcp } = await (sdk ??= import('../mcp/server.js'))
@@ -99,6 +116,9 @@ export function mcpOperations (o: OpenApiInput): PathItems {
     }
   }
 }
+
+/** a body up to this size is read before it is counted (a read or a write, once known) */
+const SMALL_BODY = 64 * 1024
 
 /** how deep a message may nest (arrays and objects): a tool call with a payment is about 6 */
 const MAX_DEPTH = 32
