@@ -7,6 +7,7 @@ import type { IncomingMessage } from 'node:http'
 import { CID } from 'multiformats/cid'
 import type { KeyStore } from '../../auth/keystore.js'
 import { SiweChallenges } from '../../auth/siwe.js'
+import { SignInWithX } from '../../auth/siwx.js'
 import type { TokenService } from '../../auth/tokens.js'
 import type { Config } from '../../config/settings.js'
 import { openApiDocument } from '../../http/openapi.js'
@@ -19,6 +20,7 @@ import { siteOriginTemplate, siteUrlFor } from '../../http/gateway/site-host.js'
 import { gatewayRoutes } from '../../http/routes/gateway.js'
 import { healthRoutes } from '../../http/routes/health.js'
 import { jwksRoutes } from '../../http/routes/jwks.js'
+import { usageRoutes } from '../../http/routes/usage.js'
 import { openApiRoutes } from '../../http/routes/openapi.js'
 import { pinRoutes } from '../../http/routes/pins.js'
 import { mcpRoutes, type McpLimits } from '../../http/routes/mcp.js'
@@ -31,7 +33,7 @@ import type { RoutingStatus } from '../../ipfs/routing/index.js'
 import type { SwitchableBackend } from '../../ipfs/switchable-backend.js'
 import type { Logger } from '../../kernel/log.js'
 import { VERSION } from '../../kernel/version.js'
-import { chainIdOf } from '../../payment/chain.js'
+import { chainIdOf, verifierClientFor } from '../../payment/chain.js'
 import type { PaymentGate } from '../../payment/gate.js'
 import type { PriceSettings } from '../../payment/pricing.js'
 import type { PaymentsCheck } from '../../service/admin/status.js'
@@ -155,28 +157,44 @@ export function apiRoutes (router: Router, d: ApiDeps): void {
   const delegates = (): string[] => ipfs.multiaddrs()
   // the settlement notes paid writes leave say which front end wrote them (settlement-reconcile.ts)
   const pins = notesStampedBy(ledger.pins, ipfs.peerId)
+  const rpcUrl = config.rpcUrl
   const create: PinCreateDeps = {
-      ledger: pins,
-      gate: d.gate,
-      tokens: d.tokens,
-      once: d.once,
-      prices: d.prices,
-      // the quote tells no more about what this node holds than the gateway does
-      probe: new SizeProbe({ node: ipfs, network: d.network, timeoutMs: config.pinProbeTimeout * 1000, ttlMs: config.paymentTimeout * 1000, isServable, removals: () => blocks.removals, ...(d.find != null ? { findProviders: d.find } : {}) }),
-      pinMaxBytes: config.pinMaxBytes,
-      retryWindowMs: config.pinRetryWindow * 1000,
+    ledger: pins,
+    gate: d.gate,
+    tokens: d.tokens,
+    once: d.once,
+    prices: d.prices,
+    // the quote tells no more about what this node holds than the gateway does
+    probe: new SizeProbe({ node: ipfs, network: d.network, timeoutMs: config.pinProbeTimeout * 1000, ttlMs: config.paymentTimeout * 1000, isServable, removals: () => blocks.removals, ...(d.find != null ? { findProviders: d.find } : {}) }),
+    pinMaxBytes: config.pinMaxBytes,
+    retryWindowMs: config.pinRetryWindow * 1000,
+    publicUrl,
+    network: config.network,
+    asset: config.asset,
+    delegates,
+    log,
+    refusal,
+    storage: blocks,
+    openNotes: d.openNotes,
+    leases: ledger.leases,
+    paidRoutes: paid
+  }
+  pinRoutes(router, {
+    ledger: pins,
+    tokens: d.tokens,
+    // contract wallets (EIP-1271, EIP-6492) are asked through the payment RPC, when there is one
+    siwx: new SignInWithX({
       publicUrl,
       network: config.network,
-      asset: config.asset,
-      delegates,
-      log,
-      refusal,
-      storage: blocks,
-      openNotes: d.openNotes,
-      leases: ledger.leases,
-      paidRoutes: paid
-  }
-  pinRoutes(router, { ledger: pins, tokens: d.tokens, delegates, clientOf: d.clientOf, refusal, create })
+      useNonce: async (nonce, until) => await ledger.tokens.useNonce(nonce, until),
+      ...(rpcUrl != null ? { contractVerifier: () => verifierClientFor(config.network, rpcUrl).verifyMessage } : {})
+    }),
+    delegates,
+    clientOf: d.clientOf,
+    refusal,
+    create
+  })
+  usageRoutes(router, { ledger: pins, tokens: d.tokens })
   jwksRoutes(router, d.keystore)
   openApiRoutes(router, () => openApiDocument({
     publicUrl,

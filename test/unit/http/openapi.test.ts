@@ -55,6 +55,7 @@ const ROUTES: Array<[string, string]> = [
   ['GET', '/ipfs/*'],
   ['GET', '/openapi.json'],
   ['GET', '/pins'],
+  ['GET', '/usage'],
   ['GET', '/pins/:requestid'],
   ['DELETE', '/pins/:requestid'],
   ['POST', '/auth/challenge'],
