@@ -54,7 +54,7 @@ const PAID = ['pin_cid', 'upload_content', 'replace_pin', 'renew_pin']
 describe('POST /mcp', () => {
   it('lists the tools, each described with an input schema', async () => {
     const { tools } = await client.listTools()
-    expect(tools.map(t => t.name).sort()).toEqual(['delete_pin', 'get_pin', 'get_price_quote', 'list_pins', 'pin_cid', 'renew_pin', 'replace_pin', 'upload_content'])
+    expect(tools.map(t => t.name).sort()).toEqual(['delete_pin', 'get_pin', 'get_price_quote', 'get_usage', 'list_pins', 'pin_cid', 'renew_pin', 'replace_pin', 'upload_content'])
     for (const t of tools) {
       expect(t.description?.length ?? 0).toBeGreaterThan(60)
       expect(t.inputSchema.type).toBe('object')
@@ -156,6 +156,9 @@ describe('POST /mcp', () => {
       const listed = await call(owner, 'list_pins', { status: ['queued', 'pinning', 'pinned'], name: 'by-mcp' })
       expect(listed.isError).toBeFalsy()
       expect(listed.structuredContent).toMatchObject({ count: 1, results: [{ requestid: pin.requestid }] })
+      const usage = await call(owner, 'get_usage', {})
+      expect(usage.isError).toBeFalsy()
+      expect(JSON.stringify(usage.structuredContent)).toContain(amount.toString())
       const badFilter = await call(owner, 'list_pins', { before: 'yesterday' })
       expect(badFilter.isError).toBe(true)
       expect(badFilter.content[0]?.text).toMatch(/^BAD_REQUEST: .*before/)
@@ -313,7 +316,7 @@ describe('POST /mcp under the per-client limits', () => {
       expect(refusals.every(t => t.startsWith('SERVICE_UNAVAILABLE: payments are not configured'))).toBe(true)
       await expect(call(c, 'upload_content', { content: 'x' })).rejects.toThrow(/TOO_MANY_REQUESTS.*unpaid write requests/)
       // reads still go through
-      expect((await c.listTools()).tools.length).toBe(8)
+      expect((await c.listTools()).tools.length).toBe(9)
       const read = await call(c, 'get_pin', { requestid: 'x', wallet_token: 'not-a-token' })
       expect(read.content[0]?.text).toMatch(/^UNAUTHORIZED: /)
       // a large body is counted before it is read: one may run ahead of the empty allowance (its payment

@@ -31,7 +31,7 @@ export interface McpEndpoint {
   log: Logger
 }
 
-const INSTRUCTIONS = 'pind pins content on IPFS for a number of months, paid per call with x402 (USDC, EIP-3009). Pin an existing CID with pin_cid, or upload small content inline with upload_content; get_price_quote prices either for free. The first paid call returns a wallet_token: pass it to get_pin, list_pins, delete_pin, replace_pin and renew_pin (or send it as Authorization: Bearer). Pinned content is served at <this server>/ipfs/<cid>.'
+const INSTRUCTIONS = 'pind pins content on IPFS for a number of months, paid per call with x402 (USDC, EIP-3009). Pin an existing CID with pin_cid, or upload small content inline with upload_content; get_price_quote prices either for free. The first paid call returns a wallet_token: pass it to get_pin, list_pins, get_usage, delete_pin, replace_pin and renew_pin (or send it as Authorization: Bearer). Pinned content is served at <this server>/ipfs/<cid>.'
 
 export async function handleMcp (e: McpEndpoint, m: McpRequest): Promise<void> {
   const server = new McpServer({ name: 'pind', version: VERSION }, { instructions: INSTRUCTIONS, capabilities: { tools: {} } })

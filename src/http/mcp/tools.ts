@@ -25,6 +25,7 @@ import { renewPin } from '../../service/pins/pin-renew.js'
 import { parsePinRequest } from '../../service/pins/pin-request.js'
 import { toPinStatus, type PinStatus } from '../../service/pins/pin-status.js'
 import { withDenial } from '../../service/serving/denials.js'
+import { usageOf } from '../../service/usage/usage.js'
 import type { Refusal } from '../../service/serving/serve-policy.js'
 import { CAR_TYPE, upload, type FileReader, type UploadDeps, type UploadOutcome } from '../../service/uploads/upload.js'
 import { bearer } from '../bearer.js'
@@ -48,7 +49,7 @@ export interface McpToolDeps {
   maxMonths: number
   /** decoded bytes `upload_content` takes (MCP_INLINE_MAX_BYTES, or less when uploads are smaller) */
   inlineMaxBytes: number
-  ledger: Pick<PinLedger, 'get' | 'isLive' | 'list' | 'remove'>
+  ledger: Pick<PinLedger, 'get' | 'isLive' | 'list' | 'remove' | 'usage'>
   tokens: TokenService
   delegates: () => string[]
   refusal?: (cid: CID) => Refusal | undefined
@@ -160,7 +161,7 @@ export function mcpTools (d: McpToolDeps): Tool[] {
       'Pin content that already exists on IPFS by its CID, for a number of months. Answers at once with the pin (status queued); the service then fetches the DAG in the background (queued → pinning → pinned, or failed), from `origins` first. Poll get_pin with the returned requestid.',
       'Price: on the size the root block declares (looked up briefly), or on `size` when larger or when the root cannot be read in time; with neither, the minimum price. The pin holds at most the bytes paid for (info.max_bytes). Payment is settled when the pin is accepted and is not refunded if the content cannot be fetched. Use get_price_quote first to see the price for free.',
       PAYMENT_NOTE,
-      'The first paid result carries a wallet_token for the payer: keep it, the owner tools (get_pin, list_pins, delete_pin, replace_pin, renew_pin) need it. An operator token with pins:create-unpaid (wallet_token argument) pins without payment.'
+      'The first paid result carries a wallet_token for the payer: keep it, the owner tools (get_pin, list_pins, get_usage, delete_pin, replace_pin, renew_pin) need it. An operator token with pins:create-unpaid (wallet_token argument) pins without payment.'
     ].join('\n\n'),
     shape: { ...pinFields, months, wallet_token: token },
     example: example(),
@@ -298,6 +299,18 @@ export function mcpTools (d: McpToolDeps): Tool[] {
       const { count, results } = await d.ledger.list(who, parsePinQuery(q))
       const delegates = d.delegates()
       return ok({ count, results: results.map(p => shown(toPinStatus(p, delegates))) })
+    }
+  })
+
+  free({
+    name: 'get_usage',
+    title: 'Your usage',
+    description: 'Your wallet\'s pins by status, the DAG bytes of the pinned ones, what you paid per network, and the soonest expiry of a live pin.',
+    shape: { wallet_token: token },
+    write: false,
+    run: async (args, call) => {
+      const { owner: who } = await owner(args, call)
+      return ok(await usageOf(d.ledger, who) as unknown as Json)
     }
   })
 

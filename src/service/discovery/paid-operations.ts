@@ -43,6 +43,7 @@ export const MCP_TOOLS: readonly McpToolSummary[] = [
   { name: 'get_price_quote', summary: 'The price of pin_cid, upload_content or renew_pin, free' },
   { name: 'get_pin', summary: 'One of your pins and its status, free' },
   { name: 'list_pins', summary: 'Your pins, with the Pinning Service API filters, free' },
+  { name: 'get_usage', summary: 'Your pins by status, bytes pinned and what you paid, free' },
   { name: 'delete_pin', summary: 'Remove one of your pins, free' }
 ]
 
