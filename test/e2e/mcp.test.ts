@@ -25,6 +25,7 @@ import { extractDiscoveryInfo, validateDiscoveryExtension, validateDiscoveryExte
 import { generatePrivateKey } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startDevChain, usdcBalance, type DevChain } from '../../scripts/devchain/index.mjs'
+import { carOf, dagOf } from '../helpers/car.js'
 import { call, callPaying, mcpClient, paymentRequiredOf } from '../helpers/mcp-client.js'
 import { chainArgs, clientFor } from '../helpers/paying-client.js'
 import { runPind, startPind, type PindProcess } from '../helpers/pind.js'
@@ -108,6 +109,26 @@ describe('POST /mcp', () => {
     expect(served.status).toBe(200)
     expect(await served.text()).toBe(text)
     uploaded = { requestid: body.requestid, cid: body.cid, token: body.wallet_token, payment }
+  })
+
+  it('pins a CAR given inline in base64 (format car) as its root DAG, and refuses one without its root before settling', async () => {
+    const payer = chain.payers[0]!
+    const dag = await dagOf(randomBytes(700_000))
+    const car = Buffer.from(await carOf([dag.root], dag.blocks))
+    const before = await usdcBalance(chain, payer.address)
+    const { challenge, result } = await callPaying(client, chain, payer.privateKey, 'upload_content', { content: car.toString('base64'), encoding: 'base64', format: 'car' })
+    expect(result.isError, result.content[0]?.text).toBeFalsy()
+    expect(result.structuredContent?.cid).toBe(dag.root.toString())
+    expect(await usdcBalance(chain, payer.address)).toBe(before - BigInt(challenge.accepts[0]!.amount))
+    const served = await fetch(`${pind.url}/ipfs/${dag.root.toString()}`)
+    expect(served.status).toBe(200)
+    expect((await served.arrayBuffer()).byteLength).toBe(700_000)
+
+    const broken = Buffer.from(await carOf([dag.root], [])) // its root missing
+    const refused = await callPaying(client, chain, payer.privateKey, 'upload_content', { content: broken.toString('base64'), encoding: 'base64', format: 'car', months: 2 })
+    expect(refused.result.isError).toBe(true)
+    expect(refused.result.content[0]?.text).toMatch(/^BAD_REQUEST: /)
+    expect(await usdcBalance(chain, payer.address)).toBe(before - BigInt(challenge.accepts[0]!.amount))
   })
 
   it('answers the same payment sent again with the same result and no second charge; refuses it for other content or another tool', async () => {
