@@ -95,7 +95,7 @@ export interface Tool {
 const EXAMPLE_CID = 'bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy'
 const EXAMPLE_REQUESTID = '0b9f5c5e-6f1a-4a7e-9a43-3c2d1e0f9a11'
 
-const TOKEN_NOTE = 'The wallet token (x-wallet-auth-token) a paid pin_cid or upload_content returned as wallet_token, or one from Sign-In with Ethereum (POST /auth/siwe). Instead of this argument, the MCP request may carry it as `Authorization: Bearer <token>`.'
+const TOKEN_NOTE = 'The wallet token (x-wallet-auth-token) a paid pin_cid or upload_content returned as wallet_token, or one from Sign-In with Ethereum (POST /auth/challenge, then POST /auth/token, free). Instead of this argument, the MCP request may carry it as `Authorization: Bearer <token>`.'
 const PAYMENT_NOTE = 'Paid with x402 (MCP transport): called without payment it answers isError with the x402 PaymentRequired object in structuredContent (and as JSON in content[0].text); sign one of its `accepts` (EIP-3009, the exact amount) and call again with the same arguments and the PaymentPayload in `_meta["x402/payment"]`. The paid result carries `_meta["x402/payment-response"]`. Calling again with the same payment and the same arguments returns the same result and charges nothing more; a payment made for other arguments is refused.'
 
 /** The tools, built once per endpoint (their schemas and bazaar declarations). */
