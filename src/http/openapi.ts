@@ -37,6 +37,7 @@ import { gatewayOperations, gatewayParameters } from './routes/gateway.js'
 import { healthOperations } from './routes/health.js'
 import { jwksOperations } from './routes/jwks.js'
 import { openApiOperations } from './routes/openapi.js'
+import { mcpOperations } from './routes/mcp.js'
 import { pinOperations } from './routes/pins.js'
 import { uploadOperations } from './routes/upload.js'
 import { usageOperations } from './routes/usage.js'
@@ -52,6 +53,7 @@ export function openApiDocument (o: OpenApiInput): Obj {
   const paths: Record<string, Obj> = {
     ...pinOperations(o),
     ...uploadOperations(o),
+    ...mcpOperations(o),
     ...usageOperations(),
     ...authOperations(),
     ...gatewayOperations(),
@@ -83,6 +85,7 @@ export function openApiDocument (o: OpenApiInput): Obj {
     tags: [
       { name: 'pins', description: 'The IPFS Pinning Service API v1.0.0, paid with x402; owner endpoints take the wallet token.' },
       { name: 'upload', description: 'Upload a file and pin it, paid with x402.' },
+      { name: 'mcp', description: 'The MCP endpoint: the same operations as tools for AI agents, paid per call with x402 (MCP transport).' },
       { name: 'auth', description: 'Sign-In with Ethereum (EIP-4361): a new wallet token without paying.' },
       { name: 'gateway', description: 'Path and trustless gateway for the content this node serves; free.' },
       { name: 'service', description: 'Discovery and liveness.' }

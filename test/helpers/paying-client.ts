@@ -9,7 +9,8 @@ import { ExactEvmScheme } from '@x402/evm/exact/client'
 import { privateKeyToAccount } from 'viem/accounts'
 import type { DevChain } from '../../scripts/devchain/index.mjs'
 
-function clientFor (chain: DevChain, privateKey: `0x${string}`): x402Client {
+/** the x402 client a payer signs with (its one scheme: exact EIP-3009 on the dev chain, its USDC allowed) */
+export function clientFor (chain: DevChain, privateKey: `0x${string}`): x402Client {
   return x402Client.fromConfig({
     schemes: [{ network: 'eip155:167000', client: new ExactEvmScheme(toClientEvmSigner(privateKeyToAccount(privateKey))) }],
     spendControls: { allowedAssets: [{ network: 'eip155:167000', asset: chain.usdc }] }

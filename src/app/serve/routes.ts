@@ -23,7 +23,8 @@ import { jwksRoutes } from '../../http/routes/jwks.js'
 import { usageRoutes } from '../../http/routes/usage.js'
 import { openApiRoutes } from '../../http/routes/openapi.js'
 import { pinRoutes } from '../../http/routes/pins.js'
-import { uploadRoutes } from '../../http/routes/upload.js'
+import { mcpRoutes, type McpLimits } from '../../http/routes/mcp.js'
+import { uploadRoutes, type UploadRouteDeps } from '../../http/routes/upload.js'
 import { StreamSlots } from '../../http/stream-slots.js'
 import type { BlockNetwork } from '../../ipfs/network.js'
 import { networkReadThrough } from '../../ipfs/network-read.js'
@@ -45,6 +46,7 @@ import { checkReadiness } from '../../service/health/readiness.js'
 import type { OpenNoteDeps } from '../../service/payments/noted-retry.js'
 import type { PaymentOnce } from '../../service/payments/paid-once.js'
 import { notesStampedBy } from '../../service/payments/settle.js'
+import type { PinCreateDeps } from '../../service/pins/pin-create.js'
 import { SizeProbe } from '../../service/pins/size-probe.js'
 import { refusingDenied } from '../../service/serving/denials.js'
 import type { Refusal, ServePolicy } from '../../service/serving/serve-policy.js'
@@ -76,6 +78,8 @@ export interface ApiDeps {
   tokens: TokenService
   /** what per-client limits count by */
   clientOf: (req: IncomingMessage) => string
+  /** the per-client limits as the MCP route applies them (it admits its own requests) */
+  mcpLimits?: McpLimits
   openNotes: OpenNoteDeps
   retry: RetryLater
   /** deletes blocks a failed ticket upload wrote, unless a pin holds them */
@@ -154,6 +158,27 @@ export function apiRoutes (router: Router, d: ApiDeps): void {
   // the settlement notes paid writes leave say which front end wrote them (settlement-reconcile.ts)
   const pins = notesStampedBy(ledger.pins, ipfs.peerId)
   const rpcUrl = config.rpcUrl
+  const create: PinCreateDeps = {
+    ledger: pins,
+    gate: d.gate,
+    tokens: d.tokens,
+    once: d.once,
+    prices: d.prices,
+    // the quote tells no more about what this node holds than the gateway does
+    probe: new SizeProbe({ node: ipfs, network: d.network, timeoutMs: config.pinProbeTimeout * 1000, ttlMs: config.paymentTimeout * 1000, isServable, removals: () => blocks.removals, ...(d.find != null ? { findProviders: d.find } : {}) }),
+    pinMaxBytes: config.pinMaxBytes,
+    retryWindowMs: config.pinRetryWindow * 1000,
+    publicUrl,
+    network: config.network,
+    asset: config.asset,
+    delegates,
+    log,
+    refusal,
+    storage: blocks,
+    openNotes: d.openNotes,
+    leases: ledger.leases,
+    paidRoutes: paid
+  }
   pinRoutes(router, {
     ledger: pins,
     tokens: d.tokens,
@@ -167,27 +192,7 @@ export function apiRoutes (router: Router, d: ApiDeps): void {
     delegates,
     clientOf: d.clientOf,
     refusal,
-    create: {
-      ledger: pins,
-      gate: d.gate,
-      tokens: d.tokens,
-      once: d.once,
-      prices: d.prices,
-      // the quote tells no more about what this node holds than the gateway does
-      probe: new SizeProbe({ node: ipfs, network: d.network, timeoutMs: config.pinProbeTimeout * 1000, ttlMs: config.paymentTimeout * 1000, isServable, removals: () => blocks.removals, ...(d.find != null ? { findProviders: d.find } : {}) }),
-      pinMaxBytes: config.pinMaxBytes,
-      retryWindowMs: config.pinRetryWindow * 1000,
-      publicUrl,
-      network: config.network,
-      asset: config.asset,
-      delegates,
-      log,
-      refusal,
-      storage: blocks,
-      openNotes: d.openNotes,
-      leases: ledger.leases,
-      paidRoutes: paid
-    }
+    create
   })
   usageRoutes(router, { ledger: pins, tokens: d.tokens })
   jwksRoutes(router, d.keystore)
@@ -201,7 +206,7 @@ export function apiRoutes (router: Router, d: ApiDeps): void {
     payment: { prices: d.prices, ...(config.payTo != null ? { payTo: config.payTo } : {}) }
   }))
   authRoutes(router, { siwe: new SiweChallenges({ publicUrl, chainId: chainIdOf(config.network) }), tokens: d.tokens, clientOf: d.clientOf })
-  uploadRoutes(router, {
+  const uploads: UploadRouteDeps = {
     ledger: pins,
     staging: core.staging,
     lock: core.lock,
@@ -234,6 +239,23 @@ export function apiRoutes (router: Router, d: ApiDeps): void {
       verifier: d.tokens,
       validitySeconds: config.uploadTicketValidity
     }
+  }
+  uploadRoutes(router, uploads)
+  // the MCP endpoint: the same services, deps and limits as the routes above (its SDK loaded on its first request)
+  const { ticket: _ticket, ...upload } = uploads
+  mcpRoutes(router, {
+    publicUrl,
+    maxMonths: config.maxMonths,
+    uploadMaxBytes: config.uploadMaxBytes,
+    ledger: pins,
+    tokens: d.tokens,
+    delegates,
+    refusal,
+    create,
+    upload,
+    clientOf: d.clientOf,
+    ...(d.mcpLimits != null ? { limits: d.mcpLimits } : {}),
+    log
   })
 }
 

@@ -49,13 +49,7 @@ export function pinRoutes (router: Router, d: PinRoutesDeps): void {
     sendJson(res, 200, { count, results: results.map(p => shown(toPinStatus(p, delegates))) })
   })
 
-  const ownPin = async (owner: string, requestid: string): Promise<PinRecord> => {
-    const pin = await d.ledger.get(requestid)
-    if (pin == null || pin.owner !== owner || pin.removed != null || (!d.ledger.isLive(pin) && pin.status !== 'failed')) {
-      throw new NotFoundError(`no pin with requestid ${requestid.slice(0, 100)} for this owner`)
-    }
-    return pin
-  }
+  const ownPin = async (owner: string, requestid: string): Promise<PinRecord> => await ownerPin(d.ledger, owner, requestid)
 
   router.add('GET', '/pins/:requestid', async ({ req, res, params, url }) => {
     const owner = await signedIn(req, url)
@@ -103,18 +97,31 @@ export function pinRoutes (router: Router, d: PinRoutesDeps): void {
     sendJson(res, 200, r.pin, outcomeHeaders(r))
   })
 
-  // a pin this owner replaced is passed on too: the honest retry of the paid request that
-  // replaced it is answered as a replay; anything else gets 404 from the service
-  const replaceable = async (owner: string, requestid: string): Promise<PinRecord> => {
-    const pin = await d.ledger.get(requestid)
-    return pin != null && pin.owner === owner && pin.removed?.why === 'replaced' ? pin : await ownPin(owner, requestid)
-  }
+  const replaceable = async (owner: string, requestid: string): Promise<PinRecord> => await replaceablePin(d.ledger, owner, requestid)
 
   router.add('POST', '/pins/:requestid', async ({ req, res, params, countAsPaid }) => {
     const r = await write(req, (owner) => replaceable(owner, params.requestid as string))
     countAsPaid()
     sendJson(res, 202, r.pin, outcomeHeaders(r))
   })
+}
+
+/** The owner's live (or failed) pin; another owner's, removed or expired past grace is a 404 (the MCP tools use it too). */
+export async function ownerPin (ledger: Pick<PinLedger, 'get' | 'isLive'>, owner: string, requestid: string): Promise<PinRecord> {
+  const pin = await ledger.get(requestid)
+  if (pin == null || pin.owner !== owner || pin.removed != null || (!ledger.isLive(pin) && pin.status !== 'failed')) {
+    throw new NotFoundError(`no pin with requestid ${requestid.slice(0, 100)} for this owner`)
+  }
+  return pin
+}
+
+/**
+ * The pin a replacement names: the owner's pin, or one this owner replaced (the honest retry of the
+ * paid request that replaced it is answered as a replay; anything else gets 404 from the service).
+ */
+export async function replaceablePin (ledger: Pick<PinLedger, 'get' | 'isLive'>, owner: string, requestid: string): Promise<PinRecord> {
+  const pin = await ledger.get(requestid)
+  return pin != null && pin.owner === owner && pin.removed?.why === 'replaced' ? pin : await ownerPin(ledger, owner, requestid)
 }
 
 function outcomeHeaders (r: PinOutcome): Record<string, string> {

@@ -64,6 +64,7 @@ const ROUTES: Array<[string, string]> = [
   ['POST', '/pins/:requestid'],
   ['POST', '/pins/:requestid/renew'],
   ['POST', '/upload'],
+  ['POST', '/mcp'],
   ['POST', '/upload/tickets'],
   ['GET', '/upload/tickets/:ticket']
 ]
