@@ -10,7 +10,7 @@ const require = createRequire(import.meta.url);
 const solc = require('solc');
 const here = dirname(fileURLToPath(import.meta.url));
 
-const CONTRACTS = { TestUSDC: 'TestUSDC.sol', Multicall3: 'Multicall3.sol' };
+const CONTRACTS = { TestUSDC: 'TestUSDC.sol', Multicall3: 'Multicall3.sol', OwnedWallet: 'OwnedWallet.sol', OwnedWalletFactory: 'OwnedWallet.sol' };
 
 /** Resolves `@openzeppelin/contracts/...` (any package path) from node_modules. */
 function findImports(path) {
@@ -24,7 +24,7 @@ function findImports(path) {
 const input = {
   language: 'Solidity',
   sources: Object.fromEntries(
-    Object.values(CONTRACTS).map((file) => [file, { content: readFileSync(join(here, 'contracts', file), 'utf8') }]),
+    [...new Set(Object.values(CONTRACTS))].map((file) => [file, { content: readFileSync(join(here, 'contracts', file), 'utf8') }]),
   ),
   settings: {
     // cancun: supported by anvil's default hardfork and by Taiko; avoids newer opcodes.
@@ -42,6 +42,8 @@ if (errors.length > 0) process.exit(1);
 const pick = (name) => output.contracts[CONTRACTS[name]][name];
 const usdc = pick('TestUSDC');
 const mc = pick('Multicall3');
+const wallet = pick('OwnedWallet');
+const factory = pick('OwnedWalletFactory');
 const artifacts = {
   TestUSDC: { abi: usdc.abi, bytecode: `0x${usdc.evm.bytecode.object}` },
   Multicall3: {
@@ -49,6 +51,9 @@ const artifacts = {
     bytecode: `0x${mc.evm.bytecode.object}`,
     deployedBytecode: `0x${mc.evm.deployedBytecode.object}`,
   },
+  // EIP-1271 test wallet (owner EOA) and its CREATE2 factory (EIP-6492 counterfactual sign-ins)
+  OwnedWallet: { abi: wallet.abi, bytecode: `0x${wallet.evm.bytecode.object}` },
+  OwnedWalletFactory: { abi: factory.abi, bytecode: `0x${factory.evm.bytecode.object}` },
 };
 writeFileSync(join(here, 'artifacts.json'), `${JSON.stringify(artifacts, null, 2)}\n`);
 console.log(`wrote ${join(here, 'artifacts.json')} (solc ${solc.version()})`);

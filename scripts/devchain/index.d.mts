@@ -6,6 +6,10 @@ export declare const MULTICALL3_ADDRESS: '0xcA11bde05977b3631167028862bE2a173976
 export declare const artifacts: {
   TestUSDC: { abi: Abi; bytecode: Hex };
   Multicall3: { abi: Abi; bytecode: Hex; deployedBytecode: Hex };
+  /** EIP-1271 wallet whose owner EOA signs for it (contracts/OwnedWallet.sol) */
+  OwnedWallet: { abi: Abi; bytecode: Hex };
+  /** CREATE2 factory of OwnedWallets: deploy(owner, salt), addressOf(owner, salt) */
+  OwnedWalletFactory: { abi: Abi; bytecode: Hex };
 };
 export declare const usdcAbi: Abi;
 

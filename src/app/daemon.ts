@@ -17,6 +17,7 @@ import { DenylistConfigError } from '../denylist/sources.js'
 import { clientIp, clientKey } from '../http/client-ip.js'
 import { connectionLimits } from '../http/connections.js'
 import { RateLimiter } from '../http/rate-limit.js'
+import { MCP_PATH } from '../service/discovery/paid-operations.js'
 import { Router } from '../http/router.js'
 import { configureSending, sendingStatus } from '../http/send-budget.js'
 import { createHttpServer } from '../http/server.js'
@@ -164,10 +165,11 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
     const clientOf = (req: IncomingMessage): string => clientKey(clientIp(req, proxies))
     configureSending({ budgetBytes: config.httpSendBudget, minRate: config.httpMinSendRate, graceMs: config.httpMinSendRateGrace * 1000, log: log.child({ component: 'http' }) })
     const connections = connectionLimits({ maxConnections: config.httpMaxConnections, maxPerClient: config.httpMaxConnectionsPerClient })
+    const rateLimiter = new RateLimiter({ unpaidPerMinute: config.rateLimitUnpaid, readsPerMinute: config.rateLimitReads, trustedProxies: config.trustedProxies, admittedByRoute: [MCP_PATH] })
     const http = createHttpServer(router, log, {
       onRequest: (r) => { metrics.request(r.method, r.route, r.status, r.seconds, r.bytesIn, r.bytesOut) },
       cors: { origins: config.corsOrigins.filter(o => o !== 'none') },
-      rateLimiter: new RateLimiter({ unpaidPerMinute: config.rateLimitUnpaid, readsPerMinute: config.rateLimitReads, trustedProxies: config.trustedProxies }),
+      rateLimiter,
       headTimeoutMs: config.httpHeadTimeout * 1000,
       idleTimeoutMs: config.httpIdleTimeout * 1000,
       maxConnections: connections.maxConnections,
@@ -361,6 +363,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
       keystore,
       tokens,
       clientOf,
+      mcpLimits: { read: (req) => { rateLimiter.admitRead(req) }, write: (req, credentials) => rateLimiter.admitWrite(req, credentials) },
       openNotes,
       retry,
       discard,

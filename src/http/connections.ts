@@ -22,7 +22,7 @@
  * set by the server (src/http/server.ts).
  */
 import { readFileSync } from 'node:fs'
-import type { Server } from 'node:http'
+import type { IncomingMessage, Server } from 'node:http'
 import type { Socket } from 'node:net'
 import type { Logger } from '../kernel/log.js'
 import { clientKey, normalize } from './client-ip.js'
@@ -56,6 +56,8 @@ interface ClientConns { key: string, count: number, waiting: Set<Conn> }
 
 /** a response's connection (set as its head arrives) */
 const CONN = Symbol('pind.connection')
+/** the request a response answers (set beside CONN) */
+const REQ = Symbol('pind.request')
 
 export function limitConnections (server: Server, limits: ConnectionLimits, log: Logger): void {
   const max = limits.maxConnections ?? 0
@@ -154,13 +156,22 @@ export function limitConnections (server: Server, limits: ConnectionLimits, log:
     c.busy++
     // one listener function for every response (no closure per request): the response carries its connection
     ;(res as unknown as Record<symbol, Conn>)[CONN] = c
+    ;(res as unknown as Record<symbol, IncomingMessage>)[REQ] = req
     res.on('close', ended)
   })
 
   function ended (this: object): void {
     const c = (this as Record<symbol, Conn>)[CONN] as Conn
     c.busy--
-    if (c.busy === 0 && !c.released && !c.socket.destroyed) wait(c)
+    if (c.busy !== 0 || c.released || c.socket.destroyed) return
+    // an early answer (402, 400, 413) to a body still arriving: the next head cannot come before the
+    // body's end, so the head timer starts then; started now, it would cut a client still sending
+    const req = (this as Record<symbol, IncomingMessage>)[REQ] as IncomingMessage
+    if (!req.complete && !req.destroyed) {
+      req.once('end', () => { if (c.busy === 0 && !c.released && !c.socket.destroyed) wait(c) })
+      return
+    }
+    wait(c)
   }
 }
 

@@ -1,13 +1,13 @@
 /**
  * CORS for browser clients, x402 ones included: they must be allowed to send
- * PAYMENT-SIGNATURE and Authorization, and to read PAYMENT-REQUIRED,
+ * PAYMENT-SIGNATURE, Authorization and SIGN-IN-WITH-X, and to read PAYMENT-REQUIRED,
  * PAYMENT-RESPONSE and the wallet token. No cookies are used (tokens travel
  * in Authorization), so allowing any origin (`*`, the default) exposes
  * nothing a non-browser client could not already do.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 
-const ALLOW_HEADERS = 'authorization, content-type, payment-signature, x-payment, x-pin-duration-months, x-upload-size, x-pin-size, range, if-none-match'
+const ALLOW_HEADERS = 'authorization, sign-in-with-x, content-type, payment-signature, x-payment, x-pin-duration-months, x-upload-size, x-pin-size, range, if-none-match'
 const EXPOSE_HEADERS = 'payment-required, payment-response, x-wallet-auth-token, x-wallet-auth-token-expires, location, content-range, content-length, etag, x-ipfs-path, x-ipfs-roots, retry-after'
 const ALLOW_METHODS = 'GET, HEAD, POST, DELETE, OPTIONS'
 

@@ -19,7 +19,7 @@ const NON_ASCII = /[\u007f-\uffff]/g
 /** Each reason the `{"error":{"reason","details"}}` body can carry, in words. */
 export const REASONS = {
   BAD_REQUEST: 'the request is malformed, or a value in it is out of range',
-  UNAUTHORIZED: 'no bearer token, or one that is malformed, expired, revoked or signed by an unknown key',
+  UNAUTHORIZED: 'no bearer token, or one that is malformed, expired, revoked or signed by an unknown key; or a SIGN-IN-WITH-X header that does not sign in (malformed, for another domain, URI or chain, too old, expired, not yet valid, a used nonce, a signature that is not the address\'s)',
   PAYMENT_REQUIRED: 'the write must be paid: no payment, or one that does not match the quote, was refused, could not be settled or was already used',
   INSUFFICIENT_FUNDS: 'the payment was refused because the payer\'s balance does not cover it',
   FORBIDDEN: 'the bearer token\'s wallet may not use what the request names (an upload ticket bought by another wallet)',
@@ -60,6 +60,8 @@ export const ERRORS: Record<string, Entry<any>> = {
   ExpectationFailedError: { status: 417, reason: 'BAD_REQUEST' },
   HeadTooLargeError: { status: 431, reason: 'BAD_REQUEST' },
   UnauthorizedError: { status: 401, reason: 'UNAUTHORIZED', headers: () => ({ 'www-authenticate': 'Bearer' }) },
+  // an owner endpoint's 401: a sign-in-with-x challenge beside the bearer scheme (docs/siwx.md)
+  SignInRequiredError: { status: 401, reason: 'UNAUTHORIZED', headers: (e: { challenge: string }) => ({ 'www-authenticate': 'Bearer', 'payment-required': e.challenge }) },
   PaymentRequiredError: { status: 402, reason: 'PAYMENT_REQUIRED', headers: paymentHeaders },
   InsufficientFundsError: { status: 402, reason: 'INSUFFICIENT_FUNDS', headers: paymentHeaders },
   ForbiddenError: { status: 403, reason: 'FORBIDDEN' },
@@ -93,6 +95,9 @@ export const ERRORS: Record<string, Entry<any>> = {
   InvalidTokenError: { status: 401, reason: 'UNAUTHORIZED', headers: () => ({ 'www-authenticate': 'Bearer' }) },
   SiweError: { status: 400, reason: 'BAD_REQUEST' },
   SiweBusyError: { status: 429, reason: 'TOO_MANY_REQUESTS', headers: retryAfter },
+  // answered as a SignInRequiredError by http/bearer.ts; this entry for any other path
+  SiwxError: { status: 401, reason: 'UNAUTHORIZED', headers: () => ({ 'www-authenticate': 'Bearer' }) },
+  SiwxUnavailableError: { status: 503, reason: 'SERVICE_UNAVAILABLE', headers: retryAfter },
   // payment/
   PriceTooHighError: { status: 400, reason: 'BAD_REQUEST' },
   // ipfs/

@@ -54,6 +54,14 @@ export function unauthorized (description: string): Obj {
   return failure(description, { 'WWW-Authenticate': ref('headers', 'WwwAuthenticate') })
 }
 
+/** an owner endpoint's 401: besides WWW-Authenticate, a sign-in-with-x challenge (docs/siwx.md) */
+export function signInRequired (description: string): Obj {
+  return failure(`${description} \`PAYMENT-REQUIRED\` carries a fresh sign-in-with-x challenge (nothing to pay: \`accepts\` is empty): sign it and send it as \`SIGN-IN-WITH-X\`.`, {
+    'WWW-Authenticate': ref('headers', 'WwwAuthenticate'),
+    'PAYMENT-REQUIRED': ref('headers', 'SignInChallenge')
+  })
+}
+
 export function paymentRequired (description: string): Obj {
   return response(
     `${description} With a challenge the body carries the readable terms (\`PaymentRequired\`) and \`PAYMENT-REQUIRED\` the x402 challenge; a payment already used for another request is refused with a plain \`Failure\` and no challenge.`,
@@ -164,6 +172,8 @@ export function operation (method: Method, s: OperationSpec): Obj {
 
 // security requirements (built per call: the document shares no objects between calls)
 export const bearerOnly = (): Obj[] => [{ bearer: [] }]
+/** the owner's wallet token, or a Sign-In-With-X header */
+export const ownerSignedIn = (): Obj[] => [{ bearer: [] }, { siwx: [] }]
 /** paid, or an operator token with pins:create-unpaid */
 export const paidOrOperator = (): Obj[] => [{ x402: [] }, { bearer: [] }]
 /** the owner's token, plus a payment unless it is an operator token with pins:create-unpaid */

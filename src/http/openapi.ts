@@ -37,8 +37,11 @@ import { gatewayOperations, gatewayParameters } from './routes/gateway.js'
 import { healthOperations } from './routes/health.js'
 import { jwksOperations } from './routes/jwks.js'
 import { openApiOperations } from './routes/openapi.js'
+import { mcpOperations } from './routes/mcp.js'
 import { pinOperations } from './routes/pins.js'
 import { uploadOperations } from './routes/upload.js'
+import { usageOperations } from './routes/usage.js'
+import { Usage } from '../service/usage/usage.js'
 
 export type { OpenApiInput } from './openapi-parts.js'
 
@@ -50,6 +53,8 @@ export function openApiDocument (o: OpenApiInput): Obj {
   const paths: Record<string, Obj> = {
     ...pinOperations(o),
     ...uploadOperations(o),
+    ...mcpOperations(o),
+    ...usageOperations(),
     ...authOperations(),
     ...gatewayOperations(),
     ...healthOperations(),
@@ -80,6 +85,7 @@ export function openApiDocument (o: OpenApiInput): Obj {
     tags: [
       { name: 'pins', description: 'The IPFS Pinning Service API v1.0.0, paid with x402; owner endpoints take the wallet token.' },
       { name: 'upload', description: 'Upload a file and pin it, paid with x402.' },
+      { name: 'mcp', description: 'The MCP endpoint: the same operations as tools for AI agents, paid per call with x402 (MCP transport).' },
       { name: 'auth', description: 'Sign-In with Ethereum (EIP-4361): a new wallet token without paying.' },
       { name: 'gateway', description: 'Path and trustless gateway for the content this node serves; free.' },
       { name: 'service', description: 'Discovery and liveness.' }
@@ -109,7 +115,7 @@ function description (o: OpenApiInput): string {
     '',
     '**Prepaid uploads.** `POST /upload/tickets` sells a single-use upload ticket, priced and paid as `POST /upload` would be for a file of `X-Upload-Size` bytes, settled at once. `POST /upload` with `X-Upload-Ticket` and the payer\'s wallet token then streams the file with no settlement in its way: its blocks go to the block store while the body arrives. A failed upload leaves the ticket usable.',
     '',
-    '**Owner endpoints** (`GET /pins`, `GET`/`DELETE /pins/{requestid}`, replace, renew, `GET /upload/tickets/{ticket}`) take `Authorization: Bearer <wallet token>` (the `bearer` scheme). Another owner\'s requestid answers 404, never 403 (an upload with another wallet\'s ticket is the one 403).',
+    '**Owner endpoints** (`GET /pins`, `GET`/`DELETE /pins/{requestid}`, replace, renew, `GET /upload/tickets/{ticket}`) take `Authorization: Bearer <wallet token>` (the `bearer` scheme); `GET /pins` and `GET`/`DELETE /pins/{requestid}` also take a signed `SIGN-IN-WITH-X` header (the `siwx` scheme), and their 401 carries the sign-in-with-x challenge. Another owner\'s requestid answers 404, never 403 (an upload with another wallet\'s ticket is the one 403).',
     '',
     `**Errors** always have the Pinning Service API shape \`{"error":{"reason","details"}}\` (the \`Failure\` schema). Reasons: ${REASON_LIST.map(r => `\`${r}\``).join(', ')}.`,
     '',
@@ -131,7 +137,7 @@ SCHEMAS.add(Pin, { id: 'Pin' }).add(Origins, { id: 'Origins' }).add(PinMeta, { i
   .add(SiweChallengeRequest, { id: 'SiweChallengeRequest' }).add(SiweTokenRequest, { id: 'SiweTokenRequest' })
   .add(X402PaymentRequirements, { id: 'X402PaymentRequirements' }).add(X402PaymentRequired, { id: 'X402PaymentRequired' })
   .add(X402PaymentPayload, { id: 'X402PaymentPayload' }).add(X402SettleResponse, { id: 'X402SettleResponse' })
-  .add(UploadRequest, { id: 'UploadRequest' }).add(Jwks, { id: 'Jwks' }).add(Failure, { id: 'Failure' })
+  .add(UploadRequest, { id: 'UploadRequest' }).add(Jwks, { id: 'Jwks' }).add(Usage, { id: 'Usage' }).add(Failure, { id: 'Failure' })
   .add(Health, { id: 'Health' }).add(CheckResult, { id: 'HealthCheck' }).add(Ready, { id: 'Ready' }).add(AgentCard, { id: 'AgentCard' })
   // query and header parameters defined as a zod object: each field is a parameter in components.parameters, not a schema
   .add(PinQueryParams, { id: 'PinQueryParams' }).add(GatewayQuery, { id: 'GatewayQuery' }).add(WriteHeaders, { id: 'WriteHeaders' })
@@ -222,6 +228,7 @@ function headers (): Obj {
     RetryAfter: h('Seconds to wait before retrying', { type: 'integer', minimum: 0 }),
     BlockedBy: h('RFC 7725: who blocks the content, `<public URL of this service>; rel="blocked-by"`'),
     WwwAuthenticate: h('`Bearer`', { type: 'string', const: 'Bearer' }),
+    SignInChallenge: h('A sign-in-with-x challenge: base64 of the JSON x402 v2 PaymentRequired with `accepts: []` and `extensions["sign-in-with-x"]` ({info: {domain, uri, version, nonce, issuedAt, expirationTime, statement, resources}, supportedChains: [{chainId, type: "eip191"}], schema}); see the `siwx` security scheme', { type: 'string', contentEncoding: 'base64', contentMediaType: 'application/json' }),
     CacheControlPublic: h('`public, max-age=300`'),
     XContentTypeOptions: h('`nosniff`', { type: 'string', const: 'nosniff' }),
     ETag: h('Names the representation: the CID, plus the format and its parameters'),
@@ -242,6 +249,17 @@ function securitySchemes (o: OpenApiInput): Obj {
       scheme: 'bearer',
       bearerFormat: 'JWT',
       description: 'The wallet auth token: an EdDSA JWT (keys at /.well-known/jwks.json) whose `sub` is the owner\'s lowercase address. It comes in `x-wallet-auth-token` of a paid write, or from Sign-In with Ethereum (`POST /auth/challenge`, `POST /auth/token`). Operator tokens (`pind keys mint --unpaid-pins`) carry the permission `pins:create-unpaid` and create, replace and renew pins without payment.'
+    },
+    siwx: {
+      type: 'apiKey',
+      in: 'header',
+      name: 'SIGN-IN-WITH-X',
+      description: [
+        `Sign-In-With-X (the x402 \`sign-in-with-x\` extension: CAIP-122, an EIP-4361 message on ${o.network}) on \`GET /pins\`, \`GET\` and \`DELETE /pins/{requestid}\`, instead of a bearer token.`,
+        '1. Call the endpoint without credentials: the 401 carries `PAYMENT-REQUIRED`, base64 of an x402 v2 PaymentRequired with `accepts: []` and `extensions["sign-in-with-x"]` (a fresh 32-hex nonce, issued now, expiring in 5 minutes, bound to this service\'s domain and URI).',
+        '2. Build the EIP-4361 message from those fields and your address, sign it with `personal_sign` (an EOA; an EIP-1271 contract wallet through its signer; an EIP-6492 signature for a wallet not deployed yet), and send base64 of the JSON fields plus `address` and `signature` as `SIGN-IN-WITH-X` (@x402/extensions\' `createSIWxClientHook` or `createSIWxPayload` + `encodeSIWxHeader` do this).',
+        'Each header is good for one request: its nonce is used then, on every front end. Refused with 401: a used nonce, another domain or URI origin, a URI whose path is not the request path, another chain, `issuedAt` over 5 minutes old or in the future, past `expirationTime`, before `notBefore`, a signature that is not the address\'s, a header over 8192 characters.'
+      ].join('\n')
     },
     x402: {
       type: 'apiKey',

@@ -23,9 +23,31 @@ export interface PaidRoutesInput {
   maxMonths: number
 }
 
-/** `^(?:1|2|…|max)$`: the months a request may buy, as a pattern (a header is a string) */
-function monthsPattern (max: number): string {
-  return `^(?:${Array.from({ length: max }, (_, i) => String(i + 1)).join('|')})$`
+/**
+ * The whole numbers 1..max (max < 1000) as a short pattern (a header is a string; the 402 is the
+ * hottest answer): 24 gives `^(?:[1-9]|1[0-9]|2[0-4])$`.
+ */
+export function monthsPattern (max: number): string {
+  if (!Number.isInteger(max) || max < 1 || max > 999) throw new RangeError(`months maximum ${max} is not a whole number from 1 to 999`)
+  const digit = (lo: number, hi: number): string => lo === hi ? String(lo) : `[${lo}-${hi}]`
+  const parts: string[] = []
+  // 1..9, then each width up to max's: whole decades, then the last one's rest
+  parts.push(digit(1, Math.min(9, max)))
+  if (max >= 10) {
+    const tens = Math.floor(Math.min(max, 99) / 10)
+    const last = Math.min(max, 99) % 10
+    if (tens > 1 || last === 9) parts.push(`${digit(1, last === 9 ? tens : tens - 1)}[0-9]`)
+    if (last !== 9) parts.push(`${tens}${digit(0, last)}`)
+  }
+  if (max >= 100) {
+    const hundreds = Math.floor(max / 100)
+    const rest = max % 100
+    if (hundreds > 1) parts.push(`${digit(1, hundreds - 1)}[0-9]{2}`)
+    const tens = Math.floor(rest / 10)
+    if (tens > 0) parts.push(`${hundreds}${digit(0, tens - 1)}[0-9]`)
+    parts.push(`${hundreds}${tens}${digit(0, rest % 10)}`)
+  }
+  return `^(?:${parts.join('|')})$`
 }
 
 /**
@@ -55,10 +77,10 @@ export function paidRoutes (o: PaidRoutesInput): PaidRoutes {
     status: 'queued',
     created: '2026-11-22T03:20:38.955123Z',
     pin: { cid: EXAMPLE_CID, name: 'site' },
-    delegates: ['/ip4/203.0.113.1/tcp/4001/p2p/12D3KooW…'],
+    delegates: [],
     info: { pinned_until: '2027-05-22T03:20:38.955Z', months: exampleMonths, amount_paid: '1000' }
   }
-  const pinBody = bodySchema(Pin, [{ cid: EXAMPLE_CID }, { cid: EXAMPLE_CID, name: 'site', meta: { app: 'docs' } }])
+  const pinBody = bodySchema(Pin, [{ cid: EXAMPLE_CID, meta: { app: 'docs' } }])
   const noBody = { type: 'object', description: 'no body is read', examples: [{}] }
   const pinHeaders = { 'X-Pin-Duration-Months': months, 'X-Pin-Size': bytes }
   return {

@@ -30,6 +30,11 @@ export interface RateLimits {
   readsPerMinute: number
   trustedProxies: string[]
   maxClients?: number
+  /**
+   * POST paths whose route admits each request itself, once it knows what the request is (the MCP
+   * endpoint: one path for reads and writes): `admitWrite` or `admitRead`, not `admit`.
+   */
+  admittedByRoute?: string[]
 }
 
 interface Bucket {
@@ -56,9 +61,12 @@ export class RateLimiter {
   private readonly proxies: ReadonlySet<string>
   private readonly max: number
 
+  private readonly byRoute: ReadonlySet<string>
+
   constructor (private readonly limits: RateLimits, private readonly now: () => number = Date.now) {
     this.proxies = new Set(limits.trustedProxies)
     this.max = limits.maxClients ?? 100_000
+    this.byRoute = new Set(limits.admittedByRoute ?? [])
   }
 
   /** the last address's key, kept: a keep-alive connection asks again and again */
@@ -84,8 +92,17 @@ export class RateLimiter {
       this.take(this.reads, this.limits.readsPerMinute, req, 'reads', false, client)
       return NOTHING
     }
-    const perMinute = this.limits.unpaidPerMinute
+    if (this.byRoute.size > 0 && this.byRoute.has((req.url ?? '').split('?')[0] as string)) return NOTHING
     const credentials = req.headers['payment-signature'] != null || req.headers['x-payment'] != null || req.headers.authorization != null
+    return this.admitWrite(req, credentials, client)
+  }
+
+  /**
+   * Admits a write (the unpaid-write limit): `credentials`, it carries a payment or a token (it may
+   * run ahead of an empty allowance, one at a time). Throws a TooManyRequestsError over the limit.
+   */
+  admitWrite (req: IncomingMessage, credentials: boolean, client?: string): Admission {
+    const perMinute = this.limits.unpaidPerMinute
     const taken = this.take(this.unpaid, perMinute, req, 'unpaid write requests', credentials, client)
     if (taken == null) return NOTHING
     const { bucket, lent } = taken
@@ -103,6 +120,11 @@ export class RateLimiter {
         if (lent) bucket.lent = false
       }
     }
+  }
+
+  /** Takes one unit of the client's read limit (a request admitted by its route that reads); throws over it. */
+  admitRead (req: IncomingMessage, client?: string): void {
+    this.take(this.reads, this.limits.readsPerMinute, req, 'reads', false, client)
   }
 
   private take (buckets: Map<string, Bucket>, perMinute: number, req: IncomingMessage, what: string, mayBorrow: boolean, client?: string): { bucket: Bucket, lent: boolean } | undefined {

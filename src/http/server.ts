@@ -73,6 +73,7 @@ export function createHttpServer (router: Router, log: Logger, opts: HttpServerO
   let starting = opts.starting === true
   let inFlight = 0
   let idleWaiters: Array<() => void> = []
+  const idleMs = opts.idleTimeoutMs ?? 60_000
   const logRequests = log.enabled('info')
 
   const proxies = new Set(opts.trustedProxies ?? [])
@@ -136,7 +137,7 @@ export function createHttpServer (router: Router, log: Logger, opts: HttpServerO
       await handler(ctx)
     } catch (err) {
       sendError(res, err, log)
-      discardBody(req, res)
+      discardBody(req, res, idleMs)
     }
   }
 
@@ -173,7 +174,6 @@ export function createHttpServer (router: Router, log: Logger, opts: HttpServerO
     socket.end(rawAnswer(new OperationNotAllowedError('CONNECT is not supported: this is not a proxy', 'GET, HEAD, POST, DELETE, OPTIONS')))
   })
   server.maxHeadersCount = 100
-  const idleMs = opts.idleTimeoutMs ?? 60_000
   if (idleMs > 0) server.setTimeout(idleMs, (socket) => { socket.destroy() })
   server.on('clientError', (err, socket) => {
     const code = (err as NodeJS.ErrnoException).code
@@ -267,7 +267,7 @@ const MAX_DRAIN_BYTES = 128 * 1024 * 1024
  * body (x402 clients send it with the unpaid request too). Drain a bounded
  * amount so the client reads the answer; past that, close the connection.
  */
-function discardBody (req: IncomingMessage, res: ServerResponse): void {
+function discardBody (req: IncomingMessage, res: ServerResponse, idleMs: number): void {
   if (req.complete || req.readableEnded) return
   let seen = 0
   req.on('data', (chunk: Buffer) => {
@@ -280,7 +280,14 @@ function discardBody (req: IncomingMessage, res: ServerResponse): void {
   })
   req.on('error', () => {})
   req.resume()
-  res.on('finish', () => { if (!req.complete && seen > MAX_DRAIN_BYTES) req.socket?.destroy() })
+  res.on('finish', () => {
+    if (req.complete) return
+    if (seen > MAX_DRAIN_BYTES) req.socket?.destroy()
+    // node gives the connection its keep-alive timeout once the answer is written (≤ 6 s): this body is
+    // still arriving, so the idle timeout stays until its end (else a client pausing, or this process
+    // busy, for a few seconds is cut mid-body: EPIPE on its side, the answer unread)
+    else if (idleMs > 0) req.socket?.setTimeout(idleMs)
+  })
 }
 
 /** the longest request target accepted (a CID path with a long file path fits many times over) */

@@ -43,6 +43,14 @@ export class UnauthorizedError extends RefusedError {
   override name = 'UnauthorizedError'
 }
 
+/** No credential, or one that does not prove who the sender is, at an endpoint one can sign in to: `challenge` is the sign-in-with-x challenge (PAYMENT-REQUIRED, base64). */
+export class SignInRequiredError extends UnauthorizedError {
+  override name = 'SignInRequiredError'
+  constructor (message: string, readonly challenge: string) {
+    super(message)
+  }
+}
+
 /** Nothing of that name for this caller (another owner's pin is not found either). */
 /** The caller is known (its bearer token is valid) and may not use what it names (an upload ticket another wallet bought). */
 export class ForbiddenError extends RefusedError {

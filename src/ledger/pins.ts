@@ -7,7 +7,7 @@
 import type { CID } from 'multiformats/cid'
 import type { LedgerChanges } from './changes.js'
 import type { PinQuery } from './query.js'
-import type { PaymentRecord, PinRecord, PinState } from './records.js'
+import type { OwnerUsage, PaymentRecord, PinRecord, PinState } from './records.js'
 import type { SettlingRecord } from './settlements.js'
 
 export interface PinLedger extends LedgerChanges {
@@ -37,6 +37,8 @@ export interface PinLedger extends LedgerChanges {
   list(owner: string | undefined, q: PinQuery, now?: Date): Promise<{ count: number, results: PinRecord[] }>
   /** how many pins are in each status, and how many were removed */
   countByStatus(now?: Date): Promise<Record<PinState | 'removed', number>>
+  /** what one owner has here and has paid (GET /usage): read in the owner's own index ranges, never the whole ledger */
+  usage(owner: string, now?: Date): Promise<OwnerUsage>
 
   /** the payment with this id (`payer:nonce`); one that moved to the archive with its pin may be absent */
   payment(id: string): Promise<PaymentRecord | undefined>

@@ -73,6 +73,18 @@ export interface FetchState {
 }
 
 /** What a settled payment produced, so an honest retry gets the same answer. */
+/** one owner's pins and payments, as GET /usage answers them (PinLedger.usage) */
+export interface OwnerUsage {
+  /** pins not removed, by status: live ones, and failed ones until they would have expired */
+  pins: Record<PinState, number>
+  /** DAG bytes of the pinned ones (a pin still fetching counts once it is pinned) */
+  bytes: number
+  /** atomic units of the asset paid per network (x402 payments by this wallet: pins, uploads, renewals, tickets) */
+  spent: Record<string, bigint>
+  /** ms since the epoch: the soonest pinned_until of a live pin, if any */
+  nextExpiry?: number
+}
+
 export interface PaymentRecord {
   id: string
   requestid: string

@@ -25,4 +25,12 @@ export interface TokenLedger {
   listIssued(): Promise<Array<IssuedTokenRecord & { revoked?: string }>>
   /** every revocation, of recorded tokens and wallet tokens alike (what a move to another ledger carries) */
   revocations(): Promise<{ tokens: Array<{ jti: string, at: string }>, owners: Array<{ owner: string, iat: number }> }>
+  /**
+   * Marks a Sign-In-With-X nonce used until `until` (one write, on every
+   * front end sharing the ledger): true when it was not in use, false when it
+   * is already (a replay). A nonce past its `until` counts as unused again;
+   * a few such are forgotten by each call, so the table stays as large as
+   * the sign-ins of the last minutes. Not carried by a ledger move.
+   */
+  useNonce(nonce: string, until: Date, now?: Date): Promise<boolean>
 }

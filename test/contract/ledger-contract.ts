@@ -691,6 +691,26 @@ export function describeLedgerContract (name: string, open: () => Promise<Opened
         expect(byJti.get('op-b')?.revoked).toEqual(expect.any(String))
         expect(byJti.get('op-c')).toEqual(c)
       })
+
+      it('useNonce: a nonce is used once until its time; concurrent uses, one wins; past its time it is forgotten', async () => {
+        const now = new Date('2026-11-29T12:00:00.000Z')
+        const until = new Date(now.getTime() + 600_000)
+        expect(await ledger.tokens.useNonce('a1b2c3d4e5f6a7b8', until, now)).toBe(true)
+        expect(await ledger.tokens.useNonce('a1b2c3d4e5f6a7b8', until, now)).toBe(false)
+        expect(await ledger.tokens.useNonce('a1b2c3d4e5f6a7b8', new Date(until.getTime() + 999_999), new Date(until.getTime() - 1))).toBe(false)
+        expect(await ledger.tokens.useNonce('A1B2C3D4E5F6A7B8', until, now)).toBe(true)
+        const raced = await Promise.all(Array.from({ length: 8 }, async () => await ledger.tokens.useNonce('raced00000000000', until, now)))
+        expect(raced.filter(Boolean)).toHaveLength(1)
+        // past its time the nonce is free (its message can no longer be valid), and old ones are forgotten as others are used
+        const later = new Date(until.getTime() + 1)
+        expect(await ledger.tokens.useNonce('a1b2c3d4e5f6a7b8', new Date(later.getTime() + 600_000), later)).toBe(true)
+        expect(await ledger.tokens.useNonce('a1b2c3d4e5f6a7b8', new Date(later.getTime() + 600_000), later)).toBe(false)
+        expect(await ledger.tokens.useNonce('raced00000000000', new Date(later.getTime() + 600_000), later)).toBe(true)
+        if (opened.reopen != null) {
+          ledger = await opened.reopen()
+          expect(await ledger.tokens.useNonce('raced00000000000', new Date(later.getTime() + 600_000), later)).toBe(false)
+        }
+      })
     })
 
     describe('denials', () => {

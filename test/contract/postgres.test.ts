@@ -83,6 +83,22 @@ describe('PostgreSQL ledger', () => {
     }
   })
 
+  it('a Sign-In-With-X nonce used through one front end\'s ledger is used for the other; of two at once, one takes it', async () => {
+    const db = await server.freshDatabase()
+    const [a, b] = await Promise.all([open(db.url), open(db.url)])
+    try {
+      const until = new Date(Date.now() + 600_000)
+      expect(await a.tokens.useNonce('frontend0000000a', until)).toBe(true)
+      expect(await b.tokens.useNonce('frontend0000000a', until)).toBe(false)
+      const both = await Promise.all([a, b, a, b].map(async (l) => await l.tokens.useNonce('frontend0000000b', until)))
+      expect(both.filter(Boolean)).toHaveLength(1)
+    } finally {
+      await a.close()
+      await b.close()
+      await db.drop()
+    }
+  })
+
   it('TLS: verified against the CA file, refused with another CA, unverified with require', async () => {
     const { caFile } = await server.enableTls()
     const inTls = async (ssl: PostgresTls): Promise<boolean> => {

@@ -7,6 +7,7 @@ import type { IncomingMessage } from 'node:http'
 import { CID } from 'multiformats/cid'
 import type { KeyStore } from '../../auth/keystore.js'
 import { SiweChallenges } from '../../auth/siwe.js'
+import { SignInWithX } from '../../auth/siwx.js'
 import type { TokenService } from '../../auth/tokens.js'
 import type { Config } from '../../config/settings.js'
 import { openApiDocument } from '../../http/openapi.js'
@@ -19,9 +20,11 @@ import { siteOriginTemplate, siteUrlFor } from '../../http/gateway/site-host.js'
 import { gatewayRoutes } from '../../http/routes/gateway.js'
 import { healthRoutes } from '../../http/routes/health.js'
 import { jwksRoutes } from '../../http/routes/jwks.js'
+import { usageRoutes } from '../../http/routes/usage.js'
 import { openApiRoutes } from '../../http/routes/openapi.js'
 import { pinRoutes } from '../../http/routes/pins.js'
-import { uploadRoutes } from '../../http/routes/upload.js'
+import { mcpRoutes, type McpLimits } from '../../http/routes/mcp.js'
+import { uploadRoutes, type UploadRouteDeps } from '../../http/routes/upload.js'
 import { StreamSlots } from '../../http/stream-slots.js'
 import type { BlockNetwork } from '../../ipfs/network.js'
 import { networkReadThrough } from '../../ipfs/network-read.js'
@@ -30,7 +33,7 @@ import type { RoutingStatus } from '../../ipfs/routing/index.js'
 import type { SwitchableBackend } from '../../ipfs/switchable-backend.js'
 import type { Logger } from '../../kernel/log.js'
 import { VERSION } from '../../kernel/version.js'
-import { chainIdOf } from '../../payment/chain.js'
+import { chainIdOf, verifierClientFor } from '../../payment/chain.js'
 import type { PaymentGate } from '../../payment/gate.js'
 import type { PriceSettings } from '../../payment/pricing.js'
 import type { PaymentsCheck } from '../../service/admin/status.js'
@@ -44,6 +47,7 @@ import { paymentNetworks } from '../../config/networks.js'
 import type { OpenNoteDeps } from '../../service/payments/noted-retry.js'
 import type { PaymentOnce } from '../../service/payments/paid-once.js'
 import { notesStampedBy } from '../../service/payments/settle.js'
+import type { PinCreateDeps } from '../../service/pins/pin-create.js'
 import { SizeProbe } from '../../service/pins/size-probe.js'
 import { refusingDenied } from '../../service/serving/denials.js'
 import type { Refusal, ServePolicy } from '../../service/serving/serve-policy.js'
@@ -75,6 +79,8 @@ export interface ApiDeps {
   tokens: TokenService
   /** what per-client limits count by */
   clientOf: (req: IncomingMessage) => string
+  /** the per-client limits as the MCP route applies them (it admits its own requests) */
+  mcpLimits?: McpLimits
   openNotes: OpenNoteDeps
   retry: RetryLater
   /** deletes blocks a failed ticket upload wrote, unless a pin holds them */
@@ -160,34 +166,44 @@ export function apiRoutes (router: Router, d: ApiDeps): void {
   const delegates = (): string[] => ipfs.multiaddrs()
   // the settlement notes paid writes leave say which front end wrote them (settlement-reconcile.ts)
   const pins = notesStampedBy(ledger.pins, ipfs.peerId)
+  const rpcUrl = config.rpcUrl
+  const create: PinCreateDeps = {
+    ledger: pins,
+    gate: d.gate,
+    tokens: d.tokens,
+    once: d.once,
+    prices: d.prices,
+    // the quote tells no more about what this node holds than the gateway does
+    probe: new SizeProbe({ node: ipfs, network: d.network, timeoutMs: config.pinProbeTimeout * 1000, ttlMs: config.paymentTimeout * 1000, isServable, removals: () => blocks.removals, ...(d.find != null ? { findProviders: d.find } : {}) }),
+    pinMaxBytes: config.pinMaxBytes,
+    retryWindowMs: config.pinRetryWindow * 1000,
+    publicUrl,
+    network: primary.network,
+    asset: primary.asset,
+    delegates,
+    log,
+    refusal,
+    storage: blocks,
+    openNotes: d.openNotes,
+    leases: ledger.leases,
+    paidRoutes: paid
+  }
   pinRoutes(router, {
     ledger: pins,
     tokens: d.tokens,
+    // contract wallets (EIP-1271, EIP-6492) are asked through the payment RPC, when there is one
+    siwx: new SignInWithX({
+      publicUrl,
+      network: config.network,
+      useNonce: async (nonce, until) => await ledger.tokens.useNonce(nonce, until),
+      ...(rpcUrl != null ? { contractVerifier: () => verifierClientFor(config.network, rpcUrl).verifyMessage } : {})
+    }),
     delegates,
     clientOf: d.clientOf,
     refusal,
-    create: {
-      ledger: pins,
-      gate: d.gate,
-      tokens: d.tokens,
-      once: d.once,
-      prices: d.prices,
-      // the quote tells no more about what this node holds than the gateway does
-      probe: new SizeProbe({ node: ipfs, network: d.network, timeoutMs: config.pinProbeTimeout * 1000, ttlMs: config.paymentTimeout * 1000, isServable, removals: () => blocks.removals, ...(d.find != null ? { findProviders: d.find } : {}) }),
-      pinMaxBytes: config.pinMaxBytes,
-      retryWindowMs: config.pinRetryWindow * 1000,
-      publicUrl,
-      network: primary.network,
-      asset: primary.asset,
-      delegates,
-      log,
-      refusal,
-      storage: blocks,
-      openNotes: d.openNotes,
-      leases: ledger.leases,
-      paidRoutes: paid
-    }
+    create
   })
+  usageRoutes(router, { ledger: pins, tokens: d.tokens })
   jwksRoutes(router, d.keystore)
   openApiRoutes(router, () => openApiDocument({
     publicUrl,
@@ -200,7 +216,7 @@ export function apiRoutes (router: Router, d: ApiDeps): void {
     ...(accepts.length > 1 ? { accepts } : {})
   }))
   authRoutes(router, { siwe: new SiweChallenges({ publicUrl, chainId: chainIdOf(config.network) }), tokens: d.tokens, clientOf: d.clientOf })
-  uploadRoutes(router, {
+  const uploads: UploadRouteDeps = {
     ledger: pins,
     staging: core.staging,
     lock: core.lock,
@@ -233,6 +249,23 @@ export function apiRoutes (router: Router, d: ApiDeps): void {
       verifier: d.tokens,
       validitySeconds: config.uploadTicketValidity
     }
+  }
+  uploadRoutes(router, uploads)
+  // the MCP endpoint: the same services, deps and limits as the routes above (its SDK loaded on its first request)
+  const { ticket: _ticket, ...upload } = uploads
+  mcpRoutes(router, {
+    publicUrl,
+    maxMonths: config.maxMonths,
+    uploadMaxBytes: config.uploadMaxBytes,
+    ledger: pins,
+    tokens: d.tokens,
+    delegates,
+    refusal,
+    create,
+    upload,
+    clientOf: d.clientOf,
+    ...(d.mcpLimits != null ? { limits: d.mcpLimits } : {}),
+    log
   })
 }
 

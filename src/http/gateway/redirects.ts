@@ -335,3 +335,50 @@ function utf8Length (text: string): number {
   }
   return bytes
 }
+
+/** what the parsed `_redirects` files kept may add up to, counted by their bytes */
+export const REDIRECTS_CACHE_BYTES = 4 * 1024 * 1024
+
+/**
+ * Parsed `_redirects` files by CID (immutable: never stale), the most recently used within
+ * `limitBytes` (each counted by its file's size, at most MAX_REDIRECTS_BYTES); a file that does
+ * not parse is kept as its error, thrown again to each request.
+ */
+export class RedirectsCache {
+  private readonly files = new Map<string, { rules: RedirectRule[] | RedirectsFileError, bytes: number }>()
+  private total = 0
+
+  constructor (private readonly limitBytes = REDIRECTS_CACHE_BYTES) {}
+
+  /** bytes the kept files count for */
+  get bytes (): number { return this.total }
+  /** CIDs kept, least recently used first */
+  keys (): string[] { return [...this.files.keys()] }
+
+  /** the rules of file `key` (a CID) of `size` bytes, parsed by `read` unless kept */
+  async rules (key: string, size: number, read: () => Promise<RedirectRule[] | RedirectsFileError>): Promise<RedirectRule[]> {
+    let got = this.files.get(key)
+    if (got == null) {
+      const parsed = { rules: await read(), bytes: Math.min(size, MAX_REDIRECTS_BYTES) }
+      // another request may have read it meanwhile: one entry, counted once
+      if (this.files.has(key)) return await this.rules(key, size, read)
+      got = parsed
+      // a file larger than the whole limit is answered and not kept (nothing else is dropped for it)
+      if (got.bytes <= this.limitBytes) {
+        this.total += got.bytes
+        this.files.set(key, got)
+        // the least recently used go first
+        for (const [k, v] of this.files) {
+          if (this.total <= this.limitBytes) break
+          this.files.delete(k)
+          this.total -= v.bytes
+        }
+      }
+    } else {
+      this.files.delete(key)
+      this.files.set(key, got)
+    }
+    if (got.rules instanceof RedirectsFileError) throw got.rules
+    return got.rules
+  }
+}

@@ -38,7 +38,7 @@ import {
   baseHeaders, contentLocation, decideBytes, etagMatches, mediaTypeOf, paramsHash, sendBytes, sendNotModified,
   type ByteDecision, type Headers
 } from '../gateway/respond.js'
-import { MAX_REDIRECTS_BYTES, matchRedirect, parseRedirects, RedirectsFileError, type RedirectRule } from '../gateway/redirects.js'
+import { MAX_REDIRECTS_BYTES, matchRedirect, parseRedirects, RedirectsCache, RedirectsFileError, type RedirectRule } from '../gateway/redirects.js'
 import { routeHost, siteUrl, type PublicHost, type SiteHosts } from '../gateway/site-host.js'
 import type { Handler, RequestContext, Router } from '../router.js'
 import type { StreamSlots } from '../stream-slots.js'
@@ -492,38 +492,6 @@ function isNoSuchPath (err: unknown): boolean {
   return err instanceof ContentNotFoundError && !(err instanceof BlockMissingError)
 }
 
-/** what the parsed `_redirects` files kept may add up to, counted by their bytes */
-const REDIRECTS_CACHE_BYTES = 4 * 1024 * 1024
-
-/** parsed `_redirects` files by CID (immutable: never stale), the most recently used within REDIRECTS_CACHE_BYTES */
-class RedirectsCache {
-  private readonly files = new Map<string, { rules: RedirectRule[] | RedirectsFileError, bytes: number }>()
-  private bytes = 0
-
-  async rules (ctx: Ctx, file: FileEntry): Promise<RedirectRule[]> {
-    const key = file.cid.toString()
-    let got = this.files.get(key)
-    if (got == null) {
-      const read = { rules: await readRedirects(ctx, file), bytes: Math.min(Number(file.size), MAX_REDIRECTS_BYTES) }
-      // another request may have read it meanwhile: one entry, counted once
-      got = this.files.get(key)
-      if (got != null) return this.rules(ctx, file)
-      got = read
-      this.bytes += got.bytes
-      for (const [k, v] of this.files) {
-        if (this.bytes <= REDIRECTS_CACHE_BYTES) break
-        this.files.delete(k)
-        this.bytes -= v.bytes
-      }
-    } else {
-      this.files.delete(key)
-    }
-    this.files.set(key, got)
-    if (got.rules instanceof RedirectsFileError) throw got.rules
-    return got.rules
-  }
-}
-
 async function readRedirects (ctx: Ctx, file: FileEntry): Promise<RedirectRule[] | RedirectsFileError> {
   if (file.size > BigInt(MAX_REDIRECTS_BYTES)) {
     return new RedirectsFileError(`it is ${file.size} bytes; it may be ${MAX_REDIRECTS_BYTES} at most`)
@@ -552,7 +520,7 @@ async function followRedirects (ctx: Ctx, site: Site): Promise<boolean> {
   if (fileCid == null) return false
   const file = await loadEntry(ctx.bs, fileCid, { signal: ctx.signal })
   if (file.kind !== 'file') return false
-  const match = matchRedirect(await site.redirects.rules(ctx, file), rc.url.pathname, rc.url.searchParams)
+  const match = matchRedirect(await site.redirects.rules(file.cid.toString(), Number(file.size), async () => await readRedirects(ctx, file)), rc.url.pathname, rc.url.searchParams)
   if (match == null) return false
   if (match.status >= 300 && match.status < 400) {
     // the file's own characters, percent-encoded where a header could not carry them

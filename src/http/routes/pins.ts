@@ -4,6 +4,7 @@
  * take a wallet token; another owner's requestid is a 404, never a 403.
  */
 import type { IncomingMessage } from 'node:http'
+import type { SignInWithX } from '../../auth/siwx.js'
 import type { TokenService, VerifiedToken } from '../../auth/tokens.js'
 import { NotFoundError } from '../../kernel/errors.js'
 import type { PinRecord } from '../../ledger/records.js'
@@ -18,11 +19,11 @@ import { toPinStatus, type PinStatus } from '../../service/pins/pin-status.js'
 import { withDenial } from '../../service/serving/denials.js'
 import type { Refusal } from '../../service/serving/serve-policy.js'
 import type { CID } from 'multiformats/cid'
-import { bearer } from '../bearer.js'
+import { bearer, owner as ownerOf } from '../bearer.js'
 import { byteCount, DURATION_HEADER, parseMonths, PIN_SIZE_HEADER } from '../write-headers.js'
 import { sendJson } from '../respond.js'
 import type { Router } from '../router.js'
-import { bearerOnly, failure, JSON_LIMIT, jsonBody, jsonBodyErrors, legalReasons, operation, ownerPaid, paidOrOperator, paymentRequired, ref, response, schema, tokenHeaders, type Obj, type OpenApiInput, type PathItems, unauthorized, writesUnavailable } from '../openapi-parts.js'
+import { failure, JSON_LIMIT, jsonBody, jsonBodyErrors, legalReasons, operation, ownerPaid, ownerSignedIn, paidOrOperator, paymentRequired, ref, response, schema, signInRequired, tokenHeaders, type Obj, type OpenApiInput, type PathItems, unauthorized, writesUnavailable } from '../openapi-parts.js'
 
 export interface PinRoutesDeps {
   ledger: PinLedger
@@ -33,33 +34,30 @@ export interface PinRoutesDeps {
   clientOf(req: IncomingMessage): string
   /** why a pin's CID is denied: its owner sees it in the PinStatus (service/serving/denials.ts withDenial) */
   refusal?: (cid: CID) => Refusal | undefined
+  /** Sign-In-With-X on the owner endpoints that only read or remove (GET /pins, GET and DELETE /pins/{id}); absent: bearer tokens only */
+  siwx?: SignInWithX
 }
 
 export function pinRoutes (router: Router, d: PinRoutesDeps): void {
   const shown = (status: PinStatus): PinStatus => d.refusal != null ? withDenial(status, d.refusal) : status
+  const signedIn = async (req: IncomingMessage, url: URL): Promise<string> => await ownerOf(req, url.pathname + url.search, d.tokens, d.siwx)
   router.add('GET', '/pins', async ({ req, res, url }) => {
-    const { owner } = await bearer(req, d.tokens)
+    const owner = await signedIn(req, url)
     const q = parsePinQuery(url.searchParams)
     const { count, results } = await d.ledger.list(owner, q)
     const delegates = d.delegates()
     sendJson(res, 200, { count, results: results.map(p => shown(toPinStatus(p, delegates))) })
   })
 
-  const ownPin = async (owner: string, requestid: string): Promise<PinRecord> => {
-    const pin = await d.ledger.get(requestid)
-    if (pin == null || pin.owner !== owner || pin.removed != null || (!d.ledger.isLive(pin) && pin.status !== 'failed')) {
-      throw new NotFoundError(`no pin with requestid ${requestid.slice(0, 100)} for this owner`)
-    }
-    return pin
-  }
+  const ownPin = async (owner: string, requestid: string): Promise<PinRecord> => await ownerPin(d.ledger, owner, requestid)
 
-  router.add('GET', '/pins/:requestid', async ({ req, res, params }) => {
-    const { owner } = await bearer(req, d.tokens)
+  router.add('GET', '/pins/:requestid', async ({ req, res, params, url }) => {
+    const owner = await signedIn(req, url)
     sendJson(res, 200, shown(toPinStatus(await ownPin(owner, params.requestid as string), d.delegates())))
   })
 
-  router.add('DELETE', '/pins/:requestid', async ({ req, res, params, countAsPaid }) => {
-    const { owner } = await bearer(req, d.tokens)
+  router.add('DELETE', '/pins/:requestid', async ({ req, res, params, url, countAsPaid }) => {
+    const owner = await signedIn(req, url)
     const pin = await ownPin(owner, params.requestid as string)
     await d.ledger.remove(pin.requestid, 'unpinned')
     countAsPaid()
@@ -99,18 +97,31 @@ export function pinRoutes (router: Router, d: PinRoutesDeps): void {
     sendJson(res, 200, r.pin, outcomeHeaders(r))
   })
 
-  // a pin this owner replaced is passed on too: the honest retry of the paid request that
-  // replaced it is answered as a replay; anything else gets 404 from the service
-  const replaceable = async (owner: string, requestid: string): Promise<PinRecord> => {
-    const pin = await d.ledger.get(requestid)
-    return pin != null && pin.owner === owner && pin.removed?.why === 'replaced' ? pin : await ownPin(owner, requestid)
-  }
+  const replaceable = async (owner: string, requestid: string): Promise<PinRecord> => await replaceablePin(d.ledger, owner, requestid)
 
   router.add('POST', '/pins/:requestid', async ({ req, res, params, countAsPaid }) => {
     const r = await write(req, (owner) => replaceable(owner, params.requestid as string))
     countAsPaid()
     sendJson(res, 202, r.pin, outcomeHeaders(r))
   })
+}
+
+/** The owner's live (or failed) pin; another owner's, removed or expired past grace is a 404 (the MCP tools use it too). */
+export async function ownerPin (ledger: Pick<PinLedger, 'get' | 'isLive'>, owner: string, requestid: string): Promise<PinRecord> {
+  const pin = await ledger.get(requestid)
+  if (pin == null || pin.owner !== owner || pin.removed != null || (!ledger.isLive(pin) && pin.status !== 'failed')) {
+    throw new NotFoundError(`no pin with requestid ${requestid.slice(0, 100)} for this owner`)
+  }
+  return pin
+}
+
+/**
+ * The pin a replacement names: the owner's pin, or one this owner replaced (the honest retry of the
+ * paid request that replaced it is answered as a replay; anything else gets 404 from the service).
+ */
+export async function replaceablePin (ledger: Pick<PinLedger, 'get' | 'isLive'>, owner: string, requestid: string): Promise<PinRecord> {
+  const pin = await ledger.get(requestid)
+  return pin != null && pin.owner === owner && pin.removed?.why === 'replaced' ? pin : await ownerPin(ledger, owner, requestid)
 }
 
 function outcomeHeaders (r: PinOutcome): Record<string, string> {
@@ -142,12 +153,12 @@ function listPinsOp (): Obj {
     tag: 'pins',
     summary: 'List your pin objects',
     description: 'The token owner\'s pins matching every filter, newest first. Without `status`, only `pinned` pins are listed. `count` counts every pin matching all filters (`before`/`after` included), so paging with `before=<created of the oldest>` ends when `count` equals the page length.',
-    security: bearerOnly(),
+    security: ownerSignedIn(),
     parameters: ['cid', 'name', 'match', 'status', 'before', 'after', 'limit', 'meta'].map(p => ref('parameters', p)),
     responses: {
       200: response('The matching pins (PinResults).', schema('PinResults')),
       400: failure('A filter is malformed or given more than once (e.g. more than 10 CIDs, an unknown status, limit outside 1–1000, before/after not RFC 3339, meta not a JSON object of strings).'),
-      401: unauthorized('No, a malformed, expired, revoked or unknown-key bearer token.')
+      401: signInRequired('No, a malformed, expired, revoked or unknown-key bearer token, or a SIGN-IN-WITH-X header that does not sign in.')
     }
   })
 }
@@ -157,10 +168,10 @@ function getPinOp (): Obj {
     id: 'getPinByRequestId',
     tag: 'pins',
     summary: 'Get a pin object and its status',
-    security: bearerOnly(),
+    security: ownerSignedIn(),
     responses: {
       200: response('The pin (PinStatus); `info.status_details` tells fetch progress or the reason for failure.', schema('PinStatus')),
-      401: unauthorized('No or an invalid bearer token.'),
+      401: signInRequired('No or an invalid bearer token or SIGN-IN-WITH-X header.'),
       404: failure('No live (or failed) pin with this requestid for this owner: unknown, another owner\'s, removed, replaced, or expired past the grace period.')
     }
   })
@@ -172,10 +183,10 @@ function deletePinOp (): Obj {
     tag: 'pins',
     summary: 'Remove a pin object',
     description: 'Unpins at once: the content stops being served and a fetch in progress is cancelled. Blocks are released for the next `pind gc`. Not refunded.',
-    security: bearerOnly(),
+    security: ownerSignedIn(),
     responses: {
       202: { description: 'Removed (no body).' },
-      401: unauthorized('No or an invalid bearer token.'),
+      401: signInRequired('No or an invalid bearer token or SIGN-IN-WITH-X header.'),
       404: failure('No live (or failed) pin with this requestid for this owner.')
     }
   })

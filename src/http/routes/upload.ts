@@ -42,7 +42,10 @@ export interface TicketRouteDeps {
  * POST /upload/tickets: buys such a ticket (x402, settled at once);
  * GET /upload/tickets/{ticket}: the payer's view of it.
  */
-export function uploadRoutes (router: Router, deps: Omit<UploadDeps, 'gate'> & { gate?: UploadDeps['gate'], ticket?: TicketRouteDeps }): void {
+/** what POST /upload and the ticket routes are given */
+export type UploadRouteDeps = Omit<UploadDeps, 'gate'> & { gate?: UploadDeps['gate'], ticket?: TicketRouteDeps }
+
+export function uploadRoutes (router: Router, deps: UploadRouteDeps): void {
   const ticketDeps = deps.ticket
   if (ticketDeps != null) ticketRoutes(router, deps, ticketDeps)
   router.add('POST', '/upload', async ({ req, res, url, countAsPaid }) => {

@@ -86,7 +86,8 @@ export class LmdbLedger implements Ledger {
       wasIssued: async (jti) => tokens.wasIssued(jti),
       revokedAt: async (jti) => tokens.revokedAt(jti),
       listIssued: async () => [...tokens.listIssued()],
-      revocations: async () => tokens.revocations()
+      revocations: async () => tokens.revocations(),
+      useNonce: async (nonce, until, now) => await tokens.useNonce(nonce, until, now)
     }
     const denials = new DenialLedger(env)
     const denialWatchers = new Set<() => void>()
@@ -237,6 +238,7 @@ function pinsOf (p: PinLedger): PinLedgerContract {
     livePinsOf: async (cid, now) => p.livePinsOf(cid, now),
     list: async (owner: string | undefined, q: PinQuery, now?: Date) => owner == null ? listAllOwners(p, q, now) : listPins(p, owner, q, now),
     countByStatus: async (now) => p.countByStatus(now),
+    usage: async (owner, now) => p.usage(owner, now),
     payment: async (id) => p.payment(id),
     paymentUsed: async (id) => p.paymentUsed(id),
     knownPayment: async (id) => p.knownPayment(id),

@@ -44,10 +44,11 @@ import type { CID } from 'multiformats/cid'
 import type { LedgerEnv } from './open.js'
 import { ProvideKeys } from './provide-keys.js'
 import { Listings } from './listings.js'
-import { isLive, type PaymentRecord, type PinRecord, type PinState } from '../records.js'
+import { isLive, type OwnerUsage, type PaymentRecord, type PinRecord, type PinState } from '../records.js'
 import type { SettlingRecord } from '../settlements.js'
 import type { LedgerSnapshot } from './snapshot.js'
 import type { StoredPayment, StoredPin } from './stored.js'
+import { paymentIdOfKey, paymentKey, readPayment } from './stored.js'
 import { ARCHIVE_BATCH, ArchiveMoves, withArchive } from './archive-moves.js'
 import { COMPACT_BATCH, noTick, UpgradeBatches, type Tick, type UpgradeProgress } from './batches.js'
 import { BlockRefs } from './block-refs.js'
@@ -561,6 +562,39 @@ export class PinLedger {
    */
   statesByOwner (owner: string, beforeUs = Number.MAX_SAFE_INTEGER, afterUs = -1): Generator<OwnerPinState> {
     return statesByOwner(this.t, owner, beforeUs, afterUs)
+  }
+
+  /**
+   * PinLedger.usage: the owner's states (summaries' bytes), the records of
+   * its pinned pins (their DAG size), and its payments: payments-binary's
+   * keys begin with the payer's 20 bytes (./stored.ts paymentKey), so they
+   * are one range. Payments moved to the archive with their removed pins
+   * (./archive-moves.ts) are not counted.
+   */
+  usage (owner: string, now = new Date()): OwnerUsage {
+    const t = now.getTime()
+    const pins: Record<PinState, number> = { queued: 0, pinning: 0, pinned: 0, failed: 0 }
+    let bytes = 0
+    let nextExpiry: number | undefined
+    for (const s of statesByOwner(this.t, owner, Number.MAX_SAFE_INTEGER, -1)) {
+      if (s.status !== 'failed' && s.until + this.graceMs <= t) continue
+      pins[s.status]++
+      if (s.status === 'failed') continue
+      if (nextExpiry == null || s.until < nextExpiry) nextExpiry = s.until
+      if (s.status === 'pinned') bytes += this.store.getPin(s.id)?.dagSize ?? 0
+    }
+    const spent: Record<string, bigint> = {}
+    const first = paymentKey(`${owner}:0x${'0'.repeat(64)}`)
+    if (first != null) {
+      const end = Buffer.concat([first.subarray(0, 20), Buffer.alloc(33, 0xff)])
+      // a compact record's purpose names its pin's CID through the pin (read as export reads it)
+      const pinCid = this.store.pinCidIn(undefined)
+      for (const { key, value } of this.t.paymentsBinary.getRange({ start: first, end })) {
+        const p = readPayment(paymentIdOfKey(key), value, pinCid)
+        spent[p.network] = (spent[p.network] ?? 0n) + BigInt(p.amount)
+      }
+    }
+    return { pins, bytes, spent, ...(nextExpiry != null ? { nextExpiry } : {}) }
   }
 
   /**

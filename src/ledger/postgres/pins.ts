@@ -79,6 +79,26 @@ export function pinLedger (p: PinLedgerParts): PinLedger {
       out.removed = await count('SELECT count(*) AS n FROM pins WHERE removed', [])
       return out
     },
+    usage: async (owner, now = new Date()) => {
+      const pins = { queued: 0, pinning: 0, pinned: 0, failed: 0 }
+      const r = await db.query<{ status: keyof typeof pins, n: string, bytes: string | null, next: number | null }>(`SELECT status, count(*) AS n,
+          sum(coalesce((record->>'dagSize')::bigint, 0)) FILTER (WHERE status = 'pinned') AS bytes,
+          min(until_ms) FILTER (WHERE status <> 'failed') AS next
+        FROM pins WHERE owner = $1 AND NOT removed AND (status = 'failed' OR until_ms + $2 > $3) GROUP BY status`, [owner, graceMs, now.getTime()])
+      let bytes = 0
+      let nextExpiry: number | undefined
+      for (const row of r.rows) {
+        pins[row.status] = Number(row.n)
+        bytes += Number(row.bytes ?? 0)
+        if (row.next != null && (nextExpiry == null || row.next < nextExpiry)) nextExpiry = row.next
+      }
+      // an x402 payment's id begins with its payer (payer:nonce): the owner's payments are one range of the key
+      const paid = await db.query<{ network: string, amount: string }>(`SELECT record->>'network' AS network, sum(amount::numeric)::text AS amount
+        FROM payments WHERE id > $1 AND id < $2 AND NOT archived GROUP BY 1`, [`${owner}:`, `${owner};`])
+      const spent: Record<string, bigint> = {}
+      for (const row of paid.rows) spent[row.network] = BigInt(row.amount)
+      return { pins, bytes, spent, ...(nextExpiry != null ? { nextExpiry } : {}) }
+    },
     payment: async (id) => await getPayment(db, id),
     // a payment id, once recorded, is used for good (./archive.ts)
     paymentUsed: paymentKnown,

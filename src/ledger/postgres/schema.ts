@@ -28,12 +28,13 @@
  *   block_marks (version 3): blocks a front end is writing before a pin references them (./block-fence.ts)
  *   provides.by, claimed_until (version 3): the front end that announced a key last
  *                   (ProvideSchedule.reannounce), until when one holds it to announce it (claim)
+ *   siwx_nonces (version 4): Sign-In-With-X nonces used, until when (TokenLedger.useNonce)
  */
 import type pg from 'pg'
 import { LedgerSchemaError } from '../errors.js'
 
 /** the newest schema this code knows (the last migration's version) */
-export const SCHEMA_VERSION = 3
+export const SCHEMA_VERSION = 4
 
 /** a lock id of its own: hashtext('pind ledger schema') taken once, as a constant */
 const MIGRATION_LOCK = 0x70696e64
@@ -193,6 +194,16 @@ CREATE TABLE block_marks (
 CREATE INDEX block_marks_name ON block_marks (name);
 ALTER TABLE provides ADD COLUMN by text COLLATE "C", ADD COLUMN claimed_until bigint;
 CREATE INDEX provides_by ON provides (by) WHERE by IS NOT NULL;
+`
+  },
+  {
+    version: 4,
+    sql: `
+CREATE TABLE siwx_nonces (
+  nonce text COLLATE "C" PRIMARY KEY,
+  until timestamptz NOT NULL
+);
+CREATE INDEX siwx_nonces_until ON siwx_nonces (until);
 `
   }
 ]

@@ -1,7 +1,8 @@
 /**
  * Operator-issued tokens and revocations (../tokens.ts): tokens_issued,
  * tokens_revoked (jti → when), owners_revoked (owner → every token issued at
- * or before this iat is revoked; only ever moves forward).
+ * or before this iat is revoked; only ever moves forward), siwx_nonces
+ * (version 4: Sign-In-With-X nonces used, until when).
  */
 import type { IssuedTokenRecord, TokenLedger } from '../tokens.js'
 import { json, type Db } from './pin-store.js'
@@ -30,6 +31,17 @@ export function tokenLedger (db: Db): TokenLedger {
       tokens: (await db.query<{ jti: string, at: string }>('SELECT jti, at FROM tokens_revoked ORDER BY jti')).rows.map(r => ({ jti: r.jti, at: r.at })),
       owners: (await db.query<{ owner: string, iat: string }>('SELECT owner, iat FROM owners_revoked ORDER BY owner')).rows.map(r => ({ owner: r.owner, iat: Number(r.iat) }))
     }),
+    useNonce: async (nonce, until, now = new Date()) => {
+      // one statement: a few expired nonces forgotten (never this one: a row is changed once per
+      // statement; none another call is forgetting: no waits between callers), then this one
+      // taken unless it is held still; the primary key decides a race
+      const r = await db.query(`WITH forgotten AS (
+          DELETE FROM siwx_nonces WHERE nonce IN (SELECT nonce FROM siwx_nonces WHERE until < $3 AND nonce <> $1 ORDER BY until LIMIT 16 FOR UPDATE SKIP LOCKED))
+        INSERT INTO siwx_nonces (nonce, until) VALUES ($1, $2)
+        ON CONFLICT (nonce) DO UPDATE SET until = excluded.until WHERE siwx_nonces.until < $3
+        RETURNING 1`, [nonce, until.toISOString(), now.toISOString()])
+      return r.rows.length === 1
+    },
     listIssued: async () => {
       const r = await db.query<{ record: IssuedTokenRecord, at: string | null, by_owner: boolean }>(`SELECT t.record, r.at,
         EXISTS (SELECT 1 FROM owners_revoked o WHERE o.owner = (t.record->>'owner') COLLATE "C" AND floor(extract(epoch FROM (t.record->>'issuedAt')::timestamptz)) <= o.iat) AS by_owner

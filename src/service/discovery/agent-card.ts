@@ -8,7 +8,7 @@ import { describeFormula, formatUsdc, type PriceSettings } from '../../payment/p
 import { VERSION } from '../../kernel/version.js'
 import { UNIXFS_PROFILE } from '../../ipfs/import.js'
 import { PIN_PRICING_RULE } from '../pins/pin-create.js'
-import { acceptsList, discoveryLinks, PAID_OPERATIONS, type AcceptedNetwork } from './paid-operations.js'
+import { acceptsList, discoveryLinks, MCP_PATH, MCP_TOOLS, PAID_OPERATIONS, type AcceptedNetwork } from './paid-operations.js'
 
 export const A2A_PROTOCOL_VERSION = '0.3.0'
 export const X402_A2A_EXTENSION = 'https://github.com/google-agentic-commerce/a2a-x402/blob/main/spec/v0.2'
@@ -140,6 +140,15 @@ export function buildAgentCard (c: AgentCardInput): z.output<typeof AgentCard> {
         outputModes: ['application/octet-stream', 'application/vnd.ipld.car', 'application/vnd.ipld.raw']
       },
       ...(c.p2p != null ? [ipfsSkill(c.p2p)] : []),
+      {
+        id: 'mcp',
+        name: 'MCP tools',
+        description: `${url}${MCP_PATH}: an MCP server (streamable HTTP, stateless) with the same operations as tools: ${MCP_TOOLS.map(t => t.name).join(', ')}. Paid tools are paid per call with x402's MCP transport (PaymentRequired in the result's structuredContent, the payment in _meta["x402/payment"]).`,
+        tags: ['mcp', 'ipfs', 'pinning', 'x402'],
+        examples: [`{"mcpServers":{"pind":{"url":"${url}${MCP_PATH}"}}}`],
+        inputModes: ['application/json'],
+        outputModes: ['application/json']
+      },
       {
         id: 'manage-pins',
         name: 'Manage pins',

@@ -5,7 +5,7 @@
  * start from the settings.
  */
 import { formatUsdc } from '../../payment/pricing.js'
-import { discoveryLinks, networksInWords, PAID_OPERATIONS, type DiscoveryInput } from './paid-operations.js'
+import { discoveryLinks, MCP_PATH, MCP_TOOLS, networksInWords, PAID_OPERATIONS, type DiscoveryInput } from './paid-operations.js'
 
 const esc = (s: string): string => s.replace(/[&<>"']/g, c => `&#${c.charCodeAt(0)};`)
 
@@ -53,6 +53,8 @@ ${rows}
 <li>Sign an EIP-3009 USDC authorization of that amount (the payer needs no gas) and send the same request again with <code>PAYMENT-SIGNATURE</code>. Any x402 v2 client, such as <code>@x402/fetch</code>, does both steps.</li>
 <li>The payment settles once the work is done. The answer carries the settlement in <code>PAYMENT-RESPONSE</code> and a wallet token (<code>x-wallet-auth-token</code>) to manage your pins.</li>
 </ol>
+<h2>MCP</h2>
+<p>AI agents can use the same calls as MCP tools at <code>${esc(url)}${MCP_PATH}</code> (streamable HTTP): ${MCP_TOOLS.map(t => `<code>${t.name}</code>`).join(', ')}. Paid tools are paid per call with x402 (the payment travels in <code>_meta["x402/payment"]</code>).</p>
 <h2>For machines</h2>
 <ul>
 <li><a href="/openapi.json">OpenAPI 3.1</a>: every operation; paid ones are marked with <code>x-payment-info</code>.</li>

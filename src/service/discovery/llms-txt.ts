@@ -5,7 +5,7 @@
  * reference.
  */
 import { describeFormula, formatUsdc, priceFor } from '../../payment/pricing.js'
-import { discoveryLinks, networksInWords, PAID_OPERATIONS, type DiscoveryInput } from './paid-operations.js'
+import { discoveryLinks, MCP_PATH, MCP_TOOLS, networksInWords, PAID_OPERATIONS, type DiscoveryInput } from './paid-operations.js'
 
 const EXAMPLE_CID = 'bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy'
 
@@ -95,6 +95,12 @@ export function llmsTxt (d: DiscoveryInput): string {
     `- \`GET ${url}/ipfs/{cid}[/path]\`: the file or a directory listing; Range and ETag work.`,
     '- `?format=raw` (a block) or `?format=car` (the DAG) for verifiable responses.',
     ...(d.siteOrigin != null ? [`- A directory as a website: \`${d.siteOrigin}\` (the CIDv1 in base32; an origin of its own: HTML runs there, \`index.html\` and \`_redirects\` are followed). An upload's answer gives it as \`site_url\`.`] : []),
+    '',
+    '## MCP',
+    '',
+    `- \`${url}${MCP_PATH}\`: the same calls as MCP tools (streamable HTTP, stateless; for an MCP client: \`{"mcpServers":{"pind":{"url":"${url}${MCP_PATH}"}}}\`).`,
+    `- Tools: ${MCP_TOOLS.map(t => `\`${t.name}\`${t.paid != null ? ' (paid)' : ''}`).join(', ')}.`,
+    '- Paid tools use x402\'s MCP transport: unpaid, the result is `isError` with the `PaymentRequired` in `structuredContent` (and as JSON in `content[0].text`); call again with the signed `PaymentPayload` in `_meta["x402/payment"]`; the result carries `_meta["x402/payment-response"]` and `wallet_token`. Owner tools take `wallet_token` as an argument or `Authorization: Bearer`.',
     '',
     '## Errors',
     '',

@@ -39,6 +39,23 @@ export interface AcceptedNetwork {
   payTo: string
 }
 
+/** The MCP endpoint's tools (POST /mcp, src/http/mcp/tools.ts), as the discovery documents name them; `paid`: the HTTP operation it is priced as. */
+export interface McpToolSummary { name: string, summary: string, paid?: PaidOperation['key'] }
+
+export const MCP_PATH = '/mcp'
+
+export const MCP_TOOLS: readonly McpToolSummary[] = [
+  { name: 'pin_cid', summary: 'Pin a CID (as POST /pins)', paid: 'pin' },
+  { name: 'upload_content', summary: 'Upload small content inline and pin it (as POST /upload)', paid: 'upload' },
+  { name: 'replace_pin', summary: 'Replace one of your pins (as POST /pins/{requestid})', paid: 'replace' },
+  { name: 'renew_pin', summary: 'Add months to one of your pins (as POST /pins/{requestid}/renew)', paid: 'renew' },
+  { name: 'get_price_quote', summary: 'The price of pin_cid, upload_content or renew_pin, free' },
+  { name: 'get_pin', summary: 'One of your pins and its status, free' },
+  { name: 'list_pins', summary: 'Your pins, with the Pinning Service API filters, free' },
+  { name: 'get_usage', summary: 'Your pins by status, bytes pinned and what you paid, free' },
+  { name: 'delete_pin', summary: 'Remove one of your pins, free' }
+]
+
 /** what the discovery documents say about this service's payments */
 export interface DiscoveryInput {
   publicUrl: string
@@ -118,6 +135,15 @@ export function x402Resources (d: DiscoveryInput): Record<string, unknown> {
       headers: op.headers,
       payment: paymentInfo(op, d)
     })),
+    mcp: {
+      endpoint: `${url}${MCP_PATH}`,
+      transport: 'streamable-http',
+      tools: MCP_TOOLS.map(t => {
+        const op = t.paid != null ? PAID_OPERATIONS.find(o => o.key === t.paid) : undefined
+        return { tool: t.name, description: t.summary, ...(op != null ? { payment: paymentInfo(op, d) } : {}) }
+      }),
+      instructions: 'x402 over MCP: a paid tool called without payment answers isError with the PaymentRequired in structuredContent; call it again with the PaymentPayload in _meta["x402/payment"]. Each 402-equivalent carries the bazaar extension with input.type "mcp".'
+    },
     instructions: `Send the request without payment: the 402 carries the terms in PAYMENT-REQUIRED (base64 JSON, x402 v2, with the bazaar extension describing the request) and in its JSON body${d.accepts != null && d.accepts.length > 1 ? `; its accepts list one entry per network (${d.accepts.map(a => a.network).join(', ')}): pay on any one` : ''}. Sign an EIP-3009 authorization of exactly that amount and retry with PAYMENT-SIGNATURE. Details: ${url}/llms.txt`,
     links: discoveryLinks(url)
   }

@@ -15,12 +15,12 @@ import { waitFor } from '../../helpers/ports.js'
 let http: HttpServer | undefined
 afterEach(async () => { await http?.close(0) })
 
-async function started (): Promise<{ http: HttpServer, port: number }> {
+async function started (opts: { headTimeoutMs?: number } = {}): Promise<{ http: HttpServer, port: number }> {
   const router = new Router()
   router.add('GET', '/x', ({ res }) => { res.end('ok') })
   // answers before reading the body, as a 402 or 413 does
   router.add('POST', '/early', () => { throw new InvalidInputError('refused before the body') })
-  http = createHttpServer(router, silentLogger)
+  http = createHttpServer(router, silentLogger, opts)
   return { http, port: (await http.listen('127.0.0.1', 0)).port }
 }
 
@@ -72,5 +72,30 @@ it('while draining, an early answer to a body still arriving leaves the connecti
   await waitFor(() => c.ended() ? true : undefined, 'the server to close the connection')
   expect(c.errors).toEqual([])
   expect(c.received()).toMatch(/HTTP\/1.1 200[^]*connection: close[^]*ok$/i)
+  c.socket.destroy()
+})
+
+it('an early answer to a body that takes longer than the head timeout to arrive, with a pause longer than the keep-alive timeout: the body is read to its end, then the connection is used again', async () => {
+  // the head timer is for the next request's head: it starts once this body is in, not at the answer;
+  // and node's keep-alive timeout (here 300 ms + 1 s), set once the answer is written, is not the body's
+  // (before, a client still sending after a 402 or 400 was answered 408, or cut by that timeout: EPIPE on its side)
+  const { port } = await started({ headTimeoutMs: 300 })
+  const c = await raw(port)
+  const chunks = 10
+  const size = chunks * 10_000
+  c.socket.write(`POST /early HTTP/1.1\r\nHost: t\r\nContent-Length: ${size}\r\n\r\n`)
+  for (let i = 0; i < chunks; i++) {
+    c.socket.write(Buffer.alloc(10_000))
+    // 10 × 100 ms: the body takes three head timeouts to arrive; halfway, a pause past the keep-alive timeout
+    await new Promise(resolve => setTimeout(resolve, i === 5 ? 1600 : 100))
+  }
+  expect(c.received()).toMatch(/^HTTP\/1.1 400/)
+  expect(c.ended()).toBe(false)
+  c.socket.write(GET)
+  await waitFor(() => c.received().endsWith('ok') ? true : undefined, 'the next answer on the same connection')
+  expect(c.errors).toEqual([])
+  expect(c.received()).not.toMatch(/ 408 /)
+  // idle now: the head timeout applies again
+  await waitFor(() => c.ended() ? true : undefined, 'the idle connection to be closed by the head timeout')
   c.socket.destroy()
 })

@@ -55,6 +55,7 @@ const ROUTES: Array<[string, string]> = [
   ['GET', '/ipfs/*'],
   ['GET', '/openapi.json'],
   ['GET', '/pins'],
+  ['GET', '/usage'],
   ['GET', '/pins/:requestid'],
   ['DELETE', '/pins/:requestid'],
   ['POST', '/auth/challenge'],
@@ -63,6 +64,7 @@ const ROUTES: Array<[string, string]> = [
   ['POST', '/pins/:requestid'],
   ['POST', '/pins/:requestid/renew'],
   ['POST', '/upload'],
+  ['POST', '/mcp'],
   ['POST', '/upload/tickets'],
   ['GET', '/upload/tickets/:ticket']
 ]

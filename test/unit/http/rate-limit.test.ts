@@ -156,4 +156,25 @@ describe('RateLimiter', () => {
     rl.admit(req('POST', '198.51.100.5'))
     expect(rl.clients().unpaid).toBe(1)
   })
+
+  it('leaves the paths admitted by their route to it: admitWrite and admitRead take from the same buckets as admit', () => {
+    const limiter = new RateLimiter({ unpaidPerMinute: 2, readsPerMinute: 2, trustedProxies: [], admittedByRoute: ['/mcp'] }, () => 0)
+    const post = (url: string): IncomingMessage => Object.assign(req('POST', '198.51.100.7'), { url })
+    // not counted on arrival, whatever it is
+    for (let i = 0; i < 5; i++) limiter.admit(post('/mcp?x=1')).done()
+    // the route's writes and the client's other writes share one allowance; a refund gives a unit back
+    limiter.admitWrite(post('/mcp'), false).refund()
+    limiter.admitWrite(post('/mcp'), false)
+    limiter.admit(post('/pins'))
+    expect(() => limiter.admitWrite(post('/mcp'), false)).toThrow(TooManyRequestsError)
+    expect(() => limiter.admit(post('/pins'))).toThrow(TooManyRequestsError)
+    // one call with credentials may run ahead of the empty allowance, one at a time
+    const ahead = limiter.admitWrite(post('/mcp'), true)
+    expect(() => limiter.admitWrite(post('/mcp'), true)).toThrow(TooManyRequestsError)
+    ahead.done()
+    // reads: their own allowance, shared with GETs
+    limiter.admitRead(post('/mcp'))
+    limiter.admit(req('GET', '198.51.100.7'))
+    expect(() => limiter.admitRead(post('/mcp'))).toThrow(TooManyRequestsError)
+  })
 })

@@ -5,7 +5,7 @@
  * (ipfs/go-ipfs-redirects-file with ucarion/urlpath, as boxo evaluates them).
  */
 import { describe, expect, it } from 'vitest'
-import { MAX_REDIRECTS_BYTES, RedirectsFileError, matchRedirect, parseRedirects, type RedirectRule } from '../../../../src/http/gateway/redirects.js'
+import { MAX_REDIRECTS_BYTES, REDIRECTS_CACHE_BYTES, RedirectsCache, RedirectsFileError, matchRedirect, parseRedirects, type RedirectRule } from '../../../../src/http/gateway/redirects.js'
 
 /** the spec's "examples" site (QmYBhLYDwVFvxos9h8CGU2ibaY66QNgv8hpfewxaQrPiZj/_redirects) */
 const EXAMPLES = `/redirect-one /one.html
@@ -332,5 +332,51 @@ describe('query parameters (the spec\'s query-parameter vector)', () => {
     expect(answer('/a /b?s=1 200', '/a', new URLSearchParams('u=2'))).toEqual([200, '/b?s=1'])
     expect(answer('/a /404.html 404', '/a', new URLSearchParams('u=2'))).toEqual([404, '/404.html'])
     expect(answer('/a /b 303', '/a', new URLSearchParams('u=2'))).toEqual([303, '/b?u=2'])
+  })
+})
+
+describe('RedirectsCache', () => {
+  const rulesOf = (text: string): () => Promise<ReturnType<typeof parseRedirects>> => async () => parseRedirects(text)
+
+  it('keeps parsed files within its byte limit, the least recently used going first, each file counted by its size', async () => {
+    const cache = new RedirectsCache(100)
+    let reads = 0
+    const read = (text: string) => async () => { reads++; return await rulesOf(text)() }
+    await cache.rules('a', 40, read('/a /x 301'))
+    await cache.rules('b', 40, read('/b /y 301'))
+    expect(cache.bytes).toBe(80)
+    // a used again: b is now the least recently used
+    expect((await cache.rules('a', 40, read('/a /x 301')))[0]?.from).toBe('/a')
+    expect(reads).toBe(2)
+    await cache.rules('c', 40, read('/c /z 301'))
+    expect(cache.keys()).toEqual(['a', 'c'])
+    expect(cache.bytes).toBe(80)
+    // a file larger than the limit is read and answered, and not kept; what was kept stays
+    expect((await cache.rules('big', 1000, read('/big /w 301')))[0]?.from).toBe('/big')
+    expect(cache.keys()).toEqual(['a', 'c'])
+    expect(cache.bytes).toBe(80)
+  })
+
+  it('counts a file at most MAX_REDIRECTS_BYTES and keeps a file that does not parse as its error', async () => {
+    const cache = new RedirectsCache(REDIRECTS_CACHE_BYTES)
+    await cache.rules('huge', 10 * MAX_REDIRECTS_BYTES, rulesOf('/a /b 301'))
+    expect(cache.bytes).toBe(MAX_REDIRECTS_BYTES)
+    let reads = 0
+    const bad = async (): Promise<RedirectsFileError> => { reads++; return new RedirectsFileError('line 1: no status') }
+    await expect(cache.rules('bad', 10, bad)).rejects.toThrow('line 1: no status')
+    await expect(cache.rules('bad', 10, bad)).rejects.toThrow('line 1: no status')
+    expect(reads).toBe(1)
+  })
+
+  it('two requests reading the same file at once leave one entry, counted once', async () => {
+    const cache = new RedirectsCache(REDIRECTS_CACHE_BYTES)
+    let release: () => void = () => {}
+    const gate = new Promise<void>(resolve => { release = resolve })
+    const slow = async (): Promise<ReturnType<typeof parseRedirects>> => { await gate; return parseRedirects('/a /b 301') }
+    const both = Promise.all([cache.rules('f', 50, slow), cache.rules('f', 50, slow)])
+    release()
+    await both
+    expect(cache.keys()).toEqual(['f'])
+    expect(cache.bytes).toBe(50)
   })
 })
