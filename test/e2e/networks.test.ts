@@ -13,6 +13,7 @@ import { randomBytes } from 'node:crypto'
 import { decodePaymentRequiredHeader, decodePaymentSignatureHeader, encodePaymentSignatureHeader } from '@x402/core/http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startDevChain, usdcBalance, type DevChain } from '../../scripts/devchain/index.mjs'
+import { callPaying, mcpClient } from '../helpers/mcp-client.js'
 import { chainArgs, payingFetch, signChallenge, uploadChallenge, uploadForm } from '../helpers/paying-client.js'
 import { BINARY, runPind, startPind, type PindProcess } from '../helpers/pind.js'
 import { freePort, waitFor } from '../helpers/ports.js'
@@ -167,6 +168,22 @@ describe('payments on two networks', () => {
     const honest = await uploadWith(encodePaymentSignatureHeader(signed))
     expect(honest.status, await honest.clone().text()).toBe(201)
     expect(await balances()).toEqual({ ...before, basePayer: before.basePayer! - PRICE, basePayTo: before.basePayTo! + PRICE })
+  })
+
+  it('over MCP too: a paid tool\'s challenge lists both networks, and a payment on Base settles on Base', async () => {
+    const client = await mcpClient(pind.url)
+    try {
+      const before = await balances()
+      const { challenge, result } = await callPaying(client, base, base.payers[0]!.privateKey, 'upload_content', { content: 'hello from base', filename: 'base.txt' })
+      expect(challenge.accepts.map(a => a.network)).toEqual(['eip155:167000', 'eip155:8453'])
+      expect(result.isError, JSON.stringify(result).slice(0, 500)).not.toBe(true)
+      const after = await balances()
+      const price = before.basePayer! - after.basePayer!
+      expect(price).toBe(BigInt(challenge.accepts[1]!.amount))
+      expect(after).toEqual({ ...before, basePayer: before.basePayer! - price, basePayTo: before.basePayTo! + price })
+    } finally {
+      await client.close()
+    }
   })
 
   it('one network\'s unfunded settler stops only that network: 503 with nothing charged there, the other goes on', async () => {
