@@ -1,13 +1,14 @@
 #!/usr/bin/env node
 // Starts a dev chain, prints its description as one JSON line on stdout, and keeps it up
-// until SIGINT/SIGTERM. Options: --port N, --payers N.
+// until SIGINT/SIGTERM. Options: --port N, --payers N, --chain-id N (default 167000).
 import { parseArgs } from 'node:util';
 import { startDevChain } from './index.mjs';
 
-const { values } = parseArgs({ options: { port: { type: 'string' }, payers: { type: 'string' } } });
+const { values } = parseArgs({ options: { port: { type: 'string' }, payers: { type: 'string' }, 'chain-id': { type: 'string' } } });
 const chain = await startDevChain({
   port: values.port === undefined ? undefined : Number(values.port),
   payers: values.payers === undefined ? undefined : Number(values.payers),
+  chainId: values['chain-id'] === undefined ? undefined : Number(values['chain-id']),
 });
 process.stdout.write(`${JSON.stringify(chain)}\n`);
 

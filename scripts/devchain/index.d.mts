@@ -29,6 +29,8 @@ export interface DevChainOptions {
   pruneHistory?: boolean | number;
   /** anvil --cache-path: where it may persist states. */
   cachePath?: string;
+  /** The chain id. Default 167000 (Taiko Alethia); e.g. 8453 (Base) for a second payment network. */
+  chainId?: number;
 }
 
 export interface DevChainAccount {
@@ -39,7 +41,10 @@ export interface DevChainAccount {
 /** What cli.mjs prints as JSON (everything but `stop`). */
 export interface DevChainInfo {
   rpcUrl: string;
-  chainId: 167000;
+  /** 167000 unless started with another `chainId` */
+  chainId: number;
+  /** CAIP-2: `eip155:<chainId>` */
+  network: `eip155:${number}`;
   port: number;
   pid: number;
   /** TestUSDC address (EIP-712 domain "USD Coin" / "2"). */
@@ -106,7 +111,7 @@ export declare const transferWithAuthorizationTypes: {
 export declare function authorizationTypedData(
   chain: Pick<DevChainInfo, 'usdc'>, message: TransferWithAuthorizationMessage,
 ): {
-  domain: { name: 'USD Coin'; version: '2'; chainId: 167000; verifyingContract: Address };
+  domain: { name: 'USD Coin'; version: '2'; chainId: number; verifyingContract: Address };
   types: typeof transferWithAuthorizationTypes;
   primaryType: 'TransferWithAuthorization';
   message: TransferWithAuthorizationMessage;

@@ -1,4 +1,5 @@
-// A local EVM chain for development and tests: anvil (chain id 167000, like Taiko Alethia)
+// A local EVM chain for development and tests: anvil (chain id 167000 like Taiko Alethia, or another
+// id, e.g. 8453 like Base, for tests of several payment networks)
 // with an EIP-3009 USDC look-alike (TestUSDC) and Multicall3 at its canonical address.
 // Types: index.d.mts. CLI: cli.mjs. Contracts/artifacts: compile.mjs.
 import { spawn } from 'node:child_process';
@@ -31,9 +32,9 @@ const anvilBin = () =>
   join(dirname(createRequire(import.meta.url).resolve('@foundry-rs/anvil-linux-amd64/package.json')), 'bin', 'anvil');
 
 /** A viem chain for a dev chain at rpcUrl (Multicall3 registered, so client.multicall works). */
-export function devChainDefinition(rpcUrl) {
+export function devChainDefinition(rpcUrl, chainId = CHAIN_ID) {
   return defineChain({
-    id: CHAIN_ID,
+    id: chainId,
     name: 'pind devchain',
     nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
     rpcUrls: { default: { http: [rpcUrl] } },
@@ -43,10 +44,10 @@ export function devChainDefinition(rpcUrl) {
 
 // Per-rpcUrl clients, so the helpers also work on a description parsed from cli.mjs output.
 const states = new Map();
-function state(rpcUrl) {
+function state(rpcUrl, chainId = CHAIN_ID) {
   let s = states.get(rpcUrl);
   if (!s) {
-    const chain = devChainDefinition(rpcUrl);
+    const chain = devChainDefinition(rpcUrl, chainId);
     const transport = http(rpcUrl, { retryCount: 0 });
     s = {
       chain,
@@ -61,13 +62,13 @@ function state(rpcUrl) {
 
 /** Public and wallet clients for a running dev chain (50 ms polling). */
 export function devChainClients(chain) {
-  const { publicClient, wallet } = state(chain.rpcUrl);
+  const { publicClient, wallet } = state(chain.rpcUrl, chain.chainId);
   return { publicClient, walletClient: wallet };
 }
 
 /** Runs fn after every earlier helper tx on this chain; rejects if the tx reverts. */
-function helperTx(rpcUrl, fn) {
-  const s = state(rpcUrl);
+function helperTx(rpcUrl, fn, chainId = CHAIN_ID) {
+  const s = state(rpcUrl, chainId);
   const run = s.queue.then(async () => {
     const hash = await fn(s);
     const receipt = await s.publicClient.waitForTransactionReceipt({ hash });
@@ -101,9 +102,9 @@ async function rpc(rpcUrl, method, params = []) {
 }
 
 /** Spawns anvil and resolves once it answers eth_chainId; rejects if it exits first or the deadline passes. */
-async function spawnAnvil(port, timeoutMs, extraArgs = []) {
+async function spawnAnvil(port, timeoutMs, extraArgs = [], chainId = CHAIN_ID) {
   const child = spawn(anvilBin(), [
-    '--chain-id', String(CHAIN_ID), '--host', '127.0.0.1', '--port', String(port), '--silent',
+    '--chain-id', String(chainId), '--host', '127.0.0.1', '--port', String(port), '--silent',
     '--accounts', String(ANVIL_KEYS.length), ...extraArgs,
   ], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
@@ -130,7 +131,7 @@ async function spawnAnvil(port, timeoutMs, extraArgs = []) {
     while (!dead) {
       try {
         const id = await rpc(rpcUrl, 'eth_chainId');
-        if (Number(id) !== CHAIN_ID) throw new Error(`devchain: port ${port} answers chain id ${Number(id)}`);
+        if (Number(id) !== chainId) throw new Error(`devchain: port ${port} answers chain id ${Number(id)}`);
         return;
       } catch (err) {
         if (err.message.startsWith('devchain:')) throw err;
@@ -158,10 +159,11 @@ async function spawnAnvil(port, timeoutMs, extraArgs = []) {
  * ~/.foundry/anvil/tmp, see NOTES) and keep only the last N in memory (`true`: 64). Not 0: with no
  * state kept, an eth_call at "latest" fails now and then while a block is mined (79 of 3620 calls
  * beside a stream of transfers). `cachePath`: where anvil may persist states instead of ~/.foundry.
- * @param {{port?: number, payers?: number, payerBalance?: bigint, timeoutMs?: number, pruneHistory?: boolean | number, cachePath?: string}} [opts]
+ * `chainId`: default 167000 (Taiko Alethia); e.g. 8453 (Base) for a second payment network.
+ * @param {{port?: number, payers?: number, payerBalance?: bigint, timeoutMs?: number, pruneHistory?: boolean | number, cachePath?: string, chainId?: number}} [opts]
  */
 export async function startDevChain(opts = {}) {
-  const { payers: payerCount = 1, payerBalance = 1_000_000n * 10n ** 6n, timeoutMs = 15_000 } = opts;
+  const { payers: payerCount = 1, payerBalance = 1_000_000n * 10n ** 6n, timeoutMs = 15_000, chainId = CHAIN_ID } = opts;
   const anvilArgs = [
     ...(opts.pruneHistory ? ['--prune-history', String(opts.pruneHistory === true ? 64 : opts.pruneHistory)] : []),
     ...(opts.cachePath !== undefined ? ['--cache-path', opts.cachePath] : []),
@@ -170,7 +172,7 @@ export async function startDevChain(opts = {}) {
   for (let attempt = 1; !node; attempt++) {
     const port = opts.port ?? await freePort();
     try {
-      node = { port, ...await spawnAnvil(port, timeoutMs, anvilArgs) };
+      node = { port, ...await spawnAnvil(port, timeoutMs, anvilArgs, chainId) };
     } catch (err) {
       // Another process may grab a free port between our probe and anvil's bind: retry.
       if (opts.port !== undefined || attempt >= 3 || !/exited/.test(err.message)) throw err;
@@ -180,11 +182,11 @@ export async function startDevChain(opts = {}) {
   const stop = async () => { states.delete(rpcUrl); await kill(); };
 
   try {
-    const s = state(rpcUrl);
+    const s = state(rpcUrl, chainId);
     const [deployerKey, settlerKey, payToKey] = ANVIL_KEYS;
     const deployer = s.wallet(deployerKey);
     const deploy = await helperTx(rpcUrl, () =>
-      deployer.deployContract({ abi: usdcAbi, bytecode: artifacts.TestUSDC.bytecode }));
+      deployer.deployContract({ abi: usdcAbi, bytecode: artifacts.TestUSDC.bytecode }), chainId);
     const usdc = getAddress(deploy.contractAddress);
     await rpc(rpcUrl, 'anvil_setCode', [MULTICALL3_ADDRESS, artifacts.Multicall3.deployedBytecode]);
 
@@ -193,7 +195,7 @@ export async function startDevChain(opts = {}) {
       return { privateKey, address: privateKeyToAccount(privateKey).address };
     });
     const chain = {
-      rpcUrl, chainId: CHAIN_ID, port, pid: child.pid, usdc, multicall3: MULTICALL3_ADDRESS,
+      rpcUrl, chainId, network: `eip155:${chainId}`, port, pid: child.pid, usdc, multicall3: MULTICALL3_ADDRESS,
       deployerKey, settlerKey, settlerAddress: privateKeyToAccount(settlerKey).address,
       payTo: privateKeyToAccount(payToKey).address, payToKey, payers,
     };
@@ -207,7 +209,7 @@ export async function startDevChain(opts = {}) {
 
 /** USDC balance (atomic units, 6 decimals). */
 export function usdcBalance(chain, address) {
-  return state(chain.rpcUrl).publicClient.readContract({
+  return state(chain.rpcUrl, chain.chainId).publicClient.readContract({
     address: chain.usdc, abi: usdcAbi, functionName: 'balanceOf', args: [address],
   });
 }
@@ -216,7 +218,7 @@ export function usdcBalance(chain, address) {
 export function mintUsdc(chain, to, amount) {
   return helperTx(chain.rpcUrl, (s) => s.wallet(chain.deployerKey).writeContract({
     address: chain.usdc, abi: usdcAbi, functionName: 'mint', args: [to, BigInt(amount)],
-  }));
+  }), chain.chainId);
 }
 
 /**
@@ -232,7 +234,7 @@ export async function transferUsdc(chain, fromKey, to, amount, opts = {}) {
   if (via === 'transfer') {
     return helperTx(chain.rpcUrl, (s) => s.wallet(fromKey).writeContract({
       address: chain.usdc, abi: usdcAbi, functionName: 'transfer', args: [to, value],
-    }));
+    }), chain.chainId);
   }
   const from = privateKeyToAccount(fromKey);
   const message = {
@@ -245,7 +247,7 @@ export async function transferUsdc(chain, fromKey, to, amount, opts = {}) {
   return helperTx(chain.rpcUrl, (s) => s.wallet(chain.deployerKey).writeContract({
     address: chain.usdc, abi: usdcAbi, functionName: 'transferWithAuthorization',
     args: [message.from, message.to, message.value, message.validAfter, message.validBefore, message.nonce, Number(v), r, sigS],
-  }));
+  }), chain.chainId);
 }
 
 export const transferWithAuthorizationTypes = {
@@ -258,7 +260,7 @@ export const transferWithAuthorizationTypes = {
 /** EIP-712 typed data for TestUSDC's TransferWithAuthorization (for signTypedData). */
 export function authorizationTypedData(chain, message) {
   return {
-    domain: { name: 'USD Coin', version: '2', chainId: CHAIN_ID, verifyingContract: chain.usdc },
+    domain: { name: 'USD Coin', version: '2', chainId: chain.chainId ?? CHAIN_ID, verifyingContract: chain.usdc },
     types: transferWithAuthorizationTypes,
     primaryType: 'TransferWithAuthorization',
     message,

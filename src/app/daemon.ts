@@ -54,7 +54,7 @@ import { assemble } from './components.js'
 import { Lifecycle, startedBy, type Component } from './lifecycle.js'
 import { startServeNode } from './serve/ipfs-node.js'
 import { adminSocket, metricsListener } from './serve/listeners.js'
-import { paymentGate, paymentsCheck, pricesOf, settlementReconciliation } from './serve/payments.js'
+import { networkChains, paymentGate, paymentsCheck, pricesOf, settlementReconciliation } from './serve/payments.js'
 import { apiRoutes } from './serve/routes.js'
 import { listenFailure, StartupError } from './startup-errors.js'
 
@@ -187,7 +187,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
 
     // the gate after the HTTP address is ours: a start that cannot listen says that alone, no payment warnings before it
     const prices = pricesOf(config)
-    const gate = paymentGate(config, prices, log, (event, amount, reason) => { metrics.payment(event, amount, reason) })
+    const gate = paymentGate(config, prices, log, (event, amount, reason, network) => { metrics.payment(event, amount, reason, network) })
 
     // this serve among the front ends that share the ledger (refused beside ones it cannot work with),
     // and the leases on the work that runs on one of them at a time
@@ -203,6 +203,8 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
 
     // settlement notes earlier runs left, reconciled against the token's authorization state on chain
     const chain = await components.chain()
+    // several networks: each one's chain (a note, or a retried payment, is read on the chain it was paid on)
+    const chains = networkChains(config, chain)
     // each payment's work done once; a note whose request is over is reconciled without waiting
     const once = new PaymentOnce()
     const settlements = settlementReconciliation(config, notes, chain, new Date(startedAt), core.settlement, log.child({ component: 'settlements' }), () => leases.holds(LEASES.reconcile), {
@@ -210,10 +212,10 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
       self: ipfs.peerId,
       alive: async () => new Set((await ledger.frontEnds.list(3 * BEAT_INTERVAL_MS)).map(f => f.id)),
       running: (id) => once.isRunning(id)
-    })
+    }, chains)
     await life.start('settlement reconciler', settlements.component)
     // what requests retrying a payment with an open note check it with
-    const openNotes: OpenNoteDeps = { notes, ledger: pins, fulfil: core.settlement.fulfil, log: log.child({ component: 'settlements' }), ...(chain != null ? { chain } : {}) }
+    const openNotes: OpenNoteDeps = { notes, ledger: pins, fulfil: core.settlement.fulfil, log: log.child({ component: 'settlements' }), ...(chain != null ? { chain } : {}), ...(chains.size > 1 ? { chains } : {}) }
 
     // gc by itself: on a schedule, and when the bytes pins released pass the watermark
     const maintenance = new Maintenance()
@@ -255,7 +257,7 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
     }))
 
     metrics.watch(metricsSources(pins, async () => await usage.current(), () => ipfs.connections().length,
-      () => gate != null ? { settlesPending: gate.settlesPending, ...(gate.balance?.balance != null ? { settlerBalanceWei: gate.balance.balance } : {}), ...(gate.nonceRecoveries != null ? { settlerNonceRecoveries: gate.nonceRecoveries } : {}) } : undefined, {
+      () => gate != null ? { settlesPending: gate.settlesPending, ...(gate.balance?.balance != null ? { settlerBalanceWei: gate.balance.balance } : {}), ...(gate.nonceRecoveries != null ? { settlerNonceRecoveries: gate.nonceRecoveries } : {}), networks: gate.status().networks.map(n => ({ network: n.network, ok: n.ok, ...(n.settlerBalanceWei != null ? { settlerBalanceWei: BigInt(n.settlerBalanceWei) } : {}) })) } : undefined, {
         ...(routingOn ? { routing: () => ipfs.routing.status() } : {}),
         ...(reprovider != null ? { provides: async () => await reprovider.status() } : {}),
         s3Up: () => blocks.kind === 's3' ? blocks.writable() : undefined,

@@ -36,14 +36,15 @@ Examples:
     }
     const rows = SETTINGS.map(s => {
       const v = c[s.key]
-      const value = v === undefined ? null : s.secret === true ? REDACTED : typeof v === 'bigint' ? v.toString() : v
+      // the networks (config/networks.ts) hold keys only by reference; their bigints as decimal strings
+      const value = v === undefined ? null : s.secret === true ? REDACTED : typeof v === 'bigint' ? v.toString() : s.key === 'networks' ? JSON.parse(JSON.stringify(v, (_k, x: unknown) => typeof x === 'bigint' ? x.toString() : x)) as unknown : v
       return { key: s.key, flag: s.flag?.split(' ')[0] ?? null, env: s.env, value, from: origins[s.key] ?? (v === undefined ? 'unset' : 'default') }
     })
     if (o.json === true) {
       process.stdout.write(JSON.stringify({ configFile: configFile ?? null, settings: rows }) + '\n')
       return
     }
-    const shown = (v: unknown): string => v === null ? '-' : Array.isArray(v) ? (v.length === 0 ? '(none)' : v.join(',')) : String(v)
+    const shown = (v: unknown): string => v === null ? '-' : Array.isArray(v) ? (v.length === 0 ? '(none)' : v.map(x => typeof x === 'object' ? (x as { network?: string }).network : x).join(',')) : String(v)
     const width = Math.max(...rows.map(r => r.key.length))
     const valueWidth = Math.min(48, Math.max(...rows.map(r => shown(r.value).length)))
     const lines = [`${'setting'.padEnd(width)}  ${'value'.padEnd(valueWidth)}  from`]

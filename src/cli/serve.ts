@@ -81,6 +81,8 @@ export async function serve (config: Readonly<Config>, log: Logger): Promise<voi
   const settler = 'settler' in payments && payments.settler != null
     ? `  settler:    ${payments.settler}${payments.settlerBalanceWei != null ? ` (${payments.settlerBalanceWei} wei)` : ''}`
     : undefined
+  // every accepted network (the single-network settings first), each with its state
+  const nets = 'networks' in payments ? payments.networks : []
   const summary = [
     `pind ${VERSION} serving`,
     `  http:       ${daemon.url}`,
@@ -90,7 +92,7 @@ export async function serve (config: Readonly<Config>, log: Logger): Promise<voi
     `  data dir:   ${daemon.dataDir}`,
     `  ledger:     ${daemon.ledger}`,
     `  blocks:     ${daemon.blocks}`,
-    `  network:    ${config.network}`,
+    `  network:    ${nets.length > 0 ? nets.map(n => `${n.network} (${n.state})`).join(', ') : config.network}`,
     `  pay to:     ${config.payTo ?? '(not configured: paid writes answer 503)'}`,
     `  payments:   ${payments.state}${payments.ok ? '' : ` (${payments.message})`}`,
     ...(settler != null ? [settler] : [])
@@ -107,6 +109,7 @@ export async function serve (config: Readonly<Config>, log: Logger): Promise<voi
     multiaddrs: daemon.multiaddrs,
     dataDir: daemon.dataDir,
     network: config.network,
+    networks: nets.map(n => ({ network: n.network, state: n.state })),
     payTo: config.payTo ?? null,
     payments: payments.state,
     runtime: runtime.active,

@@ -121,7 +121,7 @@ async function run (name: string, cmd: Command, op: SettlementsOp, print: (r: Se
 function line (n: Note): string {
   const validBefore = n.validBeforeAt ?? n.validBefore ?? 'unknown'
   const fulfils = typeof n.fulfils === 'string' ? `  recorded if paid: ${n.fulfils}` : ''
-  return `${String(n.state).padEnd(16)} ${String(n.amountUsdc).padStart(12)} USDC  ${String(n.purpose)}  noted ${String(n.at)}  valid before ${validBefore}  ${String(n.paymentId)}${fulfils}`
+  return `${String(n.state).padEnd(16)} ${String(n.amountUsdc).padStart(12)} USDC  ${String(n.purpose)}  noted ${String(n.at)}  valid before ${validBefore}${n.network != null ? `  on ${String(n.network)}` : ''}  ${String(n.paymentId)}${fulfils}`
 }
 
 function printList (r: SettlementsReply): string {

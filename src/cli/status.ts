@@ -15,7 +15,7 @@ import type { DataDirLayout } from '../datadir/layout.js'
 
 export function statusCommand (program: Command): void {
   program.command('status')
-    .description('pins by status, bytes stored, disk free, revenue by month, peers, payments and settlement notes')
+    .description('pins by status, bytes stored, disk free, revenue by month and by network, peers, payments and settlement notes')
     .option('--json', 'print JSON')
     .addHelpText('after', `
 Works on a running serve (through its admin socket: adds uptime, peers and whether payments work)
@@ -59,6 +59,10 @@ function text (r: Obj): string {
     const pay = serve.payments as Obj
     const balance = pay.settlerBalanceWei != null ? `; settler ${pay.settler} holds ${eth(pay.settlerBalanceWei)} ETH` : pay.settler != null ? `; settler ${pay.settler}` : ''
     lines.push(`payments:   ${pay.state}${pay.ok === true ? '' : ' (paid writes do not work)'}: ${pay.message}${balance}`)
+    const nets = (pay.networks ?? []) as Obj[]
+    if (nets.length > 1) {
+      for (const x of nets) lines.push(`  ${x.network}  ${x.state}${x.settler != null ? `; settler ${x.settler}${x.settlerBalanceWei != null ? ` holds ${eth(x.settlerBalanceWei)} ETH` : ''}` : ''}${x.ok === true ? '' : `: ${x.message}`}`)
+    }
   } else {
     lines.push('serve:      not running (figures read from the data dir)')
   }
@@ -67,6 +71,8 @@ function text (r: Obj): string {
   const rev = r.revenue as Obj
   lines.push(`revenue:    ${rev.totalUsdc} USDC in all`)
   for (const m of rev.byMonth as Obj[]) lines.push(`  ${m.month}  ${String(m.usdc).padStart(14)} USDC  ${m.payments} payment(s)`)
+  const byNetwork = (rev.byNetwork ?? []) as Obj[]
+  if (byNetwork.length > 1) for (const m of byNetwork) lines.push(`  ${m.network}  ${String(m.usdc).padStart(14)} USDC  ${m.payments} payment(s)`)
   const n = r.settlementNotes as Obj
   const open = n.unchecked + n['unused-pending'] + n['paid-unfulfilled']
   const fronts = r.frontEnds as Obj[]

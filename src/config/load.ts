@@ -4,6 +4,7 @@
  */
 import { accessSync, constants, readFileSync, statSync } from 'node:fs'
 import { resolve } from 'node:path'
+import { checkNetworks } from './networks.js'
 import { type Config, SETTINGS, type Setting } from './settings.js'
 
 export interface ConfigSources {
@@ -50,12 +51,15 @@ export function loadConfig (sources: ConfigSources): ConfigResult {
       origins[s.key] = picked.where
     } catch (err) {
       const shown = s.secret === true ? '(hidden)' : JSON.stringify(withoutPassword(picked.raw))
-      errors.push(`invalid ${picked.where}: ${shown}: ${(err as Error).message}`)
+      errors.push(s.quiet === true ? `invalid ${picked.where}: ${(err as Error).message}` : `invalid ${picked.where}: ${shown}: ${(err as Error).message}`)
     }
   }
   if (typeof out.dataDir === 'string') out.dataDir = resolve(out.dataDir)
   if (Array.isArray(out.denylist)) out.denylist = out.denylist.map(p => resolve(p as string))
-  if (sources.scope === 'serve') crossCheck(out as unknown as Config, errors)
+  if (sources.scope === 'serve') {
+    crossCheck(out as unknown as Config, errors)
+    if (Array.isArray(out.networks)) checkNetworks(out as unknown as Config, sources.env, errors)
+  }
   if (errors.length > 0) return { errors }
   return { config: Object.freeze(out as unknown as Config), errors, origins }
 }

@@ -9,6 +9,7 @@ import { LOG_LEVELS, type LogLevel } from '../kernel/log.js'
 import {
   address, atomic, bool, caip2, ConfigValueError, duration, httpUrl, int, list, oneOf, privateKeyHex, str, type Parser
 } from './parse.js'
+import { networkEntries, type NetworkEntry } from './networks.js'
 
 /** Taiko Alethia USDC (bridged FiatToken), the production default asset. */
 export const TAIKO_USDC = '0x07d83526730c7438048D55A4fc0b850e2aaB6f0b'
@@ -174,6 +175,8 @@ export interface Config {
   settlerKey?: `0x${string}`
   settlerKeyFile?: string
   facilitatorUrl?: string
+  /** more payment networks beside the single-network settings (config/networks.ts) */
+  networks: NetworkEntry[]
   settlerMinBalance: bigint
   priceRate: bigint
   priceMin: bigint
@@ -256,6 +259,8 @@ export interface Setting {
   parse: Parser<unknown>
   /** never printed, logged or echoed */
   secret?: boolean
+  /** a bad value's error names the problem but does not echo the value (a JSON document) */
+  quiet?: boolean
   /** global settings apply to every subcommand; the rest only to `serve` */
   global?: boolean
 }
@@ -291,6 +296,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'settlerKeyFile', flag: '--settler-key-file <file>', env: 'PIND_SETTLER_KEY_FILE', parse: str, description: 'embedded facilitator: file holding the settler private key (mode 0600)' },
   { key: 'settlerMinBalance', flag: '--settler-min-balance <wei>', env: 'PIND_SETTLER_MIN_BALANCE', default: 1_000_000_000_000_000n, parse: atomic(), description: 'embedded facilitator: warn when the settler holds less than this many wei for gas (10^15 = 0.001 ETH); below the cost of one settlement, paid writes answer 503' },
   { key: 'facilitatorUrl', flag: '--facilitator-url <url>', env: 'PIND_FACILITATOR_URL', parse: httpUrl, description: 'remote x402 facilitator (used when no settler key is set)' },
+  { key: 'networks', env: 'PIND_NETWORKS', default: [], quiet: true, parse: networkEntries, description: 'more payment networks, a JSON array (the config file\'s "networks", or this variable): each {network, asset, assetName, assetVersion, payTo, and rpcUrl with settlerKeyFile or settlerKeyEnv (the name of a variable holding the key), or facilitatorUrl}; the single-network settings above stay the first entry (docs/networks.md)' },
   { key: 'settleTimeout', flag: '--settle-timeout <duration>', env: 'PIND_SETTLE_TIMEOUT', default: 60, parse: duration(1, 600), description: 'how long a paid write waits for its settlement (facilitator or chain); past it the answer is 503 with Retry-After and the settlement note is left to reconciliation (a retry with the same payment gets what it bought once the chain shows it)' },
   { key: 'priceRate', flag: '--price-rate <atomic>', env: 'PIND_PRICE_RATE', default: 100_000n, parse: atomic(), description: 'price per GB (10^9 bytes) per month, in atomic USDC units (100000 = 0.10 USD)' },
   { key: 'priceMin', flag: '--price-min <atomic>', env: 'PIND_PRICE_MIN', default: 1_000n, parse: atomic(), description: 'minimum charge per paid write, atomic units (1000 = 0.001 USD)' },

@@ -19,6 +19,8 @@ export interface OpenApiInput {
   uploadMaxBytes: number
   /** the prices and payee: each paid operation is marked with `x-payment-info` */
   payment?: { prices: PriceSettings, payTo?: string }
+  /** every accepted network (the first = network, asset above), when there are several */
+  accepts?: ReadonlyArray<{ network: string, asset: string, assetName: string, assetVersion: string, payTo: string }>
 }
 
 /** path items by OpenAPI path, as a route module describes its routes */

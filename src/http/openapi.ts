@@ -69,7 +69,7 @@ export function openApiDocument (o: OpenApiInput): Obj {
     for (const op of PAID_OPERATIONS) {
       const item = paths[op.path]?.[op.method.toLowerCase()] as Obj | undefined
       if (item == null) throw new Error(`no OpenAPI operation for the paid route ${op.method} ${op.path}`)
-      item['x-payment-info'] = paymentInfo(op, { network: o.network, asset: o.asset, prices: pay.prices, ...(pay.payTo != null ? { payTo: pay.payTo } : {}) })
+      item['x-payment-info'] = paymentInfo(op, { network: o.network, asset: o.asset, prices: pay.prices, ...(pay.payTo != null ? { payTo: pay.payTo } : {}), ...(o.accepts != null ? { accepts: o.accepts } : {}) })
     }
   }
   return {
@@ -105,7 +105,7 @@ function description (o: OpenApiInput): string {
   return [
     'pind pins content on an embedded IPFS node and serves it back over HTTP.',
     '',
-    `**Payments.** Writes (\`POST /upload\`, \`POST /pins\`, replacing and renewing a pin) are paid per request with **x402 v2** (scheme \`exact\`: an EIP-3009 \`transferWithAuthorization\` of USDC \`${o.asset}\`) on **${o.network}**. ` +
+    `**Payments.** Writes (\`POST /upload\`, \`POST /pins\`, replacing and renewing a pin) are paid per request with **x402 v2** (scheme \`exact\`: an EIP-3009 \`transferWithAuthorization\` of USDC ${o.accepts != null && o.accepts.length > 1 ? `on any of ${o.accepts.map(a => `**${a.network}** (\`${a.asset}\`)`).join(', ')}: the 402 lists each in \`accepts\`, the same amount in each asset's atomic units)` : `\`${o.asset}\`) on **${o.network}**`}. ` +
       'The payer needs no account, no API key and no gas. A write without payment answers 402 with the price in the `PAYMENT-REQUIRED` header and a readable JSON body; the client signs and retries with `PAYMENT-SIGNATURE` (see the `x402` security scheme). ' +
       'The payment is verified before the work and settled after it; the success response carries `PAYMENT-RESPONSE` and a wallet token in `x-wallet-auth-token`.',
     '',
@@ -181,7 +181,7 @@ function fromZod (o: OpenApiInput): { schemas: Obj, parameters: Obj } {
   field('PaymentTerms', 'months').maximum = o.maxMonths
   field('PaymentTerms', 'price', 'asset').examples = [o.asset]
   field('PaymentTerms', 'price', 'network').examples = [o.network]
-  ;(field('X402PaymentRequirements').properties as Obj).network = { const: o.network }
+  ;(field('X402PaymentRequirements').properties as Obj).network = o.accepts != null && o.accepts.length > 1 ? { enum: o.accepts.map(a => a.network) } : { const: o.network }
   field('X402PaymentRequirements', 'asset').examples = [o.asset]
   field('X402SettleResponse', 'network').examples = [o.network]
   field('UploadRequest', 'file').description = `the file, at most ${o.uploadMaxBytes} bytes; its filename is kept as the pin's name`

@@ -25,6 +25,8 @@ export interface SettlingRecord {
    * those of one that died, and only the writer holds an upload's staged blocks
    */
   by?: string
+  /** the CAIP-2 network the payment was made on (absent in notes of older versions: the first configured) */
+  network?: string
   /** the authorization's validBefore (unix seconds, decimal): it cannot be used from then on; absent in notes of older versions */
   validBefore?: string
   state?: SettlementState

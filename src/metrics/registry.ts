@@ -10,6 +10,10 @@
  *   pind_payments_settled_atomic_total                      USDC atomic units settled
  *   pind_settles_failed_total{reason}                       failed settlements; reason "server:…" when this side failed
  *   pind_settles_pending                                    settlements under way
+ *   pind_network_payments_total{network,event}              refused | verified | settled | settle_failed, by the network paid on
+ *   pind_network_settled_atomic_total{network}              atomic units settled on each network (in its asset)
+ *   pind_network_payments_up{network}                       1 while payments on the network can be taken, else 0
+ *   pind_network_settler_balance_wei{network}               each network's embedded settler gas balance (when watched)
  *   pind_settler_balance_wei                                the embedded settler's gas balance (when watched)
  *   pind_settler_nonce_recoveries_total                     stuck settlement nonces re-sent, replaced or filled (embedded settler)
  *   pind_pins{status}             queued | pinning | pinned | failed (live pins), removed
@@ -54,7 +58,7 @@ export interface MetricsSources {
   blockstoreUsage(): Promise<{ blocks: number, bytes: number }>
   connections(): number
   /** the payment gate's settlements under way and the settler's balance (absent without a gate) */
-  payments?(): { settlesPending: number, settlerBalanceWei?: bigint, settlerNonceRecoveries?: number } | undefined
+  payments?(): { settlesPending: number, settlerBalanceWei?: bigint, settlerNonceRecoveries?: number, networks?: Array<{ network: string, ok: boolean, settlerBalanceWei?: bigint }> } | undefined
   /** present when routing is on */
   routing?(): { routingTable: number, records: number }
   /** present when the DHT announces (the reprovider) */
@@ -81,6 +85,8 @@ export class Metrics {
   private bytesOut = 0
   private readonly payments: client.Counter<'event'>
   private readonly settled: client.Counter
+  private readonly networkPayments: client.Counter<'network' | 'event'>
+  private readonly networkSettled: client.Counter<'network'>
   private readonly settlesFailed: client.Counter<'reason'>
   private readonly provides: client.Counter<'result'>
   private readonly findSeconds: client.Histogram<'source'>
@@ -112,6 +118,8 @@ export class Metrics {
     new client.Counter({ name: 'pind_http_response_bytes_total', help: 'response body bytes (declared Content-Length)', registers: [r], collect () { this.reset(); this.inc(bytes().out) } })
     this.payments = new client.Counter({ name: 'pind_payments_total', help: 'x402 payments by event: required (402 without payment), refused, verified, settled, settle_failed', labelNames: ['event'], registers: [r] })
     this.settled = new client.Counter({ name: 'pind_payments_settled_atomic_total', help: 'USDC settled, in atomic units (10^-6 USDC)', registers: [r] })
+    this.networkPayments = new client.Counter({ name: 'pind_network_payments_total', help: 'x402 payments by the network paid on and event: refused, verified, settled, settle_failed', labelNames: ['network', 'event'], registers: [r] })
+    this.networkSettled = new client.Counter({ name: 'pind_network_settled_atomic_total', help: 'settled, in atomic units of each network\'s asset', labelNames: ['network'], registers: [r] })
     this.settlesFailed = new client.Counter({ name: 'pind_settles_failed_total', help: 'failed settlements by reason (the facilitator\'s; "server:" when the payment was still valid and this side failed)', labelNames: ['reason'], registers: [r] })
     this.provides = new client.Counter({ name: 'pind_provides_total', help: 'CIDs announced on the DHT, by result: done (at least one of their peers took the record) or failed', labelNames: ['result'], registers: [r] })
     this.findSeconds = new client.Histogram({ name: 'pind_find_providers_seconds', help: 'provider lookups by routing source', labelNames: ['source'], buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60], registers: [r] })
@@ -156,6 +164,14 @@ export class Metrics {
         const wei = sources.payments?.()?.settlerBalanceWei
         if (wei != null) this.set(Number(wei))
       }
+    })
+    new client.Gauge({
+      name: 'pind_network_payments_up', help: '1 while payments on the network can be taken, 0 while they cannot (its RPC or facilitator does not answer, its settler cannot pay gas)', labelNames: ['network'], registers: [r],
+      collect () { for (const n of sources.payments?.()?.networks ?? []) this.set({ network: n.network }, n.ok ? 1 : 0) }
+    })
+    new client.Gauge({
+      name: 'pind_network_settler_balance_wei', help: 'each network\'s embedded settler balance for gas, in wei (last reading)', labelNames: ['network'], registers: [r],
+      collect () { for (const n of sources.payments?.()?.networks ?? []) if (n.settlerBalanceWei != null) this.set({ network: n.network }, Number(n.settlerBalanceWei)) }
     })
     new client.Counter({
       name: 'pind_settler_nonce_recoveries_total', help: 'the embedded settler\'s stuck settlement nonces recovered: a transaction re-broadcast, replaced with higher fees, a nonce gap filled, or the nonce manager reset', registers: [r],
@@ -249,7 +265,12 @@ export class Metrics {
     this.bytesOut += bytesOut
   }
 
-  payment (event: string, amount?: bigint, reason?: string): void {
+  payment (event: string, amount?: bigint, reason?: string, network?: string): void {
+    // networks are the configured few (the gate names only its own)
+    if (network != null) {
+      this.networkPayments.inc({ network, event })
+      if (event === 'settled' && amount != null) this.networkSettled.inc({ network }, Number(amount))
+    }
     // one child per event (a fixed few): `required` is counted on every 402
     let child = this.paymentChildren.get(event)
     if (child == null) {

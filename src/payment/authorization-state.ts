@@ -14,6 +14,8 @@ const LOG_WINDOW = 5000n
 const LOG_LOOKBACK = 100_000n
 
 export interface AuthorizationStateReader {
+  /** the CAIP-2 network it reads (notes of other networks are not read through it) */
+  readonly network?: string
   /** the timestamp of the chain's latest block, unix seconds (fails on another chain than the configured one) */
   chainTime(): Promise<bigint>
   /**
@@ -38,6 +40,7 @@ export interface AuthorizationStateSettings {
 export function authorizationStateReader (s: AuthorizationStateSettings, timeoutMs = 5000): AuthorizationStateReader {
   const client = publicClientFor(s.network, s.rpcUrl, timeoutMs)
   return {
+    network: s.network,
     chainTime: async () => await rpc(async () => {
       // a wrong chain would answer "unused" for any nonce: notes must never be dropped on its word
       const [id, block] = await Promise.all([client.getChainId(), client.getBlock({ blockTag: 'latest' })])

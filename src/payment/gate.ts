@@ -11,50 +11,42 @@ import { createHash } from 'node:crypto'
 import {
   decodePaymentSignatureHeader, encodePaymentRequiredHeader, encodePaymentResponseHeader
 } from '@x402/core/http'
-import { x402ResourceServer } from '@x402/core/server'
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types'
-import { ExactEvmScheme } from '@x402/evm/exact/server'
 import { InsufficientFundsError, PaymentRequiredError, UnavailableError } from '../kernel/errors.js'
 import type { Logger } from '../kernel/log.js'
-import { AssetMismatchError, checkAsset } from './asset-check.js'
-import { authorizationStateReader, type AuthorizationStateReader } from './authorization-state.js'
-import { buildFacilitator, type FacilitatorChoice } from './facilitator.js'
-import { SettlerBalance } from './settler-balance.js'
-import type { SettlerNonces } from './settler-nonce.js'
+import type { FacilitatorChoice } from './facilitator.js'
+import { NetworkLane, type NetworkStatus, type NetworkTerms } from './lane.js'
+import type { SettlerBalance } from './settler-balance.js'
 import { describeFormula, formatUsdc, type PriceSettings } from './pricing.js'
 import { z } from 'zod/v4'
 import { ADDRESS, count, DIGITS, text, USDC } from '../kernel/api-shapes.js'
 import { Eip3009Payload } from './x402-shapes.js'
 import type { PaidRoute } from './bazaar.js'
 
-export interface PaymentSettings {
-  network: string
-  asset: `0x${string}`
-  assetName: string
-  assetVersion: string
-  payTo: `0x${string}`
+export interface PaymentSettings extends NetworkTerms {
   maxTimeoutSeconds: number
   prices: PriceSettings
-  rpcUrl?: string
-  facilitator: FacilitatorChoice
-  /** embedded facilitator: warn below this settler balance (wei); its balance is watched only when set */
-  settlerMinBalance?: bigint
   /** how often the settler's balance is read (default 60 s) */
   settlerBalanceIntervalMs?: number
   /** past this, a settlement's outcome is uncertain (503; its note is left to reconciliation); default 60 s */
   settleDeadlineMs?: number
+  /** more networks accepted beside this one (docs/networks.md): each settles on its own chain */
+  more?: NetworkTerms[]
 }
 
-/** What /ready and `pind status` say about payments. */
+/** What /ready and `pind status` say about payments: as a whole, and each network's (`networks`). */
 export interface PaymentsStatus {
-  state: 'ready' | 'low-balance' | 'starting' | 'unreachable' | 'unfunded' | 'asset-misconfigured'
-  /** can paid writes succeed now? (low-balance: yes, with a warning) */
+  /** degraded: some networks take payments, others cannot now (see `networks`) */
+  state: 'ready' | 'low-balance' | 'starting' | 'unreachable' | 'unfunded' | 'asset-misconfigured' | 'degraded'
+  /** can paid writes succeed now (on at least one network)? (low-balance: yes, with a warning) */
   ok: boolean
   message: string
   facilitator: FacilitatorChoice['kind']
   settler?: string
   settlerBalanceWei?: string
   settlerMinBalanceWei?: string
+  /** every accepted network, the first as configured first */
+  networks: NetworkStatus[]
 }
 
 /**
@@ -71,6 +63,11 @@ export const PaymentTerms = z.object({
     network: text('CAIP-2 network'),
     payTo: text('the address paid', { pattern: ADDRESS })
   }),
+  networks: z.array(z.object({
+    network: text('CAIP-2 network'),
+    asset: text('the EIP-3009 token on it', { pattern: ADDRESS }),
+    payTo: text('the address paid on it', { pattern: ADDRESS })
+  })).optional().meta({ description: 'several networks accepted: each of them (the same amount in each asset\'s atomic units); price names the first' }),
   size: text('the bytes the price is computed on', { pattern: DIGITS }),
   months: count('the months quoted', 1),
   formula: text('the price formula'),
@@ -108,7 +105,12 @@ export interface VerifiedPayment {
   /** sha256 of the signed authorization: tells an honest retry from a forged one */
   proof: string
   payload: PaymentPayload
+  /** the server's own requirements the payment matched: its network, asset and pay-to are the ones paid on */
   requirements: PaymentRequirements
+  /** the CAIP-2 network paid on (= requirements.network) */
+  network: string
+  /** the token paid in (= requirements.asset) */
+  asset: string
 }
 
 export type GateDecision =
@@ -159,138 +161,109 @@ export const INSUFFICIENT_FUNDS: ReadonlySet<string> = new Set([
 export type PaymentEvent = 'required' | 'refused' | 'verified' | 'settled' | 'settle_failed'
 
 export class PaymentGate {
-  private readonly rs: x402ResourceServer
-  private ready = false
-  private lastError = 'payment backend starting'
-  private retry: NodeJS.Timeout | undefined
-  private stopped = false
+  /** one per accepted network, the first as configured first */
+  private readonly lanes: NetworkLane[]
+  private readonly byNetwork = new Map<string, NetworkLane>()
+  /** the first network's settler (the start-up summary; the others are in status().networks) */
   readonly settler?: string
-  /** the embedded settler's gas balance, when watched */
+  /** the first network's settler gas balance, when watched */
   readonly balance?: SettlerBalance
   /** settlements under way */
   settlesPending = 0
-  /** built 402 answers by quote and reason; each is sent as is, serialized once */
+  /** built 402 answers by quote and reason; each is sent as is, serialized once (rebuilt when a network comes up) */
   private readonly challenges = new Map<string, PaymentRequiredError>()
   /** the same, by the quote object given again (a WeakMap: they go with their quote) */
-  private readonly byQuote = new WeakMap<Quote, Map<string, PaymentRequiredError>>()
-  /** reads whether a refused settlement's authorization was used all the same (with --rpc-url) */
-  private readonly authorizations?: AuthorizationStateReader
-  /** the facilitator's reads before payments are taken (facilitator.ts) */
-  private readonly warm?: () => Promise<void>
-  /** the embedded settler's transactions (settler-nonce.ts) */
-  private readonly nonces?: SettlerNonces
+  private byQuote = new WeakMap<Quote, Map<string, PaymentRequiredError>>()
 
-  /** `onEvent` observes (metrics) what happened to each payment; `reason` for settle_failed */
-  constructor (private readonly s: PaymentSettings, private readonly log: Logger, private readonly onEvent?: (event: PaymentEvent, amount?: bigint, reason?: string) => void) {
+  /** `onEvent` observes (metrics) what happened to each payment; `reason` for settle_failed, `network` the one paid on */
+  constructor (private readonly s: PaymentSettings, private readonly log: Logger, private readonly onEvent?: (event: PaymentEvent, amount?: bigint, reason?: string, network?: string) => void) {
     // a stuck settlement transaction is re-sent well within the settle deadline (a quarter of it, 2-15 s)
     const stuckAfterMs = Math.min(15_000, Math.max(2000, (s.settleDeadlineMs ?? DEFAULT_SETTLE_DEADLINE_MS) / 4))
-    const built = buildFacilitator(s.facilitator, { log, stuckAfterMs })
-    this.nonces = built.nonces
-    if (s.rpcUrl != null) this.authorizations = authorizationStateReader({ network: s.network, rpcUrl: s.rpcUrl, asset: s.asset })
-    this.settler = built.settler
-    this.warm = built.warm
-    if (s.facilitator.kind === 'embedded' && built.settler != null && s.settlerMinBalance != null) {
-      this.balance = new SettlerBalance({
-        network: s.network,
-        rpcUrl: s.facilitator.rpcUrl,
-        address: built.settler,
-        minBalance: s.settlerMinBalance,
-        intervalMs: s.settlerBalanceIntervalMs ?? 60_000,
-        log
-      })
+    const all: NetworkTerms[] = [s, ...(s.more ?? [])]
+    const opts = {
+      log,
+      stuckAfterMs,
+      settlerBalanceIntervalMs: s.settlerBalanceIntervalMs ?? 60_000,
+      named: all.length > 1,
+      // a network that comes up joins the challenges: those built without it are dropped
+      onInitialised: () => { this.challenges.clear(); this.byQuote = new WeakMap() }
     }
-    this.rs = new x402ResourceServer(built.client).register(s.network as `${string}:${string}`, new ExactEvmScheme())
+    this.lanes = all.map(t => {
+      if (this.byNetwork.has(t.network)) throw new Error(`payment network ${t.network} is configured twice`)
+      const lane = new NetworkLane({ network: t.network, asset: t.asset, assetName: t.assetName, assetVersion: t.assetVersion, payTo: t.payTo, facilitator: t.facilitator, ...(t.rpcUrl != null ? { rpcUrl: t.rpcUrl } : {}), ...(t.settlerMinBalance != null ? { settlerMinBalance: t.settlerMinBalance } : {}) }, opts)
+      this.byNetwork.set(t.network, lane)
+      return lane
+    })
+    const first = this.lanes[0] as NetworkLane
+    this.settler = first.settler
+    this.balance = first.balance
   }
 
   /**
-   * Checks the asset (fatal when it is wrong) and initialises the resource
-   * server. An unreachable RPC or facilitator is retried in the background;
-   * writes answer 503 until then.
+   * Starts every network: checks its asset (fatal when it is wrong) and
+   * initialises it. An unreachable RPC or facilitator is retried in the
+   * background; writes paid on that network answer 503 until then.
    */
   async start (): Promise<void> {
-    try {
-      await this.init()
-    } catch (err) {
-      if (err instanceof AssetMismatchError) throw err
-      this.lastError = 'payment backend unreachable'
-      this.log.warn('payments not ready; retrying in the background', { error: (err as Error).message })
-      this.scheduleRetry(2000)
-    }
-    // the settler's balance, read now (logged with its address) and then periodically
-    await this.balance?.start()
+    await Promise.all(this.lanes.map(async l => { await l.start() }))
   }
 
-  /** stuck settlement nonces re-sent or filled so far (embedded facilitator) */
+  /** the accepted networks, in order */
+  get networks (): readonly string[] {
+    return this.lanes.map(l => l.network)
+  }
+
+  /** stuck settlement nonces re-sent or filled so far (embedded facilitators, all networks) */
   get nonceRecoveries (): number | undefined {
-    return this.nonces?.recoveries
+    const counted = this.lanes.filter(l => l.nonces != null)
+    return counted.length === 0 ? undefined : counted.reduce((n, l) => n + (l.nonces?.recoveries ?? 0), 0)
+  }
+
+  /** each watched settler's gas balance, by network */
+  settlerBalances (): Array<{ network: string, wei: bigint }> {
+    return this.lanes.flatMap(l => l.balance?.balance != null ? [{ network: l.network, wei: l.balance.balance }] : [])
   }
 
   stop (): void {
-    this.nonces?.stop()
-    this.stopped = true
-    clearTimeout(this.retry)
-    this.balance?.stop()
+    for (const l of this.lanes) l.stop()
   }
 
-  /** Can paid writes succeed, and if not, why (for /ready, `pind status` and the logs). */
+  /**
+   * Can paid writes succeed, and if not, why (for /ready, `pind status` and the
+   * logs). One network: its status. Several: ready when all are, degraded when
+   * some are (the others named), else the first one's trouble.
+   */
   status (): PaymentsStatus {
-    const settler = this.settler != null
-      ? {
-          settler: this.settler,
-          ...(this.balance?.balance != null ? { settlerBalanceWei: this.balance.balance.toString() } : {}),
-          ...(this.s.settlerMinBalance != null ? { settlerMinBalanceWei: this.s.settlerMinBalance.toString() } : {})
-        }
-      : {}
-    const base = { facilitator: this.s.facilitator.kind, ...settler }
-    if (!this.ready) {
-      const state = this.lastError === 'payment asset misconfigured' ? 'asset-misconfigured' : this.lastError === 'payment backend starting' ? 'starting' : 'unreachable'
-      const what = this.s.facilitator.kind === 'remote' ? 'the facilitator' : 'the RPC'
-      return { ...base, state, ok: false, message: state === 'unreachable' ? `${what} does not answer: paid writes answer 503 until it does` : state === 'starting' ? 'payments are starting' : 'the payment asset does not match its configuration: paid writes are disabled' }
+    const networks = this.lanes.map(l => l.status())
+    const first = networks[0] as NetworkStatus
+    const { network: _n, ...head } = first
+    if (networks.length === 1) return { ...head, networks }
+    const down = networks.filter(n => !n.ok)
+    if (down.length === 0) {
+      const low = networks.filter(n => n.state === 'low-balance')
+      return low.length === 0
+        ? { ...head, state: 'ready', ok: true, message: 'payments are ready on every network', networks }
+        : { ...head, state: 'low-balance', ok: true, message: low.map(n => n.message).join('; '), networks }
     }
-    if (this.balance?.funding === 'unfunded') return { ...base, state: 'unfunded', ok: false, message: 'the settler cannot pay gas for a settlement: paid writes answer 503 until it is funded' }
-    if (this.balance?.funding === 'low') return { ...base, state: 'low-balance', ok: true, message: 'the settler balance is below --settler-min-balance: fund it soon' }
-    return { ...base, state: 'ready', ok: true, message: 'payments are ready' }
+    if (down.length < networks.length) {
+      return { ...head, state: 'degraded', ok: true, message: `payments work on ${networks.filter(n => n.ok).map(n => n.network).join(', ')}; not on ${down.map(n => `${n.network} (${n.state})`).join(', ')}: ${down.map(n => n.message).join('; ')}`, networks }
+    }
+    return { ...head, ok: false, message: down.map(n => n.message).join('; '), networks }
   }
 
+  /** some network takes payments */
   isReady (): boolean {
-    return this.ready
+    return this.lanes.some(l => l.ready)
   }
 
-  private async init (): Promise<void> {
-    if (this.s.rpcUrl != null) {
-      await checkAsset({ network: this.s.network, rpcUrl: this.s.rpcUrl, asset: this.s.asset, assetName: this.s.assetName, assetVersion: this.s.assetVersion })
+  /** every initialised network's requirements for this quote, in order */
+  private async requirementsFor (q: Quote): Promise<Array<{ lane: NetworkLane, req: PaymentRequirements }>> {
+    const out: Array<{ lane: NetworkLane, req: PaymentRequirements }> = []
+    for (const lane of this.lanes) {
+      if (lane.initialised) out.push({ lane, req: await lane.requirements(q.amount, this.s.maxTimeoutSeconds) })
     }
-    await this.warm?.()
-    await this.rs.initialize()
-    this.ready = true
-    this.log.info('payments ready', { network: this.s.network, facilitator: this.s.facilitator.kind })
-  }
-
-  private scheduleRetry (ms: number): void {
-    if (this.stopped) return
-    this.retry = setTimeout(() => {
-      this.init().catch((err: Error) => {
-        if (err instanceof AssetMismatchError) {
-          this.lastError = 'payment asset misconfigured'
-          this.log.error('payment asset check failed; paid writes are disabled', { error: err.message })
-          return
-        }
-        this.scheduleRetry(Math.min(ms * 2, 60_000))
-      })
-    }, ms)
-    this.retry.unref()
-  }
-
-  private async requirementsFor (q: Quote): Promise<PaymentRequirements> {
-    const [req] = await this.rs.buildPaymentRequirements({
-      scheme: 'exact',
-      network: this.s.network as `${string}:${string}`,
-      payTo: this.s.payTo,
-      price: { amount: q.amount.toString(), asset: this.s.asset, extra: { name: this.s.assetName, version: this.s.assetVersion } },
-      maxTimeoutSeconds: this.s.maxTimeoutSeconds
-    })
-    if (req == null) throw new Error('no payment requirements could be built')
-    return req
+    if (out.length === 0) throw new UnavailableError('payments are temporarily unavailable (payment backend starting); retry shortly', 15)
+    return out
   }
 
   /** A challenge (x402's 402) for this quote, with a readable reason; `insufficient`: the payer's balance is the reason. */
@@ -306,10 +279,12 @@ export class PaymentGate {
     const key = challengeKey(q, reason)
     let built = this.challenges.get(key)
     if (built == null) {
-      const req = await this.requirementsFor(q)
+      const reqs = await this.requirementsFor(q)
       const d = q.discovery
-      const pr = await this.rs.createPaymentRequiredResponse([req], { url: q.resourceUrl, description: q.description, mimeType: 'application/json', ...SERVICE }, details, d?.route.extensionsFor(d.path))
-      built = new (insufficient ? InsufficientFundsError : PaymentRequiredError)(details, encodePaymentRequiredHeader(pr), this.readableTerms(q))
+      // every accepted network, as its own entry of `accepts`
+      const rs = (reqs[0] as { lane: NetworkLane }).lane.rs
+      const pr = await rs.createPaymentRequiredResponse(reqs.map(r => r.req), { url: q.resourceUrl, description: q.description, mimeType: 'application/json', ...SERVICE }, details, d?.route.extensionsFor(d.path))
+      built = new (insufficient ? InsufficientFundsError : PaymentRequiredError)(details, encodePaymentRequiredHeader(pr), this.readableTerms(q, reqs.map(r => r.lane)))
       if (this.challenges.size >= 1000) this.challenges.delete(this.challenges.keys().next().value as string)
       this.challenges.set(key, built)
     }
@@ -323,11 +298,14 @@ export class PaymentGate {
    * The 402 body: the terms in words. Kept short on purpose (the 402 is the
    * hottest answer, and its cost grows with its size): the machine-readable
    * terms are only in the PAYMENT-REQUIRED header, the rules in the agent card.
+   * `price` names the first network; `networks` every one, when there are several.
    */
-  private readableTerms (q: Quote): Terms {
+  private readableTerms (q: Quote, lanes: NetworkLane[]): Terms {
+    const t = (lanes[0] as NetworkLane).t
     return {
       x402Version: 2,
-      price: { amount: q.amount.toString(), usdc: formatUsdc(q.amount), asset: this.s.asset, network: this.s.network, payTo: this.s.payTo },
+      price: { amount: q.amount.toString(), usdc: formatUsdc(q.amount), asset: t.asset, network: t.network, payTo: t.payTo },
+      ...(lanes.length > 1 ? { networks: lanes.map(l => ({ network: l.t.network, asset: l.t.asset, payTo: l.t.payTo })) } : {}),
       size: q.bytes.toString(),
       months: q.months,
       formula: describeFormula(this.s.prices),
@@ -349,73 +327,98 @@ export class PaymentGate {
     } catch {
       return { type: 'payment-required', error: await this.challenge(q, 'the PAYMENT-SIGNATURE header is not a valid base64 x402 payment payload') }
     }
-    const req = await this.requirementsFor(q)
-    const match = payload?.x402Version === 2 ? this.rs.findMatchingRequirements([req], payload) : undefined
-    if (match == null) {
-      return { type: 'payment-required', error: await this.challenge(q, `the payment does not match this request's terms (amount ${q.amount} of ${this.s.asset} to ${this.s.payTo} on ${this.s.network})`) }
+    const reqs = await this.requirementsFor(q)
+    // the payment's accepted terms must equal one network's own requirements as a whole (network, asset,
+    // pay-to, amount, EIP-712 domain): terms mixed from two networks match none
+    let found: { lane: NetworkLane, match: PaymentRequirements } | undefined
+    if (payload?.x402Version === 2) {
+      for (const { lane, req } of reqs) {
+        const match = lane.rs.findMatchingRequirements([req], payload)
+        if (match != null) { found = { lane, match }; break }
+      }
     }
+    if (found == null) {
+      const terms = reqs.map(({ lane }) => `${lane.t.asset} to ${lane.t.payTo} on ${lane.network}`).join(', or ')
+      return { type: 'payment-required', error: await this.challenge(q, `the payment does not match this request's terms (amount ${q.amount} of ${terms})`) }
+    }
+    const { lane, match } = found
     const who = identify(payload)
     if (who == null) {
-      this.onEvent?.('refused')
+      this.onEvent?.('refused', undefined, undefined, lane.network)
       return { type: 'payment-required', error: await this.challenge(q, 'only well-formed EIP-3009 (transferWithAuthorization) payments are accepted: payload.authorization needs from, to, value, validAfter, validBefore and nonce, and payload.signature') }
     }
     const { payer: from, id, proof } = who
+    const payment: VerifiedPayment = { payer: from, id, amount: q.amount, proof, payload, requirements: match, network: lane.network, asset: lane.t.asset }
     if (await settledBefore(id)) {
-      return { type: 'settled-before', payment: { payer: from, id, amount: q.amount, proof, payload, requirements: match } }
+      return { type: 'settled-before', payment }
     }
+    // a network that cannot take payments now: 503, the payment not used (the others go on)
+    lane.assertUsable()
     let verify
     try {
-      verify = await withDeadline(this.rs.verifyPayment(payload, match), VERIFY_DEADLINE_MS)
+      verify = await withDeadline(lane.rs.verifyPayment(payload, match), VERIFY_DEADLINE_MS)
     } catch (err) {
       if (err instanceof DeadlineError) {
-        this.log.warn('payment verification did not finish in time', { payment: id, deadlineMs: VERIFY_DEADLINE_MS })
+        this.log.warn('payment verification did not finish in time', { payment: id, network: lane.network, deadlineMs: VERIFY_DEADLINE_MS })
         throw new UnavailableError('the payment could not be verified in time (the payment service is slow right now); it was not used: retry shortly with the same payment', VERIFY_RETRY_S)
       }
-      this.log.warn('payment verification failed to run', { error: (err as Error).message })
-      throw new UnavailableError('the payment could not be verified right now; retry shortly', VERIFY_RETRY_S)
+      this.log.warn('payment verification failed to run', { network: lane.network, error: (err as Error).message })
+      lane.balance?.refresh(0)
+      throw new UnavailableError(this.lanes.length > 1 ? `the payment on ${lane.network} could not be verified right now; retry shortly (or pay on another network)` : 'the payment could not be verified right now; retry shortly', VERIFY_RETRY_S)
     }
     if (!verify.isValid) {
-      this.onEvent?.('refused')
+      if (!await lane.answers()) {
+        this.log.warn('payment verification failed while the network\'s RPC does not answer', { network: lane.network, reason: verify.invalidReason })
+        throw new UnavailableError(this.lanes.length > 1 ? `the payment on ${lane.network} could not be verified right now (its RPC does not answer); it was not used: retry shortly (or pay on another network)` : 'the payment could not be verified right now; it was not used: retry shortly', VERIFY_RETRY_S)
+      }
+      this.onEvent?.('refused', undefined, undefined, lane.network)
       const code = verify.invalidReason ?? 'invalid_payment'
       return { type: 'payment-required', error: await this.challenge(q, `the payment was refused: ${code}`, INSUFFICIENT_FUNDS.has(code)) }
     }
-    this.onEvent?.('verified', q.amount)
-    return { type: 'verified', payment: { payer: from, id, amount: q.amount, proof, payload, requirements: match } }
+    this.onEvent?.('verified', q.amount, undefined, lane.network)
+    return { type: 'verified', payment }
+  }
+
+  /** the network a verified payment was made on */
+  private laneOf (p: VerifiedPayment): NetworkLane | undefined {
+    return this.byNetwork.get(p.requirements.network)
   }
 
   /**
-   * Settles a verified payment after the work is done. Never throws;
-   * facilitator text is logged, not returned. A refused settlement whose
-   * payment still verifies (the payer's signature, balance and nonce are
-   * fine) failed on this side — the settler's gas, the RPC, the facilitator:
-   * `serverSide`, so the payer is not blamed (503, and the payment stays usable).
+   * Settles a verified payment after the work is done, on the network it was
+   * made on. Never throws; facilitator text is logged, not returned. A refused
+   * settlement whose payment still verifies (the payer's signature, balance and
+   * nonce are fine) failed on this side — the settler's gas, the RPC, the
+   * facilitator: `serverSide`, so the payer is not blamed (503, and the payment stays usable).
    */
   async settle (p: VerifiedPayment): Promise<SettleOutcome> {
+    const lane = this.laneOf(p)
+    if (lane == null) return { ok: false, reason: 'unknown_network', serverSide: true }
     this.settlesPending++
     try {
-      const r = await withDeadline(this.rs.settlePayment(p.payload, p.requirements), this.s.settleDeadlineMs ?? DEFAULT_SETTLE_DEADLINE_MS)
+      const r = await withDeadline(lane.rs.settlePayment(p.payload, p.requirements), this.s.settleDeadlineMs ?? DEFAULT_SETTLE_DEADLINE_MS)
       if (!r.success) {
         const reason = r.errorReason ?? 'settlement_failed'
-        const state = await this.afterRefusal(p)
+        const state = await this.afterRefusal(lane, p)
         const serverSide = state !== 'refused'
-        this.onEvent?.('settle_failed', p.amount, serverSide ? `server:${reason}` : reason)
+        this.onEvent?.('settle_failed', p.amount, serverSide ? `server:${reason}` : reason, lane.network)
         this.log.warn({
           unused: 'settlement failed on this side; the payment is still valid',
           refused: 'settlement refused',
           used: 'settlement failed, yet the authorization is used on chain: the payment went through; its note stays for reconciliation',
           unknown: 'settlement failed and whether the payment was used cannot be told now: its note stays for reconciliation'
-        }[state], { payment: p.id, reason })
-        if (serverSide) this.balance?.refresh(0)
+        }[state], { payment: p.id, network: lane.network, reason })
+        if (serverSide) lane.balance?.refresh(0)
         return state === 'used' || state === 'unknown' ? { ok: false, reason, serverSide, uncertain: true } : { ok: false, reason, serverSide }
       }
-      this.onEvent?.('settled', p.amount)
+      this.onEvent?.('settled', p.amount, undefined, lane.network)
       return { ok: true, tx: r.transaction, network: r.network, header: encodePaymentResponseHeader(r) }
     } catch (err) {
       // it may still go through (the transaction may be in flight): uncertain either way
       const late = err instanceof DeadlineError
-      this.onEvent?.('settle_failed', p.amount, late ? 'server:timeout' : 'server:error')
-      this.log.warn(late ? 'settlement did not finish in time: its note stays for reconciliation' : 'settlement failed', { payment: p.id, error: (err as Error).message.split('\n')[0] })
-      this.balance?.refresh(0)
+      this.onEvent?.('settle_failed', p.amount, late ? 'server:timeout' : 'server:error', lane.network)
+      this.log.warn(late ? 'settlement did not finish in time: its note stays for reconciliation' : 'settlement failed', { payment: p.id, network: lane.network, error: (err as Error).message.split('\n')[0] })
+      lane.balance?.refresh(0)
       return { ok: false, reason: 'settlement_failed', serverSide: true, uncertain: true }
     } finally {
       this.settlesPending--
@@ -430,16 +433,16 @@ export class PaymentGate {
    * token's authorizationState tells `used` (the money moved) from `refused`. `unknown`: the
    * payment could not be verified, or its authorization not read.
    */
-  private async afterRefusal (p: VerifiedPayment): Promise<'unused' | 'refused' | 'used' | 'unknown'> {
+  private async afterRefusal (lane: NetworkLane, p: VerifiedPayment): Promise<'unused' | 'refused' | 'used' | 'unknown'> {
     try {
-      if ((await this.rs.verifyPayment(p.payload, p.requirements)).isValid) return 'unused'
+      if ((await lane.rs.verifyPayment(p.payload, p.requirements)).isValid) return 'unused'
     } catch {
       return 'unknown'
     }
     const [authorizer, nonce] = p.id.split(':') as [`0x${string}`, `0x${string}`]
-    if (this.authorizations == null) return 'refused'
+    if (lane.authorizations == null) return 'refused'
     try {
-      return await this.authorizations.isUsed(authorizer, nonce) ? 'used' : 'refused'
+      return await lane.authorizations.isUsed(authorizer, nonce) ? 'used' : 'refused'
     } catch {
       return 'unknown'
     }
@@ -459,13 +462,17 @@ export class PaymentGate {
     return await this.challenge(q, `the payment could not be settled (${s.reason}); ${outcome}`, INSUFFICIENT_FUNDS.has(s.reason))
   }
 
+  /** some network can take payments now, else the 503 of the first one's trouble */
   private assertReady (): void {
-    if (!this.ready) throw new UnavailableError(`payments are temporarily unavailable (${this.lastError}); retry shortly`, 15)
-    if (this.balance?.funding === 'unfunded') {
-      // before any payment is used: the settlement could not pay its gas (read again soon: the funding shows at once)
-      this.balance.refresh()
-      throw new UnavailableError('payments are temporarily unavailable (this service\'s settlement account cannot pay gas); retry later', 60)
+    if (this.lanes.some(l => l.usable())) return
+    const ready = this.lanes.find(l => l.ready)
+    if (this.lanes.length === 1 || ready == null) {
+      const l = ready ?? this.lanes[0] as NetworkLane
+      if (this.lanes.length === 1) { l.assertUsable(); return }
+      throw new UnavailableError(`payments are temporarily unavailable (${this.lanes.map(x => `${x.network}: ${x.lastError}`).join('; ')}); retry shortly`, 15)
     }
+    for (const l of this.lanes) l.balance?.refresh()
+    throw new UnavailableError('payments are temporarily unavailable (this service\'s settlement accounts cannot pay gas on any network); retry later', 60)
   }
 }
 

@@ -62,6 +62,12 @@ export class SettlerBalance {
     this.read().catch(() => {})
   }
 
+  /** reads again when the last reading is older than `maxAgeMs` (else waits for one under way) */
+  async readIfOlder (maxAgeMs: number): Promise<void> {
+    if (Date.now() - this.lastReadAt >= maxAgeMs) await this.read()
+    else if (this.reading != null) await this.reading
+  }
+
   async read (): Promise<void> {
     this.reading ??= this.readOnce().finally(() => { this.reading = undefined })
     await this.reading

@@ -21,7 +21,7 @@ export interface StandInOptions {
 }
 
 export async function startFacilitatorStandIn (chain: DevChain, port = 0, opts: StandInOptions = {}): Promise<StandIn> {
-  const { client, warm } = buildFacilitator({ kind: 'embedded', network: 'eip155:167000', rpcUrl: chain.rpcUrl, settlerKey: chain.settlerKey, asset: chain.usdc })
+  const { client, warm } = buildFacilitator({ kind: 'embedded', network: chain.network ?? 'eip155:167000', rpcUrl: chain.rpcUrl, settlerKey: chain.settlerKey, asset: chain.usdc })
   await warm?.()
   const calls: string[] = []
   const server: Server = createServer((req, res) => {

@@ -9,11 +9,12 @@ import { ExactEvmScheme } from '@x402/evm/exact/client'
 import { privateKeyToAccount } from 'viem/accounts'
 import type { DevChain } from '../../scripts/devchain/index.mjs'
 
-/** the x402 client a payer signs with (its one scheme: exact EIP-3009 on the dev chain, its USDC allowed) */
+/** the x402 client a payer signs with: exact EIP-3009 on the chain's own network only, its USDC allowed (of several networks in a 402's accepts, it picks that one) */
 export function clientFor (chain: DevChain, privateKey: `0x${string}`): x402Client {
+  const network = (chain.network ?? 'eip155:167000') as `${string}:${string}`
   return x402Client.fromConfig({
-    schemes: [{ network: 'eip155:167000', client: new ExactEvmScheme(toClientEvmSigner(privateKeyToAccount(privateKey))) }],
-    spendControls: { allowedAssets: [{ network: 'eip155:167000', asset: chain.usdc }] }
+    schemes: [{ network, client: new ExactEvmScheme(toClientEvmSigner(privateKeyToAccount(privateKey))) }],
+    spendControls: { allowedAssets: [{ network, asset: chain.usdc }] }
   })
 }
 

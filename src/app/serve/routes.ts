@@ -43,6 +43,7 @@ import { llmsTxt } from '../../service/discovery/llms-txt.js'
 import { x402Resources, type DiscoveryInput } from '../../service/discovery/paid-operations.js'
 import { checkHealth, HealthCheckError, type HealthCheck, type HealthDeps, type HealthReport } from '../../service/health/health.js'
 import { checkReadiness } from '../../service/health/readiness.js'
+import { paymentNetworks } from '../../config/networks.js'
 import type { OpenNoteDeps } from '../../service/payments/noted-retry.js'
 import type { PaymentOnce } from '../../service/payments/paid-once.js'
 import { notesStampedBy } from '../../service/payments/settle.js'
@@ -113,16 +114,23 @@ export function apiRoutes (router: Router, d: ApiDeps): void {
   }
   const health = async (): Promise<HealthReport> => await checkHealth(healthDeps)
   healthRoutes(router, health, async () => await checkReadiness(health, d.payments), d.draining)
+  // the networks payments are taken on (docs/networks.md): those the gate runs, the first as the primary
+  // the documents name first; without a gate, the configured network
+  const taken = new Set(d.gate?.networks ?? [])
+  const accepts = paymentNetworks(config).filter(n => taken.has(n.network))
+    .map(n => ({ network: n.network, asset: n.asset, assetName: n.assetName, assetVersion: n.assetVersion, payTo: n.payTo }))
+  const primary = accepts[0] ?? { network: config.network, asset: config.asset, assetName: config.assetName, assetVersion: config.assetVersion, payTo: config.payTo }
   // the paid routes as the discovery channels describe them: the bazaar extension of each 402, the documents below
-  const paid = paidRoutes({ publicUrl, network: config.network, asset: config.asset, maxMonths: config.maxMonths })
+  const paid = paidRoutes({ publicUrl, network: primary.network, asset: primary.asset, maxMonths: config.maxMonths })
   const discovery: DiscoveryInput = {
     publicUrl,
-    network: config.network,
-    asset: config.asset,
-    assetName: config.assetName,
+    network: primary.network,
+    asset: primary.asset,
+    assetName: primary.assetName,
     prices: d.prices,
     uploadMaxBytes: config.uploadMaxBytes,
-    ...(config.payTo != null ? { payTo: config.payTo } : {}),
+    ...(primary.payTo != null ? { payTo: primary.payTo } : {}),
+    ...(accepts.length > 1 ? { accepts } : {}),
     ...(domain != null ? { siteOrigin: siteOriginTemplate(publicUrl, domain) } : {})
   }
   discoveryRoutes(router, {
@@ -132,11 +140,12 @@ export function apiRoutes (router: Router, d: ApiDeps): void {
   })
   agentCardRoutes(router, buildAgentCard({
     publicUrl,
-    network: config.network,
-    asset: config.asset,
-    assetName: config.assetName,
-    assetVersion: config.assetVersion,
-    payTo: config.payTo,
+    network: primary.network,
+    asset: primary.asset,
+    assetName: primary.assetName,
+    assetVersion: primary.assetVersion,
+    payTo: primary.payTo,
+    ...(accepts.length > 1 ? { accepts } : {}),
     prices: d.prices,
     uploadMaxBytes: config.uploadMaxBytes,
     ...(domain != null ? { siteOrigin: siteOriginTemplate(publicUrl, domain) } : {}),
@@ -169,8 +178,8 @@ export function apiRoutes (router: Router, d: ApiDeps): void {
     pinMaxBytes: config.pinMaxBytes,
     retryWindowMs: config.pinRetryWindow * 1000,
     publicUrl,
-    network: config.network,
-    asset: config.asset,
+    network: primary.network,
+    asset: primary.asset,
     delegates,
     log,
     refusal,
@@ -199,11 +208,12 @@ export function apiRoutes (router: Router, d: ApiDeps): void {
   openApiRoutes(router, () => openApiDocument({
     publicUrl,
     version: VERSION,
-    network: config.network,
-    asset: config.asset,
+    network: primary.network,
+    asset: primary.asset,
     maxMonths: config.maxMonths,
     uploadMaxBytes: config.uploadMaxBytes,
-    payment: { prices: d.prices, ...(config.payTo != null ? { payTo: config.payTo } : {}) }
+    payment: { prices: d.prices, ...(primary.payTo != null ? { payTo: primary.payTo } : {}) },
+    ...(accepts.length > 1 ? { accepts } : {})
   }))
   authRoutes(router, { siwe: new SiweChallenges({ publicUrl, chainId: chainIdOf(config.network) }), tokens: d.tokens, clientOf: d.clientOf })
   const uploads: UploadRouteDeps = {
@@ -219,8 +229,8 @@ export function apiRoutes (router: Router, d: ApiDeps): void {
     replaySlots: new Slots(REPLAY_CHECKS),
     publicUrl,
     ...(domain != null ? { siteUrl: (cid: string) => siteUrlFor(CID.parse(cid), publicUrl, domain) } : {}),
-    network: config.network,
-    asset: config.asset,
+    network: primary.network,
+    asset: primary.asset,
     log,
     refusal,
     storage: blocks,

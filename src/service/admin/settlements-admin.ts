@@ -76,6 +76,8 @@ export function noteView (n: SettlingRecord): Record<string, unknown> {
     amount: n.amount,
     amountUsdc: formatUsdc(BigInt(n.amount)),
     purpose: n.purpose,
+    // the network paid on (null in notes of older versions: the first configured)
+    network: n.network ?? null,
     at: n.at,
     state: n.state ?? 'unchecked',
     validBefore: n.validBefore ?? null,

@@ -40,6 +40,8 @@ export async function operatorStatus (d: StatusDeps, now: Date = new Date()) {
   const pins: Record<string, number> = Object.fromEntries(STATUS_CLASSES.map(c => [c, 0]))
   let takenDown = 0
   const months = new Map<string, { payments: number, amount: bigint }>()
+  /** by the network paid on: each in its own asset's atomic units */
+  const networks = new Map<string, { payments: number, amount: bigint }>()
   const at = await d.ledger.snapshot()
   try {
     for await (const pin of at.pins()) {
@@ -53,6 +55,10 @@ export async function operatorStatus (d: StatusDeps, now: Date = new Date()) {
       m.payments++
       m.amount += BigInt(p.amount)
       months.set(month, m)
+      const n = networks.get(p.network) ?? { payments: 0, amount: 0n }
+      n.payments++
+      n.amount += BigInt(p.amount)
+      networks.set(p.network, n)
     }
   } finally {
     await at.release()
@@ -76,7 +82,12 @@ export async function operatorStatus (d: StatusDeps, now: Date = new Date()) {
       diskFreeBytes: fs != null ? fs.bavail * fs.bsize : null,
       diskTotalBytes: fs != null ? fs.blocks * fs.bsize : null
     },
-    revenue: { total: total.toString(), totalUsdc: formatUsdc(total), byMonth: revenue },
+    revenue: {
+      total: total.toString(),
+      totalUsdc: formatUsdc(total),
+      byMonth: revenue,
+      byNetwork: [...networks].sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0).map(([network, n]) => ({ network, payments: n.payments, amount: n.amount.toString(), usdc: formatUsdc(n.amount) }))
+    },
     settlementNotes: { ...notes, paidUnfulfilledAmount: unfulfilled.toString(), paidUnfulfilledUsdc: formatUsdc(unfulfilled) },
     // the serves that share this ledger, each with the background work it holds
     frontEnds: frontEnds.map(f => ({ ...f, leases: leases.filter(l => l.holder === f.id).map(l => l.name) })),

@@ -8,7 +8,7 @@ import { describeFormula, formatUsdc, type PriceSettings } from '../../payment/p
 import { VERSION } from '../../kernel/version.js'
 import { UNIXFS_PROFILE } from '../../ipfs/import.js'
 import { PIN_PRICING_RULE } from '../pins/pin-create.js'
-import { discoveryLinks, MCP_PATH, MCP_TOOLS, PAID_OPERATIONS } from './paid-operations.js'
+import { acceptsList, discoveryLinks, MCP_PATH, MCP_TOOLS, PAID_OPERATIONS, type AcceptedNetwork } from './paid-operations.js'
 
 export const A2A_PROTOCOL_VERSION = '0.3.0'
 export const X402_A2A_EXTENSION = 'https://github.com/google-agentic-commerce/a2a-x402/blob/main/spec/v0.2'
@@ -45,6 +45,8 @@ export interface AgentCardInput {
   assetName: string
   assetVersion: string
   payTo?: string
+  /** every accepted network (the first as above): listed in the x402 extension when there are several */
+  accepts?: readonly AcceptedNetwork[]
   prices: PriceSettings
   uploadMaxBytes: number
   /** the subdomain gateway's content origins, `{scheme}://{cid}.ipfs.{domain}{:port}/` (--gateway-domain) */
@@ -81,6 +83,8 @@ export function buildAgentCard (c: AgentCardInput): z.output<typeof AgentCard> {
           assetVersion: c.assetVersion,
           assetDecimals: 6,
           ...(c.payTo != null ? { payTo: c.payTo } : {}),
+          // several networks: each with its asset, payee and EIP-712 domain (the same price in each asset's atomic units)
+          ...(c.accepts != null && c.accepts.length > 1 ? { accepts: acceptsList(c.accepts) } : {}),
           pricing: {
             formula: describeFormula(c.prices),
             ratePerGbMonth: c.prices.rate.toString(),

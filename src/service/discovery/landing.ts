@@ -5,7 +5,7 @@
  * start from the settings.
  */
 import { formatUsdc } from '../../payment/pricing.js'
-import { discoveryLinks, MCP_PATH, MCP_TOOLS, PAID_OPERATIONS, type DiscoveryInput } from './paid-operations.js'
+import { discoveryLinks, MCP_PATH, MCP_TOOLS, networksInWords, PAID_OPERATIONS, type DiscoveryInput } from './paid-operations.js'
 
 const esc = (s: string): string => s.replace(/[&<>"']/g, c => `&#${c.charCodeAt(0)};`)
 
@@ -39,7 +39,7 @@ table{border-collapse:collapse;width:100%}td,th{text-align:left;padding:.35rem .
 <main>
 <h2>Price</h2>
 <p class="price"><strong>${formatUsdc(p.rate)} USDC</strong> per GB per month, at least <strong>${formatUsdc(p.minimum)} USDC</strong> per request.</p>
-<p>Pins last 1 to ${p.maxMonths} months (<code>X-Pin-Duration-Months</code>). Uploads up to ${d.uploadMaxBytes} bytes. Paid in USDC <code>${esc(d.asset)}</code> on <code>${esc(d.network)}</code>${d.payTo != null ? ` to <code>${esc(d.payTo)}</code>` : ''}.</p>
+<p>Pins last 1 to ${p.maxMonths} months (<code>X-Pin-Duration-Months</code>). Uploads up to ${d.uploadMaxBytes} bytes. Paid in USDC: ${networksInWords(d, x => `<code>${esc(x)}</code>`)}.</p>
 <table>
 <thead><tr><th>Paid call</th><th>What it does</th><th>Priced on</th></tr></thead>
 <tbody>

@@ -5,7 +5,7 @@
  * reference.
  */
 import { describeFormula, formatUsdc, priceFor } from '../../payment/pricing.js'
-import { discoveryLinks, MCP_PATH, MCP_TOOLS, PAID_OPERATIONS, type DiscoveryInput } from './paid-operations.js'
+import { discoveryLinks, MCP_PATH, MCP_TOOLS, networksInWords, PAID_OPERATIONS, type DiscoveryInput } from './paid-operations.js'
 
 const EXAMPLE_CID = 'bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy'
 
@@ -23,7 +23,8 @@ export function llmsTxt (d: DiscoveryInput): string {
     '> Paid IPFS pinning for agents: pin a CID or upload a file, pay per request in USDC over x402 v2 (no account, no API key, no gas), read the content back from the gateway. Pins follow the IPFS Pinning Service API v1.0.0.',
     '',
     `Service: ${url}`,
-    `Payment: x402 v2, scheme \`exact\`, network \`${d.network}\`, asset \`${d.asset}\` (${d.assetName}, 6 decimals)${d.payTo != null ? `, paid to \`${d.payTo}\`` : ''}.`,
+    `Payment: x402 v2, scheme \`exact\`, ${networksInWords(d)}.`,
+    ...(d.accepts != null && d.accepts.length > 1 ? ['Several networks are accepted: the 402 lists each in `accepts` (the same `amount` in each asset\'s atomic units); sign for one of them and send that entry back as `accepted`. A payment settles on the chain it was signed for.'] : []),
     '',
     '## Prices',
     '',

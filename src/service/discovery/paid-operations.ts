@@ -30,6 +30,15 @@ export const PAID_OPERATIONS: readonly PaidOperation[] = [
   { key: 'ticket', method: 'POST', path: '/upload/tickets', operationId: 'buyUploadTicket', summary: 'Buy a prepaid, single-use upload ticket', priceModel: 'X-Upload-Size, per month (as POST /upload)', headers: ['X-Pin-Duration-Months', 'X-Upload-Size'] }
 ]
 
+/** one accepted payment network as the discovery documents name it (docs/networks.md) */
+export interface AcceptedNetwork {
+  network: string
+  asset: string
+  assetName: string
+  assetVersion: string
+  payTo: string
+}
+
 /** The MCP endpoint's tools (POST /mcp, src/http/mcp/tools.ts), as the discovery documents name them; `paid`: the HTTP operation it is priced as. */
 export interface McpToolSummary { name: string, summary: string, paid?: PaidOperation['key'] }
 
@@ -50,10 +59,13 @@ export const MCP_TOOLS: readonly McpToolSummary[] = [
 /** what the discovery documents say about this service's payments */
 export interface DiscoveryInput {
   publicUrl: string
+  /** the first accepted network (or the configured one while payments are off) */
   network: string
   asset: string
   assetName: string
   payTo?: string
+  /** every accepted network, the first as above; named in each document when there are several */
+  accepts?: readonly AcceptedNetwork[]
   prices: PriceSettings
   uploadMaxBytes: number
   /** the subdomain gateway's content origins, `{scheme}://{cid}.ipfs.{domain}{:port}/` (--gateway-domain) */
@@ -72,7 +84,7 @@ export function discoveryLinks (publicUrl: string): Record<'landing' | 'openapi'
 }
 
 /** the price model of every paid operation: the OpenAPI `x-payment-info`, and each entry of /.well-known/x402 */
-export function paymentInfo (op: PaidOperation, d: Pick<DiscoveryInput, 'network' | 'asset' | 'payTo' | 'prices'>): Record<string, unknown> {
+export function paymentInfo (op: PaidOperation, d: Pick<DiscoveryInput, 'network' | 'asset' | 'payTo' | 'prices' | 'accepts'>): Record<string, unknown> {
   return {
     protocol: 'x402',
     x402Version: 2,
@@ -80,6 +92,8 @@ export function paymentInfo (op: PaidOperation, d: Pick<DiscoveryInput, 'network
     network: d.network,
     asset: d.asset,
     ...(d.payTo != null ? { payTo: d.payTo } : {}),
+    // several networks: each (network, asset, payTo, EIP-712 domain); the price is the same number of atomic units in each
+    ...(d.accepts != null && d.accepts.length > 1 ? { accepts: acceptsList(d.accepts) } : {}),
     price: {
       model: 'bytes-months',
       basis: op.priceModel,
@@ -92,6 +106,17 @@ export function paymentInfo (op: PaidOperation, d: Pick<DiscoveryInput, 'network
       maxMonths: d.prices.maxMonths
     }
   }
+}
+
+/** the accepted networks as x402 names a requirement's terms (amount aside) */
+export function acceptsList (accepts: readonly AcceptedNetwork[]): Array<Record<string, unknown>> {
+  return accepts.map(a => ({ scheme: 'exact', network: a.network, asset: a.asset, payTo: a.payTo, extra: { name: a.assetName, version: a.assetVersion } }))
+}
+
+/** the accepted networks in words: `eip155:167000` (asset `0x…` to `0x…`), … */
+export function networksInWords (d: Pick<DiscoveryInput, 'network' | 'asset' | 'assetName' | 'payTo' | 'accepts'>, code: (s: string) => string = s => `\`${s}\``): string {
+  const all = d.accepts != null && d.accepts.length > 0 ? d.accepts : [{ network: d.network, asset: d.asset, assetName: d.assetName, payTo: d.payTo }]
+  return all.map(a => `network ${code(a.network)}, asset ${code(a.asset)} (${a.assetName}, 6 decimals)${a.payTo != null ? `, paid to ${code(a.payTo)}` : ''}`).join('; or ')
 }
 
 /** GET /.well-known/x402: the paid resources */
@@ -119,7 +144,7 @@ export function x402Resources (d: DiscoveryInput): Record<string, unknown> {
       }),
       instructions: 'x402 over MCP: a paid tool called without payment answers isError with the PaymentRequired in structuredContent; call it again with the PaymentPayload in _meta["x402/payment"]. Each 402-equivalent carries the bazaar extension with input.type "mcp".'
     },
-    instructions: `Send the request without payment: the 402 carries the terms in PAYMENT-REQUIRED (base64 JSON, x402 v2, with the bazaar extension describing the request) and in its JSON body. Sign an EIP-3009 authorization of exactly that amount and retry with PAYMENT-SIGNATURE. Details: ${url}/llms.txt`,
+    instructions: `Send the request without payment: the 402 carries the terms in PAYMENT-REQUIRED (base64 JSON, x402 v2, with the bazaar extension describing the request) and in its JSON body${d.accepts != null && d.accepts.length > 1 ? `; its accepts list one entry per network (${d.accepts.map(a => a.network).join(', ')}): pay on any one` : ''}. Sign an EIP-3009 authorization of exactly that amount and retry with PAYMENT-SIGNATURE. Details: ${url}/llms.txt`,
     links: discoveryLinks(url)
   }
 }

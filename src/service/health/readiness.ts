@@ -16,8 +16,13 @@ export const Ready = z.object({
   checks: z.object({
     payments: z.object({
       ok: z.boolean(),
-      state: z.enum(['ready', 'low-balance', 'starting', 'no-pay-to', 'no-facilitator', 'unreachable', 'unfunded', 'asset-misconfigured'] satisfies Array<PaymentsCheck['state']>),
-      error: text('why paid writes cannot work now').optional()
+      state: z.enum(['ready', 'low-balance', 'starting', 'no-pay-to', 'no-facilitator', 'unreachable', 'unfunded', 'asset-misconfigured', 'degraded'] satisfies Array<PaymentsCheck['state']>),
+      error: text('why paid writes cannot work now; degraded: the networks that cannot take payments now').optional(),
+      networks: z.record(z.string(), z.object({
+        ok: z.boolean(),
+        state: z.enum(['ready', 'low-balance', 'starting', 'unreachable', 'unfunded', 'asset-misconfigured']),
+        error: text('why payments on this network cannot work now').optional()
+      })).optional().meta({ description: 'each accepted network (CAIP-2 id): whether payments on it work now (one network failing does not stop the others)' })
     })
   }).catchall(CheckResult)
 })
@@ -27,6 +32,9 @@ export type ReadyReport = z.output<typeof Ready>
 export async function checkReadiness (health: () => Promise<HealthReport>, payments: () => PaymentsCheck): Promise<ReadyReport> {
   const h = await health()
   const p = payments()
-  const checks = { ...h.checks, payments: { ok: p.ok, state: p.state, ...(p.ok ? {} : { error: p.message }) } }
+  const networks = 'networks' in p && p.networks.length > 0
+    ? { networks: Object.fromEntries(p.networks.map(n => [n.network, { ok: n.ok, state: n.state, ...(n.ok ? {} : { error: n.message }) }])) }
+    : {}
+  const checks = { ...h.checks, payments: { ok: p.ok, state: p.state, ...(p.ok && p.state !== 'degraded' ? {} : { error: p.message }), ...networks } }
   return { status: Object.values(checks).every(c => c.ok) ? 'ready' : 'not-ready', checks }
 }

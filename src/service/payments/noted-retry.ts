@@ -29,7 +29,9 @@ export interface OpenNoteDeps {
   notes: Pick<SettlementNotes, 'get'>
   ledger: Pick<PinLedger, 'paymentUsed'>
   /** the token's authorization state (--rpc-url); absent: a note cannot be reconciled by a request */
-  chain?: Pick<AuthorizationStateReader, 'isUsed' | 'usedIn'>
+  chain?: Pick<AuthorizationStateReader, 'isUsed' | 'usedIn' | 'network'>
+  /** several networks: each one's reader by CAIP-2 id (a note is read on the chain it was paid on) */
+  chains?: ReadonlyMap<string, Pick<AuthorizationStateReader, 'isUsed' | 'usedIn' | 'network'>>
   /** records what a note's payment bought (settlementActions.fulfil: one at a time per payment) */
   fulfil: (note: SettlingRecord, tx: `0x${string}` | undefined) => Promise<Fulfilled>
   log: Logger
@@ -49,17 +51,19 @@ export async function reconcileOpenNote (who: PaymentIdentity, sameRequest: (pur
   if (await d.ledger.paymentUsed(who.id)) return { kind: 'recorded' }
   if (note.state === 'paid-unfulfilled') throw paidUnfulfilled(who.id)
   const [authorizer, nonce] = who.id.split(':') as [`0x${string}`, `0x${string}`]
-  if (d.chain == null) throw notYet()
+  // the chain the payment was made on (notes of older versions: the first network's); none to read it: not yet
+  const chain = note.network == null ? d.chain : d.chains?.get(note.network) ?? (d.chain?.network == null || d.chain.network === note.network ? d.chain : undefined)
+  if (chain == null) throw notYet()
   let used: boolean
   try {
-    used = await d.chain.isUsed(authorizer, nonce)
+    used = await chain.isUsed(authorizer, nonce)
   } catch (err) {
     d.log.warn('a retried payment with an open settlement note could not be checked against the chain', { payment: who.id, error: (err as Error).message })
     throw notYet()
   }
   if (!used) return { kind: 'unused', note }
   // the transaction is for the record; a chain that will not say leaves it out
-  const tx = await d.chain.usedIn(authorizer, nonce).catch(() => undefined)
+  const tx = await chain.usedIn(authorizer, nonce).catch(() => undefined)
   try {
     const pin = await d.fulfil(note, tx)
     d.log.warn('a payment whose settlement was uncertain was found settled on chain when its request was retried: the pin it bought is recorded now', {

@@ -27,6 +27,7 @@ export async function settleNoted (gate: Pick<PaymentGate, 'settle'>, ledger: Pi
     payer: payment.payer,
     amount: payment.amount.toString(),
     purpose,
+    network: payment.network,
     at: new Date().toISOString(),
     ...(validBefore != null ? { validBefore } : {}),
     ...(fulfil != null ? { fulfil } : {})

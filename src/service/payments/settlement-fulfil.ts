@@ -122,8 +122,8 @@ async function renew (d: FulfilDeps, note: SettlingRecord, r: { requestid: strin
   if (current == null) throw new CannotFulfilError(`the pin it renews (${r.requestid}) does not exist`)
   const record: PaymentRecord = {
     id: note.paymentId, requestid: r.requestid, purpose: note.purpose, payer: note.payer, amount: note.amount,
-    // payments are taken on the one network serve is configured for: the pin's own
-    network: current.payment.network, ...(tx != null ? { tx } : {}), at: now.toISOString(), proof: f.proof
+    // the network the renewal was paid on (notes of older versions: the pin's own)
+    network: note.network ?? current.payment.network, ...(tx != null ? { tx } : {}), at: now.toISOString(), proof: f.proof
   }
   try {
     return await d.ledger.renew(r.requestid, r.months, record, (pin) => addMonths(new Date(Math.max(Date.parse(pin.pinnedUntil), now.getTime())), r.months))

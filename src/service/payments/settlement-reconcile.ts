@@ -57,6 +57,8 @@ export interface ReconcileOptions {
   fulfil?: (note: SettlingRecord, tx: `0x${string}` | undefined) => Promise<Fulfilled>
   /** frees what a note that will never be fulfilled kept on disk (releaseNote): called once it is dropped or found paid but unfulfillable */
   release?: (note: SettlingRecord) => Promise<void>
+  /** the network of notes that name none (written before several networks): the first configured */
+  legacyNetwork?: string
 }
 
 export interface ReconcileReport {
@@ -73,6 +75,8 @@ export interface ReconcileReport {
   awaitingOperator: number
   /** notes of requests that may still be settling in this serve, or another live front end's (its own to reconcile): not read */
   inFlight: number
+  /** notes of payments on other networks than this chain's: left to their own network's reconciler */
+  elsewhere?: number
   /** the chain could not be read: the notes not read were left as they were */
   error?: string
 }
@@ -89,6 +93,14 @@ export async function reconcileSettlements (notes: SettlementNotes, chain: Autho
     const others = !mine && opts.alive?.has(note.by as string) === true
     if (others || (mine && note.settleFailedAt == null && opts.liveSince != null && Date.parse(note.at) >= opts.liveSince.getTime() && now.getTime() - Date.parse(note.at) < IN_FLIGHT_MS && opts.running?.(note.paymentId) !== false)) {
       report.inFlight++
+      continue
+    }
+    // a payment made on another network than the one this chain reader reads is not read here: its
+    // authorization state is on its own chain (that network's reconciler reads it; notes of versions
+    // before several networks were made on `legacyNetwork`)
+    const paidOn = note.network ?? opts.legacyNetwork
+    if (paidOn != null && chain.network != null && paidOn !== chain.network) {
+      report.elsewhere = (report.elsewhere ?? 0) + 1
       continue
     }
     const id = PAYMENT_ID.exec(note.paymentId)
@@ -219,6 +231,8 @@ export interface ReconcilerOptions {
   running?: (paymentId: string) => boolean
   /** passes on the schedule happen only while it says so (this front end holds the lease: src/service/background/lease-keeper.ts); run() always runs */
   when?: () => boolean
+  /** see ReconcileOptions.legacyNetwork */
+  legacyNetwork?: string
 }
 
 /**

@@ -245,7 +245,7 @@ async function paidNow (w: PinWrite, payment: VerifiedPayment, q: PinQuote, purp
   const owner = w.replaces?.owner ?? payment.payer
   // the pin as it will be recorded, kept in the settlement note: should the process die once the
   // money has moved, reconciliation records it (settlement-fulfil.ts) instead of leaving it to an operator
-  const draft = newPin(w, owner, q.maxBytes, { id: payment.id, payer: payment.payer, amount: payment.amount.toString(), network: d.network, asset: d.asset, method: 'x402' }, q.declared, d, await d.ledger.nextCreated())
+  const draft = newPin(w, owner, q.maxBytes, { id: payment.id, payer: payment.payer, amount: payment.amount.toString(), network: payment.network, asset: payment.asset, method: 'x402' }, q.declared, d, await d.ledger.nextCreated())
   // a replacement made with the owner's token needs no new one; signed before the money moves (a key
   // store that cannot be read answers 503 with the payment unused, never after it was charged)
   const token = w.replaces == null || w.auth == null ? await d.tokens.issue(owner) : undefined

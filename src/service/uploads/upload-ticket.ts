@@ -139,8 +139,9 @@ async function paid (months: number, bytes: number, payment: VerifiedPayment, qu
     months,
     amount: payment.amount.toString(),
     paymentId: payment.id,
-    network: d.network,
-    asset: d.asset,
+    // the network and token actually paid on (one of several accepted)
+    network: payment.network,
+    asset: payment.asset,
     createdAt: now.toISOString(),
     expiresAt: new Date(now.getTime() + d.validitySeconds * 1000).toISOString()
   }

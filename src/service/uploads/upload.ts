@@ -347,7 +347,7 @@ function finishLater (staged: StagedImport, pin: PinRecord, record: PaymentRecor
 /** The pin an upload records: pinned from the start; payment fields as known before settlement. */
 function uploadPin (payment: VerifiedPayment, months: number, imported: { cid: CID, fileSize: number, name?: string }, staged: StagedImport, d: UploadDeps, created: { us: number, iso: string }): PinRecord {
   return uploadedPin(payment.payer, months, imported, staged.bytes,
-    { id: payment.id, payer: payment.payer, amount: payment.amount.toString(), network: d.network, asset: d.asset, method: 'x402' }, created)
+    { id: payment.id, payer: payment.payer, amount: payment.amount.toString(), network: payment.network, asset: payment.asset, method: 'x402' }, created)
 }
 
 /** The pin of an uploaded file (a paid upload's, a ticket's): pinned from now for `months`, paid by `payment`. */
