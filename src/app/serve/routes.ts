@@ -122,6 +122,8 @@ export function apiRoutes (router: Router, d: ApiDeps): void {
   const primary = accepts[0] ?? { network: config.network, asset: config.asset, assetName: config.assetName, assetVersion: config.assetVersion, payTo: config.payTo }
   // the paid routes as the discovery channels describe them: the bazaar extension of each 402, the documents below
   const paid = paidRoutes({ publicUrl, network: primary.network, asset: primary.asset, maxMonths: config.maxMonths })
+  // a directory upload's website origin, as the documents name it (--gateway-domain)
+  const siteOrigin = domain != null ? siteOriginTemplate(publicUrl, domain) : undefined
   const discovery: DiscoveryInput = {
     publicUrl,
     network: primary.network,
@@ -131,7 +133,7 @@ export function apiRoutes (router: Router, d: ApiDeps): void {
     uploadMaxBytes: config.uploadMaxBytes,
     ...(primary.payTo != null ? { payTo: primary.payTo } : {}),
     ...(accepts.length > 1 ? { accepts } : {}),
-    ...(domain != null ? { siteOrigin: siteOriginTemplate(publicUrl, domain) } : {})
+    ...(siteOrigin != null ? { siteOrigin } : {})
   }
   discoveryRoutes(router, {
     landing: () => landingPage({ ...discovery, version: VERSION }),
@@ -148,7 +150,7 @@ export function apiRoutes (router: Router, d: ApiDeps): void {
     ...(accepts.length > 1 ? { accepts } : {}),
     prices: d.prices,
     uploadMaxBytes: config.uploadMaxBytes,
-    ...(domain != null ? { siteOrigin: siteOriginTemplate(publicUrl, domain) } : {}),
+    ...(siteOrigin != null ? { siteOrigin } : {}),
     p2p: { peerId: ipfs.peerId, multiaddrs: ipfs.multiaddrs(), routing: config.routing, provideStrategy: config.provideStrategy }
   }))
   // the ledger decides what is served: by default the roots of live pins and the
