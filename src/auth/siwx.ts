@@ -83,8 +83,8 @@ export class SignInWithX {
   /**
    * The `PAYMENT-REQUIRED` value of a 401 (base64 JSON, x402 v2): nothing to
    * pay (`accepts: []`, the package's "auth-only" route) and a fresh
-   * `sign-in-with-x` challenge for `resource` (the request's path and
-   * query, under the public URL).
+   * `sign-in-with-x` challenge for `resource` (the request's path, under
+   * the public URL).
    */
   async challenge (resource: string, error: string): Promise<string> {
     const { buildSIWxSchema, SIGN_IN_WITH_X } = await siwx()

@@ -24,11 +24,14 @@ export async function bearer (req: IncomingMessage, tokens: TokenService): Promi
   }
 }
 
+/** the longest path a sign-in challenge is made for: /pins/{requestid} with room to spare */
+const MAX_CHALLENGE_PATH = 256
+
 /**
  * The owner (lowercase address) of a request to an owner endpoint, by its
  * bearer token or its SIGN-IN-WITH-X header (not both). Without `siwx`,
- * bearer tokens only. `resource`: the request's path and query (the
- * challenge's URI).
+ * bearer tokens only. `resource`: the request's path and query (a challenge
+ * names the path alone).
  */
 export async function owner (req: IncomingMessage, resource: string, tokens: TokenService, siwx?: SignInWithX): Promise<string> {
   if (siwx == null) return (await bearer(req, tokens)).owner
@@ -43,6 +46,10 @@ export async function owner (req: IncomingMessage, resource: string, tokens: Tok
     const details = signed == null && req.headers.authorization == null
       ? 'send Authorization: Bearer <wallet token>, or sign in: sign the sign-in-with-x challenge in PAYMENT-REQUIRED and send it as SIGN-IN-WITH-X'
       : err instanceof SiwxError ? `${err.message} [${err.reason}]` : err.message
-    throw new SignInRequiredError(details, await siwx.challenge(resource, details))
+    // the challenge names the path alone (a signature is bound to the path; a query of up to 8 KiB
+    // would make the header too large for clients); a path longer than any owner endpoint's gets none
+    const path = new URL(resource, 'http://x').pathname
+    if (path.length > MAX_CHALLENGE_PATH) throw new UnauthorizedError(details)
+    throw new SignInRequiredError(details, await siwx.challenge(path, details))
   }
 }

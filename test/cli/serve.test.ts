@@ -29,7 +29,7 @@ describe('pind serve', () => {
     for (const path of ['/.well-known/agent.json', '/.well-known/agent-card.json']) {
       const card = await (await fetch(`${pind.url}${path}`)).json() as any
       expect(card).toMatchObject({ name: 'pind', url: pind.url, protocolVersion: '0.3.0', defaultInputModes: expect.any(Array), defaultOutputModes: expect.any(Array) })
-      expect(card.skills.map((s: any) => s.id)).toEqual(['pin-by-cid', 'upload', 'retrieve', 'ipfs-network', 'manage-pins'])
+      expect(card.skills.map((s: any) => s.id)).toEqual(['pin-by-cid', 'upload', 'retrieve', 'ipfs-network', 'mcp', 'manage-pins'])
       for (const s of card.skills) {
         expect(s.name && s.description && s.tags.length > 0 && s.examples.length > 0).toBeTruthy()
       }

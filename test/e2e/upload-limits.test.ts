@@ -113,5 +113,14 @@ describe('request target length', () => {
     expect(near.status).not.toBe(414)
     const body = await near.json() as any
     expect(body.error.reason).not.toBe('URI_TOO_LONG')
+    // an owner endpoint's 401 names the path alone in its sign-in challenge: the query does not swell the header
+    expect(near.status).toBe(401)
+    expect(near.headers.get('payment-required')?.length ?? 0).toBeGreaterThan(0)
+    expect(near.headers.get('payment-required')?.length ?? 0).toBeLessThan(4096)
+    // a path longer than any owner endpoint's: 401 without a challenge
+    const longId = await fetch(`${pind.url}/pins/${'b'.repeat(7000)}`)
+    expect(longId.status).toBe(401)
+    expect(longId.headers.get('payment-required')).toBeNull()
+    expect((await longId.json() as any).error.reason).toBe('UNAUTHORIZED')
   })
 })
