@@ -35,16 +35,9 @@ export interface PaymentSettings extends NetworkTerms {
 }
 
 /** What /ready and `pind status` say about payments: as a whole, and each network's (`networks`). */
-export interface PaymentsStatus {
-  /** degraded: some networks take payments, others cannot now (see `networks`) */
-  state: 'ready' | 'low-balance' | 'starting' | 'unreachable' | 'unfunded' | 'asset-misconfigured' | 'degraded'
-  /** can paid writes succeed now (on at least one network)? (low-balance: yes, with a warning) */
-  ok: boolean
-  message: string
-  facilitator: FacilitatorChoice['kind']
-  settler?: string
-  settlerBalanceWei?: string
-  settlerMinBalanceWei?: string
+export interface PaymentsStatus extends Omit<NetworkStatus, 'network' | 'state'> {
+  /** a network's states, or degraded: some networks take payments, others cannot now (see `networks`); `ok`: can paid writes succeed now on at least one (low-balance: yes, with a warning) */
+  state: NetworkStatus['state'] | 'degraded'
   /** every accepted network, the first as configured first */
   networks: NetworkStatus[]
 }
