@@ -9,6 +9,9 @@
  *     so the quote does not wait for the network)
  *   - POST /pins unpaid → 402, a CID pind holds (uploaded and paid first with
  *     @x402/fetch; priced from the local root block)
+ *   - only when named (--only plain): the unknown CID's 402 from a second pind
+ *     started with --bazaar false, the same terms without the bazaar extension:
+ *     the baseline of what the extension costs (bench.mjs row bazaar402)
  * pind runs on a local dev chain, so the 402 (PAYMENT-REQUIRED) is the real one.
  * The load generator is an undici Pool of N keep-alive connections, each
  * issuing requests back to back; it counts responses completed in the measured
@@ -20,9 +23,9 @@
  * its target's slices: steadier than the rates on a shared machine, where
  * the load generator and other work compete for the same cores.
  *
- * `--json`: a last line with each target's figures as JSON (keys hello, health, unknown, local).
+ * `--json`: a last line with each target's figures as JSON (keys hello, health, unknown, local, plain).
  *
- * Usage: node scripts/bench-rates.mjs [--duration 5] [--warmup 1] [--connections 32] [--rounds 5] [--bundle | --cjs <bundle>] [--only health,unknown,local] [--json]
+ * Usage: node scripts/bench-rates.mjs [--duration 5] [--warmup 1] [--connections 32] [--rounds 5] [--bundle | --cjs <bundle>] [--only health,unknown,local,plain] [--json]
  *   (default runs the binary dist/pind; --bundle runs node dist/pind.cjs; --cjs runs that bundle instead,
  *   e.g. a baseline kept from another tree; --only: these targets
  *   and the hello-world, e.g. to profile one path with BENCH_SERVE_NODE_OPTIONS, scripts/bench-lib.mjs)
@@ -101,17 +104,20 @@ async function startHello () {
   }
 }
 
-let hello, chain, pind
+let hello, chain, pind, plain
 try {
   console.log(`bench-rates: ${connections} keep-alive connections, ${warmupS} s warm-up + ${durationS} s per target in ${rounds} rounds, ${bundle ? `bundle ${cjs}` : 'binary dist/pind'}, Node ${process.version}`)
   hello = await startHello()
   chain = await startDevChain({ payers: 1 })
-  pind = await startServe({
+  const serve = (extra = []) => startServe({
     ...(bundle ? { binary: process.execPath, binaryArgs: [cjs] } : {}),
-    args: ['--rpc-url', chain.rpcUrl, '--asset', chain.usdc, '--pay-to', chain.payTo, '--pin-probe-timeout', '0'],
+    args: ['--rpc-url', chain.rpcUrl, '--asset', chain.usdc, '--pay-to', chain.payTo, '--pin-probe-timeout', '0', ...extra],
     // one client address sends everything: per-client rate limits off (builds without them ignore these)
     env: { PIND_SETTLER_KEY: chain.settlerKey, PIND_RATE_LIMIT_UNPAID: '0', PIND_RATE_LIMIT_READS: '0' }
   })
+  pind = await serve()
+  // the same 402 without the bazaar extension, from a pind of its own (named only)
+  if (only?.has('plain')) plain = await serve(['--bazaar', 'false'])
   const origin = new URL(pind.url).origin
 
   // a CID pind holds: one small paid upload
@@ -141,7 +147,8 @@ try {
     ['hello', 'hello-world (node:http, child process)', hello.origin, hello.pid, { path: '/', expect: 200 }],
     ['health', 'GET /health', origin, pind.proc.pid, { path: '/health', expect: 200 }],
     ['unknown', 'POST /pins → 402 (unknown CID, probe off)', origin, pind.proc.pid, unpaid(UNKNOWN_CID)],
-    ['local', 'POST /pins → 402 (local CID)', origin, pind.proc.pid, unpaid(localCid)]
+    ['local', 'POST /pins → 402 (local CID)', origin, pind.proc.pid, unpaid(localCid)],
+    ...(plain != null ? [['plain', 'POST /pins → 402 (unknown, --bazaar false)', new URL(plain.url).origin, plain.proc.pid, unpaid(UNKNOWN_CID)]] : [])
   ].filter(([key]) => key === 'hello' || only == null || only.has(key)).map(([key, label, o, pid, spec]) => ({ key, label, spec, pid, pool: new Pool(o, { connections, pipelining: 1 }), count: 0, secs: 0, lat: [], cpu: 0, cpuCount: 0 }))
   for (let round = 0; round < rounds; round++) {
     for (const t of targets) {
@@ -164,8 +171,10 @@ try {
   console.log(`target ≥ 50% of hello-world: ${worst >= 0.5 ? 'met' : 'NOT met'} (lowest ${(100 * worst).toFixed(0)}%)`)
   jsonResult(Object.fromEntries(rows.map(([, r, key]) => [key, r])))
 } finally {
-  await pind?.stop()
-  if (pind != null) rmSync(pind.dataDir, { recursive: true, force: true })
+  for (const p of [pind, plain]) {
+    await p?.stop()
+    if (p != null) rmSync(p.dataDir, { recursive: true, force: true })
+  }
   await chain?.stop()
   await hello?.stop()
 }

@@ -57,6 +57,7 @@ const ROWS = [
   { name: 'serve-up', label: 'serve up with {pins} pins', job: 'pinsList', unit: ms, figure: j => j.serveUpMs, baselineLabel: 'empty data dir', baseline: j => j.emptyServeUpMs, target: { on: 'figure', below: 1000 } },
   { name: 'health', label: 'GET /health rate', job: 'rates', unit: rps, figure: j => j.health.rps, baselineLabel: 'hello-world', baseline: j => j.hello.rps, target: { on: 'ratio', atLeast: 0.85 } },
   { name: 'unknown402', label: '402 unknown CID', job: 'rates', unit: rps, figure: j => j.unknown.rps, baselineLabel: 'hello-world', baseline: j => j.hello.rps, target: { on: 'ratio', atLeast: 0.60 } },
+  { name: 'bazaar402', label: '402 with the bazaar block', job: 'rates', unit: rps, figure: j => j.unknown.rps, baselineLabel: '402 without (--bazaar false)', baseline: j => j.plain.rps, target: { on: 'ratio', atLeast: 0.90 } },
   { name: 'local402', label: '402 CID held locally', job: 'rates', unit: rps, figure: j => j.local.rps, baselineLabel: 'hello-world', baseline: j => j.hello.rps, target: { on: 'ratio', atLeast: 0.50 } },
   { name: 'upload', label: 'paid upload {mb} MB', job: 'upload', unit: perS('MB/s'), figure: j => j.pindMBps, baselineLabel: 'UnixFS import alone', baseline: j => j.baselineMBps, target: { on: 'ratio', atLeast: 0.75 } },
   { name: 'gateway', label: 'gateway GET {mb} MB', job: 'gateway', unit: perS('MB/s'), figure: j => j.pindMBps, baselineLabel: 'node:http file server', baseline: j => j.baselineMBps, target: { on: 'ratio', atLeast: 0.80 } },
@@ -149,7 +150,7 @@ for (const [i, name] of jobNames.entries()) {
     continue
   }
   // bench-rates measures only the targets asked for (and the hello-world)
-  const extra = name === 'rates' ? ['--only', jobRows.map(r => ({ health: 'health', unknown402: 'unknown', local402: 'local' })[r.name]).join(',')] : []
+  const extra = name === 'rates' ? ['--only', [...new Set(jobRows.flatMap(r => ({ health: ['health'], unknown402: ['unknown'], bazaar402: ['unknown', 'plain'], local402: ['local'] })[r.name]))].join(',')] : []
   const started = performance.now()
   progress(`[${i + 1}/${jobNames.length}] ${job.script} ${(quick ? job.quick : job.full).join(' ')} ${extra.join(' ')} (load ${loadavg()[0].toFixed(2)})`)
   try {

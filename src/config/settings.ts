@@ -182,6 +182,7 @@ export interface Config {
   priceMin: bigint
   priceMax: bigint
   maxMonths: number
+  bazaar: boolean
   paymentTimeout: number
   tokenTtl: number
   tokenIssuer?: string
@@ -302,6 +303,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'priceMin', flag: '--price-min <atomic>', env: 'PIND_PRICE_MIN', default: 1_000n, parse: atomic(), description: 'minimum charge per paid write, atomic units (1000 = 0.001 USD)' },
   { key: 'priceMax', flag: '--price-max <atomic>', env: 'PIND_PRICE_MAX', default: 100_000_000n, parse: atomic(), description: 'largest price ever quoted, atomic units (100000000 = 100 USD); larger requests are refused' },
   { key: 'maxMonths', flag: '--max-months <n>', env: 'PIND_MAX_MONTHS', default: 24, parse: int(1, 120), description: 'longest pin duration a request may buy' },
+  { key: 'bazaar', flag: '--bazaar [bool]', env: 'PIND_BAZAAR', default: true, parse: bool, description: 'each 402 (HTTP and MCP) carries x402\'s bazaar discovery extension, from which a bazaar-aware facilitator catalogues the paid routes; false keeps a private service out of such catalogues (/.well-known/x402, /openapi.json and the agent card still describe it to those who reach it)' },
   { key: 'paymentTimeout', flag: '--payment-timeout <duration>', env: 'PIND_PAYMENT_TIMEOUT', default: 900, parse: duration(60, 86400), description: 'x402 maxTimeoutSeconds: how long a signed payment stays valid' },
   { key: 'tokenTtl', flag: '--token-ttl <duration>', env: 'PIND_TOKEN_TTL', default: 30 * 86400, parse: duration(60, 400 * 86400), description: 'lifetime of wallet auth tokens' },
   { key: 'tokenIssuer', flag: '--token-issuer <string>', env: 'PIND_TOKEN_ISSUER', parse: str, description: 'iss/aud of wallet tokens; default the public URL' },

@@ -69,13 +69,18 @@ export interface McpToolSpec {
  * A paid tool's bazaar declaration (extensions-bazaar.md, "MCP Tools"). The spec names the tool
  * `tool`; @x402/extensions 2.27 (its declareDiscoveryExtension and validators) names it
  * `toolName`: both are given, and both are in the schema (which forbids unknown fields).
+ * `declared` false (--bazaar false): the tool's challenges carry no bazaar extension.
  */
 export class McpPaidTool {
   readonly name: string
   readonly extensions: Json
 
-  constructor (s: McpToolSpec) {
+  constructor (s: McpToolSpec, declared = true) {
     this.name = s.name
+    if (!declared) {
+      this.extensions = {}
+      return
+    }
     const input = { type: 'mcp', tool: s.name, toolName: s.name, description: s.description, transport: 'streamable-http', inputSchema: s.inputSchema, example: s.example }
     this.extensions = {
       bazaar: {

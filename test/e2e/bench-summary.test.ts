@@ -65,7 +65,7 @@ describe('npm run bench --quick', () => {
   it('prints figure, baseline, ratio and target per row, and the same as JSON', () => {
     const unit = join(dir, 'pind.service')
     writeFileSync(unit, UNIT)
-    const r = spawnSync(process.execPath, [join(ROOT, 'scripts/bench.mjs'), '--quick', '--only', 'health,unknown402,keys-mint', '--json', '--env-from', unit],
+    const r = spawnSync(process.execPath, [join(ROOT, 'scripts/bench.mjs'), '--quick', '--only', 'health,unknown402,bazaar402,keys-mint', '--json', '--env-from', unit],
       { cwd: ROOT, encoding: 'utf8', timeout: 90_000 })
     expect(r.status, `${r.stderr}\n${r.stdout}`).toBe(0)
     const report = r.stderr // with --json the table goes to stderr, the JSON to stdout
@@ -75,8 +75,10 @@ describe('npm run bench --quick', () => {
     const rowLine = (label: string): string => lines.find(l => l.startsWith(label)) ?? ''
     expect(rowLine('GET /health rate'), report).toMatch(/^GET \/health rate +[\d,.]+ req\/s +vs hello-world [\d,.]+ req\/s +\d+% +target ≥ 85% of baseline +(met|MISSED)$/)
     expect(rowLine('402 unknown CID'), report).toMatch(/^402 unknown CID +[\d,.]+ req\/s +vs hello-world [\d,.]+ req\/s +\d+% +target ≥ 60% of baseline +(met|MISSED)$/)
+    // the same 402 from a second pind with --bazaar false is the baseline of the bazaar block's cost
+    expect(rowLine('402 with the bazaar block'), report).toMatch(/^402 with the bazaar block +[\d,.]+ req\/s +vs 402 without \(--bazaar false\) [\d,.]+ req\/s +\d+% +target ≥ 90% of baseline +(met|MISSED)$/)
     expect(rowLine('pind keys mint via serve'), report).toMatch(/^pind keys mint via serve +[\d,.]+ ms +vs pind --version [\d,.]+ ms +[\d.]+× +target < 200 ms +(met|MISSED)$/)
-    expect(report).toMatch(/^3 rows: \d met, \d missed; \d+ s; load average at start [\d.]+ [\d.]+ [\d.]+, at end [\d.]+ [\d.]+ [\d.]+$/m)
+    expect(report).toMatch(/^4 rows: \d met, \d missed; \d+ s; load average at start [\d.]+ [\d.]+ [\d.]+, at end [\d.]+ [\d.]+ [\d.]+$/m)
     expect(report).toMatch(/runtime environment: from .*pind\.service: GLIBC_TUNABLES=\S+ NODE_OPTIONS=--max-semi-space-size=16 --max-old-space-size=512 MALLOC_ARENA_MAX=2 PIND_RUNTIME_BENCH=1$/m)
 
     const j = JSON.parse(r.stdout) as {
@@ -89,14 +91,14 @@ describe('npm run bench --quick', () => {
     }
     expect(j.quick).toBe(true)
     expect(j.productionEnv).toEqual({ GLIBC_TUNABLES: 'glibc.malloc.arena_max=2:glibc.malloc.trim_threshold=131072', NODE_OPTIONS: '--max-semi-space-size=16 --max-old-space-size=512', MALLOC_ARENA_MAX: '2', PIND_RUNTIME_BENCH: '1' })
-    expect(j.rows.map(x => x.name)).toEqual(['health', 'unknown402', 'keys-mint'])
+    expect(j.rows.map(x => x.name)).toEqual(['health', 'unknown402', 'bazaar402', 'keys-mint'])
     for (const row of j.rows) {
       expect(row.figure, row.name).toBeGreaterThan(0)
       expect(row.baseline, row.name).toBeGreaterThan(0)
       expect(row.ratio, row.name).toBeCloseTo(row.figure / row.baseline, 9)
       expect(row.met, row.name).toBe(row.target.on === 'ratio' ? row.ratio >= row.target.atLeast! : row.figure < row.target.below!)
     }
-    expect(j.met + j.missed).toBe(3)
+    expect(j.met + j.missed).toBe(4)
     expect(j.loadavg.start).toHaveLength(3)
   }, 120_000)
 })

@@ -121,7 +121,8 @@ export function apiRoutes (router: Router, d: ApiDeps): void {
     .map(n => ({ network: n.network, asset: n.asset, assetName: n.assetName, assetVersion: n.assetVersion, payTo: n.payTo }))
   const primary = accepts[0] ?? { network: config.network, asset: config.asset, assetName: config.assetName, assetVersion: config.assetVersion, payTo: config.payTo }
   // the paid routes as the discovery channels describe them: the bazaar extension of each 402, the documents below
-  const paid = paidRoutes({ publicUrl, network: primary.network, asset: primary.asset, maxMonths: config.maxMonths })
+  // (--bazaar false: none, the 402s carry no bazaar extension)
+  const paid = config.bazaar ? { paidRoutes: paidRoutes({ publicUrl, network: primary.network, asset: primary.asset, maxMonths: config.maxMonths }) } : {}
   // a directory upload's website origin, as the documents name it (--gateway-domain)
   const siteOrigin = domain != null ? siteOriginTemplate(publicUrl, domain) : undefined
   const discovery: DiscoveryInput = {
@@ -188,7 +189,7 @@ export function apiRoutes (router: Router, d: ApiDeps): void {
     storage: blocks,
     openNotes: d.openNotes,
     leases: ledger.leases,
-    paidRoutes: paid
+    ...paid
   }
   pinRoutes(router, {
     ledger: pins,
@@ -239,7 +240,7 @@ export function apiRoutes (router: Router, d: ApiDeps): void {
     retry: d.retry,
     notes: ledger.notes,
     openNotes: d.openNotes,
-    paidRoutes: paid,
+    ...paid,
     ticket: {
       tickets: ledger.tickets,
       records: ledger,

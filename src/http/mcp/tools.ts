@@ -148,7 +148,8 @@ export function mcpTools (d: McpToolDeps): Tool[] {
   /** a paid tool: its bazaar declaration from its own arguments' schema */
   const paid = (t: Omit<Tool, 'paid' | 'write'> & { example: Json, output: Json }): Tool => {
     const { example: ex, output, ...rest } = t
-    const tool: Tool = { ...rest, write: true, paid: new McpPaidTool({ name: t.name, description: t.description, inputSchema: inputSchemaOf(t.shape), example: ex, output: { example: output } }) }
+    // declared to the bazaar when the HTTP routes are (--bazaar)
+    const tool: Tool = { ...rest, write: true, paid: new McpPaidTool({ name: t.name, description: t.description, inputSchema: inputSchemaOf(t.shape), example: ex, output: { example: output } }, d.create.paidRoutes != null) }
     tools.push(tool)
     return tool
   }
