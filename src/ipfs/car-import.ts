@@ -61,9 +61,11 @@ export async function importCar (source: AsyncIterable<Uint8Array>, o: { blockst
   const writer = new WriteBehind(o.blockstore)
   let roots: CID[]
   try {
-    roots = (await decoder.header()).roots
+    roots = (await decoder.header()).roots.map(owned)
     if (roots.length !== 1) throw new CarError(`a CAR must name exactly one root; this one names ${roots.length}${roots.length > 1 ? ` (${roots.slice(0, 3).join(', ')}${roots.length > 3 ? ', …' : ''})` : ''}`)
-    for await (const { cid, bytes } of decoder.blocks()) {
+    for await (const block of decoder.blocks()) {
+      const { bytes } = block
+      const cid = owned(block.cid)
       const key = cid.toString()
       if (read.has(key)) continue
       if (read.size >= maxBlocks) throw new CarError(`the CAR holds more than ${maxBlocks} blocks, the most one upload may`)
@@ -154,5 +156,15 @@ function linksOf (cid: CID, bytes: Uint8Array): CID[] {
   } catch (err) {
     throw new CarError(`block ${cid.toString()} is not valid ${codec.name}: ${(err as Error).message}`)
   }
-  return cidsIn(value)
+  return cidsIn(value).map(owned)
+}
+
+/**
+ * A CID with bytes of its own. The decoders' CIDs are views of the buffer they were read from:
+ * the CAR reader's (a megabyte or so of the body, several blocks' bytes) or the block's own. Kept
+ * until the import ends (the walk, the staging's list), each such view would keep its whole
+ * buffer alive: the whole CAR in memory until the end, found by the collector's marking each time.
+ */
+function owned (cid: CID): CID {
+  return CID.decode(cid.bytes.slice())
 }

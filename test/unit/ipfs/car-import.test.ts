@@ -130,4 +130,16 @@ describe('importCar', () => {
     expect(err?.message).toBe('no space left on device')
     expect(underWay).toBe(0)
   })
+
+  it('keeps no view of the body: the CIDs it stages and returns own their bytes (a view would keep the buffer it was read from, several blocks of the CAR, until the import ends)', async () => {
+    const content = Buffer.alloc(4_500_000, 3)
+    for (let i = 0; i < content.byteLength; i += 100_000) content.write(`piece ${i}`, i)
+    const { root, blocks } = await dagOf(pieces(content, 65_536))
+    const bytes = await carOf([root], blocks)
+    const staged: CID[] = []
+    const store = new MemoryBlockstore()
+    const { result } = { result: await importCar(pieces(bytes, 65_536), { blockstore: { put: async (cid, b) => { staged.push(cid); return await store.put(cid, b) }, get: store.get.bind(store), has: store.has.bind(store) }, maxBytes: 10_000_000 }) }
+    expect(staged).toHaveLength(blocks.length)
+    for (const cid of [result.cid, ...result.reachable, ...staged]) for (const view of [cid.bytes, cid.multihash.bytes, cid.multihash.digest]) expect(view.buffer.byteLength, cid.toString()).toBeLessThan(100)
+  })
 })
