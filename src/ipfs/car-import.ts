@@ -11,9 +11,10 @@
  * claims more is refused before its bytes are buffered; a CAR holds at most
  * MAX_CAR_BLOCKS blocks.
  */
-import { asyncIterableReader, createDecoder } from '@ipld/car/decoder'
+import { createDecoder } from '@ipld/car/decoder'
 import { CID } from 'multiformats/cid'
 import { identity } from 'multiformats/hashes/identity'
+import { carReader, type BytesReader } from './car-reader.js'
 import { codecOf, PIN_HASHERS, unknownCodec, unknownHash } from './codecs.js'
 import { cidsIn } from './dag-links.js'
 import { WriteBehind } from './write-behind.js'
@@ -43,7 +44,12 @@ export interface CarImportResult {
 
 const HASHERS = new Map(PIN_HASHERS.map(h => [h.code, h]))
 
-export async function importCar (source: AsyncIterable<Uint8Array>, o: { blockstore: ImportTarget, maxBytes: number, maxBlocks?: number, signal?: AbortSignal }): Promise<CarImportResult> {
+/**
+ * `blockBuffer`: where a block's bytes are read into (car-reader.ts), a buffer the blockstore
+ * gives back once the block is written (the staging's chunk pool); by default a fresh one.
+ * `ownsInput`: the source's pieces are this import's alone: each is freed once read past.
+ */
+export async function importCar (source: AsyncIterable<Uint8Array>, o: { blockstore: ImportTarget, maxBytes: number, maxBlocks?: number, signal?: AbortSignal, blockBuffer?: (size: number) => Uint8Array, ownsInput?: boolean }): Promise<CarImportResult> {
   const maxBlocks = o.maxBlocks ?? MAX_CAR_BLOCKS
   let carBytes = 0
   const counted = (async function * () {
@@ -54,7 +60,7 @@ export async function importCar (source: AsyncIterable<Uint8Array>, o: { blockst
       yield chunk
     }
   })()
-  const decoder = createDecoder(capped(asyncIterableReader(counted)))
+  const decoder = createDecoder(capped(carReader(counted, o.blockBuffer, o.ownsInput === true)))
   /** block (string) → its links and size, for the walk */
   const read = new Map<string, { cid: CID, links: CID[], size: number }>()
   // the next block is read and hashed while earlier ones are written
@@ -121,7 +127,7 @@ export async function importCar (source: AsyncIterable<Uint8Array>, o: { blockst
 }
 
 /** a reader that refuses a section (a block, the header) larger than MAX_CAR_BLOCK before buffering it */
-function capped (inner: ReturnType<typeof asyncIterableReader>): ReturnType<typeof asyncIterableReader> {
+function capped (inner: BytesReader): BytesReader {
   return {
     upTo: async (n) => await inner.upTo(n),
     exactly: async (n, seek) => {

@@ -51,6 +51,15 @@ export class ChunkPool {
     return buf
   }
 
+  /**
+   * A buffer for one block of `size` bytes read whole (a CAR's: car-reader.ts): a pooled chunk
+   * when it fits (outside the budget: the caller's writes behind bound how many it holds), else a
+   * fresh one, which `give` leaves alone.
+   */
+  forBlock (size: number): Uint8Array {
+    return size <= this.chunkSize ? this.take().subarray(0, size) : new Uint8Array(size)
+  }
+
   /** A buffer for a chunker: once the budget (if any) has room for `holder` (chunk-budget.ts). */
   private async takeFor (holder: ChunkHolder): Promise<Uint8Array> {
     if (this.budget == null) return this.take()

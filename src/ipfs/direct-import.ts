@@ -42,6 +42,8 @@ export interface DirectImport {
   blockstore: ImportTarget
   /** a fixed-size chunker (1 MiB) whose buffers go back to the pool once their block is stored */
   chunker: (opts?: { ownsInput?: boolean }) => Chunker
+  /** a buffer for one block read whole (a CAR's), back to the pool once its block is stored (ChunkPool.forBlock) */
+  blockBuffer: (size: number) => Uint8Array
   /** every distinct block written (or being written), in order */
   readonly cids: CID[]
   /** those blocks with their sizes */
@@ -152,6 +154,7 @@ export class DirectImports {
         }
       },
       chunker: (opts) => this.chunks.chunker(opts),
+      blockBuffer: (size) => this.chunks.forBlock(size),
       cids,
       written,
       get bytes () { return bytes },

@@ -80,6 +80,8 @@ export interface StagedImport {
   bytes: number
   /** a fixed-size chunker (1 MiB) whose buffers this import's blockstore reuses once written (see ChunkPool) */
   chunker: (opts?: { ownsInput?: boolean }) => Chunker
+  /** a buffer for one block read whole (a CAR's), which this import's blockstore reuses once written (ChunkPool.forBlock) */
+  blockBuffer: (size: number) => Uint8Array
   /** resolves once every block written so far is on disk (fdatasync'd); rejects if one could not be synced */
   synced: () => Promise<void>
   /** resolves once the store has readied what committing the blocks written so far needs (never rejects: the commit prepares again) */
@@ -175,7 +177,7 @@ export class BlockStaging {
    * importer learns its CID) and dropped, its chunk buffer reused. Tells what
    * a body imports as without writing a byte of it.
    */
-  discarding (): { blockstore: ImportTarget, chunker: StagedImport['chunker'] } {
+  discarding (): Pick<StagedImport, 'blockstore' | 'chunker' | 'blockBuffer'> {
     const chunks = this.chunks
     return {
       blockstore: {
@@ -183,7 +185,8 @@ export class BlockStaging {
         has: async () => false,
         get: () => { throw new Error('a discarding import holds no blocks') }
       },
-      chunker: (opts) => chunks.chunker(opts)
+      chunker: (opts) => chunks.chunker(opts),
+      blockBuffer: (size) => chunks.forBlock(size)
     }
   }
 
@@ -242,7 +245,7 @@ export class BlockStaging {
   }
 
   private importOf (id: string, layout: Layout, prepared: () => Promise<void> = async () => {}): StagedImport {
-    return { id, blockstore: layout.blockstore, cids: [], bytes: 0, chunker: (opts) => this.chunks.chunker(opts), synced: layout.synced, prepared, layout }
+    return { id, blockstore: layout.blockstore, cids: [], bytes: 0, chunker: (opts) => this.chunks.chunker(opts), blockBuffer: (size) => this.chunks.forBlock(size), synced: layout.synced, prepared, layout }
   }
 }
 

@@ -8,7 +8,7 @@ import type { TokenService } from '../../auth/tokens.js'
 import { BodyTooLargeError, InputTimeoutError, InputTooLargeError, InvalidInputError, LengthRequiredError, PaymentRequiredError, RefusedError, ReplayRefusedError, UnavailableError } from '../../kernel/errors.js'
 import { CarError, importCar } from '../../ipfs/car-import.js'
 import { DirectoryError, importDirectory, type DirectoryImportResult } from '../../ipfs/directory-import.js'
-import { importFile, TooLargeError, UNIXFS_PROFILE, type ImportTarget } from '../../ipfs/import.js'
+import { importFile, TooLargeError, UNIXFS_PROFILE } from '../../ipfs/import.js'
 import { RETRY_AFTER_S, StorageTimeoutError, StorageUnavailableError, type BlockBackend } from '../../ipfs/block-backend.js'
 import type { CommitLock } from '../../ipfs/commit-lock.js'
 import type { BlockStaging, StagedImport } from '../../ipfs/staging.js'
@@ -452,7 +452,7 @@ export interface ImportedBody {
   files?: DirectoryImportResult['files']
 }
 
-export async function importBody (file: FileReader, target: { blockstore: ImportTarget, chunker: StagedImport['chunker'] }, limits: { maxFileBytes: number, maxBodyBytes: number, signal?: AbortSignal }): Promise<ImportedBody> {
+export async function importBody (file: FileReader, target: Pick<StagedImport, 'blockstore' | 'chunker' | 'blockBuffer'>, limits: { maxFileBytes: number, maxBodyBytes: number, signal?: AbortSignal }): Promise<ImportedBody> {
   const { maxFileBytes, maxBodyBytes, signal } = limits
   try {
     return await file(async (f) => {
@@ -461,7 +461,7 @@ export async function importBody (file: FileReader, target: { blockstore: Import
         return { cid: dir.cid, fileSize: dir.fileSize, files: dir.files }
       }
       if (isCar(f.type)) {
-        const car = await importCar(f.bytes, { blockstore: target.blockstore, maxBytes: maxFileBytes, ...(signal != null ? { signal } : {}) })
+        const car = await importCar(f.bytes, { blockstore: target.blockstore, blockBuffer: target.blockBuffer, ownsInput: true, maxBytes: maxFileBytes, ...(signal != null ? { signal } : {}) })
         return { cid: car.cid, fileSize: car.carBytes, name: sanitizeName(f.name), reachable: car.reachable }
       }
       // the reader's chunks are held by nobody else (FileReader): the chunker frees them once copied
