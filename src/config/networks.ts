@@ -8,18 +8,11 @@
  * key itself), or a facilitator URL.
  */
 import { statSync } from 'node:fs'
+import type { AcceptedNetwork } from '../kernel/accepted-network.js'
 import { address, atomic, caip2, ConfigValueError, httpUrl, type Parser, str } from './parse.js'
 
-/** one entry of the `networks` setting, as parsed */
-export interface NetworkEntry {
-  /** CAIP-2, e.g. eip155:8453 */
-  network: string
-  /** the EIP-3009 token (USDC) accepted on it */
-  asset: `0x${string}`
-  /** its EIP-712 domain name and version */
-  assetName: string
-  assetVersion: string
-  payTo: `0x${string}`
+/** one entry of the `networks` setting, as parsed: the terms, and how it is settled */
+export interface NetworkEntry extends AcceptedNetwork<`0x${string}`> {
   rpcUrl?: string
   /** embedded facilitator: a file (mode 0600) holding the settler key */
   settlerKeyFile?: string

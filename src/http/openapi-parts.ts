@@ -6,6 +6,7 @@
  * assembles the document.
  */
 
+import type { AcceptedNetwork } from '../kernel/accepted-network.js'
 import type { PriceSettings } from '../payment/pricing.js'
 
 export type Obj = Record<string, unknown>
@@ -20,7 +21,7 @@ export interface OpenApiInput {
   /** the prices and payee: each paid operation is marked with `x-payment-info` */
   payment?: { prices: PriceSettings, payTo?: string }
   /** every accepted network (the first = network, asset above), when there are several */
-  accepts?: ReadonlyArray<{ network: string, asset: string, assetName: string, assetVersion: string, payTo: string }>
+  accepts?: readonly AcceptedNetwork[]
 }
 
 /** path items by OpenAPI path, as a route module describes its routes */

@@ -8,6 +8,7 @@
 import { x402ResourceServer } from '@x402/core/server'
 import type { PaymentRequirements } from '@x402/core/types'
 import { ExactEvmScheme } from '@x402/evm/exact/server'
+import type { AcceptedNetwork } from '../kernel/accepted-network.js'
 import { UnavailableError } from '../kernel/errors.js'
 import type { Logger } from '../kernel/log.js'
 import { AssetMismatchError, checkAsset } from './asset-check.js'
@@ -17,12 +18,7 @@ import { SettlerBalance } from './settler-balance.js'
 import type { SettlerNonces } from './settler-nonce.js'
 
 /** the terms of one accepted network and what settles on it */
-export interface NetworkTerms {
-  network: string
-  asset: `0x${string}`
-  assetName: string
-  assetVersion: string
-  payTo: `0x${string}`
+export interface NetworkTerms extends AcceptedNetwork<`0x${string}`> {
   rpcUrl?: string
   facilitator: FacilitatorChoice
   /** embedded facilitator: warn below this settler balance (wei); its balance is watched only when set */

@@ -4,6 +4,7 @@
  * llms.txt and the landing page. The bazaar extension of their 402s is
  * declared beside the routes (src/http/paid-routes.ts).
  */
+import type { AcceptedNetwork } from '../../kernel/accepted-network.js'
 import type { PaidRoutes } from '../../payment/bazaar.js'
 import { describeFormula, formatUsdc, type PriceSettings } from '../../payment/pricing.js'
 
@@ -31,13 +32,7 @@ export const PAID_OPERATIONS: readonly PaidOperation[] = [
 ]
 
 /** one accepted payment network as the discovery documents name it (docs/networks.md) */
-export interface AcceptedNetwork {
-  network: string
-  asset: string
-  assetName: string
-  assetVersion: string
-  payTo: string
-}
+export type { AcceptedNetwork }
 
 /** The MCP endpoint's tools (POST /mcp, src/http/mcp/tools.ts), as the discovery documents name them; `paid`: the HTTP operation it is priced as. */
 export interface McpToolSummary { name: string, summary: string, paid?: PaidOperation['key'] }
