@@ -31,19 +31,30 @@ export const CORE = ['service']
 /** the components the core is built from */
 export const COMPONENTS = ['ledger', 'ipfs', 'payment', 'auth', 'denylist', 'metrics', 'config', 'datadir', 'runtime', 'kernel']
 
-/** folders of src/ behind a contract: who else may import them, and the packages only they import */
+/**
+ * folders (or single files) of src/ behind a contract: who else may import them, and the packages
+ * only they import (a package several list is theirs to share)
+ */
 export const IMPLEMENTATIONS = [
   { dir: 'ledger/lmdb', importers: ['app'], packages: ['lmdb'], contract: 'the ledger\'s contract (src/ledger/)' },
-  { dir: 'ledger/postgres', importers: ['app'], packages: ['pg'], contract: 'the ledger\'s contract (src/ledger/)' }
+  { dir: 'ledger/postgres', importers: ['app'], packages: ['pg'], contract: 'the ledger\'s contract (src/ledger/)' },
+  // the disk block backend's small blocks, packed in an LMDB file of their own
+  { dir: 'ipfs/small-blocks.ts', importers: ['ipfs'], packages: ['lmdb'], contract: 'the block backend\'s contract (src/ipfs/block-backend.ts)' }
 ]
+
+const insideOf = (impl, f) => f === impl.dir || f.startsWith(`${impl.dir}/`)
 
 /** why a file's import reaches behind a contract, or undefined when it does not */
 export function behindContract (fromFile, target) {
+  if (target.package != null) {
+    const owners = IMPLEMENTATIONS.filter(impl => impl.packages.includes(target.package))
+    if (owners.length === 0 || owners.some(impl => insideOf(impl, fromFile))) return undefined
+    const impl = owners[0]
+    return `imports the implementation in src/${impl.dir}${impl.dir.endsWith('.ts') ? '' : '/'} (${target.package}) instead of ${impl.contract}`
+  }
   for (const impl of IMPLEMENTATIONS) {
-    const inside = (f) => f.startsWith(`${impl.dir}/`)
-    if (inside(fromFile)) continue
-    const hit = target.package != null ? impl.packages.includes(target.package) : inside(target.file) && !impl.importers.some(i => fromFile.startsWith(`${i}/`))
-    if (hit) return `imports the implementation in src/${impl.dir}/ (${target.package ?? target.file}) instead of ${impl.contract}`
+    if (insideOf(impl, fromFile)) continue
+    if (insideOf(impl, target.file) && !impl.importers.some(i => fromFile.startsWith(`${i}/`))) return `imports the implementation in src/${impl.dir}${impl.dir.endsWith('.ts') ? '' : '/'} (${target.file}) instead of ${impl.contract}`
   }
   return undefined
 }

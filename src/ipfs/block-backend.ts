@@ -50,6 +50,11 @@ export interface BlockBackend {
   /** what Helia, bitswap, the gateway, the fetcher and CAR export read through */
   readonly blockstore: Blockstore
   /**
+   * Blocks of at most this many bytes are packed many to a file (disk: small-blocks.ts), so
+   * the staging keeps them in its log rather than in a file each; none packed when absent.
+   */
+  readonly packedMax?: number
+  /**
    * Stores staged blocks durably (idempotent: the names are content
    * addresses). Call under the commit lock. Whole staged files may be moved
    * away; whatever is left is the caller's to remove. Returns the blocks

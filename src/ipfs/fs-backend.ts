@@ -1,11 +1,16 @@
 /**
- * Blocks on the local disk: blockstore-fs's layout under blocks/ (one file
- * per block, `<shard>/<name>.data`, the shard being the name's next-to-last
- * two characters). A commit renames fsync'd staged files into their shards
- * (or copies a block out of a staging log into a file of its own) and fsyncs
- * every directory that gained an entry; the shard folders are made (and
- * blocks/ fsync'd) ahead, while the import still runs (`prepare`), and never
- * removed; gc walks them.
+ * Blocks on the local disk, under blocks/: a block of at most PACKED_MAX
+ * bytes in `small.mdb` (small-blocks.ts: one LMDB file for all of them),
+ * a larger one in blockstore-fs's layout (one file per block,
+ * `<shard>/<name>.data`, the shard being the name's next-to-last two
+ * characters). A commit writes the small blocks out of the staging log in a
+ * few transactions and one flush, renames fsync'd staged files of larger
+ * ones into their shards (or copies one out of a staging log into a file of
+ * its own) and fsyncs every directory that gained an entry; the shard folders
+ * are made (and blocks/ fsync'd) ahead, while the import still runs
+ * (`prepare`), and never removed; gc walks them and the small blocks. Reads
+ * look in small.mdb first, then for a file (a small block stored as a file by
+ * an earlier version is read as before).
  */
 import { randomBytes } from 'node:crypto'
 import * as fs from 'node:fs'
@@ -16,6 +21,7 @@ import { NextToLast } from 'blockstore-fs/sharding'
 import type { CID } from 'multiformats/cid'
 import { handOver } from '../runtime/buffers.js'
 import { blockName, type BlockBackend, type StagedBlock, type StoredBlock } from './block-backend.js'
+import { PACKED_MAX, SMALL_BLOCKS_FILE, SmallBlocks } from './small-blocks.js'
 import { readFully } from './staging-log.js'
 
 const SHARDING = new NextToLast()
@@ -32,8 +38,17 @@ const PAGE = 1000
  * as blockstore-fs's own get throws.
  */
 class FreshReads extends FsBlockstore {
+  constructor (path: string, private readonly small: SmallBlocks) {
+    super(path)
+  }
+
   override async * get (key: CID, options?: Parameters<FsBlockstore['get']>[1]): AsyncGenerator<Uint8Array> {
     options?.signal?.throwIfAborted()
+    const packed = this.small.get(blockName(key))
+    if (packed != null) {
+      yield handOver(packed)
+      return
+    }
     const { dir, file } = SHARDING.encode(key)
     let pieces: Buffer[]
     try {
@@ -42,6 +57,15 @@ class FreshReads extends FsBlockstore {
       throw notFound(String(err))
     }
     for (const piece of pieces) yield handOver(piece)
+  }
+
+  override async has (key: CID, options?: Parameters<FsBlockstore['has']>[1]): Promise<boolean> {
+    return this.small.has(blockName(key)) || await super.has(key, options)
+  }
+
+  override async delete (key: CID, options?: Parameters<FsBlockstore['delete']>[1]): Promise<void> {
+    await this.small.remove([blockName(key)])
+    await super.delete(key, options)
   }
 }
 
@@ -122,17 +146,23 @@ function cut (pieces: Buffer[], length: number): Buffer[] {
 export class FsBackend implements BlockBackend {
   readonly kind = 'fs' as const
   readonly blockstore: FsBlockstore
+  /** the blocks of at most PACKED_MAX bytes */
+  private readonly small: SmallBlocks
   /** shard folders known to exist with blocks/ fsync'd since they were made */
   private readonly shards = new Set<string>()
+  /** blocks of at most this many bytes are packed (the staging keeps them in its log, not in a file each) */
+  readonly packedMax = PACKED_MAX
 
   /** (creates nothing: the folder is made by open() or the first commit, so an admin command on a data dir leaves no blocks/ behind) */
   constructor (readonly dir: string) {
-    this.blockstore = new FreshReads(dir)
+    this.small = new SmallBlocks(join(dir, SMALL_BLOCKS_FILE))
+    this.blockstore = new FreshReads(dir, this.small)
   }
 
   async open (): Promise<void> {
     await mkdir(this.dir, { recursive: true })
     await this.blockstore.open()
+    this.small.open()
   }
 
   describe (): string {
@@ -146,6 +176,34 @@ export class FsBackend implements BlockBackend {
   async ready (): Promise<void> {}
 
   async commit (blocks: StagedBlock[]): Promise<{ added: number, addedBytes: number }> {
+    const files = await this.commitFiles(blocks.filter(b => b.size > PACKED_MAX))
+    const packed = await this.commitPacked(blocks.filter(b => b.size <= PACKED_MAX))
+    return { added: files.added + packed.added, addedBytes: files.addedBytes + packed.addedBytes }
+  }
+
+  /**
+   * Small blocks into small.mdb: read out of their staged files in spans of
+   * many records, a transaction per span, one flush at the end. A block held
+   * already adds nothing (one held as a file by an earlier version is stored
+   * again here: counted once more until the next usage walk).
+   */
+  private async commitPacked (blocks: StagedBlock[]): Promise<{ added: number, addedBytes: number }> {
+    await mkdir(this.dir, { recursive: true })
+    const fresh = new Map<string, StagedBlock>()
+    for (const block of blocks) {
+      const name = blockName(block.cid)
+      if (!fresh.has(name) && !this.small.has(name)) fresh.set(name, block)
+    }
+    let addedBytes = 0
+    for await (const span of readSpans([...fresh.values()])) {
+      await this.small.write(span.map(b => ({ name: blockName(b.cid), bytes: b.bytes })))
+      for (const b of span) addedBytes += b.bytes.byteLength
+    }
+    await this.small.flushed()
+    return { added: fresh.size, addedBytes }
+  }
+
+  private async commitFiles (blocks: StagedBlock[]): Promise<{ added: number, addedBytes: number }> {
     const targets = new Map<string, { block: StagedBlock, dir: string }>()
     for (const block of blocks) {
       const { dir, file } = SHARDING.encode(block.cid)
@@ -196,6 +254,14 @@ export class FsBackend implements BlockBackend {
    * caller registered it in flight first: gc leaves it alone).
    */
   async put (cid: CID, bytes: Uint8Array): Promise<boolean> {
+    if (bytes.byteLength <= PACKED_MAX) {
+      const name = blockName(cid)
+      if (this.small.has(name)) return false
+      await mkdir(this.dir, { recursive: true })
+      await this.small.write([{ name, bytes }])
+      await this.small.flushed()
+      return true
+    }
     const { dir, file } = SHARDING.encode(cid)
     const to = join(this.dir, dir, file)
     if (await exists(to)) return false
@@ -206,6 +272,8 @@ export class FsBackend implements BlockBackend {
   }
 
   async read (cid: CID): Promise<Uint8Array | undefined> {
+    const packed = this.small.get(blockName(cid))
+    if (packed != null) return packed
     try {
       return await readFile(this.pathOf(blockName(cid)))
     } catch (err) {
@@ -215,6 +283,21 @@ export class FsBackend implements BlockBackend {
   }
 
   async * list (signal?: AbortSignal): AsyncIterable<StoredBlock[]> {
+    yield * this.listFiles(signal)
+    let page: StoredBlock[] = []
+    for (const name of this.small.names()) {
+      signal?.throwIfAborted()
+      page.push({ name })
+      if (page.length >= PAGE) {
+        yield page
+        page = []
+      }
+    }
+    if (page.length > 0) yield page
+  }
+
+  /** the blocks stored as files of their own */
+  private async * listFiles (signal?: AbortSignal): AsyncIterable<StoredBlock[]> {
     let page: StoredBlock[] = []
     let shards
     try {
@@ -239,6 +322,8 @@ export class FsBackend implements BlockBackend {
   }
 
   async sizeOf (block: StoredBlock): Promise<number | undefined> {
+    const packed = this.small.sizeOf(block.name)
+    if (packed != null) return packed
     try {
       return (await stat(this.pathOf(block.name))).size
     } catch {
@@ -247,9 +332,11 @@ export class FsBackend implements BlockBackend {
   }
 
   async remove (blocks: StoredBlock[]): Promise<{ removed: number, freedBytes: number }> {
-    let removed = 0
-    let freedBytes = 0
-    await eachLimited(blocks, async (b) => {
+    const packed = await this.small.remove(blocks.map(b => b.name))
+    let removed = packed.removed.size
+    let freedBytes = packed.freedBytes
+    // (a block packed here is no file too, but for one an earlier version stored as a file: the next sweep lists that)
+    await eachLimited(blocks.filter(b => !packed.removed.has(b.name)), async (b) => {
       const path = this.pathOf(b.name)
       try {
         // (read the size first: `x += await …` would add to a stale x)
@@ -265,9 +352,8 @@ export class FsBackend implements BlockBackend {
   }
 
   async usage (): Promise<{ blocks: number, bytes: number }> {
-    let blocks = 0
-    let bytes = 0
-    for await (const page of this.list()) {
+    let { blocks, bytes } = this.small.usage()
+    for await (const page of this.listFiles()) {
       for (const b of page) {
         const size = await this.sizeOf(b)
         if (size == null) continue
@@ -286,10 +372,47 @@ export class FsBackend implements BlockBackend {
 
   async close (): Promise<void> {
     await this.blockstore.close()
+    await this.small.close()
   }
 
   private pathOf (name: string): string {
     return join(this.dir, name.slice(-2), `${name}${EXT}`)
+  }
+}
+
+/** bytes of staged records read at once (and written to small.mdb in one transaction) */
+const SPAN = 8 * 1_048_576
+
+/**
+ * Staged small blocks' bytes, in spans: the blocks of one staged file in
+ * offset order, read a span of up to SPAN bytes (many records) at a time, each
+ * block a view of its span's buffer.
+ */
+async function * readSpans (blocks: StagedBlock[]): AsyncGenerator<Array<{ cid: CID, bytes: Uint8Array }>> {
+  const byPath = new Map<string, StagedBlock[]>()
+  for (const b of blocks) {
+    const list = byPath.get(b.path)
+    if (list == null) byPath.set(b.path, [b])
+    else list.push(b)
+  }
+  for (const [path, list] of byPath) {
+    list.sort((a, b) => a.offset - b.offset)
+    const fh = await open(path, 'r')
+    try {
+      for (let i = 0; i < list.length;) {
+        const from = (list[i] as StagedBlock).offset
+        let j = i
+        while (j < list.length && (list[j] as StagedBlock).offset + (list[j] as StagedBlock).size - from <= SPAN) j++
+        if (j === i) j = i + 1
+        const last = list[j - 1] as StagedBlock
+        const bytes = Buffer.allocUnsafe(last.offset + last.size - from)
+        await readFully(fh, bytes, from)
+        yield list.slice(i, j).map(b => ({ cid: b.cid, bytes: bytes.subarray(b.offset - from, b.offset - from + b.size) }))
+        i = j
+      }
+    } finally {
+      await fh.close()
+    }
   }
 }
 

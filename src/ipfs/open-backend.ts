@@ -11,6 +11,7 @@ import { readBlockstoreRecord, writeBlockstoreRecord, type BlockstoreRecord, typ
 import type { Logger } from '../kernel/log.js'
 import type { BlockBackend } from './block-backend.js'
 import { FsBackend } from './fs-backend.js'
+import { packedBlocksIn, SMALL_BLOCKS_FILE } from './small-blocks.js'
 import { ReadCache } from './read-cache.js'
 import type { S3Backend } from './s3-backend.js'
 import { readS3Credentials, type S3CredentialSources, type S3Location, type S3Observer } from './s3-settings.js'
@@ -76,7 +77,7 @@ export function chooseBackend (s: BlockstoreSettings, record: BlockstoreRecord |
     return { kind: 's3', location: s3LocationOf(s, r), record: false }
   }
   if (s.blockstore !== 's3') return { kind: 'fs' }
-  if (hasBlockFiles(blocksDir)) {
+  if (hasDiskBlocks(blocksDir)) {
     throw new BackendChoiceError(`this data dir keeps its blocks on disk (${blocksDir}); move them into the bucket first with: pind blocks migrate --to s3`)
   }
   return { kind: 's3', location: s3LocationOf(s), record: true }
@@ -134,7 +135,9 @@ export async function openDataDirBackend (s: BlockstoreSettings, paths: { blocks
 }
 
 /** Does the blocks folder hold any block file? (stops at the first) */
-export function hasBlockFiles (blocksDir: string): boolean {
+/** whether blocks/ holds a block: a block file, or a small block packed in small.mdb */
+export function hasDiskBlocks (blocksDir: string): boolean {
+  if (packedBlocksIn(join(blocksDir, SMALL_BLOCKS_FILE)) > 0) return true
   let top
   try { top = opendirSync(blocksDir) } catch { return false }
   try {

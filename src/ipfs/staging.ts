@@ -10,12 +10,14 @@
  * Blocks are written while the body is still arriving and flushed to disk
  * behind the import; `seal` and `commit` wait for every flush (and fail if
  * one failed), so nothing is settled or committed before all of its blocks
- * are on disk. The folder holds one of two layouts, chosen by the backend
- * the import begins with:
- *   - on disk: one file per block (staging-files.ts), which the commit
- *     renames into its shard, with directory fsyncs run in parallel so the
- *     file system can group them into few journal commits: the bytes are
- *     written once;
+ * are on disk. The folder's layout is chosen by the backend the import
+ * begins with:
+ *   - on disk: one file per block larger than the store packs
+ *     (staging-files.ts), which the commit renames into its shard, with
+ *     directory fsyncs run in parallel so the file system can group them into
+ *     few journal commits: the bytes are written once; and the small blocks
+ *     the store packs (fs-backend.ts, small-blocks.ts) in one log, as for S3
+ *     below, which the commit reads back in spans into a few transactions;
  *   - in S3: one append-only log (staging-log.ts, `LOG`), flushed every few
  *     MiB, from which the commit PUTs each block by offset: one file and a
  *     few fdatasyncs per import instead of one of each per block.
@@ -153,12 +155,12 @@ export class BlockStaging {
       if (err.code === 'ENOENT') return undefined
       throw err
     })
-    const files = log == null ? new StagingFiles(root) : undefined
-    const staged = this.importOf(id, log != null ? logLayout(log, this.chunks) : filesLayout(files as StagingFiles, this.chunks))
+    const files = new StagingFiles(root)
+    const staged = this.importOf(id, stagedLayout({ files, log, packedMax: this.store.packedMax }, this.chunks))
     for (const cid of cids) {
       // the log's blocks were checked against their CIDs as it was read back
       if (log?.isDamaged(cid) === true && !log.has(cid)) throw new UnusableImportError(`block ${cid.toString()} does not hash to its CID`)
-      const size = log != null ? log.sizeOf(cid) : await stagedFile(files as StagingFiles, root, cid)
+      const size = log?.sizeOf(cid) ?? await stagedFile(files, root, cid)
       if (size != null) {
         staged.cids.push(cid)
         staged.bytes += size
@@ -201,9 +203,14 @@ export class BlockStaging {
       (staged as StagedImport).bytes += size
       ahead.add(cid)
     }
-    const layout = this.layout() === 'log'
-      ? logLayout(await StagingLog.create(join(root, LOG), written), this.chunks)
-      : filesLayout(new StagingFiles(root, written), this.chunks)
+    // files, with small blocks in a log when the store packs them; or a log alone
+    const kind = this.layout()
+    const packedMax = kind === 'files' ? this.store.packedMax : undefined
+    const layout = stagedLayout({
+      files: kind === 'files' ? new StagingFiles(root, written) : undefined,
+      log: kind === 'log' || packedMax != null ? await StagingLog.create(join(root, LOG), written) : undefined,
+      packedMax
+    }, this.chunks)
     staged = this.importOf(id, layout, ahead.done)
     return staged
   }
@@ -272,49 +279,42 @@ function preparing (store: BlockBackend): { add: (cid: CID) => void, done: () =>
   }
 }
 
-/** Files, one per block: each chunk buffer goes back to the pool once written. */
-function filesLayout (files: StagingFiles, chunks: ChunkPool): Layout {
+/**
+ * A staging folder's blocks: in files, one per block; in a log (all of them
+ * when there are no files; otherwise those of at most `packedMax` bytes,
+ * which the store packs many to a file); or both. Each chunk buffer goes
+ * back to the pool once its block is written.
+ */
+function stagedLayout (o: { files?: StagingFiles, log?: StagingLog, packedMax?: number }, chunks: ChunkPool): Layout {
+  const { files, log } = o
+  const packedMax = o.packedMax ?? -1
+  const inLog = (size: number): boolean => log != null && (files == null || size <= packedMax)
   return {
     blockstore: {
       put: async (cid: CID, bytes: Uint8Array) => {
         try {
-          return await files.put(cid, bytes)
+          if (inLog(bytes.byteLength)) await log?.put(cid, bytes)
+          else await files?.put(cid, bytes)
+          return cid
         } finally {
           // on disk (or failed): the chunker may fill these bytes again
           chunks.give(bytes)
         }
       },
-      has: async (cid: CID) => await files.has(cid),
-      get: (cid: CID) => files.get(cid)
-    },
-    synced: async () => { await files.synced() },
-    blocks: () => files.blocks(),
-    close: async () => {}
-  }
-}
-
-/** One log: each chunk buffer goes back to the pool once its record is written. */
-function logLayout (log: StagingLog, chunks: ChunkPool): Layout {
-  return {
-    blockstore: {
-      put: async (cid: CID, bytes: Uint8Array) => {
-        try {
-          await log.put(cid, bytes)
-          return cid
-        } finally {
-          chunks.give(bytes)
-        }
-      },
-      has: async (cid: CID) => log.has(cid),
+      has: async (cid: CID) => log?.has(cid) === true || (files != null && await files.has(cid)),
       get: async function * (cid: CID) {
-        const bytes = await log.get(cid)
-        if (bytes == null) throw notFound(cid)
-        yield bytes
+        const logged = await log?.get(cid)
+        if (logged != null) {
+          yield logged
+          return
+        }
+        if (files == null) throw notFound(cid)
+        yield * files.get(cid)
       }
     },
-    synced: async () => { await log.synced() },
-    blocks: () => log.blocks(),
-    close: async () => { await log.close() }
+    synced: async () => { await Promise.all([log?.synced(), files?.synced()]) },
+    blocks: () => [...(log?.blocks() ?? []), ...(files?.blocks() ?? [])],
+    close: async () => { await log?.close() }
   }
 }
 

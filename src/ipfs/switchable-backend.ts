@@ -36,6 +36,10 @@ export class SwitchableBackend implements BlockBackend {
     return this.current.kind
   }
 
+  get packedMax (): number | undefined {
+    return this.current.packedMax
+  }
+
   forget (cids?: CID[]): void {
     this.current.forget?.(cids)
   }

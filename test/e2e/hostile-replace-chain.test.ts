@@ -20,11 +20,11 @@
  */
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
-import { FsBlockstore } from 'blockstore-fs'
 import { CID } from 'multiformats/cid'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startDevChain, type DevChain } from '../../scripts/devchain/index.mjs'
 import { rawCid, startPeer, type Peer } from '../../scripts/peer/index.mjs'
+import { FsBackend } from '../../src/ipfs/fs-backend.js'
 import { openLedgerEnv, type LedgerEnv } from '../../src/ledger/lmdb/open.js'
 import { PinLedger } from '../../src/ledger/lmdb/pins.js'
 import { prng } from '../helpers/bad-input/cases.js'
@@ -39,7 +39,8 @@ let origin: Peer
 let dataDir: string
 let env: LedgerEnv
 let ledger: PinLedger
-let blocks: FsBlockstore
+/** the serve's blocks on disk, read beside it (files and small.mdb) */
+let blocks: FsBackend
 let pay: typeof fetch
 let token = ''
 
@@ -59,8 +60,7 @@ beforeAll(async () => {
   })
   env = await openLedgerEnv(join(dataDir, 'ledger.mdb'))
   ledger = new PinLedger(env)
-  blocks = new FsBlockstore(join(dataDir, 'blocks'))
-  await blocks.open()
+  blocks = new FsBackend(join(dataDir, 'blocks'))
   pay = payingFetch(chain, chain.payers[0]!.privateKey)
 })
 
@@ -143,7 +143,7 @@ async function served (cid: string): Promise<boolean> {
   return r.status === 200
 }
 
-const onDisk = async (cid: string): Promise<boolean> => await blocks.has(CID.parse(cid))
+const onDisk = async (cid: string): Promise<boolean> => await blocks.blockstore.has(CID.parse(cid))
 
 async function pinStatusCode (requestid: string): Promise<number> {
   const r = await fetch(`${pind.url}/pins/${requestid}`, { headers: auth() })

@@ -11,6 +11,7 @@ import { CreateBucketCommand } from '@aws-sdk/client-s3'
 import { inject } from 'vitest'
 import { s3Client } from '../../scripts/s3/index.mjs'
 import { silentLogger } from '../../src/kernel/log.js'
+import { packedBlocksIn, SMALL_BLOCKS_FILE } from '../../src/ipfs/small-blocks.js'
 import type { S3Backend } from '../../src/ipfs/s3-backend.js'
 
 export type Blockstore = 'fs' | 's3'
@@ -37,13 +38,13 @@ export interface BlockstoreUnderTest {
   /** environment for pind: the S3 credentials */
   env: Record<string, string>
   bucket?: string
-  /** block objects (s3) or block files (fs) stored for a data dir */
+  /** block objects (s3), or blocks on disk (fs: files and packed small blocks) stored for a data dir */
   count(dataDir: string): Promise<number>
 }
 
 /** What pind needs to run on `kind` (default: this project's backend), with a fresh bucket for s3. */
 export async function blockstoreUnderTest (kind: Blockstore = BLOCKSTORE): Promise<BlockstoreUnderTest> {
-  if (kind === 'fs') return { kind, args: [], env: {}, count: async (dataDir) => blockFiles(join(dataDir, 'blocks')) }
+  if (kind === 'fs') return { kind, args: [], env: {}, count: async (dataDir) => diskBlocks(join(dataDir, 'blocks')) }
   const server = s3()
   const bucket = await newBucket()
   return {
@@ -77,11 +78,12 @@ export async function s3Backend (opts: { bucket?: string, prefix?: string, cache
     { blocksDir: '/nonexistent', cacheDir: opts.cacheDir ?? '/nonexistent', log: silentLogger, requireReachable: true })
 }
 
-export function blockFiles (dir: string): number {
+/** The blocks a disk backend's folder holds: block files, and small blocks packed in small.mdb (src/ipfs/small-blocks.ts). */
+export function diskBlocks (dir: string): number {
   let n = 0
   for (const d of readdirSync(dir)) {
     const p = join(dir, d)
     if (statSync(p).isDirectory()) n += readdirSync(p).filter(f => f.endsWith('.data')).length
   }
-  return n
+  return n + packedBlocksIn(join(dir, SMALL_BLOCKS_FILE))
 }

@@ -20,7 +20,7 @@ import { NextToLast } from 'blockstore-fs/sharding'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startDevChain, type DevChain } from '../../scripts/devchain/index.mjs'
 import { rawCid } from '../../scripts/peer/index.mjs'
-import { blockFiles, bucketKeys, newBucket, s3, S3_PREFIX } from '../helpers/backend.js'
+import { diskBlocks, bucketKeys, newBucket, s3, S3_PREFIX } from '../helpers/backend.js'
 import { chainArgs, payingFetch, uploadForm } from '../helpers/paying-client.js'
 import { BUNDLE, runPind, spawnPind, startPind, tempDir, type PindProcess } from '../helpers/pind.js'
 import { waitFor } from '../helpers/ports.js'
@@ -75,7 +75,7 @@ describe('pind blocks migrate --to s3', () => {
       const b = randomBytes(700)
       await disk.put(rawCid(b), b)
     }
-    const onDisk = blockFiles(join(dataDir, 'blocks'))
+    const onDisk = diskBlocks(join(dataDir, 'blocks'))
     const bucket = await newBucket()
     const migrate = ['blocks', 'migrate', '--to', 's3', '--data-dir', dataDir, ...target(bucket)]
 
@@ -157,12 +157,12 @@ describe('pind blocks migrate --to s3', () => {
     expect(r.code, r.err).toBe(0)
     expect(JSON.parse(r.out)).toMatchObject({ via: 'serve', bucket })
     expect(r.err).toMatch(/via the running pind serve/)
-    const diskAfterSwitch = blockFiles(join(pind.dataDir, 'blocks'))
+    const diskAfterSwitch = diskBlocks(join(pind.dataDir, 'blocks'))
     const keysAtSwitch = (await bucketKeys(bucket, S3_PREFIX)).length
     files.push(await upload(pind, 1, 1_300_000)) // after the switch: into the bucket only
     uploading = false
     await during
-    expect(blockFiles(join(pind.dataDir, 'blocks'))).toBe(diskAfterSwitch)
+    expect(diskBlocks(join(pind.dataDir, 'blocks'))).toBe(diskAfterSwitch)
     expect((await bucketKeys(bucket, S3_PREFIX)).length).toBeGreaterThan(keysAtSwitch)
     await served(pind, files)
     const dry = JSON.parse((await runPind(['gc', '--dry-run', '--json', '--data-dir', pind.dataDir])).out)
@@ -230,7 +230,7 @@ describe('pind blocks migrate --to s3 beside uploads with prepaid tickets', () =
         const r = await u.response
         return { status: r.status, body: r.body, hash: hash.digest('hex'), sent }
       })
-      await waitFor(() => blockFiles(join(pind.dataDir, 'blocks')) >= 8 ? true : undefined, 'ticket uploads\' blocks on disk')
+      await waitFor(() => diskBlocks(join(pind.dataDir, 'blocks')) >= 8 ? true : undefined, 'ticket uploads\' blocks on disk')
       const migrated = await runPind(['blocks', 'migrate', '--to', 's3', '--json', '--data-dir', pind.dataDir, ...target(bucket)], { env: env() })
       switched = true
       expect(migrated.code, migrated.err).toBe(0)

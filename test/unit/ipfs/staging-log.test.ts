@@ -11,7 +11,9 @@ import { join } from 'node:path'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { CID } from 'multiformats/cid'
 import { rawCid } from '../../../scripts/peer/index.mjs'
+import { blockName } from '../../../src/ipfs/block-backend.js'
 import { FsBackend } from '../../../src/ipfs/fs-backend.js'
+import { PACKED_MAX } from '../../../src/ipfs/small-blocks.js'
 import { BlockStaging, UnusableImportError, type StagedImport } from '../../../src/ipfs/staging.js'
 import { SYNC_EVERY } from '../../../src/ipfs/staging-log.js'
 import { fileHandleProto, holdDatasyncs } from '../../helpers/file-handle.js'
@@ -55,15 +57,26 @@ async function sealedTwoBlocks (): Promise<{ dir: string, first: ReturnType<type
 }
 
 describe('staging log', () => {
-  it('is not what an import bound for the disk stages into: that is one file per block, moved on commit', async () => {
+  it('an import bound for the disk stages its small blocks in the log (packed on commit) and each larger one in a file of its own (moved on commit)', async () => {
     const dir = tempDir()
-    const staging = new BlockStaging(new FsBackend(join(dir, 'blocks')), join(dir, 'staging'))
-    const b = randomBytes(1000)
-    const { staged } = await stage(staging, [b])
-    const files = readdirSync(join(dir, 'staging', staged.id))
-    expect(files).toHaveLength(1)
+    const store = new FsBackend(join(dir, 'blocks'))
+    await store.open()
+    const staging = new BlockStaging(store, join(dir, 'staging'))
+    const small = [randomBytes(1000), randomBytes(PACKED_MAX)]
+    const large = randomBytes(PACKED_MAX + 1)
+    const { staged, cids } = await stage(staging, [...small, large])
+    const files = readdirSync(join(dir, 'staging', staged.id)).sort()
+    expect(files).toHaveLength(2)
     expect(files[0]).toMatch(/^[A-Z2-7]+\.data$/)
-    await staging.discard(staged)
+    expect(files[1]).toBe('blocks.log')
+    expect(statSync(join(dir, 'staging', staged.id, files[0] as string)).size).toBe(large.byteLength)
+    await staging.commit(staged)
+    // the larger block is a file in its shard; the small ones are in small.mdb, not files
+    const blockFiles = readdirSync(join(dir, 'blocks'), { recursive: true }).map(String).filter(f => f.endsWith('.data'))
+    expect(blockFiles).toEqual([join(blockName(cids[2] as CID).slice(-2), `${blockName(cids[2] as CID)}.data`)])
+    for (const [i, b] of [...small, large].entries()) expect(Buffer.from(await store.read(cids[i] as CID) as Uint8Array).equals(b)).toBe(true)
+    expect(await store.usage()).toEqual({ blocks: 3, bytes: 1000 + PACKED_MAX + PACKED_MAX + 1 })
+    await store.close()
   })
 
   it('one file per import; flushed behind the import every SYNC_EVERY bytes; seal and commit wait for the tail', async () => {

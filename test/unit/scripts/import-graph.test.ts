@@ -108,4 +108,20 @@ describe('import graph', () => {
       'src/service/gc.ts:1 ../ledger/postgres/ledger.js'
     ])
   })
+
+  it('lets the disk backend\'s packed small blocks use lmdb, and only the block store import them', async () => {
+    const root = tree({
+      'src/ipfs/small-blocks.ts': "import { open } from 'lmdb'\nexport const s = open\n",
+      'src/ipfs/fs-backend.ts': "import { s } from './small-blocks.js'\nexport const f = s\n",
+      'src/ipfs/other.ts': "import { open } from 'lmdb'\nexport const o = open\n",
+      'src/ledger/lmdb/pins.ts': "import { open } from 'lmdb'\nexport const p = open\n",
+      'src/service/gc.ts': "import { s } from '../ipfs/small-blocks.js'\nexport const g = s\n"
+    })
+    const { code, report } = await graph(root)
+    expect(code).toBe(1)
+    expect(report.upward.map(u => `${u.file}:${u.line} ${u.imports}`).sort()).toEqual([
+      'src/ipfs/other.ts:1 lmdb',
+      'src/service/gc.ts:1 ../ipfs/small-blocks.js'
+    ])
+  })
 })

@@ -197,7 +197,8 @@ describe('reconcileSettlements', () => {
   })
 
   it.each(['files', 'log'] as const)('fulfils a paid upload from its sealed staging folder (kept across a restart), block by block; a bad block or a dropped note frees the folder (staged as %s)', async (layout) => {
-    staging = new BlockStaging(new FsBackend(join(dir, 'blocks')), join(dir, 'staging'), undefined, () => layout)
+    const store = new FsBackend(join(dir, 'blocks'))
+    staging = new BlockStaging(store, join(dir, 'staging'), undefined, () => layout)
     const stage = async (bytes: Uint8Array): Promise<{ id: string, cid: string, blocks: string[], bytes: number }> => {
       const staged = await staging.begin()
       const r = await importFile((async function * () { yield bytes })(), { blockstore: staged.blockstore, chunker: staged.chunker(), maxBytes: bytes.length })
@@ -224,8 +225,8 @@ describe('reconcileSettlements', () => {
     expect(stagingInUse(await notes.all())).toEqual(new Set([good.id, bad.id, expired.id]))
     expect(await staging.sweepLeftovers(stagingInUse(await notes.all()))).toBe(1)
     expect(existsSync(join(dir, 'staging', stray.id))).toBe(false)
-    // one of bad's blocks was torn (its file; or one byte of the staging log, inside the first block)
-    const torn = join(dir, 'staging', bad.id, readdirSync(join(dir, 'staging', bad.id))[0] as string)
+    // one of bad's blocks was torn (a leaf's file; or one byte of the staging log, inside the first block)
+    const torn = join(dir, 'staging', bad.id, readdirSync(join(dir, 'staging', bad.id)).find(f => f.endsWith(layout === 'files' ? '.data' : '.log')) as string)
     if (layout === 'files') writeFileSync(torn, 'torn')
     else {
       const log = readFileSync(torn)
@@ -244,8 +245,11 @@ describe('reconcileSettlements', () => {
     expect(pin).toMatchObject({ cid: good.cid, status: 'pinned', source: 'upload', payment: { id: goodNote.paymentId } })
     expect(pin?.payment.tx).toMatch(/^0x[0-9a-f]{64}$/)
     for (const b of good.blocks) expect(ledger.servedBlocks().isPinnedBlock(CID.parse(b))).toBe(true)
+    // and nothing else is: each good block, once (its leaves as files, its root packed in small.mdb)
+    for (const b of good.blocks) expect(await store.read(CID.parse(b))).toBeDefined()
+    expect((await store.usage()).blocks).toBe(new Set(good.blocks).size)
     const blockFiles = readdirSync(join(dir, 'blocks'), { recursive: true }).filter(f => String(f).endsWith('.data'))
-    expect(blockFiles).toHaveLength(new Set(good.blocks).size)
+    expect(blockFiles).toHaveLength(3)
     // every kept folder is gone: committed, unusable (paid-unfulfilled, for an operator), or dropped
     expect(readdirSync(join(dir, 'staging'))).toEqual([])
     expect((await notes.get(badNote.paymentId))?.state).toBe('paid-unfulfilled')
