@@ -48,6 +48,8 @@ export interface SoakSample {
   anon: number
   /** RSS of serve's mappings of ledger.mdb and ledger-archive.mdb (part of the file-backed RSS) */
   ledgerMapped: number
+  /** RSS of serve's mapping of blocks/small.mdb, the packed small blocks (part of the file-backed RSS; 0 with blocks in S3) */
+  smallBlocksMapped: number
   /** V8's malloc'd memory outside its heap (compiler and parser zones) now, and its peak since serve started (from /metrics) */
   v8Malloced: number
   v8PeakMalloced: number
@@ -110,6 +112,8 @@ export interface SoakSummary {
     maxV8MallocedMiB: number
     idleStartLedgerMappedMiB: number
     idleEndLedgerMappedMiB: number
+    maxSmallBlocksMappedMiB: number
+    idleEndSmallBlocksMappedMiB: number
     /** idle after the load against the start, both without the ledger's mapped pages */
     idleEndVsStartWithoutLedgerPct: number
     maxRssMiB: number

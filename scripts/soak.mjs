@@ -151,14 +151,19 @@ function procStatus (pid) {
   } catch { return { rss: NaN, anon: NaN, file: NaN, hwm: NaN } }
 }
 
-/** RSS of serve's mappings of the ledger files (ledger.mdb, ledger-archive.mdb): the ledger's own data, resident as lmdb reads it */
-function ledgerMapped (pid) {
+/** the ledger files (ledger.mdb, ledger-archive.mdb) */
+const LEDGER_FILES = /\/ledger(-archive)?\.mdb$/
+/** the disk backend's packed small blocks (src/ipfs/small-blocks.ts) */
+const SMALL_BLOCKS_FILE = /\/blocks\/small\.mdb$/
+
+/** RSS of serve's mappings of the files `file` matches: their data, resident as lmdb reads it */
+function mappedRss (pid, file) {
   try {
     let bytes = 0
-    let ledger = false
+    let hit = false
     for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
-      if (/^[0-9a-f]+-[0-9a-f]+ /.test(line)) { ledger = /\/ledger(-archive)?\.mdb$/.test(line); continue }
-      if (ledger && line.startsWith('Rss:')) bytes += Number(/(\d+)/.exec(line)[1]) * 1024
+      if (/^[0-9a-f]+-[0-9a-f]+ /.test(line)) { hit = file.test(line); continue }
+      if (hit && line.startsWith('Rss:')) bytes += Number(/(\d+)/.exec(line)[1]) * 1024
     }
     return bytes
   } catch { return NaN }
@@ -408,7 +413,8 @@ export async function runSoak (opts = {}) {
       rss: st.rss,
       anon: st.anon,
       file: st.file,
-      ledgerMapped: ledgerMapped(s.pid),
+      ledgerMapped: mappedRss(s.pid, LEDGER_FILES),
+      smallBlocksMapped: mappedRss(s.pid, SMALL_BLOCKS_FILE),
       heapUsed: metricValue(metrics, 'pind_nodejs_heap_size_used_bytes'),
       heapTotal: metricValue(metrics, 'pind_nodejs_heap_size_total_bytes'),
       external: metricValue(metrics, 'pind_nodejs_external_memory_bytes'),
@@ -430,7 +436,7 @@ export async function runSoak (opts = {}) {
     }
     samples.push(row)
     const m = (x) => Number.isFinite(x) ? (x / MiB).toFixed(1) : ''
-    appendFileSync(csvPath, [row.t, row.phase, row.pid, m(row.rss), m(row.anon), m(row.file), m(row.heapUsed), m(row.heapTotal), m(row.external), m(row.arrayBuffers), row.fds, m(row.ledgerBytes), m(row.blocksBytes), row.blocksFiles, row.requests, row.errors, row.load1.toFixed(2), m(row.sendBudget), Number.isFinite(row.chunkBuffers) ? row.chunkBuffers : '', m(row.ledgerMapped), m(row.v8Malloced), m(row.v8PeakMalloced)].join(',') + '\n')
+    appendFileSync(csvPath, [row.t, row.phase, row.pid, m(row.rss), m(row.anon), m(row.file), m(row.heapUsed), m(row.heapTotal), m(row.external), m(row.arrayBuffers), row.fds, m(row.ledgerBytes), m(row.blocksBytes), row.blocksFiles, row.requests, row.errors, row.load1.toFixed(2), m(row.sendBudget), Number.isFinite(row.chunkBuffers) ? row.chunkBuffers : '', m(row.ledgerMapped), m(row.v8Malloced), m(row.v8PeakMalloced), m(row.smallBlocksMapped)].join(',') + '\n')
     return row
   }
 
@@ -439,7 +445,7 @@ export async function runSoak (opts = {}) {
     chain = await startDevChain({ payers: clients, pruneHistory, cachePath: chainHome })
     origin = await startPeer({ blocksDir: join(work, 'origin') })
     const originFs = unixfs(origin.helia)
-    writeFileSync(csvPath, 't_s,phase,pid,rss_mib,rss_anon_mib,rss_file_mib,heap_used_mib,heap_total_mib,external_mib,array_buffers_mib,fds,ledger_mib,blocks_mib,blocks_files,requests,errors,load1,send_budget_mib,chunk_buffers,ledger_rss_mib,v8_malloced_mib,v8_peak_malloced_mib\n')
+    writeFileSync(csvPath, 't_s,phase,pid,rss_mib,rss_anon_mib,rss_file_mib,heap_used_mib,heap_total_mib,external_mib,array_buffers_mib,fds,ledger_mib,blocks_mib,blocks_files,requests,errors,load1,send_budget_mib,chunk_buffers,ledger_rss_mib,v8_malloced_mib,v8_peak_malloced_mib,small_blocks_rss_mib\n')
     state.restartGraceUntil = 0
     for (let i = 0; i < frontEnds; i++) state.serves[i] = await serve(i)
     const payTo0 = await usdcBalance(chain, chain.payTo)
@@ -786,6 +792,9 @@ export async function runSoak (opts = {}) {
       /** the ledger's pages mapped into serve: its data, grown by the run's writes (lmdb maps the file; see README "Soak") */
       idleStartLedgerMappedMiB: idleStart.ledgerMapped / MiB,
       idleEndLedgerMappedMiB: idleEnd.ledgerMapped / MiB,
+      /** the packed small blocks' pages mapped into serve (blocks/small.mdb, as reads touched them) */
+      maxSmallBlocksMappedMiB: max('smallBlocksMapped') / MiB,
+      idleEndSmallBlocksMappedMiB: idleEnd.smallBlocksMapped / MiB,
       maxRssMiB: max('rss') / MiB,
       maxHeapUsedMiB: max('heapUsed') / MiB,
       maxExternalMiB: max('external') / MiB,
@@ -855,7 +864,7 @@ function printSummary (s, log) {
   log(`money: ${m.reconciled}/${m.payers} payers' balance changes equal what the ledger charged them (${m.charged} atomic units; payee received ${m.payToDelta}); ${m.settledUnacknowledged} settled write(s) the client never saw acknowledged${m.ok ? '' : ' — FAILED'}`)
   for (const x of m.mismatches.slice(0, 10)) log(`  ${x}`)
   const mem = s.memory
-  log(`memory: RSS idle ${f0(mem.idleStartRssMiB)} MiB at start, max ${f0(mem.maxRssMiB)} MiB, idle ${f0(mem.idleEndRssMiB)} MiB after the load (${mem.idleEndVsStartPct >= 0 ? '+' : ''}${f0(mem.idleEndVsStartPct)}%, anonymous ${f0(mem.idleEndAnonMiB)} vs ${f0(mem.idleStartAnonMiB)} MiB, the ledger's mapped pages ${f0(mem.idleEndLedgerMappedMiB)} vs ${f0(mem.idleStartLedgerMappedMiB)} MiB: ${mem.idleEndVsStartWithoutLedgerPct >= 0 ? '+' : ''}${f0(mem.idleEndVsStartWithoutLedgerPct)}% without them); heap used max ${f0(mem.maxHeapUsedMiB)} MiB, external max ${f0(mem.maxExternalMiB)} MiB (ArrayBuffers ${f0(mem.maxArrayBuffersMiB)}), V8's malloc'd peak ${f0(mem.maxV8PeakMallocedMiB)} MiB (start-up's included), max ${f0(mem.maxV8MallocedMiB)} MiB in a sample; fds ${mem.fds.start} → max ${mem.fds.max} → ${mem.fds.end}; ledger ${f0(mem.ledgerMiB)} MiB, blocks ${f0(mem.blocksMiB)} MiB`)
+  log(`memory: RSS idle ${f0(mem.idleStartRssMiB)} MiB at start, max ${f0(mem.maxRssMiB)} MiB, idle ${f0(mem.idleEndRssMiB)} MiB after the load (${mem.idleEndVsStartPct >= 0 ? '+' : ''}${f0(mem.idleEndVsStartPct)}%, anonymous ${f0(mem.idleEndAnonMiB)} vs ${f0(mem.idleStartAnonMiB)} MiB, the ledger's mapped pages ${f0(mem.idleEndLedgerMappedMiB)} vs ${f0(mem.idleStartLedgerMappedMiB)} MiB: ${mem.idleEndVsStartWithoutLedgerPct >= 0 ? '+' : ''}${f0(mem.idleEndVsStartWithoutLedgerPct)}% without them); heap used max ${f0(mem.maxHeapUsedMiB)} MiB, external max ${f0(mem.maxExternalMiB)} MiB (ArrayBuffers ${f0(mem.maxArrayBuffersMiB)}), V8's malloc'd peak ${f0(mem.maxV8PeakMallocedMiB)} MiB (start-up's included), max ${f0(mem.maxV8MallocedMiB)} MiB in a sample; fds ${mem.fds.start} → max ${mem.fds.max} → ${mem.fds.end}; ledger ${f0(mem.ledgerMiB)} MiB, blocks ${f0(mem.blocksMiB)} MiB; small blocks' mapped pages max ${f0(mem.maxSmallBlocksMappedMiB)} MiB, ${f0(mem.idleEndSmallBlocksMappedMiB)} MiB idle after the load`)
   log(`machine load average under load: mean ${mem.loadAvg.mean.toFixed(2)}, max ${mem.loadAvg.max.toFixed(2)}`)
   log(`memory verdict: ${mem.verdict === 'plateau' ? 'plateau' : `growing ${mem.growthPerHourMiB.toFixed(0)} MiB/h`} (linear fit of RSS over the last ${f0(mem.windowS)} s of load: ${mem.growthPerHourMiB >= 0 ? '+' : ''}${mem.growthPerHourMiB.toFixed(1)} MiB/h, ${mem.growthPct.toFixed(1)}% of ${f0(mem.meanRssMiB)} MiB over the window)`)
   for (const l of s.ledger.lines) log(l)
