@@ -55,7 +55,8 @@
  *   [--binary path/to/pind | --bundle] [--bare-runtime] [--front-ends 2]
  * pind runs with the production runtime environment of scripts/pind.service (GLIBC_TUNABLES,
  * NODE_OPTIONS, PIND_RUNTIME_*: docs/runtime.md); --bare-runtime leaves it out.
- * Env SOAK_ENV: extra environment for pind on top, e.g. SOAK_ENV='MALLOC_ARENA_MAX=2'.
+ * Env SOAK_ENV: extra environment for pind on top, e.g. SOAK_ENV='MALLOC_ARENA_MAX=2'
+ * (a value may hold spaces: SOAK_ENV='NODE_OPTIONS=--max-semi-space-size=4 --expose-gc --heapsnapshot-signal=SIGUSR2').
  */
 import { spawn } from 'node:child_process'
 import { unitRuntimeEnv } from './runtime-env.mjs'
@@ -877,7 +878,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const opt = (name) => { const i = args.indexOf(`--${name}`); return i >= 0 ? args[i + 1] : undefined }
   const positional = args.filter((a, i) => /^\d+(\.\d+)?$/.test(a) && !args[i - 1]?.startsWith('--'))
   const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '')
-  const env = Object.fromEntries((process.env.SOAK_ENV ?? '').split(/\s+/).filter(Boolean).map(kv => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]))
+  const env = Object.fromEntries((process.env.SOAK_ENV ?? '').split(/\s+(?=[A-Za-z_][A-Za-z0-9_]*=)/).filter(Boolean).map(kv => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]))
   // Ctrl-C: stop the load and clean up (pind, anvil, the origin, the temp dirs); a second one exits at once
   const interrupt = new AbortController()
   process.once('SIGINT', () => { interrupt.abort(new Error('interrupted')); process.once('SIGINT', () => process.exit(130)) })

@@ -163,7 +163,7 @@ export class PaymentGate {
   readonly balance?: SettlerBalance
   /** settlements under way */
   settlesPending = 0
-  /** built 402 answers by quote and reason; each is sent as is, serialized once (rebuilt when a network comes up) */
+  /** built 402 answers by quote and reason, the latest MAX_CHALLENGES; each is sent as is, serialized once (rebuilt when a network comes up) */
   private readonly challenges = new Map<string, PaymentRequiredError>()
   /** the same, by the quote object given again (a WeakMap: they go with their quote) */
   private byQuote = new WeakMap<Quote, Map<string, PaymentRequiredError>>()
@@ -244,6 +244,11 @@ export class PaymentGate {
     return { ...head, ok: false, message: down.map(n => n.message).join('; '), networks }
   }
 
+  /** 402 answers kept by their fields (tests) */
+  get challengesKept (): number {
+    return this.challenges.size
+  }
+
   /** some network takes payments */
   isReady (): boolean {
     return this.lanes.some(l => l.ready)
@@ -278,7 +283,7 @@ export class PaymentGate {
       const rs = (reqs[0] as { lane: NetworkLane }).lane.rs
       const pr = await rs.createPaymentRequiredResponse(reqs.map(r => r.req), { url: q.resourceUrl, description: q.description, mimeType: 'application/json', ...SERVICE }, details, d?.route.extensionsFor(d.path))
       built = new (insufficient ? InsufficientFundsError : PaymentRequiredError)(details, encodePaymentRequiredHeader(pr), this.readableTerms(q, reqs.map(r => r.lane)))
-      if (this.challenges.size >= 1000) this.challenges.delete(this.challenges.keys().next().value as string)
+      if (this.challenges.size >= MAX_CHALLENGES) this.challenges.delete(this.challenges.keys().next().value as string)
       this.challenges.set(key, built)
     }
     if (mine == null) this.byQuote.set(q, mine = new Map())
@@ -468,6 +473,14 @@ export class PaymentGate {
     throw new UnavailableError('payments are temporarily unavailable (this service\'s settlement accounts cannot pay gas on any network); retry later', 60)
   }
 }
+
+/**
+ * 402 answers kept: the hot path asks for the same few again and again (an agent's unpaid retry,
+ * a scanner); one quote for each size asked is what a busy service sees otherwise, and those gain
+ * nothing from being kept. Each is ~4.5 KB of strings (the PAYMENT-REQUIRED header, the body):
+ * 1,000 of them were 5-8 MiB of the heap that stayed after a soak's load (docs/performance.md).
+ */
+export const MAX_CHALLENGES = 64
 
 /** a quote's fields and the reason, as one string (NUL-separated: no field holds one) */
 function challengeKey (q: Quote, reason: string): string {

@@ -170,9 +170,14 @@ async function quoteFor (w: PinWrite, d: PinCreateDeps): Promise<PinQuote> {
   return quote
 }
 
-/** quotes made lately, per service (its prices, its URL), by request, with the probe answer each was made on */
+/**
+ * Quotes made lately, per service (its prices, its URL), by request, with the probe answer each
+ * was made on: the latest MAX_QUOTES, enough for the 402 and the paid retry of as many agents at
+ * once. A quote keeps its 402 answers (PaymentGate.challenge): at 1,000 they held megabytes of the
+ * heap after a soak's load.
+ */
 const quotesOf = new WeakMap<PinCreateDeps, Map<string, { probed: ProbeResult, quote: PinQuote }>>()
-const MAX_QUOTES = 1000
+export const MAX_QUOTES = 128
 
 function newQuote (w: PinWrite, d: PinCreateDeps, probed: ProbeResult, cid: string): PinQuote {
   const claimed = w.claimedBytes

@@ -13,13 +13,13 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { usdcBalance, type DevChain } from '../../../../scripts/devchain/index.mjs'
 import { rawCid } from '../../../../scripts/peer/index.mjs'
 import type { VerifiedToken } from '../../../../src/auth/tokens.js'
-import { ConflictError } from '../../../../src/kernel/errors.js'
+import { ConflictError, PaymentRequiredError } from '../../../../src/kernel/errors.js'
 import type { Logger } from '../../../../src/kernel/log.js'
 import { addMonths } from '../../../../src/ledger/clock.js'
 import type { PinRecord } from '../../../../src/ledger/records.js'
-import { identifyPayment, type PaymentGate } from '../../../../src/payment/gate.js'
+import { identifyPayment, MAX_CHALLENGES, type PaymentGate } from '../../../../src/payment/gate.js'
 import { bytesCoveredBy, priceFor } from '../../../../src/payment/pricing.js'
-import { createPin, type PinWrite } from '../../../../src/service/pins/pin-create.js'
+import { createPin, MAX_QUOTES, type PinWrite } from '../../../../src/service/pins/pin-create.js'
 import { parsePinRequest } from '../../../../src/service/pins/pin-request.js'
 import { renewPin } from '../../../../src/service/pins/pin-renew.js'
 import { upload } from '../../../../src/service/uploads/upload.js'
@@ -172,6 +172,33 @@ describe('POST /pins: refused, nothing charged', () => {
 
     expect(await moneyState(chain, s, payer().address)).toEqual(before)
     expect(await pinsOf(s, owner())).toEqual([])
+  })
+})
+
+describe('POST /pins: unpaid, the 402s kept', () => {
+  it('the same request again gets the same 402; 402s for many sizes keep at most MAX_CHALLENGES answers, and one dropped is built again the same', async () => {
+    const w = pinWrite(newCid(), { claimedBytes: 1_000_000 })
+    const first = await createPin(w, s.pins).catch((e: unknown) => e) as PaymentRequiredError
+    expect(first).toBeInstanceOf(PaymentRequiredError)
+    expect(await createPin(w, s.pins).catch((e: unknown) => e)).toBe(first)
+
+    // as many sizes as a busy service is asked for: each its own quote and 402
+    const cid = newCid()
+    const prices = new Set<string>()
+    for (let i = 0; i < MAX_CHALLENGES + MAX_QUOTES + 10; i++) {
+      const e = await createPin(pinWrite(cid, { claimedBytes: 100_000 + i * 1000 }), s.pins).catch((x: unknown) => x) as PaymentRequiredError
+      expect(e).toBeInstanceOf(PaymentRequiredError)
+      prices.add(e.challenge as string)
+    }
+    expect(prices.size).toBe(MAX_CHALLENGES + MAX_QUOTES + 10)
+    expect(gate.challengesKept).toBe(MAX_CHALLENGES)
+
+    // the first one's quote and 402 were dropped long ago: the same request is answered with the same terms
+    const again = await createPin(w, s.pins).catch((e: unknown) => e) as PaymentRequiredError
+    expect(again).not.toBe(first)
+    expect(again.challenge).toBe(first.challenge)
+    expect(again.terms).toEqual(first.terms)
+    expect(gate.challengesKept).toBe(MAX_CHALLENGES)
   })
 })
 
