@@ -56,7 +56,7 @@
  * pind runs with the production runtime environment of scripts/pind.service (GLIBC_TUNABLES,
  * NODE_OPTIONS, PIND_RUNTIME_*: docs/runtime.md); --bare-runtime leaves it out.
  * Env SOAK_ENV: extra environment for pind on top, e.g. SOAK_ENV='MALLOC_ARENA_MAX=2'
- * (a value may hold spaces: SOAK_ENV='NODE_OPTIONS=--max-semi-space-size=4 --expose-gc --heapsnapshot-signal=SIGUSR2').
+ * (a value may hold spaces: SOAK_ENV='NODE_OPTIONS=--max-semi-space-size=4 --heapsnapshot-signal=SIGUSR2').
  */
 import { spawn } from 'node:child_process'
 import { unitRuntimeEnv } from './runtime-env.mjs'

@@ -105,6 +105,8 @@ export interface StartOptions {
    * upgrade has read another 1,000 records (serve tells systemd: cli/notify.ts)
    */
   onProgress?: (status: string) => void
+  /** full collections the runtime tuning has run so far (--runtime-idle-collection, --runtime-heap-trim): for /metrics */
+  runtimeCollections?: () => number
 }
 
 export async function startDaemon (config: Readonly<Config>, log: Logger, opts: StartOptions = {}): Promise<Daemon> {
@@ -265,7 +267,8 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
         uploadChunks: () => staging.chunkBudget,
         gcUnreferencedBytes: () => gc.unreferencedBytes,
         ...(ledger.poolStats != null ? { ledgerPool: () => (ledger.poolStats as NonNullable<typeof ledger.poolStats>).call(ledger) } : {}),
-        leases: () => ({ names: Object.values(LEASES), held: leases.held() })
+        leases: () => ({ names: Object.values(LEASES), held: leases.held() }),
+        ...(opts.runtimeCollections != null ? { runtimeCollections: opts.runtimeCollections } : {})
       }))
     ledger.observeCalls?.((operation, seconds, ok) => { metrics.ledgerCall(operation, seconds, ok) })
     if (gate != null) {

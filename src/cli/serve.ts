@@ -62,7 +62,8 @@ export async function serve (config: Readonly<Config>, log: Logger): Promise<voi
         endStep()
         step = [status, performance.now()]
         starting.report(status)
-      }
+      },
+      runtimeCollections: () => runtime.collections()
     })
     endStep()
   } catch (err) {

@@ -75,6 +75,8 @@ export interface MetricsSources {
   ledgerPool?(): { total: number, idle: number, waiting: number }
   /** the leases front ends sharing a ledger take turns on, and whether this one holds each */
   leases?(): { names: readonly string[], held: readonly string[] }
+  /** full collections run by the runtime tuning (runtime/apply.ts) */
+  runtimeCollections?(): number
 }
 
 export class Metrics {
@@ -134,6 +136,10 @@ export class Metrics {
   /** The gauges read from the components at each scrape, once they exist (once: a second call would register them twice). */
   watch (sources: MetricsSources): void {
     const r = this.registry
+    const collections = sources.runtimeCollections
+    if (collections != null) {
+      new client.Counter({ name: 'pind_runtime_collections_total', help: 'full garbage collections run by --runtime-idle-collection and --runtime-heap-trim', registers: [r], collect () { this.reset(); this.inc(collections()) } })
+    }
     const sending = sources.sending
     if (sending != null) {
       new client.Gauge({ name: 'pind_http_send_budget_bytes', help: 'response bytes streamed responses hold queued in user space now (--http-send-budget)', registers: [r], collect () { this.set(sending().inUse) } })

@@ -6,7 +6,7 @@
  * in docs/runtime.md.
  */
 import { releaseBuffersEarly } from './buffers.js'
-import { exposedCollection } from './collection.js'
+import { lastResortCollection, type Collection } from './collection.js'
 import { trimRetainedPages } from './heap-trim.js'
 import { limitHeapGrowth } from './heap-growth.js'
 import { collectWhenIdle } from './idle-collection.js'
@@ -50,11 +50,12 @@ export function startEnvironment (env: NodeJS.ProcessEnv = process.env): Record<
   return out
 }
 
-export function applyRuntime (settings: RuntimeSettings, opts: { collect?: () => void } = {}): RuntimeTuning {
+/** `collect`: the full collection to run (default: lastResortCollection's; null: none in this Node) */
+export function applyRuntime (settings: RuntimeSettings, opts: { collect?: Collection | null } = {}): RuntimeTuning {
   const wanted = [settings.runtimeIdleCollection && '--runtime-idle-collection', settings.runtimeHeapTrim && '--runtime-heap-trim'].filter(Boolean)
-  const collect = opts.collect ?? exposedCollection()
+  const collect = opts.collect === undefined ? lastResortCollection() : opts.collect ?? undefined
   if (wanted.length > 0 && collect == null) {
-    throw new RuntimeSettingError(`${wanted.join(' and ')} need V8's gc exposed: start pind with NODE_OPTIONS=--expose-gc, or turn ${wanted.length > 1 ? 'them' : 'it'} off`)
+    throw new RuntimeSettingError(`${wanted.join(' and ')} need V8's inspector, which this Node was built without: turn ${wanted.length > 1 ? 'them' : 'it'} off`)
   }
   const percent = settings.runtimeHeapGrowingPercent
   if (percent > 0 && !Number.isInteger(percent)) throw new RangeError(`heap growing percent must be a positive integer, not ${percent}`)

@@ -88,22 +88,27 @@ export interface HeapTrim {
 }
 
 /** Checks every `checkMs` (the timer does not keep the process up); nothing to do where /proc/self/status is missing. */
-export function trimRetainedPages (opts: { collect: () => void, checkMs?: number, policy?: TrimPolicy, sample?: () => MemorySample | undefined }): HeapTrim {
+export function trimRetainedPages (opts: { collect: () => Promise<void>, checkMs?: number, policy?: TrimPolicy, sample?: () => MemorySample | undefined }): HeapTrim {
   const { collect, checkMs = 10_000 } = opts
   const sample = opts.sample ?? sampleMemory
   const retained = new RetainedPages(opts.policy)
   let runs = 0
+  /** a trim under way: the checks wait for it */
+  let trimming = false
   const timer = setInterval(() => {
+    if (trimming) return
     const m = sample()
     if (m == null) {
       clearInterval(timer)
       return
     }
     if (!retained.check(m, performance.now())) return
-    collect()
-    runs++
-    const after = sample()
-    if (after != null) retained.trimmed(after)
+    trimming = true
+    collect().then(() => {
+      runs++
+      const after = sample()
+      if (after != null) retained.trimmed(after)
+    }, () => { /* none this time: the next checks decide again */ }).finally(() => { trimming = false })
   }, checkMs)
   timer.unref()
   return { get runs () { return runs }, stop: () => { clearInterval(timer) } }

@@ -19,7 +19,7 @@ export interface IdleCollection {
 }
 
 export interface IdleCollectionOptions {
-  collect: () => void
+  collect: () => Promise<void>
   checkMs?: number
   quietChecks?: number
   busyUtilization?: number
@@ -42,7 +42,10 @@ export function collectWhenIdle (opts: IdleCollectionOptions): IdleCollection {
   let worked = false
   let quiet = 0
   let runs = 0
+  /** a collection under way: the checks wait for it */
+  let collecting = false
   const timer = setInterval(() => {
+    if (collecting) return
     const now = performance.eventLoopUtilization()
     const utilization = performance.eventLoopUtilization(now, last).utilization
     last = now
@@ -52,11 +55,15 @@ export function collectWhenIdle (opts: IdleCollectionOptions): IdleCollection {
     if (!worked || ++quiet < quietChecks) return
     worked = false
     quiet = 0
-    collect()
-    runs++
-    collectedAt = heapSize()
-    // the collection's own time is not work
-    last = performance.eventLoopUtilization()
+    collecting = true
+    collect().then(() => {
+      runs++
+      collectedAt = heapSize()
+    }, () => { /* none this time (the inspector busy, say): the next stretch of work brings another */ }).finally(() => {
+      collecting = false
+      // the collection's own time is not work
+      last = performance.eventLoopUtilization()
+    })
   }, checkMs)
   timer.unref()
   return { get runs () { return runs }, stop: () => { clearInterval(timer) } }

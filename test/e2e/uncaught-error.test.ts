@@ -17,7 +17,7 @@ function preload (body: string): string {
 }
 
 async function faultAndExit (hook: string): Promise<{ code: number | null, lines: Array<Record<string, unknown>> }> {
-  const pind = await startPind({ env: { NODE_OPTIONS: `--expose-gc --require ${preload(hook)}` } }) // --expose-gc: the production runtime settings (test/helpers/pind.ts) need it
+  const pind = await startPind({ env: { NODE_OPTIONS: `--require ${preload(hook)}` } })
   const exited = new Promise<number | null>(resolve => { pind.proc.once('exit', code => { resolve(code) }) })
   pind.proc.kill('SIGUSR2')
   const code = await exited

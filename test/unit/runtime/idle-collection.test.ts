@@ -25,7 +25,7 @@ describe('collectWhenIdle', () => {
 
   it('collects once when the process goes quiet after work, and not again while quiet', async () => {
     let collections = 0
-    idle = collectWhenIdle({ checkMs: 100, quietChecks: 2, busyUtilization: 0.5, idleUtilization: 0.2, collect: () => { collections++ } })
+    idle = collectWhenIdle({ checkMs: 100, quietChecks: 2, busyUtilization: 0.5, idleUtilization: 0.2, collect: async () => { collections++ } })
     // work: the event loop busy for 300 ms
     spin(300)
     expect(await until(() => collections === 1)).toBe(true)
@@ -41,7 +41,7 @@ describe('collectWhenIdle', () => {
   it('collects again while quiet once the heap has grown by 4 MiB since its last collection (work too light to count)', async () => {
     let heap = 50 * MiB
     let collections = 0
-    idle = collectWhenIdle({ checkMs: 100, quietChecks: 2, busyUtilization: 0.5, idleUtilization: 0.2, heapSize: () => heap, collect: () => { collections++ } })
+    idle = collectWhenIdle({ checkMs: 100, quietChecks: 2, busyUtilization: 0.5, idleUtilization: 0.2, heapSize: () => heap, collect: async () => { collections++ } })
     spin(300)
     expect(await until(() => collections === 1)).toBe(true)
     // quiet, the heap grows a little: nothing
@@ -58,7 +58,7 @@ describe('collectWhenIdle', () => {
   })
 
   it('does not collect while idle without work, nor under load', async () => {
-    idle = collectWhenIdle({ checkMs: 100, quietChecks: 2, busyUtilization: 0.5, idleUtilization: 0.2, collect: () => {} })
+    idle = collectWhenIdle({ checkMs: 100, quietChecks: 2, busyUtilization: 0.5, idleUtilization: 0.2, collect: async () => {} })
     const t = performance.now()
     await until(() => performance.now() - t > 800)
     expect(idle.runs).toBe(0)
@@ -71,5 +71,16 @@ describe('collectWhenIdle', () => {
     } finally {
       clearInterval(load)
     }
+  })
+
+  it('a collection that fails is not counted, and the next stretch of work brings another', async () => {
+    let calls = 0
+    idle = collectWhenIdle({ checkMs: 100, quietChecks: 2, busyUtilization: 0.5, idleUtilization: 0.2, collect: async () => { if (++calls === 1) throw new Error('inspector busy') } })
+    spin(150)
+    expect(await until(() => calls === 1)).toBe(true)
+    expect(idle.runs).toBe(0)
+    spin(150)
+    expect(await until(() => idle?.runs === 1)).toBe(true)
+    expect(calls).toBe(2)
   })
 })
