@@ -36,7 +36,7 @@ export async function serve (config: Readonly<Config>, log: Logger): Promise<voi
   // the runtime tuning the operator asked for (--runtime-*; docs/runtime.md)
   let runtime: RuntimeTuning
   try {
-    runtime = applyRuntime(config)
+    runtime = applyRuntime(config, { log })
   } catch (err) {
     if (!(err instanceof RuntimeSettingError)) throw err
     process.stderr.write(`pind: ${err.message}\n`)

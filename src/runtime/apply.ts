@@ -5,6 +5,7 @@
  * setting, and the production environment of scripts/pind.service and scripts/Dockerfile, are
  * in docs/runtime.md.
  */
+import type { Logger } from '../kernel/log.js'
 import { releaseBuffersEarly } from './buffers.js'
 import { lastResortCollection, type Collection } from './collection.js'
 import { trimRetainedPages } from './heap-trim.js'
@@ -50,10 +51,31 @@ export function startEnvironment (env: NodeJS.ProcessEnv = process.env): Record<
   return out
 }
 
-/** `collect`: the full collection to run (default: lastResortCollection's; null: none in this Node) */
-export function applyRuntime (settings: RuntimeSettings, opts: { collect?: Collection | null } = {}): RuntimeTuning {
+/**
+ * The collection, telling `log` the first time one fails (the inspector refused it, say): the
+ * idle collection and the heap trim go on without it and try again at their next chance, and
+ * pind_runtime_collections_total stops counting, so the operator hears of it once, not at every try.
+ */
+export function reportedCollection (collect: Collection, log: Pick<Logger, 'warn'>): Collection {
+  let told = false
+  return async () => {
+    try {
+      await collect()
+    } catch (err) {
+      if (!told) {
+        told = true
+        log.warn('a forced garbage collection failed (--runtime-idle-collection, --runtime-heap-trim): they go on and try again; told once', { error: (err as Error)?.message ?? String(err) })
+      }
+      throw err
+    }
+  }
+}
+
+/** `collect`: the full collection to run (default: lastResortCollection's; null: none in this Node); `log`: where a failed one is told */
+export function applyRuntime (settings: RuntimeSettings, opts: { collect?: Collection | null, log?: Pick<Logger, 'warn'> } = {}): RuntimeTuning {
   const wanted = [settings.runtimeIdleCollection && '--runtime-idle-collection', settings.runtimeHeapTrim && '--runtime-heap-trim'].filter(Boolean)
-  const collect = opts.collect === undefined ? lastResortCollection() : opts.collect ?? undefined
+  const given = opts.collect === undefined ? lastResortCollection() : opts.collect ?? undefined
+  const collect = given != null && opts.log != null ? reportedCollection(given, opts.log) : given
   if (wanted.length > 0 && collect == null) {
     throw new RuntimeSettingError(`${wanted.join(' and ')} need V8's inspector, which this Node was built without: turn ${wanted.length > 1 ? 'them' : 'it'} off`)
   }

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { applyRuntime, RuntimeSettingError, startEnvironment, type RuntimeTuning } from '../../../src/runtime/apply.js'
+import { applyRuntime, reportedCollection, RuntimeSettingError, startEnvironment, type RuntimeTuning } from '../../../src/runtime/apply.js'
 import { releaseBytes } from '../../../src/runtime/buffers.js'
 
 const settings = { runtimeIdleCollection: false, runtimeHeapTrim: false, runtimeHeapGrowingPercent: 0, runtimeReleaseBuffers: true }
@@ -44,5 +44,21 @@ describe('applyRuntime (the --runtime-* settings)', () => {
   it('reports the start environment the runtime read (GLIBC_TUNABLES, NODE_OPTIONS) and nothing else', () => {
     expect(startEnvironment({ GLIBC_TUNABLES: 'glibc.malloc.mmap_threshold=16384', NODE_OPTIONS: '--expose-gc', PIND_SETTLER_KEY: 'secret', PATH: '/bin' }))
       .toEqual({ GLIBC_TUNABLES: 'glibc.malloc.mmap_threshold=16384', NODE_OPTIONS: '--expose-gc' })
+  })
+
+  it('tells the log the first time a collection fails, once, and lets each failure through to its caller', async () => {
+    const warnings: Array<[string, unknown]> = []
+    let fail = true
+    let runs = 0
+    const collect = reportedCollection(async () => { runs++; if (fail) throw new Error('inspector refused') }, { warn: (msg, fields) => { warnings.push([msg, fields]) } })
+    await expect(collect()).rejects.toThrow('inspector refused')
+    await expect(collect()).rejects.toThrow('inspector refused')
+    expect(warnings).toHaveLength(1)
+    expect(warnings[0]?.[0]).toMatch(/a forced garbage collection failed/)
+    expect(warnings[0]?.[1]).toEqual({ error: 'inspector refused' })
+    fail = false
+    await collect()
+    expect(runs).toBe(3)
+    expect(warnings).toHaveLength(1)
   })
 })
