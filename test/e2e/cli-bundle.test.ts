@@ -83,4 +83,31 @@ describe("the binary's CLI bundle", () => {
     expect(kinds).toHaveLength(2)
     expect(new Set(kinds.map(k => k.split('-')[0])).size).toBe(1)
   })
+
+  it('hands over the commands that meet a module it lacks before they write anything: config show with a checksummed address, keys peer-id', async () => {
+    const native = tempDir('pind-cli-cc-')
+    const env = { HOME: home, NODE_PATH: undefined, PIND_CONFIG: undefined, PKG_NATIVE_CACHE_PATH: native }
+    // viem checks the checksum: the CLI bundle has none of it
+    const shown = await runPind(['config', 'show', '--json', '--pay-to', '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC'], { binary: bin, env })
+    expect(shown.err).toBe('')
+    expect(shown.code).toBe(0)
+    expect(shown.out.trim().split('\n')).toHaveLength(1)
+    expect(JSON.parse(shown.out).settings).toContainEqual(expect.objectContaining({ key: 'payTo', value: '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC', from: '--pay-to' }))
+    const bad = await runPind(['config', 'show', '--pay-to', '0x3c44CdDdB6a900fa2b585dd299e03d12FA4293BC'], { binary: bin, env })
+    expect(bad.code).toBe(2)
+    expect(bad.err).toMatch(/checksum/i)
+    const builds = new Set(caches(native).map(c => c.split('-')[0]))
+    expect(builds.size).toBe(2)
+
+    const dataDir = tempDir()
+    const pind = await startPind({ binary: bin, dataDir, env })
+    expect(await pind.stop()).toBe(0)
+    const serving = pind.stderr().split('\n').find(l => l.includes('"msg":"serving"')) as string
+    const peer = (JSON.parse(serving) as { peerId: string }).peerId
+    expect(peer).toMatch(/^12D3KooW\w+$/)
+    const id = await runPind(['keys', 'peer-id', '--data-dir', dataDir], { binary: bin, env })
+    expect(id.code).toBe(0)
+    expect(id.out.trim().split('\n')).toHaveLength(1)
+    expect(id.out.trim()).toBe(peer)
+  })
 })
