@@ -8,7 +8,7 @@
  * "listen EINVAL" (the admin socket's path limit).
  */
 import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
-import { randomBytes } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startDevChain, type DevChain } from '../../scripts/devchain/index.mjs'
@@ -157,6 +157,9 @@ describe("lmdb's native addon, unpacked into the data dir", () => {
       .map(e => join(e.parentPath, e.name))
       .filter(p => statSync(p).size > 1_000_000) // lmdb's, not msgpackr-extract's (17 KiB)
     const good = readFileSync(addon as string)
+    // the second start checked the copy's sha256 and left a stamp of the file it checked: the next starts do not read it again
+    const st = statSync(addon as string, { bigint: true })
+    expect(readFileSync(`${addon as string}.checked`, 'utf8')).toBe(`${createHash('sha256').update(good).digest('hex')} ${st.dev} ${st.ino} ${st.size} ${st.ctimeNs}\n`)
     writeFileSync(addon as string, Buffer.concat([good.subarray(0, 4096), Buffer.alloc(good.length - 4096)]))
     const third = await startPind({ binary: bin, cwd: dir, dataDir, env: env() })
     try {
