@@ -12,6 +12,12 @@
  *   - only when named (--only plain): the unknown CID's 402 from a second pind
  *     started with --bazaar false, the same terms without the bazaar extension:
  *     the baseline of what the extension costs (bench.mjs row bazaar402)
+ *   - only when named (--only floor): node:http's floor for that 402, a bare
+ *     server in a child process that reads the same POST body, parses its JSON
+ *     and answers the bytes pind answered for the unknown CID (status, headers,
+ *     body, a fresh x-request-id), nothing else: what any node:http server
+ *     sending that answer reaches on this machine, for context beside the
+ *     unknown CID's row (bench.mjs prints it; it is not a target)
  * pind runs on a local dev chain, so the 402 (PAYMENT-REQUIRED) is the real one.
  * The load generator is an undici Pool of N keep-alive connections, each
  * issuing requests back to back; it counts responses completed in the measured
@@ -23,9 +29,9 @@
  * its target's slices: steadier than the rates on a shared machine, where
  * the load generator and other work compete for the same cores.
  *
- * `--json`: a last line with each target's figures as JSON (keys hello, health, unknown, local, plain).
+ * `--json`: a last line with each target's figures as JSON (keys hello, health, unknown, local, plain, floor).
  *
- * Usage: node scripts/bench-rates.mjs [--duration 5] [--warmup 1] [--connections 32] [--rounds 5] [--bundle | --cjs <bundle>] [--only health,unknown,local,plain] [--json]
+ * Usage: node scripts/bench-rates.mjs [--duration 5] [--warmup 1] [--connections 32] [--rounds 5] [--bundle | --cjs <bundle>] [--only health,unknown,local,plain,floor] [--json]
  *   (default runs the binary dist/pind; --bundle runs node dist/pind.cjs; --cjs runs that bundle instead,
  *   e.g. a baseline kept from another tree; --only: these targets
  *   and the hello-world, e.g. to profile one path with BENCH_SERVE_NODE_OPTIONS, scripts/bench-lib.mjs)
@@ -89,13 +95,12 @@ async function load (pool, { method = 'GET', path, body, headers, expect }, warm
   return { count, secs: (end - start) / 1000, lat }
 }
 
-/** A bare node:http hello-world in a child process; resolves with its origin and a stop(). */
-async function startHello () {
-  const code = "const s=require('node:http').createServer((q,r)=>{r.writeHead(200,{'content-type':'text/plain'});r.end('hello world')});s.listen(0,'127.0.0.1',()=>console.log(s.address().port))"
-  const proc = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'inherit'] })
+/** node:http `code` in a child process, printing its port; resolves with its origin, pid and a stop(). */
+async function startChild (name, code, env = {}) {
+  const proc = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } })
   const port = await new Promise((resolve, reject) => {
     proc.stdout.once('data', b => resolve(Number(String(b).trim())))
-    proc.once('exit', c => reject(new Error(`hello-world exited ${c}`)))
+    proc.once('exit', c => reject(new Error(`${name} exited ${c}`)))
   })
   return {
     origin: `http://127.0.0.1:${port}`,
@@ -104,7 +109,29 @@ async function startHello () {
   }
 }
 
-let hello, chain, pind, plain
+/** A bare node:http hello-world in a child process */
+const startHello = () => startChild('hello-world', "const s=require('node:http').createServer((q,r)=>{r.writeHead(200,{'content-type':'text/plain'});r.end('hello world')});s.listen(0,'127.0.0.1',()=>console.log(s.address().port))")
+
+/**
+ * node:http's floor for a 402: reads the POST body, parses its JSON, and answers `answer`
+ * (pind's own head fields and body) with a fresh x-request-id, as pind does. No logic beyond.
+ */
+const startFloor = (answer) => startChild('the 402 floor', `
+const http = require('node:http'); const { randomUUID } = require('node:crypto')
+const { headers, body } = JSON.parse(process.env.FLOOR_ANSWER)
+const s = http.createServer((q, r) => {
+  const chunks = []
+  q.on('data', c => { chunks.push(c) })
+  q.on('end', () => {
+    const req = JSON.parse(Buffer.concat(chunks).toString('utf8'))
+    if (typeof req.cid !== 'string') { r.writeHead(400); r.end(); return }
+    r.writeHead(402, { ...headers, 'content-length': Buffer.byteLength(body), 'x-request-id': randomUUID() })
+    r.end(body)
+  })
+})
+s.listen(0, '127.0.0.1', () => console.log(s.address().port))`, { FLOOR_ANSWER: JSON.stringify(answer) })
+
+let hello, chain, pind, plain, floor
 try {
   console.log(`bench-rates: ${connections} keep-alive connections, ${warmupS} s warm-up + ${durationS} s per target in ${rounds} rounds, ${bundle ? `bundle ${cjs}` : 'binary dist/pind'}, Node ${process.version}`)
   hello = await startHello()
@@ -134,12 +161,23 @@ try {
 
   const unpaid = (cid) => ({ method: 'POST', path: '/pins', body: JSON.stringify({ cid }), headers: { 'content-type': 'application/json' }, expect: 402 })
   // one request of each kind, to show the 402 is the real one
+  let unknown402
   for (const cid of [UNKNOWN_CID, localCid]) {
     const r = await fetch(`${pind.url}/pins`, { method: 'POST', body: JSON.stringify({ cid }), headers: { 'content-type': 'application/json' } })
     const pr = r.headers.get('payment-required')
     if (r.status !== 402 || pr == null) throw new Error(`POST /pins ${cid}: ${r.status}, PAYMENT-REQUIRED ${pr == null ? 'missing' : 'present'}`)
-    const body = await r.json()
+    const text = await r.text()
+    const body = JSON.parse(text)
+    if (cid === UNKNOWN_CID) unknown402 = { headers: Object.fromEntries(['content-type', 'cache-control', 'payment-required'].map(n => [n, r.headers.get(n)])), body: text }
     console.log(`  402 for the ${cid === localCid ? 'local' : 'unknown'} CID ${cid}: ${body.price?.amount} atomic units, size from ${body.sizeSource}`)
+  }
+
+  if (only?.has('floor')) {
+    floor = await startFloor(unknown402)
+    // it answers what pind answered, byte for byte (but the request id)
+    const r = await fetch(`${floor.origin}/pins`, { method: 'POST', body: JSON.stringify({ cid: UNKNOWN_CID }), headers: { 'content-type': 'application/json' } })
+    const same = r.status === 402 && await r.text() === unknown402.body && Object.entries(unknown402.headers).every(([n, v]) => r.headers.get(n) === v)
+    if (!same) throw new Error('the 402 floor does not answer what pind answered')
   }
 
   // the targets take turns in short slices, so load from other work on the machine falls on all of them alike
@@ -148,7 +186,8 @@ try {
     ['health', 'GET /health', origin, pind.proc.pid, { path: '/health', expect: 200 }],
     ['unknown', 'POST /pins → 402 (unknown CID, probe off)', origin, pind.proc.pid, unpaid(UNKNOWN_CID)],
     ['local', 'POST /pins → 402 (local CID)', origin, pind.proc.pid, unpaid(localCid)],
-    ...(plain != null ? [['plain', 'POST /pins → 402 (unknown, --bazaar false)', new URL(plain.url).origin, plain.proc.pid, unpaid(UNKNOWN_CID)]] : [])
+    ...(plain != null ? [['plain', 'POST /pins → 402 (unknown, --bazaar false)', new URL(plain.url).origin, plain.proc.pid, unpaid(UNKNOWN_CID)]] : []),
+    ...(floor != null ? [['floor', 'node:http floor: the same 402 bytes', floor.origin, floor.pid, unpaid(UNKNOWN_CID)]] : [])
   ].filter(([key]) => key === 'hello' || only == null || only.has(key)).map(([key, label, o, pid, spec]) => ({ key, label, spec, pid, pool: new Pool(o, { connections, pipelining: 1 }), count: 0, secs: 0, lat: [], cpu: 0, cpuCount: 0 }))
   for (let round = 0; round < rounds; round++) {
     for (const t of targets) {
@@ -177,4 +216,5 @@ try {
   }
   await chain?.stop()
   await hello?.stop()
+  await floor?.stop()
 }

@@ -75,6 +75,8 @@ describe('npm run bench --quick', () => {
     const rowLine = (label: string): string => lines.find(l => l.startsWith(label)) ?? ''
     expect(rowLine('GET /health rate'), report).toMatch(/^GET \/health rate +[\d,.]+ req\/s +vs hello-world [\d,.]+ req\/s +\d+% +target ≥ 85% of baseline +(met|MISSED)$/)
     expect(rowLine('402 unknown CID'), report).toMatch(/^402 unknown CID +[\d,.]+ req\/s +vs hello-world [\d,.]+ req\/s +\d+% +target ≥ 60% of baseline +(met|MISSED)$/)
+    // under it, for context: a bare node:http server answering the same 402 bytes (bench-rates checks they are pind's)
+    expect(lines[lines.indexOf(rowLine('402 unknown CID')) + 1], report).toMatch(/^ +\(node:http answering the same 402 bytes: [\d,.]+ req\/s, \d+% of hello-world\)$/)
     // the same 402 from a second pind with --bazaar false is the baseline of the bazaar block's cost
     expect(rowLine('402 with the bazaar block'), report).toMatch(/^402 with the bazaar block +[\d,.]+ req\/s +vs 402 without \(--bazaar false\) [\d,.]+ req\/s +\d+% +target ≥ 90% of baseline +(met|MISSED)$/)
     expect(rowLine('pind keys mint via serve'), report).toMatch(/^pind keys mint via serve +[\d,.]+ ms +vs pind --version [\d,.]+ ms +[\d.]+× +target < 200 ms +(met|MISSED)$/)
@@ -84,7 +86,7 @@ describe('npm run bench --quick', () => {
     const j = JSON.parse(r.stdout) as {
       quick: boolean
       productionEnv: Record<string, string>
-      rows: Array<{ name: string, figure: number, baseline: number, ratio: number, met: boolean, target: { on: string, atLeast?: number, below?: number } }>
+      rows: Array<{ name: string, figure: number, baseline: number, ratio: number, met: boolean, target: { on: string, atLeast?: number, below?: number }, context?: { label: string, figure: number, ratio: number } }>
       met: number
       missed: number
       loadavg: { start: number[], end: number[] }
@@ -99,6 +101,10 @@ describe('npm run bench --quick', () => {
       expect(row.met, row.name).toBe(row.target.on === 'ratio' ? row.ratio >= row.target.atLeast! : row.figure < row.target.below!)
     }
     expect(j.met + j.missed).toBe(4)
+    const unknown = j.rows.find(x => x.name === 'unknown402')!
+    expect(unknown.context?.figure).toBeGreaterThan(0)
+    expect(unknown.context!.ratio).toBeCloseTo(unknown.context!.figure / unknown.baseline, 9)
+    expect(j.rows.filter(x => x.context != null).map(x => x.name)).toEqual(['unknown402'])
     expect(j.loadavg.start).toHaveLength(3)
   }, 120_000)
 })
