@@ -5,9 +5,10 @@
  * peak RSS < 200 MB):
  *
  *   - upload: the whole paid exchange of a 100 MB file against the built binary with
- *     --blockstore s3 (402, sign, paid POST /upload: import, stage on local disk, settle
- *     on chain, PUT every block to the bucket, ledger record, 201; the service logs each
- *     phase's milliseconds and the script prints them), vs PUTting the same
+ *     --blockstore s3 (402, sign, paid POST /upload: import with every block PUT to the
+ *     bucket as the body arrives, settle on chain, ledger record, 201; the service logs
+ *     each phase's milliseconds and the script prints them; with PIND_UPLOAD_WRITES=staged
+ *     in the environment: staged on local disk, settled, then PUT), vs PUTting the same
  *     bytes as the same 1 MiB blocks into the same bucket with the SDK directly, as many
  *     in flight as pind's commit keeps (S3_TUNING.concurrency);
  *   - upload with a ticket: the same file paid by a prepaid ticket, all timed (402, sign,
@@ -193,7 +194,9 @@ try {
   console.log(line(`raw SDK: GET the same 1 MiB blocks, ${READ_AHEAD} in flight`, t.get))
   const ratio = (base, x) => base.map((b, i) => b / x[i])
   const ph = (k) => phases.map(p => p[k]).join(', ')
-  console.log(`  pind's phases per upload (ms): import ${ph('importMs')}; seal ${ph('sealMs')}; store ready ${ph('readyMs')}; settle ${ph('settleMs')}; commit (the PUTs) ${ph('commitMs')}; ledger ${ph('ledgerMs')} — commit vs raw PUT ${median(t.put.map((x, i) => x / phases[i].commitMs)).toFixed(2)}`)
+  // written as the body arrives (--upload-writes auto with S3), or staged and committed after the settlement (staged)
+  if (phases.every(p => p.writes === 'direct')) console.log(`  pind's phases per upload (ms): import (receive, hash, blocks handed to their PUTs) ${ph('importMs')}; PUTs still running after the body ${ph('storedMs')}; settle ${ph('settleMs')}; ledger ${ph('ledgerMs')} — import vs raw PUT ${median(t.put.map((x, i) => x / phases[i].importMs)).toFixed(2)}`)
+  else console.log(`  pind's phases per upload (ms): import ${ph('importMs')}; seal ${ph('sealMs')}; store ready ${ph('readyMs')}; settle ${ph('settleMs')}; commit (the PUTs) ${ph('commitMs')}; ledger ${ph('ledgerMs')} — commit vs raw PUT ${median(t.put.map((x, i) => x / phases[i].commitMs)).toFixed(2)}`)
   const tphases = pind.stderr().split('\n').filter(l => l.includes('"upload pinned with a ticket"')).map(l => JSON.parse(l)).slice(-runs)
   const tph = (k) => tphases.map(p => p[k]).join(', ')
   if (tickets) console.log(`  pind's phases per ticket upload (ms): import (receive, hash, blocks handed to their PUTs) ${tph('importMs')}; PUTs still running after the body ${tph('storedMs')}; in all (claim included) ${tph('ms')}`)

@@ -14,6 +14,7 @@ const BOTH_BACKENDS = [
   'test/e2e/gc-concurrent.test.ts',
   'test/e2e/gc-auto.test.ts',
   'test/e2e/crash.test.ts',
+  'test/e2e/settle-uncertain.test.ts',
   'test/http/gateway/*.test.ts',
   'test/unit/service/gc.test.ts'
 ]

@@ -127,7 +127,7 @@ export async function openCore (paths: DataDirLayout, opts: CoreOptions = {}): P
       inFlight,
       direct: new DirectImports(blocks, inFlight, (n, bytes) => { usage.added(n, bytes) }),
       journals: new WriteJournals(paths.directWrites),
-      settlement: settlementActions({ ledger: ledger.pins, tickets: ledger, staging, lock }),
+      settlement: settlementActions({ ledger: ledger.pins, tickets: ledger, staging, blocks, lock }),
       gc: { pins: ledger.pins, blocks, lock, graceMs, held: async () => blocksHeld(await ledger.notes.all()), inFlight, onRemoved: (n, bytes) => { usage.removed(n, bytes) } },
       keystore,
       tokens,

@@ -60,6 +60,8 @@ export const ROUTING_MODES = ['none', 'dht', 'delegated'] as const
 export type RoutingMode = typeof ROUTING_MODES[number]
 export const DHT_MODES = ['auto', 'client', 'server'] as const
 export type DhtMode = typeof DHT_MODES[number]
+export const UPLOAD_WRITES = ['auto', 'staged', 'direct'] as const
+export type UploadWrites = typeof UPLOAD_WRITES[number]
 export const PROVIDE_STRATEGIES = ['roots', 'all'] as const
 export type ProvideStrategy = typeof PROVIDE_STRATEGIES[number]
 
@@ -159,6 +161,7 @@ export interface Config {
   routing: RoutingMode[]
   bootstrap: string[]
   dhtMode: DhtMode
+  uploadWrites: UploadWrites
   routingPrivateAddresses: boolean
   delegatedRoutingUrl?: string
   provideStrategy: ProvideStrategy
@@ -310,6 +313,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'uploadMaxBytes', flag: '--upload-max-bytes <n>', env: 'PIND_UPLOAD_MAX_BYTES', default: DEFAULT_UPLOAD_MAX_BYTES, parse: int(1, 2 ** 40), description: 'largest file accepted by POST /upload' },
   { key: 'pinMaxBytes', flag: '--pin-max-bytes <n>', env: 'PIND_PIN_MAX_BYTES', default: DEFAULT_PIN_MAX_BYTES, parse: int(1, 2 ** 50), description: 'largest DAG a pin by CID may hold (bytes of all blocks)' },
   { key: 'uploadConcurrency', flag: '--upload-concurrency <n>', env: 'PIND_UPLOAD_CONCURRENCY', default: 32, parse: int(1, 1024), description: 'paid uploads streamed at the same time; past this a paid upload gets 503 with Retry-After before its payment is used' },
+  { key: 'uploadWrites', flag: '--upload-writes <mode>', env: 'PIND_UPLOAD_WRITES', default: 'auto', parse: oneOf(UPLOAD_WRITES), description: 'where a paid upload\'s blocks go while its body arrives. staged: a staging folder on local disk, put in the block store once the payment settles (nothing reaches the store unpaid); direct: the block store at once, once the payment verified (the writes overlap the body; what a failed upload wrote is deleted again); auto: direct with S3, staged on disk' },
   { key: 'uploadTicketValidity', flag: '--upload-ticket-validity <duration>', env: 'PIND_UPLOAD_TICKET_VALIDITY', default: 30 * 86400, parse: duration(60, 400 * 86400), description: 'how long a prepaid upload ticket (POST /upload/tickets) can be used after its purchase' },
   { key: 'uploadTicketRetries', flag: '--upload-ticket-retries <n>', env: 'PIND_UPLOAD_TICKET_RETRIES', default: 3, parse: int(1, 100), description: 'failed uploads with one ticket may write this many times its bytes in all (each failed upload\'s blocks are removed at once); then the ticket answers 410' },
   { key: 'pinFetchConcurrency', flag: '--pin-fetch-concurrency <n>', env: 'PIND_PIN_FETCH_CONCURRENCY', default: 4, parse: int(1, 256), description: 'pins by CID fetched at the same time (each with up to 32 blocks in flight)' },

@@ -64,7 +64,8 @@ export interface BlockBackend {
   commit(blocks: StagedBlock[], signal?: AbortSignal, buffers?: BlockBuffers): Promise<{ added: number, addedBytes: number }>
   /**
    * Stores one block durably, now, straight from memory (an upload with a
-   * prepaid ticket: its blocks reach the store while its body arrives).
+   * prepaid ticket, or a paid one to S3: its blocks reach the store while its
+   * body arrives; S3 keeps a copy in its read cache, as a commit does).
    * Idempotent. The caller registers the block in flight first
    * (in-flight-blocks.ts), so gc cannot delete it meanwhile; that is also
    * what makes skipping a block the store holds already safe. Returns

@@ -1,12 +1,15 @@
 /**
  * An import whose blocks go straight to the block store while the body is
  * still arriving: the import of an upload with a prepaid ticket (its payment
- * settled before the body was sent, so no staging copy is needed).
+ * settled before the body was sent, so no staging copy is needed), and of a
+ * paid upload with S3 as the store once its payment verified (its PUTs
+ * overlap the import; service/uploads/upload.ts, UploadWrites).
  *
  * - Each block is registered in flight (in-flight-blocks.ts) before it is
  *   written, so gc never deletes it before the upload's pin references it;
  *   the upload releases the registrations after its claim or its failure
- *   (service/uploads/ticket-upload.ts).
+ *   (service/uploads/ticket-upload.ts; a paid upload's once its pin is recorded,
+ *   its settlement note holds them, or it failed: upload.ts).
  * - Each block is noted in the upload's write journal before its write
  *   begins, so a crash leaves a list of what to judge at start
  *   (write-journal.ts).

@@ -174,8 +174,13 @@ export class S3Backend implements BlockBackend {
 
   /** One block from memory: a PUT (always made: a name known to be in the bucket may have been deleted since by gc in another process). */
   async put (cid: CID, bytes: Uint8Array, signal?: AbortSignal): Promise<boolean> {
-    const knownBefore = this.known.has(blockName(cid))
+    const name = blockName(cid)
+    const knownBefore = this.known.has(name)
+    // taken before the write: a removal meanwhile keeps the copy out of the cache
+    const ticket = this.cache?.ticket()
     await this.write(cid, bytes, signal)
+    // in the bucket: a copy for the read cache, as a commit keeps (an upload's first reads hit it)
+    if (this.cache != null && ticket != null) await this.cache.put(name, [bytes], ticket)
     return !knownBefore
   }
 

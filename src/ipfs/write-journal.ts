@@ -1,17 +1,19 @@
 /**
- * What an upload with a ticket is writing straight to the block store
- * (direct-import.ts), one journal file per upload: a header naming the ticket,
+ * What an upload is writing straight to the block store (direct-import.ts:
+ * one with a ticket, or a paid one with S3 as the store), one journal file per
+ * upload: a header naming the ticket (empty for a paid upload),
  * then one line per block, appended before the block's write begins. The
  * upload removes its journal once it has ended (its pin claims the blocks, or
  * its blocks that no pin references are deleted again). A journal found at
  * start is an upload a crash cut: its blocks are judged as a failed upload's
- * (service/uploads/ticket-upload.ts, recoverTicketWrites).
+ * (service/uploads/ticket-upload.ts, recoverTicketWrites); a paid upload's
+ * blocks its settlement note names are held by the note.
  *
  * The lines are written, not fsync'd: a killed process leaves them in the
  * page cache and they survive it; after a power loss a block may outlive its
  * line, and the next gc removes it.
  *
- *   pind-direct-writes 1 <ticket id>
+ *   pind-direct-writes 1 <ticket id, or nothing>
  *   <cid> <bytes>
  */
 import { randomUUID } from 'node:crypto'

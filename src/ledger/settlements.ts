@@ -41,7 +41,7 @@ export interface SettlingRecord {
   /**
    * What the payment buys, so that it can be carried out without the
    * request: the pin as it would have been recorded (a pin by CID, a
-   * replacement, or an upload whose sealed staging folder is kept). A note
+   * replacement, or an upload whose blocks are kept). A note
    * found paid on chain with this is fulfilled by reconciliation instead of
    * waiting for an operator.
    */
@@ -53,8 +53,12 @@ export interface SettlementFulfilment {
   proof: string
   /** a new pin: as it is to be recorded, payment fields as known before settlement (no tx) */
   pin?: PinRecord
-  /** an upload: its staging folder (kept across restarts while the note lives) and every block of its DAG */
-  upload?: { staging: string, blocks: string[] }
+  /**
+   * an upload: every block of its DAG, and `staging`, its sealed staging folder (kept across restarts
+   * while the note lives). Without `staging` the blocks are in the block store already (an upload to S3
+   * writes them as its body arrives): the note holds them there from gc until it is fulfilled or dropped.
+   */
+  upload?: { staging?: string, blocks: string[] }
   /** a renewal: the pin and the months bought */
   renew?: { requestid: string, months: number }
   /** an upload ticket (tickets.ts): as it is to be recorded, without its settlement transaction */

@@ -3,9 +3,9 @@
  * anvil) forwards the embedded facilitator's eth_sendRawTransaction to the
  * chain — the payment is made — and then drops the connection. pind cannot
  * tell how the settlement ended: the upload answers 503 (not 402: the payer
- * did nothing wrong), its settlement note and its staged blocks stay, and
- * reconciliation finds the authorization used and records the pin from them,
- * as after a crash. The payer's retry with the same payment gets that pin.
+ * did nothing wrong), its settlement note and its blocks stay (staged on
+ * disk; in the bucket with S3, vitest project s3), and reconciliation finds
+ * the authorization used and records the pin from them, as after a crash. The payer's retry with the same payment gets that pin.
  * Likewise a pin by CID whose remote facilitator settled on chain and then
  * failed its answer (the settle call threw).
  */
@@ -13,6 +13,7 @@ import { randomBytes } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startDevChain, usdcBalance, type DevChain } from '../../scripts/devchain/index.mjs'
 import { rawCid } from '../../scripts/peer/index.mjs'
+import { blockstoreUnderTest } from '../helpers/backend.js'
 import { startFacilitatorStandIn, type StandIn } from '../helpers/facilitator-standin.js'
 import { recordingPayer, uploadForm } from '../helpers/paying-client.js'
 import { runPind, startPind, type PindProcess } from '../helpers/pind.js'
@@ -29,9 +30,10 @@ beforeAll(async () => {
   chain = await startDevChain({ payers: 1 })
   proxy = await startRpcProxy(chain.rpcUrl)
   // reconciliation every second (it runs at the expiry sweep interval, at most every 5 minutes)
+  const blocks = await blockstoreUnderTest()
   pind = await startPind({
-    args: ['--rpc-url', proxy.url, '--asset', chain.usdc, '--pay-to', chain.payTo, '--expiry-sweep-interval', '1s'],
-    env: { PIND_SETTLER_KEY: chain.settlerKey }
+    args: ['--rpc-url', proxy.url, '--asset', chain.usdc, '--pay-to', chain.payTo, '--expiry-sweep-interval', '1s', ...blocks.args],
+    env: { PIND_SETTLER_KEY: chain.settlerKey, ...blocks.env }
   })
 })
 
@@ -44,7 +46,7 @@ afterAll(async () => {
 })
 
 describe('a settlement that threw', () => {
-  it('an upload whose settlement answer was lost keeps its note and staged blocks, and reconciliation records the pin it paid for', async () => {
+  it('an upload whose settlement answer was lost keeps its note and its blocks, and reconciliation records the pin it paid for', async () => {
     const bytes = randomBytes(1_500_000)
     const before = await usdcBalance(chain, chain.payTo)
     const payer = recordingPayer(chain, chain.payers[0]!.privateKey)

@@ -10,9 +10,12 @@
  * - a read of a block that is not cached answers 503/504 with Retry-After;
  * - /health and /ready answer within seconds (they took 20 s and more when
  *   they waited on the bucket), then name the failing check;
- * - an upload whose payment settled just as the bucket froze answers 503 that
- *   says so (not a dropped connection), and is pinned once the bucket answers.
+ * - an upload whose payment settled just as the bucket froze: its blocks went
+ *   to the bucket as its body arrived, so it is pinned at once (201); staged
+ *   (--upload-writes staged), it answers 503 that says so (not a dropped
+ *   connection), and is pinned once the bucket answers.
  * After SIGCONT pind recovers by itself, and every payment moved has its pin.
+ * Run with each --upload-writes mode S3 offers: auto (direct) and staged.
  */
 import { randomBytes } from 'node:crypto'
 import { afterAll, beforeAll, expect, it } from 'vitest'
@@ -35,16 +38,9 @@ let pind: PindProcess
 const env = (): Record<string, string> => ({ PIND_S3_ACCESS_KEY_ID: s3().accessKeyId, PIND_S3_SECRET_ACCESS_KEY: s3().secretAccessKey })
 
 beforeAll(async () => {
-  chain = await startDevChain({ payers: 3 })
+  chain = await startDevChain({ payers: 6 })
   gateway = await stoppableGateway(`h${process.pid}`)
   rpc = await startRpcProxy(chain.rpcUrl)
-  const bucket = await newBucket()
-  const { args, env: chainEnv } = chainArgs(chain)
-  const viaProxy = args.map(a => a === chain.rpcUrl ? rpc.url : a)
-  pind = await startPind({
-    args: [...viaProxy, '--blockstore', 's3', '--s3-endpoint', gateway.endpoint, '--s3-bucket', bucket, '--s3-force-path-style', '--rate-limit-unpaid', '0'],
-    env: { ...chainEnv, ...env(), PIND_LOG_LEVEL: 'info' }
-  })
 })
 
 afterAll(async () => {
@@ -53,6 +49,17 @@ afterAll(async () => {
   await rpc?.close()
   await chain?.stop()
 })
+
+/** a serve on a fresh bucket of the stoppable gateway, paid uploads written as `writes` says */
+async function serve (writes: 'auto' | 'staged'): Promise<PindProcess> {
+  const bucket = await newBucket()
+  const { args, env: chainEnv } = chainArgs(chain)
+  const viaProxy = args.map(a => a === chain.rpcUrl ? rpc.url : a)
+  return await startPind({
+    args: [...viaProxy, '--blockstore', 's3', '--s3-endpoint', gateway.endpoint, '--s3-bucket', bucket, '--s3-force-path-style', '--rate-limit-unpaid', '0', '--upload-writes', writes],
+    env: { ...chainEnv, ...env(), PIND_LOG_LEVEL: 'info' }
+  })
+}
 
 /** GET `path`, which must answer within HEALTH_WITHIN_MS: its status and body */
 async function quick (path: string): Promise<{ status: number, body: any }> {
@@ -71,8 +78,10 @@ function expect503 (r: { status: number, headers: Headers }, body: any, what: st
   expect(body.error.reason, what).toBe('SERVICE_UNAVAILABLE')
 }
 
-it('answers 503/504 with Retry-After while the bucket is frozen, /health and /ready at once, charges nobody without a pin, and recovers after SIGCONT', async () => {
-  const [a, b, c] = chain.payers as [DevChain['payers'][0], DevChain['payers'][0], DevChain['payers'][0]]
+it.each([['auto', 0], ['staged', 3]] as const)('answers 503/504 with Retry-After while the bucket is frozen, /health and /ready at once, charges nobody without a pin, and recovers after SIGCONT (--upload-writes %s)', async (writes, offset) => {
+  await pind?.stop('SIGKILL')
+  pind = await serve(writes)
+  const [a, b, c] = chain.payers.slice(offset, offset + 3) as [DevChain['payers'][0], DevChain['payers'][0], DevChain['payers'][0]]
   const before = await Promise.all([a, b, c].map(async p => await usdcBalance(chain, p.address)))
 
   // before the freeze: an upload is pinned and read back from the bucket (no read cache)
@@ -130,13 +139,19 @@ it('answers 503/504 with Retry-After while the bucket is frozen, /health and /re
   expect((await quick('/ready')).status).toBe(200)
   expect(pind.stderr()).toMatch(/S3 bucket reachable again/)
 
-  // the bucket freezes the moment a payment settles: the commit meets it, and the answer says so
+  // the bucket freezes the moment a payment settles. Staged, the commit meets it, and the answer says so;
+  // written as its body arrived, every block is in the bucket already: the pin is recorded at once
   const settling = rpc.onSend(() => { gateway.pause() })
   const late = await payingFetch(chain, c.privateKey)(`${pind.url}/upload`, { method: 'POST', body: uploadForm(randomBytes(2 * MiB + 5000)) })
   await settling
   const lateBody = await late.json() as any
-  expect503(late, lateBody, 'the upload whose payment settled as the bucket froze')
-  expect(lateBody.error.details).toMatch(/payment was settled/)
+  if (writes === 'staged') {
+    expect503(late, lateBody, 'the upload whose payment settled as the bucket froze')
+    expect(lateBody.error.details).toMatch(/payment was settled/)
+  } else {
+    expect(late.status, JSON.stringify(lateBody)).toBe(201)
+    expect(lateBody.status).toBe('pinned')
+  }
   gateway.resume()
 
   // after SIGCONT: uploads and reads work, the settled upload is pinned, every payment moved has its pin

@@ -240,6 +240,9 @@ export function apiRoutes (router: Router, d: ApiDeps): void {
     retry: d.retry,
     notes: ledger.notes,
     openNotes: d.openNotes,
+    // --upload-writes: by default with blocks in S3 a paid upload's PUTs overlap its import (written as the body arrives,
+    // deleted if it fails: upload.ts UploadWrites); on disk it is staged (the commit renames its files)
+    direct: { use: () => config.uploadWrites === 'direct' || (config.uploadWrites === 'auto' && blocks.kind === 's3'), imports: core.direct, journals: core.journals, discard: d.discard },
     ...paid,
     ticket: {
       tickets: ledger.tickets,

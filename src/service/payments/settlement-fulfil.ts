@@ -6,7 +6,8 @@
  * in one transaction that also removes the note, and the fetcher takes it
  * from there; an upload's sealed staging folder, kept across the restart, is
  * checked block by block and committed first, under the commit lock as any
- * upload's. The payer finds the pin under their wallet as if the request had
+ * upload's (an upload whose blocks went straight to the store, S3, has each
+ * one's presence there checked instead). The payer finds the pin under their wallet as if the request had
  * answered.
  *
  * The settlement transaction is the one whose AuthorizationUsed event the
@@ -15,6 +16,7 @@
  */
 import { PindError } from '../../kernel/errors.js'
 import { CID } from 'multiformats/cid'
+import { blockName, type BlockBackend } from '../../ipfs/block-backend.js'
 import type { CommitLock } from '../../ipfs/commit-lock.js'
 import { UnusableImportError, type BlockStaging } from '../../ipfs/staging.js'
 import { PinGoneError } from '../../ledger/errors.js'
@@ -38,6 +40,8 @@ export interface FulfilDeps {
   tickets?: Pick<Ledger, 'transaction'>
   /** for uploads: where their sealed imports wait, and the lock commits take */
   staging: Pick<BlockStaging, 'adopt' | 'commit' | 'discard'>
+  /** for uploads whose blocks went straight to the store: where they are checked */
+  blocks: Pick<BlockBackend, 'sizeOf'>
   lock: Pick<CommitLock, 'shared'>
 }
 
@@ -80,18 +84,38 @@ export async function fulfilFromNote (d: FulfilDeps, note: SettlingRecord, tx?: 
   }
   const upload = f.upload
   const blocks = upload.blocks.map(c => CID.parse(c))
+  const staging = upload.staging
   await d.lock.shared(async () => {
-    let staged
-    try {
-      staged = await d.staging.adopt(upload.staging, blocks)
-    } catch (err) {
-      if (err instanceof UnusableImportError) throw new CannotFulfilError(`the upload's staged blocks cannot be used: ${err.message}`)
-      throw err
+    if (staging == null) await present(d.blocks, blocks)
+    else {
+      let staged
+      try {
+        staged = await d.staging.adopt(staging, blocks)
+      } catch (err) {
+        if (err instanceof UnusableImportError) throw new CannotFulfilError(`the upload's staged blocks cannot be used: ${err.message}`)
+        throw err
+      }
+      await d.staging.commit(staged)
     }
-    await d.staging.commit(staged)
     await d.ledger.create(pin, record, blocks)
   }, blocks)
   return pin
+}
+
+/** at once against the store (HEAD requests in S3) */
+const PRESENCE_CHECKS = 8
+
+/** Throws CannotFulfilError unless every block is in the store (the note held them from gc: none should be missing). */
+async function present (store: Pick<BlockBackend, 'sizeOf'>, blocks: CID[]): Promise<void> {
+  let next = 0
+  const missing: CID[] = []
+  await Promise.all(Array.from({ length: Math.min(PRESENCE_CHECKS, blocks.length) }, async () => {
+    while (next < blocks.length) {
+      const cid = blocks[next++] as CID
+      if (await store.sizeOf({ name: blockName(cid) }) == null) missing.push(cid)
+    }
+  }))
+  if (missing.length > 0) throw new CannotFulfilError(`${missing.length} of the upload's ${blocks.length} blocks are not in the block store (${missing[0]?.toString()} first)`)
 }
 
 /** Records a bought ticket with its payment (removing the payment's settlement note): one transaction. PaymentReusedError when the payment is recorded already. */
@@ -169,7 +193,7 @@ export function settlementActions (d: FulfilDeps): {
 /** The staging folders that notes still need (kept by the start-up sweep). */
 export function stagingInUse (notes: Iterable<SettlingRecord>): Set<string> {
   const keep = new Set<string>()
-  for (const n of notes) if (n.fulfil?.upload != null) keep.add(n.fulfil.upload.staging)
+  for (const n of notes) if (n.fulfil?.upload?.staging != null) keep.add(n.fulfil.upload.staging)
   return keep
 }
 

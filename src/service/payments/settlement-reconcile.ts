@@ -150,7 +150,7 @@ export async function reconcileSettlements (notes: SettlementNotes, chain: Autho
       if (err instanceof CannotFulfilError && await notes.get(v.read.paymentId) == null) {
         // a retried request recorded it meanwhile (noted-retry.ts): nothing is left to do
         continue
-      } else if (err instanceof CannotFulfilError && v.read.fulfil?.upload != null && v.read.by != null && opts.self != null && v.read.by !== opts.self) {
+      } else if (err instanceof CannotFulfilError && v.read.fulfil?.upload?.staging != null && v.read.by != null && opts.self != null && v.read.by !== opts.self) {
         // its staged blocks are on the disk of the front end that wrote it: left to that one's passes
         log.info('a paid upload\'s settlement note waits for the front end that staged it', { payment: v.read.paymentId, frontEnd: v.read.by })
         continue

@@ -163,11 +163,13 @@ export interface TicketWritesRecovery {
 }
 
 /**
- * At start, before anything is served: the uploads with a ticket that a
- * crash cut, as their journals list them, are failed uploads (their blocks
- * that nothing holds are deleted, their bytes count against their tickets).
- * A journal whose deletes fail stays for the next start (gc removes its
- * blocks meanwhile). Returns how many uploads were recovered.
+ * At start, before anything is served: the uploads writing straight to the
+ * store that a crash cut (with a ticket, or paid with S3 as the store: their
+ * journal names no ticket), as their journals list them, are failed uploads:
+ * their blocks that nothing holds (no pin, no settlement note) are deleted,
+ * their bytes count against their tickets. A journal whose deletes fail stays
+ * for the next start (gc removes its blocks meanwhile). Returns how many
+ * uploads were recovered.
  */
 export async function recoverTicketWrites (r: TicketWritesRecovery): Promise<number> {
   let n = 0
@@ -177,10 +179,10 @@ export async function recoverTicketWrites (r: TicketWritesRecovery): Promise<num
       const bytes = j.blocks.reduce((sum, b) => sum + b.bytes, 0)
       if (j.ticket !== '') await r.tickets.noteFailed(j.ticket, bytes)
       await r.journals.drop(j)
-      r.log.warn('removed the blocks of an upload with a ticket that the last run left unfinished', { ticket: j.ticket, blocks: gone.removed, bytes: gone.freedBytes })
+      r.log.warn(`removed the blocks of ${j.ticket !== '' ? 'an upload with a ticket' : 'a paid upload'} that the last run left unfinished`, { ...(j.ticket !== '' ? { ticket: j.ticket } : {}), blocks: gone.removed, bytes: gone.freedBytes })
       n++
     } catch (err) {
-      r.log.warn('could not remove the blocks of an unfinished upload with a ticket: kept for the next start and gc', { ticket: j.ticket, error: (err as Error).message })
+      r.log.warn('could not remove the blocks of an unfinished upload: kept for the next start and gc', { ...(j.ticket !== '' ? { ticket: j.ticket } : {}), error: (err as Error).message })
     }
   }
   return n

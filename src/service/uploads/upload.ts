@@ -1,8 +1,9 @@
 /**
  * POST /upload as a use case: quote on the declared size, verify the payment,
- * stream the file into a staging area with the byte cap, settle, then commit
- * the blocks and write the pin + payment in one ledger transaction, and issue
- * the owner's wallet token. Unpaid or refused work leaves nothing behind.
+ * stream the file into a staging area with the byte cap (or, with S3,
+ * straight to the store: UploadWrites), settle, then commit the blocks and
+ * write the pin + payment in one ledger transaction, and issue the owner's
+ * wallet token. Unpaid or refused work leaves nothing behind.
  */
 import type { TokenService } from '../../auth/tokens.js'
 import { BodyTooLargeError, InputTimeoutError, InputTooLargeError, InvalidInputError, LengthRequiredError, PaymentRequiredError, RefusedError, ReplayRefusedError, UnavailableError } from '../../kernel/errors.js'
@@ -11,7 +12,9 @@ import { DirectoryError, importDirectory, type DirectoryImportResult } from '../
 import { importFile, TooLargeError, UNIXFS_PROFILE } from '../../ipfs/import.js'
 import { RETRY_AFTER_S, StorageTimeoutError, StorageUnavailableError, type BlockBackend } from '../../ipfs/block-backend.js'
 import type { CommitLock } from '../../ipfs/commit-lock.js'
+import type { DirectImports } from '../../ipfs/direct-import.js'
 import type { BlockStaging, StagedImport } from '../../ipfs/staging.js'
+import type { WriteJournals } from '../../ipfs/write-journal.js'
 import { addMonths } from '../../ledger/clock.js'
 import { PaymentReusedError } from '../../ledger/errors.js'
 import type { PinLedger } from '../../ledger/pins.js'
@@ -71,6 +74,19 @@ export interface UploadDeps {
   openNotes?: OpenNoteDeps
   /** the paid routes' bazaar declarations: each 402 carries its route's (payment/bazaar.ts) */
   paidRoutes?: PaidRoutes
+  /** paid uploads whose blocks go straight to the store, when `use()` says so (UploadWrites: direct) */
+  direct?: DirectWrites
+}
+
+/** What writes a paid upload's blocks straight to the block store (S3: the PUTs overlap the import). */
+export interface DirectWrites {
+  /** whether a paid upload beginning now writes straight to the store (else it is staged) */
+  use: () => boolean
+  imports: Pick<DirectImports, 'begin'>
+  /** each upload's list of the blocks it writes, for the start after a crash */
+  journals?: Pick<WriteJournals, 'open'>
+  /** deletes the blocks of a failed upload that nothing holds (gc.ts removeUnreferenced) */
+  discard: (blocks: Array<{ cid: CID, bytes: number }>) => Promise<{ removed: number, freedBytes: number }>
 }
 
 /**
@@ -226,46 +242,40 @@ async function releaseStale (note: SettlingRecord, d: UploadDeps): Promise<void>
 
 async function paidUpload (input: UploadInput, payment: VerifiedPayment, maxFileBytes: number, d: UploadDeps): Promise<UploadOutcome> {
   const { months } = input
-  const staged = await d.staging.begin()
-  let keep = false
+  const writes = await beginWrites(d)
+  /** what becomes of the blocks: deleted (failed), kept for the payment's note, or the pin's */
+  let outcome: WritesOutcome = 'failed'
   const t0 = performance.now()
-  const ms = { import: 0, seal: 0, ready: 0, settle: 0, commit: 0, ledger: 0 }
+  const ms = { import: 0, settle: 0, commit: 0, ledger: 0 }
   let mark = t0
   /** ms since the previous phase ended */
   const lap = (): number => { const now = performance.now(); const d = Math.round(now - mark); mark = now; return d }
   try {
-    const imported = await importBody(input.file, staged, { maxFileBytes, maxBodyBytes: maxFileBytes + MULTIPART_SLACK })
+    const imported = await importBody(input.file, writes.target, { maxFileBytes, maxBodyBytes: maxFileBytes + MULTIPART_SLACK })
     // a CAR's blocks its root does not reach are not kept
-    if (imported.reachable != null) d.staging.keepOnly(staged, imported.reachable)
+    if (imported.reachable != null) writes.keepOnly(imported.reachable)
     ms.import = lap()
     const cid = imported.cid.toString()
     // the CID is known only now: denied content (its root or any block) is refused before the
-    // payment is settled, so the payer is not charged, and its staged blocks go (finally, below)
-    refuseDenied(imported.cid, staged.cids, d)
-    const draft = uploadPin(payment, months, imported, staged, d, await d.ledger.nextCreated())
-    // the store must answer before anyone is charged (one round trip, made while the staged blocks
-    // are flushed): if it went away while the body streamed in, the answer is 503 and the payment is not used
-    const ready = storeReady(d)
-    // the staged blocks and their folder are on disk before anyone is charged: should the process
-    // die once the money has moved, reconciliation commits them and records this pin (settlement-fulfil.ts)
-    await d.staging.seal(staged)
-    ms.seal = lap()
-    const unreachable = await ready
-    if (unreachable != null) throw unreachable
-    ms.ready = lap()
+    // payment is settled, so the payer is not charged, and its blocks go (finally, below)
+    refuseDenied(imported.cid, writes.cids, d)
+    const draft = uploadPin(payment, months, imported, writes.bytes, d, await d.ledger.nextCreated())
+    // every block durable where the note says before anyone is charged: should the process die once
+    // the money has moved, reconciliation records this pin from them (settlement-fulfil.ts)
+    const durable = await writes.durable(lap)
     // the wallet token is signed before the money moves: a key store that cannot be read (a ledger
     // away) answers 503 with the payment unused, never after it was charged
     const token = await d.tokens.issue(payment.payer)
-    const settled = await settleNoted(d.gate, d.ledger, payment, `upload:${cid}`, { pin: draft, proof: payment.proof, upload: { staging: staged.id, blocks: staged.cids.map(String) } })
+    const settled = await settleNoted(d.gate, d.ledger, payment, `upload:${cid}`, { pin: draft, proof: payment.proof, upload: writes.note() })
     if (!settled.ok) {
-      // the payment may have gone through: its note keeps the staged blocks for reconciliation to commit
-      if (settled.uncertain === true) keep = true
+      // the payment may have gone through: its note keeps the blocks for reconciliation to record
+      if (settled.uncertain === true) outcome = 'kept'
       throw await d.gate.settleRefusal(quoteOf(payment, months, d), settled, 'nothing was pinned')
     }
     ms.settle = lap()
-    // paid: from here the staged folder stays with the payment's note until the pin is recorded, whatever fails
+    // paid: from here the blocks stay with the payment's note until the pin is recorded, whatever fails
     // (the ledger's block fence unreachable before the commit, the store during it, the ledger after it)
-    keep = true
+    outcome = 'kept'
     const pin: PinRecord = { ...draft, payment: { ...draft.payment, network: settled.network, tx: settled.tx, settledAt: new Date().toISOString() } }
     const record: PaymentRecord = {
       id: payment.id, requestid: pin.requestid, purpose: `upload:${cid}`, payer: payment.payer, amount: pin.payment.amount,
@@ -274,33 +284,133 @@ async function paidUpload (input: UploadInput, payment: VerifiedPayment, maxFile
     // commit and ledger record under the commit lock: gc never sweeps in between
     await d.lock.shared(async () => {
       try {
-        await d.staging.commit(staged)
+        await writes.commit()
       } catch (err) {
         // paid but not stored: the note stays, and with it the staging folder, for reconciliation to retry
         d.log.error('upload settled but its blocks could not be stored', { payment: payment.id, tx: settled.tx, error: err })
         if (d.retry != null && (err instanceof StorageUnavailableError || err instanceof StorageTimeoutError)) {
-          finishLater(staged, pin, record, d, d.retry)
+          finishLater(writes, pin, record, d, d.retry)
           throw new UnavailableError(`your payment was settled (transaction ${settled.tx}), but the block storage went away before the file could be stored; the file is kept and is pinned under your wallet as soon as the storage answers again (GET /pins). Do not pay again`, RETRY_AFTER_S)
         }
         throw err
       }
       ms.commit = lap()
       try {
-        await d.ledger.create(pin, record, staged.cids)
+        await d.ledger.create(pin, record, writes.cids)
         ms.ledger = lap()
-        keep = false
+        outcome = 'recorded'
       } catch (err) {
-        // paid and stored, not recorded (the ledger's database away, say): the note stays, and the sealed
-        // folder with it, so that reconciliation or a retry of this payment can record the pin (settlement-fulfil.ts)
+        // paid and stored, not recorded (the ledger's database away, say): the note stays, and the blocks
+        // with it, so that reconciliation or a retry of this payment can record the pin (settlement-fulfil.ts)
         d.log.error('upload settled but its pin could not be recorded', { payment: payment.id, tx: settled.tx, cid, error: err })
         throw err
       }
-    }, staged.cids)
-    d.log.info('upload pinned', { requestid: pin.requestid, cid: pin.cid, bytes: imported.fileSize, payer: payment.payer, tx: settled.tx, importMs: ms.import, sealMs: ms.seal, readyMs: ms.ready, settleMs: ms.settle, commitMs: ms.commit, ledgerMs: ms.ledger })
+    }, writes.cids)
+    d.log.info('upload pinned', { requestid: pin.requestid, cid: pin.cid, bytes: imported.fileSize, payer: payment.payer, tx: settled.tx, writes: writes.kind, importMs: ms.import, ...durable, settleMs: ms.settle, commitMs: ms.commit, ledgerMs: ms.ledger })
     return { replayed: false, result: uploadBody(pin, d, imported.files), settlement: settled.header, token, location: `${d.publicUrl}/pins/${pin.requestid}` }
+  } catch (err) {
+    // a write to the store that failed while the body arrived (direct writes): nothing was charged
+    if (outcome === 'failed' && (err instanceof StorageUnavailableError || err instanceof StorageTimeoutError) && writes.kind === 'direct') {
+      throw new StorageUnavailableError('the block storage went away during the upload; nothing was kept and your payment was not used; retry shortly')
+    }
+    throw err
   } finally {
-    // a failed cleanup must not hide the request's own outcome (the folder is swept at the next start anyway)
-    if (!keep) await d.staging.discard(staged).catch((err: Error) => { d.log.warn('could not remove a staging folder', { error: err.message }) })
+    await writes.end(outcome)
+  }
+}
+
+/** what a paid upload's writes end as: deleted (the upload failed), held by the payment's settlement note, or its recorded pin's */
+type WritesOutcome = 'failed' | 'kept' | 'recorded'
+
+/**
+ * Where a paid upload's blocks go while its body arrives (verified, not yet
+ * settled), and what becomes of them:
+ *   - staged: into a private staging folder on local disk, sealed before the
+ *     settlement and committed to the store after it (staging.ts): nothing
+ *     reaches the store before the payment is settled;
+ *   - direct (`UploadDeps.direct`, the S3 backend's choice): straight to the
+ *     store as the body arrives (direct-import.ts), so the PUTs overlap the
+ *     import rather than follow the settlement. Each block is held from gc and
+ *     named in a write journal before its write; a failed upload deletes what
+ *     it wrote that nothing references (a crash: the next start, from the
+ *     journal); once the settlement note names the blocks, it holds them
+ *     from gc until the pin is recorded (reconciliation, after a crash, checks
+ *     that each is in the store).
+ */
+interface UploadWrites {
+  kind: 'staged' | 'direct'
+  target: Pick<StagedImport, 'blockstore' | 'chunker' | 'blockBuffer'>
+  /** narrows the kept blocks to these (a CAR's: those its root reaches) */
+  keepOnly: (reachable: CID[]) => void
+  /** the blocks kept, in order */
+  readonly cids: CID[]
+  /** their bytes */
+  readonly bytes: number
+  /** resolves once every block is durable and the store answers (before the settlement); the phases' ms for the log */
+  durable: (lap: () => number) => Promise<Record<string, number>>
+  /** what the settlement note keeps of them */
+  note: () => { staging?: string, blocks: string[] }
+  /** after the settlement, under the commit lock: the blocks into the store (staged) */
+  commit: () => Promise<void>
+  /** releases what the upload holds, deleting its blocks as the outcome says (never throws) */
+  end: (outcome: WritesOutcome) => Promise<void>
+}
+
+async function beginWrites (d: UploadDeps): Promise<UploadWrites> {
+  if (d.direct?.use() === true) return await directWrites(d.direct, d.log)
+  const staged = await d.staging.begin()
+  return {
+    kind: 'staged',
+    target: staged,
+    keepOnly: (reachable) => { d.staging.keepOnly(staged, reachable) },
+    get cids () { return staged.cids },
+    get bytes () { return staged.bytes },
+    durable: async (lap) => {
+      // the store must answer before anyone is charged (one round trip, made while the staged blocks
+      // are flushed): if it went away while the body streamed in, the answer is 503 and the payment is not used
+      const ready = storeReady(d)
+      await d.staging.seal(staged)
+      const sealMs = lap()
+      const unreachable = await ready
+      if (unreachable != null) throw unreachable
+      return { sealMs, readyMs: lap() }
+    },
+    note: () => ({ staging: staged.id, blocks: staged.cids.map(String) }),
+    commit: async () => { await d.staging.commit(staged) },
+    end: async (outcome) => {
+      // a failed cleanup must not hide the request's own outcome (the folder is swept at the next start anyway)
+      if (outcome !== 'kept') await d.staging.discard(staged).catch((err: Error) => { d.log.warn('could not remove a staging folder', { error: err.message }) })
+    }
+  }
+}
+
+async function directWrites (d: DirectWrites, log: Logger): Promise<UploadWrites> {
+  const journal = await d.journals?.open('')
+  const imp = d.imports.begin(journal)
+  let kept: Set<string> | undefined
+  const keptBlocks = (): Array<{ cid: CID, bytes: number }> => kept == null ? imp.written : imp.written.filter(b => kept?.has(b.cid.toString()) === true)
+  return {
+    kind: 'direct',
+    target: imp,
+    keepOnly: (reachable) => { kept = new Set(reachable.map(String)) },
+    get cids () { return kept == null ? imp.cids : keptBlocks().map(b => b.cid) },
+    get bytes () { return keptBlocks().reduce((n, b) => n + b.bytes, 0) },
+    // every write has succeeded: the store has answered
+    durable: async (lap) => { await imp.stored(); return { storedMs: lap() } },
+    note: () => ({ blocks: keptBlocks().map(b => b.cid.toString()) }),
+    commit: async () => {},
+    end: async (outcome) => {
+      await imp.release()
+      // a failed upload's blocks go; a kept or recorded one's are the note's or the pin's, but for a CAR's unreached ones
+      const gone = outcome === 'failed' ? imp.written : kept == null ? [] : imp.written.filter(b => kept?.has(b.cid.toString()) !== true)
+      try {
+        if (gone.length > 0) await d.discard(gone)
+      } catch (err) {
+        log.warn('could not remove the blocks of a failed upload: the next gc removes them', { bytes: gone.reduce((n, b) => n + b.bytes, 0), error: (err as Error).message })
+      }
+      // (a journal left behind names blocks a pin or a note holds, or none: the next start deletes nothing they hold)
+      await journal?.remove().catch((err: unknown) => { log.warn('could not remove an upload\'s write journal', { error: (err as Error).message }) })
+    }
   }
 }
 
@@ -332,21 +442,21 @@ export function refuseDenied (root: CID, blocks: readonly CID[], d: Pick<UploadD
  * If reconciliation recorded it first, the ledger refuses the second record
  * and this stops.
  */
-function finishLater (staged: StagedImport, pin: PinRecord, record: PaymentRecord, d: UploadDeps, retry: RetryLater): void {
+function finishLater (writes: Pick<UploadWrites, 'commit' | 'cids'>, pin: PinRecord, record: PaymentRecord, d: UploadDeps, retry: RetryLater): void {
   retry.schedule('finishing a paid upload after a storage outage', async () => {
     if (await d.ledger.paymentUsed(record.id)) return
     if (d.storage?.writable() === false) throw new StorageUnavailableError()
     await d.lock.shared(async () => {
-      await d.staging.commit(staged)
-      await d.ledger.create(pin, record, staged.cids)
-    }, staged.cids)
+      await writes.commit()
+      await d.ledger.create(pin, record, writes.cids)
+    }, writes.cids)
     d.log.warn('a paid upload is pinned now: the block storage answered again', { requestid: pin.requestid, cid: pin.cid, payment: record.id })
   }, (err) => err instanceof PaymentReusedError || /exists already/.test(String((err as Error)?.message)))
 }
 
-/** The pin an upload records: pinned from the start; payment fields as known before settlement. */
-function uploadPin (payment: VerifiedPayment, months: number, imported: { cid: CID, fileSize: number, name?: string }, staged: StagedImport, d: UploadDeps, created: { us: number, iso: string }): PinRecord {
-  return uploadedPin(payment.payer, months, imported, staged.bytes,
+/** The pin of a paid upload: `dagSize` the bytes of its kept blocks. */
+function uploadPin (payment: VerifiedPayment, months: number, imported: { cid: CID, fileSize: number, name?: string }, dagSize: number, d: UploadDeps, created: { us: number, iso: string }): PinRecord {
+  return uploadedPin(payment.payer, months, imported, dagSize,
     { id: payment.id, payer: payment.payer, amount: payment.amount.toString(), network: payment.network, asset: payment.asset, method: 'x402' }, created)
 }
 

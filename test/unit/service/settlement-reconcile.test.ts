@@ -19,6 +19,7 @@ import type { UploadTicket } from '../../../src/ledger/tickets.js'
 import { CID } from 'multiformats/cid'
 import { createLogger, type Logger } from '../../../src/kernel/log.js'
 import { authorizationStateReader, type AuthorizationStateReader } from '../../../src/payment/authorization-state.js'
+import { blockName } from '../../../src/ipfs/block-backend.js'
 import { CommitLock } from '../../../src/ipfs/commit-lock.js'
 import { importFile } from '../../../src/ipfs/import.js'
 import { FsBackend } from '../../../src/ipfs/fs-backend.js'
@@ -46,7 +47,7 @@ function counting (r: AuthorizationStateReader): AuthorizationStateReader & { re
   return { reads, chainTime: async () => await r.chainTime(), isUsed: async (a, n) => { reads.push(`${a.toLowerCase()}:${n}`); return await r.isUsed(a, n) }, usedIn: async (a, n) => await r.usedIn(a, n) }
 }
 const payerKey = (): `0x${string}` => chain.payers[0]!.privateKey
-const fulfilDeps = (): FulfilDeps => ({ ledger: pins, staging, lock: new CommitLock() })
+const fulfilDeps = (): FulfilDeps => ({ ledger: pins, staging, blocks: new FsBackend(join(dir, 'blocks')), lock: new CommitLock() })
 const stored = async (): Promise<Record<string, unknown>> => Object.fromEntries((await notes.all()).map(n => [n.paymentId, n]))
 
 beforeAll(async () => {
@@ -254,6 +255,50 @@ describe('reconcileSettlements', () => {
     expect(readdirSync(join(dir, 'staging'))).toEqual([])
     expect((await notes.get(badNote.paymentId))?.state).toBe('paid-unfulfilled')
     expect(logged.some(l => /cannot be fulfilled: the upload's staged blocks cannot be used: block .* does not hash to its CID/.test(l.msg))).toBe(true)
+  })
+
+  it('fulfils a paid upload whose blocks went straight to the store (no staging folder) once each is found there; one missing leaves the note to an operator', async () => {
+    const store = new FsBackend(join(dir, 'blocks'))
+    staging = new BlockStaging(store, join(dir, 'staging'))
+    /** blocks written to the store as a direct upload's are (here through a commit), and the note naming them alone */
+    const written = async (bytes: Uint8Array): Promise<{ cid: string, blocks: string[], bytes: number }> => {
+      const staged = await staging.begin()
+      const r = await importFile((async function * () { yield bytes })(), { blockstore: staged.blockstore, chunker: staged.chunker(), maxBytes: bytes.length })
+      await staging.seal(staged)
+      await staging.commit(staged)
+      await staging.discard(staged)
+      return { cid: r.cid.toString(), blocks: staged.cids.map(String), bytes: staged.bytes }
+    }
+    const uploadNote = async (w: Awaited<ReturnType<typeof written>>): Promise<SettlingRecord> => {
+      const a = await signAuthorization(chain, payerKey(), { value: 2000n })
+      await useAuthorization(chain, a)
+      const payer = a.from.toLowerCase()
+      const draft = pinRecord(`req-${w.cid.slice(-8)}`, w.cid, { owner: payer, status: 'pinned', source: 'upload', dagSize: w.bytes, payment: { id: '', payer, amount: '2000', network: 'eip155:167000', asset: chain.usdc, method: 'x402' } })
+      const note = noteFor(a, { purpose: `upload:${w.cid}`, fulfil: { pin: draft, proof: 'proof', upload: { blocks: w.blocks } } })
+      await pins.markSettling(note)
+      return note
+    }
+    const good = await written(randomBytes(2_500_000))
+    const gone = await written(randomBytes(1_500_000))
+    const goodNote = await uploadNote(good)
+    const goneNote = await uploadNote(gone)
+    // no folder to keep for either
+    expect(stagingInUse(await notes.all())).toEqual(new Set())
+    // one of gone's leaves is not in the store (a note does not keep blocks from an operator's hands)
+    const leaf = CID.parse(gone.blocks[0] as string)
+    await store.remove([{ name: blockName(leaf) }])
+    expect(await store.read(leaf)).toBeUndefined()
+
+    const r = await reconcileSettlements(notes, real, log, settlementActions(fulfilDeps()))
+    expect(r.error).toBeUndefined()
+    expect(r.fulfilled.map(f => f.pin.cid)).toEqual([good.cid])
+    expect(r.confirmed.map(n => n.paymentId)).toEqual([goneNote.paymentId])
+    const pin = await pins.get(`req-${good.cid.slice(-8)}`)
+    expect(pin).toMatchObject({ cid: good.cid, status: 'pinned', payment: { id: goodNote.paymentId } })
+    for (const b of good.blocks) expect(ledger.servedBlocks().isPinnedBlock(CID.parse(b))).toBe(true)
+    expect(await pins.get(`req-${gone.cid.slice(-8)}`)).toBeUndefined()
+    expect((await notes.get(goneNote.paymentId))?.state).toBe('paid-unfulfilled')
+    expect(logged.some(l => new RegExp(`cannot be fulfilled: 1 of the upload's 3 blocks are not in the block store \\(${leaf.toString()} first\\)`).test(l.msg))).toBe(true)
   })
 
   it('drops unused notes that can no longer be used and keeps those that still can', async () => {

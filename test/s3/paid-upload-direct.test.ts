@@ -1,0 +1,118 @@
+/**
+ * A paid upload with S3 as the block store writes its blocks to the bucket
+ * while its body arrives (once its payment verified), rather than staging
+ * them on local disk and PUTting them after the settlement: the real binary,
+ * a real Ceph RADOS Gateway, anvil with the test token. What it wrote goes
+ * again whenever the upload does not end in a pin: the client gone, a body
+ * over what was paid for, the process killed (the next start, from the
+ * upload's write journal); the payer is charged only for a pin. (Settlements
+ * that fail or whose outcome is lost: test/e2e/upload.test.ts and
+ * settle-uncertain.test.ts, run on S3 too.)
+ */
+import { createHash, randomBytes } from 'node:crypto'
+import { existsSync, readdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startDevChain, usdcBalance, type DevChain } from '../../scripts/devchain/index.mjs'
+import { blockstoreUnderTest, type BlockstoreUnderTest } from '../helpers/backend.js'
+import { chainArgs, signChallenge, uploadChallenge } from '../helpers/paying-client.js'
+import { startPind, type PindProcess } from '../helpers/pind.js'
+import { waitFor } from '../helpers/ports.js'
+import { openUpload } from '../helpers/ticket-upload.js'
+
+const MiB = 1_048_576
+let chain: DevChain
+let pind: PindProcess
+let blocks: BlockstoreUnderTest
+let args: string[]
+let env: Record<string, string>
+
+beforeAll(async () => {
+  chain = await startDevChain({ payers: 4 })
+  blocks = await blockstoreUnderTest('s3')
+  const c = chainArgs(chain)
+  args = [...c.args, ...blocks.args, '--s3-cache-size', '64MiB']
+  env = { ...c.env, ...blocks.env, PIND_LOG_LEVEL: 'info' }
+  pind = await startPind({ args, env })
+})
+
+afterAll(async () => {
+  await pind?.stop()
+  await chain?.stop()
+})
+
+const sha = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex')
+/** the upload write journals of the data dir (src/ipfs/write-journal.ts) */
+const journals = (): string[] => existsSync(join(pind.dataDir, 'direct-writes')) ? readdirSync(join(pind.dataDir, 'direct-writes')) : []
+/** a paid upload of `size` declared bytes, its body left open */
+async function paidUpload (payer: number, size: number): Promise<ReturnType<typeof openUpload>> {
+  const header = await signChallenge(chain, chain.payers[payer]!.privateKey, await uploadChallenge(pind.url, size))
+  return openUpload(pind.url, { 'payment-signature': header, 'x-upload-size': String(size) })
+}
+
+describe('a paid upload to S3', () => {
+  it('puts its blocks in the bucket while the body arrives, and the pin holds them; the read cache has a copy, no journal is left', async () => {
+    const bytes = randomBytes(5 * MiB + 123)
+    const start = await blocks.count(pind.dataDir)
+    const u = await paidUpload(0, bytes.length)
+    await u.write(bytes.subarray(0, 3 * MiB))
+    // before the body has ended (nothing is settled yet): its first blocks are in the bucket already
+    await waitFor(async () => await blocks.count(pind.dataDir) >= start + 2 ? true : undefined, 'the first blocks in the bucket before the body ends')
+    expect(journals()).toHaveLength(1)
+    await u.write(bytes.subarray(3 * MiB))
+    u.end()
+    const r = await u.response
+    expect(r.status, JSON.stringify(r.body)).toBe(201)
+    // 6 leaves and a root, each once
+    expect(await blocks.count(pind.dataDir)).toBe(start + 7)
+    expect(journals()).toEqual([])
+    const logged = JSON.parse(pind.stderr().split('\n').find(l => l.includes('"upload pinned"') && l.includes(r.body.cid)) as string)
+    expect(logged).toMatchObject({ writes: 'direct', storedMs: expect.any(Number), commitMs: 0 })
+    expect(readdirSync(join(pind.dataDir, 's3-cache')).filter(f => !f.includes('.tmp')).length).toBeGreaterThanOrEqual(6)
+    const served = Buffer.from(await (await fetch(`${pind.url}/ipfs/${r.body.cid}`)).arrayBuffer())
+    expect(sha(served)).toBe(sha(bytes))
+  })
+
+  it('a client that goes away mid-body: what it wrote is deleted, nobody is charged', async () => {
+    const start = await blocks.count(pind.dataDir)
+    const before = await usdcBalance(chain, chain.payers[1]!.address)
+    const u = await paidUpload(1, 8 * MiB)
+    await u.write(randomBytes(4 * MiB))
+    await waitFor(async () => await blocks.count(pind.dataDir) >= start + 3 ? true : undefined, 'its blocks in the bucket')
+    u.abort()
+    await waitFor(async () => await blocks.count(pind.dataDir) === start && journals().length === 0 ? true : undefined, 'its blocks deleted and its journal gone')
+    expect(await usdcBalance(chain, chain.payers[1]!.address)).toBe(before)
+  })
+
+  it('a body over what was paid for: 413 while it streams, what it wrote is deleted, nobody is charged', async () => {
+    const start = await blocks.count(pind.dataDir)
+    const before = await usdcBalance(chain, chain.payers[2]!.address)
+    const u = await paidUpload(2, 3 * MiB)
+    await u.write(randomBytes(5 * MiB)).catch(() => {})
+    u.end()
+    const r = await u.response
+    expect(r.status).toBe(413)
+    expect(r.body.error.reason).toBe('PAYLOAD_TOO_LARGE')
+    // deleted before the answer
+    expect(await blocks.count(pind.dataDir)).toBe(start)
+    expect(journals()).toEqual([])
+    expect(await usdcBalance(chain, chain.payers[2]!.address)).toBe(before)
+  })
+
+  it('kill -9 mid-body: the next start deletes what it wrote (from its journal), nobody is charged', async () => {
+    const start = await blocks.count(pind.dataDir)
+    const before = await usdcBalance(chain, chain.payers[3]!.address)
+    const u = await paidUpload(3, 8 * MiB)
+    await u.write(randomBytes(4 * MiB))
+    await waitFor(async () => await blocks.count(pind.dataDir) >= start + 3 ? true : undefined, 'its blocks in the bucket')
+    await pind.stop('SIGKILL')
+    await u.response.catch(() => {})
+    expect(journals()).toHaveLength(1)
+    pind = await startPind({ args, env, dataDir: pind.dataDir })
+    // removed at start, before serve answered: no gc ran
+    expect(await blocks.count(pind.dataDir)).toBe(start)
+    expect(journals()).toEqual([])
+    expect(pind.stderr()).toMatch(/removed the blocks of a paid upload that the last run left unfinished/)
+    expect(await usdcBalance(chain, chain.payers[3]!.address)).toBe(before)
+  })
+})
