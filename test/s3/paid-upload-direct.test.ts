@@ -5,12 +5,14 @@
  * a real Ceph RADOS Gateway, anvil with the test token. What it wrote goes
  * again whenever the upload does not end in a pin: the client gone, a body
  * over what was paid for, the process killed (the next start, from the
- * upload's write journal); the payer is charged only for a pin. (Settlements
+ * upload's write journal); the payer is charged only for a pin. A payer
+ * whose failed uploads wrote more than one upload's limit within the hour is
+ * staged on local disk instead. (Settlements
  * that fail or whose outcome is lost: test/e2e/upload.test.ts and
  * settle-uncertain.test.ts, run on S3 too.)
  */
 import { createHash, randomBytes } from 'node:crypto'
-import { existsSync, readdirSync } from 'node:fs'
+import { existsSync, readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startDevChain, usdcBalance, type DevChain } from '../../scripts/devchain/index.mjs'
@@ -28,10 +30,11 @@ let args: string[]
 let env: Record<string, string>
 
 beforeAll(async () => {
-  chain = await startDevChain({ payers: 4 })
+  chain = await startDevChain({ payers: 5 })
   blocks = await blockstoreUnderTest('s3')
   const c = chainArgs(chain)
-  args = [...c.args, ...blocks.args, '--s3-cache-size', '64MiB']
+  // one upload's limit: the most a payer's failed uploads may write to the bucket in an hour before theirs are staged
+  args = [...c.args, ...blocks.args, '--s3-cache-size', '64MiB', '--upload-max-bytes', String(6 * MiB)]
   env = { ...c.env, ...blocks.env, PIND_LOG_LEVEL: 'info' }
   pind = await startPind({ args, env })
 })
@@ -44,6 +47,14 @@ afterAll(async () => {
 const sha = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex')
 /** the upload write journals of the data dir (src/ipfs/write-journal.ts) */
 const journals = (): string[] => existsSync(join(pind.dataDir, 'direct-writes')) ? readdirSync(join(pind.dataDir, 'direct-writes')) : []
+/** bytes in the data dir's staging folders (src/ipfs/staging.ts) */
+const stagedBytes = (): number => {
+  const root = join(pind.dataDir, 'staging')
+  if (!existsSync(root)) return 0
+  let n = 0
+  for (const d of readdirSync(root)) for (const f of readdirSync(join(root, d))) n += statSync(join(root, d, f)).size
+  return n
+}
 /** a paid upload of `size` declared bytes, its body left open */
 async function paidUpload (payer: number, size: number): Promise<ReturnType<typeof openUpload>> {
   const header = await signChallenge(chain, chain.payers[payer]!.privateKey, await uploadChallenge(pind.url, size))
@@ -76,7 +87,7 @@ describe('a paid upload to S3', () => {
   it('a client that goes away mid-body: what it wrote is deleted, nobody is charged', async () => {
     const start = await blocks.count(pind.dataDir)
     const before = await usdcBalance(chain, chain.payers[1]!.address)
-    const u = await paidUpload(1, 8 * MiB)
+    const u = await paidUpload(1, 6 * MiB)
     await u.write(randomBytes(4 * MiB))
     await waitFor(async () => await blocks.count(pind.dataDir) >= start + 3 ? true : undefined, 'its blocks in the bucket')
     u.abort()
@@ -102,7 +113,7 @@ describe('a paid upload to S3', () => {
   it('kill -9 mid-body: the next start deletes what it wrote (from its journal), nobody is charged', async () => {
     const start = await blocks.count(pind.dataDir)
     const before = await usdcBalance(chain, chain.payers[3]!.address)
-    const u = await paidUpload(3, 8 * MiB)
+    const u = await paidUpload(3, 6 * MiB)
     await u.write(randomBytes(4 * MiB))
     await waitFor(async () => await blocks.count(pind.dataDir) >= start + 3 ? true : undefined, 'its blocks in the bucket')
     await pind.stop('SIGKILL')
@@ -114,5 +125,39 @@ describe('a paid upload to S3', () => {
     expect(journals()).toEqual([])
     expect(pind.stderr()).toMatch(/removed the blocks of a paid upload that the last run left unfinished/)
     expect(await usdcBalance(chain, chain.payers[3]!.address)).toBe(before)
+  })
+
+  it('a payer whose failed uploads wrote more than one upload\'s limit within the hour is staged: nothing in the bucket before the payment settles', async () => {
+    const start = await blocks.count(pind.dataDir)
+    // two uploads cut after 4 MiB each: 8 MiB written and deleted again, past the 6 MiB allowance
+    for (let i = 0; i < 2; i++) {
+      const u = await paidUpload(4, 6 * MiB)
+      await u.write(randomBytes(4 * MiB))
+      await waitFor(async () => await blocks.count(pind.dataDir) >= start + 3 ? true : undefined, 'its blocks in the bucket')
+      u.abort()
+      await waitFor(async () => await blocks.count(pind.dataDir) === start && journals().length === 0 ? true : undefined, 'its blocks deleted')
+    }
+    // the next upload of that payer is staged on local disk: its body half sent, the bucket holds none of it
+    const bytes = randomBytes(5 * MiB)
+    const u = await paidUpload(4, bytes.length)
+    await u.write(bytes.subarray(0, 3 * MiB))
+    await waitFor(() => stagedBytes() >= 2 * MiB ? true : undefined, 'two of its blocks staged on local disk')
+    expect(await blocks.count(pind.dataDir)).toBe(start)
+    expect(journals()).toEqual([])
+    await u.write(bytes.subarray(3 * MiB))
+    u.end()
+    const r = await u.response
+    expect(r.status, JSON.stringify(r.body)).toBe(201)
+    const logged = JSON.parse(pind.stderr().split('\n').find(l => l.includes('"upload pinned"') && l.includes(r.body.cid)) as string)
+    expect(logged.writes).toBe('staged')
+    expect(await blocks.count(pind.dataDir)).toBe(start + 6)
+    // another payer's upload still goes straight to the bucket
+    const other = randomBytes(2 * MiB + 1)
+    const o = await paidUpload(0, other.length)
+    await o.write(other.subarray(0, 3 * MiB / 2))
+    await waitFor(async () => await blocks.count(pind.dataDir) >= start + 7 ? true : undefined, 'the other payer\'s first block in the bucket before its body ends')
+    await o.write(other.subarray(3 * MiB / 2))
+    o.end()
+    expect((await o.response).status).toBe(201)
   })
 })

@@ -53,6 +53,7 @@ import { refusingDenied } from '../../service/serving/denials.js'
 import type { Refusal, ServePolicy } from '../../service/serving/serve-policy.js'
 import type { RetryLater } from '../../service/uploads/retry-later.js'
 import { Slots } from '../../service/uploads/slots.js'
+import { FailedWrites } from '../../service/uploads/failed-writes.js'
 import type { Core } from '../core.js'
 
 /** uploads re-sending a used payment whose bodies are checked at once (hashed, not stored; see service/uploads/upload.ts) */
@@ -242,7 +243,8 @@ export function apiRoutes (router: Router, d: ApiDeps): void {
     openNotes: d.openNotes,
     // --upload-writes: by default with blocks in S3 a paid upload's PUTs overlap its import (written as the body arrives,
     // deleted if it fails: upload.ts UploadWrites); on disk it is staged (the commit renames its files)
-    direct: { use: () => config.uploadWrites === 'direct' || (config.uploadWrites === 'auto' && blocks.kind === 's3'), imports: core.direct, journals: core.journals, discard: d.discard },
+    // a payer whose failed uploads wrote more than one upload's limit within the hour is staged for the rest of it
+    direct: { use: () => config.uploadWrites === 'direct' || (config.uploadWrites === 'auto' && blocks.kind === 's3'), imports: core.direct, journals: core.journals, discard: d.discard, failures: new FailedWrites(config.uploadMaxBytes) },
     ...paid,
     ticket: {
       tickets: ledger.tickets,

@@ -32,6 +32,7 @@ import { reconcileOpenNote, type OpenNoteDeps } from '../payments/noted-retry.js
 import type { PaymentOnce } from '../payments/paid-once.js'
 import type { RetryLater } from './retry-later.js'
 import { settleNoted } from '../payments/settle.js'
+import type { FailedWrites } from './failed-writes.js'
 import type { Slots } from './slots.js'
 import { unavailableForLegalReasons } from '../serving/denials.js'
 import type { Refusal } from '../serving/serve-policy.js'
@@ -87,6 +88,8 @@ export interface DirectWrites {
   journals?: Pick<WriteJournals, 'open'>
   /** deletes the blocks of a failed upload that nothing holds (gc.ts removeUnreferenced) */
   discard: (blocks: Array<{ cid: CID, bytes: number }>) => Promise<{ removed: number, freedBytes: number }>
+  /** what failed uploads wrote, per payer: past its allowance, a payer's uploads are staged (./failed-writes.ts) */
+  failures?: Pick<FailedWrites, 'allows' | 'failed'>
 }
 
 /**
@@ -242,7 +245,7 @@ async function releaseStale (note: SettlingRecord, d: UploadDeps): Promise<void>
 
 async function paidUpload (input: UploadInput, payment: VerifiedPayment, maxFileBytes: number, d: UploadDeps): Promise<UploadOutcome> {
   const { months } = input
-  const writes = await beginWrites(d)
+  const writes = await beginWrites(d, payment.payer)
   /** what becomes of the blocks: deleted (failed), kept for the payment's note, or the pin's */
   let outcome: WritesOutcome = 'failed'
   const t0 = performance.now()
@@ -335,7 +338,8 @@ type WritesOutcome = 'failed' | 'kept' | 'recorded'
  *     it wrote that nothing references (a crash: the next start, from the
  *     journal); once the settlement note names the blocks, it holds them
  *     from gc until the pin is recorded (reconciliation, after a crash, checks
- *     that each is in the store).
+ *     that each is in the store). A payer whose failed uploads wrote more
+ *     than their allowance within the hour is staged (./failed-writes.ts).
  */
 interface UploadWrites {
   kind: 'staged' | 'direct'
@@ -356,8 +360,8 @@ interface UploadWrites {
   end: (outcome: WritesOutcome) => Promise<void>
 }
 
-async function beginWrites (d: UploadDeps): Promise<UploadWrites> {
-  if (d.direct?.use() === true) return await directWrites(d.direct, d.log)
+async function beginWrites (d: UploadDeps, payer: string): Promise<UploadWrites> {
+  if (d.direct?.use() === true && d.direct.failures?.allows(payer) !== false) return await directWrites(d.direct, payer, d.log)
   const staged = await d.staging.begin()
   return {
     kind: 'staged',
@@ -384,7 +388,7 @@ async function beginWrites (d: UploadDeps): Promise<UploadWrites> {
   }
 }
 
-async function directWrites (d: DirectWrites, log: Logger): Promise<UploadWrites> {
+async function directWrites (d: DirectWrites, payer: string, log: Logger): Promise<UploadWrites> {
   const journal = await d.journals?.open('')
   const imp = d.imports.begin(journal)
   let kept: Set<string> | undefined
@@ -403,6 +407,7 @@ async function directWrites (d: DirectWrites, log: Logger): Promise<UploadWrites
       await imp.release()
       // a failed upload's blocks go; a kept or recorded one's are the note's or the pin's, but for a CAR's unreached ones
       const gone = outcome === 'failed' ? imp.written : kept == null ? [] : imp.written.filter(b => kept?.has(b.cid.toString()) !== true)
+      if (outcome === 'failed') d.failures?.failed(payer, imp.bytes)
       try {
         if (gone.length > 0) await d.discard(gone)
       } catch (err) {
