@@ -113,7 +113,7 @@ export class DirectImports {
         if (released) {
           // the import was given up while this block waited for room: nothing is written
           writeEnded()
-          this.inFlight.release([cid])
+          void this.inFlight.release([cid])
           this.shared.give()
           own.give()
           throw new Error('this import is over')
@@ -170,7 +170,7 @@ export class DirectImports {
         if (released) return
         released = true
         await settle()
-        this.inFlight.release(cids)
+        await this.inFlight.release(cids)
       }
     }
   }

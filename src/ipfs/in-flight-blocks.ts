@@ -58,8 +58,13 @@ export class InFlightBlocks {
     return ended
   }
 
-  /** Gives up one registration of each block (each must have been held once per release). */
-  release (cids: Iterable<CID>): void {
+  /**
+   * Gives up one registration of each block (each must have been held once per release); gc may
+   * delete them at once. Resolves once their marks are taken out of the fence too (an unmark that
+   * fails lapses by itself): a request that awaits it leaves no database work behind its answer.
+   */
+  async release (cids: Iterable<CID>): Promise<void> {
+    const unmarks: Array<Promise<void>> = []
     for (const cid of cids) {
       const name = blockName(cid)
       const n = (this.counts.get(name) ?? 0) - 1
@@ -68,8 +73,9 @@ export class InFlightBlocks {
       const marks = this.marks.get(name)
       const unmark = marks?.pop()
       if (marks?.length === 0) this.marks.delete(name)
-      void unmark?.()
+      if (unmark != null) unmarks.push(unmark())
     }
+    await Promise.all(unmarks)
   }
 
   /** whether a block (by its stored name) is held by an upload in flight */

@@ -459,7 +459,7 @@ function finishLater (writes: Pick<UploadWrites, 'commit' | 'cids'>, pin: PinRec
   }, (err) => err instanceof PaymentReusedError || /exists already/.test(String((err as Error)?.message)))
 }
 
-/** The pin of a paid upload: `dagSize` the bytes of its kept blocks. */
+/** The pin an upload records: pinned from the start; payment fields as known before settlement; `dagSize` the bytes of its kept blocks. */
 function uploadPin (payment: VerifiedPayment, months: number, imported: { cid: CID, fileSize: number, name?: string }, dagSize: number, d: UploadDeps, created: { us: number, iso: string }): PinRecord {
   return uploadedPin(payment.payer, months, imported, dagSize,
     { id: payment.id, payer: payment.payer, amount: payment.amount.toString(), network: payment.network, asset: payment.asset, method: 'x402' }, created)
