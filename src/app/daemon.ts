@@ -155,7 +155,11 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
     // what a crash left: unfinished imports (kept: the sealed ones of paid uploads whose notes reconciliation has yet to fulfil)
     const leftovers = await staging.sweepLeftovers(stagingInUse(await notes.all()))
     if (leftovers > 0) log.warn('removed unfinished imports left by a previous run', { count: leftovers })
-    // the blocks of uploads with a ticket that a crash cut: deleted (unless a pin holds them) before anything is served
+    // the blocks this front end's last run marked in the shared ledger's block fence are not being written any more
+    // (it was killed while writing them): their marks go now, not in an hour, so that the recovery below and gc can judge them
+    const unmarked = await core.lock.ownMarks(ipfs.peerId).catch((err: Error) => { log.warn('could not take away the block marks of the last run: they lapse within the hour', { error: err.message }); return 0 })
+    if (unmarked > 0) log.warn('took away the block marks the last run left in the ledger (killed while writing)', { blocks: unmarked })
+    // the blocks of uploads written straight to the store that a crash cut: deleted (unless a pin or a note holds them) before anything is served
     const discard = async (b: Array<{ cid: CID, bytes: number }>): Promise<{ removed: number, freedBytes: number }> => await removeUnreferenced(core.gc, b)
     progress('removing the blocks of unfinished uploads')
     await recoverTicketWrites({ journals: core.journals, discard, tickets: ledger.tickets, log })

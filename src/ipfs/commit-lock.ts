@@ -26,7 +26,20 @@ export class CommitLock {
   private readonly waitingWriters: Array<() => void> = []
   private readonly waitingReaders: Array<() => void> = []
 
+  /** whose marks this process makes (the front end's id, once known): a restart takes its last run's away */
+  private owner: string | undefined
+
   constructor (private readonly fence?: BlockFence) {}
+
+  /**
+   * From now on this process's marks are `owner`'s; every mark `owner` made
+   * before (its last run, killed while writing) is taken away now. Call it
+   * at start, before anything is written. Resolves to how many blocks were marked.
+   */
+  async ownMarks (owner: string): Promise<number> {
+    this.owner = owner
+    return await this.fence?.unmarkOwner(owner) ?? 0
+  }
 
   /** `fn` with the lock shared; `blocks`, the blocks it writes, marked in the fence meanwhile */
   async shared<T> (fn: () => Promise<T>, blocks: readonly CID[] = []): Promise<T> {
@@ -54,7 +67,7 @@ export class CommitLock {
   async mark (blocks: readonly CID[]): Promise<() => Promise<void>> {
     const fence = this.fence
     if (fence == null || blocks.length === 0) return async () => {}
-    const ticket = await fence.mark(blocks.map(blockName), MARK_TTL_MS)
+    const ticket = await fence.mark(blocks.map(blockName), MARK_TTL_MS, this.owner)
     return async () => { await fence.unmark(ticket).catch(() => {}) }
   }
 

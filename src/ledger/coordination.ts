@@ -76,9 +76,15 @@ export interface BlockFence {
    * unmarked: resolves once every sweep will see the mark, having waited
    * while the fence was closed. Returns the mark's ticket.
    */
-  mark(names: readonly string[], ttlMs: number): Promise<string>
+  mark(names: readonly string[], ttlMs: number, owner?: string): Promise<string>
   /** takes a mark away (a lapsed one is ignored by sweeps anyway) */
   unmark(ticket: string): Promise<void>
+  /**
+   * Takes away every mark `owner` made (a front end starting again: nothing
+   * of its own is being written, whatever its last run was killed in the
+   * middle of); resolves to how many blocks were marked.
+   */
+  unmarkOwner(owner: string): Promise<number>
   /** runs `fn` with the fence closed, telling it which of `names` are marked (marks not lapsed) */
   closed<T>(names: readonly string[], fn: (marked: ReadonlySet<string>) => Promise<T>): Promise<T>
 }

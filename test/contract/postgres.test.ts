@@ -416,6 +416,20 @@ describe('PostgreSQL ledger', () => {
       await b.blockFence.mark([blockName(z)], 1)
       await new Promise(resolve => setTimeout(resolve, 20))
       expect([...await lockA.exclusive(async (m) => m, [blockName(z)])]).toEqual([])
+      // a front end started again takes away the marks its last run left (killed while writing), and only its own
+      const lockB2 = new CommitLock(b.blockFence)
+      expect(await lockB2.ownMarks('front-end-b')).toBe(0)
+      const bMarks = await lockB2.mark([y, z])
+      await new CommitLock(a.blockFence).ownMarks('front-end-a')
+      const aMark = await a.blockFence.mark([blockName(x)], 60_000, 'front-end-a')
+      const untouched = await b.blockFence.mark([blockName(x)], 60_000)
+      expect([...await lockA.exclusive(async (m) => m, [blockName(x), blockName(y), blockName(z)])].sort()).toEqual([blockName(x), blockName(y), blockName(z)].sort())
+      void bMarks // the run that made them was killed: never unmarked
+      expect(await new CommitLock(b.blockFence).ownMarks('front-end-b')).toBe(2)
+      expect([...await lockA.exclusive(async (m) => m, [blockName(x), blockName(y), blockName(z)])]).toEqual([blockName(x)])
+      await a.blockFence.unmark(aMark)
+      await b.blockFence.unmark(untouched)
+      expect([...await lockA.exclusive(async (m) => m, [blockName(x)])]).toEqual([])
     } finally {
       await a.close()
       await b.close()

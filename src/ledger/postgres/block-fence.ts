@@ -7,7 +7,10 @@
  * batch's read, a statement after it, sees the mark) or after the batch has
  * committed (the front end that marked writes its block afterwards, finding
  * it gone if the batch deleted it). Lapsed marks (a front end that died while
- * writing) are ignored and cleared by the next closed fence.
+ * writing) are ignored and cleared by the next closed fence; a front end
+ * that starts again takes away the marks of its last run at once (their
+ * tickets begin with its id: unmarkOwner), rather than leave its blocks to
+ * gc only once the marks lapse.
  */
 import { randomUUID } from 'node:crypto'
 import type pg from 'pg'
@@ -18,8 +21,9 @@ const FENCE_LOCK = '8100812094735983461'
 
 export function blockFence (pool: pg.Pool, mapError: (err: unknown) => unknown): BlockFence {
   return {
-    mark: async (names, ttlMs) => {
-      const ticket = randomUUID()
+    mark: async (names, ttlMs, owner) => {
+      // the owner's marks share the prefix of their tickets (unmarkOwner)
+      const ticket = owner != null ? `${owner} ${randomUUID()}` : randomUUID()
       if (names.length === 0) return ticket
       await pool.query(`WITH fence AS (SELECT pg_advisory_xact_lock_shared($1::bigint))
         INSERT INTO block_marks (ticket, name, until) SELECT $2, n, now() + $3 * interval '1 millisecond'
@@ -29,6 +33,11 @@ export function blockFence (pool: pg.Pool, mapError: (err: unknown) => unknown):
     },
     unmark: async (ticket) => {
       await pool.query('DELETE FROM block_marks WHERE ticket = $1', [ticket]).catch((err: unknown) => { throw mapError(err) })
+    },
+    unmarkOwner: async (owner) => {
+      // the primary key's order (collation C) makes the prefix a range of it
+      const r = await pool.query('DELETE FROM block_marks WHERE ticket >= $1 AND ticket < $2', [`${owner} `, `${owner}!`]).catch((err: unknown) => { throw mapError(err) })
+      return r.rowCount ?? 0
     },
     closed: async (names, fn) => {
       let client: pg.PoolClient

@@ -151,6 +151,7 @@ describe('a retry after an uncertain settlement reconciles its note', () => {
     const fenceDown = new CommitLock({
       mark: async () => { throw new LedgerUnavailableError('the ledger\'s database is unreachable right now') },
       unmark: async () => {},
+      unmarkOwner: async () => 0,
       closed: async (_names, fn) => await fn(new Set())
     })
 
