@@ -92,7 +92,7 @@ export class RateLimiter {
       this.take(this.reads, this.limits.readsPerMinute, req, 'reads', false, client)
       return NOTHING
     }
-    if (this.byRoute.size > 0 && this.byRoute.has((req.url ?? '').split('?')[0] as string)) return NOTHING
+    if (this.byRoute.size > 0 && this.byRoute.has(pathOf(req.url ?? ''))) return NOTHING
     const credentials = req.headers['payment-signature'] != null || req.headers['x-payment'] != null || req.headers.authorization != null
     return this.admitWrite(req, credentials, client)
   }
@@ -158,4 +158,10 @@ export class RateLimiter {
     const retry = Math.max(1, Math.ceil((1 - b.tokens) * 60 / perMinute))
     throw new TooManyRequestsError(`too many ${what} from this address (limit ${perMinute} per minute); retry in ${retry} s`, retry)
   }
+}
+
+/** a request target's path (before any query) */
+function pathOf (url: string): string {
+  const q = url.indexOf('?')
+  return q < 0 ? url : url.slice(0, q)
 }
