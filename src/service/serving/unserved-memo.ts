@@ -1,25 +1,27 @@
 /**
- * The ledger's "no" to ServePolicy's two questions (is this block part of a
- * pin's DAG, is a live pinned pin rooted at it), remembered until the ledger
- * next commits a change that could turn it into a "yes".
+ * The ledger's answers to ServePolicy's two questions (is this block part of
+ * a pin's DAG, is a live pinned pin rooted at it), remembered until the
+ * ledger next commits a change.
  *
  * Most of what is asked names nothing pinned here: an unpaid 402's size
- * probe for a CID not held, a gateway request for one, a peer's bitswap want.
- * On LMDB each question is a read of the memory-mapped file, and the first
- * read of a turn of the event loop renews lmdb's read transaction (a native
- * call and a timer): perf put the two reads at ~7% of the unknown-CID 402
- * (~13 µs of ~190). A "no" asked again is now a Map lookup.
+ * probe for a CID not held, a gateway request for one, a peer's bitswap want;
+ * the rest asks again and again about the same few roots (a 402 for a CID
+ * held here, a site's pages). On LMDB each question is a read of the
+ * memory-mapped file, and the first read of a turn of the event loop renews
+ * lmdb's read transaction (a native call and a timer): perf put the two reads
+ * at ~7% of the unknown-CID 402 (~13 µs of ~190). Asked again, an answer is
+ * now a Map lookup.
  *
- * Only the "no" is kept, and only for the present: a block becomes
- * referenced and a pin becomes pinned only through a committed write, and
- * every committed write that references blocks or writes a pin is told by
- * the ledger's change feed (PinLedger.watchCommitted) as its promise
- * resolves, after lmdb has renewed its read transaction for it. That
- * empties the memo, so an answer is never older than what the ledger said
- * at the last such commit. A "yes" is never kept (a pin's life ends with
- * time, without a write; a block stops being referenced by a write this
- * memo does not need to see). `hasLivePin` asked about another moment than
- * now is not kept either.
+ * What is kept, and until when:
+ *   - "not a referenced block", "no live pinned root", and "a referenced
+ *     block", until the ledger's change feed (PinLedger.watchCommitted) tells
+ *     of a committed write that referenced or released blocks or wrote a
+ *     pin: the only ways these answers change. The feed tells a commit as its
+ *     promise resolves, after lmdb has renewed its read snapshot for it; the
+ *     memo is then emptied, so an answer is never older than what the ledger
+ *     said at the last such commit.
+ *   - never "a live pinned root": a pin's life ends with time, without a
+ *     write. Nor `hasLivePin` asked about another moment than now.
  *
  * Bounded: at most `max` CIDs (the oldest dropped first), ~100 bytes each.
  */
@@ -28,12 +30,13 @@ import type { CommittedChanges } from '../../ledger/changes.js'
 import { codecAndMultihash } from './cid-set.js'
 import type { ServableIndex } from './servable-blocks.js'
 
-/** a CID's answers known to be "no": bit 1 not a referenced block, bit 2 no live pinned root */
+/** a CID's answers known: not a referenced block, no live pinned root, a referenced block */
 const NOT_PINNED_BLOCK = 1
 const NO_LIVE_PIN = 2
+const PINNED_BLOCK = 4
 
 export class UnservedMemo implements ServableIndex {
-  private readonly no = new Map<string, number>()
+  private readonly known = new Map<string, number>()
   private readonly unwatch: () => void
   /** the last CID asked and its key (isPinnedBlock then hasLivePin ask about the same object) */
   private lastCid: CID | undefined
@@ -44,39 +47,44 @@ export class UnservedMemo implements ServableIndex {
     changes: { watchCommitted: (fn: (c: CommittedChanges) => void) => () => void },
     private readonly max = 4096
   ) {
-    this.unwatch = changes.watchCommitted((c) => {
-      if (c.referenced.length > 0 || c.pins.length > 0) this.no.clear()
-    })
+    // the feed tells only commits that changed blocks or pins
+    this.unwatch = changes.watchCommitted(() => { this.known.clear() })
   }
 
   isPinnedBlock (cid: CID): boolean {
-    return this.ask(cid, NOT_PINNED_BLOCK, () => this.ledger.isPinnedBlock(cid))
+    const key = this.keyOf(cid)
+    const known = this.known.get(key) ?? 0
+    if ((known & PINNED_BLOCK) !== 0) return true
+    if ((known & NOT_PINNED_BLOCK) !== 0) return false
+    const yes = this.ledger.isPinnedBlock(cid)
+    this.keep(key, known, yes ? PINNED_BLOCK : NOT_PINNED_BLOCK)
+    return yes
   }
 
   hasLivePin (cid: CID, now?: Date): boolean {
     if (now != null) return this.ledger.hasLivePin(cid, now)
-    return this.ask(cid, NO_LIVE_PIN, () => this.ledger.hasLivePin(cid))
+    const key = this.keyOf(cid)
+    const known = this.known.get(key) ?? 0
+    if ((known & NO_LIVE_PIN) !== 0) return false
+    if (this.ledger.hasLivePin(cid)) return true
+    this.keep(key, known, NO_LIVE_PIN)
+    return false
   }
 
-  /** CIDs with a "no" remembered */
+  /** CIDs with an answer remembered */
   get size (): number {
-    return this.no.size
+    return this.known.size
   }
 
   /** Stops following the ledger; the memo is emptied. */
   close (): void {
     this.unwatch()
-    this.no.clear()
+    this.known.clear()
   }
 
-  private ask (cid: CID, bit: number, read: () => boolean): boolean {
-    const key = this.keyOf(cid)
-    const known = this.no.get(key) ?? 0
-    if ((known & bit) !== 0) return false
-    if (read()) return true
-    if (known === 0 && this.no.size >= this.max) this.no.delete(this.no.keys().next().value as string)
-    this.no.set(key, known | bit)
-    return false
+  private keep (key: string, known: number, bit: number): void {
+    if (known === 0 && this.known.size >= this.max) this.known.delete(this.known.keys().next().value as string)
+    this.known.set(key, known | bit)
   }
 
   private keyOf (cid: CID): string {

@@ -1,9 +1,10 @@
 /**
- * UnservedMemo (the ledger's "no" remembered until a commit could change it)
- * answers as the LMDB ledger does, now, through random sequences of the
+ * UnservedMemo (the ledger's answers remembered until a commit could change
+ * them) answers as the LMDB ledger does, now, through random sequences of the
  * ledger's writes, some run concurrently, some aborted, and questions asked
  * while writes are in flight; it asks the ledger again only after such a
- * commit; it stays within its bound.
+ * commit, and always for a live root (time ends a pin); it stays within its
+ * bound.
  */
 import { CID } from 'multiformats/cid'
 import { sha256 } from 'multiformats/hashes/sha2'
@@ -110,7 +111,7 @@ describe('UnservedMemo', () => {
     for (const seed of [1, 2, 3, 4, 5, 6, 7, 8]) await randomRun(seed)
   })
 
-  it('asks the ledger again only once a commit could change its "no"', async () => {
+  it('asks the ledger again only once a commit could change an answer, and always whether a root is live', async () => {
     const { env } = await openTestLedger()
     const ledger = new PinLedger(env)
     const [a, b] = await cids(2) as [string, string]
@@ -122,22 +123,26 @@ describe('UnservedMemo', () => {
     // the same CID again, as another object: from memory
     expect([memo.isPinnedBlock(CID.parse(a)), memo.hasLivePin(CID.parse(a))]).toEqual([false, false])
     expect(reads.reads).toBe(2)
-    // a write that changes nothing referenced or pinned (a failed fetch of an unknown id) keeps it
+    // a write that changes no block or pin (a failed fetch of an unknown id) keeps them
     await ledger.failFetch('nobody', 'x').catch(() => {})
     memo.isPinnedBlock(A)
     expect(reads.reads).toBe(2)
-    // a pin of another CID empties it; the pin of this one is seen at once
+    // a pin of another CID empties the memo; the pin of this one is seen at once
     await ledger.create(pinRecord('one', b, { status: 'pinned' }), undefined, [b])
     memo.isPinnedBlock(A)
     expect(reads.reads).toBe(3)
     await ledger.create(pinRecord('two', a, { status: 'pinned' }), undefined, [a])
     expect([memo.isPinnedBlock(A), memo.hasLivePin(A)]).toEqual([true, true])
-    // a "yes" is asked every time; another moment than now is never remembered
+    // a referenced block is remembered; a live root is asked every time, and another moment than now is never kept
     const before = reads.reads
     memo.isPinnedBlock(A)
+    memo.hasLivePin(A)
     memo.hasLivePin(CID.parse(b), new Date(Date.now() + 400 * DAY))
     memo.hasLivePin(CID.parse(b), new Date(Date.now() + 400 * DAY))
     expect(reads.reads).toBe(before + 3)
+    // the pin's removal releases the block: seen at once
+    await ledger.remove('two', 'unpinned')
+    expect([memo.isPinnedBlock(A), memo.hasLivePin(A)]).toEqual([false, false])
     memo.close()
   })
 
