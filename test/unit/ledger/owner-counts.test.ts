@@ -18,6 +18,7 @@ import { matches, type PinQuery } from '../../../src/ledger/query.js'
 import { parsePinQuery } from '../../../src/service/pins/pin-query.js'
 import { closeTestLedgers, openTestLedger } from '../../helpers/ledger.js'
 import { pinRecord } from '../../helpers/records.js'
+import { random } from '../../helpers/random.js'
 
 afterEach(async () => { await closeTestLedgers() })
 
@@ -33,16 +34,6 @@ const HOUR = 60 * MIN
 const DAY = 24 * HOUR
 const STATUS_SETS: PinState[][] = [['pinned'], ['queued', 'pinning'], ['failed'], ['pinned', 'failed'], STATUSES]
 
-/** a small PRNG with a fixed seed (mulberry32) */
-function random (seed: number): () => number {
-  let a = seed
-  return () => {
-    a = (a + 0x6d2b79f5) | 0
-    let t = Math.imul(a ^ (a >>> 15), 1 | a)
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 /** what a scan of the owner's index counts (what listPins counted before the counts were kept); created strictly between `afterUs` and `beforeUs` */
 function scanned (ledger: PinLedger, owner: string, statuses: PinState[], now: number, beforeUs?: number, afterUs?: number): number {

@@ -6,16 +6,8 @@
  */
 import { describe, expect, it } from 'vitest'
 import { parsePinRequest, schemaPin, type PinRequest } from '../../../src/service/pins/pin-request.js'
+import { random } from '../../helpers/random.js'
 
-/** a small seeded generator (mulberry32): the same bodies on every run */
-function random (seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 const CIDS = [
   'bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy', // raw, sha2-256

@@ -11,27 +11,17 @@ import { sha256 } from 'multiformats/hashes/sha2'
 import { identity } from 'multiformats/hashes/identity'
 import { afterEach, describe, expect, it } from 'vitest'
 import { PinLedger } from '../../../src/ledger/lmdb/pins.js'
-import type { PinRecord } from '../../../src/ledger/records.js'
 import { codecAndMultihash, partsOf } from '../../../src/service/serving/cid-set.js'
 import { ServableBlocks } from '../../../src/service/serving/servable-blocks.js'
 import { closeTestLedgers, openTestLedger } from '../../helpers/ledger.js'
+import { randomPinWrites } from '../../helpers/ledger-writes.js'
+import { random } from '../../helpers/random.js'
 import { pinRecord } from '../../helpers/records.js'
 
 const GRACE_MS = 60_000
 const DAY = 86_400_000
 
 afterEach(closeTestLedgers)
-
-/** a deterministic generator (mulberry32): a failing seed runs again the same */
-function random (seed: number): () => number {
-  let a = seed
-  return () => {
-    a = (a + 0x6d2b79f5) | 0
-    let t = Math.imul(a ^ (a >>> 15), 1 | a)
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 /** CIDs of several codecs and hash functions, each also as CIDv0 where there is one, and an identity CID */
 async function universe (n: number): Promise<{ keys: string[], asked: CID[] }> {
@@ -59,46 +49,12 @@ function expectSame (ledger: PinLedger, servable: ServableBlocks, asked: CID[], 
 
 async function randomRun (seed: number): Promise<void> {
   const rnd = random(seed)
-  const pick = <T>(xs: T[]): T => xs[Math.floor(rnd() * xs.length)] as T
   const { env } = await openTestLedger()
   const ledger = new PinLedger(env, { graceMs: GRACE_MS })
   const { keys, asked } = await universe(14)
   const now = Date.now()
   const times = [new Date(now), new Date(now + DAY), new Date(now + 3 * DAY + GRACE_MS / 2), new Date(now + 10 * DAY)]
-  const ids: string[] = []
-  let n = 0
-  const blocksOf = (): string[] => Array.from({ length: 1 + Math.floor(rnd() * 4) }, () => pick(keys))
-  const until = (): string => new Date(now + pick([-DAY, 2 * DAY, 3 * DAY, 5 * DAY])).toISOString()
-  const fresh = (extra: Partial<PinRecord> = {}): PinRecord => {
-    const id = `r${seed}-${n++}`
-    ids.push(id)
-    return pinRecord(id, pick(keys), { status: pick(['pinned', 'queued', 'pinning', 'failed'] as const), owner: '0xa', pinnedUntil: until(), ...extra })
-  }
-
-  /** one random write; its promise (rejects for the aborted ones) */
-  const write = (): Promise<unknown> => {
-    const r = rnd()
-    const id = ids.length > 0 ? pick(ids) : undefined
-    if (id == null || r < 0.25) {
-      const p = fresh()
-      return ledger.create(p, undefined, p.status === 'pinned' ? blocksOf() : [])
-    }
-    if (r < 0.35) return ledger.create(fresh({ status: pick(['queued', 'pinned'] as const), replaces: id }), undefined, blocksOf())
-    if (r < 0.45) return ledger.finishFetch(id, blocksOf(), 100, 'pinned')
-    if (r < 0.5) return ledger.failFetch(id, 'too large')
-    if (r < 0.6) return ledger.remove(id, pick(['unpinned', 'expired'] as const))
-    if (r < 0.65) return ledger.takeDown(id, 'court order')
-    if (r < 0.75) return ledger.renew(id, 1, undefined, () => new Date(until()))
-    if (r < 0.8) return ledger.update(id, (p) => ({ ...p, status: pick(['pinned', 'queued'] as const), pinnedUntil: until() }))
-    if (r < 0.9) {
-      // the expiry sweep at a random time: every pin past its pinned_until then is removed
-      const cutoff = pick(times)
-      return (async () => { for (const e of [...ledger.expiredBy(cutoff)]) await ledger.remove(e, 'expired') })()
-    }
-    // aborted after writing a pin with blocks: its second pin exists already
-    const p = fresh({ status: 'pinned' })
-    return ledger.importBatch([{ pin: p, blocks: blocksOf() }, { pin: { ...p }, blocks: blocksOf() }], [])
-  }
+  const { write } = randomPinWrites(ledger, rnd, keys, { prefix: `r${seed}`, now, times })
 
   // the ledger read in batches of 2, writes committing between them: the load misses some, reads others half-way
   const between = async (): Promise<void> => { await Promise.all(Array.from({ length: 3 }, async () => await write().catch(() => {}))) }

@@ -10,27 +10,17 @@ import { CID } from 'multiformats/cid'
 import { sha256 } from 'multiformats/hashes/sha2'
 import { afterEach, describe, expect, it } from 'vitest'
 import { PinLedger } from '../../../src/ledger/lmdb/pins.js'
-import type { PinRecord } from '../../../src/ledger/records.js'
 import type { ServableIndex } from '../../../src/service/serving/servable-blocks.js'
 import { UnservedMemo } from '../../../src/service/serving/unserved-memo.js'
 import { closeTestLedgers, openTestLedger } from '../../helpers/ledger.js'
+import { randomPinWrites } from '../../helpers/ledger-writes.js'
+import { random } from '../../helpers/random.js'
 import { pinRecord } from '../../helpers/records.js'
 
 const GRACE_MS = 60_000
 const DAY = 86_400_000
 
 afterEach(closeTestLedgers)
-
-/** a deterministic generator (mulberry32): a failing seed runs again the same */
-function random (seed: number): () => number {
-  let a = seed
-  return () => {
-    a = (a + 0x6d2b79f5) | 0
-    let t = Math.imul(a ^ (a >>> 15), 1 | a)
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 async function cids (n: number): Promise<string[]> {
   const out: string[] = []
@@ -57,7 +47,6 @@ function expectSame (ledger: PinLedger, memo: UnservedMemo, asked: CID[], label:
 
 async function randomRun (seed: number): Promise<void> {
   const rnd = random(seed)
-  const pick = <T>(xs: T[]): T => xs[Math.floor(rnd() * xs.length)] as T
   const { env } = await openTestLedger()
   const ledger = new PinLedger(env, { graceMs: GRACE_MS })
   const keys = await cids(12)
@@ -68,32 +57,7 @@ async function randomRun (seed: number): Promise<void> {
     if (c.code === 0x70) asked.push(c.toV0())
   }
   const now = Date.now()
-  const ids: string[] = []
-  let n = 0
-  const blocksOf = (): string[] => Array.from({ length: 1 + Math.floor(rnd() * 3) }, () => pick(keys))
-  const until = (): string => new Date(now + pick([-DAY, 2 * DAY, 5 * DAY])).toISOString()
-  const fresh = (extra: Partial<PinRecord> = {}): PinRecord => {
-    const id = `m${seed}-${n++}`
-    ids.push(id)
-    return pinRecord(id, pick(keys), { status: pick(['pinned', 'queued', 'pinning', 'failed'] as const), owner: '0xa', pinnedUntil: until(), ...extra })
-  }
-  const write = (): Promise<unknown> => {
-    const r = rnd()
-    const id = ids.length > 0 ? pick(ids) : undefined
-    if (id == null || r < 0.3) {
-      const p = fresh()
-      return ledger.create(p, undefined, p.status === 'pinned' ? blocksOf() : [])
-    }
-    if (r < 0.4) return ledger.create(fresh({ status: pick(['queued', 'pinned'] as const), replaces: id }), undefined, blocksOf())
-    if (r < 0.55) return ledger.finishFetch(id, blocksOf(), 100, 'pinned')
-    if (r < 0.65) return ledger.remove(id, pick(['unpinned', 'expired'] as const))
-    if (r < 0.7) return ledger.takeDown(id, 'court order')
-    if (r < 0.8) return ledger.update(id, (p) => ({ ...p, status: pick(['pinned', 'queued'] as const), pinnedUntil: until() }))
-    if (r < 0.9) return ledger.renew(id, 1, undefined, () => new Date(until()))
-    // aborted after writing a pin with blocks
-    const p = fresh({ status: 'pinned' })
-    return ledger.importBatch([{ pin: p, blocks: blocksOf() }, { pin: { ...p }, blocks: blocksOf() }], [])
-  }
+  const { write } = randomPinWrites(ledger, rnd, keys, { prefix: `m${seed}`, now, times: [new Date(now), new Date(now + 3 * DAY)] })
 
   const memo = new UnservedMemo(counted(ledger), ledger)
   for (let round = 0; round < 25; round++) {
