@@ -18,7 +18,7 @@ import type { Ledger, RecordedSettings, UpgradeProgress } from '../ledger/ledger
 import { openLmdbDatastore } from '../ledger/lmdb/datastore.js'
 import { openLmdbLedger } from '../ledger/lmdb/ledger.js'
 import type { PostgresConnectionOptions } from '../ledger/postgres/connection.js'
-import { UnservedMemo } from '../service/serving/unserved-memo.js'
+import { ServableMemo } from '../service/serving/servable-memo.js'
 import { ServableBlocks, type ServableIndex } from '../service/serving/servable-blocks.js'
 
 /** the settings a ledger is chosen and opened with */
@@ -60,7 +60,7 @@ export async function openLedger (paths: DataDirLayout, s: Partial<LedgerSetting
     const ledger = await openLmdbLedger(paths.ledger, { graceMs: o.graceMs, upgrade: o.upgrade, ...(o.onUpgrade != null ? { onUpgrade: o.onUpgrade } : {}) })
     // LMDB answers from its memory-mapped file, current with every commit (loading every pin first cost 2-3 s of start-up at 100,000 pins);
     // its "no" is remembered until a commit could change it (most questions name nothing pinned here)
-    const servedBlocks = new UnservedMemo(ledger.servedBlocks(), ledger.pins)
+    const servedBlocks = new ServableMemo(ledger.servedBlocks(), ledger.pins)
     return { ledger, servedBlocks, describe: `LMDB ${paths.ledger}`, close: async () => { servedBlocks.close(); await ledger.close() } }
   }
   const url = s.databaseUrl ?? recorded?.url

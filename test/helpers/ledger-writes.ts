@@ -1,6 +1,6 @@
 /**
  * Random writes of the LMDB pin ledger, for the tests that follow its committed changes
- * (ServableBlocks, UnservedMemo): creates and replacements with blocks, fetches finished and
+ * (ServableBlocks, ServableMemo): creates and replacements with blocks, fetches finished and
  * failed, removals, takedowns, renewals, updates, the expiry sweep at a random time, and an
  * import batch aborted after writing a pin with blocks.
  */

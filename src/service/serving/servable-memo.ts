@@ -35,7 +35,7 @@ const NOT_PINNED_BLOCK = 1
 const NO_LIVE_PIN = 2
 const PINNED_BLOCK = 4
 
-export class UnservedMemo implements ServableIndex {
+export class ServableMemo implements ServableIndex {
   private readonly known = new Map<string, number>()
   private readonly unwatch: () => void
   /** the last CID asked and its key (isPinnedBlock then hasLivePin ask about the same object) */

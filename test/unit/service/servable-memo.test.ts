@@ -1,5 +1,5 @@
 /**
- * UnservedMemo (the ledger's answers remembered until a commit could change
+ * ServableMemo (the ledger's answers remembered until a commit could change
  * them) answers as the LMDB ledger does, now, through random sequences of the
  * ledger's writes, some run concurrently, some aborted, and questions asked
  * while writes are in flight; it asks the ledger again only after such a
@@ -11,7 +11,7 @@ import { sha256 } from 'multiformats/hashes/sha2'
 import { afterEach, describe, expect, it } from 'vitest'
 import { PinLedger } from '../../../src/ledger/lmdb/pins.js'
 import type { ServableIndex } from '../../../src/service/serving/servable-blocks.js'
-import { UnservedMemo } from '../../../src/service/serving/unserved-memo.js'
+import { ServableMemo } from '../../../src/service/serving/servable-memo.js'
 import { closeTestLedgers, openTestLedger } from '../../helpers/ledger.js'
 import { randomPinWrites } from '../../helpers/ledger-writes.js'
 import { random } from '../../helpers/random.js'
@@ -38,7 +38,7 @@ function counted (ledger: PinLedger): ServableIndex & { reads: number } {
   return c
 }
 
-function expectSame (ledger: PinLedger, memo: UnservedMemo, asked: CID[], label: string): void {
+function expectSame (ledger: PinLedger, memo: ServableMemo, asked: CID[], label: string): void {
   for (const c of asked) {
     expect(memo.isPinnedBlock(c), `${label}: isPinnedBlock ${c.toString()}`).toBe(ledger.isPinnedBlock(c))
     expect(memo.hasLivePin(c), `${label}: hasLivePin ${c.toString()}`).toBe(ledger.hasLivePin(c))
@@ -59,7 +59,7 @@ async function randomRun (seed: number): Promise<void> {
   const now = Date.now()
   const { write } = randomPinWrites(ledger, rnd, keys, { prefix: `m${seed}`, now, times: [new Date(now), new Date(now + 3 * DAY)] })
 
-  const memo = new UnservedMemo(counted(ledger), ledger)
+  const memo = new ServableMemo(counted(ledger), ledger)
   for (let round = 0; round < 25; round++) {
     // questions asked while writes are in flight (their "no" may predate a commit), then after them
     const burst = Array.from({ length: 1 + Math.floor(rnd() * 5) }, () => write().catch(() => {}))
@@ -70,7 +70,7 @@ async function randomRun (seed: number): Promise<void> {
   memo.close()
 }
 
-describe('UnservedMemo', () => {
+describe('ServableMemo', () => {
   it('answers as the ledger now, through random writes, concurrent, aborted and in flight', async () => {
     for (const seed of [1, 2, 3, 4, 5, 6, 7, 8]) await randomRun(seed)
   })
@@ -80,7 +80,7 @@ describe('UnservedMemo', () => {
     const ledger = new PinLedger(env)
     const [a, b] = await cids(2) as [string, string]
     const reads = counted(ledger)
-    const memo = new UnservedMemo(reads, ledger)
+    const memo = new ServableMemo(reads, ledger)
     const A = CID.parse(a)
     expect([memo.isPinnedBlock(A), memo.hasLivePin(A)]).toEqual([false, false])
     expect(reads.reads).toBe(2)
@@ -115,7 +115,7 @@ describe('UnservedMemo', () => {
     const ledger = new PinLedger(env)
     const keys = await cids(10)
     const reads = counted(ledger)
-    const memo = new UnservedMemo(reads, ledger, 4)
+    const memo = new ServableMemo(reads, ledger, 4)
     for (const k of keys) memo.isPinnedBlock(CID.parse(k))
     expect(memo.size).toBe(4)
     const r = reads.reads
