@@ -59,7 +59,7 @@ export async function openLedger (paths: DataDirLayout, s: Partial<LedgerSetting
     if (recorded != null) throw new LedgerChoiceError(`this data dir's ledger is in PostgreSQL (${recorded.url}, ${paths.ledgerRecord}): drop --ledger lmdb (PIND_LEDGER)`)
     const ledger = await openLmdbLedger(paths.ledger, { graceMs: o.graceMs, upgrade: o.upgrade, ...(o.onUpgrade != null ? { onUpgrade: o.onUpgrade } : {}) })
     // LMDB answers from its memory-mapped file, current with every commit (loading every pin first cost 2-3 s of start-up at 100,000 pins);
-    // its "no" is remembered until a commit could change it (most questions name nothing pinned here)
+    // its answers are remembered until the next commit that changes blocks or pins (servable-memo.ts)
     const servedBlocks = new ServableMemo(ledger.servedBlocks(), ledger.pins)
     return { ledger, servedBlocks, describe: `LMDB ${paths.ledger}`, close: async () => { servedBlocks.close(); await ledger.close() } }
   }
