@@ -7,7 +7,7 @@ import { bases } from 'multiformats/basics'
 import type { MultibaseDecoder } from 'multiformats/bases/interface'
 import { CID } from 'multiformats/cid'
 
-const BASES = new Map<string, { decode(text: string): Uint8Array<ArrayBuffer> }>(Object.values(bases).map(b => [b.prefix as string, b]))
+const BASES = new Map<string, { decode(text: string): Uint8Array<ArrayBuffer>, encode(bytes: Uint8Array): string }>(Object.values(bases).map(b => [b.prefix as string, b]))
 const decoder: MultibaseDecoder<string> = {
   decode (text: string): Uint8Array<ArrayBuffer> {
     const base = BASES.get(text.charAt(0))
@@ -19,4 +19,17 @@ const decoder: MultibaseDecoder<string> = {
 /** Throws when `text` is not a CID. */
 export function decodeCid (text: string): CID {
   return CID.parse(text, decoder)
+}
+
+/**
+ * Throws when `text` is not a CID as its multibase writes it. multiformats also decodes texts no
+ * encoder writes, base32 in mixed case or with `=` padding among them, and keeps such a text as
+ * the CID's string: one CID would then have many names (a gateway path, a cache key, a log line).
+ * The gateway takes only the one its base writes (CIDv0 is base58btc, which has one already).
+ */
+export function decodeCanonicalCid (text: string): CID {
+  const cid = decodeCid(text)
+  const base = cid.version === 0 ? undefined : BASES.get(text.charAt(0))
+  if (base != null && base.encode(cid.bytes) !== text) throw new Error('not written as its multibase writes it')
+  return cid
 }

@@ -6,7 +6,7 @@
 import type { CID } from 'multiformats/cid'
 import { z } from 'zod/v4'
 import { InvalidInputError, NotAcceptableError } from '../../kernel/errors.js'
-import { decodeCid } from '../../ipfs/cid-text.js'
+import { decodeCanonicalCid } from '../../ipfs/cid-text.js'
 import type { DagScope, EntityBytes } from '../../ipfs/content-car.js'
 
 /** deserialized (UnixFS files/dirs, typed blocks) or one of the verifiable/typed block formats */
@@ -75,9 +75,9 @@ export interface GatewayRequest {
 export function parseCid (text: string): CID {
   if (text === '') throw new InvalidInputError('the path must be /ipfs/{cid}[/{path}]')
   try {
-    return decodeCid(text)
+    return decodeCanonicalCid(text)
   } catch {
-    throw new InvalidInputError(`not a valid CID: ${truncate(text)}`)
+    throw new InvalidInputError(`not a valid CID: ${truncate(text)} (a CID as its multibase encodes it: one case, no padding)`)
   }
 }
 
