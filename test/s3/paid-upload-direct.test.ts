@@ -5,7 +5,8 @@
  * a real Ceph RADOS Gateway, anvil with the test token. What it wrote goes
  * again whenever the upload does not end in a pin: the client gone, a body
  * over what was paid for, the process killed (the next start, from the
- * upload's write journal); the payer is charged only for a pin. A payer
+ * upload's write journal; a bucket refusing the deletes for a while: tried
+ * again until it takes them); the payer is charged only for a pin. A payer
  * whose failed uploads wrote more than one upload's limit within the hour is
  * staged on local disk instead. (Settlements
  * that fail or whose outcome is lost: test/e2e/upload.test.ts and
@@ -20,6 +21,7 @@ import { blockstoreUnderTest, type BlockstoreUnderTest } from '../helpers/backen
 import { chainArgs, signChallenge, uploadChallenge } from '../helpers/paying-client.js'
 import { startPind, type PindProcess } from '../helpers/pind.js'
 import { waitFor } from '../helpers/ports.js'
+import { startThrottlingProxy } from '../helpers/s3-proxy.js'
 import { openUpload } from '../helpers/ticket-upload.js'
 
 const MiB = 1_048_576
@@ -30,7 +32,7 @@ let args: string[]
 let env: Record<string, string>
 
 beforeAll(async () => {
-  chain = await startDevChain({ payers: 5 })
+  chain = await startDevChain({ payers: 6 })
   blocks = await blockstoreUnderTest('s3')
   const c = chainArgs(chain)
   // one upload's limit: the most a payer's failed uploads may write to the bucket in an hour before theirs are staged
@@ -46,7 +48,7 @@ afterAll(async () => {
 
 const sha = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex')
 /** the upload write journals of the data dir (src/ipfs/write-journal.ts) */
-const journals = (): string[] => existsSync(join(pind.dataDir, 'direct-writes')) ? readdirSync(join(pind.dataDir, 'direct-writes')) : []
+const journals = (dataDir = pind.dataDir): string[] => existsSync(join(dataDir, 'direct-writes')) ? readdirSync(join(dataDir, 'direct-writes')) : []
 /** bytes in the data dir's staging folders (src/ipfs/staging.ts) */
 const stagedBytes = (): number => {
   const root = join(pind.dataDir, 'staging')
@@ -56,9 +58,9 @@ const stagedBytes = (): number => {
   return n
 }
 /** a paid upload of `size` declared bytes, its body left open */
-async function paidUpload (payer: number, size: number): Promise<ReturnType<typeof openUpload>> {
-  const header = await signChallenge(chain, chain.payers[payer]!.privateKey, await uploadChallenge(pind.url, size))
-  return openUpload(pind.url, { 'payment-signature': header, 'x-upload-size': String(size) })
+async function paidUpload (payer: number, size: number, url = pind.url): Promise<ReturnType<typeof openUpload>> {
+  const header = await signChallenge(chain, chain.payers[payer]!.privateKey, await uploadChallenge(url, size))
+  return openUpload(url, { 'payment-signature': header, 'x-upload-size': String(size) })
 }
 
 describe('a paid upload to S3', () => {
@@ -125,6 +127,35 @@ describe('a paid upload to S3', () => {
     expect(journals()).toEqual([])
     expect(pind.stderr()).toMatch(/removed the blocks of a paid upload that the last run left unfinished/)
     expect(await usdcBalance(chain, chain.payers[3]!.address)).toBe(before)
+  })
+
+  it('a bucket that refuses the deletes when an upload fails: tried again until it takes them, the journal kept meanwhile; nobody is charged', async () => {
+    // a serve of its own, on a bucket of its own reached through a proxy that can answer 503 SlowDown to everything
+    const own = await blockstoreUnderTest('s3')
+    const at = own.args.indexOf('--s3-endpoint') + 1
+    const proxy = await startThrottlingProxy(own.args[at] as string)
+    const ownArgs = own.args.map((a, i) => i === at ? proxy.endpoint : a)
+    const c = chainArgs(chain)
+    const p2 = await startPind({ args: [...c.args, ...ownArgs, '--upload-max-bytes', String(6 * MiB)], env: { ...c.env, ...own.env, PIND_LOG_LEVEL: 'info' } })
+    try {
+      const before = await usdcBalance(chain, chain.payers[5]!.address)
+      const u = await paidUpload(5, 6 * MiB, p2.url)
+      await u.write(randomBytes(4 * MiB))
+      await waitFor(async () => await own.count(p2.dataDir) >= 3 ? true : undefined, 'its blocks in the bucket')
+      const written = await own.count(p2.dataDir)
+      proxy.failNext = 1_000_000
+      u.abort()
+      await waitFor(() => p2.stderr().includes('could not remove the blocks of a failed upload yet') ? true : undefined, 'the deletes refused')
+      // the blocks stay, and the journal naming them, while the bucket refuses
+      expect(journals(p2.dataDir)).toHaveLength(1)
+      expect(await own.count(p2.dataDir)).toBeGreaterThanOrEqual(written)
+      proxy.failNext = 0
+      await waitFor(async () => await own.count(p2.dataDir) === 0 && journals(p2.dataDir).length === 0 ? true : undefined, 'its blocks deleted once the bucket takes deletes, its journal gone', 90_000, 1_000)
+      expect(await usdcBalance(chain, chain.payers[5]!.address)).toBe(before)
+    } finally {
+      await p2.stop()
+      await proxy.close()
+    }
   })
 
   it('a payer whose failed uploads wrote more than one upload\'s limit within the hour is staged: nothing in the bucket before the payment settles', async () => {

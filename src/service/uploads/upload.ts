@@ -361,7 +361,7 @@ interface UploadWrites {
 }
 
 async function beginWrites (d: UploadDeps, payer: string): Promise<UploadWrites> {
-  if (d.direct?.use() === true && d.direct.failures?.allows(payer) !== false) return await directWrites(d.direct, payer, d.log)
+  if (d.direct?.use() === true && d.direct.failures?.allows(payer) !== false) return await directWrites(d.direct, payer, d.log, d.retry)
   const staged = await d.staging.begin()
   return {
     kind: 'staged',
@@ -388,7 +388,7 @@ async function beginWrites (d: UploadDeps, payer: string): Promise<UploadWrites>
   }
 }
 
-async function directWrites (d: DirectWrites, payer: string, log: Logger): Promise<UploadWrites> {
+async function directWrites (d: DirectWrites, payer: string, log: Logger, retry?: RetryLater): Promise<UploadWrites> {
   const journal = await d.journals?.open('')
   const imp = d.imports.begin(journal)
   let kept: Set<string> | undefined
@@ -408,13 +408,24 @@ async function directWrites (d: DirectWrites, payer: string, log: Logger): Promi
       // a failed upload's blocks go; a kept or recorded one's are the note's or the pin's, but for a CAR's unreached ones
       const gone = outcome === 'failed' ? imp.written : kept == null ? [] : imp.written.filter(b => kept?.has(b.cid.toString()) !== true)
       if (outcome === 'failed') d.failures?.failed(payer, imp.bytes)
+      const forget = async (): Promise<void> => {
+        // (a journal left behind names blocks a pin or a note holds, or none: the next start deletes nothing they hold)
+        await journal?.remove().catch((err: unknown) => { log.warn('could not remove an upload\'s write journal', { error: (err as Error).message }) })
+      }
       try {
         if (gone.length > 0) await d.discard(gone)
       } catch (err) {
-        log.warn('could not remove the blocks of a failed upload: the next gc removes them', { bytes: gone.reduce((n, b) => n + b.bytes, 0), error: (err as Error).message })
+        const bytes = gone.reduce((n, b) => n + b.bytes, 0)
+        if (retry != null) {
+          // the store did not take the deletes (an outage): tried again, with backoff, until it does; the journal
+          // names the blocks until then, so a stop meanwhile leaves them to the next start
+          log.warn('could not remove the blocks of a failed upload yet: trying again until the store takes the deletes', { bytes, error: (err as Error).message })
+          retry.schedule('removing the blocks of a failed upload', async () => { await d.discard(gone); await forget() })
+          return
+        }
+        log.warn('could not remove the blocks of a failed upload: the next gc removes them', { bytes, error: (err as Error).message })
       }
-      // (a journal left behind names blocks a pin or a note holds, or none: the next start deletes nothing they hold)
-      await journal?.remove().catch((err: unknown) => { log.warn('could not remove an upload\'s write journal', { error: (err as Error).message }) })
+      await forget()
     }
   }
 }
