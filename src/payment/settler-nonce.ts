@@ -24,6 +24,8 @@ const bump = (wei: bigint): bigint => wei + (wei + 7n) / 8n + 1n
 const MAX_REPLACEMENTS = 10
 /** mined by a transaction not known here: wait this many polls for a known one's receipt before giving up */
 const RECEIPT_GRACE_POLLS = 50
+/** the quick polls after a send, each this long after the last (capped at pollMs): a chain that mines on arrival may answer a moment late */
+const QUICK_POLLS_MS = [0, 25, 100, 400, 1600]
 /** replaced settlements remembered once mined (their other hashes → the mined one): rare, so a few suffice; only hashes, never receipts (memory under sustained load) */
 const MAX_REPLACED = 1000
 
@@ -80,8 +82,8 @@ export class SettlerNonces {
   /** when the pending timer fires (ms since the epoch) */
   private timerAt = 0
   private polling = false
-  /** a transaction was sent since the last poll began: the next poll comes at once (see schedule) */
-  private sentSincePoll = false
+  /** polls left in the quick series after a send (QUICK_POLLS_MS, from its end; see schedule) */
+  private quickPolls = 0
   private stopped = false
   private minedNonce = -1
   private progressAt = 0
@@ -160,7 +162,7 @@ export class SettlerNonces {
       entry.done.promise.catch(() => {})
       this.byNonce.set(nonce, entry)
       this.byHash.set(hash, entry)
-      this.sentSincePoll = true
+      this.quickPolls = QUICK_POLLS_MS.length
       return hash
     } finally {
       this.sending.delete(nonce)
@@ -176,14 +178,16 @@ export class SettlerNonces {
   }
 
   /**
-   * The next poll: every `pollMs` while transactions are outstanding, and at
-   * once after one was sent: a chain that mines as it receives (a dev chain, a
-   * sequencer) has the receipt ready then, and waiting a whole `pollMs` adds to
-   * every paid write; elsewhere it is one read more per settlement.
+   * The next poll: every `pollMs` while transactions are outstanding, and
+   * after a send a quick series first (at once, then QUICK_POLLS_MS apart): a
+   * chain that mines as it receives (a dev chain, a sequencer) has the receipt
+   * ready at once or a moment later, and waiting a whole `pollMs` adds to
+   * every paid write; elsewhere it is a few reads more per settlement.
    */
   private schedule (): void {
     if (this.stopped || (this.byNonce.size === 0 && this.abandoned.size === 0)) return
-    const delay = this.sentSincePoll ? 0 : this.o.pollMs ?? 100
+    const pollMs = this.o.pollMs ?? 100
+    const delay = this.quickPolls > 0 ? Math.min(QUICK_POLLS_MS[QUICK_POLLS_MS.length - this.quickPolls]!, pollMs) : pollMs
     if (this.timer != null) {
       if (this.timerAt <= Date.now() + delay) return
       clearTimeout(this.timer)
@@ -193,7 +197,7 @@ export class SettlerNonces {
       this.timer = undefined
       if (this.polling) return
       this.polling = true
-      this.sentSincePoll = false
+      if (this.quickPolls > 0) this.quickPolls--
       this.poll()
         .catch((err: Error) => { this.o.log?.debug('settler nonce poll failed', { error: err.message.split('\n')[0] }) })
         .finally(() => { this.polling = false; this.schedule() })
