@@ -19,6 +19,12 @@
  *     heap the clients leave behind): hashing and writing the blocks, no HTTP,
  *     no payment, no ledger, no fsync. And the same with each block file
  *     fsync'd, which pind must do before it answers 201 (item 1).
+ *     Each import keeps its blocks until the benchmark ends, as the service
+ *     keeps what it was paid for: on this machine's VM, writing into page
+ *     cache that is not memory freed a moment ago costs the kernel ~10 times
+ *     more per byte (docs/performance.md, "The page cache's cold memory"), so
+ *     an import that deleted its blocks at once handed warm memory to the next
+ *     writer and measured itself on it while pind wrote into cold memory.
  *   - HTTP floor, for context: the same client posting the same body to a bare
  *     node:http server (in a child process) that only reads it.
  * RSS: the service's VmHWM (peak resident set) after the 100 MB uploads, and
@@ -46,9 +52,9 @@ const argv = process.argv.slice(2)
 if (argv[0] === '--baseline-child') {
   const bytes = randomBytes(Number(argv[1]))
   const cpu0 = process.cpuUsage()
-  const ms = await baselineImport(bytes, argv[2] === 'fsync')
+  const ms = await baselineImport(bytes, argv[3], argv[2] === 'fsync')
   const cpu = process.cpuUsage(cpu0)
-  console.log(JSON.stringify({ ms, cpuMs: (cpu.user + cpu.system) / 1000 }))
+  console.log(JSON.stringify({ ms, cpuMs: (cpu.user + cpu.system) / 1000, sysMs: cpu.system / 1000 }))
   process.exit(0)
 }
 const opt = (name, def) => { const i = argv.indexOf(`--${name}`); return i >= 0 ? Number(argv[i + 1]) : def }
@@ -80,8 +86,8 @@ async function sdkExchange (bytes) {
   return performance.now() - t0
 }
 
-async function baselineImport (bytes, durable = false) {
-  const dir = mkdtempSync(join(tmpdir(), 'pind-bench-base-'))
+/** the import into `dir` (a fresh folder, kept: the parent removes it when the benchmark ends) */
+async function baselineImport (bytes, dir, durable = false) {
   const bs = new FsBlockstore(dir)
   if (durable) {
     // the same, plus what durability costs: each block file fsync'd once written
@@ -96,17 +102,16 @@ async function baselineImport (bytes, durable = false) {
     }
   }
   await bs.open()
-  try {
-    const t0 = performance.now()
-    await unixfs({ blockstore: bs }).addByteStream((async function * () { for (let o = 0; o < bytes.length; o += 65536) yield bytes.subarray(o, o + 65536) })(), { cidVersion: 1, rawLeaves: true })
-    return performance.now() - t0
-  } finally {
-    rmSync(dir, { recursive: true, force: true })
-  }
+  const t0 = performance.now()
+  await unixfs({ blockstore: bs }).addByteStream((async function * () { for (let o = 0; o < bytes.length; o += 65536) yield bytes.subarray(o, o + 65536) })(), { cidVersion: 1, rawLeaves: true })
+  return performance.now() - t0
 }
 
+/** the baselines' block folders, removed when the benchmark ends */
+const baseDirs = mkdtempSync(join(tmpdir(), 'pind-bench-base-'))
+let baseRuns = 0
 async function baselineInChild (bytes, durable = false) {
-  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), '--baseline-child', String(bytes), durable ? 'fsync' : 'plain'], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), '--baseline-child', String(bytes), durable ? 'fsync' : 'plain', join(baseDirs, String(baseRuns++))], { stdio: ['ignore', 'pipe', 'inherit'] })
   let out = ''
   child.stdout.on('data', b => { out += b })
   const code = await new Promise(resolve => child.once('exit', resolve))
@@ -123,7 +128,7 @@ async function floorPost (bytes) {
 
 const t = { lean: [], sdk: [], base: [], durable: [], floor: [] }
 /** CPU time (user + system, ms) of the service per lean exchange, and of the plain baseline's child */
-const cpu = { lean: [], leanSys: [], base: [] }
+const cpu = { lean: [], leanSys: [], base: [], baseSys: [] }
 /** user + system CPU of a process so far, in ms (clock ticks of 10 ms) */
 function cpuMs (pid) {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
@@ -147,6 +152,7 @@ try {
     const base = await baselineInChild(size)
     t.base.push(base.ms)
     cpu.base.push(base.cpuMs)
+    cpu.baseSys.push(base.sysMs)
     t.durable.push((await baselineInChild(size, true)).ms)
     t.floor.push(await floorPost(bytes))
     t.sdk.push(await sdkExchange(randomBytes(size)))
@@ -165,7 +171,7 @@ try {
   const perRun = t.lean.map((x, i) => t.base[i] / x)
   console.log(`ratio baseline/pind: ${(median(t.base) / median(t.lean)).toFixed(2)} (target >= 0.75, npm run bench); per run ${perRun.map(r => r.toFixed(2)).join(', ')}, median ${median(perRun).toFixed(2)}`)
   console.log(`  with @x402/fetch: ${(median(t.base) / median(t.sdk)).toFixed(2)}; against the fsync'd baseline: ${(median(t.durable) / median(t.lean)).toFixed(2)}`)
-  console.log(`CPU (user + system): service per paid upload median ${median(cpu.lean).toFixed(0)} ms (${cpu.lean.join(', ')}; of it system ${cpu.leanSys.join(', ')}); baseline process ${median(cpu.base).toFixed(0)} ms (${cpu.base.map(x => x.toFixed(0)).join(', ')}), the import alone`)
+  console.log(`CPU (user + system): service per paid upload median ${median(cpu.lean).toFixed(0)} ms (${cpu.lean.join(', ')}; of it system ${cpu.leanSys.join(', ')}); baseline process ${median(cpu.base).toFixed(0)} ms (${cpu.base.map(x => x.toFixed(0)).join(', ')}; of it system ${cpu.baseSys.map(x => x.toFixed(0)).join(', ')}), the import alone`)
   console.log(`service RSS idle ${idle.rssMiB.toFixed(0)} MiB, peak over all uploads ${peak.peakMiB.toFixed(0)} MiB (target < 200 MB = 191 MiB)`)
   const rate = (xs) => mb / (median(xs) / 1000)
   jsonResult({ mb, runs, pindMBps: rate(t.lean), baselineMBps: rate(t.base), durableBaselineMBps: rate(t.durable), sdkMBps: rate(t.sdk), floorMBps: rate(t.floor), pindMs: t.lean, baselineMs: t.base, peakMiB: peak.peakMiB })
@@ -173,6 +179,7 @@ try {
   floor.proc.kill()
   await pind.stop()
   await chain.stop()
+  rmSync(baseDirs, { recursive: true, force: true })
 }
 
 /** node:http in a child process that reads each body and answers 200 */
