@@ -9,6 +9,7 @@ import { toFacilitatorEvmSigner } from '@x402/evm'
 import { ExactEvmScheme } from '@x402/evm/exact/facilitator'
 import type { Logger } from '../kernel/log.js'
 import { READ_TIMEOUT_MS, settlerClientFor, verifierClientFor } from './chain.js'
+import { CodeCache } from './code-cache.js'
 import { SettlerNonces } from './settler-nonce.js'
 
 export type FacilitatorChoice =
@@ -56,8 +57,10 @@ export function buildFacilitator (choice: FacilitatorChoice, opts: FacilitatorOp
   // not change: read once (warm, before payments are taken) and answered from memory from then on.
   const asset = choice.asset?.toLowerCase()
   let assetCode: `0x${string}` | undefined
+  // a payer's code is asked four times per payment, one read after the other: kept briefly (code-cache.ts)
+  const payers = new CodeCache(async (args) => await reader.getCode(args))
   const getCode = async (args: { address: `0x${string}` }): Promise<`0x${string}` | undefined> => {
-    if (asset == null || args.address.toLowerCase() !== asset) return await reader.getCode(args)
+    if (asset == null || args.address.toLowerCase() !== asset) return await payers.getCode(args)
     if (assetCode == null) {
       const code = await reader.getCode(args)
       if (code != null && code !== '0x') assetCode = code
