@@ -11,8 +11,9 @@ export interface FloodOptions {
   pid: number
   /** messages of the burst phase (default 3000; 0: none) */
   burst?: number
-  /** how long one phase may take before it fails (default 120 s) */
+  /** how long one step (the dial, a new stream, a phase, GET_PROVIDERS, the attacker's stop) may take before it fails (default 120 s) */
   phaseTimeoutMs?: number
+  /** each phase's line, as soon as the phase ends */
   log?: (line: string) => void
 }
 
@@ -22,7 +23,7 @@ export interface FloodPhase {
   addresses: number
   /** from the first message written to the reply of the PING after the last */
   handledMs: number
-  /** the slowest /health answer while the phase ran */
+  /** the slowest /health answer while the phase ran (one still unanswered counts its wait so far) */
   healthMaxMs: number
   /** /health answers while the phase ran */
   healthSamples: number

@@ -85,32 +85,44 @@ function watchHealth (url, everyMs = 20) {
     const { parentPort, workerData } = require('node:worker_threads')
     let times = []
     let stopped = false
+    let askedAt
     parentPort.on('message', (m) => {
-      const sorted = [...times].sort((a, b) => a - b)
+      // a question still unanswered counts what it has waited so far: a pind that stopped answering shows as a stall
+      const sorted = [...times, ...(askedAt !== undefined ? [performance.now() - askedAt] : [])].sort((a, b) => a - b)
       times = []
       if (m === 'stop') stopped = true
       parentPort.postMessage({ samples: sorted.length, maxMs: Math.round(sorted.at(-1) ?? 0), p50Ms: Math.round(sorted[Math.floor(sorted.length / 2)] ?? 0) })
     })
     ;(async () => {
       while (!stopped) {
-        const t0 = performance.now()
+        const t0 = askedAt = performance.now()
         try { await (await fetch(workerData.url, { signal: AbortSignal.timeout(60_000) })).arrayBuffer() } catch {}
+        askedAt = undefined
         times.push(performance.now() - t0)
         await new Promise(resolve => setTimeout(resolve, workerData.everyMs))
       }
       process.exit(0)
     })()
   `, { eval: true, workerData: { url, everyMs } })
+  // a worker that died or stopped answering fails the phase at once (its error, or after 30 s), never hangs the flood
   const ask = async (m) => {
-    const reply = new Promise(resolve => worker.once('message', resolve))
+    const reply = new Promise((resolve, reject) => {
+      const timer = setTimeout(() => { cleanup(); reject(new Error(`the /health watcher did not answer "${m}" within 30 s`)) }, 30_000)
+      const onMessage = (v) => { cleanup(); resolve(v) }
+      const onError = (err) => { cleanup(); reject(err) }
+      const cleanup = () => { clearTimeout(timer); worker.off('message', onMessage); worker.off('error', onError) }
+      worker.on('message', onMessage)
+      worker.on('error', onError)
+    })
     worker.postMessage(m)
     return await reply
   }
   return {
     mark: async () => await ask('mark'),
+    // the last figures, then the worker ends at once (not after a question pind may never answer)
     stop: async () => {
       const last = await ask('stop')
-      await new Promise(resolve => worker.once('exit', resolve))
+      await worker.terminate()
       return last
     },
     terminate: () => worker.terminate()
@@ -122,7 +134,10 @@ function watchHealth (url, everyMs = 20) {
  * multiaddr (with /p2p/), `healthUrl` its /health, `pid` its process (for
  * RSS). Resolves with the report: per phase the messages sent and the time
  * until pind had handled them, the slowest /health, the RSS before and after,
- * and the addresses pind returns for the attacker in GET_PROVIDERS.
+ * and the addresses pind returns for the attacker in GET_PROVIDERS. Every
+ * step (a dial, a new stream, a phase, the question after) is bounded by
+ * `phaseTimeoutMs`: a pind that stops answering fails a phase with the reason,
+ * and `log` has each phase's line as soon as it ends.
  */
 export async function addProviderFlood ({ target, healthUrl, pid, burst = 3000, phaseTimeoutMs = 120_000, log = () => {} }) {
   const node = await createLibp2p({ transports: [tcp()], connectionEncrypters: [noise()], streamMuxers: [yamux()], services: { identify: identify() } })
@@ -157,9 +172,9 @@ export async function addProviderFlood ({ target, healthUrl, pid, burst = 3000, 
   }
   let health
   try {
-    await node.dial(multiaddr(target))
+    await node.dial(multiaddr(target), { signal: AbortSignal.timeout(phaseTimeoutMs) })
     // kad-dht cuts a stream whose message takes longer than its timeout (10 s) to handle: each phase that fails goes on on a new one
-    const open = async () => lpStream(await node.dialProtocol(pind, AMINO), { maxDataLength: 8 * 1024 * 1024 })
+    const open = async () => lpStream(await node.dialProtocol(pind, AMINO, { signal: AbortSignal.timeout(phaseTimeoutMs) }), { maxDataLength: 8 * 1024 * 1024 })
     let lp = await open()
     const ping = async (signal) => {
       await lp.write(Message.encode({ type: MessageType.PING, closer: [], providers: [] }), { signal })
@@ -211,18 +226,22 @@ export async function addProviderFlood ({ target, healthUrl, pid, burst = 3000, 
     if (broken == null) {
       const first = CID.parse(report.cids.dialable[0])
       try {
-        await lp.write(Message.encode({ type: MessageType.GET_PROVIDERS, key: first.multihash.bytes, closer: [], providers: [] }))
-        const reply = Message.decode(await lp.read({ signal: AbortSignal.timeout(30_000) }))
+        const signal = AbortSignal.timeout(phaseTimeoutMs)
+        await lp.write(Message.encode({ type: MessageType.GET_PROVIDERS, key: first.multihash.bytes, closer: [], providers: [] }), { signal })
+        const reply = Message.decode(await lp.read({ signal }))
         const mine = reply.providers.find(p => Buffer.from(p.id).equals(self))
         report.addressesReturned = mine?.multiaddrs.length ?? 0
-        await lp.unwrap().close()
+        await lp.unwrap().close({ signal })
       } catch (err) {
         report.addressesReturned = `GET_PROVIDERS failed: ${err.name}: ${err.message}`
       }
     }
   } finally {
     await health?.terminate()
-    await node.stop()
+    // the attacker's own node: its stop waits on connections closing, bounded too
+    let timer
+    await Promise.race([node.stop(), new Promise((resolve, reject) => { timer = setTimeout(() => reject(new Error(`the attacker's libp2p node had not stopped after ${phaseTimeoutMs} ms`)), phaseTimeoutMs) })])
+      .finally(() => clearTimeout(timer))
   }
   return report
 }
@@ -264,8 +283,10 @@ export async function startDhtServer ({ bootstrap, args = [], env = {} }) {
   const dataDir = mkdtempSync(join(tmpdir(), 'pind-dht-flood-'))
   const proc = spawn(new URL('../../node_modules/.bin/node', import.meta.url).pathname, [new URL('../../dist/pind.cjs', import.meta.url).pathname, 'serve', '--data-dir', dataDir, '--port', '0', '--p2p-listen', '/ip4/127.0.0.1/tcp/0',
     '--routing', 'dht', '--bootstrap', bootstrap.join(','), '--dht-mode', 'server', '--routing-private-addresses', '--p2p-inbound-rate', '10000', ...args], { env: { ...process.env, PIND_LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  // the summary (stdout) names the URL and the addresses; the structured log (stderr) may name them too, inside JSON
+  let summary = ''
   let out = ''
-  proc.stdout.on('data', b => { out += b })
+  proc.stdout.on('data', b => { summary += b; out += b })
   proc.stderr.on('data', b => { out += b })
   const stop = async () => {
     if (proc.exitCode == null && proc.signalCode == null) {
@@ -277,8 +298,8 @@ export async function startDhtServer ({ bootstrap, args = [], env = {} }) {
   }
   const deadline = Date.now() + 60_000
   for (;;) {
-    const url = /^\s+http:\s+(\S+)$/m.exec(out)?.[1]
-    const target = /(\/ip4\/\S+\/p2p\/\S+)/.exec(out)?.[1]
+    const url = /^\s+http:\s+(\S+)$/m.exec(summary)?.[1]
+    const target = /(\/ip4\/\S+\/p2p\/\S+)/.exec(summary)?.[1]
     if (url != null && target != null) {
       try { if ((await fetch(`${url}/health`)).status === 200) return { url, target, pid: proc.pid, dataDir, stop } } catch {}
     }
