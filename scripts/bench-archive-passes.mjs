@@ -19,6 +19,7 @@ import { loadavg, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { bundleAtRef } from './bundle-ref.mjs'
+import { unitRuntimeEnv } from './runtime-env.mjs'
 
 const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)))
 const SELF = fileURLToPath(import.meta.url)
@@ -73,7 +74,7 @@ if (process.argv[2] === '--child') {
   const runs = []
   for (const [name, lib] of [[against, await bundle(against)], ['this tree', await bundle()]]) {
     const r = spawnSync(process.execPath, ['--expose-gc', '--max-semi-space-size=4', SELF, '--child', lib, String(passes), String(pins)], {
-      encoding: 'utf8', env: { ...process.env, GLIBC_TUNABLES: 'glibc.malloc.mmap_threshold=16384' }
+      encoding: 'utf8', env: { ...process.env, GLIBC_TUNABLES: unitRuntimeEnv().GLIBC_TUNABLES ?? '' }
     })
     if (r.status !== 0) throw new Error(`${name}: ${r.stderr}`)
     const m = JSON.parse(r.stdout)

@@ -41,6 +41,10 @@ const NATIVE_ASSETS = [
   '@msgpackr-extract/msgpackr-extract-linux-x64'
 ].flatMap((p) => [`${p}/package.json`, `${p}/index.js`, `${p}/node.napi.glibc.node`])
 
+// pind's own addon (scripts/build-native.mjs: glibc's malloc_trim for --runtime-malloc-trim), under
+// the bundle's folder: src/runtime/malloc-trim.ts loads it from beside the bundle
+const OWN_ADDONS = ['native/malloc-trim.node']
+
 function fail (msg) {
   console.error(`package-binary: ${msg}`)
   process.exit(1)
@@ -65,6 +69,7 @@ if (!existsSync(pkgCli)) fail(`${pkgCli} missing: install the devDependency @yao
 const pkgVersion = readJson(path.join(nm, '@yao-pkg', 'pkg', 'package.json')).version
 if (pkgVersion !== PKG_VERSION) fail(`@yao-pkg/pkg is ${pkgVersion}, this script was written for ${PKG_VERSION}: re-check the cache seeding, then update PKG_VERSION`)
 for (const a of NATIVE_ASSETS) if (!existsSync(path.join(nm, a))) fail(`native addon file missing: node_modules/${a}`)
+for (const a of OWN_ADDONS) if (!existsSync(path.join(path.dirname(bundle), a))) fail(`pind's addon missing: ${path.join(path.dirname(bundle), a)} (run: node scripts/build-native.mjs)`)
 const nodeVersion = readJson(path.join(nodeDir, 'package.json')).version
 const target = `node${nodeVersion}-linux-x64` // exact version: a range makes pkg ask nodejs.org
 
@@ -104,7 +109,7 @@ writeFileSync(entry, readFileSync(path.join(root, 'scripts', 'binary-entry.cjs')
 
 // --- pkg config: assets are resolved relative to the config file's folder ----------
 const config = path.join(home, 'pkg-config.json')
-const assets = NATIVE_ASSETS.map((a) => path.relative(home, path.join(nm, a)))
+const assets = [...NATIVE_ASSETS.map((a) => path.relative(home, path.join(nm, a))), ...OWN_ADDONS.map((a) => path.relative(home, path.join(path.dirname(bundle), a)))]
 writeFileSync(config, JSON.stringify({ pkg: { assets } }, null, 2) + '\n')
 
 // --- run pkg ------------------------------------------------------------------------

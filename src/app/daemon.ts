@@ -107,6 +107,8 @@ export interface StartOptions {
   onProgress?: (status: string) => void
   /** full collections the runtime tuning has run so far (--runtime-idle-collection, --runtime-heap-trim): for /metrics */
   runtimeCollections?: () => number
+  /** glibc malloc_trim calls made so far (--runtime-malloc-trim): for /metrics */
+  runtimeMallocTrims?: () => number
 }
 
 export async function startDaemon (config: Readonly<Config>, log: Logger, opts: StartOptions = {}): Promise<Daemon> {
@@ -272,7 +274,8 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
         gcUnreferencedBytes: () => gc.unreferencedBytes,
         ...(ledger.poolStats != null ? { ledgerPool: () => (ledger.poolStats as NonNullable<typeof ledger.poolStats>).call(ledger) } : {}),
         leases: () => ({ names: Object.values(LEASES), held: leases.held() }),
-        ...(opts.runtimeCollections != null ? { runtimeCollections: opts.runtimeCollections } : {})
+        ...(opts.runtimeCollections != null ? { runtimeCollections: opts.runtimeCollections } : {}),
+        ...(opts.runtimeMallocTrims != null ? { runtimeMallocTrims: opts.runtimeMallocTrims } : {})
       }))
     ledger.observeCalls?.((operation, seconds, ok) => { metrics.ledgerCall(operation, seconds, ok) })
     if (gate != null) {

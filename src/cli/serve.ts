@@ -63,7 +63,8 @@ export async function serve (config: Readonly<Config>, log: Logger): Promise<voi
         step = [status, performance.now()]
         starting.report(status)
       },
-      runtimeCollections: () => runtime.collections()
+      runtimeCollections: () => runtime.collections(),
+      runtimeMallocTrims: () => runtime.mallocTrims()
     })
     endStep()
   } catch (err) {

@@ -77,6 +77,8 @@ export interface MetricsSources {
   leases?(): { names: readonly string[], held: readonly string[] }
   /** full collections run by the runtime tuning (runtime/apply.ts) */
   runtimeCollections?(): number
+  /** glibc malloc_trim calls the runtime tuning made (--runtime-malloc-trim) */
+  runtimeMallocTrims?(): number
 }
 
 export class Metrics {
@@ -139,6 +141,10 @@ export class Metrics {
     const collections = sources.runtimeCollections
     if (collections != null) {
       new client.Counter({ name: 'pind_runtime_collections_total', help: 'full garbage collections run by --runtime-idle-collection and --runtime-heap-trim', registers: [r], collect () { this.reset(); this.inc(collections()) } })
+    }
+    const mallocTrims = sources.runtimeMallocTrims
+    if (mallocTrims != null) {
+      new client.Counter({ name: 'pind_runtime_malloc_trims_total', help: 'glibc malloc_trim calls made by --runtime-malloc-trim (one after each of those collections)', registers: [r], collect () { this.reset(); this.inc(mallocTrims()) } })
     }
     const sending = sources.sending
     if (sending != null) {

@@ -11,10 +11,12 @@ import { lastResortCollection, type Collection } from './collection.js'
 import { trimRetainedPages } from './heap-trim.js'
 import { limitHeapGrowth } from './heap-growth.js'
 import { collectWhenIdle } from './idle-collection.js'
+import { loadMallocTrim, type MallocTrim } from './malloc-trim.js'
 
 export interface RuntimeSettings {
   runtimeIdleCollection: boolean
   runtimeHeapTrim: boolean
+  runtimeMallocTrim: boolean
   runtimeHeapGrowingPercent: number
   runtimeReleaseBuffers: boolean
 }
@@ -32,6 +34,8 @@ export interface RuntimeTuning {
   readonly active: Record<string, string | number | boolean>
   /** full collections run so far by the idle collection and the heap trim */
   collections(): number
+  /** glibc malloc_trim(0) calls so far (`--runtime-malloc-trim`: one after each of those collections) */
+  mallocTrims(): number
   /**
    * The V8 flag set at run time (`--runtime-heap-growing-percent`), once serve serves: the
    * binary's code cache of serve's start is made before it (a cache made under changed flags is
@@ -71,14 +75,48 @@ export function reportedCollection (collect: Collection, log: Pick<Logger, 'warn
   }
 }
 
-/** `collect`: the full collection to run (default: lastResortCollection's; null: none in this Node); `log`: where a failed one is told */
-export function applyRuntime (settings: RuntimeSettings, opts: { collect?: Collection | null, log?: Pick<Logger, 'warn'> } = {}): RuntimeTuning {
+export interface TrimmedCollection {
+  collect: Collection
+  /** malloc_trim calls so far */
+  readonly trims: number
+}
+
+/**
+ * `collect`, then glibc's malloc_trim (`--runtime-malloc-trim`): the collection frees what V8 and the
+ * ArrayBuffers held, and the trim gives the kernel the free pages that leaves inside malloc's arenas
+ * (docs/runtime.md, "glibc malloc"). A collection that fails is not followed by a trim.
+ */
+export function trimAfter (collect: Collection, malloc: MallocTrim): TrimmedCollection {
+  let trims = 0
+  return {
+    collect: async () => {
+      await collect()
+      malloc.trim()
+      trims++
+    },
+    get trims () { return trims }
+  }
+}
+
+/**
+ * `collect`: the full collection to run (default: lastResortCollection's; null: none in this Node); `log`: where a failed
+ * one is told; `mallocTrim`: what --runtime-malloc-trim calls (default: the addon, loaded only when the setting is on)
+ */
+export function applyRuntime (settings: RuntimeSettings, opts: { collect?: Collection | null, log?: Pick<Logger, 'warn'>, mallocTrim?: () => MallocTrim | Error } = {}): RuntimeTuning {
   const wanted = [settings.runtimeIdleCollection && '--runtime-idle-collection', settings.runtimeHeapTrim && '--runtime-heap-trim'].filter(Boolean)
   const given = opts.collect === undefined ? lastResortCollection() : opts.collect ?? undefined
-  const collect = given != null && opts.log != null ? reportedCollection(given, opts.log) : given
-  if (wanted.length > 0 && collect == null) {
+  const reported = given != null && opts.log != null ? reportedCollection(given, opts.log) : given
+  if (wanted.length > 0 && reported == null) {
     throw new RuntimeSettingError(`${wanted.join(' and ')} need V8's inspector, which this Node was built without: turn ${wanted.length > 1 ? 'them' : 'it'} off`)
   }
+  let trimmed: TrimmedCollection | undefined
+  if (settings.runtimeMallocTrim) {
+    if (wanted.length === 0) throw new RuntimeSettingError('--runtime-malloc-trim runs after the collections of --runtime-idle-collection or --runtime-heap-trim: turn one of them on, or it off')
+    const loaded = (opts.mallocTrim ?? loadMallocTrim)()
+    if (loaded instanceof Error) throw new RuntimeSettingError(`--runtime-malloc-trim cannot work here: ${loaded.message}; turn it off`)
+    trimmed = trimAfter(reported as Collection, loaded)
+  }
+  const collect = trimmed?.collect ?? reported
   const percent = settings.runtimeHeapGrowingPercent
   if (percent > 0 && !Number.isInteger(percent)) throw new RangeError(`heap growing percent must be a positive integer, not ${percent}`)
   releaseBuffersEarly(settings.runtimeReleaseBuffers)
@@ -88,11 +126,13 @@ export function applyRuntime (settings: RuntimeSettings, opts: { collect?: Colle
     active: {
       idleCollection: idle != null,
       heapTrim: trim != null,
+      mallocTrim: settings.runtimeMallocTrim,
       heapGrowingPercent: settings.runtimeHeapGrowingPercent,
       releaseBuffers: settings.runtimeReleaseBuffers,
       ...startEnvironment()
     },
     collections: () => (idle?.runs ?? 0) + (trim?.runs ?? 0),
+    mallocTrims: () => trimmed?.trims ?? 0,
     serving: () => { if (percent > 0) limitHeapGrowth(percent) },
     stop: () => { idle?.stop(); trim?.stop() }
   }

@@ -51,7 +51,7 @@ async function load (rounds: number): Promise<void> {
 describe('the runtime settings', () => {
   it('are the same in the systemd unit and the Dockerfile: a young generation cap, the collections on, gc not exposed', () => {
     expect(dockerfileRuntimeEnv()).toEqual(PRODUCTION)
-    expect(PRODUCTION).toMatchObject({ PIND_RUNTIME_IDLE_COLLECTION: 'true', PIND_RUNTIME_HEAP_TRIM: 'true' })
+    expect(PRODUCTION).toMatchObject({ PIND_RUNTIME_IDLE_COLLECTION: 'true', PIND_RUNTIME_HEAP_TRIM: 'true', PIND_RUNTIME_MALLOC_TRIM: 'true' })
     expect(PRODUCTION.NODE_OPTIONS?.split(' ')).not.toContain('--expose-gc')
     expect(SEMI_SPACE_MAX_MIB).toBeGreaterThan(0)
   })
@@ -93,5 +93,8 @@ describe('the runtime settings', () => {
     // the load above was work; quiet is three checks 5 s apart under 2% busy: polled every 5 s, so the polls stay under that
     const collections = async (): Promise<number> => Number(/^pind_runtime_collections_total (\S+)/m.exec(await (await fetch(metricsUrl)).text())?.[1] ?? NaN)
     expect(await waitFor(async () => (await collections()) >= 1 ? true : undefined, 'pind_runtime_collections_total >= 1', 90_000, 5000)).toBe(true)
+    // and glibc's malloc_trim after it (--runtime-malloc-trim): its addon loads from inside the binary
+    const trims = Number(/^pind_runtime_malloc_trims_total (\S+)/m.exec(await (await fetch(metricsUrl)).text())?.[1] ?? NaN)
+    expect(trims).toBeGreaterThanOrEqual(1)
   }, 120_000)
 })

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { applyRuntime, reportedCollection, RuntimeSettingError, startEnvironment, type RuntimeTuning } from '../../../src/runtime/apply.js'
+import { applyRuntime, reportedCollection, RuntimeSettingError, startEnvironment, trimAfter, type RuntimeTuning } from '../../../src/runtime/apply.js'
 import { releaseBytes } from '../../../src/runtime/buffers.js'
 
-const settings = { runtimeIdleCollection: false, runtimeHeapTrim: false, runtimeHeapGrowingPercent: 0, runtimeReleaseBuffers: true }
+const settings = { runtimeIdleCollection: false, runtimeHeapTrim: false, runtimeMallocTrim: false, runtimeHeapGrowingPercent: 0, runtimeReleaseBuffers: true }
 
 describe('applyRuntime (the --runtime-* settings)', () => {
   let tuning: RuntimeTuning | undefined
@@ -39,6 +39,34 @@ describe('applyRuntime (the --runtime-* settings)', () => {
   it('runs the collections with the gc it is given', () => {
     tuning = applyRuntime({ ...settings, runtimeIdleCollection: true, runtimeHeapTrim: true }, { collect: async () => {} })
     expect(tuning.active).toMatchObject({ idleCollection: true, heapTrim: true })
+  })
+
+  it('--runtime-malloc-trim loads the addon, and refuses to start without a collection to follow or without the addon', () => {
+    tuning = applyRuntime({ ...settings, runtimeIdleCollection: true, runtimeMallocTrim: true }, { collect: async () => {} })
+    expect(tuning.active).toMatchObject({ idleCollection: true, mallocTrim: true })
+    expect(tuning.mallocTrims()).toBe(0)
+    tuning.stop()
+    expect(() => applyRuntime({ ...settings, runtimeMallocTrim: true }, { collect: async () => {} })).toThrow(/--runtime-malloc-trim runs after the collections of --runtime-idle-collection or --runtime-heap-trim/)
+    let err: unknown
+    try {
+      applyRuntime({ ...settings, runtimeHeapTrim: true, runtimeMallocTrim: true }, { collect: async () => {}, mallocTrim: () => new Error('its addon is missing') })
+    } catch (e) { err = e }
+    expect(err).toBeInstanceOf(RuntimeSettingError)
+    expect((err as Error).message).toBe('--runtime-malloc-trim cannot work here: its addon is missing; turn it off')
+  })
+
+  it('trims after each collection that succeeded, never after one that failed', async () => {
+    const calls: string[] = []
+    let fail = false
+    const trimmed = trimAfter(async () => { calls.push('collect'); if (fail) throw new Error('refused') }, { trim: () => { calls.push('trim'); return true } })
+    await trimmed.collect()
+    await trimmed.collect()
+    expect(calls).toEqual(['collect', 'trim', 'collect', 'trim'])
+    expect(trimmed.trims).toBe(2)
+    fail = true
+    await expect(trimmed.collect()).rejects.toThrow('refused')
+    expect(calls.slice(4)).toEqual(['collect'])
+    expect(trimmed.trims).toBe(2)
   })
 
   it('reports the start environment the runtime read (GLIBC_TUNABLES, NODE_OPTIONS) and nothing else', () => {

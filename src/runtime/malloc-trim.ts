@@ -1,0 +1,34 @@
+/**
+ * glibc's malloc_trim(0) after each forced collection (`--runtime-malloc-trim`): the free pages
+ * inside malloc's arenas go back to the kernel, not only those at an arena's top (all that free()
+ * returns by itself). Node exposes no way to call it: a Node-API addon of one function does
+ * (native/malloc-trim.c, built by scripts/build-native.mjs into dist/native/, shipped inside the
+ * binary). Why and what it is worth: docs/runtime.md, "glibc malloc".
+ */
+import { existsSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+
+export interface MallocTrim {
+  /** malloc_trim(0): true when memory went back to the kernel */
+  trim(): boolean
+}
+
+/** beside the bundle (dist/native/, inside the binary too), or the checkout's dist/native/ when run from source */
+export function addonPaths (): string[] {
+  return ['native/malloc-trim.node', '../../dist/native/malloc-trim.node'].map(p => fileURLToPath(new URL(p, import.meta.url)))
+}
+
+/** The addon loaded, or why it cannot be (not built, or a C library without malloc_trim: musl). */
+export function loadMallocTrim (paths = addonPaths()): MallocTrim | Error {
+  const file = paths.find(p => existsSync(p))
+  if (file == null) return new Error(`its addon is missing (looked in ${paths.join(', ')}; npm run build makes it)`)
+  const mod: { exports: { trim?: unknown } } = { exports: {} }
+  try {
+    process.dlopen(mod, file)
+  } catch (err) {
+    return new Error(`its addon ${file} could not be loaded (glibc's malloc_trim is needed): ${(err as Error).message}`)
+  }
+  const trim = mod.exports.trim
+  if (typeof trim !== 'function') return new Error(`${file} is not pind's malloc-trim addon`)
+  return { trim: () => trim() === true }
+}
