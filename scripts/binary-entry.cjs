@@ -15,6 +15,11 @@
 // else ~/.cache; a folder that cannot be made or written leaves the start as it was.
 // The umask is src/app/umask.ts's, set here first: the cache is the owner's alone (0700, 0600).
 //
+// Neither the bundle nor the cache is copied (scripts/native/binary-start.c; without that addon,
+// one copy of each): the script's source is an external string over the bundle's bytes in pkg's
+// archive, which the binary maps for the life of the process, and the cache an ArrayBuffer over
+// the file mapped read-only. The bundle is the file's one expression, a function
+// (scripts/bundle.mjs wraps it), so the source is the file's bytes as they are.
 // Two bundles (scripts/bundle.mjs): the whole program, and the CLI alone (--cli). serve, and the
 // commands that always need the ledger or the block stores, start on the whole program; every
 // other command (admin calls through a running serve, --version, --help) on the CLI bundle, whose
@@ -38,9 +43,14 @@ function runWithCodeCache (bundle, sha256) {
   const vm = require('node:vm')
   const Module = require('node:module')
   const file = join(__dirname, bundle)
-  // wrapped as a CommonJS module in one string (a concatenation would leave a second 6 MiB on V8's heap)
+  const addon = startAddon()
+  // how this start read its code, for serve's 'serving' line (src/cli/serve.ts)
+  const loaded = { source: 'in place', cache: 'mapped' }
   let source
-  try { source = Buffer.concat([Buffer.from(WRAPPER[0]), fs.readFileSync(file), Buffer.from(WRAPPER[1])]).toString('utf8') } catch { return false }
+  try {
+    source = archivedSource(file, addon)
+    if (source == null) { loaded.source = 'copied'; source = fs.readFileSync(file, 'latin1') } // (ASCII: package-binary.mjs checks)
+  } catch { return false }
   // serve's start, `--version` or `--help` (which run little: their cache would serve the others
   // poorly), any other command
   const args = process.argv.slice(2)
@@ -48,10 +58,16 @@ function runWithCodeCache (bundle, sha256) {
   const build = sha256.slice(0, 16)
   const cacheFile = join(cacheDir, `${build}-${kind}-${hash(process.env.NODE_OPTIONS || '')}`)
   let cachedData
-  try { cachedData = fs.readFileSync(cacheFile) } catch {}
+  try {
+    if (addon != null) cachedData = new Uint8Array(addon.mapFile(cacheFile))
+    else { loaded.cache = 'read'; cachedData = fs.readFileSync(cacheFile) }
+  } catch {}
   const script = new vm.Script(source, { filename: file, cachedData })
-  // (decided now: the cache's bytes are not held for the life of the process)
+  // (decided now: the cache's bytes, or its mapping, are not held for the life of the process)
   let kept = cachedData != null && !script.cachedDataRejected
+  if (!kept) loaded.cache = cachedData == null ? 'none' : 'rejected'
+  cachedData = undefined
+  globalThis[Symbol.for('pind.codeLoad')] = loaded
   const write = () => {
     if (kept) return
     kept = true
@@ -79,8 +95,46 @@ function runWithCodeCache (bundle, sha256) {
   return true
 }
 
-// Node's CommonJS module wrapper (Module.wrapper)
-const WRAPPER = ['(function (exports, require, module, __filename, __dirname) { ', '\n});']
+/** scripts/native/binary-start.c, or undefined where it does not load (the start then copies) */
+function startAddon () {
+  try {
+    const mod = { exports: {} }
+    process.dlopen(mod, join(__dirname, 'native', 'binary-start.node'))
+    return typeof mod.exports.latin1 === 'function' && typeof mod.exports.mapFile === 'function' ? mod.exports : undefined
+  } catch {}
+}
+
+/**
+ * A file's bytes in pkg's archive, without a copy: a Buffer over the memory the binary maps for the
+ * life of the process (node:sea's raw asset; never written), or undefined (not in the archive, or
+ * compressed). Also for the bundle's pkg run-time fixes (scripts/bundle.mjs), which write the
+ * native addons out of the archive: globalThis[Symbol.for('pind.archivedFile')].
+ */
+let archive
+function archivedFile (file) {
+  const SNAPSHOT = '/snapshot'
+  if (typeof file !== 'string' || !file.startsWith(`${SNAPSHOT}/`)) return undefined
+  try {
+    if (archive === undefined) {
+      archive = null
+      const sea = require('node:sea')
+      // pkg's manifest: each file's [offset, length] in the archive, keyed by its path under /snapshot
+      const manifest = JSON.parse(sea.getAsset('__pkg_manifest__', 'utf8'))
+      if (!manifest.compression && manifest.offsets != null) archive = { bytes: sea.getRawAsset('__pkg_archive__'), offsets: manifest.offsets }
+    }
+    const at = archive?.offsets[file.slice(SNAPSHOT.length)]
+    if (!Array.isArray(at) || at[0] + at[1] > archive.bytes.byteLength) return undefined
+    return Buffer.from(archive.bytes, at[0], at[1])
+  } catch {}
+}
+globalThis[Symbol.for('pind.archivedFile')] = archivedFile
+
+/** the bundle's source over its bytes in pkg's archive, or undefined */
+function archivedSource (file, addon) {
+  if (addon == null) return undefined
+  const bytes = archivedFile(file)
+  return bytes && addon.latin1(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+}
 
 function hash (s) {
   let h = 0x811c9dc5

@@ -65,6 +65,14 @@ function pkgRuntimeFixes (addonHashes) {
       const sha256 = (b) => crypto.createHash('sha256').update(b).digest('hex')
       const known = addonHashes[file.slice(file.lastIndexOf('/node_modules/') + '/node_modules/'.length)]
       const copied = (hash) => path.join(path.resolve(dir), 'pkg', hash.slice(0, 32), path.basename(file))
+      const stampOf = (hash, stat) => `${hash} ${stat.dev} ${stat.ino} ${stat.size} ${stat.ctimeNs}\n`
+      const writeStamp = (copy, stamp) => {
+        try {
+          const tmp = `${copy}.checked.${process.pid}.tmp`
+          fs.writeFileSync(tmp, stamp)
+          fs.renameSync(tmp, `${copy}.checked`)
+        } catch {} // (a folder it cannot write: the copy is hashed at each start)
+      }
       // A copy whose sha256 was checked is not read again while it is the same file unchanged: a
       // stamp beside it records its device, inode, size and ctime at the check (any write, chmod or
       // replacement changes one of them, and no process can set a ctime). Hashing its 3.4 MiB took
@@ -75,25 +83,23 @@ function pkgRuntimeFixes (addonHashes) {
         if (known != null) {
           const copy = copied(known)
           const stat = fs.statSync(copy, { bigint: true })
-          const stamp = `${known} ${stat.dev} ${stat.ino} ${stat.size} ${stat.ctimeNs}\n`
+          const stamp = stampOf(known, stat)
           let stamped
           try { stamped = fs.readFileSync(`${copy}.checked`, 'utf8') === stamp } catch {}
           kept = stamped === true || sha256(fs.readFileSync(copy)) === known
-          if (kept && stamped !== true) {
-            try {
-              const tmp = `${copy}.checked.${process.pid}.tmp`
-              fs.writeFileSync(tmp, stamp)
-              fs.renameSync(tmp, `${copy}.checked`)
-            } catch {} // (a folder it cannot write: the copy is hashed at each start)
-          }
+          if (kept && stamped !== true) writeStamp(copy, stamp)
         }
       } catch {}
       if (kept) {
         file = copied(known)
         return pkgDlopen.call(this, mod, file, ...rest)
       }
-      const bytes = fs.readFileSync(file)
-      const out = copied(sha256(bytes))
+      // The first start on this folder: the addon's bytes in pkg's archive, without a copy, from the
+      // binary's entry (scripts/binary-entry.cjs); they are this build's, whose sha256 is known
+      // (reading them out of the archive and hashing them took 15-20 ms of that start).
+      const archived = known != null ? globalThis[Symbol.for('pind.archivedFile')]?.(file) : undefined
+      const bytes = archived ?? fs.readFileSync(file)
+      const out = copied(archived != null ? known : sha256(bytes))
       let same = false
       try { same = fs.readFileSync(out).equals(bytes) } catch {}
       if (!same) {
@@ -101,6 +107,7 @@ function pkgRuntimeFixes (addonHashes) {
         const tmp = `${out}.${process.pid}.tmp`
         fs.writeFileSync(tmp, bytes, { mode: 0o755 })
         fs.renameSync(tmp, out) // atomic: a concurrent start never dlopens a partial file
+        if (archived != null) writeStamp(out, stampOf(known, fs.statSync(out, { bigint: true })))
       }
       file = out
     }
@@ -128,8 +135,15 @@ if (cli && !existsSync(WHOLE)) {
   console.error(`bundle: --cli goes with the whole bundle ${WHOLE}: build it first (node scripts/bundle.mjs)`)
   process.exit(1)
 }
+// The bundle is a CommonJS module's body inside a function (the footer closes it), which runs
+// it when Node loads the file as a module (`node dist/pind.cjs`, a require), and is the value of
+// the file's one expression when the binary's entry compiles it as a script
+// (scripts/binary-entry.cjs): the entry takes the file's bytes inside the binary as the script's
+// source without a copy, which a wrapper added at run time would need.
+const WRAPPER_OPEN = "(function (body) { return typeof module === 'object' && module !== null && typeof require === 'function' ? body.call(this, exports, require, module, __filename, __dirname) : body })(function (exports, require, module, __filename, __dirname) {"
+const WRAPPER_CLOSE = '\n})'
 // ESM code reads import.meta.url; `define` below rewrites it to __import_meta_url.
-const banner = `${pairing}var __import_meta_url = require('url').pathToFileURL(__filename).href;
+const banner = `${pairing}${WRAPPER_OPEN}var __import_meta_url = require('url').pathToFileURL(__filename).href;
 (${pkgRuntimeFixes})(${JSON.stringify(addonHashes)});`
 
 if (!existsSync(entry)) {
@@ -209,6 +223,7 @@ try {
     // the form pkg's walker follows and that loads from pkg's snapshot
     supported: { 'dynamic-import': false },
     banner: { js: banner },
+    footer: { js: WRAPPER_CLOSE },
     logLevel: 'warning',
     // a native addon must never be inlined: fail loudly instead (add it to NATIVE_EXTERNALS)
     plugins: [...(cli ? [wholeProgramOnly] : []), {

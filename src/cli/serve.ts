@@ -16,7 +16,7 @@ import { S3ConfigError } from '../ipfs/s3-settings.js'
 import { applyRuntime, RuntimeSettingError, type RuntimeTuning } from '../runtime/apply.js'
 import type { Logger } from '../kernel/log.js'
 import { StartupError } from '../app/startup-errors.js'
-import { codeLoaded } from '../app/code-loaded.js'
+import { codeLoad, codeLoaded } from '../app/code-loaded.js'
 import { STOP_STEPS_MS, stopWithin } from '../app/lifecycle.js'
 import { COMMIT, VERSION } from '../kernel/version.js'
 import { notifyServiceManager, startupReporter } from './notify.js'
@@ -115,7 +115,7 @@ export async function serve (config: Readonly<Config>, log: Logger): Promise<voi
     payTo: config.payTo ?? null,
     payments: payments.state,
     runtime: runtime.active,
-    startup: { ms: Math.round(performance.now()), loadMs: startup.loadMs, steps: Object.fromEntries(startup.steps) },
+    startup: { ms: Math.round(performance.now()), loadMs: startup.loadMs, ...codeLoad(), steps: Object.fromEntries(startup.steps) },
     ...('settler' in payments && payments.settler != null ? { settler: payments.settler, settlerBalanceWei: payments.settlerBalanceWei ?? null } : {})
   })
   await starting.done()

@@ -145,6 +145,8 @@ describe("lmdb's native addon, unpacked into the data dir", () => {
     const first = await startPind({ binary: bin, cwd: dir, dataDir, env: env() })
     const unpacked = archiveRss(first.pid)
     expect(await first.stop()).toBe(0)
+    const stampAfterFirst = readdirSync(join(dataDir, '.native', 'pkg'), { recursive: true }).filter(f => String(f).endsWith('.node.checked')).length
+    expect(stampAfterFirst).toBe(2) // lmdb's and msgpackr-extract's, stamped as written
     const second = await startPind({ binary: bin, cwd: dir, dataDir, env: env() })
     try {
       // the bundle (~6 MiB) is read from the archive at every start; the addon only the first time
@@ -157,7 +159,8 @@ describe("lmdb's native addon, unpacked into the data dir", () => {
       .map(e => join(e.parentPath, e.name))
       .filter(p => statSync(p).size > 1_000_000) // lmdb's, not msgpackr-extract's (17 KiB)
     const good = readFileSync(addon as string)
-    // the second start checked the copy's sha256 and left a stamp of the file it checked: the next starts do not read it again
+    // the first start wrote the copy out of the archive (bytes of this build, whose sha256 the bundle records) and left a stamp
+    // of the file it wrote: the next starts do not read it again. The stamp's hash is the copy's.
     const st = statSync(addon as string, { bigint: true })
     expect(readFileSync(`${addon as string}.checked`, 'utf8')).toBe(`${createHash('sha256').update(good).digest('hex')} ${st.dev} ${st.ino} ${st.size} ${st.ctimeNs}\n`)
     writeFileSync(addon as string, Buffer.concat([good.subarray(0, 4096), Buffer.alloc(good.length - 4096)]))
