@@ -20,7 +20,7 @@ import type { SettlerBalance } from './settler-balance.js'
 import { describeFormula, formatUsdc, type PriceSettings } from './pricing.js'
 import { z } from 'zod/v4'
 import { ADDRESS, count, DIGITS, text, USDC } from '../kernel/api-shapes.js'
-import { Eip3009Payload } from './x402-shapes.js'
+import { Eip3009Payload } from './eip3009-payload.js'
 import type { PaidRoute } from './bazaar.js'
 
 export interface PaymentSettings extends NetworkTerms {

@@ -8,17 +8,18 @@
  *     built by @x402/core from the gate's terms; the tests check real headers
  *     against these (test/unit/http/openapi.test.ts, test/e2e/upload.test.ts).
  *   - PAYMENT-SIGNATURE (X402PaymentPayload): its EIP-3009 part
- *     (Eip3009Payload) is what gate.ts reads the payer and nonce from, checked
- *     with this schema before any verifier sees it.
+ *     (Eip3009Payload, eip3009-payload.ts) is what gate.ts reads the payer and
+ *     nonce from, checked with that schema before any verifier sees it.
+ * Only the OpenAPI document (loaded at its first request) and the tests use
+ * this module: its schemas are not built at serve's start.
  * OpenAPI: the schemas of the same names, derived from these (the network,
  * asset and settings-dependent examples are added by src/http/openapi.ts).
  */
 import { z } from 'zod/v4'
-import { ADDRESS, DIGITS, HEX, matching, text } from '../kernel/api-shapes.js'
+import { ADDRESS, DIGITS, matching, text } from '../kernel/api-shapes.js'
+import { Eip3009Payload } from './eip3009-payload.js'
 
-/** an unsigned integer as a string, at most 78 digits (2^256) */
-const UINT = '^\\d{1,78}$'
-const NONCE = '^0x[0-9a-fA-F]{64}$'
+export { Eip3009Payload }
 
 /** JSON objects x402 passes through without pind reading them */
 const Extensions = z.record(z.string(), z.unknown())
@@ -49,19 +50,6 @@ export const X402PaymentRequired = z.object({
   accepts: z.array(X402PaymentRequirements).min(1),
   extensions: Extensions.meta({ description: '`bazaar`: the x402 discovery extension (extensions-bazaar.md): how the request is made (method, body type, the JSON Schema of the body, headers; `routeTemplate` for parameterised routes) and an output example' }).optional()
 }).meta({ description: 'The decoded PAYMENT-REQUIRED header (x402 v2 PaymentRequired)' })
-
-/** the `payload` of an exact-EVM payment: an EIP-3009 transferWithAuthorization and its signature */
-export const Eip3009Payload = z.object({
-  signature: matching('EIP-712 signature of the authorization', HEX),
-  authorization: z.object({
-    from: matching('the payer', ADDRESS),
-    to: matching('payTo', ADDRESS),
-    value: matching('amount, atomic units', UINT),
-    validAfter: matching('unix seconds', UINT),
-    validBefore: matching('unix seconds', UINT),
-    nonce: matching('32-byte nonce; payer:nonce identifies the payment', NONCE)
-  })
-}).meta({ description: 'an EIP-3009 transferWithAuthorization' })
 
 export const X402PaymentPayload = z.object({
   x402Version: z.literal(2),

@@ -10,7 +10,6 @@ import { SiweChallenges } from '../../auth/siwe.js'
 import { SignInWithX } from '../../auth/siwx.js'
 import type { TokenService } from '../../auth/tokens.js'
 import type { Config } from '../../config/settings.js'
-import { openApiDocument } from '../../http/openapi.js'
 import type { Router } from '../../http/router.js'
 import { paidRoutes } from '../../http/paid-routes.js'
 import { agentCardRoutes } from '../../http/routes/agent-card.js'
@@ -209,7 +208,8 @@ export function apiRoutes (router: Router, d: ApiDeps): void {
   })
   usageRoutes(router, { ledger: pins, tokens: d.tokens })
   jwksRoutes(router, d.keystore)
-  openApiRoutes(router, () => openApiDocument({
+  // (the document's module, with the schemas only it uses, is loaded at the first request)
+  openApiRoutes(router, async () => (await import('../../http/openapi.js')).openApiDocument({
     publicUrl,
     version: VERSION,
     network: primary.network,

@@ -460,4 +460,34 @@ describe('GET /openapi.json', () => {
     expect(Number(r.headers.get('content-length'))).toBe(Buffer.byteLength(JSON.stringify(doc)))
     expect(await r.text()).toBe('')
   })
+
+  it('given a function (serve loads the document\'s module with it), builds the document at the first request only, and again after a build failed', async () => {
+    const router = new Router()
+    let calls = 0
+    openApiRoutes(router, async () => {
+      calls++
+      if (calls === 1) throw new Error('not yet')
+      return doc
+    })
+    const log = createLogger({ level: 'error', write: () => {} })
+    const answer = async (): Promise<{ status: number, body: string }> => {
+      const m = router.match('GET', '/openapi.json')
+      let status = 0
+      let body = ''
+      const res = { writeHead: (s: number) => { status = s }, end: (b?: Buffer) => { body = b?.toString() ?? '' } }
+      try {
+        await m.handler({ req: { method: 'GET' }, res, url: new URL('http://localhost/openapi.json'), params: m.params, log, route: m.pattern, countAsPaid: () => {} } as never)
+      } catch (err) {
+        return { status: -1, body: (err as Error).message }
+      }
+      return { status, body }
+    }
+    expect(calls).toBe(0)
+    expect(await answer()).toEqual({ status: -1, body: 'not yet' })
+    const ok = await answer()
+    expect(ok.status).toBe(200)
+    expect(JSON.parse(ok.body)).toEqual(doc)
+    expect((await answer()).body).toBe(ok.body)
+    expect(calls).toBe(2)
+  })
 })
