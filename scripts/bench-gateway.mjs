@@ -9,7 +9,7 @@
  * Usage: node scripts/bench-gateway.mjs [size-bytes] [rounds] [--json] [--no-ranges]
  */
 import { randomBytes } from 'node:crypto'
-import { writeFileSync, createReadStream, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { writeFileSync, createReadStream, mkdtempSync, rmSync } from 'node:fs'
 import { createServer } from 'node:http'
 import { loadavg, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -17,7 +17,7 @@ import { toClientEvmSigner } from '@x402/evm'
 import { ExactEvmScheme } from '@x402/evm/exact/client'
 import { wrapFetchWithPayment, x402Client } from '@x402/fetch'
 import { privateKeyToAccount } from 'viem/accounts'
-import { jsonResult, median, rss, startServe } from './bench-lib.mjs'
+import { cpuMs, jsonResult, median, rss, startServe } from './bench-lib.mjs'
 import { startDevChain } from './devchain/index.mjs'
 
 const positional = process.argv.slice(2).filter(a => !a.startsWith('--'))
@@ -36,11 +36,6 @@ const base = createServer((req, res) => {
 await new Promise(resolve => base.listen(0, '127.0.0.1', resolve))
 const baseUrl = `http://127.0.0.1:${base.address().port}/file.bin`
 
-/** user + system CPU of a process so far, in ms (clock ticks of 10 ms) */
-function cpuMs (pid) {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
-  return (Number(f[11]) + Number(f[12])) * 10
-}
 
 async function drain (url, init) {
   const t0 = performance.now()

@@ -103,6 +103,12 @@ export function rss (pid) {
   return { rssMiB: kb('VmRSS') / 1024, peakMiB: kb('VmHWM') / 1024 }
 }
 
+/** user + system CPU of a process so far, in ms (clock ticks of 10 ms) */
+export function cpuMs (pid) {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
+  return (Number(f[11]) + Number(f[12])) * 10
+}
+
 export const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)] }
 
 const BOUNDARY = 'pind-bench-boundary'

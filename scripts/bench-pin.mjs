@@ -8,7 +8,7 @@
  * (402 → size probe → sign → paid retry → settle → 202) to seeing `pinned`.
  * Baseline: a plain Helia peer B, dialled to A, runs `helia.pins.add(cid)` on
  * a separate random file of the same size from A. Fresh CIDs every run;
- * medians are printed, with pind's RSS before the runs and its peak after.
+ * medians are printed, with pind's CPU time per pin, its RSS before the runs and its peak after.
  * `--json`: a last line with the medians as JSON (scripts/bench.mjs reads it).
  * Usage: node scripts/bench-pin.mjs [size-MiB=100] [--runs N=3] [--bundle] [--json]
  */
@@ -20,7 +20,7 @@ import { ExactEvmScheme } from '@x402/evm/exact/client'
 import { wrapFetchWithPayment, x402Client } from '@x402/fetch'
 import { CID } from 'multiformats/cid'
 import { privateKeyToAccount } from 'viem/accounts'
-import { jsonResult, median, ROOT, rss, startServe } from './bench-lib.mjs'
+import { cpuMs, jsonResult, median, ROOT, rss, startServe } from './bench-lib.mjs'
 import { startDevChain } from './devchain/index.mjs'
 import { startPeer } from './peer/index.mjs'
 
@@ -84,9 +84,12 @@ try {
   }
 
   const before = rss(pind.proc.pid)
-  const pindMs = []; const acceptedMs = []; const baseMs = []
+  const pindMs = []; const acceptedMs = []; const baseMs = []; const pindCpuMs = []
   for (let i = 0; i < runs; i++) {
-    const p = await pinWithPind((await A.addRandom(size)).cid)
+    const cid = (await A.addRandom(size)).cid
+    const c0 = cpuMs(pind.proc.pid)
+    const p = await pinWithPind(cid)
+    pindCpuMs.push(cpuMs(pind.proc.pid) - c0)
     pindMs.push(p.ms); acceptedMs.push(p.accepted)
     baseMs.push(await pinWithHelia((await A.addRandom(size)).cid))
     console.log(`run ${i + 1}/${runs}: pind ${p.ms.toFixed(0)} ms (202 after ${p.accepted.toFixed(0)} ms), helia pins.add ${baseMs.at(-1).toFixed(0)} ms`)
@@ -100,8 +103,9 @@ try {
   console.log(`  pind (paid POST → pinned):  ${p.toFixed(0)} ms, ${rate(p)} MiB/s  [${list(pindMs)}]; of which POST → 202: ${median(acceptedMs).toFixed(0)} ms`)
   console.log(`  baseline helia pins.add:    ${b.toFixed(0)} ms, ${rate(b)} MiB/s  [${list(baseMs)}]`)
   console.log(`  ratio pind/baseline time:   ${(p / b).toFixed(2)}`)
+  console.log(`  pind's CPU per pin (user + system, the status polls included): ${median(pindCpuMs)} ms [${list(pindCpuMs)}]`)
   console.log(`  pind RSS before runs ${before.rssMiB.toFixed(0)} MiB, after ${after.rssMiB.toFixed(0)} MiB, peak ${after.peakMiB.toFixed(0)} MiB`)
-  jsonResult({ mib: MiB, runs, pindMs: p, heliaMs: b, pindMiBps: MiB / (p / 1000), heliaMiBps: MiB / (b / 1000), acceptedMs: median(acceptedMs), pindRuns: pindMs, heliaRuns: baseMs, peakMiB: after.peakMiB })
+  jsonResult({ mib: MiB, runs, pindMs: p, heliaMs: b, pindMiBps: MiB / (p / 1000), heliaMiBps: MiB / (b / 1000), acceptedMs: median(acceptedMs), pindRuns: pindMs, heliaRuns: baseMs, pindCpuMs: median(pindCpuMs), peakMiB: after.peakMiB })
 } finally {
   await pind?.stop()
   if (pind != null) rmSync(pind.dataDir, { recursive: true, force: true })

@@ -36,7 +36,7 @@ import { join } from 'node:path'
 import { DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3'
 import { base32upper } from 'multiformats/bases/base32'
 import { request } from 'undici'
-import { BINARY, jsonResult, median, paidUpload, pindEnv, ROOT, rss, startServe, ticketUpload, x402For } from './bench-lib.mjs'
+import { BINARY, cpuMs, jsonResult, median, paidUpload, pindEnv, ROOT, rss, startServe, ticketUpload, x402For } from './bench-lib.mjs'
 import { startDevChain } from './devchain/index.mjs'
 import { startS3 } from './s3/index.mjs'
 import { spawn } from 'node:child_process'
@@ -143,11 +143,6 @@ function pindGc () {
 const t = { up: [], put: [], read: [], get: [], ticket: [], bought: [] }
 /** the service's CPU time (user + system, ms) per paid upload and per gateway read */
 const cpu = { up: [], read: [], ticket: [] }
-/** user + system CPU of a process so far, in ms (clock ticks of 10 ms) */
-function cpuMs (pid) {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
-  return (Number(f[11]) + Number(f[12])) * 10
-}
 try {
   await paidUpload(pind.url, randomBytes(1_000_000), payer) // warm-up
   if (tickets) await ticketUpload(pind.url, randomBytes(1_000_000), payer)

@@ -37,7 +37,7 @@ import { unixfs } from '@helia/unixfs'
 import { CarWriter } from '@ipld/car/writer'
 import { FsBlockstore } from 'blockstore-fs'
 import { request } from 'undici'
-import { BINARY, jsonResult, median, paidPost, paidUpload, ROOT, startServe, x402For } from './bench-lib.mjs'
+import { BINARY, cpuMs, jsonResult, median, paidPost, paidUpload, ROOT, startServe, x402For } from './bench-lib.mjs'
 import { startDevChain } from './devchain/index.mjs'
 
 const argv = process.argv.slice(2)
@@ -118,11 +118,6 @@ async function baselineInChild (seed) {
   return JSON.parse(out)
 }
 
-/** user + system CPU of a process so far, in ms (clock ticks of 10 ms) */
-function cpuMs (pid) {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
-  return (Number(f[11]) + Number(f[12])) * 10
-}
 
 const chain = await startDevChain({ payers: 1 })
 const pind = await startServe({

@@ -45,7 +45,7 @@ import { unixfs } from '@helia/unixfs'
 import { wrapFetchWithPayment } from '@x402/fetch'
 import { FsBlockstore } from 'blockstore-fs'
 import { NextToLast } from 'blockstore-fs/sharding'
-import { jsonResult, median, multipartPost as post, paidUpload, ROOT, rss, startServe, x402For } from './bench-lib.mjs'
+import { cpuMs, jsonResult, median, multipartPost as post, paidUpload, ROOT, rss, startServe, x402For } from './bench-lib.mjs'
 import { startDevChain } from './devchain/index.mjs'
 
 const argv = process.argv.slice(2)
@@ -129,11 +129,6 @@ async function floorPost (bytes) {
 const t = { lean: [], sdk: [], base: [], durable: [], floor: [] }
 /** CPU time (user + system, ms) of the service per lean exchange, and of the plain baseline's child */
 const cpu = { lean: [], leanSys: [], base: [], baseSys: [] }
-/** user + system CPU of a process so far, in ms (clock ticks of 10 ms) */
-function cpuMs (pid) {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
-  return (Number(f[11]) + Number(f[12])) * 10
-}
 /** the system part alone (the kernel's copies into the page cache, fdatasync, the socket) */
 function sysMs (pid) {
   return Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[12]) * 10

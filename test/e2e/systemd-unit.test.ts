@@ -138,7 +138,7 @@ describe('the systemd unit', () => {
       // the runtime tuning of the unit's Environment= is what serve runs with (docs/runtime.md): glibc and V8 read
       // theirs at start, and serve's own settings are in its start-up log line
       const environ = readFileSync(`/proc/${run.pid}/environ`, 'utf8').split('\0')
-      expect(environ).toContain('GLIBC_TUNABLES=glibc.malloc.mmap_threshold=131072')
+      expect(environ).toContain('GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4194304')
       expect(environ).toContain('NODE_OPTIONS=--max-semi-space-size=4')
       const serving = run.stderr().split('\n').map(l => { try { return JSON.parse(l) } catch { return undefined } }).find(l => l?.msg === 'serving')
       expect(serving?.runtime).toMatchObject({ idleCollection: true, heapTrim: true, mallocTrim: true, heapGrowingPercent: 50, releaseBuffers: true, NODE_OPTIONS: '--max-semi-space-size=4' })
