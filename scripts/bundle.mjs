@@ -13,12 +13,15 @@
 // bundle records the sha256 of the whole bundle built beside it (package-binary.mjs checks the pair).
 //
 // ESM-only dependencies (helia, libp2p, jose, viem, @x402/*) are bundled into CJS.
-// Packages with native addons are NOT bundled: they locate their `.node` file relative
-// to their own package folder at run time (node-gyp-build-optional-packages), which a
-// bundle would break. They stay `require('lmdb')` calls, resolved from node_modules
-// when run as `node dist/pind.cjs`, and from pkg's snapshot inside the binary
-// (scripts/package-binary.mjs ships their JS and the addon files there).
+// Packages with native addons (lmdb, msgpackr-extract) are bundled too, but for their addon
+// files: their loader (node-gyp-build-optional-packages) looks for the `.node` file from its
+// package's folder at run time, which a bundle has not. Each loader call becomes a require() of the
+// addon's path under node_modules (NATIVE_LOADERS below), left to run time: resolved from
+// node_modules when run as `node dist/pind.cjs`, and from pkg's snapshot inside the binary
+// (scripts/package-binary.mjs ships the addon files there). Loading lmdb's JavaScript through pkg's
+// virtual file system, uncached, took ~25 ms of every start.
 import { execFileSync } from 'node:child_process'
+import { builtinModules } from 'node:module'
 import { createHash } from 'node:crypto'
 import { existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
@@ -32,8 +35,13 @@ const [entryArg = 'src/main.ts', outArg = cli ? 'dist/pind-cli.cjs' : 'dist/pind
 const entry = path.resolve(root, entryArg)
 const outfile = path.resolve(root, outArg)
 
-// Keep in sync with NATIVE_ASSETS in scripts/package-binary.mjs.
-const NATIVE_EXTERNALS = ['lmdb', 'msgpackr-extract']
+// Each native addon's loader, as its package's JavaScript calls it, and the addon file it loads on
+// linux-x64 with glibc (the binary's one platform). Keep in sync with NATIVE_ASSETS in
+// scripts/package-binary.mjs. A loader call not found fails the build: the package changed.
+const NATIVE_LOADERS = [
+  { file: 'lmdb/dist/index.cjs', call: 'loadNAPI__default["default"](dirName)', addon: '@lmdb/lmdb-linux-x64/node.napi.glibc.node' },
+  { file: 'msgpackr-extract/index.js', call: "require('node-gyp-build-optional-packages')(__dirname)", addon: '@msgpackr-extract/msgpackr-extract-linux-x64/node.napi.glibc.node' }
+]
 // Optional dependencies that are not installed and never loaded: pg requires pg-native only
 // when `pg.native` is read, which the PostgreSQL ledger never does (pure JS client). Left as
 // require() calls that are never made.
@@ -122,8 +130,7 @@ function pkgRuntimeFixes (addonHashes) {
     return readFileSync.call(this, p, ...rest)
   }
 }
-// Keep in sync with NATIVE_ASSETS in scripts/package-binary.mjs (the addon files it ships).
-const NATIVE_ADDONS = ['@lmdb/lmdb-linux-x64/node.napi.glibc.node', '@msgpackr-extract/msgpackr-extract-linux-x64/node.napi.glibc.node']
+const NATIVE_ADDONS = NATIVE_LOADERS.map((l) => l.addon)
 const addonHashes = Object.fromEntries(NATIVE_ADDONS.flatMap((a) => {
   const f = path.join(root, 'node_modules', a)
   return existsSync(f) ? [[a, createHash('sha256').update(readFileSync(f)).digest('hex')]] : []
@@ -144,6 +151,7 @@ const WRAPPER_OPEN = "(function (body) { return typeof module === 'object' && mo
 const WRAPPER_CLOSE = '\n})'
 // ESM code reads import.meta.url; `define` below rewrites it to __import_meta_url.
 const banner = `${pairing}${WRAPPER_OPEN}var __import_meta_url = require('url').pathToFileURL(__filename).href;
+var __nodeM = (mod) => mod == null ? mod : Object.create(mod, { default: { value: mod, enumerable: true } });
 (${pkgRuntimeFixes})(${JSON.stringify(addonHashes)});`
 
 if (!existsSync(entry)) {
@@ -160,6 +168,48 @@ const wholeProgramOnly = {
       loader: 'js',
       contents: `const e = new Error(${JSON.stringify(`pind: ${a.path} is in the whole program only (this is the CLI bundle)`)}); e[Symbol.for('pind.wholeProgramNeeded')] = true; throw e`
     }))
+  }
+}
+
+// One copy of zod 3 (zod 4 is the top level's; @x402/core, evm and extensions require ^3 and npm
+// gives each its own copy of 3.25.76, under node_modules/@x402/<name>/node_modules; zod 4 carries
+// a frozen copy of zod 3 as 'zod/v3', which the MCP SDK imports): without this, zod 3 would be
+// bundled three or four times, each copy's code compiled, cached and run at start. Each import of
+// zod 3, whichever form, resolves to @x402/core's copy.
+const ZOD3_AT = path.join(root, 'node_modules', '@x402', 'core')
+const X402_IMPORTER = /[\\/]node_modules[\\/]@x402[\\/]/
+const oneZod3 = {
+  name: 'one-zod3',
+  setup (b) {
+    b.onResolve({ filter: /^zod(\/.*)?$/ }, async (a) => {
+      if (a.pluginData?.zod3) return undefined
+      const v3 = a.path === 'zod/v3' ? 'zod/v3' : X402_IMPORTER.test(a.importer) ? a.path : undefined
+      if (v3 == null) return undefined
+      const r = await b.resolve(v3, { kind: a.kind, resolveDir: ZOD3_AT, pluginData: { zod3: true } })
+      return r.errors.length > 0 ? { errors: r.errors } : { path: r.path, sideEffects: r.sideEffects }
+    })
+  }
+}
+
+// lmdb is its CommonJS build (dist/index.cjs, what Node's require loads), whatever imports it: its
+// ESM build is other files. Each loader of NATIVE_LOADERS requires its addon's file, external.
+const nativeLoaders = {
+  name: 'native-loaders',
+  setup (b) {
+    b.onResolve({ filter: /^lmdb$/ }, () => ({ path: path.join(root, 'node_modules', 'lmdb', 'dist', 'index.cjs') }))
+    for (const l of NATIVE_LOADERS) {
+      const file = path.join(root, 'node_modules', l.file)
+      b.onLoad({ filter: new RegExp(`${l.file.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}$`) }, (a) => {
+        if (a.path !== file) return undefined
+        const code = readFileSync(file, 'utf8')
+        if (!code.includes(l.call)) return { errors: [{ text: `${l.file} no longer loads its addon with ${l.call}: update NATIVE_LOADERS in scripts/bundle.mjs` }] }
+        return { contents: code.replace(l.call, `require(${JSON.stringify(l.addon)})`), loader: 'js', resolveDir: path.dirname(file) }
+      })
+    }
+    // the addon files those loaders require, left to run time; any other addon fails the build
+    b.onResolve({ filter: /\.node$/ }, (a) => NATIVE_ADDONS.includes(a.path)
+      ? { path: a.path, external: true }
+      : { errors: [{ text: `native addon ${a.path} (from ${a.importer}) cannot be bundled: add its loader to NATIVE_LOADERS in scripts/bundle.mjs and ship its file as a pkg asset` }] })
   }
 }
 
@@ -209,7 +259,7 @@ try {
     keepNames: false,
     sourcemap: sourcemap ? 'linked' : false,
     legalComments: 'eof', // keep the dependencies' license notices in what we ship
-    external: [...NATIVE_EXTERNALS, ...ABSENT_OPTIONALS],
+    external: ABSENT_OPTIONALS,
     // lets an entry outside the repo (a probe in /tmp) resolve the repo's dependencies
     nodePaths: [path.join(root, 'node_modules')],
     define: {
@@ -219,21 +269,14 @@ try {
       __PIND_COMMIT__: JSON.stringify(gitCommit()),
       __PIND_BUILD_DATE__: JSON.stringify(buildDate)
     },
-    // turn `await import('lmdb')` into require('lmdb'): one (CJS) copy of lmdb, which is
-    // the form pkg's walker follows and that loads from pkg's snapshot
+    // `await import(…)` of a bundled module runs its code in the bundle (no module loader), and
+    // the CLI bundle can replace it (--cli above)
     supported: { 'dynamic-import': false },
     banner: { js: banner },
     footer: { js: WRAPPER_CLOSE },
     logLevel: 'warning',
-    // a native addon must never be inlined: fail loudly instead (add it to NATIVE_EXTERNALS)
-    plugins: [...(cli ? [wholeProgramOnly] : []), {
-      name: 'no-native-addons',
-      setup (b) {
-        b.onResolve({ filter: /\.node$/ }, (a) => ({
-          errors: [{ text: `native addon ${a.path} (from ${a.importer}) cannot be bundled: mark its package external in scripts/bundle.mjs and ship it as a pkg asset` }]
-        }))
-      }
-    }]
+    // a native addon is never inlined: each is required from node_modules at run time (NATIVE_LOADERS)
+    plugins: [...(cli ? [wholeProgramOnly] : []), oneZod3, nativeLoaders]
   })
 } catch {
   // esbuild has already printed the errors
@@ -256,7 +299,16 @@ const ascii = text.replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toStrin
 // method, whatever its name), padded with spaces to the same length so that columns (and a
 // source map) stay right; the module's path is no longer the init function's name.
 const wrappers = ascii.replace(/(__esm|__commonJS)\(\{"([^"\\]*)"\(/g, (_, helper, path) => `${helper}({m${' '.repeat(path.length + 1)}(`)
-if (wrappers !== text) writeFileSync(tmpOut, wrappers)
+// A default or namespace import of a Node built-in from ESM code becomes __toESM(require("node:…")),
+// which copies every property of the module onto a new object, reading each one's descriptor: 30
+// such imports at start, and reading node:util's lazily loaded properties (util.diff) loads and
+// compiles their modules, ~12 ms of serve's start. __nodeM (the banner's) gives an object that
+// inherits the module's properties instead, with the module as its default. node:process is left
+// to __toESM: its methods and setters need the process itself as `this`. Same length as __toESM
+// (columns stay right).
+const builtins = new Set(builtinModules.filter((m) => m !== 'process'))
+const result = wrappers.replace(/__toESM\(require\("(node:)?([a-z_/]+)"\)/g, (all, prefix, name) => builtins.has(name) ? all.replace('__toESM', '__nodeM') : all)
+if (result !== text) writeFileSync(tmpOut, result)
 if (tmpOut !== outfile) renameSync(tmpOut, outfile)
 const ms = performance.now() - started
 const mib = statSync(outfile).size / 2 ** 20

@@ -49,7 +49,15 @@
  * plus prom-client's default process metrics (RSS, CPU, event loop lag, heap).
  */
 import { getHeapStatistics } from 'node:v8'
-import client from 'prom-client'
+import type client from 'prom-client'
+// prom-client's parts this registry uses, each from its own module: its index also loads the
+// Pushgateway (node:https, and TLS with it), Summary and the cluster aggregator, ~10 ms of serve's
+// start (docs/performance.md). Their types are the index's (prom-client-parts.d.ts).
+import collectDefaultMetrics from 'prom-client/lib/defaultMetrics.js'
+import Counter from 'prom-client/lib/counter.js'
+import Gauge from 'prom-client/lib/gauge.js'
+import Histogram from 'prom-client/lib/histogram.js'
+import Registry from 'prom-client/lib/registry.js'
 import { RequestTally } from './request-tally.js'
 
 export interface MetricsSources {
@@ -82,7 +90,7 @@ export interface MetricsSources {
 }
 
 export class Metrics {
-  readonly registry = new client.Registry()
+  readonly registry = new Registry()
   private readonly requests = new RequestTally([0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30])
   /** body bytes in and out, shown at scrape (a counter's inc per request costs a label hash) */
   private bytesIn = 0
@@ -108,31 +116,31 @@ export class Metrics {
   /** what components report as they work (counters, histograms) and the process's own figures: made first, before the components */
   constructor () {
     const r = this.registry
-    client.collectDefaultMetrics({ register: r, prefix: 'pind_' })
+    collectDefaultMetrics({ register: r, prefix: 'pind_' })
     // the default metrics have heap and external memory but not the ArrayBuffer share of external (upload bodies, blocks)
-    new client.Gauge({ name: 'pind_nodejs_array_buffers_bytes', help: 'memory held by ArrayBuffers (a part of external memory)', registers: [r], collect () { this.set(process.memoryUsage().arrayBuffers) } })
+    new Gauge({ name: 'pind_nodejs_array_buffers_bytes', help: 'memory held by ArrayBuffers (a part of external memory)', registers: [r], collect () { this.set(process.memoryUsage().arrayBuffers) } })
     // nor V8's memory outside its heap: the zones its compilers and parser allocate with malloc, briefly
     // (RSS peaks with neither the heap nor ArrayBuffers moving); the peak since start is mostly start-up's
     // parse and compile of the bundle (docs/internals.md, registry.ts)
-    new client.Gauge({ name: 'pind_nodejs_v8_malloced_bytes', help: "memory V8 allocated with malloc (compiler and parser zones), outside its heap", registers: [r], collect () { this.set(getHeapStatistics().malloced_memory) } })
-    new client.Gauge({ name: 'pind_nodejs_v8_peak_malloced_bytes', help: "the most memory V8 has held allocated with malloc since the process started (start-up's parse and compile included)", registers: [r], collect () { this.set(getHeapStatistics().peak_malloced_memory) } })
+    new Gauge({ name: 'pind_nodejs_v8_malloced_bytes', help: "memory V8 allocated with malloc (compiler and parser zones), outside its heap", registers: [r], collect () { this.set(getHeapStatistics().malloced_memory) } })
+    new Gauge({ name: 'pind_nodejs_v8_peak_malloced_bytes', help: "the most memory V8 has held allocated with malloc since the process started (start-up's parse and compile included)", registers: [r], collect () { this.set(getHeapStatistics().peak_malloced_memory) } })
     for (const m of this.requests.metrics()) r.registerMetric(m)
     const bytes = (): { in: number, out: number } => ({ in: this.bytesIn, out: this.bytesOut })
-    new client.Counter({ name: 'pind_http_request_bytes_total', help: 'request body bytes (declared Content-Length)', registers: [r], collect () { this.reset(); this.inc(bytes().in) } })
-    new client.Counter({ name: 'pind_http_response_bytes_total', help: 'response body bytes (declared Content-Length)', registers: [r], collect () { this.reset(); this.inc(bytes().out) } })
-    this.payments = new client.Counter({ name: 'pind_payments_total', help: 'x402 payments by event: required (402 without payment), refused, verified, settled, settle_failed', labelNames: ['event'], registers: [r] })
-    this.settled = new client.Counter({ name: 'pind_payments_settled_atomic_total', help: 'USDC settled, in atomic units (10^-6 USDC)', registers: [r] })
-    this.networkPayments = new client.Counter({ name: 'pind_network_payments_total', help: 'x402 payments by the network paid on and event: refused, verified, settled, settle_failed', labelNames: ['network', 'event'], registers: [r] })
-    this.networkSettled = new client.Counter({ name: 'pind_network_settled_atomic_total', help: 'settled, in atomic units of each network\'s asset', labelNames: ['network'], registers: [r] })
-    this.settlesFailed = new client.Counter({ name: 'pind_settles_failed_total', help: 'failed settlements by reason (the facilitator\'s; "server:" when the payment was still valid and this side failed)', labelNames: ['reason'], registers: [r] })
-    this.provides = new client.Counter({ name: 'pind_provides_total', help: 'CIDs announced on the DHT, by result: done (at least one of their peers took the record) or failed', labelNames: ['result'], registers: [r] })
-    this.findSeconds = new client.Histogram({ name: 'pind_find_providers_seconds', help: 'provider lookups by routing source', labelNames: ['source'], buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60], registers: [r] })
-    this.s3Requests = new client.Counter({ name: 'pind_s3_requests_total', help: 'requests to the S3 bucket by operation and outcome (ok, not_found, unavailable, timeout, error)', labelNames: ['operation', 'outcome'], registers: [r] })
-    this.s3Duration = new client.Histogram({ name: 'pind_s3_request_duration_seconds', help: 'S3 request duration by operation, retries included', labelNames: ['operation'], buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [r] })
-    this.gcRuns = new client.Counter({ name: 'pind_gc_runs_total', help: 'gc runs serve started by itself, by trigger (interval, watermark) and outcome (done, failed, stopped; skipped: another maintenance task was running)', labelNames: ['trigger', 'outcome'], registers: [r] })
-    this.gcRemoved = new client.Counter({ name: 'pind_gc_removed_blocks_total', help: 'blocks serve\'s own gc runs removed', registers: [r] })
-    this.gcFreed = new client.Counter({ name: 'pind_gc_freed_bytes_total', help: 'bytes serve\'s own gc runs removed', registers: [r] })
-    this.gcSeconds = new client.Histogram({ name: 'pind_gc_duration_seconds', help: 'how long serve\'s own gc runs took', buckets: [0.01, 0.1, 0.5, 1, 5, 15, 60, 300, 1800], registers: [r] })
+    new Counter({ name: 'pind_http_request_bytes_total', help: 'request body bytes (declared Content-Length)', registers: [r], collect () { this.reset(); this.inc(bytes().in) } })
+    new Counter({ name: 'pind_http_response_bytes_total', help: 'response body bytes (declared Content-Length)', registers: [r], collect () { this.reset(); this.inc(bytes().out) } })
+    this.payments = new Counter({ name: 'pind_payments_total', help: 'x402 payments by event: required (402 without payment), refused, verified, settled, settle_failed', labelNames: ['event'], registers: [r] })
+    this.settled = new Counter({ name: 'pind_payments_settled_atomic_total', help: 'USDC settled, in atomic units (10^-6 USDC)', registers: [r] })
+    this.networkPayments = new Counter({ name: 'pind_network_payments_total', help: 'x402 payments by the network paid on and event: refused, verified, settled, settle_failed', labelNames: ['network', 'event'], registers: [r] })
+    this.networkSettled = new Counter({ name: 'pind_network_settled_atomic_total', help: 'settled, in atomic units of each network\'s asset', labelNames: ['network'], registers: [r] })
+    this.settlesFailed = new Counter({ name: 'pind_settles_failed_total', help: 'failed settlements by reason (the facilitator\'s; "server:" when the payment was still valid and this side failed)', labelNames: ['reason'], registers: [r] })
+    this.provides = new Counter({ name: 'pind_provides_total', help: 'CIDs announced on the DHT, by result: done (at least one of their peers took the record) or failed', labelNames: ['result'], registers: [r] })
+    this.findSeconds = new Histogram({ name: 'pind_find_providers_seconds', help: 'provider lookups by routing source', labelNames: ['source'], buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60], registers: [r] })
+    this.s3Requests = new Counter({ name: 'pind_s3_requests_total', help: 'requests to the S3 bucket by operation and outcome (ok, not_found, unavailable, timeout, error)', labelNames: ['operation', 'outcome'], registers: [r] })
+    this.s3Duration = new Histogram({ name: 'pind_s3_request_duration_seconds', help: 'S3 request duration by operation, retries included', labelNames: ['operation'], buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [r] })
+    this.gcRuns = new Counter({ name: 'pind_gc_runs_total', help: 'gc runs serve started by itself, by trigger (interval, watermark) and outcome (done, failed, stopped; skipped: another maintenance task was running)', labelNames: ['trigger', 'outcome'], registers: [r] })
+    this.gcRemoved = new Counter({ name: 'pind_gc_removed_blocks_total', help: 'blocks serve\'s own gc runs removed', registers: [r] })
+    this.gcFreed = new Counter({ name: 'pind_gc_freed_bytes_total', help: 'bytes serve\'s own gc runs removed', registers: [r] })
+    this.gcSeconds = new Histogram({ name: 'pind_gc_duration_seconds', help: 'how long serve\'s own gc runs took', buckets: [0.01, 0.1, 0.5, 1, 5, 15, 60, 300, 1800], registers: [r] })
   }
 
   /** The gauges read from the components at each scrape, once they exist (once: a second call would register them twice). */
@@ -140,60 +148,60 @@ export class Metrics {
     const r = this.registry
     const collections = sources.runtimeCollections
     if (collections != null) {
-      new client.Counter({ name: 'pind_runtime_collections_total', help: 'full garbage collections run by --runtime-idle-collection and --runtime-heap-trim', registers: [r], collect () { this.reset(); this.inc(collections()) } })
+      new Counter({ name: 'pind_runtime_collections_total', help: 'full garbage collections run by --runtime-idle-collection and --runtime-heap-trim', registers: [r], collect () { this.reset(); this.inc(collections()) } })
     }
     const mallocTrims = sources.runtimeMallocTrims
     if (mallocTrims != null) {
-      new client.Counter({ name: 'pind_runtime_malloc_trims_total', help: 'glibc malloc_trim calls made by --runtime-malloc-trim (one after each of those collections)', registers: [r], collect () { this.reset(); this.inc(mallocTrims()) } })
+      new Counter({ name: 'pind_runtime_malloc_trims_total', help: 'glibc malloc_trim calls made by --runtime-malloc-trim (one after each of those collections)', registers: [r], collect () { this.reset(); this.inc(mallocTrims()) } })
     }
     const sending = sources.sending
     if (sending != null) {
-      new client.Gauge({ name: 'pind_http_send_budget_bytes', help: 'response bytes streamed responses hold queued in user space now (--http-send-budget)', registers: [r], collect () { this.set(sending().inUse) } })
-      new client.Gauge({ name: 'pind_http_send_budget_limit_bytes', help: 'the send budget (--http-send-budget)', registers: [r], collect () { this.set(sending().limit) } })
-      new client.Counter({ name: 'pind_http_send_budget_waits_total', help: 'times a streamed response waited for the send budget', registers: [r], collect () { this.reset(); this.inc(sending().waits) } })
-      new client.Counter({ name: 'pind_http_slow_responses_cut_total', help: 'streamed responses cut because their client took bytes slower than --http-min-send-rate', registers: [r], collect () { this.reset(); this.inc(sending().slowCuts) } })
-      new client.Counter({ name: 'pind_http_send_budget_evictions_total', help: 'streamed responses cut to give their send budget to others: the budget was spent and their client had taken nothing for a second', registers: [r], collect () { this.reset(); this.inc(sending().evictions) } })
+      new Gauge({ name: 'pind_http_send_budget_bytes', help: 'response bytes streamed responses hold queued in user space now (--http-send-budget)', registers: [r], collect () { this.set(sending().inUse) } })
+      new Gauge({ name: 'pind_http_send_budget_limit_bytes', help: 'the send budget (--http-send-budget)', registers: [r], collect () { this.set(sending().limit) } })
+      new Counter({ name: 'pind_http_send_budget_waits_total', help: 'times a streamed response waited for the send budget', registers: [r], collect () { this.reset(); this.inc(sending().waits) } })
+      new Counter({ name: 'pind_http_slow_responses_cut_total', help: 'streamed responses cut because their client took bytes slower than --http-min-send-rate', registers: [r], collect () { this.reset(); this.inc(sending().slowCuts) } })
+      new Counter({ name: 'pind_http_send_budget_evictions_total', help: 'streamed responses cut to give their send budget to others: the budget was spent and their client had taken nothing for a second', registers: [r], collect () { this.reset(); this.inc(sending().evictions) } })
     }
     const uploadChunks = sources.uploadChunks
     if (uploadChunks != null) {
-      new client.Gauge({ name: 'pind_upload_chunk_buffers', help: 'upload chunk buffers (1 MiB) held now: bytes read from uploads and not yet staged', registers: [r], collect () { this.set(uploadChunks().inUse) } })
-      new client.Counter({ name: 'pind_upload_chunk_buffer_waits_total', help: 'times an upload waited for a chunk buffer (the budget was spent)', registers: [r], collect () { this.reset(); this.inc(uploadChunks().waits) } })
+      new Gauge({ name: 'pind_upload_chunk_buffers', help: 'upload chunk buffers (1 MiB) held now: bytes read from uploads and not yet staged', registers: [r], collect () { this.set(uploadChunks().inUse) } })
+      new Counter({ name: 'pind_upload_chunk_buffer_waits_total', help: 'times an upload waited for a chunk buffer (the budget was spent)', registers: [r], collect () { this.reset(); this.inc(uploadChunks().waits) } })
     }
-    new client.Gauge({
+    new Gauge({
       name: 'pind_pins', help: 'pins by status (live pins) and removed', labelNames: ['status'], registers: [r],
       // a ledger away (its database unreachable) keeps the last figures: the scrape goes on, the pool's gauges with it
       async collect () { for (const [status, n] of Object.entries(await sources.pinCounts().catch(() => ({})))) this.set({ status }, n) }
     })
-    new client.Gauge({ name: 'pind_fetch_queue_depth', help: 'pins by CID waiting or being fetched', registers: [r], async collect () { const n = await sources.fetchQueueDepth().catch(() => undefined); if (n != null) this.set(n) } })
+    new Gauge({ name: 'pind_fetch_queue_depth', help: 'pins by CID waiting or being fetched', registers: [r], async collect () { const n = await sources.fetchQueueDepth().catch(() => undefined); if (n != null) this.set(n) } })
     // each reads the current usage itself (set from the other's collect, it would show the previous scrape's)
     // (a bucket away fails the walk: the last figures stay, the scrape goes on)
-    new client.Gauge({ name: 'pind_blockstore_blocks', help: 'blocks in the block store (files on disk or objects in S3)', registers: [r], async collect () { const u = await sources.blockstoreUsage().catch(() => undefined); if (u != null) this.set(u.blocks) } })
-    new client.Gauge({ name: 'pind_blockstore_bytes', help: 'bytes of blocks in the block store', registers: [r], async collect () { const u = await sources.blockstoreUsage().catch(() => undefined); if (u != null) this.set(u.bytes) } })
-    new client.Gauge({ name: 'pind_settles_pending', help: 'settlements under way', registers: [r], collect () { this.set(sources.payments?.()?.settlesPending ?? 0) } })
-    new client.Gauge({
+    new Gauge({ name: 'pind_blockstore_blocks', help: 'blocks in the block store (files on disk or objects in S3)', registers: [r], async collect () { const u = await sources.blockstoreUsage().catch(() => undefined); if (u != null) this.set(u.blocks) } })
+    new Gauge({ name: 'pind_blockstore_bytes', help: 'bytes of blocks in the block store', registers: [r], async collect () { const u = await sources.blockstoreUsage().catch(() => undefined); if (u != null) this.set(u.bytes) } })
+    new Gauge({ name: 'pind_settles_pending', help: 'settlements under way', registers: [r], collect () { this.set(sources.payments?.()?.settlesPending ?? 0) } })
+    new Gauge({
       name: 'pind_settler_balance_wei', help: 'the embedded facilitator settler\'s balance for gas, in wei (last reading)', registers: [r],
       collect () {
         const wei = sources.payments?.()?.settlerBalanceWei
         if (wei != null) this.set(Number(wei))
       }
     })
-    new client.Gauge({
+    new Gauge({
       name: 'pind_network_payments_up', help: '1 while payments on the network can be taken, 0 while they cannot (its RPC or facilitator does not answer, its settler cannot pay gas)', labelNames: ['network'], registers: [r],
       collect () { for (const n of sources.payments?.()?.networks ?? []) this.set({ network: n.network }, n.ok ? 1 : 0) }
     })
-    new client.Gauge({
+    new Gauge({
       name: 'pind_network_settler_balance_wei', help: 'each network\'s embedded settler balance for gas, in wei (last reading)', labelNames: ['network'], registers: [r],
       collect () { for (const n of sources.payments?.()?.networks ?? []) if (n.settlerBalanceWei != null) this.set({ network: n.network }, Number(n.settlerBalanceWei)) }
     })
-    new client.Counter({
+    new Counter({
       name: 'pind_settler_nonce_recoveries_total', help: 'the embedded settler\'s stuck settlement nonces recovered: a transaction re-broadcast, replaced with higher fees, a nonce gap filled, or the nonce manager reset', registers: [r],
       collect () {
         const n = sources.payments?.()?.settlerNonceRecoveries
         if (n != null) { this.reset(); this.inc(n) }
       }
     })
-    new client.Gauge({ name: 'pind_libp2p_connections', help: 'open libp2p connections', registers: [r], collect () { this.set(sources.connections()) } })
-    new client.Gauge({
+    new Gauge({ name: 'pind_libp2p_connections', help: 'open libp2p connections', registers: [r], collect () { this.set(sources.connections()) } })
+    new Gauge({
       name: 'pind_s3_up', help: '1 while the S3 bucket answers, 0 while it does not (S3 block backend only)', registers: [r],
       collect () {
         const up = sources.s3Up?.()
@@ -202,17 +210,17 @@ export class Metrics {
     })
     const gcEstimate = sources.gcUnreferencedBytes
     if (gcEstimate != null) {
-      new client.Gauge({ name: 'pind_gc_unreferenced_bytes_estimate', help: 'bytes of blocks released since the last gc run\'s mark, estimated from the pins\' sizes (--gc-watermark is compared with it)', registers: [r], collect () { this.set(gcEstimate()) } })
+      new Gauge({ name: 'pind_gc_unreferenced_bytes_estimate', help: 'bytes of blocks released since the last gc run\'s mark, estimated from the pins\' sizes (--gc-watermark is compared with it)', registers: [r], collect () { this.set(gcEstimate()) } })
     }
     const pool = sources.ledgerPool
     if (pool != null) {
-      new client.Gauge({ name: 'pind_ledger_pool_connections', help: 'connections the ledger\'s pool holds open to the database', registers: [r], collect () { this.set(pool().total) } })
-      new client.Gauge({ name: 'pind_ledger_pool_idle_connections', help: 'of those, idle', registers: [r], collect () { this.set(pool().idle) } })
-      new client.Gauge({ name: 'pind_ledger_pool_waiting', help: 'ledger calls waiting for a pooled connection', registers: [r], collect () { this.set(pool().waiting) } })
+      new Gauge({ name: 'pind_ledger_pool_connections', help: 'connections the ledger\'s pool holds open to the database', registers: [r], collect () { this.set(pool().total) } })
+      new Gauge({ name: 'pind_ledger_pool_idle_connections', help: 'of those, idle', registers: [r], collect () { this.set(pool().idle) } })
+      new Gauge({ name: 'pind_ledger_pool_waiting', help: 'ledger calls waiting for a pooled connection', registers: [r], collect () { this.set(pool().waiting) } })
     }
     const leases = sources.leases
     if (leases != null) {
-      new client.Gauge({
+      new Gauge({
         name: 'pind_leases_held', help: 'per lease: 1 while this front end holds it (the work it guards runs here), else 0', labelNames: ['lease'], registers: [r],
         collect () {
           const l = leases()
@@ -222,22 +230,22 @@ export class Metrics {
     }
     const routing = sources.routing
     if (routing != null) {
-      new client.Gauge({ name: 'pind_routing_table_peers', help: 'peers in the DHT routing table', registers: [r], collect () { this.set(routing().routingTable) } })
-      new client.Gauge({ name: 'pind_dht_records_stored', help: 'records other peers store at this DHT server', registers: [r], collect () { this.set(routing().records) } })
+      new Gauge({ name: 'pind_routing_table_peers', help: 'peers in the DHT routing table', registers: [r], collect () { this.set(routing().routingTable) } })
+      new Gauge({ name: 'pind_dht_records_stored', help: 'records other peers store at this DHT server', registers: [r], collect () { this.set(routing().records) } })
     }
     const provides = sources.provides
     if (provides != null) {
-      new client.Gauge({ name: 'pind_provide_keys', help: 'CIDs this node announces on the DHT (--provide-strategy)', registers: [r], async collect () { this.set((await provides()).keys) } })
-      new client.Gauge({ name: 'pind_provide_pending', help: 'CIDs due to be announced now (new or due again)', registers: [r], async collect () { this.set((await provides()).pending) } })
-      new client.Gauge({ name: 'pind_provide_oldest_pending_seconds', help: 'how late the most overdue announcement is (0: none is due)', registers: [r], async collect () { this.set((await provides()).oldestPendingSeconds) } })
+      new Gauge({ name: 'pind_provide_keys', help: 'CIDs this node announces on the DHT (--provide-strategy)', registers: [r], async collect () { this.set((await provides()).keys) } })
+      new Gauge({ name: 'pind_provide_pending', help: 'CIDs due to be announced now (new or due again)', registers: [r], async collect () { this.set((await provides()).pending) } })
+      new Gauge({ name: 'pind_provide_oldest_pending_seconds', help: 'how late the most overdue announcement is (0: none is due)', registers: [r], async collect () { this.set((await provides()).oldestPendingSeconds) } })
     }
   }
 
   /** one ledger call (a ledger on a database server): its operation is a contract method's name, a fixed set */
   ledgerCall (operation: string, seconds: number, ok: boolean): void {
     const r = this.registry
-    this.ledgerSeconds ??= new client.Histogram({ name: 'pind_ledger_call_duration_seconds', help: 'ledger calls to the database by operation (the ledger contract\'s method), however many statements each ran', labelNames: ['operation'], buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 30], registers: [r] })
-    this.ledgerFailures ??= new client.Counter({ name: 'pind_ledger_call_failures_total', help: 'ledger calls that failed, by operation (the database unreachable, a timeout, or a refusal of the contract)', labelNames: ['operation'], registers: [r] })
+    this.ledgerSeconds ??= new Histogram({ name: 'pind_ledger_call_duration_seconds', help: 'ledger calls to the database by operation (the ledger contract\'s method), however many statements each ran', labelNames: ['operation'], buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 30], registers: [r] })
+    this.ledgerFailures ??= new Counter({ name: 'pind_ledger_call_failures_total', help: 'ledger calls that failed, by operation (the database unreachable, a timeout, or a refusal of the contract)', labelNames: ['operation'], registers: [r] })
     // one child per operation: a label hash per call would cost more than the call's bookkeeping
     let child = this.ledgerChildren.get(operation)
     if (child == null) {

@@ -149,8 +149,9 @@ describe("lmdb's native addon, unpacked into the data dir", () => {
     expect(stampAfterFirst).toBe(2) // lmdb's and msgpackr-extract's, stamped as written
     const second = await startPind({ binary: bin, cwd: dir, dataDir, env: env() })
     try {
-      // the bundle (~6 MiB) is read from the archive at every start; the addon only the first time
-      expect(archiveRss(second.pid)).toBeLessThan(unpacked - 3 * 1024)
+      // the bundle is read from the archive at every start (in part: what V8 compiles lazily); the
+      // addon only the first time: 3.0-3.3 MiB of its 3.4 resident in the archive's mapping then
+      expect(archiveRss(second.pid)).toBeLessThan(unpacked - 2 * 1024)
     } finally {
       expect(await second.stop()).toBe(0)
     }
