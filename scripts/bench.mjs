@@ -31,16 +31,21 @@ import { delimiter, join, resolve } from 'node:path'
 import { loadavg } from 'node:os'
 import { BINARY, productionRuntimeEnv, ROOT } from './bench-lib.mjs'
 
-/** The scripts, with their arguments at full size and with --quick; `rows` read their JSON line. */
+/**
+ * The scripts, with their arguments at full size and with --quick; `rows` read their JSON line.
+ * The request rates, the S3 upload and the pin by CID vary most from run to run on a shared 2-core
+ * machine (a row read 54-64% of its baseline in four runs of the same binary with 5 slices of 1 s):
+ * they take more samples (rates 10 slices of 1 s, S3 3 uploads a side, pins 5), the whole ~6 minutes.
+ */
 const JOBS = {
   start: { script: 'bench-start.mjs', full: ['5'], quick: ['1'] },
   restart: { script: 'bench-restart.mjs', full: ['--runs', '3', '--load', '1'], quick: ['--runs', '1', '--load', '0.3'] },
   pinsList: { script: 'bench-pins-list.mjs', full: ['--binary'], quick: ['--binary', '--owners', '10', '--per-owner', '100', '--requests', '100', '--pagings', '2'] },
-  rates: { script: 'bench-rates.mjs', full: ['--duration', '5', '--rounds', '5'], quick: ['--duration', '0.6', '--warmup', '0.2', '--rounds', '1'] },
+  rates: { script: 'bench-rates.mjs', full: ['--duration', '10', '--rounds', '10'], quick: ['--duration', '0.6', '--warmup', '0.2', '--rounds', '1'] },
   upload: { script: 'bench-upload.mjs', full: ['--runs', '3', '--mb', '100'], quick: ['--runs', '1', '--mb', '2'] },
   gateway: { script: 'bench-gateway.mjs', full: ['100000000', '5', '--no-ranges'], quick: ['2000000', '1', '--no-ranges'] },
-  s3: { script: 'bench-s3.mjs', full: ['--runs', '2', '--mb', '100', '--gc-blocks', '0', '--no-tickets'], quick: ['--runs', '1', '--mb', '2', '--gc-blocks', '0', '--no-tickets'], needs: cephMissing },
-  pin: { script: 'bench-pin.mjs', full: ['100', '--runs', '3'], quick: ['4', '--runs', '1'] },
+  s3: { script: 'bench-s3.mjs', full: ['--runs', '3', '--mb', '100', '--gc-blocks', '0', '--no-tickets'], quick: ['--runs', '1', '--mb', '2', '--gc-blocks', '0', '--no-tickets'], needs: cephMissing },
+  pin: { script: 'bench-pin.mjs', full: ['100', '--runs', '5'], quick: ['4', '--runs', '1'] },
   site: { script: 'bench-site.mjs', full: ['--binary', '--runs', '3'], quick: ['--binary', '--quick'] }
 }
 

@@ -38,6 +38,8 @@ const outfile = path.resolve(root, outArg)
 // Each native addon's loader, as its package's JavaScript calls it, and the addon file it loads on
 // linux-x64 with glibc (the binary's one platform). Keep in sync with NATIVE_ASSETS in
 // scripts/package-binary.mjs. A loader call not found fails the build: the package changed.
+// lmdb's compression dictionary (dict/dict.txt, read beside its module) is not shipped: pind opens
+// every LMDB file with compression off.
 const NATIVE_LOADERS = [
   { file: 'lmdb/dist/index.cjs', call: 'loadNAPI__default["default"](dirName)', addon: '@lmdb/lmdb-linux-x64/node.napi.glibc.node' },
   { file: 'msgpackr-extract/index.js', call: "require('node-gyp-build-optional-packages')(__dirname)", addon: '@msgpackr-extract/msgpackr-extract-linux-x64/node.napi.glibc.node' }
@@ -121,9 +123,9 @@ function pkgRuntimeFixes (addonHashes) {
     }
     return pkgDlopen.call(this, mod, file, ...rest)
   }
-  // 2. pkg's virtual fs serves string paths only; lmdb reads its compression dictionary
-  //    with fs.readFileSync(new URL('./dict/dict.txt', ...)), which then misses the
-  //    snapshot (ENOENT). Turn file: URLs into paths.
+  // 2. pkg's virtual fs serves string paths only; a module reading a file beside it with
+  //    fs.readFileSync(new URL('./x', import.meta.url)) then misses the snapshot (ENOENT). Turn
+  //    file: URLs into paths.
   const readFileSync = fs.readFileSync
   fs.readFileSync = function (p, ...rest) {
     if (p instanceof URL && p.protocol === 'file:') p = url.fileURLToPath(p)

@@ -109,6 +109,8 @@ export interface StartOptions {
   runtimeCollections?: () => number
   /** glibc malloc_trim calls made so far (--runtime-malloc-trim): for /metrics */
   runtimeMallocTrims?: () => number
+  /** the times LMDB's mapped pages left the resident set (--runtime-map-trim): for /metrics */
+  runtimeMapTrims?: () => number
 }
 
 export async function startDaemon (config: Readonly<Config>, log: Logger, opts: StartOptions = {}): Promise<Daemon> {
@@ -275,7 +277,8 @@ export async function startDaemon (config: Readonly<Config>, log: Logger, opts: 
         ...(ledger.poolStats != null ? { ledgerPool: () => (ledger.poolStats as NonNullable<typeof ledger.poolStats>).call(ledger) } : {}),
         leases: () => ({ names: Object.values(LEASES), held: leases.held() }),
         ...(opts.runtimeCollections != null ? { runtimeCollections: opts.runtimeCollections } : {}),
-        ...(opts.runtimeMallocTrims != null ? { runtimeMallocTrims: opts.runtimeMallocTrims } : {})
+        ...(opts.runtimeMallocTrims != null ? { runtimeMallocTrims: opts.runtimeMallocTrims } : {}),
+        ...(opts.runtimeMapTrims != null ? { runtimeMapTrims: opts.runtimeMapTrims } : {})
       }))
     ledger.observeCalls?.((operation, seconds, ok) => { metrics.ledgerCall(operation, seconds, ok) })
     if (gate != null) {

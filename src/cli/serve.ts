@@ -64,7 +64,8 @@ export async function serve (config: Readonly<Config>, log: Logger): Promise<voi
         starting.report(status)
       },
       runtimeCollections: () => runtime.collections(),
-      runtimeMallocTrims: () => runtime.mallocTrims()
+      runtimeMallocTrims: () => runtime.mallocTrims(),
+      runtimeMapTrims: () => runtime.mapTrims()
     })
     endStep()
   } catch (err) {

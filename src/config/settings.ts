@@ -250,6 +250,7 @@ export interface Config {
   runtimeIdleCollection: boolean
   runtimeHeapTrim: boolean
   runtimeMallocTrim: boolean
+  runtimeMapTrim: boolean
   runtimeHeapGrowingPercent: number
   runtimeReleaseBuffers: boolean
 }
@@ -373,6 +374,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'runtimeIdleCollection', flag: '--runtime-idle-collection [bool]', env: 'PIND_RUNTIME_IDLE_COLLECTION', default: false, parse: bool, description: 'one full garbage collection each time the process goes quiet after work, so what the load left goes back to the system at once: V8\'s last-resort collection, asked for through its inspector inside the process (no flag, no port; docs/runtime.md)' },
   { key: 'runtimeHeapTrim', flag: '--runtime-heap-trim [bool]', env: 'PIND_RUNTIME_HEAP_TRIM', default: false, parse: bool, description: 'under load, a full collection when memory V8 kept after a burst stays 8 MiB above its lowest (at most every 2 minutes; docs/runtime.md)' },
   { key: 'runtimeMallocTrim', flag: '--runtime-malloc-trim [bool]', env: 'PIND_RUNTIME_MALLOC_TRIM', default: false, parse: bool, description: 'after each collection of --runtime-idle-collection and --runtime-heap-trim, glibc\'s malloc_trim(0): the free pages inside malloc\'s arenas go back to the system (docs/runtime.md)' },
+  { key: 'runtimeMapTrim', flag: '--runtime-map-trim [bool]', env: 'PIND_RUNTIME_MAP_TRIM', default: false, parse: bool, description: 'after each collection of --runtime-idle-collection, the pages of LMDB\'s mapped files leave the process\'s resident memory; they stay in the page cache, where the next read finds them (docs/runtime.md)' },
   { key: 'runtimeHeapGrowingPercent', flag: '--runtime-heap-growing-percent <percent>', env: 'PIND_RUNTIME_HEAP_GROWING_PERCENT', default: 0, parse: int(0, 1000), description: 'the old generation grows by this percentage of what survived its last full collection before the next one (V8\'s --heap-growing-percent); 0 = V8\'s own factor (docs/runtime.md)' },
   { key: 'runtimeReleaseBuffers', flag: '--runtime-release-buffers [bool]', env: 'PIND_RUNTIME_RELEASE_BUFFERS', default: true, parse: bool, description: 'free upload body pieces and gateway block reads as soon as they are written, instead of waiting for a garbage collection (docs/runtime.md)' }
 ]

@@ -87,6 +87,8 @@ export interface MetricsSources {
   runtimeCollections?(): number
   /** glibc malloc_trim calls the runtime tuning made (--runtime-malloc-trim) */
   runtimeMallocTrims?(): number
+  /** the times LMDB's mapped pages left the resident set (--runtime-map-trim) */
+  runtimeMapTrims?(): number
 }
 
 export class Metrics {
@@ -153,6 +155,10 @@ export class Metrics {
     const mallocTrims = sources.runtimeMallocTrims
     if (mallocTrims != null) {
       new Counter({ name: 'pind_runtime_malloc_trims_total', help: 'glibc malloc_trim calls made by --runtime-malloc-trim (one after each of those collections)', registers: [r], collect () { this.reset(); this.inc(mallocTrims()) } })
+    }
+    const mapTrims = sources.runtimeMapTrims
+    if (mapTrims != null) {
+      new Counter({ name: 'pind_runtime_map_trims_total', help: 'times the pages of LMDB\'s mapped files left the resident set (--runtime-map-trim, one after each idle collection)', registers: [r], collect () { this.reset(); this.inc(mapTrims()) } })
     }
     const sending = sources.sending
     if (sending != null) {

@@ -17,6 +17,7 @@ export interface RuntimeSettings {
   runtimeIdleCollection: boolean
   runtimeHeapTrim: boolean
   runtimeMallocTrim: boolean
+  runtimeMapTrim: boolean
   runtimeHeapGrowingPercent: number
   runtimeReleaseBuffers: boolean
 }
@@ -36,6 +37,8 @@ export interface RuntimeTuning {
   collections(): number
   /** glibc malloc_trim(0) calls so far (`--runtime-malloc-trim`: one after each of those collections) */
   mallocTrims(): number
+  /** the times LMDB's mapped pages left the resident set (`--runtime-map-trim`: one after each idle collection) */
+  mapTrims(): number
   /**
    * The V8 flag set at run time (`--runtime-heap-growing-percent`), once serve serves: the
    * binary's code cache of serve's start is made before it (a cache made under changed flags is
@@ -77,7 +80,7 @@ export function reportedCollection (collect: Collection, log: Pick<Logger, 'warn
 
 export interface TrimmedCollection {
   collect: Collection
-  /** malloc_trim calls so far */
+  /** the calls after it so far */
   readonly trims: number
 }
 
@@ -86,7 +89,7 @@ export interface TrimmedCollection {
  * ArrayBuffers held, and the trim gives the kernel the free pages that leaves inside malloc's arenas
  * (docs/runtime.md, "glibc malloc"). A collection that fails is not followed by a trim.
  */
-export function trimAfter (collect: Collection, malloc: MallocTrim): TrimmedCollection {
+export function trimAfter (collect: Collection, malloc: Pick<MallocTrim, 'trim'>): TrimmedCollection {
   let trims = 0
   return {
     collect: async () => {
@@ -99,8 +102,25 @@ export function trimAfter (collect: Collection, malloc: MallocTrim): TrimmedColl
 }
 
 /**
+ * `collect`, then the pages of the read-only shared file mappings (LMDB's) out of the resident set
+ * (`--runtime-map-trim`): they stay in the page cache, and the next read of one maps it again (a
+ * minor fault, no I/O). docs/runtime.md, "LMDB's mapped pages". A collection that fails is not
+ * followed by it.
+ */
+export function mapTrimAfter (collect: Collection, addon: Pick<MallocTrim, 'dropFilePages'>): TrimmedCollection {
+  let trims = 0
+  return {
+    collect: async () => {
+      await collect()
+      if (addon.dropFilePages() >= 0) trims++
+    },
+    get trims () { return trims }
+  }
+}
+
+/**
  * `collect`: the full collection to run (default: lastResortCollection's; null: none in this Node); `log`: where a failed
- * one is told; `mallocTrim`: what --runtime-malloc-trim calls (default: the addon, loaded only when the setting is on)
+ * one is told; `mallocTrim`: the addon --runtime-malloc-trim and --runtime-map-trim call (default: loaded only when one is on)
  */
 export function applyRuntime (settings: RuntimeSettings, opts: { collect?: Collection | null, log?: Pick<Logger, 'warn'>, mallocTrim?: () => MallocTrim | Error } = {}): RuntimeTuning {
   const wanted = [settings.runtimeIdleCollection && '--runtime-idle-collection', settings.runtimeHeapTrim && '--runtime-heap-trim'].filter(Boolean)
@@ -109,30 +129,42 @@ export function applyRuntime (settings: RuntimeSettings, opts: { collect?: Colle
   if (wanted.length > 0 && reported == null) {
     throw new RuntimeSettingError(`${wanted.join(' and ')} need V8's inspector, which this Node was built without: turn ${wanted.length > 1 ? 'them' : 'it'} off`)
   }
+  let addon: MallocTrim | undefined
+  const loadAddon = (setting: string): MallocTrim => {
+    const loaded = addon ?? (opts.mallocTrim ?? loadMallocTrim)()
+    if (loaded instanceof Error) throw new RuntimeSettingError(`${setting} cannot work here: ${loaded.message}; turn it off`)
+    return (addon = loaded)
+  }
   let trimmed: TrimmedCollection | undefined
   if (settings.runtimeMallocTrim) {
     if (wanted.length === 0) throw new RuntimeSettingError('--runtime-malloc-trim runs after the collections of --runtime-idle-collection or --runtime-heap-trim: turn one of them on, or it off')
-    const loaded = (opts.mallocTrim ?? loadMallocTrim)()
-    if (loaded instanceof Error) throw new RuntimeSettingError(`--runtime-malloc-trim cannot work here: ${loaded.message}; turn it off`)
-    trimmed = trimAfter(reported as Collection, loaded)
+    trimmed = trimAfter(reported as Collection, loadAddon('--runtime-malloc-trim'))
   }
   const collect = trimmed?.collect ?? reported
+  let mapped: TrimmedCollection | undefined
+  if (settings.runtimeMapTrim) {
+    if (!settings.runtimeIdleCollection) throw new RuntimeSettingError('--runtime-map-trim runs after the collections of --runtime-idle-collection: turn it on, or this off')
+    mapped = mapTrimAfter(collect as Collection, loadAddon('--runtime-map-trim'))
+  }
   const percent = settings.runtimeHeapGrowingPercent
   if (percent > 0 && !Number.isInteger(percent)) throw new RangeError(`heap growing percent must be a positive integer, not ${percent}`)
   releaseBuffersEarly(settings.runtimeReleaseBuffers)
-  const idle = settings.runtimeIdleCollection && collect != null ? collectWhenIdle({ collect }) : undefined
+  // LMDB's pages are dropped when serve goes quiet only: under load (the heap trim's collections) the next reads would fault them in again
+  const idle = settings.runtimeIdleCollection && collect != null ? collectWhenIdle({ collect: mapped?.collect ?? collect }) : undefined
   const trim = settings.runtimeHeapTrim && collect != null ? trimRetainedPages({ collect }) : undefined
   return {
     active: {
       idleCollection: idle != null,
       heapTrim: trim != null,
       mallocTrim: settings.runtimeMallocTrim,
+      mapTrim: settings.runtimeMapTrim,
       heapGrowingPercent: settings.runtimeHeapGrowingPercent,
       releaseBuffers: settings.runtimeReleaseBuffers,
       ...startEnvironment()
     },
     collections: () => (idle?.runs ?? 0) + (trim?.runs ?? 0),
     mallocTrims: () => trimmed?.trims ?? 0,
+    mapTrims: () => mapped?.trims ?? 0,
     serving: () => { if (percent > 0) limitHeapGrowth(percent) },
     stop: () => { idle?.stop(); trim?.stop() }
   }

@@ -51,7 +51,7 @@ async function load (rounds: number): Promise<void> {
 describe('the runtime settings', () => {
   it('are the same in the systemd unit and the Dockerfile: a young generation cap, the collections on, gc not exposed', () => {
     expect(dockerfileRuntimeEnv()).toEqual(PRODUCTION)
-    expect(PRODUCTION).toMatchObject({ PIND_RUNTIME_IDLE_COLLECTION: 'true', PIND_RUNTIME_HEAP_TRIM: 'true', PIND_RUNTIME_MALLOC_TRIM: 'true' })
+    expect(PRODUCTION).toMatchObject({ PIND_RUNTIME_IDLE_COLLECTION: 'true', PIND_RUNTIME_HEAP_TRIM: 'true', PIND_RUNTIME_MALLOC_TRIM: 'true', PIND_RUNTIME_MAP_TRIM: 'true' })
     expect(PRODUCTION.NODE_OPTIONS?.split(' ')).not.toContain('--expose-gc')
     expect(SEMI_SPACE_MAX_MIB).toBeGreaterThan(0)
   })
@@ -94,7 +94,10 @@ describe('the runtime settings', () => {
     const collections = async (): Promise<number> => Number(/^pind_runtime_collections_total (\S+)/m.exec(await (await fetch(metricsUrl)).text())?.[1] ?? NaN)
     expect(await waitFor(async () => (await collections()) >= 1 ? true : undefined, 'pind_runtime_collections_total >= 1', 90_000, 5000)).toBe(true)
     // and glibc's malloc_trim after it (--runtime-malloc-trim): its addon loads from inside the binary
-    const trims = Number(/^pind_runtime_malloc_trims_total (\S+)/m.exec(await (await fetch(metricsUrl)).text())?.[1] ?? NaN)
+    const metrics = await (await fetch(metricsUrl)).text()
+    const trims = Number(/^pind_runtime_malloc_trims_total (\S+)/m.exec(metrics)?.[1] ?? NaN)
     expect(trims).toBeGreaterThanOrEqual(1)
+    // and LMDB's mapped pages out of the resident set after it (--runtime-map-trim), with the same addon
+    expect(Number(/^pind_runtime_map_trims_total (\S+)/m.exec(metrics)?.[1] ?? NaN)).toBeGreaterThanOrEqual(1)
   }, 120_000)
 })

@@ -7,7 +7,7 @@ import type { Usage } from '../../ipfs/blockstore-usage.js'
 import type { PinLedger } from '../../ledger/pins.js'
 import type { MetricsSources } from '../../metrics/registry.js'
 
-export function metricsSources (pins: PinLedger, usage: () => Promise<Usage>, connections: () => number, payments?: MetricsSources['payments'], extra: Pick<MetricsSources, 'routing' | 'provides' | 's3Up' | 'sending' | 'uploadChunks' | 'gcUnreferencedBytes' | 'ledgerPool' | 'leases' | 'runtimeCollections' | 'runtimeMallocTrims'> = {}): MetricsSources {
+export function metricsSources (pins: PinLedger, usage: () => Promise<Usage>, connections: () => number, payments?: MetricsSources['payments'], extra: Pick<MetricsSources, 'routing' | 'provides' | 's3Up' | 'sending' | 'uploadChunks' | 'gcUnreferencedBytes' | 'ledgerPool' | 'leases' | 'runtimeCollections' | 'runtimeMallocTrims' | 'runtimeMapTrims'> = {}): MetricsSources {
   const counts = cached(60_000, async () => await pins.countByStatus())
   return {
     pinCounts: counts,
@@ -24,7 +24,8 @@ export function metricsSources (pins: PinLedger, usage: () => Promise<Usage>, co
     ...(extra.ledgerPool != null ? { ledgerPool: extra.ledgerPool } : {}),
     ...(extra.leases != null ? { leases: extra.leases } : {}),
     ...(extra.runtimeCollections != null ? { runtimeCollections: extra.runtimeCollections } : {}),
-    ...(extra.runtimeMallocTrims != null ? { runtimeMallocTrims: extra.runtimeMallocTrims } : {})
+    ...(extra.runtimeMallocTrims != null ? { runtimeMallocTrims: extra.runtimeMallocTrims } : {}),
+    ...(extra.runtimeMapTrims != null ? { runtimeMapTrims: extra.runtimeMapTrims } : {})
   }
 }
 

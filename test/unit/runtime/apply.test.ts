@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { applyRuntime, reportedCollection, RuntimeSettingError, startEnvironment, trimAfter, type RuntimeTuning } from '../../../src/runtime/apply.js'
+import { applyRuntime, mapTrimAfter, reportedCollection, RuntimeSettingError, startEnvironment, trimAfter, type RuntimeTuning } from '../../../src/runtime/apply.js'
 import { releaseBytes } from '../../../src/runtime/buffers.js'
 
-const settings = { runtimeIdleCollection: false, runtimeHeapTrim: false, runtimeMallocTrim: false, runtimeHeapGrowingPercent: 0, runtimeReleaseBuffers: true }
+const settings = { runtimeIdleCollection: false, runtimeHeapTrim: false, runtimeMallocTrim: false, runtimeMapTrim: false, runtimeHeapGrowingPercent: 0, runtimeReleaseBuffers: true }
 
 describe('applyRuntime (the --runtime-* settings)', () => {
   let tuning: RuntimeTuning | undefined
@@ -53,6 +53,33 @@ describe('applyRuntime (the --runtime-* settings)', () => {
     } catch (e) { err = e }
     expect(err).toBeInstanceOf(RuntimeSettingError)
     expect((err as Error).message).toBe('--runtime-malloc-trim cannot work here: its addon is missing; turn it off')
+  })
+
+  it('--runtime-map-trim follows the idle collection only, and refuses to start without it or without the addon', () => {
+    tuning = applyRuntime({ ...settings, runtimeIdleCollection: true, runtimeMapTrim: true }, { collect: async () => {} })
+    expect(tuning.active).toMatchObject({ idleCollection: true, mapTrim: true })
+    expect(tuning.mapTrims()).toBe(0)
+    tuning.stop()
+    expect(() => applyRuntime({ ...settings, runtimeHeapTrim: true, runtimeMapTrim: true }, { collect: async () => {} })).toThrow(/--runtime-map-trim runs after the collections of --runtime-idle-collection: turn it on, or this off/)
+    expect(() => applyRuntime({ ...settings, runtimeIdleCollection: true, runtimeMapTrim: true }, { collect: async () => {}, mallocTrim: () => new Error('its addon is missing') }))
+      .toThrow('--runtime-map-trim cannot work here: its addon is missing; turn it off')
+    // both settings share one load of the addon
+    let loads = 0
+    tuning = applyRuntime({ ...settings, runtimeIdleCollection: true, runtimeMallocTrim: true, runtimeMapTrim: true }, { collect: async () => {}, mallocTrim: () => { loads++; return { trim: () => true, dropFilePages: () => 0 } } })
+    expect(loads).toBe(1)
+  })
+
+  it('drops the mapped pages after each collection that succeeded, never after one that failed', async () => {
+    const calls: string[] = []
+    let fail = false
+    const mapped = mapTrimAfter(async () => { calls.push('collect'); if (fail) throw new Error('refused') }, { dropFilePages: () => { calls.push('drop'); return 4096 } })
+    await mapped.collect()
+    expect(calls).toEqual(['collect', 'drop'])
+    expect(mapped.trims).toBe(1)
+    fail = true
+    await expect(mapped.collect()).rejects.toThrow('refused')
+    expect(calls).toEqual(['collect', 'drop', 'collect'])
+    expect(mapped.trims).toBe(1)
   })
 
   it('trims after each collection that succeeded, never after one that failed', async () => {
