@@ -89,6 +89,8 @@ export interface Quote {
 
 /** the bazaar's service metadata of every 402 (resource.serviceName, resource.tags) */
 const SERVICE = { serviceName: 'pind', tags: ['ipfs', 'pinning', 'storage'] }
+/** why a write without a payment is refused */
+const UNPAID = 'this write must be paid: see the PAYMENT-REQUIRED header'
 
 export interface VerifiedPayment {
   payer: string
@@ -312,13 +314,23 @@ export class PaymentGate {
     }
   }
 
-  /** Reads PAYMENT-SIGNATURE and verifies it against the server's own requirements for this quote. */
-  async decide (header: string | undefined, q: Quote, settledBefore: (paymentId: string) => Promise<boolean> | boolean = () => false): Promise<GateDecision> {
+  /**
+   * Reads PAYMENT-SIGNATURE and verifies it against the server's own requirements for this quote.
+   * Without one, the quote's challenge; synchronous once it is built (throws synchronously only when
+   * no network is set up: assertReady).
+   */
+  decide (header: string | undefined, q: Quote, settledBefore: (paymentId: string) => Promise<boolean> | boolean = () => false): Promise<GateDecision> | GateDecision {
     this.assertReady()
     if (header == null || header === '') {
       this.onEvent?.('required')
-      return { type: 'payment-required', error: await this.challenge(q, 'this write must be paid: see the PAYMENT-REQUIRED header') }
+      // unpaid, and this quote's challenge built already: answered at once (the 402 is the hottest answer)
+      const built = this.byQuote.get(q)?.get(UNPAID)
+      return built != null ? { type: 'payment-required', error: built } : this.challenge(q, UNPAID).then(error => ({ type: 'payment-required', error }))
     }
+    return this.decidePaid(header, q, settledBefore)
+  }
+
+  private async decidePaid (header: string, q: Quote, settledBefore: (paymentId: string) => Promise<boolean> | boolean): Promise<GateDecision> {
     let payload: PaymentPayload
     try {
       payload = decodePaymentSignatureHeader(header)

@@ -46,7 +46,7 @@ export interface PinCreateDeps {
   tokens: Pick<TokenService, 'issue'>
   once: Pick<PaymentOnce, 'finished' | 'run'>
   prices: PriceSettings
-  probe: Pick<SizeProbe, 'probe' | 'retryAfterSeconds'>
+  probe: Pick<SizeProbe, 'known' | 'probe' | 'retryAfterSeconds'>
   pinMaxBytes: number
   retryWindowMs: number
   publicUrl: string
@@ -105,8 +105,11 @@ export async function createPin (w: PinWrite, d: PinCreateDeps): Promise<PinOutc
   if (used != null && await settledBefore(used, purpose, d)) return await replay(used, purpose, d)
   // a new pin needs the block store: while it cannot be reached, 503 before any payment is used
   if (d.storage?.writable() === false) throw new StorageUnavailableError('the block storage is unreachable right now; retry shortly (no payment was used)')
-  const quote = await quoteFor(w, d)
-  const decision = await d.gate.decide(w.paymentHeader, quote.quote, (id) => d.ledger.paymentUsed(id))
+  // the unpaid 402 for a CID whose size and challenge are at hand awaits nothing here (quoteFor, PaymentGate.decide)
+  const quoted = quoteFor(w, d)
+  const quote = quoted instanceof Promise ? await quoted : quoted
+  const decided = d.gate.decide(w.paymentHeader, quote.quote, (id) => d.ledger.paymentUsed(id))
+  const decision = decided instanceof Promise ? await decided : decided
   if (decision.type === 'payment-required') throw decision.error
   const payment = decision.payment
   if (decision.type === 'settled-before') return await replay(payment, purpose, d)
@@ -144,10 +147,16 @@ interface PinQuote {
   declared?: { dagSize: number, fileSize?: number, how: string }
 }
 
-async function quoteFor (w: PinWrite, d: PinCreateDeps): Promise<PinQuote> {
+/** The write's quote: synchronous when the probe's answer is at hand (SizeProbe.known). */
+function quoteFor (w: PinWrite, d: PinCreateDeps): PinQuote | Promise<PinQuote> {
   const claimed = w.claimedBytes
   if (claimed != null && claimed > d.pinMaxBytes) throw new InputTooLargeError(`X-Pin-Size declares ${claimed} bytes; this service pins DAGs of at most ${d.pinMaxBytes} bytes`)
-  const probed = await d.probe.probe(w.request.cid, w.request.origins, w.client)
+  const probed = d.probe.known(w.request.cid)
+  return probed != null ? quoteOn(w, d, probed) : d.probe.probe(w.request.cid, w.request.origins, w.client).then(p => quoteOn(w, d, p))
+}
+
+function quoteOn (w: PinWrite, d: PinCreateDeps, probed: ProbeResult): PinQuote {
+  const claimed = w.claimedBytes
   // no probe free: no quote at all, rather than one priced as if the root could not be had
   const retry = d.probe.retryAfterSeconds
   if (probed.source === 'busy') throw new UnavailableError('every probe for the size of a DAG is in use; retry shortly (no quote is given rather than one that may be wrong)', retry)

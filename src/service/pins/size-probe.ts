@@ -81,16 +81,34 @@ export class SizeProbe {
     return Math.max(1, Math.ceil(this.o.timeoutMs / 1000))
   }
 
-  async probe (cid: CID, origins: string[], client = ''): Promise<ProbeResult> {
+  /**
+   * The answer when it is at hand, without asking the block store or the
+   * network: a root held here and seen held since the last removal, or one
+   * not held here whose answer is remembered (or with probes off, "not in
+   * time"). Synchronous: the unpaid 402 for such a CID awaits nothing once
+   * its body is read (pin-create.ts). Undefined: ask `probe`.
+   */
+  known (cid: CID): ProbeResult | undefined {
     const key = cid.toV1().toString()
-    // held here still, read once. The store is asked again only once a block was removed (gc): the count
-    // is read before the store is asked, and moves once a removal has ended, so a removal under way
-    // while it is asked makes the answer count for nothing
     if (this.o.isServable(cid)) {
       const known = this.local.get(key)
       const removals = this.o.removals?.()
-      if (known != null && removals != null && known.removals === removals) return this.used(key, known).result
+      return known != null && removals != null && known.removals === removals ? this.used(key, known).result : undefined
+    }
+    return this.remembered(key)
+  }
+
+  async probe (cid: CID, origins: string[], client = ''): Promise<ProbeResult> {
+    const now = this.known(cid)
+    if (now != null) return now
+    const key = cid.toV1().toString()
+    // held here, but not seen held since the last removal (gc): the store is asked. The count is read
+    // before it is asked, and moves once a removal has ended, so a removal under way while it is
+    // asked makes the answer count for nothing
+    if (this.o.isServable(cid)) {
+      const removals = this.o.removals?.()
       if (await this.o.node.blockstore.has(cid)) {
+        const known = this.local.get(key)
         if (known != null) {
           known.removals = removals ?? -1
           return this.used(key, known).result
@@ -103,9 +121,8 @@ export class SizeProbe {
         return result
       }
     }
-    const hit = this.cache.get(key)
-    if (hit != null && hit.until > Date.now()) return hit.result
-    if (this.o.timeoutMs <= 0) return TIMED_OUT
+    const remembered = this.remembered(key)
+    if (remembered != null) return remembered
     // probes are shared only by requests naming the same origins: another's dead origins are not mine
     const flight = `${key} ${[...origins].sort().join(' ')}`
     let p = this.inflight.get(flight)
@@ -127,6 +144,13 @@ export class SizeProbe {
     const result = await p
     if (result.source === 'network' || result.source === 'undeclared' || result.source === 'invalid') this.remember(key, result)
     return result
+  }
+
+  /** what a root not held here said, while remembered; with probes off, "not in time" */
+  private remembered (key: string): ProbeResult | undefined {
+    const hit = this.cache.get(key)
+    if (hit != null && hit.until > Date.now()) return hit.result
+    return this.o.timeoutMs <= 0 ? TIMED_OUT : undefined
   }
 
   /** `entry`, now the most recently asked */

@@ -101,4 +101,42 @@ describe('SizeProbe cache', () => {
     expect((await probe.probe(root, [])).source).toBe('network')
     expect(asked).toBe(4)
   })
+  it('answers at once (known) only what it need not ask for: a root not served here that it remembers, one seen held since the last removal', async () => {
+    const block = randomBytes(100)
+    const root = rawCid(block)
+    const other = rawCid(randomBytes(100))
+    let servable = false
+    let removals = 0
+    let asked = 0
+    const probe = new SizeProbe({
+      node: { blockstore: { has: async () => { asked++; return true }, get: async function * () { yield block } } } as never,
+      network: { dial: async () => ({ connected: 1, failed: [] }), retrieve: async () => block } as never,
+      timeoutMs: 5000,
+      ttlMs: 60_000,
+      isServable: () => servable,
+      removals: () => removals
+    })
+    // never asked: nothing at hand, for a root served here or not
+    expect(probe.known(root)).toBeUndefined()
+    servable = true
+    expect(probe.known(root)).toBeUndefined()
+    // not served here: the network's answer, remembered, is at hand
+    servable = false
+    const fromNetwork = await probe.probe(root, [])
+    expect(fromNetwork.source).toBe('network')
+    expect(probe.known(root)).toBe(fromNetwork)
+    expect(probe.known(other)).toBeUndefined()
+    // served and held here: at hand once seen held, until a removal (gc) moves the count
+    servable = true
+    expect(probe.known(root)).toBeUndefined()
+    const local = await probe.probe(root, [])
+    expect(local.source).toBe('local')
+    expect(probe.known(root)).toBe(local)
+    removals++
+    expect(probe.known(root)).toBeUndefined()
+    expect(asked).toBe(1)
+    // probes off: "not in time" for any root not served here, at once
+    const off = new SizeProbe({ node: { blockstore: { has: async () => false } } as never, network: {} as never, timeoutMs: 0, ttlMs: 60_000, isServable: () => false })
+    expect(off.known(other)?.source).toBe('timeout')
+  })
 })

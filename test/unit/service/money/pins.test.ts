@@ -17,7 +17,7 @@ import { ConflictError, PaymentRequiredError } from '../../../../src/kernel/erro
 import type { Logger } from '../../../../src/kernel/log.js'
 import { addMonths } from '../../../../src/ledger/clock.js'
 import type { PinRecord } from '../../../../src/ledger/records.js'
-import { identifyPayment, MAX_CHALLENGES, type PaymentGate } from '../../../../src/payment/gate.js'
+import { identifyPayment, MAX_CHALLENGES, type PaymentGate, type Quote } from '../../../../src/payment/gate.js'
 import { bytesCoveredBy, priceFor } from '../../../../src/payment/pricing.js'
 import { createPin, MAX_QUOTES, type PinWrite } from '../../../../src/service/pins/pin-create.js'
 import { parsePinRequest } from '../../../../src/service/pins/pin-request.js'
@@ -199,6 +199,26 @@ describe('POST /pins: unpaid, the 402s kept', () => {
     expect(again.challenge).toBe(first.challenge)
     expect(again.terms).toEqual(first.terms)
     expect(gate.challengesKept).toBe(MAX_CHALLENGES)
+  })
+})
+
+describe('the unpaid decision', () => {
+  it('is given at once once its challenge is built: the same 402, no turn of the event loop; a payment header is still read and verified', async () => {
+    const quote: Quote = { amount: 1234n, months: 1, bytes: 1234n, resourceUrl: 'http://127.0.0.1/pins', description: 'a test quote' }
+    const first = gate.decide(undefined, quote)
+    expect(first).toBeInstanceOf(Promise)
+    const built = await first
+    expect(built.type).toBe('payment-required')
+    const again = gate.decide(undefined, quote)
+    expect(again).not.toBeInstanceOf(Promise)
+    expect(again).toEqual(built)
+    expect((again as { error: unknown }).error).toBe((built as { error: unknown }).error)
+    // another quote with the same terms: built from the challenges kept by field, through a promise
+    expect(gate.decide(undefined, { ...quote })).toBeInstanceOf(Promise)
+    // with a header, always through a promise (the payment is verified)
+    const bad = gate.decide('not base64!', quote)
+    expect(bad).toBeInstanceOf(Promise)
+    expect(await bad).toMatchObject({ type: 'payment-required' })
   })
 })
 
