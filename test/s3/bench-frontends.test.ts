@@ -60,8 +60,10 @@ describe('bench-frontends.mjs --quick', () => {
       expect(x.statements).toBeLessThan(500)
       expect(x.ledgerCalls).toBeGreaterThan(0)
     }
-    // no database on the gateway's path (a front end's beat or a lease renewal may fall in the window)
-    expect(j.roundTrips.read.statements).toBeLessThan(1)
+    // no database on the gateway's path: a statement in the reads' windows is a front end's beat or a
+    // lease renewal (every 5 s and 10 s, coordination.ts), which fall in them now and then, or nothing
+    expect(j.roundTrips.read.top.map(s => s.query).filter(q => !/\b(front_ends|leases)\b/.test(q))).toEqual([])
+    expect(j.roundTrips.read.statements).toBeLessThan(5)
     expect(j.pinsList.pins).toBe(1000)
     expect(j.pinsList.postgresP99).toBeGreaterThan(0)
     expect(j.pinsList.lmdbP99).toBeGreaterThan(0)
