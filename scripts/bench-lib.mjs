@@ -11,7 +11,7 @@
  * BENCH_BINARY: the binary the scripts run instead of dist/pind.
  * `--json` (scripts that support it): a last line on stdout with the figures as JSON (jsonResult).
  */
-import { spawn } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
@@ -37,6 +37,28 @@ export function pindEnv (env = {}) {
   const extra = process.env.BENCH_SERVE_ENV ? JSON.parse(process.env.BENCH_SERVE_ENV) : {}
   const nodeOptions = [extra.NODE_OPTIONS, process.env.BENCH_SERVE_NODE_OPTIONS].filter(Boolean).join(' ')
   return { ...process.env, ...extra, ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}), ...env }
+}
+
+/**
+ * Runs commands one after the other from a small child process and times each there (spawn to
+ * exit, as a shell would see it): `[{ ms, stdout }]` in order, or throws on a command's failure.
+ * Spawning from this process would time its own fork too, which grows with its memory (a
+ * benchmark holding a large ledger: /bin/true took 26 ms to spawn from a 450 MiB node process
+ * against 9.5 ms from a fresh one), not the command's start.
+ * `runs`: `{ file, args, env }` each (env: the command's whole environment).
+ */
+export function timeCommands (runs) {
+  const runner = `
+    const { execFileSync } = require('node:child_process')
+    const out = []
+    for (const r of JSON.parse(require('node:fs').readFileSync(0, 'utf8'))) {
+      const t0 = performance.now()
+      const stdout = execFileSync(r.file, r.args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: r.env })
+      out.push({ ms: performance.now() - t0, stdout })
+    }
+    process.stdout.write(JSON.stringify(out))`
+  const out = execFileSync(process.execPath, ['-e', runner], { input: JSON.stringify(runs), encoding: 'utf8', maxBuffer: 64 * 2 ** 20, env: process.env })
+  return JSON.parse(out)
 }
 
 /** With `--json` on the command line, prints `figures` as one JSON line (the last on stdout; scripts/bench.mjs reads it). */

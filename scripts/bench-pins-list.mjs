@@ -31,8 +31,10 @@
  *
  * With `--json`, for scripts/bench.mjs, it also measures the baselines of the start and of
  * `pind keys mint`: serve up on an empty data dir (before the large one), and `pind --version`
- * (the same binary's process start, as many times as tokens are minted); then prints a last
- * line with the figures as JSON (each mint timed on its own, through the running serve).
+ * (the same binary's process start, once after each mint); then prints a last line with the
+ * figures as JSON (each mint timed on its own, through the running serve). Both are timed from a
+ * small child process, as a shell would run them: a spawn from this one, which holds the
+ * ledger's writer (~460 MiB), cost ~17 ms more.
  *
  * Usage: node scripts/bench-pins-list.mjs [--requests 1000] [--pagings 10] [--owners 100] [--per-owner 1000] [--binary] [--bin <path>] [--during-upgrade] [--ledger lmdb|postgres] [--keep] [--json]
  *   (default runs the bundle: node dist/pind.cjs; --binary runs dist/pind; --bin <path> runs that binary,
@@ -46,7 +48,7 @@ import { join } from 'node:path'
 import { CID } from 'multiformats/cid'
 import * as Digest from 'multiformats/hashes/digest'
 import { Pool } from 'undici'
-import { BINARY, jsonResult, median, pindEnv, ROOT, startServe } from './bench-lib.mjs'
+import { BINARY, jsonResult, median, pindEnv, ROOT, startServe, timeCommands } from './bench-lib.mjs'
 import { isoMicros, openBenchLedger } from './bench-ledger.mjs'
 import { startPostgres, stopPostgres } from './postgres.mjs'
 
@@ -151,23 +153,18 @@ try {
   }
 
   t = performance.now()
-  const mintMs = []
-  const tokens = Array.from({ length: QUERIED }, (_, j) => {
-    const t0 = performance.now()
-    const token = JSON.parse(execFileSync(bin, [...binArgs, 'keys', 'mint', '--data-dir', dir, '--owner', owner(j), '--json'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: pindEnv() })).token
-    mintMs.push(performance.now() - t0)
-    return token
-  })
-  console.log(`${QUERIED} tokens minted in ${(performance.now() - t).toFixed(0)} ms (median ${median(mintMs).toFixed(0)} ms each)`)
-  const versionMs = []
-  if (json) {
-    for (let j = 0; j < QUERIED; j++) {
-      const t0 = performance.now()
-      execFileSync(bin, [...binArgs, '--version'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: pindEnv() })
-      versionMs.push(performance.now() - t0)
-    }
-    console.log(`pind --version: median ${median(versionMs).toFixed(0)} ms over ${QUERIED} runs`)
-  }
+  // timed from a small child process (bench-lib's timeCommands: this one holds the ledger's
+  // writer, and a spawn from it costs more); with --json each mint is followed by its baseline,
+  // `pind --version`, so both see the same moments of a shared machine
+  const mint = (j) => ({ file: bin, args: [...binArgs, 'keys', 'mint', '--data-dir', dir, '--owner', owner(j), '--json'], env: pindEnv() })
+  const version = { file: bin, args: [...binArgs, '--version'], env: pindEnv() }
+  const timed = timeCommands(Array.from({ length: QUERIED }, (_, j) => json ? [mint(j), version] : [mint(j)]).flat())
+  const mints = json ? timed.filter((_, i) => i % 2 === 0) : timed
+  const mintMs = mints.map(r => r.ms)
+  const tokens = mints.map(r => JSON.parse(r.stdout).token)
+  console.log(`${QUERIED} tokens minted in ${(performance.now() - t).toFixed(0)} ms${json ? ', each followed by pind --version' : ''} (median ${median(mintMs).toFixed(0)} ms each)`)
+  const versionMs = json ? timed.filter((_, i) => i % 2 === 1).map(r => r.ms) : []
+  if (json) console.log(`pind --version: median ${median(versionMs).toFixed(0)} ms over ${QUERIED} runs`)
 
   pool = new Pool(new URL(pind.url).origin, { connections: 1 })
   const get = async (path, j) => {
