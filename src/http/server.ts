@@ -145,9 +145,15 @@ export function createHttpServer (router: Router, log: Logger, opts: HttpServerO
   // connection that stops moving bytes is cut by the idle timeout instead. Node's
   // own head timeout is off too: src/http/connections.ts keeps its own, per socket.
   // The Keep-Alive header advertises how long an idle connection is kept: never longer than the head
-  // timeout that cuts it (a client trusting a longer figure would send into a closing socket).
+  // timeout that cuts it (a client trusting a longer figure would send into a closing socket). The
+  // connection is kept until that head timeout all the same, not node's advertised + 1 s: a client
+  // that reuses it after the advertised time (its event loop busy when it should have let go)
+  // writes into a live socket rather than one just closed (EPIPE on its side, its request lost;
+  // docs/performance.md). Idle connections are the first evicted when the connection limits are
+  // reached (./connections.ts).
   const headTimeoutMs = opts.headTimeoutMs ?? 20_000
-  const server = createServer({ requestTimeout: 0, headersTimeout: 0, keepAliveTimeout: Math.min(5000, headTimeoutMs), maxHeaderSize: 16 * 1024, requireHostHeader: false })
+  const keepAliveTimeout = Math.min(5000, headTimeoutMs)
+  const server = createServer({ requestTimeout: 0, headersTimeout: 0, keepAliveTimeout, keepAliveTimeoutBuffer: headTimeoutMs - keepAliveTimeout, maxHeaderSize: 16 * 1024, requireHostHeader: false })
   limitConnections(server, {
     headTimeoutMs,
     maxConnections: opts.maxConnections ?? 0,

@@ -99,3 +99,20 @@ it('an early answer to a body that takes longer than the head timeout to arrive,
   await waitFor(() => c.ended() ? true : undefined, 'the idle connection to be closed by the head timeout')
   c.socket.destroy()
 })
+
+it('an idle connection is kept past the Keep-Alive timeout it advertises, until the head timeout: a client back late is answered, not cut', async () => {
+  // node alone closes an idle connection 1 s after the advertised timeout; a client whose event loop was
+  // busy past both reuses the socket as it closes, and loses its request (EPIPE on its side)
+  const { port } = await started({ headTimeoutMs: 8000 })
+  const c = await raw(port)
+  c.socket.write(GET)
+  await waitFor(() => c.received().endsWith('ok') ? true : undefined, 'the first answer')
+  expect(c.received()).toMatch(/\r\nkeep-alive: timeout=5\r\n/i)
+  await new Promise(resolve => setTimeout(resolve, 6500))
+  expect(c.ended()).toBe(false)
+  c.socket.write(GET)
+  await waitFor(() => c.received().split('HTTP/1.1 200').length === 3 ? true : undefined, 'the second answer on the same connection')
+  expect(c.errors).toEqual([])
+  // (that the head timeout closes it once idle again: the test above)
+  c.socket.destroy()
+}, 30_000)
