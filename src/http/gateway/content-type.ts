@@ -12,7 +12,6 @@
  * still HTML, an attachment.
  */
 import { fileTypeFromBuffer } from 'file-type'
-import mime from 'mime'
 
 /** how many leading bytes the sniffers look at (file-type's own figure) */
 export const SNIFF_BYTES = 4100
@@ -20,6 +19,9 @@ export const SNIFF_BYTES = 4100
 export async function detectContentType (name: string | undefined, head: Uint8Array): Promise<string> {
   let byName: string | undefined
   if (name != null && name !== '') {
+    // loaded at the first file served by name, not at start: building its ~1,000 types was
+    // ~5 ms of every serve's start (docs/performance.md)
+    const { default: mime } = await import('mime')
     const t = mime.getType(name)
     if (t != null && t !== 'application/octet-stream') byName = t
   }
