@@ -9,6 +9,9 @@
  * Baseline: a plain Helia peer B, dialled to A, runs `helia.pins.add(cid)` on
  * a separate random file of the same size from A. Fresh CIDs every run;
  * medians are printed, with pind's CPU time per pin, its RSS before the runs and its peak after.
+ * Also this process's CPU and event-loop use while pind pins: the origin A lives here, and pind's
+ * fetch waits on it (a Helia origin serving 100 MiB costs ~3 s of CPU on this machine), so pind's
+ * time follows what A gets of the machine; Helia's own pin runs A and B on this one event loop.
  * `--json`: a last line with the medians as JSON (scripts/bench.mjs reads it).
  * Usage: node scripts/bench-pin.mjs [size-MiB=100] [--runs N=3] [--bundle] [--json]
  */
@@ -84,14 +87,23 @@ try {
   }
 
   const before = rss(pind.proc.pid)
-  const pindMs = []; const acceptedMs = []; const baseMs = []; const pindCpuMs = []
+  const pindMs = []; const acceptedMs = []; const baseMs = []; const pindCpuMs = []; const originCpuMs = []; const heliaCpuMs = []; const originElu = []
+  /** this process's CPU (the origin A, the baseline B, the client) in ms */
+  const ownCpuMs = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000 }
   for (let i = 0; i < runs; i++) {
     const cid = (await A.addRandom(size)).cid
     const c0 = cpuMs(pind.proc.pid)
+    const o0 = ownCpuMs()
+    const e0 = performance.eventLoopUtilization()
     const p = await pinWithPind(cid)
+    originElu.push(performance.eventLoopUtilization(e0).utilization)
+    originCpuMs.push(ownCpuMs() - o0)
     pindCpuMs.push(cpuMs(pind.proc.pid) - c0)
     pindMs.push(p.ms); acceptedMs.push(p.accepted)
-    baseMs.push(await pinWithHelia((await A.addRandom(size)).cid))
+    const baseCid = (await A.addRandom(size)).cid
+    const h0 = ownCpuMs()
+    baseMs.push(await pinWithHelia(baseCid))
+    heliaCpuMs.push(ownCpuMs() - h0)
     console.log(`run ${i + 1}/${runs}: pind ${p.ms.toFixed(0)} ms (202 after ${p.accepted.toFixed(0)} ms), helia pins.add ${baseMs.at(-1).toFixed(0)} ms`)
   }
   const after = rss(pind.proc.pid)
@@ -104,8 +116,10 @@ try {
   console.log(`  baseline helia pins.add:    ${b.toFixed(0)} ms, ${rate(b)} MiB/s  [${list(baseMs)}]`)
   console.log(`  ratio pind/baseline time:   ${(p / b).toFixed(2)}`)
   console.log(`  pind's CPU per pin (user + system, the status polls included): ${median(pindCpuMs)} ms [${list(pindCpuMs)}]`)
+  console.log(`  this process's CPU (the origin serving, the client polling) while pind pins: ${median(originCpuMs).toFixed(0)} ms [${list(originCpuMs)}]; while helia pins (origin and fetcher): ${median(heliaCpuMs).toFixed(0)} ms [${list(heliaCpuMs)}]`)
+  console.log(`  this process's event loop busy while pind pins (the origin's main thread): ${(100 * median(originElu)).toFixed(0)}% [${originElu.map(u => (100 * u).toFixed(0)).join(', ')}]`)
   console.log(`  pind RSS before runs ${before.rssMiB.toFixed(0)} MiB, after ${after.rssMiB.toFixed(0)} MiB, peak ${after.peakMiB.toFixed(0)} MiB`)
-  jsonResult({ mib: MiB, runs, pindMs: p, heliaMs: b, pindMiBps: MiB / (p / 1000), heliaMiBps: MiB / (b / 1000), acceptedMs: median(acceptedMs), pindRuns: pindMs, heliaRuns: baseMs, pindCpuMs: median(pindCpuMs), peakMiB: after.peakMiB })
+  jsonResult({ mib: MiB, runs, pindMs: p, heliaMs: b, pindMiBps: MiB / (p / 1000), heliaMiBps: MiB / (b / 1000), acceptedMs: median(acceptedMs), pindRuns: pindMs, heliaRuns: baseMs, pindCpuMs: median(pindCpuMs), originCpuMs: median(originCpuMs), heliaCpuMs: median(heliaCpuMs), peakMiB: after.peakMiB })
 } finally {
   await pind?.stop()
   if (pind != null) rmSync(pind.dataDir, { recursive: true, force: true })
