@@ -4,10 +4,8 @@
  * from the same origin, with the CPU each side cost. Figures are checked for form and for their
  * relations only: the target is bench.mjs's to judge, never a timed assertion here.
  */
-import { spawn } from 'node:child_process'
-import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { ROOT } from '../../scripts/bench-lib.mjs'
+import { runScript } from '../helpers/script.js'
 
 interface Result {
   mib: number
@@ -25,13 +23,7 @@ interface Result {
   peakMiB: number
 }
 
-const run = async (args: string[]): Promise<{ code: number | null, out: string, err: string }> => await new Promise((resolve) => {
-  const p = spawn(process.execPath, [join(ROOT, 'scripts/bench-pin.mjs'), ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] })
-  let out = ''; let err = ''
-  p.stdout.on('data', (b) => { out += b })
-  p.stderr.on('data', (b) => { err += b })
-  p.on('exit', (code) => { resolve({ code, out, err }) })
-})
+const run = async (args: string[]): ReturnType<typeof runScript> => await runScript('bench-pin.mjs', args)
 
 describe('bench-pin.mjs', () => {
   it('prints pind against helia pins.add with both sides\' CPU, and the medians as JSON', async () => {

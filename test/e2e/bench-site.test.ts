@@ -5,10 +5,8 @@
  * form only: the targets are the script's to judge (scripts/bench.mjs), never a timed
  * assertion here.
  */
-import { spawn } from 'node:child_process'
-import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { ROOT } from '../../scripts/bench-lib.mjs'
+import { runScript } from '../helpers/script.js'
 
 interface Result {
   quick: boolean
@@ -29,13 +27,7 @@ interface Result {
   dirBaselineMs: number[]
 }
 
-const run = async (args: string[]): Promise<{ code: number | null, out: string, err: string }> => await new Promise((resolve) => {
-  const p = spawn(process.execPath, [join(ROOT, 'scripts/bench-site.mjs'), ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] })
-  let out = ''; let err = ''
-  p.stdout.on('data', (b) => { out += b })
-  p.stderr.on('data', (b) => { err += b })
-  p.on('exit', (code) => { resolve({ code, out, err }) })
-})
+const run = async (args: string[]): ReturnType<typeof runScript> => await runScript('bench-site.mjs', args)
 
 describe('bench-site.mjs --quick', () => {
   it('prints both measurements against their baselines with their targets, and the figures as JSON', async () => {

@@ -5,10 +5,8 @@
  * ledgers (bench-pins-list.mjs --ledger postgres). Figures are checked for sanity only: the
  * targets are the script's to judge, never a timed assertion here.
  */
-import { spawn } from 'node:child_process'
-import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { ROOT } from '../../scripts/bench-lib.mjs'
+import { runScript } from '../helpers/script.js'
 
 interface Result {
   quick: boolean
@@ -18,13 +16,7 @@ interface Result {
   rows: Array<{ name: string, figure: number, baseline: number, ratio: number, met?: boolean }>
 }
 
-const run = async (args: string[]): Promise<{ code: number | null, out: string, err: string }> => await new Promise((resolve) => {
-  const p = spawn(process.execPath, [join(ROOT, 'scripts/bench-frontends.mjs'), ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] })
-  let out = ''; let err = ''
-  p.stdout.on('data', (b) => { out += b })
-  p.stderr.on('data', (b) => { err += b })
-  p.on('exit', (code) => { resolve({ code, out, err }) })
-})
+const run = async (args: string[]): ReturnType<typeof runScript> => await runScript('bench-frontends.mjs', args)
 
 describe('bench-frontends.mjs --quick', () => {
   it('prints each row against its baseline with its target, and the figures as JSON', async () => {
